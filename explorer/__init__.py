@@ -1,0 +1,1 @@
+"""The exhaustive engine, sweeps, replay, reports and the command line."""

@@ -1,0 +1,290 @@
+"""Checking a spec: one exploration per parameter combination, every property judged.
+
+This is where "holds" is decided. A property is only said to hold when the whole
+reachable space was explored and no spec error (a value leaving its domain, an
+expression that cannot be evaluated) cut the exploration short; otherwise it is
+`unknown`. Violations always carry the trace that shows them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from machine.compiled import CompiledSpec, EvalError, Machine
+from machine.errors import Problem, SpecError
+from machine.spec import BUILTIN_PROPERTIES, Spec
+from properties import termination as T
+from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+
+from .engine import Exploration, Finding, ProgressFn, explore
+from .replay import run_scenario
+from .traces import lasso_trace, path_trace, run_trace
+
+
+@dataclass
+class Options:
+    pins: dict[str, int] = field(default_factory=dict)
+    properties: list[str] | None = None
+    max_states: int | None = None
+    timeout: float | None = None
+    progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    ok: bool
+    message: str
+    steps: int
+
+
+@dataclass
+class RunResult:
+    spec: Spec
+    params: dict[str, int]
+    result: str                          # proved | violated | incomplete
+    stats: dict[str, Any]
+    properties: list[PropertyResult]
+    coverage: dict[str, dict[str, int]]
+    warnings: list[str]
+    scenarios: list[ScenarioResult]
+    stopped_by: str | None
+    as_expected: bool | None             # None when the spec declares no expectation
+
+    @property
+    def passed(self) -> bool:
+        """Whether this run lets the gate pass: proved, or violated exactly as the spec expects."""
+        return self.result == "proved" or bool(self.as_expected)
+
+
+def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:
+    """Every combination of declared param values, with pinned params fixed."""
+    declared = {p.name: p for p in spec.params}
+    for name, value in pins.items():
+        if name not in declared:
+            raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
+                                                       f"{name} (it has: {', '.join(declared) or 'none'})")])
+        if value not in declared[name].values:
+            raise SpecError([Problem(spec.path, declared[name].line,
+                                     f"-p {name}={value}: not a declared value of {name} "
+                                     f"({_values_text(declared[name].values)})")])
+    lists = [[pins[p.name]] if p.name in pins else p.values for p in spec.params]
+    return [dict(zip(declared, combo)) for combo in itertools.product(*lists)]
+
+
+def _values_text(values: list[int]) -> str:
+    if values == list(range(values[0], values[-1] + 1)) and len(values) > 2:
+        return f"{values[0]}..{values[-1]}"
+    return ", ".join(map(str, values))
+
+
+def check_spec(spec: Spec, options: Options) -> list[RunResult]:
+    """Check every param combination of a spec (after validating pins and property names)."""
+    if options.properties:
+        known = {p.name for p in spec.properties} | set(BUILTIN_PROPERTIES)
+        for name in options.properties:
+            if name not in known:
+                raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
+                                                           f"property (it has: {', '.join(sorted(known))})")])
+    combos = sweep(spec, options.pins)
+    compiled = CompiledSpec(spec)
+    machines = [compiled.instantiate(params) for params in combos]   # spec errors before any run
+    return [check_machine(m, options) for m in machines]
+
+
+def check_machine(m: Machine, options: Options) -> RunResult:
+    spec = m.spec
+    selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
+    selected -= m.inactive
+    progress = options.progress(spec, m.params) if options.progress else None
+    ex = explore(m, max_states=options.max_states, timeout=options.timeout,
+                 properties=selected, progress=progress)
+    spec_errors = [n for n in BUILTIN_PROPERTIES if n in ex.findings]
+    if not ex.complete:
+        why = ("the exploration stopped at --max-states" if ex.stopped_by == "max_states"
+               else "the exploration stopped at --timeout")
+    elif spec_errors:
+        why = f"the exploration was cut short by the spec's own errors ({', '.join(spec_errors)})"
+    else:
+        why = None
+
+    results: list[PropertyResult] = []
+    for name in BUILTIN_PROPERTIES:
+        results.append(_from_finding(ex, name, "builtin", None, why, _BUILTIN_HOLDS[name]))
+    graph = _Graph(ex)
+    for p in spec.properties:
+        if p.name not in selected:
+            continue
+        if p.kind in ("invariant", "step_invariant", "variant", "independent"):
+            r = _from_finding(ex, p.name, p.kind, p.line, why, _HOLDS[p.kind])
+        elif p.kind == "reachable":
+            r = _reachable(ex, p.name, why)
+        elif p.kind == "terminates":
+            r = _terminates(ex, graph, p.name, why)
+        else:
+            r = _within(ex, graph, p.name, why, m)
+        r.description = p.description
+        r.line = p.line
+        results.append(r)
+
+    scenarios = []
+    if not options.properties:
+        for sc in spec.scenarios:
+            if sc.params == m.params:
+                rep = run_scenario(m, sc)
+                scenarios.append(ScenarioResult(sc.name, rep.ok, rep.problem or "as expected",
+                                                len(rep.steps) - 1))
+
+    coverage, warnings = _coverage(ex, why)
+    violated = any(r.status == VIOLATED for r in results) or any(not s.ok for s in scenarios)
+    result = "violated" if violated else ("incomplete" if why else "proved")
+    as_expected = None
+    if spec.expect_violated is not None:
+        expect = set(spec.expect_violated)
+        for r in results:
+            r.expected = (r.status == VIOLATED) if r.name in expect else (r.status == HOLDS)
+        asked = set(options.properties) if options.properties else None
+        judged = {r.name for r in results}
+        missing = [n for n in expect if n not in judged and (asked is None or n in asked)]
+        as_expected = (ex.complete and not missing and all(r.expected for r in results)
+                       and all(s.ok for s in scenarios)
+                       and any(r.status == VIOLATED for r in results))
+    stats = {"states": len(ex.states), "transitions": ex.transitions,
+             "terminal_states": sum(ex.terminal), "max_depth": ex.max_depth,
+             "seconds": round(ex.seconds, 4)}
+    return RunResult(spec, m.params, result, stats, results, coverage, warnings, scenarios,
+                     ex.stopped_by, as_expected)
+
+
+_BUILTIN_HOLDS = {
+    "domains": "every variable stays inside its declared domain",
+    "well_defined": "every expression evaluates and every decide table has a matching rule",
+}
+_HOLDS = {
+    "invariant": "true in every reachable state",
+    "step_invariant": "true for every transition",
+    "variant": "strictly increases on every non-terminal transition and stays within its bound",
+    "independent": "no transition depends on the ignored vars",
+}
+
+
+def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: str | None,
+                  holds: str) -> PropertyResult:
+    f: Finding | None = ex.findings.get(name)
+    if f is not None:
+        r = PropertyResult(name, kind, VIOLATED, f.message, path_trace(ex, f.state, f.step), line=line)
+        if f.other is not None:
+            r.other_trace = path_trace(ex, f.other.state, f.other.step)
+        return r
+    if why:
+        return PropertyResult(name, kind, UNKNOWN, f"not decided: {why}", line=line)
+    return PropertyResult(name, kind, HOLDS, holds, line=line)
+
+
+def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
+    if name in ex.reached:
+        witness = path_trace(ex, ex.reached[name])
+        return PropertyResult(name, "reachable", HOLDS,
+                              f"reached after {len(witness)} transitions", witness=witness)
+    if why:
+        return PropertyResult(name, "reachable", UNKNOWN, f"not reached in the explored part; {why}")
+    return PropertyResult(name, "reachable", VIOLATED, "unreachable: no reachable state satisfies it")
+
+
+class _Graph:
+    """Graph facts shared by the termination properties, computed once per run on demand."""
+
+    def __init__(self, ex: Exploration):
+        self.ex = ex
+        self._done = False
+
+    def compute(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self.deadlock = T.find_deadlock(self.ex)
+        self.order = T.topological_order(self.ex)
+        self.lasso = T.find_lasso(self.ex, self.order)
+
+
+def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str) -> PropertyResult | None:
+    g.compute()
+    if g.deadlock is not None:
+        return PropertyResult(name, kind, VIOLATED, "deadlock: a non-terminal state with no "
+                                                    "enabled action", path_trace(ex, g.deadlock))
+    if g.lasso is not None:
+        start, cycle = g.lasso
+        trace = lasso_trace(ex, start, cycle)
+        return PropertyResult(name, kind, VIOLATED,
+                              f"a cycle of {len(cycle)} transitions among non-terminal states: the "
+                              "run can go on forever", trace)
+    return None
+
+
+def _terminates(ex: Exploration, g: _Graph, name: str, why: str | None) -> PropertyResult:
+    bad = _termination_violation(ex, g, name, "terminates")
+    if bad is not None:
+        return bad
+    if why:
+        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: {why}")
+    return PropertyResult(name, "terminates", HOLDS, "every run reaches a terminal state")
+
+
+def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) -> PropertyResult:
+    bad = _termination_violation(ex, g, name, "terminates_within")
+    if bad is not None:
+        return bad
+    bound = m.within[name]
+    count = m.counts.get(name)
+    what = "counted transitions" if count is not None else "transitions"
+    if count is None:
+        weight = lambda src, e: 1       # noqa: E731
+    else:
+        actions = m.actions
+
+        def weight(src: int, e: int) -> int:
+            act = actions[ex.e_action[e]]
+            return 1 if count(ex.states[src], ex.states[ex.e_dst[e]], act.name, ex.e_rule[e],
+                              *act.step_args[ex.e_combo[e]]) else 0
+    try:
+        longest, start, edges = T.longest_run(ex, g.order, weight)
+    except (EvalError, ZeroDivisionError) as exc:
+        return PropertyResult(name, "terminates_within", UNKNOWN,
+                              f"not decided: its count expression failed: {exc}")
+    if longest > bound:
+        return PropertyResult(name, "terminates_within", VIOLATED,
+                              f"a run takes {longest} {what}, more than {bound}",
+                              run_trace(ex, start, edges))
+    if why:
+        return PropertyResult(name, "terminates_within", UNKNOWN,
+                              f"not decided (longest so far: {longest} {what}): {why}")
+    return PropertyResult(name, "terminates_within", HOLDS,
+                          f"every run ends within {bound} {what} (the longest takes {longest})")
+
+
+def _coverage(ex: Exploration, why: str | None) -> tuple[dict[str, dict[str, int]], list[str]]:
+    spec = ex.machine.spec
+    rules = dict(ex.rule_counts)
+    terminals = {str(k): v for k, v in ex.label_counts.items()}
+    if spec.terminal is not None and spec.terminal.label is None:
+        terminals = {"terminal": sum(ex.terminal)}
+    warnings = []
+    if why is None:
+        for a in spec.actions:
+            d = a.decide
+            if d is None:
+                continue
+            for r in d.rules:
+                if rules.get(r.name, 0) == 0:
+                    warnings.append(f"vacuous: decide rule {r.name!r} of action {a.name} "
+                                    f"(line {r.line}) never fires")
+        for label, n in terminals.items():
+            if n == 0:
+                warnings.append(f"vacuous: terminal {label!r} is never reached")
+        taken = set(ex.e_action)
+        for k, act in enumerate(spec.actions):
+            if k not in taken:
+                warnings.append(f"vacuous: action {act.name} (line {act.line}) is never taken")
+    return {"rules": rules, "terminals": terminals}, warnings

@@ -1,0 +1,174 @@
+"""The report: one `haltproof-report/1` result, rendered as JSON or as text for people.
+
+Every output format is built from the same RunResult list; nothing here re-runs a check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import metadata
+from typing import Any
+
+from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+
+from .check import RunResult
+
+SCHEMA = "haltproof-report/1"
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+def version() -> str:
+    try:
+        return metadata.version("haltproof")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def overall(runs: list[RunResult]) -> tuple[str, int]:
+    """The gate's verdict and exit code: violated (1) beats incomplete (3) beats proved (0)."""
+    if any(not r.passed and (r.result == "violated" or r.as_expected is False) for r in runs):
+        return "violated", EXIT_VIOLATED
+    if any(not r.passed for r in runs):
+        return "incomplete", EXIT_INCOMPLETE
+    return "proved", EXIT_OK
+
+
+def shown_path(path: str) -> str:
+    """A spec path as users see it: relative to the working directory when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+# ---------------------------------------------------------------- JSON
+
+def to_json(runs: list[RunResult]) -> dict[str, Any]:
+    result, code = overall(runs)
+    return {"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
+            "result": result, "exit_code": code, "runs": [_run_json(r) for r in runs]}
+
+
+def _run_json(r: RunResult) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "spec": shown_path(r.spec.path), "machine": r.spec.name, "params": r.params,
+        "result": r.result, "stats": r.stats,
+        "properties": [_prop_json(p, r.params) for p in r.properties],
+        "coverage": r.coverage, "warnings": r.warnings,
+        "scenarios": [{"name": s.name, "status": "passed" if s.ok else "failed",
+                       "message": s.message, "steps": s.steps} for s in r.scenarios],
+    }
+    if r.stopped_by:
+        out["stopped_by"] = r.stopped_by
+    if r.as_expected is not None:
+        out["as_expected"] = r.as_expected
+    return out
+
+
+def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": p.name, "kind": p.kind, "status": p.status, "message": p.message,
+                           "trace": p.trace.to_json(params) if p.trace else None}
+    if p.line is not None:
+        out["line"] = p.line
+    if p.description:
+        out["description"] = p.description
+    if p.other_trace is not None:
+        out["other_trace"] = p.other_trace.to_json(params)
+    if p.witness is not None:
+        out["witness"] = p.witness.to_json(params)
+    if p.expected is not None:
+        out["expected"] = p.expected
+    return out
+
+
+def dumps(runs: list[RunResult]) -> str:
+    return json.dumps(to_json(runs), indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- text
+
+def _v(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _params_text(params: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "(no params)"
+
+
+def to_text(runs: list[RunResult]) -> str:
+    lines: list[str] = []
+    w = lines.append
+    for r in runs:
+        head = f"{shown_path(r.spec.path)}  [{r.spec.name}]  {_params_text(r.params)}"
+        w(head)
+        s = r.stats
+        verdict = r.result
+        if r.as_expected is True:
+            verdict = "violated as expected"
+        elif r.as_expected is False:
+            verdict = f"{r.result}, NOT as expected"
+        stop = f" (stopped at {'--max-states' if r.stopped_by == 'max_states' else '--timeout'})" \
+            if r.stopped_by else ""
+        w(f"  {verdict}{stop}: {s['states']:,} states, {s['transitions']:,} transitions, "
+          f"{s['terminal_states']:,} terminal, depth {s['max_depth']}, {s['seconds']:.2f} s")
+        width = max(len(p.name) for p in r.properties)
+        for p in r.properties:
+            status = {HOLDS: "holds", VIOLATED: "VIOLATED", UNKNOWN: "unknown"}[p.status]
+            if p.expected is True and p.status == VIOLATED:
+                status = "violated as expected"
+            elif p.expected is False:
+                status += " (NOT as expected)"
+            w(f"  {status:<9} {p.name:<{width}}  {p.message}")
+            if p.status == VIOLATED and p.trace is not None:
+                lines.extend("      " + t for t in trace_table(p.trace))
+                if p.other_trace is not None:
+                    w("      ... while this run, equal up to the ignored vars, does differently:")
+                    lines.extend("      " + t for t in trace_table(p.other_trace))
+        for sc in r.scenarios:
+            if not sc.ok:
+                w(f"  FAILED    scenario {sc.name}: {sc.message}")
+        if r.scenarios and all(sc.ok for sc in r.scenarios):
+            w(f"  scenarios: {len(r.scenarios)} passed ({', '.join(sc.name for sc in r.scenarios)})")
+        for warning in r.warnings:
+            w(f"  warning: {warning}")
+        w("")
+    result, code = overall(runs)
+    counts = {"proved": 0, "as expected": 0, "violated": 0, "incomplete": 0}
+    for r in runs:
+        if r.as_expected:
+            counts["as expected"] += 1
+        elif r.result == "proved" and r.as_expected is None:
+            counts["proved"] += 1
+        elif r.result == "incomplete":
+            counts["incomplete"] += 1
+        else:
+            counts["violated"] += 1
+    w(f"{len(runs)} runs: {counts['proved']} proved, {counts['as expected']} violated as expected, "
+      f"{counts['violated']} failed, {counts['incomplete']} incomplete -> {result}")
+    return "\n".join(lines) + "\n"
+
+
+def trace_table(trace: Trace) -> list[str]:
+    """A counterexample as rows: step, action, choices, rule fired, the vars that changed."""
+    rows = [("step", "action", "choices", "rule", "state (changes)")]
+    prev: dict[str, Any] | None = None
+    for n, st in enumerate(trace.steps):
+        if prev is None:
+            change = " ".join(f"{k}={_v(v)}" for k, v in st.state.items())
+        else:
+            change = " ".join(f"{k}={_v(v)}" for k, v in st.state.items() if prev.get(k) != v) or "(no change)"
+        mark = ""
+        if trace.kind == "lasso" and n == trace.loop_start:
+            mark = "  <- loop starts"
+        if trace.kind == "lasso" and n == len(trace.steps) - 1:
+            mark = f"  -> back to step {trace.loop_start}"
+        choices = " ".join(f"{k}={_v(v)}" for k, v in st.choices.items())
+        rows.append((str(n), st.action or "(initial)", choices, st.rule or "", change + mark))
+        prev = st.state
+    widths = [max(len(row[c]) for row in rows) for c in range(4)]
+    return ["  ".join(row[c].ljust(widths[c]) for c in range(4)) + "  " + row[4] for row in rows]

@@ -1,0 +1,866 @@
+"""A spec as data: what a YAML machine declares, validated and type-checked.
+
+`load_spec(path)` reads the YAML, checks every key, name, type and expression, and
+returns a `Spec`. Nothing is explored here; every mistake found is raised together as
+one `SpecError` whose problems name the file, the line and the offending text.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import expr as E
+from .errors import Located, Problem, SpecError
+from .yamlpos import YList, YMap, YStr, load_yaml
+
+RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
+BUILTIN_PROPERTIES = ("domains", "well_defined")
+
+
+# ---------------------------------------------------------------- the model
+
+@dataclass
+class Param:
+    name: str
+    values: list[int]
+    line: int
+
+
+@dataclass
+class Var:
+    name: str
+    kind: str                      # "int" | "enum" | "bool"
+    type: E.Type
+    lo: E.Expr | None              # int bounds, expressions over params
+    hi: E.Expr | None
+    values: tuple = ()             # enum values, in declared order
+    init: list[E.Expr] = field(default_factory=list)   # one or more initial values
+    line: int = 0
+
+
+@dataclass
+class ChoiceSet:
+    """A finite set the environment (or an adversary) picks from at each step."""
+
+    name: str
+    kind: str                      # "records" | "scalars" | "range"
+    type: E.Type                   # type of the bare choice name
+    items: list[tuple] = field(default_factory=list)   # records: (name, *fields); scalars: (value,)
+    fields: dict[str, tuple[E.Type, int]] = field(default_factory=dict)
+    lo: E.Expr | None = None
+    hi: E.Expr | None = None
+    line: int = 0
+
+    def labels(self) -> list:
+        """The names that traces and scenarios use for the items."""
+        return [item[0] for item in self.items]
+
+
+@dataclass
+class Assign:
+    var: int
+    value: E.Expr
+    line: int
+
+
+@dataclass
+class SetStage:
+    assigns: list[Assign]
+    line: int
+
+
+@dataclass
+class Rule:
+    name: str
+    when: E.Expr | None
+    then: E.Expr
+    line: int
+
+
+@dataclass
+class DecideStage:
+    var: int
+    rules: list[Rule]
+    line: int
+
+
+@dataclass
+class Action:
+    name: str
+    guard: E.Expr | None
+    choices: list[tuple[str, ChoiceSet]]     # (local name, set), in declared order
+    stages: list[SetStage | DecideStage]
+    line: int
+
+    @property
+    def decide(self) -> DecideStage | None:
+        return next((s for s in self.stages if isinstance(s, DecideStage)), None)
+
+
+@dataclass
+class Terminal:
+    when: E.Expr | None            # terminal iff this holds ...
+    label: E.Expr | None           # ... or iff this value is one of `values`
+    values: list = field(default_factory=list)
+    line: int = 0
+
+
+@dataclass
+class PropertyDecl:
+    name: str
+    kind: str     # invariant | step_invariant | reachable | terminates | terminates_within | variant | independent
+    line: int
+    expr: E.Expr | None = None     # the predicate, the ranking, ...
+    bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
+    count: E.Expr | None = None    # which transitions terminates_within counts (None: all)
+    vars: list[int] = field(default_factory=list)   # independent_of
+    description: str = ""
+    when: E.Expr | None = None     # a condition on params: the property applies only where it holds
+
+
+@dataclass
+class ScenarioStep:
+    action: str
+    choices: dict[str, Any]
+    line: int
+
+
+@dataclass
+class Scenario:
+    name: str
+    params: dict[str, int]
+    init: dict[str, Any]
+    steps: list[ScenarioStep]
+    expect: dict[str, Any]
+    description: str
+    line: int
+
+
+@dataclass
+class Spec:
+    path: str
+    name: str
+    description: str
+    params: list[Param]
+    vars: list[Var]
+    actions: list[Action]
+    terminal: Terminal | None
+    properties: list[PropertyDecl]
+    scenarios: list[Scenario]
+    expect_violated: list[str] | None
+    replay: list[tuple[str, E.Expr]]
+    choice_names: list[str]                  # every choice name used by any action, sorted
+    text: str = ""
+
+    def var_index(self, name: str) -> int:
+        return next(i for i, v in enumerate(self.vars) if v.name == name)
+
+    def action(self, name: str) -> Action | None:
+        return next((a for a in self.actions if a.name == name), None)
+
+    def property(self, name: str) -> PropertyDecl | None:
+        return next((p for p in self.properties if p.name == name), None)
+
+
+# ---------------------------------------------------------------- loading
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a YAML spec; raise SpecError listing every problem found."""
+    path = Path(path)
+    shown = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([Problem(shown, None, "no such file")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError([Problem(shown, None, f"cannot read the file: {exc}")]) from None
+    return parse_spec(text, shown)
+
+
+def parse_spec(text: str, file: str) -> Spec:
+    data = load_yaml(text, file)
+    return _Loader(file).load(data, text)
+
+
+class _Loader:
+    def __init__(self, file: str):
+        self.file = file
+        self.problems: list[Problem] = []
+
+    # -- small helpers
+    def at(self, line: int | None) -> Located:
+        return Located(self.file, line)
+
+    def add(self, line: int | None, message: str, text: object = None) -> None:
+        self.problems.append(Problem(self.file, line, message, None if text is None else str(text)))
+
+    def attempt(self, fn, *args):
+        """Run one part of the validation; keep its problems and go on with the next part."""
+        try:
+            return fn(*args)
+        except SpecError as exc:
+            self.problems.extend(exc.problems)
+            return None
+
+    def mapping(self, value: Any, line: int, what: str) -> YMap:
+        if not isinstance(value, YMap):
+            raise self.at(line).error(f"{what} must be a mapping", _short(value))
+        return value
+
+    def keys(self, m: YMap, what: str, allowed: set[str], required: set[str] = frozenset()) -> None:
+        for key in m:
+            if key not in allowed:
+                raise self.at(m.line_of(key)).error(
+                    f"unknown key in {what} (allowed: {', '.join(sorted(allowed))})", key)
+        for key in sorted(required):
+            if key not in m:
+                raise self.at(m.line).error(f"{what} needs the key {key!r}")
+
+    def ident(self, name: str, line: int, what: str) -> None:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise self.at(line).error(f"{what} must be a plain identifier", name)
+        if name in RESERVED:
+            raise self.at(line).error(f"{what} uses a reserved name", name)
+
+    def integer(self, value: Any, line: int, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.at(line).error(f"{what} must be an integer", _short(value))
+        return value
+
+    # -- top level
+    def load(self, data: Any, text: str) -> Spec:
+        top = self.mapping(data, 1, "a spec")
+        self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
+                                     "terminal", "properties", "scenarios", "expect", "replay"},
+                  {"machine", "vars", "actions"})
+        name = top["machine"]
+        if not isinstance(name, str) or not name.strip():
+            raise self.at(top.line_of("machine")).error("machine must be a non-empty name", name)
+        description = top.get("description", "")
+        if not isinstance(description, str):
+            self.add(top.line_of("description"), "description must be text")
+
+        params = self.attempt(self.params, top.get("params", YMap()), top.line_of("params")) or []
+        self.param_scope = E.Scope({p.name: self.param_binding(p) for p in params})
+        self.params_by_name = {p.name: p for p in params}
+        vars_ = self.attempt(self.vars, top["vars"], top.line_of("vars")) or []
+        sets = self.attempt(self.sets, top.get("sets", YMap()), top.line_of("sets")) or {}
+        if self.problems:
+            raise SpecError(self.problems)
+        self.vars_list = vars_
+        self.sets = sets
+
+        actions_raw = self.mapping(top["actions"], top.line_of("actions"), "actions")
+        if not actions_raw:
+            raise self.at(top.line_of("actions")).error("a machine needs at least one action")
+        # Choices first: their values become enum literals usable by every expression.
+        self.action_choices: dict[str, list[tuple[str, ChoiceSet]]] = {}
+        for aname, araw in actions_raw.items():
+            self.attempt(self.action_choice_sets, aname, araw, actions_raw.line_of(aname))
+        if self.problems:
+            raise SpecError(self.problems)
+        self.literals = self.collect_literals(actions_raw, top)
+        self.attempt(self.check_collisions, params, vars_)
+        if self.problems:
+            raise SpecError(self.problems)
+        self.state_scope = self.make_state_scope()
+        self.all_actions = list(actions_raw)
+        self.rule_names = self.collect_rule_names(actions_raw)
+        self.step_scope = self.make_step_scope()
+
+        actions = []
+        for aname, araw in actions_raw.items():
+            act = self.attempt(self.action, aname, araw, actions_raw.line_of(aname))
+            if act is not None:
+                actions.append(act)
+        terminal = None
+        if "terminal" in top:
+            terminal = self.attempt(self.terminal, top["terminal"], top.line_of("terminal"))
+        props = self.attempt(self.properties, top.get("properties", YMap()),
+                             top.line_of("properties")) or []
+        expect = None
+        if "expect" in top:
+            expect = self.attempt(self.expect, top["expect"], top.line_of("expect"), props)
+        replay = self.attempt(self.replay, top.get("replay", YMap()), top.line_of("replay")) or []
+        scenarios = self.attempt(self.scenarios, top.get("scenarios", YMap()),
+                                 top.line_of("scenarios"), params, vars_) or []
+        if self.problems:
+            raise SpecError(self.problems)
+        return Spec(path=self.file, name=str(name), description=str(description or ""),
+                    params=params, vars=vars_, actions=actions, terminal=terminal,
+                    properties=props, scenarios=scenarios, expect_violated=expect,
+                    replay=replay, choice_names=sorted(self.step_choices), text=text)
+
+    # -- params
+    def params(self, raw: Any, line: int) -> list[Param]:
+        m = self.mapping(raw, line, "params")
+        out = []
+        for name, value in m.items():
+            pline = m.line_of(name)
+            self.ident(name, pline, "a param name")
+            if isinstance(value, YList):
+                if not value:
+                    raise self.at(pline).error("a param needs at least one value", name)
+                values = [self.integer(v, value.line_of(i), f"a value of param {name}")
+                          for i, v in enumerate(value)]
+            elif isinstance(value, YMap):
+                self.keys(value, f"param {name}", {"min", "max"}, {"min", "max"})
+                lo = self.integer(value["min"], value.line_of("min"), f"min of param {name}")
+                hi = self.integer(value["max"], value.line_of("max"), f"max of param {name}")
+                if lo > hi:
+                    raise self.at(pline).error(f"param {name} has min {lo} > max {hi}: no values")
+                values = list(range(lo, hi + 1))
+            else:
+                values = [self.integer(value, pline, f"param {name}")]
+            if len(set(values)) != len(values):
+                raise self.at(pline).error(f"param {name} lists a value twice", values)
+            out.append(Param(name, values, pline))
+        return out
+
+    def param_binding(self, p: Param) -> E.Binding:
+        return E.Binding(E.INT, lambda n=p.name: ast.Name("p_" + n, ast.Load()), what="param")
+
+    # -- vars
+    def vars(self, raw: Any, line: int) -> list[Var]:
+        m = self.mapping(raw, line, "vars")
+        if not m:
+            raise self.at(line).error("a machine needs at least one var")
+        out = []
+        for name, decl in m.items():
+            v = self.attempt(self.var, name, decl, m.line_of(name))
+            if v is not None:
+                out.append(v)
+        return out
+
+    def var(self, name: str, raw: Any, line: int) -> Var:
+        self.ident(name, line, "a var name")
+        d = self.mapping(raw, line, f"var {name}")
+        kind = d.get("type")
+        if kind == "int":
+            self.keys(d, f"int var {name}", {"type", "min", "max", "init", "description"},
+                      {"min", "max", "init"})
+            lo = E.check(d["min"], self.param_scope, self.at(d.line_of("min")), what=f"min of {name}")
+            hi = E.check(d["max"], self.param_scope, self.at(d.line_of("max")), what=f"max of {name}")
+            for b, key in ((lo, "min"), (hi, "max")):
+                if b.type != E.INT:
+                    raise self.at(d.line_of(key)).error(f"{key} of {name} must be an int", b.text)
+            var = Var(name, "int", E.INT, lo, hi, line=line)
+        elif kind == "enum":
+            self.keys(d, f"enum var {name}", {"type", "values", "init", "description"},
+                      {"values", "init"})
+            vals = d["values"]
+            if not isinstance(vals, YList) or not vals:
+                raise self.at(d.line_of("values")).error(f"values of {name} must be a non-empty list")
+            for i, v in enumerate(vals):
+                if not isinstance(v, str):
+                    raise self.at(vals.line_of(i)).error(f"enum values of {name} must be strings", v)
+            if len(set(vals)) != len(vals):
+                raise self.at(d.line_of("values")).error(f"values of {name} list a value twice")
+            var = Var(name, "enum", E.EnumT(frozenset(str(v) for v in vals), name), None, None,
+                      tuple(str(v) for v in vals), line=line)
+        elif kind == "bool":
+            self.keys(d, f"bool var {name}", {"type", "init", "description"}, {"init"})
+            var = Var(name, "bool", E.BOOL, None, None, line=line)
+        else:
+            raise self.at(d.line_of("type") if "type" in d else line).error(
+                f"var {name} needs a type: int, enum or bool", kind)
+        init = d["init"]
+        iline = d.line_of("init")
+        if isinstance(init, YMap):
+            self.keys(init, f"init of {name}", {"one_of"}, {"one_of"})
+            opts = init["one_of"]
+            if not isinstance(opts, YList) or not opts:
+                raise self.at(iline).error(f"init one_of of {name} must be a non-empty list")
+            var.init = [self.value_expr(o, var, self.param_scope, opts.line_of(i), f"init of {name}")
+                        for i, o in enumerate(opts)]
+        else:
+            var.init = [self.value_expr(init, var, self.param_scope, iline, f"init of {name}")]
+        return var
+
+    def value_expr(self, raw: Any, var: Var, scope: E.Scope, line: int, what: str) -> E.Expr:
+        """An expression whose value is stored into `var`: checked against its domain."""
+        if var.kind == "enum" and isinstance(raw, str) and str(raw).strip() in var.values:
+            ex = E.literal_expr(str(raw).strip(), str(raw))
+        else:
+            block = isinstance(raw, YStr) and raw.block
+            ex = E.check(raw, scope, self.at(line), line_offset_block=block, what=what)
+        if type(ex.type) is not type(var.type):
+            raise self.at(line).error(f"{what} must be {var.kind}, but this is {ex.type}", ex.text)
+        if isinstance(ex.type, E.EnumT):
+            outside = sorted(ex.type.values - var.type.values)
+            if outside:
+                raise self.at(line).error(
+                    f"{what} can be {', '.join(map(repr, outside))}, which is not a value of "
+                    f"{var.name} ({', '.join(var.values)})", ex.text)
+        return ex
+
+    # -- choice sets
+    def sets(self, raw: Any, line: int) -> dict[str, tuple[Any, int]]:
+        m = self.mapping(raw, line, "sets")
+        for name in m:
+            self.ident(name, m.line_of(name), "a set name")
+        return {name: (m[name], m.line_of(name)) for name in m}
+
+    def action_choice_sets(self, aname: str, raw: Any, line: int) -> None:
+        self.ident(aname, line, "an action name")
+        a = self.mapping(raw, line, f"action {aname}")
+        self.keys(a, f"action {aname}", {"when", "choose", "do", "description"})
+        out = []
+        if "choose" in a:
+            ch = self.mapping(a["choose"], a.line_of("choose"), f"choose of action {aname}")
+            for cname, craw in ch.items():
+                cline = ch.line_of(cname)
+                self.ident(cname, cline, "a choice name")
+                if isinstance(craw, str):
+                    if craw not in self.sets:
+                        raise self.at(cline).error(f"no set named {craw!r} under sets", craw)
+                    craw, cline = self.sets[craw]
+                out.append((cname, self.choice_set(cname, craw, cline)))
+        self.action_choices[aname] = out
+
+    def choice_set(self, name: str, raw: Any, line: int) -> ChoiceSet:
+        if isinstance(raw, YMap):
+            self.keys(raw, f"choice {name}", {"min", "max"}, {"min", "max"})
+            lo = E.check(raw["min"], self.param_scope, self.at(raw.line_of("min")), what=f"min of {name}")
+            hi = E.check(raw["max"], self.param_scope, self.at(raw.line_of("max")), what=f"max of {name}")
+            return ChoiceSet(name, "range", E.INT, lo=lo, hi=hi, line=line)
+        if not isinstance(raw, YList):
+            raise self.at(line).error(f"choice {name} must be a list of values or records, "
+                                      "or a {min, max} range", _short(raw))
+        if not raw:
+            raise self.at(line).error(f"choice {name} is an empty set: the action could never happen")
+        if all(isinstance(r, YMap) for r in raw):
+            return self.record_set(name, raw, line)
+        if any(isinstance(r, (YMap, YList)) for r in raw):
+            raise self.at(line).error(f"choice {name} mixes records and plain values")
+        kinds = {type(E.type_of_value(v)) for v in raw}
+        if len(kinds) != 1:
+            raise self.at(line).error(f"choice {name} mixes values of different types")
+        if len(set(raw)) != len(raw):
+            raise self.at(line).error(f"choice {name} lists a value twice")
+        vals = [str(v) if isinstance(v, str) else v for v in raw]
+        typ = E.type_of_value(vals[0])
+        if isinstance(typ, E.EnumT):
+            typ = E.EnumT(frozenset(vals), f"choice {name}")
+        return ChoiceSet(name, "scalars", typ, items=[(v,) for v in vals], line=line)
+
+    def record_set(self, name: str, raw: YList, line: int) -> ChoiceSet:
+        field_names: list[str] | None = None
+        field_types: dict[str, E.Type] = {}
+        items, seen = [], {}
+        for i, rec in enumerate(raw):
+            rline = raw.line_of(i)
+            if "name" not in rec or not isinstance(rec["name"], str):
+                raise self.at(rline).error(f"each record of choice {name} needs a string 'name'")
+            rname = str(rec["name"])
+            if rname in seen:
+                raise self.at(rline).error(f"choice {name} has two records named {rname!r} "
+                                           f"(first at line {seen[rname]})")
+            seen[rname] = rline
+            fields = sorted(k for k in rec if k != "name")
+            if field_names is None:
+                field_names = fields
+            elif fields != field_names:
+                raise self.at(rline).error(f"record {rname!r} of choice {name} has fields "
+                                           f"{fields}, the first record has {field_names}")
+            for f in fields:
+                self.ident(f, rec.line_of(f), "a record field name")
+                value = rec[f]
+                if isinstance(value, (YMap, YList)) or value is None:
+                    raise self.at(rec.line_of(f)).error("a record field must be an integer, "
+                                                        "true/false or a string", f)
+                t = E.type_of_value(str(value) if isinstance(value, str) else value)
+                prev = field_types.get(f)
+                if prev is not None and type(prev) is not type(t):
+                    raise self.at(rec.line_of(f)).error(
+                        f"field {f} of choice {name} is {t} here but {prev} in an earlier record")
+                field_types[f] = E.unify(prev, t) if prev is not None else t
+            items.append(tuple([rname] + [str(rec[f]) if isinstance(rec[f], str) else rec[f]
+                                          for f in field_names or []]))
+        fields_idx = {f: (field_types[f], i + 1) for i, f in enumerate(field_names or [])}
+        for f, (t, i) in fields_idx.items():
+            if isinstance(t, E.EnumT):
+                fields_idx[f] = (E.EnumT(t.values, f"{name}.{f}"), i)
+        return ChoiceSet(name, "records", E.EnumT(frozenset(seen), f"choice {name}"),
+                         items=items, fields=fields_idx, line=line)
+
+    # -- names
+    def collect_literals(self, actions_raw: YMap, top: YMap) -> frozenset:
+        lits: set[str] = set()
+        for v in self.vars_list:
+            lits.update(v.values)
+        for chs in self.action_choices.values():
+            for _, cs in chs:
+                if isinstance(cs.type, E.EnumT):
+                    lits.update(cs.type.values)
+                for t, _ in cs.fields.values():
+                    if isinstance(t, E.EnumT):
+                        lits.update(t.values)
+        lits.update(a for a in actions_raw)
+        for a in actions_raw.values():
+            if isinstance(a, YMap) and isinstance(a.get("do"), YList):
+                for st in a["do"]:
+                    if isinstance(st, YMap) and isinstance(st.get("rules"), YList):
+                        for r in st["rules"]:
+                            if isinstance(r, YMap) and isinstance(r.get("name"), str):
+                                lits.add(str(r["name"]))
+        return frozenset(x for x in lits if x.isidentifier() and not keyword.iskeyword(x))
+
+    def check_collisions(self, params: list[Param], vars_: list[Var]) -> None:
+        names: dict[str, str] = {}
+        for p in params:
+            names[p.name] = "param"
+        for v in vars_:
+            if v.name in names:
+                raise self.at(v.line).error(f"var {v.name} has the same name as a {names[v.name]}")
+            names[v.name] = "var"
+        for chs in self.action_choices.values():
+            for cname, cs in chs:
+                if cname in names and names[cname] != "choice":
+                    raise self.at(cs.line).error(f"choice {cname} has the same name as a {names[cname]}")
+                names[cname] = "choice"
+        for v in vars_:
+            for value in v.values:
+                if value in names:
+                    raise self.at(v.line).error(
+                        f"enum value {value!r} of {v.name} has the same name as a {names[value]}; "
+                        "rename one of them so unquoted names stay unambiguous")
+
+    def make_state_scope(self) -> E.Scope:
+        names = {p: b for p, b in self.param_scope.names.items()}
+        for i, v in enumerate(self.vars_list):
+            names[v.name] = E.Binding(v.type, lambda i=i: _sub("s", i), what=f"var {v.name}")
+        return E.Scope(names, self.literals)
+
+    def action_scope(self, choices: list[tuple[str, ChoiceSet]]) -> E.Scope:
+        names = {p: b for p, b in self.param_scope.names.items()}
+        for i, v in enumerate(self.vars_list):
+            names[v.name] = E.Binding(v.type, lambda i=i: ast.Name(f"v_{i}", ast.Load()),
+                                      what=f"var {v.name}")
+        for cname, cs in choices:
+            names[cname] = _choice_binding(cname, cs)
+        return E.Scope(names, self.literals)
+
+    def collect_rule_names(self, actions_raw: YMap) -> frozenset:
+        out = set()
+        for a in actions_raw.values():
+            if isinstance(a, YMap) and isinstance(a.get("do"), YList):
+                for st in a["do"]:
+                    if isinstance(st, YMap) and isinstance(st.get("rules"), YList):
+                        out.update(str(r["name"]) for r in st["rules"]
+                                   if isinstance(r, YMap) and isinstance(r.get("name"), str))
+        return frozenset(out)
+
+    def make_step_scope(self) -> E.Scope:
+        """Names of a step expression: before.x, after.x, choices, action, rule, params."""
+        names = {p: b for p, b in self.param_scope.names.items()}
+        for side, prefix in (("before", "b"), ("after", "a")):
+            fields = {v.name: (v.type, lambda i=i, pr=prefix: _sub(pr, i))
+                      for i, v in enumerate(self.vars_list)}
+            names[side] = E.Binding(None, None, fields, what=f"state {side}")
+        for v in self.vars_list:
+            names[v.name] = E.Binding(v.type, None, refuse=(
+                f"a step expression sees two states: write before.{v.name} or after.{v.name}"))
+        self.step_choices: dict[str, ChoiceSet] = {}
+        clash: set[str] = set()
+        for chs in self.action_choices.values():
+            for cname, cs in chs:
+                prev = self.step_choices.get(cname)
+                if prev is not None and (prev.type != cs.type or prev.fields != cs.fields):
+                    clash.add(cname)
+                self.step_choices[cname] = cs
+        for cname, cs in self.step_choices.items():
+            b = _choice_binding(cname, cs)
+            if cname in clash:
+                b.refuse = f"choice {cname} has different shapes in different actions"
+            names[cname] = b
+        names["action"] = E.Binding(E.EnumT(frozenset(self.all_actions), "action"),
+                                    lambda: ast.Name("action", ast.Load()), what="action")
+        names["rule"] = E.Binding(E.EnumT(self.rule_names, "rule"),
+                                  lambda: ast.Name("rule", ast.Load()), what="rule")
+        return E.Scope(names, self.literals)
+
+    # -- actions
+    def action(self, name: str, raw: YMap, line: int) -> Action:
+        choices = self.action_choices[name]
+        scope = self.action_scope(choices)
+        guard = None
+        if "when" in raw:
+            guard = self.bool_expr(raw["when"], self.state_scope, raw.line_of("when"), f"guard of {name}")
+        stages: list[SetStage | DecideStage] = []
+        do = raw.get("do", YList())
+        if not isinstance(do, YList):
+            raise self.at(raw.line_of("do")).error(f"do of action {name} must be a list of stages")
+        for i, st in enumerate(do):
+            sline = do.line_of(i)
+            st = self.mapping(st, sline, f"a stage of action {name}")
+            if "set" in st:
+                self.keys(st, "a set stage", {"set"})
+                stages.append(self.set_stage(st["set"], st.line_of("set"), scope, name))
+            elif "decide" in st:
+                self.keys(st, "a decide stage", {"decide", "rules"}, {"rules"})
+                if any(isinstance(s, DecideStage) for s in stages):
+                    raise self.at(sline).error(
+                        f"action {name} has a second decide stage; one action makes one decision "
+                        "(merge the tables: rules are tried in order)")
+                stages.append(self.decide_stage(st, sline, scope, name))
+            else:
+                raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
+        return Action(name, guard, choices, stages, line)
+
+    def var_by_name(self, name: Any, line: int) -> tuple[int, Var]:
+        for i, v in enumerate(self.vars_list):
+            if v.name == name:
+                return i, v
+        raise self.at(line).error("not a declared var", name)
+
+    def set_stage(self, raw: Any, line: int, scope: E.Scope, aname: str) -> SetStage:
+        m = self.mapping(raw, line, f"set of action {aname}")
+        assigns = []
+        for vname, value in m.items():
+            vline = m.line_of(vname)
+            idx, var = self.var_by_name(vname, vline)
+            assigns.append(Assign(idx, self.value_expr(value, var, scope, vline, f"new value of {vname}"),
+                                  vline))
+        return SetStage(assigns, line)
+
+    def decide_stage(self, st: YMap, line: int, scope: E.Scope, aname: str) -> DecideStage:
+        idx, var = self.var_by_name(st["decide"], st.line_of("decide"))
+        rules_raw = st["rules"]
+        if not isinstance(rules_raw, YList) or not rules_raw:
+            raise self.at(st.line_of("rules")).error("rules must be a non-empty list")
+        rules, seen = [], {}
+        for i, r in enumerate(rules_raw):
+            rline = rules_raw.line_of(i)
+            r = self.mapping(r, rline, "a decide rule")
+            self.keys(r, "a decide rule", {"name", "when", "then", "description"}, {"name", "then"})
+            rname = r["name"]
+            if not isinstance(rname, str) or not rname.strip():
+                raise self.at(rline).error("a rule needs a name", rname)
+            if rname in seen:
+                raise self.at(rline).error(f"two rules named {rname!r} in one table "
+                                           f"(first at line {seen[rname]})")
+            seen[rname] = rline
+            when = None
+            if "when" in r:
+                when = self.bool_expr(r["when"], scope, r.line_of("when"), f"condition of rule {rname}")
+            then = self.value_expr(r["then"], var, scope, r.line_of("then"), f"result of rule {rname}")
+            rules.append(Rule(str(rname), when, then, rline))
+        for r in rules[:-1]:
+            if r.when is None:
+                later = rules[rules.index(r) + 1]
+                raise self.at(later.line).error(
+                    f"rule {later.name!r} can never fire: rule {r.name!r} before it has no condition")
+        return DecideStage(idx, rules, line)
+
+    def bool_expr(self, raw: Any, scope: E.Scope, line: int, what: str) -> E.Expr:
+        block = isinstance(raw, YStr) and raw.block
+        ex = E.check(raw, scope, self.at(line), line_offset_block=block, what=what)
+        if ex.type != E.BOOL:
+            raise self.at(line).error(f"{what} must be true/false, but this is {ex.type}", ex.text)
+        return ex
+
+    def int_expr(self, raw: Any, scope: E.Scope, line: int, what: str) -> E.Expr:
+        block = isinstance(raw, YStr) and raw.block
+        ex = E.check(raw, scope, self.at(line), line_offset_block=block, what=what)
+        if ex.type != E.INT:
+            raise self.at(line).error(f"{what} must be an int, but this is {ex.type}", ex.text)
+        return ex
+
+    # -- terminal
+    def terminal(self, raw: Any, line: int) -> Terminal:
+        if isinstance(raw, str):
+            return Terminal(self.bool_expr(raw, self.state_scope, line, "terminal"), None, [], line)
+        m = self.mapping(raw, line, "terminal")
+        if "when" in m:
+            self.keys(m, "terminal", {"when"})
+            return Terminal(self.bool_expr(m["when"], self.state_scope, m.line_of("when"), "terminal"),
+                            None, [], line)
+        self.keys(m, "terminal", {"label", "values"}, {"label", "values"})
+        label = E.check(m["label"], self.state_scope, self.at(m.line_of("label")), what="terminal label")
+        vals = m["values"]
+        if not isinstance(vals, YList) or not vals:
+            raise self.at(m.line_of("values")).error("terminal values must be a non-empty list")
+        out = []
+        for i, v in enumerate(vals):
+            t = E.type_of_value(str(v) if isinstance(v, str) else v)
+            if not E.compatible(label.type, t):
+                raise self.at(vals.line_of(i)).error(
+                    f"terminal value can never equal the label ({label.type})", v)
+            out.append(str(v) if isinstance(v, str) else v)
+        return Terminal(None, label, out, line)
+
+    # -- properties
+    KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
+             "terminates": "terminates", "terminates_within": "terminates_within",
+             "variant": "variant", "independent_of": "independent"}
+
+    def properties(self, raw: Any, line: int) -> list[PropertyDecl]:
+        m = self.mapping(raw, line, "properties")
+        out = []
+        for name, body in m.items():
+            p = self.attempt(self.property, name, body, m.line_of(name))
+            if p is not None:
+                out.append(p)
+        return out
+
+    def property(self, name: str, raw: Any, line: int) -> PropertyDecl:
+        self.ident(name, line, "a property name")
+        if name in BUILTIN_PROPERTIES:
+            raise self.at(line).error(f"{name} is a built-in property and always checked")
+        m = self.mapping(raw, line, f"property {name}")
+        kinds = [k for k in m if k in self.KINDS]
+        if len(kinds) != 1:
+            raise self.at(line).error(f"property {name} needs exactly one of: "
+                                      f"{', '.join(self.KINDS)}", ", ".join(kinds) or None)
+        key = kinds[0]
+        kind = self.KINDS[key]
+        extra = {"terminates_within": {"count"}, "variant": {"bound"}}.get(key, set())
+        self.keys(m, f"property {name}", {key, "description", "when"} | extra,
+                  {"bound"} if key == "variant" else set())
+        p = PropertyDecl(name, kind, line, description=str(m.get("description", "")))
+        if "when" in m:
+            p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
+        kline = m.line_of(key)
+        value = m[key]
+        if key in ("always", "reachable"):
+            p.expr = self.bool_expr(value, self.state_scope, kline, f"property {name}")
+        elif key == "step":
+            p.expr = self.bool_expr(value, self.step_scope, kline, f"property {name}")
+        elif key == "terminates":
+            if value is not True:
+                raise self.at(kline).error("terminates takes the value true", value)
+        elif key == "terminates_within":
+            p.bound = self.int_expr(value, self.param_scope, kline, f"the bound of {name}")
+            if "count" in m:
+                p.count = self.bool_expr(m["count"], self.step_scope, m.line_of("count"),
+                                         f"count of {name}")
+        elif key == "variant":
+            p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
+            p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
+        elif key == "independent_of":
+            names = value if isinstance(value, YList) else [value]
+            for n in names:
+                idx, _ = self.var_by_name(n, kline)
+                p.vars.append(idx)
+        return p
+
+    def expect(self, raw: Any, line: int, props: list[PropertyDecl]) -> list[str]:
+        m = self.mapping(raw, line, "expect")
+        self.keys(m, "expect", {"violated"}, {"violated"})
+        names = m["violated"]
+        if not isinstance(names, YList) or not names:
+            raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
+        known = {p.name for p in props} | set(BUILTIN_PROPERTIES)
+        for i, n in enumerate(names):
+            if n not in known:
+                raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)
+        return [str(n) for n in names]
+
+    def replay(self, raw: Any, line: int) -> list[tuple[str, E.Expr]]:
+        m = self.mapping(raw, line, "replay")
+        return [(label, E.check(v, self.step_scope, self.at(m.line_of(label)), what=f"replay line {label}"))
+                for label, v in m.items()]
+
+    # -- scenarios
+    def scenarios(self, raw: Any, line: int, params: list[Param], vars_: list[Var]) -> list[Scenario]:
+        m = self.mapping(raw, line, "scenarios")
+        out = []
+        for name, body in m.items():
+            s = self.attempt(self.scenario, name, body, m.line_of(name), params, vars_)
+            if s is not None:
+                out.append(s)
+        return out
+
+    def scenario(self, name: str, raw: Any, line: int, params: list[Param], vars_: list[Var]) -> Scenario:
+        m = self.mapping(raw, line, f"scenario {name}")
+        self.keys(m, f"scenario {name}", {"description", "params", "init", "steps", "expect"},
+                  {"steps", "expect"})
+        pvals: dict[str, int] = {}
+        praw = m.get("params", YMap())
+        praw = self.mapping(praw, m.line_of("params"), f"params of scenario {name}")
+        for pname, value in praw.items():
+            pl = praw.line_of(pname)
+            if pname not in self.params_by_name:
+                raise self.at(pl).error("not a declared param", pname)
+            value = self.integer(value, pl, f"param {pname}")
+            if value not in self.params_by_name[pname].values:
+                raise self.at(pl).error(f"{pname}={value} is not a declared value of {pname}")
+            pvals[pname] = value
+        for p in params:
+            if p.name not in pvals:
+                if len(p.values) != 1:
+                    raise self.at(line).error(f"scenario {name} must set param {p.name} "
+                                              f"(it has several values)")
+                pvals[p.name] = p.values[0]
+        init = self.state_values(m.get("init", YMap()), m.line_of("init"), f"init of scenario {name}")
+        for v in vars_:
+            if len(v.init) > 1 and v.name not in init:
+                raise self.at(line).error(f"scenario {name} must choose the initial value of "
+                                          f"{v.name} (it has several)")
+        steps_raw = m["steps"]
+        if not isinstance(steps_raw, YList):
+            raise self.at(m.line_of("steps")).error("steps must be a list")
+        steps = []
+        for i, st in enumerate(steps_raw):
+            sl = steps_raw.line_of(i)
+            st = self.mapping(st, sl, "a scenario step")
+            self.keys(st, "a scenario step", {"action", "choices"}, {"action"})
+            act = st["action"]
+            if act not in self.action_choices:
+                raise self.at(sl).error("not an action of this machine", act)
+            chs = dict(self.action_choices[act])
+            given = self.mapping(st.get("choices", YMap()), st.line_of("choices"), "choices")
+            for cname in chs:
+                if cname not in given:
+                    raise self.at(sl).error(f"action {act} needs a value for choice {cname}")
+            for cname, value in given.items():
+                cl = given.line_of(cname)
+                if cname not in chs:
+                    raise self.at(cl).error(f"action {act} has no choice named {cname!r}")
+                cs = chs[cname]
+                if cs.kind != "range" and value not in cs.labels():
+                    raise self.at(cl).error(f"not a value of choice {cname} "
+                                            f"({', '.join(map(str, cs.labels()))})", value)
+                if cs.kind == "range":
+                    self.integer(value, cl, f"choice {cname}")
+            steps.append(ScenarioStep(str(act), {k: (str(v) if isinstance(v, str) else v)
+                                                 for k, v in given.items()}, sl))
+        expect = self.state_values(m["expect"], m.line_of("expect"), f"expect of scenario {name}")
+        return Scenario(name, pvals, init, steps, expect, str(m.get("description", "")), line)
+
+    def state_values(self, raw: Any, line: int, what: str) -> dict[str, Any]:
+        m = self.mapping(raw, line, what)
+        out = {}
+        for vname, value in m.items():
+            vl = m.line_of(vname)
+            _, var = self.var_by_name(vname, vl)
+            ok = ((var.kind == "int" and isinstance(value, int) and not isinstance(value, bool))
+                  or (var.kind == "bool" and isinstance(value, bool))
+                  or (var.kind == "enum" and isinstance(value, str) and value in var.values))
+            if not ok:
+                raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
+            out[vname] = str(value) if isinstance(value, str) else value
+        return out
+
+
+def _sub(name: str, i: int) -> ast.expr:
+    return ast.Subscript(ast.Name(name, ast.Load()), ast.Constant(i), ast.Load())
+
+
+def _choice_binding(cname: str, cs: ChoiceSet) -> E.Binding:
+    var = "c_" + cname
+    if cs.kind == "records":
+        fields = {f: (t, lambda k=k: _sub(var, k)) for f, (t, k) in cs.fields.items()}
+        fields["name"] = (cs.type, lambda: _sub(var, 0))
+        return E.Binding(cs.type, lambda: _sub(var, 0), fields, what=f"choice {cname}")
+    return E.Binding(cs.type, lambda: _sub(var, 0), what=f"choice {cname}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."

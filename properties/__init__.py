@@ -1,0 +1,1 @@
+"""Property kinds, what "holds" means for each, and the termination analyses."""

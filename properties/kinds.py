@@ -1,0 +1,72 @@
+"""Property kinds, their verdicts, and the counterexample traces they carry.
+
+Verdicts: `holds` (proved over the whole explored space), `violated` (with a trace that
+really happens), `unknown` (not decided: the exploration stopped early or hit a spec
+error, so a "holds" would be a guess). A violation is evidence whatever else happened;
+a "holds" is only ever claimed for a complete, well-defined exploration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+HOLDS = "holds"
+VIOLATED = "violated"
+UNKNOWN = "unknown"
+
+KIND_TEXT = {
+    "invariant": "always true in every reachable state",
+    "step_invariant": "true for every transition",
+    "reachable": "some reachable state satisfies it",
+    "terminates": "no deadlock and no cycle among non-terminal states",
+    "terminates_within": "terminates, and no run takes more than N counted transitions",
+    "variant": "the ranking strictly increases on every non-terminal transition, within its bound",
+    "independent": "transitions do not depend on the named vars",
+    "builtin": "built in: always checked",
+}
+
+
+@dataclass
+class Step:
+    state: dict[str, Any]
+    action: str | None = None
+    choices: dict[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "action": self.action, "choices": self.choices, "rule": self.rule}
+
+
+@dataclass
+class Trace:
+    """A path from an initial state; a lasso when its tail loops back to `loop_start`."""
+
+    steps: list[Step]
+    kind: str = "path"
+    loop_start: int | None = None
+
+    def to_json(self, params: dict[str, int] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "loop_start": self.loop_start,
+                               "steps": [s.to_json() for s in self.steps]}
+        if params is not None:
+            out["params"] = params
+        return out
+
+    def __len__(self) -> int:
+        """The number of transitions (steps after the initial state)."""
+        return len(self.steps) - 1
+
+
+@dataclass
+class PropertyResult:
+    name: str
+    kind: str
+    status: str
+    message: str
+    trace: Trace | None = None
+    other_trace: Trace | None = None      # independence: the second transition
+    witness: Trace | None = None          # reachable: a shortest run reaching it
+    expected: bool | None = None          # set when the spec declares expect
+    line: int | None = None
+    description: str = ""

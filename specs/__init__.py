@@ -1,0 +1,1 @@
+"""The bundled seed specs, shipped as package data so `haltproof check` finds them after install."""

@@ -1,0 +1,1 @@
+"""Deliberately broken variants of the seed specs; each must be caught."""
