@@ -144,7 +144,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
     if spec.expect_violated is not None:
         expect = set(spec.expect_violated)
         for r in results:
-            r.expected = (r.status == VIOLATED) if r.name in expect else (r.status == HOLDS)
+            r.expected = (r.status == VIOLATED) if r.name in expect else (r.status != VIOLATED)
         asked = set(options.properties) if options.properties else None
         judged = {r.name for r in results}
         missing = [n for n in expect if n not in judged and (asked is None or n in asked)]

@@ -225,7 +225,7 @@ def _generate(spec: Spec) -> str:
                     continue
                 lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
                 rhs = ", ".join(f"({_src(x.value)})" for x in st.assigns)
-                w(f"    {lhs} = {rhs}" + ("," if len(st.assigns) == 1 else ""))
+                w(f"    {lhs} = {rhs}")
             else:
                 _decide(w, st, a.name, spec)
         w(f"    return {pack}, r\n")
