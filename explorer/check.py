@@ -54,9 +54,21 @@ class RunResult:
     as_expected: bool | None             # None when the spec declares no expectation
 
     @property
-    def passed(self) -> bool:
-        """Whether this run lets the gate pass: proved, or violated exactly as the spec expects."""
-        return self.result == "proved" or bool(self.as_expected)
+    def verdict(self) -> str:
+        """What this run means for the gate: pass, fail, or incomplete.
+
+        Without `expect`, proved passes and violated fails. With it, the run passes only
+        when its findings are exactly the expected ones; an unexpected violation fails
+        even if the exploration stopped early; otherwise an early stop is incomplete.
+        """
+        if self.as_expected is None:
+            return {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}[self.result]
+        if self.as_expected:
+            return "pass"
+        unexpected = any(p.expected is False and p.status == VIOLATED for p in self.properties)
+        if unexpected or any(not s.ok for s in self.scenarios) or self.stopped_by is None:
+            return "fail"
+        return "incomplete"
 
 
 def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:

@@ -27,10 +27,11 @@ def version() -> str:
 
 
 def overall(runs: list[RunResult]) -> tuple[str, int]:
-    """The gate's verdict and exit code: violated (1) beats incomplete (3) beats proved (0)."""
-    if any(not r.passed and (r.result == "violated" or r.as_expected is False) for r in runs):
+    """The gate's verdict and exit code: a failed run (1) beats an incomplete one (3) beats proved (0)."""
+    verdicts = {r.verdict for r in runs}
+    if "fail" in verdicts:
         return "violated", EXIT_VIOLATED
-    if any(not r.passed for r in runs):
+    if "incomplete" in verdicts:
         return "incomplete", EXIT_INCOMPLETE
     return "proved", EXIT_OK
 
@@ -140,14 +141,10 @@ def to_text(runs: list[RunResult]) -> str:
     result, code = overall(runs)
     counts = {"proved": 0, "as expected": 0, "violated": 0, "incomplete": 0}
     for r in runs:
-        if r.as_expected:
-            counts["as expected"] += 1
-        elif r.result == "proved" and r.as_expected is None:
-            counts["proved"] += 1
-        elif r.result == "incomplete":
-            counts["incomplete"] += 1
+        if r.verdict == "pass":
+            counts["as expected" if r.as_expected else "proved"] += 1
         else:
-            counts["violated"] += 1
+            counts["violated" if r.verdict == "fail" else "incomplete"] += 1
     w(f"{len(runs)} runs: {counts['proved']} proved, {counts['as expected']} violated as expected, "
       f"{counts['violated']} failed, {counts['incomplete']} incomplete -> {result}")
     return "\n".join(lines) + "\n"

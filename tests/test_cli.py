@@ -1,0 +1,199 @@
+"""End-to-end tests of the command line: exit codes, report keys, text output, replay."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import explorer.engine
+from conftest import LOOP_DEMO, MUTANTS
+
+
+def test_check_with_no_arguments_checks_the_bundled_specs(cli):
+    ran = cli("check")
+    assert ran.code == 0
+    assert "loop_demo" in ran.out
+    assert ran.out.count("proved:") == 10
+    assert "mutant" not in ran.out.lower()
+
+
+def test_json_report_has_exactly_the_contract_keys(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--format", "json")
+    assert ran.code == 0
+    rep = ran.json()
+    assert rep["schema"] == "haltproof-report/1"
+    assert rep["tool"]["name"] == "haltproof" and rep["tool"]["version"]
+    assert rep["result"] == "proved"
+    (run,) = rep["runs"]
+    assert {"spec", "machine", "params", "result", "stats", "properties", "coverage"} <= set(run)
+    assert run["spec"].endswith("loop_demo.yaml") and run["machine"] == "loop_demo"
+    assert run["params"] == {"max_steps": 2, "max_retries": 1}
+    assert set(run["stats"]) == {"states", "transitions", "terminal_states", "max_depth", "seconds"}
+    assert run["stats"]["states"] == 112 and run["stats"]["max_depth"] == 2
+    for p in run["properties"]:
+        assert {"name", "kind", "status", "message", "trace"} <= set(p)
+        assert p["status"] in ("holds", "violated", "unknown")
+    assert set(run["coverage"]) == {"rules", "terminals"}
+    assert run["coverage"]["rules"]["continue"] > 0
+    assert set(run["coverage"]["terminals"]) == {"success", "needs_input", "error", "limit"}
+
+
+def test_json_trace_shape(cli):
+    ran = cli("check", MUTANTS / "failure_not_a_step.yaml", "-p", "max_steps=2", "-p", "max_retries=0",
+              "--format", "json")
+    assert ran.code == 0                       # violated exactly as expected
+    (run,) = ran.json()["runs"]
+    term = next(p for p in run["properties"] if p["name"] == "terminates")
+    assert term["status"] == "violated" and term["expected"] is True
+    trace = term["trace"]
+    assert trace["kind"] == "lasso" and trace["loop_start"] == 1
+    first = trace["steps"][0]
+    assert first["action"] is None and first["rule"] is None and first["choices"] == {}
+    assert set(first["state"]) == {"steps", "failures", "phase", "observation", "decision", "scenario"}
+    assert trace["steps"][1] == {"state": trace["steps"][1]["state"], "action": "read_task_cards",
+                                 "choices": {"obs": "failed"}, "rule": "continue"}
+
+
+def test_text_output_shows_stats_statuses_and_counterexample_table(cli, tmp_path):
+    text = (MUTANTS / "limit_before_observation.yaml").read_text()
+    spec = tmp_path / "m.yaml"
+    spec.write_text(text[:text.index("\nexpect:")] + "\n")
+    ran = cli("check", spec, "-p", "max_steps=3", "-p", "max_retries=0")
+    assert ran.code == 1
+    out = ran.out
+    assert "max_steps=3 max_retries=0" in out
+    assert "states" in out and "transitions" in out and "depth 3" in out and " s\n" in out
+    assert "VIOLATED  final_answer_on_last_step_kept" in out
+    assert "holds     at_most_max_steps" in out
+    assert "step  action           choices" in out
+    assert "read_task_cards  obs=one_match   limit" in out
+    assert out.rstrip().endswith("-> violated")
+
+
+def test_max_states_gives_incomplete_and_proves_nothing(cli):
+    ran = cli("check", LOOP_DEMO, "--max-states", "3", "--format", "json")
+    assert ran.code == 3
+    rep = ran.json()
+    assert rep["result"] == "incomplete"
+    for run in rep["runs"]:
+        assert run["result"] == "incomplete" and run["stopped_by"] == "max_states"
+        statuses = {p["name"]: p["status"] for p in run["properties"]}
+        assert "holds" not in {s for n, s in statuses.items() if n != "success_reachable"}
+        assert run["warnings"] == []            # no vacuity claims on a partial exploration
+
+
+def test_timeout_gives_incomplete(cli, monkeypatch):
+    clock = iter(range(0, 10**9, 1000))
+    monkeypatch.setattr(explorer.engine.time, "monotonic", lambda: next(clock))
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=5", "-p", "max_retries=1", "--timeout", "5")
+    assert ran.code == 3
+    assert "stopped at --timeout" in ran.out
+    assert "-> incomplete" in ran.out
+
+
+def test_a_violation_beats_incomplete(cli):
+    ran = cli("check", LOOP_DEMO, MUTANTS / "failure_not_a_step.yaml", "--max-states", "30",
+              "--format", "json")
+    # loop_demo runs are cut short (3) but nothing unexpected is violated anywhere
+    assert ran.code == 3
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-p", "nope=1"], "no spec declares a param named 'nope'"),
+    (["-p", "max_steps=9"], "not a declared value of max_steps (1..5)"),
+    (["-p", "max_steps=two"], "the value must be an integer"),
+    (["-p", "max_steps"], "write -p NAME=VALUE"),
+    (["--property", "nope"], "no such property"),
+    (["--max-states", "0"], "must be positive"),
+    (["--format", "xml"], "invalid choice"),
+])
+def test_usage_errors_exit_2_with_a_message(cli, args, message):
+    ran = cli("check", LOOP_DEMO, *args)
+    assert ran.code == 2
+    assert message in ran.err
+    assert ran.out == ""
+    assert "Traceback" not in ran.err
+
+
+def test_missing_spec_path_is_a_usage_error(cli, tmp_path):
+    ran = cli("check", tmp_path / "missing.yaml")
+    assert ran.code == 2 and "no such file or directory" in ran.err
+
+
+def test_property_filter_checks_only_that_property_and_the_builtins(cli):
+    ran = cli("check", LOOP_DEMO, "--property", "terminates", "-p", "max_steps=1", "-p", "max_retries=0",
+              "--format", "json")
+    assert ran.code == 0
+    (run,) = ran.json()["runs"]
+    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "terminates"]
+
+
+def test_json_file_matches_stdout_report(cli, tmp_path):
+    out = tmp_path / "r.json"
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--json", out)
+    assert ran.code == 0
+    rep = json.loads(out.read_text())
+    assert rep["runs"][0]["stats"]["states"] == 42
+    assert "proved" in ran.out       # stdout stays text
+
+
+def test_replay_a_trace_from_the_report(cli, tmp_path):
+    ran = cli("check", MUTANTS / "retry_past_last_step.yaml", "-p", "max_steps=2", "--format", "json")
+    assert ran.code == 0
+    report = tmp_path / "report.json"
+    report.write_text(ran.out)
+    replayed = cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", report,
+                   "--property", "continue_only_below_max_steps")
+    assert replayed.code == 0, replayed.out
+    assert "# ok: 2 steps" in replayed.out
+    # a bare trace object works too, and a tampered one is caught
+    prop = next(p for p in ran.json()["runs"][0]["properties"] if p["name"] == "domains")
+    trace = prop["trace"]
+    bare = tmp_path / "trace.json"
+    bare.write_text(json.dumps(trace))
+    assert cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", bare).code == 1  # ends out of domain
+    trace["steps"][1]["state"]["steps"] = 0
+    bare.write_text(json.dumps(trace))
+    bad = cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", bare)
+    assert bad.code == 1
+    assert "step 1: the state differs from the recorded one: steps recorded 0, replay gives 1" in bad.out
+
+
+def test_replay_trace_errors_are_usage_errors(cli, tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text("{not json")
+    ran = cli("replay", LOOP_DEMO, "--trace", junk)
+    assert ran.code == 2 and "not a JSON trace" in ran.err
+    report = tmp_path / "two.json"
+    ran = cli("check", MUTANTS / "limit_before_observation.yaml", "-p", "max_steps=3", "-p", "max_retries=0",
+              "--format", "json")
+    report.write_text(ran.out)
+    ran = cli("replay", LOOP_DEMO, "--trace", report)
+    assert ran.code == 2 and "name one with --property" in ran.err
+
+
+def test_an_internal_error_exits_4_and_asks_for_a_report(cli, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+    monkeypatch.setattr("explorer.check.explore", broken)
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0")
+    assert ran.code == 4
+    assert "internal error" in ran.err and "Please file it" in ran.err and "boom" in ran.err
+
+
+def test_progress_goes_to_stderr_only(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=0", "--progress")
+    assert ran.code == 0
+    assert "states" in ran.err and "loop_demo" in ran.err
+    assert "\r" not in ran.out
+
+
+def test_console_script_runs(tmp_path):
+    """The installed `haltproof` entry point works from another directory."""
+    ran = subprocess.run([sys.executable, "-m", "explorer.cli", "check", "-p", "max_steps=1",
+                          "-p", "max_retries=0"], cwd=tmp_path, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert "loop_demo" in ran.stdout
