@@ -92,8 +92,10 @@ def _values_text(values: list[int]) -> str:
     return ", ".join(map(str, values))
 
 
-def check_spec(spec: Spec, options: Options) -> list[RunResult]:
-    """Check every param combination of a spec (after validating pins and property names)."""
+def prepare(spec: Spec, options: Options) -> list[Machine]:
+    """Validate pins and property names and instantiate every combination.
+
+    Every spec error that depends on param values surfaces here, before any run."""
     if options.properties:
         known = {p.name for p in spec.properties} | set(BUILTIN_PROPERTIES)
         for name in options.properties:
@@ -102,8 +104,12 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
                                                            f"property (it has: {', '.join(sorted(known))})")])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
-    machines = [compiled.instantiate(params) for params in combos]   # spec errors before any run
-    return [check_machine(m, options) for m in machines]
+    return [compiled.instantiate(params) for params in combos]
+
+
+def check_spec(spec: Spec, options: Options) -> list[RunResult]:
+    """Check every param combination of a spec."""
+    return [check_machine(m, options) for m in prepare(spec, options)]
 
 
 def check_machine(m: Machine, options: Options) -> RunResult:
@@ -182,6 +188,10 @@ _HOLDS = {
 }
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: str | None,
                   holds: str) -> PropertyResult:
     f: Finding | None = ex.findings.get(name)
@@ -199,7 +209,7 @@ def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
     if name in ex.reached:
         witness = path_trace(ex, ex.reached[name])
         return PropertyResult(name, "reachable", HOLDS,
-                              f"reached after {len(witness)} transitions", witness=witness)
+                              f"reached after {_n(len(witness), 'transition')}", witness=witness)
     if why:
         return PropertyResult(name, "reachable", UNKNOWN, f"not reached in the explored part; {why}")
     return PropertyResult(name, "reachable", VIOLATED, "unreachable: no reachable state satisfies it")
@@ -230,7 +240,7 @@ def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str) -> 
         start, cycle = g.lasso
         trace = lasso_trace(ex, start, cycle)
         return PropertyResult(name, kind, VIOLATED,
-                              f"a cycle of {len(cycle)} transitions among non-terminal states: the "
+                              f"a cycle of {_n(len(cycle), 'transition')} among non-terminal states: the "
                               "run can go on forever", trace)
     return None
 

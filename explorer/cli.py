@@ -16,10 +16,10 @@ from typing import Any, Sequence
 
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
-from machine.spec import Spec, load_spec
+from machine.spec import BUILTIN_PROPERTIES, Spec, load_spec
 
 from . import report
-from .check import Options, check_spec, sweep
+from .check import Options, check_machine, prepare, sweep
 from .replay import Replayed, load_trace, run_scenario, run_steps
 
 
@@ -164,37 +164,38 @@ def cmd_check(args: argparse.Namespace) -> int:
         unknown = [n for n in pins if not any(n in {p.name for p in s.params} for s in specs)]
         if unknown:
             raise UsageError(f"-p {unknown[0]}: no spec declares a param named {unknown[0]!r}")
-    show_progress = args.progress or sys.stderr.isatty()
-    runs = []
-    # Validate every spec and combination before exploring anything (exit 2, no partial report).
-    prepared = []
-    for spec in specs:
-        spec_pins = {k: v for k, v in pins.items() if k in {p.name for p in spec.params}}
-        opts = Options(pins=spec_pins, properties=args.properties, max_states=args.max_states,
-                       timeout=args.timeout, progress=_progress if show_progress else None)
-        if args.properties:
-            known = {p.name for p in spec.properties} | {"domains", "well_defined"}
-            if len(specs) > 1:
-                opts.properties = [n for n in args.properties if n in known]
-                if not opts.properties:
-                    continue
-        sweep(spec, spec_pins)
-        CompiledSpec(spec)
-        prepared.append((spec, opts))
-    if args.properties and len(specs) > 1:
-        every = {n for s in specs for n in [p.name for p in s.properties] + ["domains", "well_defined"]}
-        missing = [n for n in args.properties if n not in every]
+    wanted = args.properties
+    if wanted and len(specs) > 1:
+        # Over several specs, each checks the named properties it has; a name no spec has is an error.
+        every = {n for s in specs for n in [p.name for p in s.properties]} | set(BUILTIN_PROPERTIES)
+        missing = [n for n in wanted if n not in every]
         if missing:
             raise UsageError(f"--property {missing[0]}: no spec has a property with this name")
-    for spec, opts in prepared:
-        runs.extend(check_spec(spec, opts))
+    show_progress = args.progress or sys.stderr.isatty()
+    # Validate every spec and combination before exploring anything (exit 2, no partial report).
+    plans = []
+    for spec in specs:
+        names = {p.name for p in spec.params}
+        props = wanted
+        if wanted and len(specs) > 1:
+            props = [n for n in wanted if n in {p.name for p in spec.properties} | set(BUILTIN_PROPERTIES)]
+            if not props:
+                continue
+        opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
+                       max_states=args.max_states, timeout=args.timeout,
+                       progress=_progress if show_progress else None)
+        plans.append((prepare(spec, opts), opts))
+    runs = [check_machine(m, opts) for machines, opts in plans for m in machines]
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     if not runs:
         raise UsageError("nothing to check")
     text = report.dumps(runs) if args.format == "json" else report.to_text(runs)
     if args.json_file:
-        Path(args.json_file).write_text(report.dumps(runs), encoding="utf-8")
+        try:
+            Path(args.json_file).write_text(report.dumps(runs), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--json {args.json_file}: cannot write the report: {exc.strerror}") from None
     sys.stdout.write(text)
     return report.overall(runs)[1]
 

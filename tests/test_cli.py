@@ -197,3 +197,20 @@ def test_console_script_runs(tmp_path):
                           "-p", "max_retries=0"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert "loop_demo" in ran.stdout
+
+
+def test_property_filter_over_several_specs(cli, tmp_path):
+    ran = cli("check", LOOP_DEMO, MUTANTS / "decide_counts_as_step.yaml", "--property", "domains",
+              "--format", "json")
+    rep = ran.json()
+    assert len(rep["runs"]) == 10 + 6
+    assert all([p["name"] for p in r["properties"]] == ["domains", "well_defined"] for r in rep["runs"])
+    ran = cli("check", LOOP_DEMO, MUTANTS / "decide_counts_as_step.yaml", "--property", "nope")
+    assert ran.code == 2 and "no spec has a property with this name" in ran.err
+
+
+def test_unwritable_json_file_is_a_usage_error(cli, tmp_path):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0",
+              "--json", tmp_path / "no" / "such" / "dir.json")
+    assert ran.code == 2 and "cannot write the report" in ran.err
+    assert ran.out == ""
