@@ -137,6 +137,7 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
     src = str(text).strip()
     if src == "":
         raise loc.error(f"{what} is empty")
+    locate = _Locator(text, loc, line_offset_block)
     try:
         tree = ast.parse(src, mode="eval")
     except SyntaxError as exc:
@@ -144,11 +145,42 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
         kws = sorted({w for w in _words(src) if keyword.iskeyword(w) and w not in _EXPR_KEYWORDS})
         if kws:
             hint = f" ({kws[0]!r} is a Python keyword: to mean the value, quote it: '{kws[0]}')"
-        line = _line(loc, exc.lineno or 1, line_offset_block)
+        line = locate(exc.lineno or 1, None)
         raise SpecError([Problem(loc.file, line, f"{what} is not valid syntax{hint}", src)]) from None
-    checker = _Checker(src, scope, loc, line_offset_block)
+    checker = _Checker(src, scope, loc, locate)
     typ, py = checker.visit(tree.body)
     return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used))
+
+
+class _Locator:
+    """Finds the file line of a piece of an expression.
+
+    A literal block (`|`) keeps its line breaks, so the AST line maps directly. A folded
+    block (`>`) or a plain scalar continued over lines is joined into one line by YAML,
+    so the piece of text is looked up in the scalar's own lines of the file.
+    """
+
+    def __init__(self, raw: object, loc: Located, block: bool):
+        self.loc = loc
+        self.block = block
+        self.source = getattr(raw, "source", None)
+        self.start = getattr(raw, "line", loc.line)
+        self.end = getattr(raw, "end_line", loc.line)
+        self.literal = block and "\n" in str(raw).strip()
+
+    def __call__(self, lineno: int, segment: str | None) -> int | None:
+        if self.loc.line is None:
+            return None
+        if self.literal or self.source is None or self.end == self.start:
+            return _line(self.loc, lineno, self.block)
+        lines = range(self.start, min(self.end, len(self.source)) + 1)
+        if segment:
+            probes = [segment.strip(), segment.strip().split()[0]]
+            for probe in probes:
+                for n in lines:
+                    if probe and probe in self.source[n - 1] and (n > self.start or not self.block):
+                        return n
+        return _line(self.loc, lineno, self.block)
 
 
 def _words(src: str) -> list[str]:
@@ -170,16 +202,16 @@ def _line(loc: Located, lineno: int, block: bool) -> int | None:
 
 
 class _Checker:
-    def __init__(self, src: str, scope: Scope, loc: Located, block: bool):
+    def __init__(self, src: str, scope: Scope, loc: Located, locate: _Locator):
         self.src = src
         self.scope = scope
         self.loc = loc
-        self.block = block
+        self.locate = locate
         self.choices_used: set[str] = set()
 
     def fail(self, node: ast.AST, message: str) -> SpecError:
         text = ast.get_source_segment(self.src, node) or self.src
-        line = _line(self.loc, getattr(node, "lineno", 1), self.block)
+        line = self.locate(getattr(node, "lineno", 1), text)
         return SpecError([Problem(self.loc.file, line, message, text)])
 
     def visit(self, node: ast.AST) -> tuple[Type, ast.expr]:
@@ -202,6 +234,8 @@ class _Checker:
         raise self.fail(node, "only integers, true/false and strings are allowed as constants")
 
     def v_Name(self, node: ast.Name) -> tuple[Type, ast.expr]:
+        if node.id in ("true", "false"):       # YAML's spelling of the booleans
+            return BOOL, ast.Constant(node.id == "true")
         binding = self.scope.names.get(node.id)
         if binding is not None:
             if binding.refuse:
@@ -262,6 +296,9 @@ class _Checker:
         left_t, left_py = self.visit(node.left)
         left_node = node.left
         out_ops, out_right = [], []
+        if len(node.ops) > 1 and any(isinstance(op, _CMP_IN) for op in node.ops):
+            raise self.fail(node, "'in' cannot be chained with another comparison; "
+                                  "join separate comparisons with 'and'")
         for op, right in zip(node.ops, node.comparators):
             if isinstance(op, _CMP_IN):
                 if not isinstance(right, (ast.Tuple, ast.List)):

@@ -8,6 +8,7 @@ one `SpecError` whose problems name the file, the line and the offending text.
 from __future__ import annotations
 
 import ast
+import difflib
 import keyword
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,6 +246,8 @@ class _Loader:
             self.add(top.line_of("description"), "description must be text")
 
         params = self.attempt(self.params, top.get("params", YMap()), top.line_of("params")) or []
+        if self.problems:      # everything below uses the params: stop before false follow-on errors
+            raise SpecError(self.problems)
         self.param_scope = E.Scope({p.name: self.param_binding(p) for p in params})
         self.params_by_name = {p.name: p for p in params}
         vars_ = self.attempt(self.vars, top["vars"], top.line_of("vars")) or []
@@ -343,11 +346,8 @@ class _Loader:
         if kind == "int":
             self.keys(d, f"int var {name}", {"type", "min", "max", "init", "description"},
                       {"min", "max", "init"})
-            lo = E.check(d["min"], self.param_scope, self.at(d.line_of("min")), what=f"min of {name}")
-            hi = E.check(d["max"], self.param_scope, self.at(d.line_of("max")), what=f"max of {name}")
-            for b, key in ((lo, "min"), (hi, "max")):
-                if b.type != E.INT:
-                    raise self.at(d.line_of(key)).error(f"{key} of {name} must be an int", b.text)
+            lo = self.int_expr(d["min"], self.param_scope, d.line_of("min"), f"min of {name}")
+            hi = self.int_expr(d["max"], self.param_scope, d.line_of("max"), f"max of {name}")
             var = Var(name, "int", E.INT, lo, hi, line=line)
         elif kind == "enum":
             self.keys(d, f"enum var {name}", {"type", "values", "init", "description"},
@@ -383,8 +383,15 @@ class _Loader:
 
     def value_expr(self, raw: Any, var: Var, scope: E.Scope, line: int, what: str) -> E.Expr:
         """An expression whose value is stored into `var`: checked against its domain."""
-        if var.kind == "enum" and isinstance(raw, str) and str(raw).strip() in var.values:
-            ex = E.literal_expr(str(raw).strip(), str(raw))
+        word = str(raw).strip() if isinstance(raw, str) else None
+        if var.kind == "enum" and word in var.values:
+            ex = E.literal_expr(word, str(raw))
+        elif (var.kind == "enum" and word is not None and word.isidentifier()
+              and word not in scope.names and word not in scope.literals):
+            close = difflib.get_close_matches(word, list(var.values), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise self.at(line).error(f"{what}: {word!r} is not a value of {var.name} "
+                                      f"({', '.join(var.values)}){hint}", word)
         else:
             block = isinstance(raw, YStr) and raw.block
             ex = E.check(raw, scope, self.at(line), line_offset_block=block, what=what)
@@ -425,8 +432,8 @@ class _Loader:
     def choice_set(self, name: str, raw: Any, line: int) -> ChoiceSet:
         if isinstance(raw, YMap):
             self.keys(raw, f"choice {name}", {"min", "max"}, {"min", "max"})
-            lo = E.check(raw["min"], self.param_scope, self.at(raw.line_of("min")), what=f"min of {name}")
-            hi = E.check(raw["max"], self.param_scope, self.at(raw.line_of("max")), what=f"max of {name}")
+            lo = self.int_expr(raw["min"], self.param_scope, raw.line_of("min"), f"min of choice {name}")
+            hi = self.int_expr(raw["max"], self.param_scope, raw.line_of("max"), f"max of choice {name}")
             return ChoiceSet(name, "range", E.INT, lo=lo, hi=hi, line=line)
         if not isinstance(raw, YList):
             raise self.at(line).error(f"choice {name} must be a list of values or records, "
@@ -532,6 +539,12 @@ class _Loader:
 
     def make_state_scope(self) -> E.Scope:
         names = {p: b for p, b in self.param_scope.names.items()}
+        for chs in self.action_choices.values():
+            for cname, _ in chs:
+                names[cname] = E.Binding(None, None, refuse=(
+                    f"choice {cname} is made during its action, so it does not exist in a state: "
+                    "a guard is evaluated before the choices are made (test the choice in the "
+                    "action's decide rules, or in a step expression)"))
         for i, v in enumerate(self.vars_list):
             names[v.name] = E.Binding(v.type, lambda i=i: _sub("s", i), what=f"var {v.name}")
         return E.Scope(names, self.literals)

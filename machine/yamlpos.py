@@ -23,6 +23,8 @@ _SAFE_TAGS = {
     "tag:yaml.org,2002:map",
     "tag:yaml.org,2002:seq",
 }
+# Scalars YAML would turn into dates or its '=' value key: in a spec they are just text.
+_AS_TEXT = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
 
 
 class YMap(dict):
@@ -50,6 +52,8 @@ class YStr(str):
 
     line: int
     block: bool  # literal/folded block scalar: its text starts on the next line
+    end_line: int
+    source: list  # the file's lines, to find where in a folded scalar a piece of text is
 
 
 def load_yaml(text: str, file: str) -> Any:
@@ -58,17 +62,28 @@ def load_yaml(text: str, file: str) -> Any:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        context = getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
         msg = getattr(exc, "problem", None) or str(exc)
+        opened = str(getattr(exc, "context", "") or "")
+        if (context is not None and mark is not None and context.line < mark.line
+                and opened.startswith(("while parsing a flow", "while scanning a quoted"))):
+            # An unclosed bracket or quote is noticed lines later; point at where it opened.
+            what = opened.replace("while parsing a ", "").replace("while scanning a ", "")
+            msg = f"the {what} that starts here is not closed ({msg} at line {line})"
+            line = context.line + 1
         raise SpecError([Problem(file, line, f"not valid YAML: {msg}")]) from None
     if node is None:
         raise SpecError([Problem(file, 1, "the file is empty")])
     constructor = yaml.SafeLoader("")
-    return _build(node, file, constructor)
+    return _build(node, file, constructor, text.splitlines())
 
 
-def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader) -> Any:
+def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader, source: list[str]) -> Any:
     line = node.start_mark.line + 1
+    if node.tag in _AS_TEXT and isinstance(node, yaml.ScalarNode):
+        node = yaml.ScalarNode("tag:yaml.org,2002:str", node.value, node.start_mark, node.end_mark,
+                               node.style)
     if node.tag not in _SAFE_TAGS:
         raise SpecError([Problem(file, line, "YAML tag not allowed in a spec", node.tag)])
     if isinstance(node, yaml.MappingNode):
@@ -79,14 +94,14 @@ def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader) -> Any:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise SpecError([Problem(file, key_node.start_mark.line + 1,
                                          "YAML merge keys ('<<') are not supported in a spec")])
-            key = _build(key_node, file, constructor)
+            key = _build(key_node, file, constructor, source)
             kline = key_node.start_mark.line + 1
             if not isinstance(key, str):
                 raise SpecError([Problem(file, kline, "keys must be strings", key)])
             if key in out:
                 raise SpecError([Problem(file, kline,
                                          f"duplicate key (first at line {out.lines[key]})", key)])
-            out[str(key)] = _build(value_node, file, constructor)
+            out[str(key)] = _build(value_node, file, constructor, source)
             out.lines[str(key)] = kline
         return out
     if isinstance(node, yaml.SequenceNode):
@@ -94,7 +109,7 @@ def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader) -> Any:
         out_list.line = line
         out_list.lines = []
         for item in node.value:
-            out_list.append(_build(item, file, constructor))
+            out_list.append(_build(item, file, constructor, source))
             out_list.lines.append(item.start_mark.line + 1)
         return out_list
     try:
@@ -105,6 +120,8 @@ def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader) -> Any:
         s = YStr(value)
         s.line = line
         s.block = node.style in ("|", ">")
+        s.end_line = node.end_mark.line + 1
+        s.source = source
         return s
     if isinstance(value, float):
         raise SpecError([Problem(file, line, "floating-point numbers are not allowed; "

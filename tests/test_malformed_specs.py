@@ -1,0 +1,654 @@
+"""Malformed specs through the real CLI: exit 2, `<path>:<line>:` of the mistake, a message
+that names the problem, nothing on stdout, never a traceback.
+
+Every case is one small edit of BASE, a valid spec (checked by `test_base_spec_is_valid`),
+so each case contains exactly the one mistake it is about. The expected line number is
+written out in each case; BASE's own line numbers are in the comment next to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from explorer.cli import main
+
+#  1 machine: m
+#  2 params:
+#  3   n: {min: 1, max: 3}
+#  4 vars:
+#  5   steps: {type: int, min: 0, max: n, init: 0}
+#  6   decision: {type: enum, values: [going, done], init: going}
+#  7 actions:
+#  8   work:
+#  9     when: decision == going
+# 10     choose:
+# 11       obs: [good, bad]
+# 12     do:
+# 13       - set: {steps: steps + 1, decision: going}
+# 14       - decide: decision
+# 15         rules:
+# 16           - {name: finish, when: steps >= n, then: done}
+# 17           - {name: again, then: going}
+# 18 terminal:
+# 19   label: decision
+# 20   values: [done]
+BASE = """\
+machine: m
+params:
+  n: {min: 1, max: 3}
+vars:
+  steps: {type: int, min: 0, max: n, init: 0}
+  decision: {type: enum, values: [going, done], init: going}
+actions:
+  work:
+    when: decision == going
+    choose:
+      obs: [good, bad]
+    do:
+      - set: {steps: steps + 1, decision: going}
+      - decide: decision
+        rules:
+          - {name: finish, when: steps >= n, then: done}
+          - {name: again, then: going}
+terminal:
+  label: decision
+  values: [done]
+"""
+
+GUARD = "    when: decision == going\n"          # line 9
+STEPS = "  steps: {type: int, min: 0, max: n, init: 0}\n"   # line 5
+DECISION = "  decision: {type: enum, values: [going, done], init: going}\n"   # line 6
+
+
+def edit(*pairs: str, base: str = BASE) -> str:
+    """BASE with each `old` replaced by `new`; every `old` must occur exactly once."""
+    assert len(pairs) % 2 == 0
+    text = base
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
+        text = text.replace(old, new)
+    return text
+
+
+def guard(expr: str) -> str:
+    """BASE with the guard of `work` (line 9) replaced."""
+    return edit(GUARD, f"    when: {expr}\n")
+
+
+@dataclass
+class Ran:
+    path: str
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def check(tmp_path, monkeypatch, capsys):
+    """Write TEXT to a spec file and run `haltproof check FILE` in-process."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    # Run from a directory that is not above the spec, so the CLI shows the path as given.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    def run(text: str, *extra: str, name: str = "bad.yaml") -> Ran:
+        path = specs / name
+        path.write_text(text, encoding="utf-8")
+        code = main(["check", str(path), *extra])
+        captured = capsys.readouterr()
+        return Ran(str(path), code, captured.out, captured.err)
+    return run
+
+
+def assert_rejected(r: Ran, line: int, *fragments: str) -> None:
+    """Exit 2, no report, no traceback, and a `<path>:<line>:` message with every fragment."""
+    assert "Traceback" not in r.err and "Traceback" not in r.out, r.err
+    assert "internal error" not in r.err, r.err
+    assert r.code == 2, f"exit {r.code}\n{r.err}"
+    assert r.out == "", "a rejected spec must not print a (partial) report"
+    where = f"{r.path}:{line}:"
+    located = [ln for ln in r.err.splitlines() if where in ln]
+    assert located, f"no message at {where}\n{r.err}"
+    for frag in fragments:
+        assert any(frag in ln for ln in located), f"{frag!r} not in the line-{line} message:\n{r.err}"
+
+
+# ---------------------------------------------------------------- the base spec itself
+
+def test_base_spec_is_valid(check):
+    r = check(BASE)
+    assert r.code == 0, r.err
+    assert "proved" in r.out
+    assert "Traceback" not in r.err
+
+
+def test_assert_rejected_catches_a_wrong_line(check):
+    """The helper itself must be able to fail: the right message at another line is not enough."""
+    r = check(edit(DECISION, "  decision: type: enum\n"))
+    assert_rejected(r, 6, "not valid YAML")
+    with pytest.raises(AssertionError):
+        assert_rejected(r, 5, "not valid YAML")
+    with pytest.raises(AssertionError):
+        assert_rejected(r, 6, "duplicate key")
+
+
+# ---------------------------------------------------------------- YAML level
+
+def test_invalid_yaml_syntax(check):
+    r = check(edit(DECISION, "  decision: type: enum\n"))
+    assert_rejected(r, 6, "not valid YAML", "mapping values are not allowed")
+
+
+def test_tab_indentation(check):
+    r = check(edit(GUARD, "\twhen: decision == going\n"))
+    assert_rejected(r, 9, "not valid YAML", "'\\t'")
+
+
+def test_unclosed_flow_mapping_points_at_its_opening_line(check):
+    r = check(edit(DECISION, "  decision: {type: enum, values: [going, done], init: going\n"))
+    assert r.code == 2 and r.out == "" and "Traceback" not in r.err
+    # Either located at line 6, or at least saying that the mapping began at line 6.
+    assert f"{r.path}:6:" in r.err or "line 6" in r.err, r.err
+
+
+def test_duplicate_key(check):
+    r = check(edit(STEPS, STEPS + "  steps: {type: bool, init: true}\n"))
+    assert_rejected(r, 6, "duplicate key", "first at line 5", "'steps'")
+
+
+def test_duplicate_key_inside_flow_mapping(check):
+    r = check(edit(STEPS, "  steps: {type: int, min: 0, max: n, init: 0, max: 2}\n"))
+    assert_rejected(r, 5, "duplicate key", "'max'")
+
+
+def test_empty_file(check):
+    assert_rejected(check(""), 1, "empty")
+
+
+def test_only_comments(check):
+    assert_rejected(check("# a spec will go here\n"), 1, "empty")
+
+
+def test_top_level_is_a_list(check):
+    assert_rejected(check("- machine: m\n- vars: {}\n"), 1, "must be a mapping")
+
+
+def test_second_yaml_document(check):
+    r = check(BASE + "---\nmachine: other\n")
+    assert_rejected(r, 21, "not valid YAML", "another document")
+
+
+@pytest.mark.parametrize("tagged, tag", [
+    ("!!python/object:os.system going", "python/object:os.system"),
+    ("!!python/object/apply:os.system ['echo hi']", "python/object/apply:os.system"),
+    ("!!python/name:os.system ''", "python/name:os.system"),
+    ("!custom going", "!custom"),
+], ids=["python-object", "python-object-apply", "python-name", "local-tag"])
+def test_yaml_tag(check, tagged, tag):
+    r = check(edit("init: going}", f"init: {tagged}}}"))
+    assert_rejected(r, 6, "YAML tag not allowed", tag)
+
+
+def test_merge_key(check):
+    r = check(edit(STEPS, "  steps: &s {type: int, min: 0, max: n, init: 0}\n"
+                          "  other:\n"
+                          "    <<: *s\n"))
+    assert_rejected(r, 7, "merge keys")
+
+
+def test_non_string_key(check):
+    r = check(edit(STEPS, "  1: {type: bool, init: true}\n" + STEPS))
+    assert_rejected(r, 5, "keys must be strings")
+
+
+# ---------------------------------------------------------------- schema
+
+def test_unknown_top_level_key(check):
+    r = check(BASE + "propertes:\n  p: {always: steps >= 0}\n")
+    assert_rejected(r, 21, "unknown key in the spec", "'propertes'", "properties")
+
+
+def test_misspelled_required_top_level_key(check):
+    r = check(edit("machine: m\n", "name: m\n"))
+    assert_rejected(r, 1, "unknown key in the spec", "'name'")
+
+
+def test_missing_required_top_level_key(check):
+    r = check(edit("machine: m\n", "description: no name\n"))
+    assert_rejected(r, 1, "the spec needs the key 'machine'")
+
+
+def test_unknown_key_in_a_var(check):
+    r = check(edit(STEPS, "  steps:\n"
+                          "    type: int\n"
+                          "    min: 0\n"
+                          "    max: n\n"
+                          "    maximum: 3\n"
+                          "    init: 0\n"))
+    assert_rejected(r, 9, "unknown key in int var steps", "'maximum'")
+
+
+def test_var_without_type(check):
+    r = check(edit(STEPS, "  steps:\n"
+                          "    min: 0\n"
+                          "    max: n\n"
+                          "    init: 0\n"))
+    assert_rejected(r, 5, "var steps needs a type", "int, enum or bool")
+
+
+def test_var_with_bad_type(check):
+    r = check(edit(STEPS, "  steps:\n"
+                          "    type: integer\n"
+                          "    min: 0\n"
+                          "    max: n\n"
+                          "    init: 0\n"))
+    assert_rejected(r, 6, "var steps needs a type", "'integer'")
+
+
+def test_var_without_init(check):
+    r = check(edit(STEPS, "  steps:\n"
+                          "    type: int\n"
+                          "    min: 0\n"
+                          "    max: n\n"))
+    assert_rejected(r, 6, "int var steps needs the key 'init'")
+
+
+def test_var_with_reserved_name(check):
+    r = check(edit(STEPS, STEPS + "  action: {type: bool, init: true}\n"))
+    assert_rejected(r, 6, "reserved name", "'action'")
+
+
+def test_enum_value_named_like_a_var(check):
+    r = check(edit("values: [going, done]", "values: [going, done, steps]"))
+    assert_rejected(r, 6, "enum value 'steps' of decision has the same name as a var")
+
+
+def test_enum_init_not_among_values(check):
+    # A quoted string literal: the type system knows it is the value 'idle'.
+    r = check(edit("init: going}", "init: \"'idle'\"}"))
+    assert_rejected(r, 6, "init of decision", "'idle'", "not a value of decision")
+
+
+def test_enum_init_not_among_values_unquoted(check):
+    r = check(edit("init: going}", "init: idle}"))
+    assert_rejected(r, 6, "'idle'")
+    assert "going" in r.err and "done" in r.err, r.err
+
+
+def test_int_init_outside_domain_for_some_param(check):
+    # max is n (1..3): init 2 is fine for n=2,3 and outside the domain for n=1.
+    r = check(edit("min: 0, max: n, init: 0}", "min: 0, max: n, init: 2}"))
+    assert_rejected(r, 5, "initial value 2 of steps is outside its domain 0..1", "n=1")
+
+
+def test_int_var_with_bool_bound(check):
+    r = check(edit("min: 0, max: n, init: 0}", "min: false, max: n, init: 0}"))
+    assert_rejected(r, 5, "min of steps must be an int")
+
+
+def test_var_bound_divides_by_zero_for_some_param(check):
+    r = check(edit("max: n, init: 0}", "max: 3 // (n - 1), init: 0}"))
+    assert_rejected(r, 5, "division by zero", "n=1")
+
+
+def test_float_value(check):
+    r = check(edit("max: n, init: 0}", "max: 2.5, init: 0}"))
+    assert_rejected(r, 5, "floating-point", "'2.5'")
+
+
+def test_float_in_param_values(check):
+    r = check(edit("n: {min: 1, max: 3}", "n: [1, 2.0]"))
+    assert_rejected(r, 3, "floating-point", "'2.0'")
+
+
+def test_param_min_greater_than_max(check):
+    r = check(edit("n: {min: 1, max: 3}", "n: {min: 3, max: 1}"))
+    assert_rejected(r, 3, "param n has min 3 > max 1")
+
+
+def test_bad_param_gives_no_cascading_undefined_name(check):
+    r = check(edit("n: {min: 1, max: 3}", "n: {min: 3, max: 1}"))
+    assert_rejected(r, 3, "min 3 > max 1")
+    assert "undefined name" not in r.err, r.err
+
+
+def test_param_value_not_an_integer(check):
+    r = check(edit("n: {min: 1, max: 3}", "n: three"))
+    assert_rejected(r, 3, "param n must be an integer", "'three'")
+
+
+def test_param_lists_a_value_twice(check):
+    r = check(edit("n: {min: 1, max: 3}", "n: [1, 1]"))
+    assert_rejected(r, 3, "param n lists a value twice")
+
+
+def test_pinned_param_value_not_declared(check):
+    r = check(BASE, "-p", "n=7")
+    assert_rejected(r, 3, "-p n=7", "not a declared value of n")
+
+
+def test_every_problem_is_reported_at_its_own_line(check):
+    r = check(edit(STEPS, "  steps: {type: int, min: 0, max: n, init: true}\n",
+                   DECISION, "  decision: {type: enum, values: [going, done], init: \"'idle'\"}\n"))
+    assert_rejected(r, 5, "init of steps must be int, but this is bool")
+    assert_rejected(r, 6, "not a value of decision")
+
+
+# ---------------------------------------------------------------- expressions
+
+def test_undefined_name_with_did_you_mean(check):
+    r = check(guard("decison == going"))
+    assert_rejected(r, 9, "undefined name", "did you mean 'decision'?", "'decison'")
+
+
+def test_int_compared_with_enum(check):
+    r = check(guard("steps == done"))
+    assert_rejected(r, 9, "compares int with", "can never be equal", "'steps == done'")
+
+
+def test_enum_compared_with_value_of_no_var(check):
+    r = check(guard("decision == 'gone'"))
+    assert_rejected(r, 9, "can never be equal", "'gone'")
+
+
+def test_enum_ordered(check):
+    r = check(guard("decision < going"))
+    assert_rejected(r, 9, "ordering comparison needs two ints")
+
+
+def test_condition_that_is_an_int(check):
+    r = check(guard("steps + 1"))
+    assert_rejected(r, 9, "guard of work must be true/false, but this is int", "'steps + 1'")
+
+
+def test_rule_condition_that_is_an_int(check):
+    r = check(edit("when: steps >= n,", "when: n - steps,"))
+    assert_rejected(r, 16, "condition of rule finish must be true/false, but this is int")
+
+
+@pytest.mark.parametrize("expr, fragment, text", [
+    ("open('x') == 1", "only min(), max() and abs() may be called", "open('x')"),
+    ("__import__('os') == 1", "only min(), max() and abs() may be called", "__import__('os')"),
+    ("steps.__class__ == 1", "var steps has no fields", "steps.__class__"),
+    ("'lambda: true'", "not allowed in a spec expression (lambda)", "lambda: true"),
+    ("\"(lambda x: x)(1) == 1\"", "only min(), max() and abs() may be called", "(lambda x: x)(1)"),
+    ("steps[0] == 1", "not allowed in a spec expression (indexing)", "steps[0]"),
+    ("steps ** 2 < 4", "operator not allowed", "steps ** 2"),
+    ("steps / 2 < 4", "operator not allowed", "steps / 2"),
+    ("(steps & 1) == 1", "operator not allowed", "steps & 1"),
+    ("~steps == 1", "operator not allowed", "~steps"),
+    ("decision is going", "comparison not allowed", "decision is going"),
+    ("decision == None", "only integers, true/false and strings", "None"),
+    ("steps < 2.5", "only integers, true/false and strings", "2.5"),
+    ("f'{steps}' == going", "not allowed in a spec expression (f-string)", "f'{steps}'"),
+    ("'[x for x in (1, 2)] == 1'", "not allowed in a spec expression (comprehension)", "[x for x in (1, 2)]"),
+    ("(x := 1) == 1", "not allowed in a spec expression (assignment)", "x := 1"),
+    ("'{1: 2} == 1'", "not allowed in a spec expression (dict literal)", "{1: 2}"),
+    ("(1, 2)", "tuples are only allowed after 'in'", "(1, 2)"),
+    ("decision in decision", "'in' needs a literal tuple", "decision"),
+    ("steps in (n, steps)", "the tuple after 'in' may hold only literals and params", "steps"),
+    ("min(steps) == 0", "min() takes two or more arguments", "min(steps)"),
+    ("abs(steps, 1) == 0", "abs() takes exactly one argument", "abs(steps, 1)"),
+    ("max(steps, 1, key=1) == 0", "plain positional arguments only", "max(steps, 1, key=1)"),
+], ids=["call-open", "call-import", "attr-dunder-var", "lambda", "lambda-call",
+        "indexing", "power", "true-division", "bitand", "invert", "is", "none", "float", "fstring",
+        "comprehension", "walrus", "dict", "bare-tuple", "in-name", "in-var-tuple", "min-one-arg",
+        "abs-two-args", "keyword-arg"])
+def test_forbidden_construct(check, expr, fragment, text):
+    r = check(guard(expr))
+    assert_rejected(r, 9, fragment, text)
+
+
+def test_dunder_field_of_a_choice(check):
+    r = check(edit("obs: [good, bad]", "obs: [{name: good, ok: true}, {name: bad, ok: false}]",
+                   "when: steps >= n,", "when: obs.__class__ == 1,"))
+    assert_rejected(r, 16, "choice obs has no field '__class__'", "obs.__class__")
+
+
+def test_python_keyword_enum_value_unquoted(check):
+    r = check(edit("values: [going, done]", "values: [going, continue, done]",
+                   GUARD, "    when: decision == continue\n"))
+    assert_rejected(r, 9, "not valid syntax", "'continue' is a Python keyword", "quote it")
+
+
+def test_python_keyword_enum_value_quoted_is_fine(check):
+    r = check(edit("values: [going, done]", "values: [going, continue, done]",
+                   GUARD, "    when: decision in (going, 'continue')\n"))
+    assert r.code == 0, r.err
+
+
+def test_comparison_chained_after_in(check):
+    r = check(guard("steps in (0, 1) < 3"))
+    assert_rejected(r, 9)
+
+
+@pytest.mark.parametrize("expr", ["obs == good", "obs.ok"])
+def test_guard_using_a_choice_explains_why(check, expr):
+    r = check(edit("obs: [good, bad]", "obs: [{name: good, ok: true}, {name: bad, ok: false}]",
+                   GUARD, f"    when: {expr}\n"))
+    assert_rejected(r, 9, "obs")
+    assert "undefined name" not in r.err and "only allowed on a choice" not in r.err, r.err
+    assert "guard" in r.err and "choice" in r.err, r.err
+
+
+# ---------------------------------------------------------------- actions and choices
+
+def test_decide_result_outside_target_enum(check):
+    r = check(edit("then: done}", "then: good}"))
+    assert_rejected(r, 16, "result of rule finish can be 'good'", "not a value of decision")
+
+
+def test_decide_result_quoted_string_outside_target_enum(check):
+    r = check(edit("then: done}", "then: \"'finished'\"}"))
+    assert_rejected(r, 16, "can be 'finished'", "not a value of decision (going, done)")
+
+
+def test_decide_result_typo_suggests_a_value_of_the_var(check):
+    r = check(edit("then: done}", "then: finished}"))
+    assert_rejected(r, 16, "'finished'")
+    assert "did you mean 'finish'" not in r.err, r.err
+    assert "done" in r.err, r.err
+
+
+def test_decide_result_wrong_type(check):
+    r = check(edit("then: done}", "then: true}"))
+    assert_rejected(r, 16, "result of rule finish must be enum, but this is bool")
+
+
+def test_int_decide_constant_outside_range_for_some_param(check):
+    # level's max is n (1..3); the constant 2 is outside 0..1 when n=1: found at instantiate.
+    r = check(edit(STEPS, STEPS + "  level: {type: int, min: 0, max: n, init: 0}\n",
+                   "- decide: decision", "- decide: level",
+                   "          - {name: finish, when: steps >= n, then: done}\n",
+                   "          - {name: jump, when: steps == 0, then: 2}\n"
+                   "          - {name: finish, when: steps >= n, then: 1}\n",
+                   "{name: again, then: going}", "{name: again, then: 0}"))
+    assert_rejected(r, 17, "rule jump sets level to 2, outside its domain 0..1", "n=1")
+
+
+def test_rule_that_can_never_fire_after_unconditional_rule(check):
+    r = check(edit("{name: finish, when: steps >= n, then: done}", "{name: finish, then: done}"))
+    assert_rejected(r, 17, "rule 'again' can never fire", "rule 'finish' before it has no condition")
+
+
+def test_two_rules_with_one_name(check):
+    r = check(edit("{name: again, then: going}", "{name: finish, then: going}"))
+    assert_rejected(r, 17, "two rules named 'finish'", "first at line 16")
+
+
+def test_rule_without_name(check):
+    r = check(edit("{name: again, then: going}", "{then: going}"))
+    assert_rejected(r, 17, "needs the key 'name'")
+
+
+def test_second_decide_stage(check):
+    r = check(edit("      - decide: decision\n",
+                   "      - decide: decision\n"
+                   "        rules: [{name: first, then: going}]\n"
+                   "      - decide: decision\n"))
+    assert_rejected(r, 16, "second decide stage")
+
+
+def test_decide_on_undeclared_var(check):
+    r = check(edit("- decide: decision", "- decide: decisoin"))
+    assert_rejected(r, 14, "not a declared var", "'decisoin'")
+
+
+def test_unknown_stage(check):
+    r = check(edit("- set: {steps: steps + 1, decision: going}", "- assign: {steps: steps + 1}"))
+    assert_rejected(r, 13, "a stage is either")
+
+
+def test_unknown_key_in_action(check):
+    r = check(edit(GUARD, "    whenn: decision == going\n"))
+    assert_rejected(r, 9, "unknown key in action work", "'whenn'")
+
+
+def test_action_sets_undeclared_var(check):
+    r = check(edit("{steps: steps + 1, decision: going}", "{stepz: steps + 1, decision: going}"))
+    assert_rejected(r, 13, "not a declared var", "'stepz'")
+
+
+def test_set_int_var_to_enum(check):
+    r = check(edit("{steps: steps + 1, decision: going}", "{steps: going, decision: going}"))
+    assert_rejected(r, 13, "new value of steps must be int")
+
+
+def test_empty_choice_set(check):
+    r = check(edit("obs: [good, bad]", "obs: []"))
+    assert_rejected(r, 11, "choice obs is an empty set")
+
+
+def test_choice_range_empty_for_some_param(check):
+    r = check(edit("obs: [good, bad]", "obs: {min: 2, max: n}"))
+    assert_rejected(r, 11, "choice obs of action work is an empty set", "n=1")
+
+
+def test_choice_range_with_string_bound(check):
+    r = check(edit("obs: [good, bad]", "obs: {min: 0, max: \"'x'\"}"))
+    assert_rejected(r, 11, "int")
+
+
+def test_choice_range_with_bool_bound(check):
+    r = check(edit("obs: [good, bad]", "obs: {min: 0, max: true}"))
+    assert_rejected(r, 11, "int")
+
+
+def test_choice_named_like_a_var(check):
+    r = check(edit("obs: [good, bad]", "steps: [good, bad]"))
+    assert_rejected(r, 11, "choice steps has the same name as a var")
+
+
+def test_choice_from_an_undeclared_set(check):
+    r = check(edit("obs: [good, bad]", "obs: outcomes"))
+    assert_rejected(r, 11, "no set named 'outcomes'")
+
+
+def test_records_with_different_fields(check):
+    r = check(edit("obs: [good, bad]", "obs:\n"
+                                       "        - {name: good, ok: true}\n"
+                                       "        - {name: bad, okay: false}"))
+    assert_rejected(r, 13, "record 'bad' of choice obs has fields ['okay']")
+
+
+def test_choice_field_typo(check):
+    r = check(edit("obs: [good, bad]", "obs: [{name: good, ok: true}, {name: bad, ok: false}]",
+                   "when: steps >= n,", "when: obs.okk,"))
+    assert_rejected(r, 16, "choice obs has no field 'okk'", "did you mean 'ok'?")
+
+
+def test_terminal_value_not_a_value_of_the_label(check):
+    r = check(edit("  values: [done]\n", "  values:\n    - done\n    - finished\n"))
+    assert_rejected(r, 22, "terminal value can never equal the label", "'finished'")
+
+
+# ---------------------------------------------------------------- properties, expect, scenarios
+
+PROPS = BASE + "properties:\n"        # line 21; a property name is line 22, its body from 23
+
+
+def test_property_with_two_kinds(check):
+    r = check(PROPS + "  p:\n    always: steps >= 0\n    reachable: steps == 1\n")
+    assert_rejected(r, 22, "property p needs exactly one of", "always, reachable")
+
+
+def test_property_with_no_kind(check):
+    r = check(PROPS + "  p:\n    alway: steps >= 0\n")
+    assert_rejected(r, 22, "property p needs exactly one of")
+
+
+def test_step_invariant_with_bare_var(check):
+    r = check(PROPS + "  p:\n    step: steps >= 0\n")
+    assert_rejected(r, 23, "write before.steps or after.steps", "'steps'")
+
+
+def test_step_invariant_field_typo(check):
+    r = check(PROPS + "  p:\n    step: before.stepz <= after.steps\n")
+    assert_rejected(r, 23, "state before has no field 'stepz'", "did you mean 'steps'?")
+
+
+def test_property_named_like_a_builtin(check):
+    r = check(PROPS + "  domains:\n    always: steps >= 0\n")
+    assert_rejected(r, 22, "domains is a built-in property")
+
+
+def test_terminates_with_a_non_true_value(check):
+    r = check(PROPS + "  p:\n    terminates: 1\n")
+    assert_rejected(r, 23, "terminates takes the value true")
+
+
+def test_variant_without_bound(check):
+    r = check(PROPS + "  p:\n    variant: steps\n")
+    assert_rejected(r, 23, "property p needs the key 'bound'")
+
+
+def test_independent_of_undeclared_var(check):
+    r = check(PROPS + "  p:\n    independent_of: [stepz]\n")
+    assert_rejected(r, 23, "not a declared var", "'stepz'")
+
+
+def test_expect_names_unknown_property(check):
+    r = check(PROPS + "  p:\n    always: steps >= 0\n"
+                      "expect:\n  violated:\n    - p\n    - q\n")
+    assert_rejected(r, 27, "expect names a property the spec does not have", "'q'")
+
+
+SCENARIO = BASE + """\
+scenarios:
+  s:
+    params: {n: 1}
+    steps:
+      - {action: work, choices: {obs: good}}
+    expect: {decision: done}
+"""   # lines 21-26
+
+
+def test_scenario_base_is_valid(check):
+    r = check(SCENARIO)
+    assert r.code == 0, r.err
+
+
+def test_scenario_names_unknown_action(check):
+    r = check(edit("      - {action: work, choices: {obs: good}}\n",
+                   "      - {action: work, choices: {obs: good}}\n"
+                   "      - {action: wrok, choices: {obs: good}}\n", base=SCENARIO))
+    assert_rejected(r, 26, "not an action of this machine", "'wrok'")
+
+
+def test_scenario_choice_value_unknown(check):
+    r = check(edit("{obs: good}", "{obs: great}", base=SCENARIO))
+    assert_rejected(r, 25, "not a value of choice obs (good, bad)", "'great'")
+
+
+def test_scenario_param_not_declared_value(check):
+    r = check(edit("params: {n: 1}", "params: {n: 7}", base=SCENARIO))
+    assert_rejected(r, 23, "n=7 is not a declared value of n")
+
+
+def test_scenario_expects_a_value_outside_the_var(check):
+    r = check(edit("expect: {decision: done}", "expect: {decision: finished}", base=SCENARIO))
+    assert_rejected(r, 26, "not a value of enum var decision", "'finished'")
