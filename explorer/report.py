@@ -62,11 +62,22 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         "scenarios": [{"name": s.name, "status": "passed" if s.ok else "failed",
                        "message": s.message, "steps": s.steps} for s in r.scenarios],
     }
+    out["source"] = _source(r)
     if r.stopped_by:
         out["stopped_by"] = r.stopped_by
     if r.as_expected is not None:
         out["as_expected"] = r.as_expected
     return out
+
+
+def _source(r: RunResult) -> dict[str, Any]:
+    """Where things are declared in the spec file, so CI annotations can point at lines."""
+    spec = r.spec
+    rules = {a.name: {rule.name: rule.line for rule in a.decide.rules} for a in spec.actions if a.decide}
+    return {"file": shown_path(spec.path),
+            "actions": {a.name: a.line for a in spec.actions},
+            "rules": rules,
+            "properties": {p.name: p.line for p in spec.properties}}
 
 
 def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
