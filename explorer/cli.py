@@ -19,6 +19,7 @@ from machine.errors import Problem, SpecError
 from machine.spec import BUILTIN_PROPERTIES, Spec, load_spec
 
 from . import report
+from .formats import FILE_FORMATS, FORMATS
 from .check import Options, check_machine, prepare, sweep
 from .replay import Replayed, load_trace, run_scenario, run_steps
 
@@ -97,9 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check only this property (repeatable); built-ins are always checked")
     c.add_argument("--max-states", type=_positive(int, "--max-states"), metavar="N")
     c.add_argument("--timeout", type=_positive(float, "--timeout"), metavar="SECONDS")
-    c.add_argument("--format", choices=["text", "json"], default="text",
+    c.add_argument("--format", choices=["text", *FORMATS], default="text",
                    help="what goes to stdout (default text)")
-    c.add_argument("--json", dest="json_file", metavar="FILE", help="also write the JSON report here")
+    for name in FILE_FORMATS:
+        c.add_argument(f"--{name}", dest=f"{name}_file", metavar="FILE",
+                       help=f"also write the {name} report to FILE")
     c.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
 
     r = sub.add_parser("replay", help="run a scenario or a saved trace step by step")
@@ -190,12 +193,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     if not runs:
         raise UsageError("nothing to check")
-    text = report.dumps(runs) if args.format == "json" else report.to_text(runs)
-    if args.json_file:
-        try:
-            Path(args.json_file).write_text(report.dumps(runs), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--json {args.json_file}: cannot write the report: {exc.strerror}") from None
+    data = report.to_json(runs)
+    text = report.to_text(runs) if args.format == "text" else FORMATS[args.format](data)
+    for name in FILE_FORMATS:
+        target = getattr(args, f"{name}_file")
+        if target:
+            try:
+                Path(target).write_text(FORMATS[name](data), encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"--{name} {target}: cannot write the report: {exc.strerror}") from None
     sys.stdout.write(text)
     return report.overall(runs)[1]
 

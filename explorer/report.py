@@ -96,10 +96,6 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def dumps(runs: list[RunResult]) -> str:
-    return json.dumps(to_json(runs), indent=2, ensure_ascii=False) + "\n"
-
-
 # ---------------------------------------------------------------- text
 
 def _v(value: Any) -> str:
