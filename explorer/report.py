@@ -5,7 +5,6 @@ Every output format is built from the same RunResult list; nothing here re-runs 
 
 from __future__ import annotations
 
-import json
 import os
 from importlib import metadata
 from typing import Any

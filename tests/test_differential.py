@@ -75,12 +75,12 @@ def _atom(draw, ints, enum):
 
 
 @st.composite
-def _pred(draw, ints, enum):
+def _pred(draw, ints, enum, joins=("and", "or")):
     """A boolean expression: one to three atoms joined by and/or, maybe negated."""
     atoms = draw(st.lists(_atom(ints, enum), min_size=1, max_size=3))
     out = atoms[0]
     for a in atoms[1:]:
-        out = f"{out} {draw(st.sampled_from(['and', 'or']))} {a}"
+        out = f"{out} {draw(st.sampled_from(joins))} {a}"
     if draw(st.integers(0, 5)) == 0:
         out = f"not ({out})"
     return out
@@ -88,18 +88,25 @@ def _pred(draw, ints, enum):
 
 @st.composite
 def _int_value(draw, target, ints, has_choice):
+    """A new value for int var `target`; some forms may leave its range (a `domains` error)."""
     names = [n for n, _, _ in ints]
+    hi = next(h for n, h, _ in ints if n == target)
     other = draw(st.sampled_from(names))
     k = draw(st.integers(1, 2))
-    forms = [f"{target} + 1", f"{target} - 1", f"{target} + {k}", f"{other} - {target}",
-             f"{target} + {other}", f"min({target} + {other}, 3)", f"max({target} - 1, 0)",
-             f"{draw(st.integers(0, 4))}", f"abs({other} - 2)", f"{other}",
-             f"({target} + 1) % 3", f"{target} * 2",
-             f"{target} + 1 if {target} < {other} else {target}"]
+    # Mostly values that stay inside 0..hi, so that runs go on for a while ...
+    safe = [f"min({target} + 1, {hi})", f"max({target} - {k}, 0)", f"min({target} + {other}, {hi})",
+            f"({target} + 1) % {hi + 1}", f"{draw(st.integers(0, hi))}", f"abs({target} - {hi})",
+            f"{other} if {other} <= {hi} else {target}", f"max({target}, {other}) % {hi + 1}",
+            f"{target} + 1 if {target} < {hi} else 0"]
+    # ... and some that may leave it.
+    risky = [f"{target} + 1", f"{target} - 1", f"{target} + {k}", f"{other} - {target}",
+             f"{target} + {other}", f"min({target} + {other}, 3)", f"{target} * 2", f"{other}",
+             f"abs({other} - 2)", f"{draw(st.integers(0, 4))}"]
     if has_choice:
-        forms += [f"{target} + {CHOICE}", f"{target} - {CHOICE}", f"{CHOICE}",
-                  f"min({target} + {CHOICE}, 3)"]
-    return draw(st.sampled_from(forms))
+        safe += [f"min({target} + {CHOICE}, {hi})", f"max({target} - {CHOICE}, 0)",
+                 f"{CHOICE} % {hi + 1}"]
+        risky += [f"{target} + {CHOICE}", f"{target} - {CHOICE}", f"{CHOICE}"]
+    return draw(st.sampled_from(safe if draw(st.integers(0, 3)) else risky))
 
 
 @st.composite
@@ -138,12 +145,12 @@ def models(draw) -> Model:
         enum = ("e", values, inits)
     actions = []
     for k in range(draw(st.integers(1, 3))):
-        guard = draw(st.one_of(st.none(), _pred(ints, enum)))
+        guard = draw(st.none() | _pred(ints, enum))
         choice = draw(st.sampled_from([None, None, [0, 1], [1, 2], [0, 1, 2]]))
         stages = [draw(_stage(ints, enum, choice is not None))
                   for _ in range(draw(st.sampled_from([1, 1, 1, 2])))]
         actions.append({"name": f"a{k}", "guard": guard, "choice": choice, "stages": stages})
-    terminal = draw(st.one_of(st.none(), _pred(ints, enum)))
+    terminal = draw(st.none() | _pred(ints, enum, joins=("and",)))
     invariants = {f"inv{k}": draw(_pred(ints, enum)) for k in range(draw(st.integers(1, 2)))}
     return Model(ints, enum, actions, terminal, invariants)
 
