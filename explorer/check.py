@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
-from machine.spec import BUILTIN_PROPERTIES, Spec
+from machine.binding import bind_machine, load_adapter
+from machine.spec import Spec
 from properties import termination as T
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
@@ -29,6 +30,7 @@ class Options:
     properties: list[str] | None = None
     max_states: int | None = None
     timeout: float | None = None
+    model_only: bool = False      # explore the spec's own stages even when it is bound to code
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
 
@@ -52,6 +54,7 @@ class RunResult:
     scenarios: list[ScenarioResult]
     stopped_by: str | None
     as_expected: bool | None             # None when the spec declares no expectation
+    explored: str = "model"              # "model", or "code: module:Name" for a bound spec
 
     @property
     def verdict(self) -> str:
@@ -97,14 +100,18 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
 
     Every spec error that depends on param values surfaces here, before any run."""
     if options.properties:
-        known = {p.name for p in spec.properties} | set(BUILTIN_PROPERTIES)
+        known = {p.name for p in spec.properties} | set(spec.builtins)
         for name in options.properties:
             if name not in known:
                 raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
                                                            f"property (it has: {', '.join(sorted(known))})")])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
-    return [compiled.instantiate(params) for params in combos]
+    machines = [compiled.instantiate(params) for params in combos]
+    if spec.bind and not options.model_only:
+        adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
+        machines = [bind_machine(m, adapter, spec.bind) for m in machines]
+    return machines
 
 
 def check_spec(spec: Spec, options: Options) -> list[RunResult]:
@@ -119,7 +126,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
     progress = options.progress(spec, m.params) if options.progress else None
     ex = explore(m, max_states=options.max_states, timeout=options.timeout,
                  properties=selected, progress=progress)
-    spec_errors = [n for n in BUILTIN_PROPERTIES if n in ex.findings]
+    spec_errors = [n for n in spec.builtins if n in ex.findings]
     if not ex.complete:
         why = ("the exploration stopped at --max-states" if ex.stopped_by == "max_states"
                else "the exploration stopped at --timeout")
@@ -129,7 +136,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         why = None
 
     results: list[PropertyResult] = []
-    for name in BUILTIN_PROPERTIES:
+    for name in spec.builtins:
         results.append(_from_finding(ex, name, "builtin", None, why, _BUILTIN_HOLDS[name]))
     graph = _Graph(ex)
     for p in spec.properties:
@@ -173,12 +180,13 @@ def check_machine(m: Machine, options: Options) -> RunResult:
              "terminal_states": sum(ex.terminal), "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
     return RunResult(spec, m.params, result, stats, results, coverage, warnings, scenarios,
-                     ex.stopped_by, as_expected)
+                     ex.stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model")
 
 
 _BUILTIN_HOLDS = {
     "domains": "every variable stays inside its declared domain",
     "well_defined": "every expression evaluates and every decide table has a matching rule",
+    "bound_code": "the bound code ran on every reachable state and choice, deterministically",
 }
 _HOLDS = {
     "invariant": "true in every reachable state",

@@ -14,12 +14,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
+from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
-from machine.spec import BUILTIN_PROPERTIES, Spec, load_spec
+from machine.spec import Spec, load_spec
 
-from . import report
+from . import itf, report
 from .formats import FILE_FORMATS, FORMATS
+from .graph import add_arguments as add_graph_arguments, cmd_graph
 from .check import Options, check_machine, prepare, sweep
 from .replay import Replayed, load_trace, run_scenario, run_steps
 
@@ -104,14 +106,33 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument(f"--{name}", dest=f"{name}_file", metavar="FILE",
                        help=f"also write the {name} report to FILE")
     c.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    c.add_argument("--trace-format", choices=["json", "itf"], default="json",
+                   help="how the JSON report writes its traces: json (default) or itf, the Informal "
+                        "Trace Format of Apalache and Quint")
+    c.add_argument("--model", action="store_true",
+                   help="explore the spec's own stages even when it is bound to code")
+
+    k = sub.add_parser("conform", help="test with Hypothesis that a bound spec's code and stages agree")
+    k.add_argument("spec", metavar="SPEC")
+    k.add_argument("--examples", type=_positive(int, "--examples"), default=200, metavar="N",
+                   help="random concrete runs to try (default 200)")
+    k.add_argument("--seed", type=int, default=0, help="Hypothesis seed: the same seed, the same runs (default 0)")
+    k.add_argument("--max-depth", type=_positive(int, "--max-depth"), default=50, metavar="N",
+                   help="longest run to draw (default 50 steps)")
+    k.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
 
     r = sub.add_parser("replay", help="run a scenario or a saved trace step by step")
     r.add_argument("spec", metavar="SPEC")
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--scenario", metavar="NAME")
-    g.add_argument("--trace", metavar="FILE", help="a trace as the JSON report prints it")
+    g.add_argument("--trace", metavar="FILE", help="a trace as the JSON report prints it, or an ITF trace")
     r.add_argument("--property", metavar="NAME", help="which trace, when FILE is a whole report")
+    r.add_argument("--model", action="store_true",
+                   help="run the spec's own stages even when it is bound to code")
     r.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
+
+    gr = sub.add_parser("graph", help="write the explored state space as DOT, GraphML, Mermaid or JSON")
+    add_graph_arguments(gr, _positive(int, "--max-nodes"))
     return ap
 
 
@@ -148,12 +169,19 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return cmd_check(args)
+    if args.command == "conform":
+        return cmd_conform(args)
+    if args.command == "graph":
+        return cmd_graph(args)
     return cmd_replay(args)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
+    if args.trace_format == "itf" and args.format != "json" and not getattr(args, "json_file", None):
+        raise UsageError("--trace-format itf changes the traces of the JSON report only: "
+                         "add --format json or --json FILE")
     specs: list[Spec] = []
     problems: list[Problem] = []
     for p in paths:
@@ -170,7 +198,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     wanted = args.properties
     if wanted and len(specs) > 1:
         # Over several specs, each checks the named properties it has; a name no spec has is an error.
-        every = {n for s in specs for n in [p.name for p in s.properties]} | set(BUILTIN_PROPERTIES)
+        every = {n for s in specs for n in [p.name for p in s.properties] + list(s.builtins)}
         missing = [n for n in wanted if n not in every]
         if missing:
             raise UsageError(f"--property {missing[0]}: no spec has a property with this name")
@@ -181,10 +209,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         names = {p.name for p in spec.params}
         props = wanted
         if wanted and len(specs) > 1:
-            props = [n for n in wanted if n in {p.name for p in spec.properties} | set(BUILTIN_PROPERTIES)]
+            props = [n for n in wanted if n in {p.name for p in spec.properties} | set(spec.builtins)]
             if not props:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
+                       model_only=args.model,
                        max_states=args.max_states, timeout=args.timeout,
                        progress=_progress if show_progress else None)
         plans.append((prepare(spec, opts), opts))
@@ -194,12 +223,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not runs:
         raise UsageError("nothing to check")
     data = report.to_json(runs)
-    text = report.to_text(runs) if args.format == "text" else FORMATS[args.format](data)
+    shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
+        if args.trace_format == "itf" else {}
+    text = report.to_text(runs) if args.format == "text" else FORMATS[args.format](shown.get(args.format, data))
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")
         if target:
             try:
-                Path(target).write_text(FORMATS[name](data), encoding="utf-8")
+                Path(target).write_text(FORMATS[name](shown.get(name, data)), encoding="utf-8")
             except OSError as exc:
                 raise UsageError(f"--{name} {target}: cannot write the report: {exc.strerror}") from None
     sys.stdout.write(text)
@@ -215,6 +246,26 @@ def _progress(spec: Spec, params: dict[str, int]):
     return show
 
 
+def cmd_conform(args: argparse.Namespace) -> int:
+    from .conform import conform, to_text
+    spec = load_spec(args.spec)
+    if not spec.bind:
+        raise UsageError(f"{args.spec}: the spec is not bound to code (it has no 'bind:'), "
+                         "so there is nothing to compare it with")
+    machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True))
+    adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
+    result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
+    sys.stdout.write(to_text(result, spec.name, spec.bind))
+    return report.EXIT_OK if result.ok else report.EXIT_VIOLATED
+
+
+def _bound(spec: Spec, m: Any, model_only: bool) -> Any:
+    """The machine replay runs: the bound code unless --model (or the spec is not bound)."""
+    if spec.bind and not model_only:
+        return bind_machine(m, load_adapter(spec.bind, spec.path, spec.bind_line), spec.bind)
+    return m
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     pins = parse_pins(args.pins)
@@ -228,7 +279,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for k, v in pins.items():
             sweep(spec, {k: v})
             params[k] = v
-        m = compiled.instantiate(params)
+        m = _bound(spec, compiled.instantiate(params), args.model)
         out = run_scenario(m, sc)
         print(f"# scenario {sc.name} of {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
     else:
@@ -240,7 +291,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
         sweep(spec, params)
         params = {p.name: params[p.name] for p in spec.params}
-        m = compiled.instantiate(params)
+        m = _bound(spec, compiled.instantiate(params), args.model)
         steps = data["steps"]
         init = steps[0]["state"]
         if set(init) != set(m.var_names):

@@ -175,18 +175,17 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                 try:
                     t, r = step(s, *combo)
                 except (EvalError, ZeroDivisionError) as exc:
-                    fail("well_defined", Finding(i, f"action {act.name} with "
-                                                    f"{_fmt_choices(act.labels[ci])}: {exc}",
-                                                 (act.index, ci, None, None)))
+                    fail(getattr(exc, "builtin", "well_defined"),
+                         Finding(i, f"action {act.name} with {_fmt_choices(act.labels[ci])}: {exc}",
+                                 (act.index, ci, None, None)))
                     err = 1
                     continue
                 j = index.get(t)
                 if j is None:
                     bad = domain_error(t)
                     if bad >= 0:
-                        lo, hi = m.bounds[bad]
-                        fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]} is outside its "
-                                                   f"domain {lo}..{hi}", (act.index, ci, r, t)))
+                        fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]!r} is outside its "
+                                                   f"domain {m.domain_text(bad)}", (act.index, ci, r, t)))
                         err = 1
                         continue
                     j = len(states)

@@ -18,6 +18,8 @@ from machine.spec import Scenario
 
 from properties.kinds import Step
 
+from .itf import ITFError, is_itf, itf_to_trace
+
 
 @dataclass
 class Replayed:
@@ -74,9 +76,9 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
             return out
         bad = m.domain_error(nxt)
         if bad >= 0:
-            lo, hi = m.bounds[bad]
             out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
-            out.problem = (f"step {n}: {m.var_names[bad]} = {nxt[bad]} is outside its domain {lo}..{hi}")
+            out.problem = (f"step {n}: {m.var_names[bad]} = {nxt[bad]!r} is outside its domain "
+                           f"{m.domain_text(bad)}")
             return out
         out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
         out.lines.append([(label, _display(fn(state, nxt, aname, rule, *act.step_args[ci]), bare, act, ci))
@@ -127,7 +129,8 @@ def _init_options(m: Machine) -> list[list[Any]]:
 
 
 def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
-    """Read a trace as the JSON report prints it: a trace object, a property, or a whole report."""
+    """Read a trace as the JSON report prints it: a trace object, a property, or a whole report;
+    any of these traces may be in the Informal Trace Format (ITF, see explorer/itf.py)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -140,7 +143,8 @@ def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
         for run in data.get("runs", []):
             for p in run.get("properties", []):
                 if p.get("trace") and (property_name is None or p.get("name") == property_name):
-                    found.append(dict(p["trace"], params=p["trace"].get("params", run.get("params"))))
+                    t = _from_itf(path, p["trace"])
+                    found.append(dict(t, params=t.get("params", run.get("params"))))
         if len(found) != 1:
             what = f"property {property_name!r}" if property_name else "any property"
             raise SpecError([Problem(path, None, f"the report holds {len(found)} traces for {what}; "
@@ -148,6 +152,7 @@ def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
         data = found[0]
     elif isinstance(data, dict) and "trace" in data and isinstance(data["trace"], dict):
         data = data["trace"]
+    data = _from_itf(path, data)
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
         raise SpecError([Problem(path, None, "not a trace: expected an object with a non-empty "
                                               "'steps' list")])
@@ -157,3 +162,13 @@ def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
         if n > 0 and not isinstance(st.get("action"), str):
             raise SpecError([Problem(path, None, f"step {n} of the trace names no action")])
     return data
+
+
+def _from_itf(path: str, data: Any) -> Any:
+    """An ITF trace (recognised by `states` with `vars`/`#meta`) as a JSON trace; anything else as is."""
+    if not is_itf(data):
+        return data
+    try:
+        return itf_to_trace(data)
+    except ITFError as exc:
+        raise SpecError([Problem(path, None, f"not a valid ITF trace: {exc}")]) from None

@@ -6,6 +6,7 @@ Every output format is built from the same RunResult list; nothing here re-runs 
 from __future__ import annotations
 
 import os
+import re
 from importlib import metadata
 from typing import Any
 
@@ -55,6 +56,7 @@ def to_json(runs: list[RunResult]) -> dict[str, Any]:
 def _run_json(r: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {
         "spec": shown_path(r.spec.path), "machine": r.spec.name, "params": r.params,
+        "explored": r.explored,
         "result": r.result, "stats": r.stats,
         "properties": [_prop_json(p, r.params) for p in r.properties],
         "coverage": r.coverage, "warnings": r.warnings,
@@ -62,6 +64,7 @@ def _run_json(r: RunResult) -> dict[str, Any]:
                        "message": s.message, "steps": s.steps} for s in r.scenarios],
     }
     out["source"] = _source(r)
+    out["warning_details"] = _warning_details(r)
     if r.stopped_by:
         out["stopped_by"] = r.stopped_by
     if r.as_expected is not None:
@@ -76,7 +79,43 @@ def _source(r: RunResult) -> dict[str, Any]:
     return {"file": shown_path(spec.path),
             "actions": {a.name: a.line for a in spec.actions},
             "rules": rules,
-            "properties": {p.name: p.line for p in spec.properties}}
+            "properties": {p.name: p.line for p in spec.properties},
+            "vars": {v.name: v.line for v in spec.vars},
+            "terminal": spec.terminal.line if spec.terminal is not None else None,
+            "scenarios": {sc.name: sc.line for sc in spec.scenarios}}
+
+
+_WARNING_FORMS = (   # the vacuity warnings of explorer/check.py, read back into fields
+    ("rule", re.compile(r"vacuous: decide rule '(?P<name>[^']+)' of action (?P<action>\S+) "
+                        r"\(line (?P<line>\d+)\) never fires")),
+    ("terminal", re.compile(r"vacuous: terminal '(?P<name>[^']*)' is never reached")),
+    ("action", re.compile(r"vacuous: action (?P<name>\S+) \(line (?P<line>\d+)\) is never taken")),
+)
+
+
+def _warning_details(r: RunResult) -> list[dict[str, Any]]:
+    """Each warning with what it is about and the spec line it points at (None when unknown)."""
+    out = []
+    for text in r.warnings:
+        detail: dict[str, Any] = {"message": text, "kind": "other", "name": None, "line": None}
+        for kind, form in _WARNING_FORMS:
+            m = form.fullmatch(text)
+            if m:
+                found = m.groupdict()
+                detail.update(kind=kind, name=found["name"])
+                if "action" in found:
+                    detail["action"] = found["action"]
+                if "line" in found:
+                    detail["line"] = int(found["line"])
+                elif kind == "terminal" and r.spec.terminal is not None:
+                    detail["line"] = r.spec.terminal.line
+                break
+        else:
+            m = re.search(r"\(line (\d+)\)", text)
+            if m:
+                detail["line"] = int(m.group(1))
+        out.append(detail)
+    return out
 
 
 def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
@@ -112,6 +151,8 @@ def to_text(runs: list[RunResult]) -> str:
     w = lines.append
     for r in runs:
         head = f"{shown_path(r.spec.path)}  [{r.spec.name}]  {_params_text(r.params)}"
+        if r.explored != "model":
+            head += f"  (checked the bound {r.explored})"
         w(head)
         s = r.stats
         verdict = r.result

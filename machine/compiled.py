@@ -81,9 +81,19 @@ class Machine:
     within: dict[str, int] = field(default_factory=dict)
     replay_lines: list[tuple[str, Callable[..., Any], bool]] = field(default_factory=list)
     inactive: set[str] = field(default_factory=set)   # properties whose `when` is false here
+    bound_to: str | None = None                       # the adapter whose code the actions run
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
         return dict(zip(self.var_names, state))
+
+    def domain_text(self, i: int) -> str:
+        """The declared domain of var i, as shown in messages."""
+        var = self.spec.vars[i]
+        if var.kind == "int":
+            return "{}..{}".format(*self.bounds[i])
+        if var.kind == "bool":
+            return "true/false"
+        return "{" + ", ".join(var.values) + "}"
 
 
 class CompiledSpec:

@@ -156,6 +156,13 @@ class Spec:
     replay: list[tuple[str, E.Expr]]
     choice_names: list[str]                  # every choice name used by any action, sorted
     text: str = ""
+    bind: str | None = None                  # module:Name of the adapter to real code
+    bind_line: int | None = None
+
+    @property
+    def builtins(self) -> tuple[str, ...]:
+        """The built-in properties checked on this spec."""
+        return BUILTIN_PROPERTIES + (("bound_code",) if self.bind else ())
 
     def var_index(self, name: str) -> int:
         return next(i for i, v in enumerate(self.vars) if v.name == name)
@@ -236,7 +243,7 @@ class _Loader:
     def load(self, data: Any, text: str) -> Spec:
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
-                                     "terminal", "properties", "scenarios", "expect", "replay"},
+                                     "terminal", "properties", "scenarios", "expect", "replay", "bind"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -291,12 +298,16 @@ class _Loader:
         replay = self.attempt(self.replay, top.get("replay", YMap()), top.line_of("replay")) or []
         scenarios = self.attempt(self.scenarios, top.get("scenarios", YMap()),
                                  top.line_of("scenarios"), params, vars_) or []
+        bind = top.get("bind")
+        if bind is not None and (not isinstance(bind, str) or ":" not in bind):
+            self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
         if self.problems:
             raise SpecError(self.problems)
         return Spec(path=self.file, name=str(name), description=str(description or ""),
                     params=params, vars=vars_, actions=actions, terminal=terminal,
                     properties=props, scenarios=scenarios, expect_violated=expect,
-                    replay=replay, choice_names=sorted(self.step_choices), text=text)
+                    replay=replay, choice_names=sorted(self.step_choices), text=text,
+                    bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None)
 
     # -- params
     def params(self, raw: Any, line: int) -> list[Param]:
@@ -723,7 +734,7 @@ class _Loader:
 
     def property(self, name: str, raw: Any, line: int) -> PropertyDecl:
         self.ident(name, line, "a property name")
-        if name in BUILTIN_PROPERTIES:
+        if name in BUILTIN_PROPERTIES or name == "bound_code":
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
         kinds = [k for k in m if k in self.KINDS]
@@ -768,7 +779,7 @@ class _Loader:
         names = m["violated"]
         if not isinstance(names, YList) or not names:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
-        known = {p.name for p in props} | set(BUILTIN_PROPERTIES)
+        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | {"bound_code"}
         for i, n in enumerate(names):
             if n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)

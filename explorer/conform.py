@@ -1,0 +1,144 @@
+"""Conformance: does the finite abstraction describe what the bound code really does?
+
+The exhaustive check feeds the code one representative per abstract class. Conformance
+tests the claim behind that: for every concrete value in a class, the code decides as
+the spec does. Hypothesis draws concrete runs (params, an initial state, then at each
+step an enabled action, an abstract class per choice and a concrete value from the
+adapter's strategy for that class), threads one concrete state through the user's code
+and the abstract state through the spec's own stages, and compares the abstracted code
+state and the rule after every step. A mismatch is shrunk to a minimal run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as fix_seed
+from hypothesis import strategies as st
+
+from machine.binding import Adapter, _user_traceback
+from machine.compiled import EvalError, Machine
+
+
+@dataclass
+class ConformStep:
+    action: str
+    labels: dict[str, Any]
+    concrete: dict[str, Any]
+    spec_state: dict[str, Any] | None
+    spec_rule: str | None
+    code_state: dict[str, Any] | None
+    code_rule: str | None
+    error: str | None = None
+
+
+@dataclass
+class ConformResult:
+    ok: bool
+    examples: int
+    seed: int
+    steps_compared: int = 0
+    params: dict[str, int] = field(default_factory=dict)
+    initial: dict[str, Any] = field(default_factory=dict)
+    steps: list[ConformStep] = field(default_factory=list)
+
+    @property
+    def first_difference(self) -> ConformStep | None:
+        return self.steps[-1] if not self.ok and self.steps else None
+
+
+class _Mismatch(AssertionError):
+    pass
+
+
+def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, seed: int = 0,
+            max_depth: int = 50) -> ConformResult:
+    """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
+    last: dict[str, Any] = {}
+    compared = [0]
+
+    @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
+              suppress_health_check=list(HealthCheck))
+    @fix_seed(seed)
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        m = data.draw(st.sampled_from(machines), label="params")
+        s = data.draw(st.sampled_from(m.inits), label="initial state")
+        steps: list[ConformStep] = []
+        last.update(params=m.params, initial=m.state_dict(s), steps=steps)
+        concrete = adapter.concretize(m.state_dict(s), dict(m.params))
+        for _ in range(max_depth):
+            if m.is_terminal(s):
+                return
+            enabled = [a for a in m.actions if a.guard is None or a.guard(s)]
+            if not enabled:
+                return
+            act = data.draw(st.sampled_from(enabled), label="action")
+            ci = data.draw(st.integers(0, len(act.combos) - 1), label="choices")
+            labels = act.labels[ci]
+            values = {name: data.draw(adapter.strategy(act.name, name, label), label=f"{name}={label}")
+                      for name, label in labels.items()}
+            step = ConformStep(act.name, dict(labels), copy.deepcopy(values), None, None, None, None)
+            steps.append(step)
+            try:
+                t, rule = act.step(s, *act.combos[ci])
+                step.spec_state, step.spec_rule = m.state_dict(t), rule
+            except (EvalError, ZeroDivisionError) as exc:
+                step.error = f"the spec's own stages failed: {exc}"
+                raise _Mismatch(step.error) from None
+            try:
+                concrete, code_rule = adapter.step(act.name, concrete, copy.deepcopy(values))
+                step.code_state, step.code_rule = adapter.abstract(concrete, dict(m.params)), code_rule
+            except Exception as exc:
+                step.error = f"the code raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
+                raise _Mismatch(step.error) from None
+            compared[0] += 1
+            if step.code_state != step.spec_state or step.code_rule != step.spec_rule:
+                raise _Mismatch("the code and the spec disagree")
+            s = t
+
+    try:
+        run()
+    except _Mismatch:
+        return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"],
+                             last["steps"])
+    return ConformResult(True, examples, seed, compared[0])
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
+    if result.ok:
+        return (f"conformance of {spec_name} and {bound_to}: {result.examples} random runs "
+                f"(seed {result.seed}), {result.steps_compared} steps compared, code and spec agree "
+                "on every step\n")
+    lines = [f"conformance of {spec_name} and {bound_to} FAILED (seed {result.seed}): the minimal run "
+             "on which the code and the spec disagree:",
+             "  params: " + " ".join(f"{k}={v}" for k, v in result.params.items()),
+             "  initial state: " + " ".join(f"{k}={_show(v)}" for k, v in result.initial.items())]
+    for n, st_ in enumerate(result.steps, start=1):
+        classes = ", ".join(f"{k}={_show(v)}" for k, v in st_.labels.items()) or "no choices"
+        concrete = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+                             for k, v in st_.concrete.items())
+        lines.append(f"  step {n}: {st_.action} with {classes}" + (f"  concrete: {concrete}" if concrete else ""))
+        if st_ is result.steps[-1]:
+            if st_.error:
+                lines.extend("    " + ln for ln in st_.error.splitlines())
+                continue
+            diff = [k for k in st_.spec_state if st_.code_state.get(k) != st_.spec_state[k]]
+            if st_.code_rule != st_.spec_rule:
+                lines.append(f"    rule: spec {st_.spec_rule!r}, code {st_.code_rule!r}")
+            for k in diff:
+                lines.append(f"    {k}: spec {_show(st_.spec_state[k])}, code {_show(st_.code_state.get(k))}")
+            extra = sorted(set(st_.code_state) - set(st_.spec_state))
+            if extra:
+                lines.append(f"    the code's abstract state has vars the spec lacks: {', '.join(extra)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""The seed systems as real, runnable Python code that haltproof proves."""

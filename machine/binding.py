@@ -1,0 +1,173 @@
+"""Binding a spec to real Python code, so the proof is about the code, not a copy of it.
+
+A spec names an adapter with `bind: module:Name`. The adapter translates between the
+spec's abstract states and choices and the concrete values the user's code takes:
+
+- `concretize(state, params)`: a concrete state for an abstract one;
+- `representative(action, choice, label)`: one concrete value of an abstract choice
+  (the observation the exhaustive exploration feeds the code);
+- `step(action, concrete, choices)`: run the user's code for one transition and return
+  the new concrete state and the name of the decide rule that fired (or None);
+- `abstract(concrete, params)`: the abstract state (a dict over the spec's vars);
+- `strategy(action, choice, label)`: a Hypothesis strategy of concrete values in that
+  abstract class, used by `haltproof conform` (defaults to the representative alone).
+
+When a spec is bound, `haltproof check` calls the adapter (and so the user's code) for
+every reachable state and every choice. An exception, a result that is not a valid
+state, an unknown rule name, or two calls that disagree are findings of the built-in
+property `bound_code`, reported with the trace and the user's traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+from .compiled import CompiledAction, EvalError, Machine
+from .errors import Problem, SpecError
+
+
+class Adapter:
+    """Base class for adapters; subclasses implement the translation for their code."""
+
+    def concretize(self, state: dict[str, Any], params: dict[str, int]) -> Any:
+        raise NotImplementedError
+
+    def representative(self, action: str, choice: str, label: Any) -> Any:
+        return label
+
+    def step(self, action: str, concrete: Any, choices: dict[str, Any]) -> tuple[Any, str | None]:
+        raise NotImplementedError
+
+    def abstract(self, concrete: Any, params: dict[str, int]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def strategy(self, action: str, choice: str, label: Any) -> Any:
+        from hypothesis import strategies as st
+        return st.just(self.representative(action, choice, label))
+
+
+class CodeError(EvalError):
+    """The bound code failed on a reachable state: a finding, not a crash of the checker."""
+
+    builtin = "bound_code"
+
+
+def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
+    """Import `module:Name` and return an adapter instance (a class is instantiated)."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise SpecError([Problem(file, line, "bind must be written module:Name", ref)])
+    if os.getcwd() not in sys.path:    # like `python -m`: the project you run in is importable
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:   # the user's module may fail in any way while importing
+        raise SpecError([Problem(file, line, f"cannot import the bound module: "
+                                             f"{type(exc).__name__}: {exc}", ref)]) from None
+    target = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise SpecError([Problem(file, line, f"module {module_name} has no {attr!r}", ref)])
+        target = getattr(target, part)
+    try:
+        adapter = target() if isinstance(target, type) else target
+    except Exception as exc:
+        raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
+                                 ref)]) from None
+    missing = [m for m in ("concretize", "step", "abstract") if not callable(getattr(adapter, m, None))]
+    if missing:
+        raise SpecError([Problem(file, line, f"the adapter has no {', '.join(missing)} method", ref)])
+    return adapter
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback without haltproof's own frames: the part the user can act on."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "/machine/binding.py" not in f.filename.replace("\\", "/")]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip()
+
+
+def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
+    """A copy of `m` whose actions run the bound code instead of the spec's stages."""
+    spec = m.spec
+    var_names = m.var_names
+    params = dict(m.params)
+    values_ok = _value_checkers(m)
+
+    def make_step(act: CompiledAction) -> Callable[..., tuple[tuple, str | None]]:
+        decide = spec.actions[act.index].decide
+        rules = {r.name for r in decide.rules} if decide else set()
+
+        def call(state: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+            try:
+                concrete = adapter.concretize(dict(state), params)
+                new, rule = adapter.step(act.name, concrete, copy.deepcopy(choices))
+                return adapter.abstract(new, params), rule
+            except Exception as exc:
+                raise CodeError(f"the bound code raised {type(exc).__name__}: {exc}\n"
+                                f"{_user_traceback(exc)}") from None
+
+        def step(s: tuple, *combo: tuple) -> tuple[tuple, str | None]:
+            state = dict(zip(var_names, s))
+            try:
+                choices = {name: adapter.representative(act.name, name, item[0])
+                           for name, item in zip(act.choice_names, combo)}
+            except Exception as exc:
+                raise CodeError(f"the adapter's representative() raised {type(exc).__name__}: {exc}\n"
+                                f"{_user_traceback(exc)}") from None
+            first = call(state, choices)
+            second = call(state, choices)
+            if first != second:
+                raise CodeError("the bound code is nondeterministic: two calls with the same state "
+                                f"and choices gave {_show(first)} and {_show(second)}")
+            result, rule = first
+            if not isinstance(result, dict) or set(result) != set(var_names):
+                got = sorted(result) if isinstance(result, dict) else type(result).__name__
+                raise CodeError(f"abstract() must return a dict with exactly the vars "
+                                f"{sorted(var_names)}, got {got}")
+            if rule is not None and rule not in rules:
+                raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
+                                f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
+            return tuple(result[v] for v in var_names), rule
+        return step
+
+    actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
+                              a.choice_names, a.record_fields) for a in m.actions]
+
+    def domain_error(t: tuple) -> int:
+        for i, ok in enumerate(values_ok):
+            if not ok(t[i]):
+                return i
+        return -1
+
+    bound = copy.copy(m)
+    bound.actions = actions
+    bound.domain_error = domain_error
+    bound.bound_to = ref
+    return bound
+
+
+def _value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
+    """Per var, whether a value the code produced lies in the declared domain (type included)."""
+    out: list[Callable[[Any], bool]] = []
+    for v, b in zip(m.spec.vars, m.bounds):
+        if v.kind == "int":
+            lo, hi = b
+            out.append(lambda x, lo=lo, hi=hi: type(x) is int and lo <= x <= hi)
+        elif v.kind == "bool":
+            out.append(lambda x: type(x) is bool)
+        else:
+            values = frozenset(v.values)
+            out.append(lambda x, values=values: type(x) is str and x in values)
+    return out
+
+
+def _show(result: tuple[dict[str, Any], Any]) -> str:
+    state, rule = result
+    return f"{state} (rule {rule!r})"
