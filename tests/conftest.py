@@ -31,3 +31,6 @@ def cli(capsys):
         captured = capsys.readouterr()
         return Ran(code, captured.out, captured.err)
     return run
+
+
+pytest_plugins = ["pytester"]

@@ -1,0 +1,58 @@
+"""Using haltproof from Python and inside ordinary tests.
+
+    from explorer.api import check
+
+    def test_loop_stops():
+        check("specs/loop_demo.yaml").assert_proved()
+
+`check` runs exactly what `haltproof check` runs and returns a `Report`;
+`assert_proved()` raises an AssertionError carrying the counterexample tables, so a
+failing proof reads like any failing test. An invalid spec raises `SpecError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from machine.spec import load_spec
+
+from . import report
+from .check import Options, RunResult, check_spec
+
+
+@dataclass
+class Report:
+    runs: list[RunResult]
+
+    @property
+    def result(self) -> str:
+        """proved | violated | incomplete: the same verdict as the CLI's exit code."""
+        return report.overall(self.runs)[0]
+
+    @property
+    def exit_code(self) -> int:
+        return report.overall(self.runs)[1]
+
+    def to_json(self) -> dict[str, Any]:
+        return report.to_json(self.runs)
+
+    def text(self) -> str:
+        return report.to_text(self.runs)
+
+    def assert_proved(self) -> None:
+        """Raise AssertionError unless every run passes (proved, or violated exactly as expected)."""
+        failing = [r for r in self.runs if r.verdict != "pass"]
+        if failing:
+            raise AssertionError(f"haltproof: {self.result}\n" + report.to_text(failing))
+
+
+def check(spec: str | Path, *, params: dict[str, int] | None = None,
+          properties: list[str] | None = None, max_states: int | None = None,
+          timeout: float | None = None, model: bool = False) -> Report:
+    """Check a spec (every param combination, or those `params` pins) and return the report."""
+    loaded = load_spec(spec)
+    options = Options(pins=dict(params or {}), properties=properties, max_states=max_states,
+                      timeout=timeout, model_only=model)
+    return Report(check_spec(loaded, options))

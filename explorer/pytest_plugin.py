@@ -1,0 +1,135 @@
+"""The pytest plugin: `pytest --haltproof specs/` turns specs into test items.
+
+Each spec file is collected as spec × params × property items (plus one item per
+scenario). An item passes when its property holds (or is violated exactly as the spec
+expects), fails with the counterexample table when it is violated, and fails when the
+exploration was incomplete: an incomplete proof proves nothing. An invalid spec is a
+collection error carrying haltproof's file:line message. Each param combination is
+explored once, when its first item runs. Without `--haltproof` (or the ini option
+`haltproof = true`) the plugin does nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from machine.errors import SpecError
+from machine.spec import Spec, load_spec
+from properties.kinds import HOLDS, UNKNOWN, VIOLATED
+
+from . import report
+from .check import Options, RunResult, check_machine, prepare
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("haltproof", "haltproof model checking")
+    group.addoption("--haltproof", action="store_true", default=None,
+                    help="collect haltproof YAML specs as tests (spec x params x property)")
+    group.addoption("--haltproof-max-states", type=int, default=None, metavar="N",
+                    help="bound each exploration; hitting it fails the items (incomplete)")
+    parser.addini("haltproof", type="bool", default=False,
+                  help="collect haltproof YAML specs as tests without --haltproof")
+
+
+def _enabled(config: pytest.Config) -> bool:
+    flag = config.getoption("haltproof")
+    return bool(flag) if flag is not None else bool(config.getini("haltproof"))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix in (".yaml", ".yml") and _enabled(parent.config):
+        return SpecFile.from_parent(parent, path=file_path)
+    return None
+
+
+class HaltproofFailure(Exception):
+    """A property did not hold; carries the report text to show instead of a traceback."""
+
+
+class SpecFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            spec = load_spec(self.path)
+            options = Options(max_states=self.config.getoption("haltproof_max_states"))
+            machines = prepare(spec, options)
+        except SpecError as exc:
+            raise self.CollectError(f"invalid spec:\n{exc}") from None
+        self.spec = spec
+        self.options = options
+        self._results: dict[int, RunResult] = {}
+        for k, m in enumerate(machines):
+            tag = ",".join(f"{n}={v}" for n, v in m.params.items())
+            suffix = f"[{tag}]" if tag else ""
+            names = list(spec.builtins) + [p.name for p in spec.properties if p.name not in m.inactive]
+            for name in names:
+                prop = spec.property(name)
+                yield PropertyItem.from_parent(self, name=f"{name}{suffix}", machine=m, index=k,
+                                               prop_name=name, line=prop.line if prop else None)
+            for sc in spec.scenarios:
+                if sc.params == m.params:
+                    yield ScenarioItem.from_parent(self, name=f"scenario:{sc.name}{suffix}", machine=m,
+                                                   index=k, scenario=sc.name, line=sc.line)
+
+    def result(self, index: int, machine: Any) -> RunResult:
+        if index not in self._results:
+            self._results[index] = check_machine(machine, self.options)
+        return self._results[index]
+
+
+class _Item(pytest.Item):
+    def __init__(self, *, machine: Any, index: int, line: int | None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.machine = machine
+        self.index = index
+        self.line = line
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, (self.line - 1) if self.line else None, f"haltproof: {self.name}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, HaltproofFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class PropertyItem(_Item):
+    def __init__(self, *, prop_name: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.prop_name = prop_name
+
+    def runtest(self) -> None:
+        run = self.parent.result(self.index, self.machine)
+        prop = next(p for p in run.properties if p.name == self.prop_name)
+        where = f"{report.shown_path(run.spec.path)}:{prop.line or 1}"
+        if prop.expected is True:
+            return
+        if prop.expected is False:
+            raise HaltproofFailure(f"{where}: {prop.name} is {prop.status}, but the spec expects "
+                                   f"it {'violated' if prop.status != VIOLATED else 'to hold'}: {prop.message}")
+        if prop.status == HOLDS:
+            return
+        if prop.status == UNKNOWN:
+            raise HaltproofFailure(f"{where}: {prop.name} is not proved: {prop.message}")
+        lines = [f"{where}: {prop.name} is violated: {prop.message}"]
+        if prop.trace is not None:
+            lines += ["  " + row for row in report.trace_table(prop.trace)]
+        if prop.other_trace is not None:
+            lines.append("  ... and the run it disagrees with:")
+            lines += ["  " + row for row in report.trace_table(prop.other_trace)]
+        raise HaltproofFailure("\n".join(lines))
+
+
+class ScenarioItem(_Item):
+    def __init__(self, *, scenario: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        run = self.parent.result(self.index, self.machine)
+        sc = next(s for s in run.scenarios if s.name == self.scenario)
+        if not sc.ok:
+            raise HaltproofFailure(f"{report.shown_path(run.spec.path)}:{self.line}: scenario "
+                                   f"{self.scenario}: {sc.message}")
