@@ -32,7 +32,8 @@ from typing import Any, Callable
 
 import networkx as nx
 
-from machine.compiled import Machine
+from machine.compiled import EvalError, Machine
+from machine.errors import Problem, SpecError
 from machine.spec import load_spec
 from properties.kinds import HOLDS, VIOLATED, Trace
 
@@ -48,6 +49,10 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _scalar(value: Any) -> str | int | bool:
@@ -74,7 +79,7 @@ def build_graph(ex: Exploration, *, max_nodes: int | None = None, highlight: Tra
         if terminal and label_of is not None:
             try:
                 tlabel = _text(label_of(s))
-            except Exception:   # noqa: BLE001 - a label that fails to evaluate is shown as unknown
+            except (EvalError, ZeroDivisionError):    # a label that fails to evaluate: unknown
                 tlabel = "?"
         attrs.update(
             label="\n".join(f"{k}={_text(v)}" for k, v in zip(m.var_names, s)),
@@ -82,7 +87,7 @@ def build_graph(ex: Exploration, *, max_nodes: int | None = None, highlight: Tra
             terminal_label=tlabel,
             deadlock=expanded and not terminal and not ex.errored[i]
             and ex.edge_start[i] == ex.edge_start[i + 1],
-            spec_error=expanded and bool(ex.errored[i]), expanded=expanded, cut=0, highlight=False)
+            spec_error=expanded and bool(ex.errored[i]), cut=0, highlight=False)
         G.add_node(i, **attrs)
     shown_transitions = 0
     for i in range(min(shown, ex.expanded)):
@@ -235,8 +240,7 @@ def mermaid_text(text: Any) -> str:
 
 
 def to_mermaid(G: nx.DiGraph) -> str:
-    out = _comment_lines(G, "%%")
-    out.append("flowchart TD")
+    out = ["flowchart TD", *("  " + line for line in _comment_lines(G, "%%"))]
     classes: dict[str, list[str]] = {"initial": [], "terminal": [], "stuck": [], "cut": [], "highlight": []}
     for i, d in G.nodes(data=True):
         text = f'"{mermaid_text(_display(G, i))}"'
@@ -309,7 +313,11 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
         raise GraphUsage(f"{spec_path}: a graph shows one param combination, and {len(combos)} are "
                          f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
     opts = Options(pins=pins, properties=[highlight] if highlight else None)
-    (m,) = prepare(spec, opts)
+    try:
+        (m,) = prepare(spec, opts)
+    except SpecError as exc:             # its property check names the option --property
+        raise SpecError([Problem(p.file, p.line, p.message.replace("--property ", "--highlight ", 1), p.text)
+                         for p in exc.problems]) from None
     ex = explore(m)
     notes: list[str] = []
     trace = None
@@ -322,10 +330,10 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
         elif res.status == VIOLATED and res.trace is not None:
             trace = res.trace
             notes.append(f"--highlight {highlight}: violated; its counterexample "
-                         f"({len(trace)} transitions) is highlighted")
+                         f"({_n(len(trace), 'transition')}) is highlighted")
         elif res.witness is not None:
             trace = res.witness
-            notes.append(f"--highlight {highlight}: holds; its witness ({len(trace)} transitions) "
+            notes.append(f"--highlight {highlight}: holds; its witness ({_n(len(trace), 'transition')}) "
                          "is highlighted")
         else:
             what = "holds" if res.status == HOLDS else res.status
@@ -335,7 +343,10 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
     G.graph["params"] = " ".join(f"{k}={v}" for k, v in m.params.items())
     if highlight:
         G.graph["highlight"] = highlight
-        G.graph["note"] += "\n" + notes[0]
+        lines = G.graph["note"].split("\n")
+        marked = [n for n in lines if n.startswith("highlighted:")]
+        lines = [n for n in lines if not n.startswith("highlighted:")]
+        G.graph["note"] = "\n".join(lines + [notes[0] + "".join(f"; {n}" for n in marked)])
     told = [n for n in G.graph["note"].split("\n") if not n.startswith("complete:")]
     return G, told
 

@@ -1,0 +1,215 @@
+"""Reading a `haltproof-report/1` dict the way the CI formats need it.
+
+JUnit, SARIF, GitHub annotations and the Markdown summary all ask the same questions of
+the report: what does this property result mean for the gate, where in the spec is this
+step, how does this trace read as a table. They are answered here, from the report dict
+alone (never from a RunResult), so every format agrees and none re-runs a check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# What one property result means for the gate.
+PASS = "pass"            # holds (and was meant to)
+EXPECTED = "expected"    # violated, and the spec's `expect:` says it must be: a pass with a finding
+FAIL = "fail"            # violated unexpectedly, or an expected violation did not happen
+ERROR = "error"          # unknown: a bound (--max-states, --timeout) stopped the exploration
+UNDECIDED = "undecided"  # unknown because the spec's own error cut the exploration short: that
+                         # error is the finding; this property is simply not decided
+
+
+def outcome(prop: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    status, expected = prop.get("status"), prop.get("expected")
+    if status == "unknown":
+        return ERROR if run is None or run.get("stopped_by") else UNDECIDED
+    if status == "violated":
+        return EXPECTED if expected is True else FAIL
+    return FAIL if expected is False else PASS
+
+
+def run_verdict(run: dict[str, Any]) -> str:
+    """pass | fail | incomplete, as the gate judges the run (mirrors RunResult.verdict)."""
+    as_expected = run.get("as_expected")
+    if as_expected is None:
+        return {"proved": "pass", "violated": "fail"}.get(run["result"], "incomplete")
+    if as_expected:
+        return "pass"
+    unexpected = any(outcome(p) == FAIL and p["status"] == "violated" for p in run["properties"])
+    if unexpected or any(s["status"] != "passed" for s in run.get("scenarios", [])) \
+            or not run.get("stopped_by"):
+        return "fail"
+    return "incomplete"
+
+
+def run_result_text(run: dict[str, Any]) -> str:
+    """The run's result as the text report words it."""
+    as_expected = run.get("as_expected")
+    if as_expected is True:
+        return "violated as expected"
+    if as_expected is False:
+        return f"{run['result']}, NOT as expected"
+    return run["result"]
+
+
+def value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def params_label(params: dict[str, Any]) -> str:
+    """`K=2,R=1`: the params as a compact, stable label (empty when there are none)."""
+    return ",".join(f"{k}={value_text(v)}" for k, v in params.items())
+
+
+def params_text(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={value_text(v)}" for k, v in params.items()) or "(no params)"
+
+
+def choices_text(choices: dict[str, Any] | None) -> str:
+    return " ".join(f"{k}={value_text(v)}" for k, v in (choices or {}).items())
+
+
+def changes(steps: list[dict[str, Any]], n: int) -> str:
+    """The state of step n: every var at step 0, afterwards only the vars that changed."""
+    state = steps[n]["state"]
+    if n == 0:
+        return " ".join(f"{k}={value_text(v)}" for k, v in state.items())
+    prev = steps[n - 1]["state"]
+    return " ".join(f"{k}={value_text(v)}" for k, v in state.items() if prev.get(k) != v) or "(no change)"
+
+
+def loop_mark(trace: dict[str, Any], n: int) -> str:
+    if trace.get("kind") != "lasso":
+        return ""
+    start = trace.get("loop_start")
+    if n == start:
+        return "<- loop starts"
+    if n == len(trace["steps"]) - 1:
+        return f"-> back to step {start}"
+    return ""
+
+
+def step_rows(trace: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(step, action, choices, rule, state changes + loop mark) for each step of a trace."""
+    rows = []
+    steps = trace["steps"]
+    for n, st in enumerate(steps):
+        change = changes(steps, n)
+        mark = loop_mark(trace, n)
+        rows.append((str(n), st.get("action") or "(initial)", choices_text(st.get("choices")),
+                     st.get("rule") or "", change + ("  " + mark if mark else "")))
+    return rows
+
+
+def trace_table(trace: dict[str, Any]) -> list[str]:
+    """A trace as aligned text rows, like the text report's counterexample table."""
+    rows = [("step", "action", "choices", "rule", "state (changes)")] + step_rows(trace)
+    widths = [max(len(row[c]) for row in rows) for c in range(4)]
+    return ["  ".join(row[c].ljust(widths[c]) for c in range(4)) + "  " + row[4] for row in rows]
+
+
+def trace_text(prop: dict[str, Any]) -> str:
+    """The counterexample(s) of a property result as text (empty when it has none)."""
+    lines: list[str] = []
+    if prop.get("trace"):
+        lines.extend(trace_table(prop["trace"]))
+    if prop.get("other_trace"):
+        lines.append("... while this run, equal up to the ignored vars, does differently:")
+        lines.extend(trace_table(prop["other_trace"]))
+    return "\n".join(lines)
+
+
+def finding_text(prop: dict[str, Any]) -> str:
+    """One line saying what happened to a property, in gate terms."""
+    kind = outcome(prop, {"stopped_by": "?"})
+    if kind == FAIL and prop["status"] != "violated":
+        return (f"{prop['name']} was expected to be violated (the spec's expect:) but "
+                f"{prop['status']}: {prop['message']}")
+    if kind == EXPECTED:
+        return f"{prop['name']} violated as expected: {prop['message']}"
+    return f"{prop['name']} {prop['status']}: {prop['message']}"
+
+
+def stop_text(run: dict[str, Any]) -> str:
+    by = run.get("stopped_by")
+    if not by:
+        return ""
+    return "--max-states" if by == "max_states" else "--timeout" if by == "timeout" else str(by)
+
+
+# ---------------------------------------------------------------- where things are
+
+def spec_file(run: dict[str, Any]) -> str:
+    return (run.get("source") or {}).get("file") or run["spec"]
+
+
+def property_line(run: dict[str, Any], prop: dict[str, Any]) -> int | None:
+    line = prop.get("line")
+    if line is None:
+        line = ((run.get("source") or {}).get("properties") or {}).get(prop["name"])
+    return line
+
+
+def action_line(run: dict[str, Any], action: str | None) -> int | None:
+    if not action:
+        return None
+    return ((run.get("source") or {}).get("actions") or {}).get(action)
+
+
+def rule_line(run: dict[str, Any], action: str | None, rule: str | None) -> int | None:
+    if not action or not rule:
+        return None
+    return (((run.get("source") or {}).get("rules") or {}).get(action) or {}).get(rule)
+
+
+def initial_line(run: dict[str, Any]) -> int | None:
+    """Where the initial state is declared: the first var's line."""
+    lines = [n for n in ((run.get("source") or {}).get("vars") or {}).values() if n]
+    return min(lines) if lines else None
+
+
+def step_line(run: dict[str, Any], step: dict[str, Any]) -> int | None:
+    """The spec line a trace step points at: the decide rule that fired, else its action,
+    else (the initial state) the vars."""
+    return (rule_line(run, step.get("action"), step.get("rule"))
+            or action_line(run, step.get("action"))
+            or (initial_line(run) if not step.get("action") else None))
+
+
+def finding_line(run: dict[str, Any], prop: dict[str, Any]) -> int | None:
+    """Where a property finding is shown: the property's line; for the built-ins (which
+    are not declared in the spec), the transition that broke them."""
+    line = property_line(run, prop)
+    if line is None and prop.get("trace"):
+        last = prop["trace"]["steps"][-1]
+        line = rule_line(run, last.get("action"), last.get("rule")) or action_line(run, last.get("action"))
+    return line
+
+
+def scenario_line(run: dict[str, Any], name: str) -> int | None:
+    return ((run.get("source") or {}).get("scenarios") or {}).get(name)
+
+
+def warnings_with_lines(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's warnings as {message, line, ...}: `warning_details` when the report has
+    it, else the bare messages without lines."""
+    details = run.get("warning_details")
+    if details is not None:
+        return details
+    return [{"message": w, "line": None, "kind": "other"} for w in run.get("warnings", [])]
+
+
+def counts(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """Runs by gate meaning, as the text report's closing line counts them."""
+    out = {"proved": 0, "as expected": 0, "failed": 0, "incomplete": 0}
+    for r in runs:
+        v = run_verdict(r)
+        if v == "pass":
+            out["as expected" if r.get("as_expected") else "proved"] += 1
+        else:
+            out["failed" if v == "fail" else "incomplete"] += 1
+    return out

@@ -1,0 +1,626 @@
+"""The HTML report: one self-contained page rendered from the `haltproof-report/1` dict.
+
+The page needs no network: its CSS is inlined, it has no JavaScript, no external
+asset, no font or image fetch, and a Content-Security-Policy that forbids any. Every
+string that comes from a spec (names, messages, state values, choices) is escaped.
+
+Sections: a summary (overall result and counts), a sweep matrix per spec (the params
+grid, each cell coloured by the run's verdict and linking to the run), then per run its
+property table, each counterexample as a step table (changed vars highlighted, a
+lasso's loop marked), coverage (rule and terminal counts, vacuity warnings), and the
+explored state graph as inline SVG.
+
+The graph is not in the report dict. `state_graphs` re-explores the same instantiated
+machines for the runs small enough to draw (no property is judged; the state and
+transition counts must equal the run's), and `render_html(report, graphs=...)` draws
+them with Graphviz `dot` when it is installed. Rendered from the report dict alone,
+or without `dot`, the page says why the graph is missing instead of drawing it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any, Sequence
+
+GRAPH_MAX_STATES = 200          # a run's graph is drawn only up to this many states
+GRAPH_BUDGET = 2000             # ... and at most this many states over the whole report
+DOT_TIMEOUT = 30.0              # seconds per `dot` call
+
+NOT_INCLUDED = ("state graph: not included (this report was rendered from the report data alone, "
+                "which does not hold the explored graph)")
+
+
+def e(value: Any) -> str:
+    """Escape any value for HTML text and attribute values."""
+    return html.escape(_v(value), quote=True)
+
+
+def _v(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+# ---------------------------------------------------------------- verdicts
+
+VERDICT_TEXT = {"proved": "proved", "violated": "violated", "expected": "violated as expected",
+                "incomplete": "incomplete", "error": "error"}
+
+
+def run_verdict(run: dict[str, Any]) -> tuple[str, str]:
+    """(css key, text) of a run's verdict, the same judgement as `RunResult.verdict`."""
+    result = run.get("result", "error")
+    expected = run.get("as_expected")
+    if expected is None:
+        key = result if result in ("proved", "violated", "incomplete") else "error"
+        return key, VERDICT_TEXT[key]
+    if expected:
+        return "expected", VERDICT_TEXT["expected"]
+    props = run.get("properties") or []
+    unexpected = any(p.get("expected") is False and p.get("status") == "violated" for p in props)
+    failed_scenario = any(s.get("status") != "passed" for s in run.get("scenarios") or [])
+    if unexpected or failed_scenario or not run.get("stopped_by"):
+        return "violated", f"{result}, NOT as expected"
+    return "incomplete", "incomplete"
+
+
+def _prop_status(p: dict[str, Any]) -> tuple[str, str]:
+    status = p.get("status", "unknown")
+    if p.get("expected") is True and status == "violated":
+        return "expected", "violated as expected"
+    key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
+    text = {"holds": "holds", "violated": "VIOLATED"}.get(status, status)
+    if p.get("expected") is False:
+        key, text = "violated", f"{text} (NOT as expected)"
+    return key, text
+
+
+# ---------------------------------------------------------------- state graphs
+
+@dataclass
+class StateGraph:
+    """An explored state space, small enough to draw."""
+
+    var_names: list[str]
+    states: list[tuple]
+    initial: set[int] = field(default_factory=set)
+    terminal: set[int] = field(default_factory=set)
+    # (src, dst, action, rule) -> the choices of every transition merged into that edge
+    edges: dict[tuple[int, int, str, str | None], list[str]] = field(default_factory=dict)
+
+    @property
+    def transitions(self) -> int:
+        return sum(len(c) for c in self.edges.values())
+
+
+def state_graphs(runs: Sequence[Any], report: dict[str, Any],
+                 limit: int = GRAPH_MAX_STATES) -> list[StateGraph | str]:
+    """Per run of the report (same order as `runs`, the check's RunResults), its graph or
+    why there is none. The graph is the one the check explored (kept on the RunResult for
+    small complete runs): nothing is explored again."""
+    rows = report.get("runs") or []
+    if len(runs) != len(rows):
+        return [NOT_INCLUDED] * len(rows)
+    return [_graph_of(r, row, limit) for r, row in zip(runs, rows)]
+
+
+def _graph_of(result: Any, run: dict[str, Any], limit: int) -> StateGraph | str:
+    stats = run.get("stats") or {}
+    n = stats.get("states", 0)
+    if run.get("stopped_by"):
+        return "state graph: not drawn (the exploration stopped early, so the graph is incomplete)"
+    ex = getattr(result, "exploration", None)
+    if n > limit or ex is None:
+        return f"state graph: not drawn ({n:,} states; it is drawn for runs of at most {limit} states)"
+    m = ex.machine
+    g = StateGraph(list(m.var_names), list(ex.states))
+    g.initial = {i for i in range(len(ex.states)) if ex.parent[i] == -1}
+    g.terminal = {i for i in range(ex.expanded) if ex.terminal[i]}
+    for i in range(ex.expanded):
+        for k in ex.edges_of(i):
+            act = m.actions[ex.e_action[k]]
+            labels = act.labels[ex.e_combo[k]]
+            choice = " ".join(f"{a}={_v(b)}" for a, b in dict(labels).items()) or "(no choices)"
+            g.edges.setdefault((i, ex.e_dst[k], act.name, ex.e_rule[k]), []).append(choice)
+    return g
+
+
+def find_dot() -> str | None:
+    return shutil.which("dot")
+
+
+def _dot_text(s: str) -> str:
+    """A DOT double-quoted string. `&` is written as an entity so that dot, which passes
+    entities through to SVG, shows a user's `&lt;` literally."""
+    s = s.replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + s.replace("\r", "").replace("\n", "\\n") + '"'
+
+
+def graph_dot(g: StateGraph, prefix: str, on_trace: set[int], trace_edges: set[tuple]) -> str:
+    """The graph in DOT: BFS index labels, full states as tooltips; small graphs show the
+    states and the edge labels too."""
+    small = len(g.states) <= 30
+    out = ["digraph haltproof {",
+           f'  graph [id="{prefix}", rankdir=LR, bgcolor="transparent", nodesep=0.12, ranksep=0.45, '
+           'fontname="Helvetica"];',
+           '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", color="#57606a", '
+           'fontname="Helvetica", fontsize=10, height=0.2, margin="0.06,0.02"];',
+           '  edge [fontname="Helvetica", fontsize=8, color="#8c959f", fontcolor="#57606a", '
+           'arrowsize=0.6];']
+    for i, st in enumerate(g.states):
+        full = "\n".join(f"{k}={_v(v)}" for k, v in zip(g.var_names, st))
+        label = f"#{i}\n{full}" if small else f"{i}"
+        attrs = [f"label={_dot_text(label)}", f"tooltip={_dot_text(f'state {i}' + chr(10) + full)}",
+                 f'id="{prefix}-s{i}"']
+        if i in g.terminal:
+            attrs.append('fillcolor="#dafbe1"')
+        if i in on_trace:
+            attrs += ['color="#cf222e"', 'penwidth=2']
+            if i not in g.terminal:
+                attrs.append('fillcolor="#ffebe9"')
+        if i in g.initial:
+            attrs.append('peripheries=2')
+        out.append(f"  s{i} [{', '.join(attrs)}];")
+    for k, ((src, dst, action, rule), choices) in enumerate(g.edges.items()):
+        what = action + (f" / {rule}" if rule else "")
+        tip = f"{what}: " + ", ".join(choices)
+        attrs = [f"tooltip={_dot_text(tip)}", f'id="{prefix}-e{k}"']
+        if small:
+            attrs.append(f"label={_dot_text(what)}")
+        if (src, dst, action) in trace_edges:
+            attrs += ['color="#cf222e"', 'penwidth=1.6']
+        out.append(f"  s{src} -> s{dst} [{', '.join(attrs)}];")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+_SVG_ELEMENTS = {"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text", "a",
+                 "circle", "rect", "line", "tspan"}
+
+
+class _SvgCheck(HTMLParser):
+    """Accept dot's SVG only if it is plain drawing: no script, link, style or url()."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bad: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _SVG_ELEMENTS:
+            self.bad = self.bad or f"element <{tag}>"
+        for name, value in attrs:
+            v = (value or "").lower()
+            if name.startswith("on") or name in ("href", "xlink:href", "src", "style") \
+                    or "url(" in v or "javascript:" in v or "//" in v:
+                self.bad = self.bad or f"attribute {name}"
+
+
+def graph_svg(dot_source: str, dot: str) -> tuple[str | None, str]:
+    """(svg markup to inline, or None, and a note for the reader)."""
+    try:
+        done = subprocess.run([dot, "-Tsvg"], input=dot_source, capture_output=True, text=True,
+                              timeout=DOT_TIMEOUT, encoding="utf-8")
+    except subprocess.TimeoutExpired:
+        return None, f"state graph: not drawn (Graphviz dot took more than {DOT_TIMEOUT:.0f} s)"
+    except OSError as exc:
+        return None, f"state graph: not drawn (Graphviz dot could not be run: {exc.strerror})"
+    if done.returncode != 0 or "<svg" not in done.stdout:
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"state graph: not drawn (Graphviz dot failed: {why})"
+    svg = done.stdout[done.stdout.index("<svg"):]
+    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
+    svg = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg)   # implied for <svg> inside HTML
+    svg = re.sub(r"\n\s*\n", "\n", svg).strip()
+    check = _SvgCheck()
+    check.feed(svg)
+    check.close()
+    if check.bad:
+        return None, f"state graph: not drawn (dot's SVG held an unexpected {check.bad})"
+    return svg, ""
+
+
+# ---------------------------------------------------------------- page
+
+CSS = """
+:root { --ok: #1a7f37; --ok-bg: #dafbe1; --bad: #cf222e; --bad-bg: #ffebe9;
+  --exp: #0969da; --exp-bg: #ddf4ff; --inc: #9a6700; --inc-bg: #fff8c5;
+  --muted: #57606a; --line: #d0d7de; --soft: #f6f8fa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+  color: #1f2328; margin: 0 auto; padding: 16px 24px 48px; max-width: 1400px; }
+h1 { font-size: 22px; margin: 4px 0 12px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+h4 { font-size: 14px; margin: 12px 0 4px; }
+code, .mono, td.val, td.choices { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 12.5px; }
+table { border-collapse: collapse; margin: 4px 0 8px; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: var(--soft); font-weight: 600; }
+a { color: inherit; }
+.muted { color: var(--muted); }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 600;
+  border: 1px solid currentColor; white-space: nowrap; }
+.v-proved { color: var(--ok); background: var(--ok-bg); }
+.v-violated { color: var(--bad); background: var(--bad-bg); }
+.v-expected { color: var(--exp); background: var(--exp-bg); }
+.v-incomplete { color: var(--inc); background: var(--inc-bg); }
+.v-error { color: #fff; background: var(--bad); }
+.v-none { color: var(--muted); background: #fff; }
+.summary { display: flex; gap: 16px; align-items: center; flex-wrap: wrap; margin-bottom: 8px; }
+.summary .result { font-size: 20px; padding: 4px 14px; }
+.counts td { text-align: right; min-width: 3em; }
+.legend span { margin-right: 8px; }
+table.sweep td.cell { text-align: center; min-width: 9em; padding: 0; font-weight: 600; }
+table.sweep td.cell a { display: block; padding: 6px 8px; text-decoration: none; }
+table.sweep td.cell a:hover { text-decoration: underline; }
+table.sweep th.corner { font-weight: 400; color: var(--muted); }
+table.sweep th { vertical-align: middle; }
+section.run { border: 1px solid var(--line); border-left: 6px solid var(--line); border-radius: 6px;
+  padding: 4px 14px 10px; margin: 14px 0; }
+section.run.v-proved { border-left-color: var(--ok); background: #fff; color: inherit; }
+section.run.v-violated { border-left-color: var(--bad); background: #fff; color: inherit; }
+section.run.v-expected { border-left-color: var(--exp); background: #fff; color: inherit; }
+section.run.v-incomplete { border-left-color: var(--inc); background: #fff; color: inherit; }
+section.run:target { box-shadow: 0 0 0 3px #54aeff66; }
+td.status { font-weight: 600; white-space: nowrap; }
+td.expected { white-space: nowrap; }
+td.status.v-proved, td.status.v-violated, td.status.v-expected, td.status.v-incomplete { background: none; }
+tr.prop.v-violated { background: var(--bad-bg); }
+table.trace td.changed { background: #fff1a8; font-weight: 700; }
+table.trace tr.loop-start td { border-top: 2px solid var(--bad); }
+table.trace tr.loop-start td.step, table.trace tr.loop-back td.step { color: var(--bad); font-weight: 700; }
+table.trace tr.loop-back td { border-bottom: 2px solid var(--bad); }
+table.trace th.var { background: #eef1f4; }
+.coverage { display: flex; gap: 24px; flex-wrap: wrap; align-items: flex-start; }
+td.zero { color: var(--bad); font-weight: 700; }
+ul.warnings { margin: 4px 0; padding-left: 20px; color: var(--inc); }
+.graph { overflow: auto; max-height: 720px; border: 1px solid var(--line); border-radius: 6px;
+  padding: 6px; background: #fff; }
+.graph svg { max-width: 100%; height: auto; }
+p.note { color: var(--muted); font-style: italic; margin: 6px 0; }
+details > summary { cursor: pointer; font-weight: 600; margin: 10px 0 4px; }
+footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
+@media print { section.run { break-inside: avoid-page; } .graph { max-height: none; } }
+"""
+
+
+def _badge(key: str, text: str, cls: str = "") -> str:
+    return f'<span class="badge v-{key}{" " + cls if cls else ""}">{e(text)}</span>'
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_v(v)}" for k, v in params.items()) or "(no params)"
+
+
+def render_html(report: dict[str, Any], graphs: Sequence[StateGraph | str] | None = None,
+                *, dot: str | None | bool = True) -> str:
+    """The whole page. `graphs`: per run, from `state_graphs` (None: no graphs in the
+    report dict, so the page says so). `dot`: the Graphviz binary; True finds it on PATH,
+    None/False means it is not installed."""
+    runs = report.get("runs") or []
+    if dot is True:
+        dot = find_dot()
+    if graphs is None or len(graphs) != len(runs):
+        graphs = [NOT_INCLUDED] * len(runs)
+    verdicts = [run_verdict(r) for r in runs]
+    budget = _graph_budget(runs, graphs, verdicts)
+
+    out: list[str] = []
+    w = out.append
+    title = _title(runs)
+    w("<!DOCTYPE html>")
+    w('<html lang="en"><head><meta charset="utf-8">')
+    w('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+      'style-src \'unsafe-inline\'; img-src data:">')
+    w('<meta name="viewport" content="width=device-width, initial-scale=1">')
+    w('<meta name="generator" content="haltproof">')
+    w(f"<title>{e(title)}</title>")
+    w(f"<style>{CSS}</style></head><body>")
+    w(f'<h1>{e(title)}</h1>')
+    _summary(w, report, runs, verdicts)
+    _sweeps(w, runs, verdicts)
+    w('<h2 id="runs">Runs</h2>')
+    for n, (run, (key, text)) in enumerate(zip(runs, verdicts)):
+        _run(w, n, run, key, text, graphs[n], budget.get(n), dot, single=len(runs) == 1)
+    tool = report.get("tool") or {}
+    w(f'<footer>{e(tool.get("name", "haltproof"))} {e(tool.get("version", ""))} · report schema '
+      f'{e(report.get("schema", ""))} · a self-contained page: no scripts, no network</footer>')
+    w("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _title(runs: list[dict[str, Any]]) -> str:
+    machines = list(dict.fromkeys(r.get("machine", "?") for r in runs))
+    shown = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
+    return f"haltproof report: {shown}" if shown else "haltproof report"
+
+
+def _graph_budget(runs: list[dict[str, Any]], graphs: Sequence[StateGraph | str],
+                  verdicts: list[tuple[str, str]]) -> dict[int, str]:
+    """Runs whose graph is left out because the report already draws enough states.
+    Failing runs get their graph first."""
+    order = sorted(range(len(runs)), key=lambda n: (verdicts[n][0] != "violated", n))
+    used, skipped = 0, {}
+    for n in order:
+        g = graphs[n]
+        if isinstance(g, StateGraph):
+            if used + len(g.states) > GRAPH_BUDGET:
+                skipped[n] = (f"state graph: not drawn (this report already draws {used:,} states "
+                              f"of graphs; the limit per report is {GRAPH_BUDGET:,}; check this run "
+                              "alone with -p to see its graph)")
+            else:
+                used += len(g.states)
+    return skipped
+
+
+def _summary(w, report: dict[str, Any], runs: list[dict[str, Any]],
+             verdicts: list[tuple[str, str]]) -> None:
+    result = report.get("result", "error")
+    key = result if result in ("proved", "violated", "incomplete") else "error"
+    counts = {k: 0 for k in ("proved", "expected", "violated", "incomplete", "error")}
+    for k, _ in verdicts:
+        counts[k] += 1
+    specs = list(dict.fromkeys(r.get("spec", "?") for r in runs))
+    states = sum((r.get("stats") or {}).get("states", 0) for r in runs)
+    w('<section id="summary"><h2>Summary</h2><div class="summary">')
+    w(f'<span class="badge result v-{key}" id="overall">{e(result)}</span>')
+    code = report.get("exit_code")
+    w(f'<span>{len(runs)} run{"s" if len(runs) != 1 else ""} of {len(specs)} '
+      f'spec{"s" if len(specs) != 1 else ""}, {states:,} states explored'
+      + (f", exit code {e(code)}" if code is not None else "") + "</span></div>")
+    w('<table class="counts"><tr>')
+    for k in ("proved", "expected", "violated", "incomplete"):
+        w(f'<th class="v-{k}">{e("failed" if k == "violated" else VERDICT_TEXT[k])}</th>')
+    w("</tr><tr>")
+    for k in ("proved", "expected", "violated", "incomplete"):
+        w(f'<td id="count-{k}">{counts[k]}</td>')
+    w("</tr></table>")
+    failing = [n for n, (k, _) in enumerate(verdicts) if k in ("violated", "error")]
+    if failing:
+        w("<p>Failing runs: " + ", ".join(
+            f'<a href="#run-{n}">{e(runs[n].get("machine"))} {e(_params_text(runs[n].get("params") or {}))}</a>'
+            for n in failing) + "</p>")
+    w("</section>")
+
+
+def _sweeps(w, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> None:
+    w('<section id="sweep"><h2>Sweep</h2>')
+    w('<p class="legend">' + " ".join(_badge(k, VERDICT_TEXT[k])
+                                      for k in ("proved", "violated", "expected", "incomplete"))
+      + ' <span class="muted">each cell links to its run</span></p>')
+    groups: dict[tuple[str, str], list[int]] = {}
+    for n, r in enumerate(runs):
+        groups.setdefault((r.get("spec", "?"), r.get("machine", "?")), []).append(n)
+    for g, ((spec, machine), members) in enumerate(groups.items()):
+        w(f'<h3><code>{e(spec)}</code> <span class="muted">[{e(machine)}]</span></h3>')
+        names = list(dict.fromkeys(k for n in members for k in (runs[n].get("params") or {})))
+        w(_matrix(g, spec, names, members, runs, verdicts))
+    w("</section>")
+
+
+def _cell(n: int, run: dict[str, Any], verdict: tuple[str, str]) -> str:
+    key, text = verdict
+    stats = run.get("stats") or {}
+    tip = f"{_params_text(run.get('params') or {})}: {text}, {stats.get('states', 0):,} states"
+    return (f'<td class="cell v-{key}" data-params="{e(_params_text(run.get("params") or {}))}">'
+            f'<a href="#run-{n}" title="{e(tip)}">{e(text)}</a></td>')
+
+
+def _matrix(g: int, spec: str, names: list[str], members: list[int], runs: list[dict[str, Any]],
+            verdicts: list[tuple[str, str]]) -> str:
+    rows: list[str] = [f'<table class="sweep" id="sweep-{g}" data-spec="{e(spec)}">']
+    a = rows.append
+    if len(names) in (1, 2):
+        def values(name: str) -> list[Any]:
+            return sorted({(runs[n].get("params") or {}).get(name) for n in members},
+                          key=lambda v: (str(type(v)), v))
+        at = {tuple((runs[n].get("params") or {}).get(k) for k in names): n for n in members}
+        cols = values(names[-1])
+        lines = values(names[0]) if len(names) == 2 else [None]
+        corner = f"{e(names[0])} ↓ · {e(names[1])} →" if len(names) == 2 else f"{e(names[0])} →"
+        a(f'<tr><th class="corner">{corner}</th>'
+          + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>")
+        for line in lines:
+            head = e(line) if len(names) == 2 else ""
+            cells = []
+            for c in cols:
+                key = (line, c) if len(names) == 2 else (c,)
+                n = at.get(key)
+                cells.append('<td class="cell v-none">not run</td>' if n is None
+                             else _cell(n, runs[n], verdicts[n]))
+            a(f"<tr><th>{head}</th>{''.join(cells)}</tr>")
+    else:   # no params, or more than two: one row per run
+        a("<tr>" + "".join(f"<th>{e(k)}</th>" for k in names) + "<th>verdict</th></tr>")
+        for n in members:
+            params = runs[n].get("params") or {}
+            a("<tr>" + "".join(f"<td>{e(params.get(k))}</td>" for k in names)
+              + _cell(n, runs[n], verdicts[n]) + "</tr>")
+    a("</table>")
+    return "\n".join(rows)
+
+
+def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph | str,
+         skipped: str | None, dot: str | None, single: bool) -> None:
+    params = run.get("params") or {}
+    stats = run.get("stats") or {}
+    w(f'<section class="run v-{key}" id="run-{n}">')
+    w(f'<h3>{e(run.get("machine"))} <span class="mono">{e(_params_text(params))}</span> '
+      f'{_badge(key, text, "verdict")}</h3>')
+    explored = run.get("explored")
+    stop = run.get("stopped_by")
+    stop_text = ""
+    if stop:
+        stop_text = f" — stopped at {'--max-states' if stop == 'max_states' else '--timeout'}: proves nothing"
+    w(f'<p class="muted"><code>{e(run.get("spec"))}</code>'
+      + (f" · checked the bound {e(explored)}" if explored and explored != "model" else "")
+      + f" · {stats.get('states', 0):,} states, {stats.get('transitions', 0):,} transitions, "
+        f"{stats.get('terminal_states', 0):,} terminal, depth {e(stats.get('max_depth', 0))}, "
+        f"{float(stats.get('seconds', 0) or 0):.2f} s{e(stop_text)}</p>")
+    props = run.get("properties") or []
+    _properties(w, n, props)
+    on_trace: set[tuple] = set()
+    trace_edges: set[tuple] = set()
+    for p in props:
+        if p.get("status") == "violated" and p.get("trace"):
+            w(f'<h4 id="run-{n}-{e(p.get("name"))}">counterexample: {e(p.get("name"))} '
+              f'<span class="muted">— {e(p.get("message"))}</span></h4>')
+            _trace(w, p["trace"])
+            _collect(p["trace"], on_trace, trace_edges)
+            if p.get("other_trace"):
+                w('<p class="muted">… while this run, equal up to the ignored vars, does differently:</p>')
+                _trace(w, p["other_trace"])
+                _collect(p["other_trace"], on_trace, trace_edges)
+    _scenarios(w, run.get("scenarios") or [])
+    _coverage(w, run)
+    _graph(w, n, graph, skipped, dot, on_trace, trace_edges, open_=single)
+    w("</section>")
+
+
+def _properties(w, n: int, props: list[dict[str, Any]]) -> None:
+    w(f'<table class="props" id="props-{n}"><tr><th>property</th><th>kind</th><th>status</th>'
+      "<th>message</th><th>expected</th><th>line</th></tr>")
+    for p in props:
+        key, text = _prop_status(p)
+        exp = p.get("expected")
+        exp_text = "" if exp is None else ("as expected" if exp else "NOT as expected")
+        name = e(p.get("name"))
+        if p.get("status") == "violated" and p.get("trace"):
+            name = f'<a href="#run-{n}-{e(p.get("name"))}">{name}</a>'
+        desc = p.get("description")
+        msg = e(p.get("message")) + (f'<br><span class="muted">{e(desc)}</span>' if desc else "")
+        w(f'<tr class="prop v-{key if key == "violated" else "none"}" data-property="{e(p.get("name"))}">'
+          f"<td class=\"mono\">{name}</td><td>{e(p.get('kind'))}</td>"
+          f'<td class="status v-{key}">{e(text)}</td><td>{msg}</td>'
+          f'<td class="expected">{e(exp_text)}</td><td>{e(p.get("line"))}</td></tr>')
+    w("</table>")
+
+
+def _state_key(state: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, _v(v)) for k, v in state.items()))
+
+
+def _collect(trace: dict[str, Any], on_trace: set[tuple], trace_edges: set[tuple]) -> None:
+    prev = None
+    for step in trace.get("steps") or []:
+        cur = _state_key(step.get("state") or {})
+        on_trace.add(cur)
+        if prev is not None:
+            trace_edges.add((prev, cur, step.get("action")))
+        prev = cur
+
+
+def _trace(w, trace: dict[str, Any]) -> None:
+    steps = trace.get("steps") or []
+    names = list(dict.fromkeys(k for s in steps for k in (s.get("state") or {})))
+    lasso = trace.get("kind") == "lasso"
+    start = trace.get("loop_start")
+    w(f'<table class="trace{" lasso" if lasso else ""}"><tr><th>step</th><th>action</th>'
+      "<th>choices</th><th>rule</th>"
+      + "".join(f'<th class="var">{e(k)}</th>' for k in names) + "</tr>")
+    prev: dict[str, Any] | None = None
+    for i, s in enumerate(steps):
+        state = s.get("state") or {}
+        cls = ["step-row"]
+        mark = ""
+        if lasso and i == start:
+            cls.append("loop-start")
+            mark = " ⟲ loop starts"
+        if lasso and i == len(steps) - 1 and i != start:
+            cls.append("loop-back")
+            mark = f" ↩ back to step {_v(start)}"
+        choices = " ".join(f"{k}={_v(v)}" for k, v in (s.get("choices") or {}).items())
+        cells = []
+        for k in names:
+            changed = prev is not None and (k not in prev or prev.get(k) != state.get(k))
+            cells.append(f'<td class="val{" changed" if changed else ""}">{e(state.get(k))}</td>')
+        w(f'<tr class="{" ".join(cls)}"><td class="step">{i}{e(mark)}</td>'
+          f'<td class="action">{e(s.get("action") or "(initial)")}</td>'
+          f'<td class="choices">{e(choices)}</td><td class="rule">{e(s.get("rule"))}</td>'
+          + "".join(cells) + "</tr>")
+        prev = state
+    w("</table>")
+
+
+def _scenarios(w, scenarios: list[dict[str, Any]]) -> None:
+    if not scenarios:
+        return
+    bad = [s for s in scenarios if s.get("status") != "passed"]
+    if not bad:
+        w(f'<p class="scenarios">scenarios: {len(scenarios)} passed ('
+          + ", ".join(e(s.get("name")) for s in scenarios) + ")</p>")
+        return
+    w('<table class="scenarios"><tr><th>scenario</th><th>status</th><th>message</th></tr>')
+    for s in scenarios:
+        key = "proved" if s.get("status") == "passed" else "violated"
+        w(f'<tr><td class="mono">{e(s.get("name"))}</td><td class="status v-{key}">{e(s.get("status"))}</td>'
+          f"<td>{e(s.get('message'))}</td></tr>")
+    w("</table>")
+
+
+def _coverage(w, run: dict[str, Any]) -> None:
+    cov = run.get("coverage") or {}
+    rules, terminals = cov.get("rules") or {}, cov.get("terminals") or {}
+    lines = {r: line for table in ((run.get("source") or {}).get("rules") or {}).values()
+             for r, line in table.items()}
+    w('<h4>coverage</h4><div class="coverage">')
+    if rules:
+        w('<table class="rules"><tr><th>decide rule</th><th>fired</th><th>line</th></tr>')
+        for name, count in rules.items():
+            w(f'<tr><td class="mono">{e(name)}</td><td class="count{" zero" if not count else ""}">'
+              f"{e(count)}</td><td>{e(lines.get(name))}</td></tr>")
+        w("</table>")
+    if terminals:
+        w('<table class="terminals"><tr><th>terminal</th><th>states</th></tr>')
+        for name, count in terminals.items():
+            w(f'<tr><td class="mono">{e(name)}</td><td class="count{" zero" if not count else ""}">'
+              f"{e(count)}</td></tr>")
+        w("</table>")
+    w("</div>")
+    warnings = run.get("warnings") or []
+    if warnings:
+        w('<ul class="warnings">' + "".join(f"<li>warning: {e(x)}</li>" for x in warnings) + "</ul>")
+    elif not run.get("stopped_by"):
+        w('<p class="muted">no vacuity warnings: every decide rule fires, every terminal and action is reached</p>')
+
+
+def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None,
+           on_trace: set[tuple], trace_edges: set[tuple], open_: bool) -> None:
+    if isinstance(graph, str):
+        w(f'<p class="note graph-note">{e(graph)}</p>')
+        return
+    if skipped:
+        w(f'<p class="note graph-note">{e(skipped)}</p>')
+        return
+    if not dot:
+        w('<p class="note graph-note">state graph: not drawn (Graphviz <code>dot</code> is not '
+          "installed; install Graphviz, e.g. <code>apt-get install graphviz</code>, to include it)</p>")
+        return
+    keys = [_state_key(dict(zip(graph.var_names, st))) for st in graph.states]
+    on = {i for i, k in enumerate(keys) if k in on_trace}
+    edges = {(graph_src, graph_dst, action) for (graph_src, graph_dst, action, _rule) in graph.edges
+             if (keys[graph_src], keys[graph_dst], action) in trace_edges}
+    svg, note = graph_svg(graph_dot(graph, f"g{n}", on, edges), dot)
+    if svg is None:
+        w(f'<p class="note graph-note">{e(note)}</p>')
+        return
+    w(f'<details class="graph-box"{" open" if open_ else ""}><summary>state graph '
+      f"({len(graph.states):,} states, {graph.transitions:,} transitions)</summary>")
+    w('<p class="muted legend">double border: initial · green: terminal · red: on a counterexample · '
+      "hover a state or an edge for its values</p>")
+    w(f'<div class="graph" id="graph-{n}">{svg}</div></details>')
+
+
+def render(report: dict[str, Any]) -> str:
+    """The registry's renderer: the page from the report dict alone (no graphs)."""
+    return render_html(report)

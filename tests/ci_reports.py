@@ -1,0 +1,69 @@
+"""Real reports from real checks, for the tests of the CI formats (JUnit, SARIF, GitHub).
+
+Each test works in a fresh directory holding a copy of specs/ and `plain/`: copies of
+mutants with their `expect:` block removed, so their findings are plain violations. Spec
+paths are therefore relative (`specs/...`, `plain/...`), as they are in CI.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+VIOLATED = "plain/limit_before_observation.yaml"     # 3 step invariants violated, every params
+LASSO = "plain/failure_not_a_step.yaml"               # terminates: a lasso; error unreachable
+INDEPENDENCE = "plain/decide_reads_scenario.yaml"     # independence violation: two traces
+DOMAINS = "plain/decide_counts_as_step.yaml"          # the built-in `domains` violated (no line)
+BAD_SCENARIO = "plain/bad_scenario.yaml"              # loop_demo with one golden scenario wrong
+PROVED = "specs/loop_demo.yaml"
+AS_EXPECTED = "specs/mutants/limit_before_observation.yaml"
+
+# Violated exactly where expected, but `needs_two` (expected violated) is never judged at N=1:
+# the run is not as expected although no property fails.
+TINY = "plain/tiny.yaml"
+TINY_TEXT = ("machine: tiny\nparams:\n  N: [1]\nvars:\n  x: {type: int, min: 0, max: 1, init: 0}\n"
+             "actions:\n  step:\n    when: x == 0\n    do:\n      - set: {x: 1}\n"
+             "terminal:\n  when: x == 1\nproperties:\n  never_one:\n    always: x == 0\n"
+             "  needs_two:\n    when: N > 1\n    reachable: x == 1\n"
+             "expect:\n  violated: [never_one, needs_two]\n")
+
+PIN_VIOLATED = ("-p", "max_steps=3", "-p", "max_retries=0")
+PIN_PROVED = ("-p", "max_steps=2", "-p", "max_retries=1")
+
+
+def without_expect(text: str) -> str:
+    cut = text.index("\nexpect:")
+    return text[:cut] + "\n"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in ("limit_before_observation", "failure_not_a_step", "decide_reads_scenario",
+                 "decide_counts_as_step"):
+        text = (ROOT / "specs" / "mutants" / f"{name}.yaml").read_text()
+        (plain / f"{name}.yaml").write_text(without_expect(text))
+    demo = (ROOT / "specs" / "loop_demo.yaml").read_text()
+    # The scenario one_match ends in success after 1 step; claim it ends in limit.
+    bad, n = re.subn(r"(  one_match:\n(?:.*\n)*?    expect: \{decision: )success", r"\1limit", demo, count=1)
+    assert n == 1, "loop_demo's scenario one_match changed; update this test's edit"
+    (plain / "bad_scenario.yaml").write_text(bad)
+    (tmp_path / TINY).write_text(TINY_TEXT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return tmp_path
+
+
+def line_of(path: str | Path, pattern: str) -> int:
+    """The 1-based line of the first line of a file matching the regex `pattern`."""
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if re.search(pattern, line):
+            return n
+    raise AssertionError(f"{pattern!r} not in {path}")
