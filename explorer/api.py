@@ -19,7 +19,7 @@ from typing import Any
 from machine.spec import load_spec
 
 from . import report
-from .check import Options, RunResult, check_spec
+from .check import Options, RunResult, check_machine, check_spec, prepare_python
 
 
 @dataclass
@@ -48,11 +48,13 @@ class Report:
             raise AssertionError(f"haltproof: {self.result}\n" + report.to_text(failing))
 
 
-def check(spec: str | Path, *, params: dict[str, int] | None = None,
+def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, model: bool = False) -> Report:
-    """Check a spec (every param combination, or those `params` pins) and return the report."""
-    loaded = load_spec(spec)
+    """Check a YAML spec (a path) or a `machine.pymodel.Model` subclass, over every param
+    combination or those `params` pins, and return the report."""
     options = Options(pins=dict(params or {}), properties=properties, max_states=max_states,
                       timeout=timeout, model_only=model)
-    return Report(check_spec(loaded, options))
+    if isinstance(spec, type):
+        return Report([check_machine(m, options) for m in prepare_python(spec, options)])
+    return Report(check_spec(load_spec(spec), options))

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
 from machine.binding import bind_machine, load_adapter
+from machine.pymodel import python_model
 from machine.spec import Spec
 from properties import termination as T
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
@@ -42,6 +43,9 @@ class ScenarioResult:
     steps: int
 
 
+KEEP_GRAPH_STATES = 200      # runs up to this size keep their explored graph for the reports
+
+
 @dataclass
 class RunResult:
     spec: Spec
@@ -55,6 +59,7 @@ class RunResult:
     stopped_by: str | None
     as_expected: bool | None             # None when the spec declares no expectation
     explored: str = "model"              # "model", or "code: module:Name" for a bound spec
+    exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
 
     @property
     def verdict(self) -> str:
@@ -95,16 +100,19 @@ def _values_text(values: list[int]) -> str:
     return ", ".join(map(str, values))
 
 
+def _check_property_names(spec: Spec, options: Options) -> None:
+    known = {p.name for p in spec.properties} | set(spec.builtins)
+    for name in options.properties or []:
+        if name not in known:
+            raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
+                                                       f"property (it has: {', '.join(sorted(known))})")])
+
+
 def prepare(spec: Spec, options: Options) -> list[Machine]:
     """Validate pins and property names and instantiate every combination.
 
     Every spec error that depends on param values surfaces here, before any run."""
-    if options.properties:
-        known = {p.name for p in spec.properties} | set(spec.builtins)
-        for name in options.properties:
-            if name not in known:
-                raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
-                                                           f"property (it has: {', '.join(sorted(known))})")])
+    _check_property_names(spec, options)
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
@@ -112,6 +120,13 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
         adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
         machines = [bind_machine(m, adapter, spec.bind) for m in machines]
     return machines
+
+
+def prepare_python(cls: type, options: Options) -> list[Machine]:
+    """`prepare` for a machine declared in Python (machine.pymodel.Model)."""
+    spec, instantiate = python_model(cls)
+    _check_property_names(spec, options)
+    return [instantiate(params) for params in sweep(spec, options.pins)]
 
 
 def check_spec(spec: Spec, options: Options) -> list[RunResult]:
@@ -180,7 +195,8 @@ def check_machine(m: Machine, options: Options) -> RunResult:
              "terminal_states": sum(ex.terminal), "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
     return RunResult(spec, m.params, result, stats, results, coverage, warnings, scenarios,
-                     ex.stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model")
+                     ex.stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
+                     ex if ex.complete and len(ex.states) <= KEEP_GRAPH_STATES else None)
 
 
 _BUILTIN_HOLDS = {

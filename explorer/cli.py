@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from importlib import resources
@@ -17,12 +18,13 @@ from typing import Any, Sequence
 from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
+from machine.pymodel import load_model_ref, python_model
 from machine.spec import Spec, load_spec
 
 from . import itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
-from .check import Options, check_machine, prepare, sweep
+from .check import Options, check_machine, prepare, prepare_python, sweep
 from .replay import Replayed, load_trace, run_scenario, run_steps
 
 
@@ -36,13 +38,16 @@ def bundled_specs() -> list[Path]:
     return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
 
 
-def collect_specs(args: Sequence[str]) -> list[Path]:
+def collect_specs(args: Sequence[str]) -> list[Path | str]:
+    """Spec files (directories searched for .yaml), or `module:Class` Python models."""
     if not args:
         return bundled_specs()
-    out: list[Path] = []
+    out: list[Path | str] = []
     for a in args:
         p = Path(a)
-        if p.is_dir():
+        if not p.exists() and re.fullmatch(r"[\w.]+:[\w.]+", a):
+            out.append(a)
+        elif p.is_dir():
             found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
             if not found:
                 raise UsageError(f"{a}: no .yaml specs in this directory")
@@ -111,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "Trace Format of Apalache and Quint")
     c.add_argument("--model", action="store_true",
                    help="explore the spec's own stages even when it is bound to code")
+    c.add_argument("--emit-tests", metavar="DIR",
+                   help="write a pytest regression test per violated property, replaying its counterexample")
 
     k = sub.add_parser("conform", help="test with Hypothesis that a bound spec's code and stages agree")
     k.add_argument("spec", metavar="SPEC")
@@ -183,10 +190,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("--trace-format itf changes the traces of the JSON report only: "
                          "add --format json or --json FILE")
     specs: list[Spec] = []
+    models: dict[int, type] = {}        # id(spec) -> the Python model class it came from
     problems: list[Problem] = []
     for p in paths:
         try:
-            specs.append(load_spec(p))
+            if isinstance(p, str):
+                cls = load_model_ref(p)
+                spec = python_model(cls)[0]
+                models[id(spec)] = cls
+                specs.append(spec)
+            else:
+                specs.append(load_spec(p))
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -216,7 +230,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                        model_only=args.model,
                        max_states=args.max_states, timeout=args.timeout,
                        progress=_progress if show_progress else None)
-        plans.append((prepare(spec, opts), opts))
+        machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)
+        plans.append((machines, opts))
     runs = [check_machine(m, opts) for machines, opts in plans for m in machines]
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
@@ -225,16 +240,40 @@ def cmd_check(args: argparse.Namespace) -> int:
     data = report.to_json(runs)
     shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
         if args.trace_format == "itf" else {}
-    text = report.to_text(runs) if args.format == "text" else FORMATS[args.format](shown.get(args.format, data))
+    text = report.to_text(runs) if args.format == "text" else _render(args.format, shown.get(args.format, data), runs)
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")
         if target:
             try:
-                Path(target).write_text(FORMATS[name](shown.get(name, data)), encoding="utf-8")
+                Path(target).write_text(_render(name, shown.get(name, data), runs), encoding="utf-8")
             except OSError as exc:
                 raise UsageError(f"--{name} {target}: cannot write the report: {exc.strerror}") from None
+    if args.format == "github":     # the job summary, when GitHub Actions gives a file for it
+        from .github import append_step_summary
+        try:
+            append_step_summary(data)
+        except OSError as exc:
+            raise UsageError(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: cannot "
+                             f"append the summary: {exc.strerror}") from None
+    if args.emit_tests:
+        from .regress import emit_tests
+        try:
+            written = emit_tests(runs, args.emit_tests)
+        except OSError as exc:
+            raise UsageError(f"--emit-tests {args.emit_tests}: cannot write the tests: {exc.strerror}") from None
+        print(f"haltproof: wrote {len(written)} regression test{'s' if len(written) != 1 else ''} "
+              f"to {args.emit_tests}", file=sys.stderr)
     sys.stdout.write(text)
     return report.overall(runs)[1]
+
+
+def _render(name: str, data: dict[str, Any], runs: list) -> str:
+    """One format's text. HTML also draws the explored graph of each small run, which the
+    check kept on its RunResult (the report dict does not hold graphs)."""
+    if name == "html":
+        from .html import render_html, state_graphs
+        return render_html(data, state_graphs(runs, data))
+    return FORMATS[name](data)
 
 
 def _progress(spec: Spec, params: dict[str, int]):

@@ -158,11 +158,12 @@ class Spec:
     text: str = ""
     bind: str | None = None                  # module:Name of the adapter to real code
     bind_line: int | None = None
+    python: bool = False                     # declared in Python (machine.pymodel): all code
 
     @property
     def builtins(self) -> tuple[str, ...]:
         """The built-in properties checked on this spec."""
-        return BUILTIN_PROPERTIES + (("bound_code",) if self.bind else ())
+        return BUILTIN_PROPERTIES + (("bound_code",) if self.bind or self.python else ())
 
     def var_index(self, name: str) -> int:
         return next(i for i, v in enumerate(self.vars) if v.name == name)
