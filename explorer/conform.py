@@ -70,7 +70,12 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
         s = data.draw(st.sampled_from(m.inits), label="initial state")
         steps: list[ConformStep] = []
         last.update(params=m.params, initial=m.state_dict(s), steps=steps)
-        concrete = adapter.concretize(m.state_dict(s), dict(m.params))
+        try:
+            concrete = adapter.concretize(m.state_dict(s), dict(m.params))
+        except Exception as exc:
+            steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
+                                     _raised("the adapter's concretize()", exc)))
+            raise _Mismatch("concretize failed") from None
         for _ in range(max_depth):
             if m.is_terminal(s):
                 return
@@ -80,10 +85,16 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
             act = data.draw(st.sampled_from(enabled), label="action")
             ci = data.draw(st.integers(0, len(act.combos) - 1), label="choices")
             labels = act.labels[ci]
-            values = {name: data.draw(adapter.strategy(act.name, name, label), label=f"{name}={label}")
-                      for name, label in labels.items()}
-            step = ConformStep(act.name, dict(labels), copy.deepcopy(values), None, None, None, None)
+            step = ConformStep(act.name, dict(labels), {}, None, None, None, None)
             steps.append(step)
+            try:
+                strategies = {name: adapter.strategy(act.name, name, label) for name, label in labels.items()}
+            except Exception as exc:
+                step.error = _raised("the adapter's strategy()", exc)
+                raise _Mismatch(step.error) from None
+            values = {name: data.draw(strategy, label=f"{name}={labels[name]}")
+                      for name, strategy in strategies.items()}
+            step.concrete = copy.deepcopy(values)
             try:
                 t, rule = act.step(s, *act.combos[ci])
                 step.spec_state, step.spec_rule = m.state_dict(t), rule
@@ -94,7 +105,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 concrete, code_rule = adapter.step(act.name, concrete, copy.deepcopy(values))
                 step.code_state, step.code_rule = adapter.abstract(concrete, dict(m.params)), code_rule
             except Exception as exc:
-                step.error = f"the code raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
+                step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
             compared[0] += 1
             if step.code_state != step.spec_state or step.code_rule != step.spec_rule:
@@ -107,6 +118,10 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
         return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"],
                              last["steps"])
     return ConformResult(True, examples, seed, compared[0])
+
+
+def _raised(who: str, exc: Exception) -> str:
+    return f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
 
 
 def _show(value: Any) -> str:

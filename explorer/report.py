@@ -120,7 +120,7 @@ def _warning_details(r: RunResult) -> list[dict[str, Any]]:
 
 def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
     out: dict[str, Any] = {"name": p.name, "kind": p.kind, "status": p.status, "message": p.message,
-                           "trace": p.trace.to_json(params) if p.trace else None}
+                           "trace": p.trace.to_json(params) if p.trace is not None else None}
     if p.line is not None:
         out["line"] = p.line
     if p.description:

@@ -54,6 +54,8 @@ def load_stop_policy(path: str | Path | None = None) -> dict[str, int]:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise StopPolicyError(f"{shown}: cannot read the stop policy: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise StopPolicyError(f"{shown}: the stop policy is not UTF-8 text (byte {exc.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -85,10 +85,15 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
     return adapter
 
 
+_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in
+                  (__file__, importlib.import_module("explorer").__file__,
+                   importlib.import_module("properties").__file__))
+
+
 def _user_traceback(exc: BaseException) -> str:
     """The traceback without haltproof's own frames: the part the user can act on."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if "/machine/binding.py" not in f.filename.replace("\\", "/")]
+              if not os.path.abspath(f.filename).startswith(_OWN_DIRS)]
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc)
     return "".join(lines).rstrip()
 
@@ -134,7 +139,7 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
-            return tuple(result[v] for v in var_names), rule
+            return _hashable(tuple(result[v] for v in var_names), var_names, "abstract()"), rule
         return step
 
     actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
@@ -151,6 +156,18 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
     bound.domain_error = domain_error
     bound.bound_to = ref
     return bound
+
+
+def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:
+    """States are set members: a dict or list slipping into one is the code's mistake."""
+    for name, value in zip(var_names, state):
+        try:
+            hash(value)
+        except TypeError:
+            raise CodeError(f"{what} gave var {name} the unhashable value {value!r} "
+                            f"({type(value).__name__}); abstract states hold ints, bools and "
+                            "strings") from None
+    return state
 
 
 def _value_checkers(m: Machine) -> list[Callable[[Any], bool]]:

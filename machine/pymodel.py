@@ -47,7 +47,7 @@ import sys
 from typing import Any, Callable, Iterable
 
 from . import expr as E
-from .binding import CodeError, _user_traceback
+from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, Machine, _MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var)
@@ -240,7 +240,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
         if not isinstance(d, dict) or set(d) != set(names):
             got = sorted(d) if isinstance(d, dict) else type(d).__name__
             raise CodeError(f"{what} must return a dict with exactly the vars {sorted(names)}, got {got}")
-        return tuple(d[n] for n in names)
+        return _hashable(tuple(d[n] for n in names), names, what)
 
     def user(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -57,6 +57,10 @@ class Trace:
         """The number of transitions (steps after the initial state)."""
         return len(self.steps) - 1
 
+    def __bool__(self) -> bool:
+        """A trace is always something, even one of zero transitions (a bad initial state)."""
+        return True
+
 
 @dataclass
 class PropertyResult:
