@@ -18,6 +18,8 @@ from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.spec import Spec
 from properties import termination as T
+from properties import vacuity
+from properties.vacuity import Notice
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .engine import Exploration, Finding, ProgressFn, explore
@@ -54,12 +56,17 @@ class RunResult:
     stats: dict[str, Any]
     properties: list[PropertyResult]
     coverage: dict[str, dict[str, int]]
-    warnings: list[str]
+    notices: list[Notice]                # vacuity warnings (empty when the exploration was partial)
     scenarios: list[ScenarioResult]
     stopped_by: str | None
     as_expected: bool | None             # None when the spec declares no expectation
     explored: str = "model"              # "model", or "code: module:Name" for a bound spec
+    bounds: dict[str, dict[str, Any]] = field(default_factory=dict)   # worst cases, see _bounds
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
+
+    @property
+    def warnings(self) -> list[str]:
+        return [n.message for n in self.notices]
 
     @property
     def verdict(self) -> str:
@@ -177,7 +184,8 @@ def check_machine(m: Machine, options: Options) -> RunResult:
                 scenarios.append(ScenarioResult(sc.name, rep.ok, rep.problem or "as expected",
                                                 len(rep.steps) - 1))
 
-    coverage, warnings = _coverage(ex, why)
+    coverage = vacuity.coverage(ex)
+    notices = vacuity.notices(ex, coverage) if why is None else []
     violated = any(r.status == VIOLATED for r in results) or any(not s.ok for s in scenarios)
     result = "violated" if violated else ("incomplete" if why else "proved")
     as_expected = None
@@ -191,12 +199,13 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         as_expected = (ex.complete and not missing and all(r.expected for r in results)
                        and all(s.ok for s in scenarios)
                        and any(r.status == VIOLATED for r in results))
+    bounds = _bounds(ex, graph, m, why)
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": sum(ex.terminal), "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
-    return RunResult(spec, m.params, result, stats, results, coverage, warnings, scenarios,
+    return RunResult(spec, m.params, result, stats, results, coverage, notices, scenarios,
                      ex.stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
-                     ex if ex.complete and len(ex.states) <= KEEP_GRAPH_STATES else None)
+                     bounds, ex if ex.complete and len(ex.states) <= KEEP_GRAPH_STATES else None)
 
 
 _BUILTIN_HOLDS = {
@@ -285,17 +294,8 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
     bound = m.within[name]
     count = m.counts.get(name)
     what = "counted transitions" if count is not None else "transitions"
-    if count is None:
-        weight = lambda src, e: 1       # noqa: E731
-    else:
-        actions = m.actions
-
-        def weight(src: int, e: int) -> int:
-            act = actions[ex.e_action[e]]
-            return 1 if count(ex.states[src], ex.states[ex.e_dst[e]], act.name, ex.e_rule[e],
-                              *act.step_args[ex.e_combo[e]]) else 0
     try:
-        longest, start, edges = T.longest_run(ex, g.order, weight)
+        longest, start, edges = T.longest_run(ex, g.order, _weight(ex, count, as_int=False))
     except (EvalError, ZeroDivisionError) as exc:
         return PropertyResult(name, "terminates_within", UNKNOWN,
                               f"not decided: its count expression failed: {exc}")
@@ -310,27 +310,37 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
                           f"every run ends within {bound} {what} (the longest takes {longest})")
 
 
-def _coverage(ex: Exploration, why: str | None) -> tuple[dict[str, dict[str, int]], list[str]]:
-    spec = ex.machine.spec
-    rules = dict(ex.rule_counts)
-    terminals = {str(k): v for k, v in ex.label_counts.items()}
-    if spec.terminal is not None and spec.terminal.label is None:
-        terminals = {"terminal": sum(ex.terminal)}
-    warnings = []
-    if why is None:
-        for a in spec.actions:
-            d = a.decide
-            if d is None:
-                continue
-            for r in d.rules:
-                if rules.get(r.name, 0) == 0:
-                    warnings.append(f"vacuous: decide rule {r.name!r} of action {a.name} "
-                                    f"(line {r.line}) never fires")
-        for label, n in terminals.items():
-            if n == 0:
-                warnings.append(f"vacuous: terminal {label!r} is never reached")
-        taken = set(ex.e_action)
-        for k, act in enumerate(spec.actions):
-            if k not in taken:
-                warnings.append(f"vacuous: action {act.name} (line {act.line}) is never taken")
-    return {"rules": rules, "terminals": terminals}, warnings
+def _weight(ex: Exploration, fn: Callable[..., Any] | None, as_int: bool) -> Callable[[int, int], int]:
+    """How much an edge counts: 1 each (fn None), 1 where a step expression holds, or its value."""
+    if fn is None:
+        return lambda src, e: 1
+    actions = ex.machine.actions
+
+    def weight(src: int, e: int) -> int:
+        act = actions[ex.e_action[e]]
+        value = fn(ex.states[src], ex.states[ex.e_dst[e]], act.name, ex.e_rule[e],
+                   *act.step_args[ex.e_combo[e]])
+        return value if as_int else (1 if value else 0)
+    return weight
+
+
+def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None) -> dict[str, dict[str, Any]]:
+    """The exact worst case over all runs of every measure (transitions always), with a witness."""
+    g.compute()
+    kinds = {ms.name: ms.kind for ms in m.spec.measures}
+    out: dict[str, dict[str, Any]] = {}
+    for name, fn in [("transitions", None), *m.measures.items()]:
+        if g.order is None:
+            message = ("unbounded: a run can cycle forever" if name == "transitions"
+                       else "not computed: the state graph has a cycle")
+            out[name] = {"value": None, "exact": False, "witness": None, "message": message}
+            continue
+        try:
+            value, start, edges = T.longest_run(ex, g.order, _weight(ex, fn, kinds.get(name) == "sum"))
+        except (EvalError, ZeroDivisionError) as exc:
+            out[name] = {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
+            continue
+        exact = why is None
+        out[name] = {"value": value, "exact": exact, "witness": run_trace(ex, start, edges),
+                     "message": f"at most {value}" if exact else f"at least {value} ({why})"}
+    return out

@@ -21,7 +21,7 @@ from machine.errors import Problem, SpecError
 from machine.pymodel import load_model_ref, python_model
 from machine.spec import Spec, load_spec
 
-from . import itf, report
+from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
 from .check import Options, check_machine, prepare, prepare_python, sweep
@@ -111,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument(f"--{name}", dest=f"{name}_file", metavar="FILE",
                        help=f"also write the {name} report to FILE")
     c.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    c.add_argument("--baseline", metavar="FILE",
+                   help="compare counts, bounds and verdicts with FILE (written when missing); "
+                        "a difference exits 1")
+    c.add_argument("--update-baseline", action="store_true",
+                   help="with --baseline: rewrite FILE with this check's figures")
+    c.add_argument("--quiet", action="store_true",
+                   help="no progress, and the text report shrinks to its verdict line")
     c.add_argument("--trace-format", choices=["json", "itf"], default="json",
                    help="how the JSON report writes its traces: json (default) or itf, the Informal "
                         "Trace Format of Apalache and Quint")
@@ -186,6 +193,12 @@ def _main(argv: Sequence[str] | None) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
+    if args.update_baseline and not args.baseline:
+        raise UsageError("--update-baseline needs --baseline FILE")
+    try:     # read before exploring anything: a bad baseline is a usage error, nothing runs
+        recorded = baseline.load(args.baseline) if args.baseline else None
+    except baseline.BaselineError as exc:
+        raise UsageError(str(exc)) from None
     if args.trace_format == "itf" and args.format != "json" and not getattr(args, "json_file", None):
         raise UsageError("--trace-format itf changes the traces of the JSON report only: "
                          "add --format json or --json FILE")
@@ -216,7 +229,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         missing = [n for n in wanted if n not in every]
         if missing:
             raise UsageError(f"--property {missing[0]}: no spec has a property with this name")
-    show_progress = args.progress or sys.stderr.isatty()
+    show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
     # Validate every spec and combination before exploring anything (exit 2, no partial report).
     plans = []
     for spec in specs:
@@ -240,7 +253,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     data = report.to_json(runs)
     shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
         if args.trace_format == "itf" else {}
-    text = report.to_text(runs) if args.format == "text" else _render(args.format, shown.get(args.format, data), runs)
+    text = report.to_text(runs, quiet=args.quiet) if args.format == "text" else _render(args.format, shown.get(args.format, data), runs)
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")
         if target:
@@ -255,6 +268,20 @@ def cmd_check(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: cannot "
                              f"append the summary: {exc.strerror}") from None
+    code = report.overall(runs)[1]
+    moved: list[str] = []
+    if args.baseline:
+        try:
+            if recorded is None or args.update_baseline:
+                baseline.save(args.baseline, runs)
+                print(f"haltproof: baseline {'written' if recorded is None else 'updated'}: "
+                      f"{args.baseline} ({len(runs)} runs)", file=sys.stderr)
+            else:
+                moved = baseline.compare(recorded, runs)
+        except baseline.BaselineError as exc:
+            raise UsageError(str(exc)) from None
+        if moved and code == report.EXIT_OK:
+            code = report.EXIT_VIOLATED
     if args.emit_tests:
         from .regress import emit_tests
         try:
@@ -264,7 +291,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"haltproof: wrote {len(written)} regression test{'s' if len(written) != 1 else ''} "
               f"to {args.emit_tests}", file=sys.stderr)
     sys.stdout.write(text)
-    return report.overall(runs)[1]
+    if moved:
+        print(f"baseline {args.baseline}: {len(moved)} figure{'s' if len(moved) != 1 else ''} moved "
+              "(rerun with --update-baseline to accept):", file=sys.stderr)
+        for line in moved:
+            print(f"  {line}", file=sys.stderr)
+    return code
 
 
 def _render(name: str, data: dict[str, Any], runs: list) -> str:
@@ -279,8 +311,10 @@ def _render(name: str, data: dict[str, Any], runs: list) -> str:
 def _progress(spec: Spec, params: dict[str, int]):
     name = f"{spec.name} {' '.join(f'{k}={v}' for k, v in params.items())}"
 
-    def show(states: int, transitions: int, depth: int) -> None:
-        print(f"\r\033[K{name}: {states:,} states, {transitions:,} transitions, depth {depth}",
+    def show(states: int, transitions: int, depth: int, frontier: int, seconds: float) -> None:
+        rate = states / seconds if seconds > 0 else 0.0
+        print(f"\r\033[K{name}: {states:,} states ({rate:,.0f}/s), {transitions:,} transitions, "
+              f"depth {depth}, frontier {frontier:,}, {seconds:.1f} s",
               end="", file=sys.stderr, flush=True)
     return show
 

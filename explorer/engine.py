@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from machine.compiled import EvalError, Machine
 
-ProgressFn = Callable[[int, int, int], None]
+ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
 
 
 @dataclass
@@ -138,7 +138,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
             ex.stopped_by = "timeout"
             break
         if progress is not None and (i & 4095) == 0:
-            progress(len(states), ex.transitions, depth[i])
+            progress(len(states), ex.transitions, depth[i], len(states) - i, time.monotonic() - started)
         s = states[i]
         ex.edge_start.append(len(e_dst))
         err = 0
@@ -241,7 +241,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
     ex.complete = ex.stopped_by is None
     ex.seconds = time.monotonic() - started
     if progress is not None:
-        progress(len(states), ex.transitions, ex.max_depth)
+        progress(len(states), ex.transitions, ex.max_depth, len(states) - ex.expanded, ex.seconds)
     return ex
 
 

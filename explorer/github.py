@@ -105,7 +105,9 @@ def render_github(report: dict[str, Any]) -> str:
         if verdict == "incomplete":
             errors.append((("incomplete", file), run["params"], (run, None)))
         for w in F.warnings_with_lines(run):
-            warnings.append((("warning", file, w.get("line"), w["message"]), run["params"], w))
+            # grouped by what is dead; the why may differ between param combinations
+            warnings.append((("warning", file, w.get("line"), w.get("summary") or w["message"]),
+                             run["params"], w))
     for key, entries in _group(errors):
         run, item = entries[0][1]
         file = key[1]
@@ -138,6 +140,9 @@ def render_github(report: dict[str, Any]) -> str:
                                  file=file, title="haltproof: incomplete"))
     for key, entries in _group(warnings):
         _, file, line, message = key
+        whole = {w["message"] for _, w in entries}
+        if len(whole) == 1:
+            message = whole.pop()
         lines.append(command("warning", f"{message} (params: {_params_list(entries)})",
                              file=file, line=line, title="haltproof: vacuous" if "vacuous" in message
                              else "haltproof: warning"))

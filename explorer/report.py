@@ -50,7 +50,8 @@ def shown_path(path: str) -> str:
 def to_json(runs: list[RunResult]) -> dict[str, Any]:
     result, code = overall(runs)
     return {"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
-            "result": result, "exit_code": code, "runs": [_run_json(r) for r in runs]}
+            "result": result, "exit_code": code, "runs": [_run_json(r) for r in runs],
+            "sweeps": sweeps(runs)}
 
 
 def _run_json(r: RunResult) -> dict[str, Any]:
@@ -63,8 +64,11 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         "scenarios": [{"name": s.name, "status": "passed" if s.ok else "failed",
                        "message": s.message, "steps": s.steps} for s in r.scenarios],
     }
+    out["bounds"] = {name: {"value": b["value"], "exact": b["exact"], "message": b["message"],
+                            "witness": b["witness"].to_json(r.params) if b["witness"] is not None else None}
+                     for name, b in r.bounds.items()}
     out["source"] = _source(r)
-    out["warning_details"] = _warning_details(r)
+    out["warning_details"] = [n.to_json() for n in r.notices]
     if r.stopped_by:
         out["stopped_by"] = r.stopped_by
     if r.as_expected is not None:
@@ -83,39 +87,6 @@ def _source(r: RunResult) -> dict[str, Any]:
             "vars": {v.name: v.line for v in spec.vars},
             "terminal": spec.terminal.line if spec.terminal is not None else None,
             "scenarios": {sc.name: sc.line for sc in spec.scenarios}}
-
-
-_WARNING_FORMS = (   # the vacuity warnings of explorer/check.py, read back into fields
-    ("rule", re.compile(r"vacuous: decide rule '(?P<name>[^']+)' of action (?P<action>\S+) "
-                        r"\(line (?P<line>\d+)\) never fires")),
-    ("terminal", re.compile(r"vacuous: terminal '(?P<name>[^']*)' is never reached")),
-    ("action", re.compile(r"vacuous: action (?P<name>\S+) \(line (?P<line>\d+)\) is never taken")),
-)
-
-
-def _warning_details(r: RunResult) -> list[dict[str, Any]]:
-    """Each warning with what it is about and the spec line it points at (None when unknown)."""
-    out = []
-    for text in r.warnings:
-        detail: dict[str, Any] = {"message": text, "kind": "other", "name": None, "line": None}
-        for kind, form in _WARNING_FORMS:
-            m = form.fullmatch(text)
-            if m:
-                found = m.groupdict()
-                detail.update(kind=kind, name=found["name"])
-                if "action" in found:
-                    detail["action"] = found["action"]
-                if "line" in found:
-                    detail["line"] = int(found["line"])
-                elif kind == "terminal" and r.spec.terminal is not None:
-                    detail["line"] = r.spec.terminal.line
-                break
-        else:
-            m = re.search(r"\(line (\d+)\)", text)
-            if m:
-                detail["line"] = int(m.group(1))
-        out.append(detail)
-    return out
 
 
 def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
@@ -146,10 +117,10 @@ def _params_text(params: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items()) or "(no params)"
 
 
-def to_text(runs: list[RunResult]) -> str:
+def to_text(runs: list[RunResult], quiet: bool = False) -> str:
     lines: list[str] = []
     w = lines.append
-    for r in runs:
+    for r in ([] if quiet else runs):
         head = f"{shown_path(r.spec.path)}  [{r.spec.name}]  {_params_text(r.params)}"
         if r.explored != "model":
             head += f"  (checked the bound {r.explored})"
@@ -177,6 +148,8 @@ def to_text(runs: list[RunResult]) -> str:
                 if p.other_trace is not None:
                     w("      ... while this run, equal up to the ignored vars, does differently:")
                     lines.extend("      " + t for t in trace_table(p.other_trace))
+        if r.bounds:
+            w("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in r.bounds.items()))
         for sc in r.scenarios:
             if not sc.ok:
                 w(f"  FAILED    scenario {sc.name}: {sc.message}")
@@ -185,6 +158,9 @@ def to_text(runs: list[RunResult]) -> str:
         for warning in r.warnings:
             w(f"  warning: {warning}")
         w("")
+    if not quiet:
+        for sweep in sweeps(runs):
+            lines.extend(_sweep_text(sweep))
     result, code = overall(runs)
     counts = {"proved": 0, "as expected": 0, "violated": 0, "incomplete": 0}
     for r in runs:
@@ -195,6 +171,55 @@ def to_text(runs: list[RunResult]) -> str:
     w(f"{len(runs)} runs: {counts['proved']} proved, {counts['as expected']} violated as expected, "
       f"{counts['violated']} failed, {counts['incomplete']} incomplete -> {result}")
     return "\n".join(lines) + "\n"
+
+
+_VERDICT_WORD = {"pass": "proved", "fail": "FAILED", "incomplete": "incomplete"}
+
+
+def _cell_word(r: RunResult) -> str:
+    return "as expected" if r.as_expected else _VERDICT_WORD[r.verdict]
+
+
+def sweeps(runs: list[RunResult]) -> list[dict[str, Any]]:
+    """Per spec with several runs: its verdict per params, and where each violated property
+    first fails (the smallest params, in the order the spec declares them)."""
+    by_spec: dict[str, list[RunResult]] = {}
+    for r in runs:
+        by_spec.setdefault(shown_path(r.spec.path), []).append(r)
+    out = []
+    for path, group in by_spec.items():
+        if len(group) < 2:
+            continue
+        first: dict[str, dict[str, Any]] = {}
+        for r in sorted(group, key=lambda r: tuple(r.params.values())):
+            for p in r.properties:
+                if p.status == VIOLATED and p.name not in first:
+                    first[p.name] = {"params": r.params, "expected": bool(p.expected)}
+        out.append({"spec": path, "params": list(group[0].params),
+                    "runs": [{"params": r.params, "verdict": _cell_word(r)} for r in group],
+                    "first_failures": first})
+    return out
+
+
+def _sweep_text(sweep: dict[str, Any]) -> list[str]:
+    names = sweep["params"]
+    lines = [f"sweep of {sweep['spec']}:"]
+    cells = {tuple(c["params"].values()): c["verdict"] for c in sweep["runs"]}
+    if len(names) == 2:
+        rows = sorted({k[0] for k in cells})
+        cols = sorted({k[1] for k in cells})
+        head = [f"{names[0]} \\ {names[1]}"] + [str(c) for c in cols]
+        table = [head] + [[str(r)] + [cells.get((r, c), "-") for c in cols] for r in rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+        lines += ["  " + "  ".join(x.ljust(wd) for x, wd in zip(row, widths)).rstrip() for row in table]
+    else:
+        for c in sweep["runs"]:
+            lines.append(f"  {_params_text(c['params'])}: {c['verdict']}")
+    for name, info in sweep["first_failures"].items():
+        note = " (as expected)" if info["expected"] else ""
+        lines.append(f"  {name} first fails at {_params_text(info['params'])}{note}")
+    lines.append("")
+    return lines
 
 
 def trace_table(trace: Trace) -> list[str]:

@@ -81,6 +81,8 @@ class Machine:
     within: dict[str, int] = field(default_factory=dict)
     replay_lines: list[tuple[str, Callable[..., Any], bool]] = field(default_factory=list)
     inactive: set[str] = field(default_factory=set)   # properties whose `when` is false here
+    measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
+    rule_conditions: dict[int, Callable[..., tuple]] = field(default_factory=dict)  # action -> each rule's `when`
     bound_to: str | None = None                       # the adapter whose code the actions run
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
@@ -186,6 +188,7 @@ class CompiledSpec:
         for k, p in enumerate(spec.properties):
             if p.when is not None and not value(p.when, p.line):
                 m.inactive.add(p.name)
+                continue            # not judged here: its bound may not even be defined here
             if p.kind == "invariant":
                 m.invariants[p.name] = g[f"prop_{k}"]
             elif p.kind == "reachable":
@@ -198,6 +201,11 @@ class CompiledSpec:
                 m.within[p.name] = value(p.bound, p.line)
                 if p.count is not None:
                     m.counts[p.name] = g[f"count_{k}"]
+        for k, ms in enumerate(spec.measures):
+            m.measures[ms.name] = g[f"measure_{k}"]
+        for ai, a in enumerate(spec.actions):
+            if a.decide is not None:
+                m.rule_conditions[ai] = g[f"conds_{ai}"]
         for k, (label, ex) in enumerate(spec.replay):
             bare_choice = isinstance(ex.py, ast.Subscript) and isinstance(ex.py.value, ast.Name) \
                 and ex.py.value.id.startswith("c_") and ex.py.slice.value == 0 and ex.text.isidentifier()
@@ -240,6 +248,24 @@ def _generate(spec: Spec) -> str:
                 _decide(w, st, a.name, spec)
         w(f"    return {pack}, r\n")
 
+    for ai, a in enumerate(spec.actions):
+        if a.decide is None:
+            continue
+        args = ", ".join(["s"] + [f"c_{c}" for c, _ in a.choices])
+        w(f"def conds_{ai}({args}):")
+        w(f"    {unpack} = s")
+        for st in a.stages:
+            if isinstance(st, SetStage):
+                if st.assigns:
+                    lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
+                    rhs = ", ".join(f"({_src(x.value)})" for x in st.assigns)
+                    w(f"    {lhs} = {rhs}")
+            else:
+                conds = ", ".join(_src(r.when) if r.when is not None else "True" for r in st.rules)
+                w(f"    return ({conds},)")
+                break
+        w("")
+
     t = spec.terminal
     if t is None:
         w("def is_terminal(s):\n    return False\n")
@@ -265,6 +291,8 @@ def _generate(spec: Spec) -> str:
             w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n")
     for k, (_, ex) in enumerate(spec.replay):
         w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n")
+    for k, ms in enumerate(spec.measures):
+        w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n")
     return "\n".join(out) + "\n"
 
 

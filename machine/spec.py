@@ -124,6 +124,17 @@ class PropertyDecl:
 
 
 @dataclass
+class Measure:
+    """A quantity counted along a run (tool calls, tokens), whose worst case is reported."""
+
+    name: str
+    kind: str            # "count": transitions where the step expression holds; "sum": its int value
+    expr: E.Expr
+    line: int
+    description: str = ""
+
+
+@dataclass
 class ScenarioStep:
     action: str
     choices: dict[str, Any]
@@ -158,6 +169,7 @@ class Spec:
     text: str = ""
     bind: str | None = None                  # module:Name of the adapter to real code
     bind_line: int | None = None
+    measures: list[Measure] = field(default_factory=list)
     python: bool = False                     # declared in Python (machine.pymodel): all code
 
     @property
@@ -244,7 +256,8 @@ class _Loader:
     def load(self, data: Any, text: str) -> Spec:
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
-                                     "terminal", "properties", "scenarios", "expect", "replay", "bind"},
+                                     "terminal", "properties", "scenarios", "expect", "replay", "bind",
+                                     "measures"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -297,6 +310,7 @@ class _Loader:
         if "expect" in top:
             expect = self.attempt(self.expect, top["expect"], top.line_of("expect"), props)
         replay = self.attempt(self.replay, top.get("replay", YMap()), top.line_of("replay")) or []
+        measures = self.attempt(self.measures, top.get("measures", YMap()), top.line_of("measures")) or []
         scenarios = self.attempt(self.scenarios, top.get("scenarios", YMap()),
                                  top.line_of("scenarios"), params, vars_) or []
         bind = top.get("bind")
@@ -308,7 +322,8 @@ class _Loader:
                     params=params, vars=vars_, actions=actions, terminal=terminal,
                     properties=props, scenarios=scenarios, expect_violated=expect,
                     replay=replay, choice_names=sorted(self.step_choices), text=text,
-                    bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None)
+                    bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
+                    measures=measures)
 
     # -- params
     def params(self, raw: Any, line: int) -> list[Param]:
@@ -790,6 +805,27 @@ class _Loader:
         m = self.mapping(raw, line, "replay")
         return [(label, E.check(v, self.step_scope, self.at(m.line_of(label)), what=f"replay line {label}"))
                 for label, v in m.items()]
+
+    def measures(self, raw: Any, line: int) -> list[Measure]:
+        m = self.mapping(raw, line, "measures")
+        out = []
+        for name, body in m.items():
+            mline = m.line_of(name)
+            self.ident(name, mline, "a measure name")
+            if name == "transitions":
+                raise self.at(mline).error("'transitions' is always measured; pick another name")
+            b = self.mapping(body, mline, f"measure {name}")
+            kinds = [k for k in ("count", "sum") if k in b]
+            if len(kinds) != 1:
+                raise self.at(mline).error(f"measure {name} needs exactly one of: count, sum")
+            self.keys(b, f"measure {name}", {kinds[0], "description"})
+            kline = b.line_of(kinds[0])
+            if kinds[0] == "count":
+                ex = self.bool_expr(b["count"], self.step_scope, kline, f"count of measure {name}")
+            else:
+                ex = self.int_expr(b["sum"], self.step_scope, kline, f"sum of measure {name}")
+            out.append(Measure(name, kinds[0], ex, mline, str(b.get("description", ""))))
+        return out
 
     # -- scenarios
     def scenarios(self, raw: Any, line: int, params: list[Param], vars_: list[Var]) -> list[Scenario]:

@@ -87,7 +87,8 @@ def test_expected_violations_get_no_annotation_but_vacuity_warnings_do(cli, work
     assert [(w["file"], w["line"]) for w in warnings] == [(spec, str(rule_line)),
                                                          (spec, str(line_of(spec, r"^terminal:")))]
     assert warnings[0]["message"] == (f"vacuous: decide rule 'error' of action read_task_cards "
-                                      f"(line {rule_line}) never fires (params: max_steps=2 max_retries=0)")
+                                      f"(line {rule_line}) never fires: its condition is never true in any "
+                                      "reachable step (params: max_steps=2 max_retries=0)")
     assert warnings[1]["message"].startswith("vacuous: terminal 'error' is never reached")
 
 

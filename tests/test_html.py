@@ -381,7 +381,9 @@ def test_coverage_and_vacuity_warnings(mixed):
     line = run["source"]["rules"]["read_task_cards"]["continue"]
     assert rules["continue"].parent.all("td")[2].text() == str(line)
     warnings = [li.text() for li in sec.one("ul", "warnings").all("li")]
-    assert warnings == [f"warning: vacuous: decide rule 'continue' of action read_task_cards (line {line}) never fires"]
+    assert warnings == [f"warning: vacuous: decide rule 'continue' of action read_task_cards (line {line}) "
+                        "never fires: it is shadowed, whenever its condition holds an earlier rule "
+                        "(error, limit, needs_input, success) fires first"]
 
 
 def test_matrix_with_one_none_and_three_params():

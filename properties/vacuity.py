@@ -1,0 +1,138 @@
+"""Vacuity and coverage: the parts of a spec that a complete exploration never exercised.
+
+A proof over a machine that never reaches a terminal, never fires a decide rule or
+never takes an action may be true for the wrong reason. These notices say which parts
+were dead, and why when it can be told: a rule whose condition is never true, a rule
+shadowed by earlier rules that always match first, a choice value that never makes a
+difference. They are warnings, not violations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from explorer.engine import Exploration
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One vacuity warning, with what it is about and the spec line it points at."""
+
+    kind: str             # rule | terminal | action | choice
+    name: str
+    message: str          # the whole warning, with why when it can be told
+    line: int | None = None
+    action: str | None = None
+    summary: str = ""     # what is dead, without why: the same across param combinations
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def coverage(ex: Exploration) -> dict[str, dict[str, int]]:
+    """How often each decide rule fired and each terminal label was reached."""
+    spec = ex.machine.spec
+    terminals = {str(k): v for k, v in ex.label_counts.items()}
+    if spec.terminal is not None and spec.terminal.label is None:
+        terminals = {"terminal": sum(ex.terminal)}
+    return {"rules": dict(ex.rule_counts), "terminals": terminals}
+
+
+def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
+    """Every dead part of the spec in a complete exploration (call only when complete)."""
+    spec = ex.machine.spec
+    out: list[Notice] = []
+    taken = set(ex.e_action)
+    fired = _fired_by_action(ex)
+    for k, act in enumerate(spec.actions):
+        if k not in taken:
+            out.append(Notice("action", act.name, f"vacuous: action {act.name} (line {act.line}) is never taken",
+                              act.line, act.name))
+            continue
+        if act.decide is not None:
+            out.extend(_rule_notices(ex, k, fired.get(k, {})))
+        out.extend(_choice_notices(ex, k))
+    if spec.terminal is not None:
+        for label, n in cov["terminals"].items():
+            if n == 0:
+                out.append(Notice("terminal", label, f"vacuous: terminal {label!r} is never reached",
+                                  spec.terminal.line))
+    return out
+
+
+def _fired_by_action(ex: Exploration) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    for a, r in zip(ex.e_action, ex.e_rule):
+        if r is not None:
+            counts = out.setdefault(a, {})
+            counts[r] = counts.get(r, 0) + 1
+    return out
+
+
+def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice]:
+    """Rules of action k that never fire, told apart: never true, or always shadowed."""
+    m = ex.machine
+    act = m.spec.actions[k]
+    rules = act.decide.rules
+    dead = [i for i, r in enumerate(rules) if fired.get(r.name, 0) == 0]
+    if not dead:
+        return []
+    conds = m.rule_conditions.get(k)
+    true_somewhere: set[int] = set()
+    shadowers: dict[int, set[str]] = {i: set() for i in dead}
+    if conds is not None:
+        combos = m.actions[k].combos
+        for i in range(ex.expanded):
+            for e in ex.edges_of(i):
+                if ex.e_action[e] != k:
+                    continue
+                try:
+                    values = conds(ex.states[i], *combos[ex.e_combo[e]])
+                except Exception:          # an error here is already a well_defined finding
+                    continue
+                first = next((j for j, v in enumerate(values) if v), None)
+                for d in dead:
+                    if values[d]:
+                        true_somewhere.add(d)
+                        if first is not None and first < d:
+                            shadowers[d].add(rules[first].name)
+    out = []
+    for d in dead:
+        r = rules[d]
+        where = f"decide rule {r.name!r} of action {act.name} (line {r.line})"
+        if conds is None:
+            why = "never fires"
+        elif d in true_somewhere:
+            why = ("never fires: it is shadowed, whenever its condition holds an earlier rule "
+                   f"({', '.join(sorted(shadowers[d]))}) fires first")
+        else:
+            why = "never fires: its condition is never true in any reachable step"
+        out.append(Notice("rule", r.name, f"vacuous: {where} {why}", r.line, act.name,
+                          f"vacuous: {where} never fires"))
+    return out
+
+
+def _choice_notices(ex: Exploration, k: int) -> list[Notice]:
+    """Values of a single-choice action that never make a difference: in every state where
+    the action runs, they lead to the same successor and rule as another value."""
+    m = ex.machine
+    act = m.actions[k]
+    if len(act.choice_names) != 1 or len(act.combos) < 2:
+        return []
+    outcomes: dict[int, list] = {ci: [] for ci in range(len(act.combos))}
+    for i in range(ex.expanded):
+        for e in ex.edges_of(i):
+            if ex.e_action[e] == k:
+                outcomes[ex.e_combo[e]].append((i, ex.e_dst[e], ex.e_rule[e]))
+    groups: dict[tuple, list[Any]] = {}
+    for ci, outs in outcomes.items():
+        if outs:
+            groups.setdefault(tuple(outs), []).append(act.labels[ci][act.choice_names[0]])
+    spec_action = m.spec.actions[k]
+    line = spec_action.choices[0][1].line if spec_action.choices else spec_action.line
+    name = act.choice_names[0]
+    return [Notice("choice", name, f"vacuous: choice {name} of action {act.name} (line {line}): the values "
+                                   f"{', '.join(map(str, values))} always lead to the same step; "
+                                   "they never make a difference", line, act.name)
+            for values in groups.values() if len(values) > 1]
