@@ -262,3 +262,31 @@ def test_unwritable_sarif_file_is_a_usage_error(cli, workdir):
     ran = cli("check", VIOLATED, *PIN_VIOLATED, "--sarif", "ro")
     assert ran.code == 2
     assert "--sarif ro: cannot write the report" in ran.err and "Traceback" not in ran.err
+
+
+def test_every_format_from_one_run_of_a_violated_mutant(cli, tmp_path, validator, monkeypatch):
+    """Issue 6's bar: --junit, --sarif, --html, --json and --format github, all in one run."""
+    import xml.etree.ElementTree as ET
+    from conftest import MUTANTS
+    text = (MUTANTS / "limit_before_observation.yaml").read_text()
+    spec = tmp_path / "broken.yaml"
+    spec.write_text(text[:text.index("\nexpect:")] + "\n")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out = {k: tmp_path / f"r.{k}" for k in ("xml", "sarif", "html", "json")}
+    ran = cli("check", spec, "-p", "max_steps=3", "-p", "max_retries=0", "--format", "github",
+              "--junit", out["xml"], "--sarif", out["sarif"], "--html", out["html"], "--json", out["json"])
+    assert ran.code == 1
+    assert "::error file=" in ran.out and "final_answer_on_last_step_kept" in ran.out
+    assert "final_answer_on_last_step_kept" in summary.read_text()
+    suite = ET.parse(out["xml"]).getroot()
+    assert int(suite.get("failures") or suite.find("testsuite").get("failures")) == 3
+    log = json.loads(out["sarif"].read_text())
+    validator.validate(log)
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} == {
+        "final_answer_on_last_step_kept", "complete_search_always_decides",
+        "limit_only_when_observation_allows_going_on"}
+    page = out["html"].read_text()
+    assert "read_task_cards" in page and "final_answer_on_last_step_kept" in page
+    report = json.loads(out["json"].read_text())
+    assert report["result"] == "violated" and report["runs"][0]["stats"]["states"] == 112
