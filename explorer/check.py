@@ -16,6 +16,7 @@ from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
 from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
+from machine.vectorize import NotVectorizable, vectorize
 from machine.spec import Spec
 from properties import termination as T
 from properties import vacuity
@@ -23,6 +24,7 @@ from properties.vacuity import Notice
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .engine import Exploration, Finding, ProgressFn, explore
+from .vengine import VExploration, explore_vector
 from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
 
@@ -34,6 +36,7 @@ class Options:
     max_states: int | None = None
     timeout: float | None = None
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
+    engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
 
@@ -62,6 +65,7 @@ class RunResult:
     as_expected: bool | None             # None when the spec declares no expectation
     explored: str = "model"              # "model", or "code: module:Name" for a bound spec
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)   # worst cases, see _bounds
+    engine: str = "scalar"               # which engine explored it
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
 
     @property
@@ -146,8 +150,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
     selected -= m.inactive
     progress = options.progress(spec, m.params) if options.progress else None
-    ex = explore(m, max_states=options.max_states, timeout=options.timeout,
-                 properties=selected, progress=progress)
+    ex = _explore(m, options, selected, progress)
     spec_errors = [n for n in spec.builtins if n in ex.findings]
     if not ex.complete:
         why = ("the exploration stopped at --max-states" if ex.stopped_by == "max_states"
@@ -201,11 +204,28 @@ def check_machine(m: Machine, options: Options) -> RunResult:
                        and any(r.status == VIOLATED for r in results))
     bounds = _bounds(ex, graph, m, why)
     stats = {"states": len(ex.states), "transitions": ex.transitions,
-             "terminal_states": sum(ex.terminal), "max_depth": ex.max_depth,
+             "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
     return RunResult(spec, m.params, result, stats, results, coverage, notices, scenarios,
                      ex.stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
-                     bounds, ex if ex.complete and len(ex.states) <= KEEP_GRAPH_STATES else None)
+                     bounds, "vector" if isinstance(ex, VExploration) else "scalar",
+                     ex if ex.complete and len(ex.states) <= KEEP_GRAPH_STATES else None)
+
+
+def _explore(m: Machine, options: Options, selected: set[str], progress: ProgressFn | None) -> Exploration:
+    """Run the engine the options ask for; `auto` takes the vector engine when it applies."""
+    bounds = dict(max_states=options.max_states, timeout=options.timeout, properties=selected,
+                  progress=progress)
+    if options.engine in ("auto", "vector"):
+        try:
+            vm = vectorize(m)
+        except NotVectorizable as why:
+            if options.engine == "vector":
+                raise SpecError([Problem(m.spec.path, None, f"--engine vector cannot run this spec: {why}")]) \
+                    from None
+        else:
+            return explore_vector(vm, **bounds)
+    return explore(m, **bounds)
 
 
 _BUILTIN_HOLDS = {
@@ -295,7 +315,7 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
     count = m.counts.get(name)
     what = "counted transitions" if count is not None else "transitions"
     try:
-        longest, start, edges = T.longest_run(ex, g.order, _weight(ex, count, as_int=False))
+        longest, start, edges = T.longest_run(ex, g.order, _weight(ex, name, count, as_int=False))
     except (EvalError, ZeroDivisionError) as exc:
         return PropertyResult(name, "terminates_within", UNKNOWN,
                               f"not decided: its count expression failed: {exc}")
@@ -310,8 +330,11 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
                           f"every run ends within {bound} {what} (the longest takes {longest})")
 
 
-def _weight(ex: Exploration, fn: Callable[..., Any] | None, as_int: bool) -> Callable[[int, int], int]:
-    """How much an edge counts: 1 each (fn None), 1 where a step expression holds, or its value."""
+def _weight(ex: Exploration, name: str, fn: Callable[..., Any] | None, as_int: bool) -> Any:
+    """How much an edge counts: 1 each (fn None), 1 where a step expression holds, or its
+    value. The vector engine computed these per edge while it swept (None there means 1)."""
+    if isinstance(ex, VExploration):
+        return None if fn is None else ex.weights[name]
     if fn is None:
         return lambda src, e: 1
     actions = ex.machine.actions
@@ -336,7 +359,7 @@ def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None) -> dict[str
             out[name] = {"value": None, "exact": False, "witness": None, "message": message}
             continue
         try:
-            value, start, edges = T.longest_run(ex, g.order, _weight(ex, fn, kinds.get(name) == "sum"))
+            value, start, edges = T.longest_run(ex, g.order, _weight(ex, name, fn, kinds.get(name) == "sum"))
         except (EvalError, ZeroDivisionError) as exc:
             out[name] = {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
             continue

@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "Trace Format of Apalache and Quint")
     c.add_argument("--model", action="store_true",
                    help="explore the spec's own stages even when it is bound to code")
+    c.add_argument("--engine", choices=["auto", "scalar", "vector"], default="auto",
+                   help="auto (default): the numpy level-by-level engine when the spec allows it, "
+                        "else the scalar one")
     c.add_argument("--emit-tests", metavar="DIR",
                    help="write a pytest regression test per violated property, replaying its counterexample")
 
@@ -240,7 +243,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             if not props:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
-                       model_only=args.model,
+                       model_only=args.model, engine=args.engine,
                        max_states=args.max_states, timeout=args.timeout,
                        progress=_progress if show_progress else None)
         machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)

@@ -63,6 +63,10 @@ class Exploration:
     def edges_of(self, i: int) -> range:
         return range(self.edge_start[i], self.edge_start[i + 1])
 
+    @property
+    def terminal_states(self) -> int:
+        return sum(self.terminal)
+
 
 def explore(m: Machine, *, max_states: int | None = None, timeout: float | None = None,
             properties: set[str] | None = None, progress: ProgressFn | None = None) -> Exploration:

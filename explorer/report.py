@@ -57,7 +57,7 @@ def to_json(runs: list[RunResult]) -> dict[str, Any]:
 def _run_json(r: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {
         "spec": shown_path(r.spec.path), "machine": r.spec.name, "params": r.params,
-        "explored": r.explored,
+        "explored": r.explored, "engine": r.engine,
         "result": r.result, "stats": r.stats,
         "properties": [_prop_json(p, r.params) for p in r.properties],
         "coverage": r.coverage, "warnings": r.warnings,

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
 import networkx as nx
+import numpy as np
 
 from explorer.engine import Exploration
+
+
+def _vector(ex: Exploration) -> bool:
+    return isinstance(ex.e_dst, np.ndarray)
 
 
 def find_deadlock(ex: Exploration) -> int | None:
@@ -22,6 +27,11 @@ def find_deadlock(ex: Exploration) -> int | None:
     A state some of whose transitions failed to evaluate is not called a deadlock: that
     failure is already reported by `well_defined`/`domains`.
     """
+    if _vector(ex):
+        n = ex.expanded
+        stuck = (ex.terminal[:n] == 0) & (ex.errored[:n] == 0) & (np.diff(ex.edge_start[:n + 1]) == 0)
+        found = np.nonzero(stuck)[0]          # states are numbered in BFS (depth) order
+        return int(found[0]) if len(found) else None
     best = None
     for i in range(ex.expanded):
         if not ex.terminal[i] and not ex.errored[i] and ex.edge_start[i] == ex.edge_start[i + 1]:
@@ -30,8 +40,51 @@ def find_deadlock(ex: Exploration) -> int | None:
     return best
 
 
+class Peeled(list):
+    """A topological order found level by level (the vector form): `levels[k]` holds the
+    states whose longest path from a source of the graph has k edges."""
+
+    def __init__(self, levels: list[np.ndarray]):
+        super().__init__()
+        self.levels = levels
+
+
+def _out_edges(ex: Exploration, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edge indices leaving `nodes`, and for each the position of its node in `nodes`."""
+    starts = ex.edge_start[nodes]
+    lengths = ex.edge_start[nodes + 1] - starts
+    owner = np.repeat(np.arange(len(nodes)), lengths)
+    first = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return first + np.arange(len(owner)), owner
+
+
+def _topological_vector(ex: Exploration) -> Peeled | None:
+    n = ex.expanded
+    if getattr(ex, "forward", False):
+        # every edge goes from one BFS level to the next: the levels are a topological order
+        return Peeled([np.arange(a, b) for a, b in ex.levels if b > a and a < n])
+    dst = ex.e_dst[:ex.edge_start[n]]
+    indeg = np.bincount(dst[dst < n], minlength=n).astype(np.int32)
+    level = np.nonzero(indeg == 0)[0]
+    levels, done = [], 0
+    while len(level):
+        levels.append(level)
+        done += len(level)
+        edges, _ = _out_edges(ex, level)
+        d = ex.e_dst[edges]
+        d = d[d < n]
+        if len(d) == 0:
+            break
+        hit, times = np.unique(d, return_counts=True)
+        indeg[hit] -= times.astype(np.int32)
+        level = hit[indeg[hit] == 0]
+    return Peeled(levels) if done == n else None
+
+
 def topological_order(ex: Exploration) -> list[int] | None:
     """Expanded states in an order where every edge goes forward, or None if there is a cycle."""
+    if _vector(ex):
+        return _topological_vector(ex)
     n = ex.expanded
     indeg = array("q", bytes(8 * n))
     for e in range(ex.edge_start[n]):
@@ -62,9 +115,9 @@ def find_lasso(ex: Exploration, order: list[int] | None = None) -> tuple[int, li
         return None
     n = ex.expanded
     g = nx.DiGraph()
-    for i in range(n):
+    for i in _possibly_cyclic(ex):
         for e in ex.edges_of(i):
-            d = ex.e_dst[e]
+            d = int(ex.e_dst[e])
             if d < n:
                 g.add_edge(i, d)
     on_cycle: set[int] = set()
@@ -99,6 +152,27 @@ def find_lasso(ex: Exploration, order: list[int] | None = None) -> tuple[int, li
     raise AssertionError("a state on a cycle has no cycle through it")
 
 
+def _possibly_cyclic(ex: Exploration) -> list[int]:
+    """States not removed by peeling sources (and, from the other end, sinks): every cycle
+    lies among them, and they are usually few, so only they go into the graph library."""
+    n = ex.expanded
+    if not _vector(ex):
+        return list(range(n))
+    dst = ex.e_dst[:ex.edge_start[n]]
+    src = np.repeat(np.arange(n), np.diff(ex.edge_start[:n + 1]))
+    keep = dst < n
+    src, dst = src[keep], dst[keep]
+    alive = np.ones(n, dtype=bool)
+    while True:
+        e = alive[src] & alive[dst]
+        has_in = np.bincount(dst[e], minlength=n) > 0
+        has_out = np.bincount(src[e], minlength=n) > 0
+        now = alive & has_in & has_out
+        if now.sum() == alive.sum():
+            return [int(i) for i in np.nonzero(alive)[0]]
+        alive = now
+
+
 def _src(ex: Exploration, edge: int) -> int:
     """The state an edge leaves from (edges are stored grouped by source)."""
     lo, hi = 0, ex.expanded
@@ -118,6 +192,8 @@ def longest_run(ex: Exploration, order: list[int],
     `weight(src, edge)` says how much an edge counts (1 for every transition, or 0/1 by a
     step expression). Returns (count, initial state, the edge indices of that run).
     """
+    if isinstance(order, Peeled):
+        return _longest_vector(ex, order, weight)
     n = ex.expanded
     best = array("q", bytes(8 * len(ex.states)))
     choice = array("q", [-1]) * len(ex.states)
@@ -136,3 +212,34 @@ def longest_run(ex: Exploration, order: list[int],
         edges.append(choice[v])
         v = ex.e_dst[choice[v]]
     return best[start], start, edges
+
+
+def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, int, list[int]]:
+    """`longest_run` on numpy arrays: best value per state, level by level from the sinks.
+    `weight` is None (every edge counts 1) or an array of per-edge weights."""
+    n = ex.expanded
+    best = np.zeros(len(ex.parent), dtype=np.int64)
+    for level in reversed(order.levels):
+        edges, owner = _out_edges(ex, level)
+        if len(edges) == 0:
+            continue
+        d = ex.e_dst[edges]
+        w = 1 if weight is None else weight[edges]
+        value = w + np.where(d < n, best[d], 0)
+        top = np.zeros(len(level), dtype=np.int64)
+        np.maximum.at(top, owner, value)
+        best[level] = top
+    inits = np.nonzero(ex.parent == -1)[0]
+    start = int(inits[np.argmax(best[inits])])
+    edges, v = [], start
+    while v < n and best[v] > 0:          # walk down one edge that achieves the best value
+        for e in ex.edges_of(v):
+            d = int(ex.e_dst[e])
+            w = 1 if weight is None else int(weight[e])
+            if w + (int(best[d]) if d < n else 0) == best[v]:
+                edges.append(e)
+                v = d
+                break
+        else:
+            raise AssertionError("no edge achieves the longest value")
+    return int(best[start]), start, edges

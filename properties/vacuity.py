@@ -35,7 +35,7 @@ def coverage(ex: Exploration) -> dict[str, dict[str, int]]:
     spec = ex.machine.spec
     terminals = {str(k): v for k, v in ex.label_counts.items()}
     if spec.terminal is not None and spec.terminal.label is None:
-        terminals = {"terminal": sum(ex.terminal)}
+        terminals = {"terminal": ex.terminal_states}
     return {"rules": dict(ex.rule_counts), "terminals": terminals}
 
 
@@ -43,8 +43,9 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
     """Every dead part of the spec in a complete exploration (call only when complete)."""
     spec = ex.machine.spec
     out: list[Notice] = []
-    taken = set(ex.e_action)
-    fired = _fired_by_action(ex)
+    pre = getattr(ex, "precomputed", None)      # the vector engine counts these while it sweeps
+    taken = pre["taken"] if pre else set(ex.e_action)
+    fired = pre["fired"] if pre else _fired_by_action(ex)
     for k, act in enumerate(spec.actions):
         if k not in taken:
             out.append(Notice("action", act.name, f"vacuous: action {act.name} (line {act.line}) is never taken",
@@ -81,7 +82,12 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
     conds = m.rule_conditions.get(k)
     true_somewhere: set[int] = set()
     shadowers: dict[int, set[str]] = {i: set() for i in dead}
-    if conds is not None:
+    pre = getattr(ex, "precomputed", None)
+    if pre is not None:
+        true_somewhere = set(pre["cond_true"].get(k, set()))
+        for d in dead:
+            shadowers[d] = {rules[j].name for j in pre["shadowed_by"].get(k, {}).get(d, set())}
+    elif conds is not None:
         combos = m.actions[k].combos
         for i in range(ex.expanded):
             for e in ex.edges_of(i):
@@ -120,15 +126,20 @@ def _choice_notices(ex: Exploration, k: int) -> list[Notice]:
     act = m.actions[k]
     if len(act.choice_names) != 1 or len(act.combos) < 2:
         return []
-    outcomes: dict[int, list] = {ci: [] for ci in range(len(act.combos))}
-    for i in range(ex.expanded):
-        for e in ex.edges_of(i):
-            if ex.e_action[e] == k:
-                outcomes[ex.e_combo[e]].append((i, ex.e_dst[e], ex.e_rule[e]))
-    groups: dict[tuple, list[Any]] = {}
-    for ci, outs in outcomes.items():
-        if outs:
-            groups.setdefault(tuple(outs), []).append(act.labels[ci][act.choice_names[0]])
+    pre = getattr(ex, "precomputed", None)
+    if pre is not None:
+        groups = {tuple(g): [act.labels[ci][act.choice_names[0]] for ci in g]
+                  for g in pre["choice_groups"].get(k, [])}
+    else:
+        outcomes: dict[int, list] = {ci: [] for ci in range(len(act.combos))}
+        for i in range(ex.expanded):
+            for e in ex.edges_of(i):
+                if ex.e_action[e] == k:
+                    outcomes[ex.e_combo[e]].append((i, ex.e_dst[e], ex.e_rule[e]))
+        groups = {}
+        for ci, outs in outcomes.items():
+            if outs:
+                groups.setdefault(tuple(outs), []).append(act.labels[ci][act.choice_names[0]])
     spec_action = m.spec.actions[k]
     line = spec_action.choices[0][1].line if spec_action.choices else spec_action.line
     name = act.choice_names[0]

@@ -1,0 +1,565 @@
+"""The vectorized engine: level-synchronous BFS over mixed-radix state codes with numpy.
+
+A whole BFS level is expanded at once: decode the frontier into one array per var, run
+each action's guard and step over the rows where they apply, encode the successors,
+and keep the new ones in first-discovery order — sorted by (source position, action,
+choice combination), exactly the order the scalar engine visits them. States therefore
+get the same indices, counts and shortest traces on both engines.
+
+Memory is what limits exhaustive checking, so per state only its code and its parent
+are kept, and per transition only its destination. Everything else the checks need is
+counted during the sweep (rule and action coverage, rule conditions, choice effects,
+edge weights of measures), and what a trace shows (the action, choices and rule of a
+step) is recomputed for the few steps of that trace with the scalar step functions.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from machine.vectorize import VMachine
+
+from .engine import Exploration, Finding, ProgressFn
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
+
+
+class LazyStates:
+    """`ex.states[i]` as a tuple, decoded from the state's code when asked."""
+
+    def __init__(self, vm: VMachine, codes: np.ndarray):
+        self.vm, self.codes = vm, codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i: int) -> tuple:
+        arrays = self.vm.decode(self.codes[i:i + 1].astype(np.int64))
+        return tuple(self.vm.to_python(k, a[0]) for k, a in enumerate(arrays))
+
+    def __iter__(self):
+        for i in range(len(self.codes)):
+            yield self[i]
+
+
+class _Recomputed:
+    """A per-state or per-edge attribute recomputed on demand (see VExploration)."""
+
+    def __init__(self, fn: Any, n: int, part: int):
+        self.fn, self.n, self.part = fn, n, part
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        return self.fn(int(i))[self.part]
+
+    def __iter__(self):
+        for i in range(self.n):
+            yield self[i]
+
+
+class VExploration(Exploration):
+    """An Exploration whose states and edges are numpy arrays. `via_*` (how each state was
+    first reached) and `e_action`/`e_combo`/`e_rule` (what each edge is) are recomputed with
+    the scalar step functions when a trace asks for them."""
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max()) if len(self.depth) else 0
+
+    def edges_of(self, i: int) -> range:
+        return range(int(self.edge_start[i]), int(self.edge_start[i + 1]))
+
+    @property
+    def terminal_states(self) -> int:
+        return int(np.count_nonzero(self.terminal))
+
+    def transitions_from(self, i: int) -> list[tuple[int, int, str | None, tuple]]:
+        """The successful transitions of state i in the engine's order: (action, combo, rule, successor)."""
+        m = self.machine
+        s = self.states[i]
+        out = []
+        if m.is_terminal(s):
+            return out
+        for act in m.actions:
+            if act.guard is not None and not act.guard(s):
+                continue
+            for ci, combo in enumerate(act.combos):
+                try:
+                    t, r = act.step(s, *combo)
+                except Exception:
+                    continue
+                if m.domain_error(t) < 0:
+                    out.append((act.index, ci, r, t))
+        return out
+
+    def _via(self, j: int) -> tuple[int, int, str | None]:
+        cache = self.__dict__.setdefault("_via_cache", {})
+        if j not in cache:
+            cache[j] = self._find_via(j)
+        return cache[j]
+
+    def _find_via(self, j: int) -> tuple[int, int, str | None]:
+        p = int(self.parent[j])
+        if p < 0:
+            return (-1, -1, None)
+        child = self.states[j]
+        for a, c, r, t in self.transitions_from(p):
+            if t == child:
+                return (a, c, r)
+        raise AssertionError(f"state {j} is not a successor of its parent {p}")
+
+    def _edge(self, e: int) -> tuple[int, int, str | None]:
+        cache = self.__dict__.setdefault("_edge_cache", {})
+        if e not in cache:
+            # the scalar must have the array's dtype, or numpy converts the whole array per call
+            src = int(np.searchsorted(self.edge_start, self.edge_start.dtype.type(e), side="right")) - 1
+            a, c, r, _ = self.transitions_from(src)[e - int(self.edge_start[src])]
+            cache[e] = (a, c, r)
+        return cache[e]
+
+    def attach_lazy(self) -> None:
+        n, ne = len(self.parent), len(self.e_dst)
+        self.via_action = _Recomputed(self._via, n, 0)
+        self.via_combo = _Recomputed(self._via, n, 1)
+        self.via_rule = _Recomputed(self._via, n, 2)
+        self.e_action = _Recomputed(self._edge, ne, 0)
+        self.e_combo = _Recomputed(self._edge, ne, 1)
+        self.e_rule = _Recomputed(self._edge, ne, 2)
+
+
+def _full(a: Any, n: int, dtype: Any = None) -> np.ndarray:
+    return np.broadcast_to(np.asarray(a, dtype=dtype), (n,))
+
+
+def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: float | None = None,
+                   properties: set[str] | None = None, progress: ProgressFn | None = None) -> VExploration:
+    """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`."""
+    m = vm.machine
+    spec = m.spec
+    wanted = (lambda name: properties is None or name in properties)
+    started = time.monotonic()
+    deadline = started + timeout if timeout is not None else None
+    ex = VExploration(m)
+    invariants = [(n, f) for n, f in vm.invariants.items() if wanted(n)]
+    reachables = {n: f for n, f in vm.reachables.items() if wanted(n)}
+    step_props = {n: fs for n, fs in vm.step_props.items() if wanted(n)}
+    variants = {n: v for n, v in vm.variants.items() if wanted(n)}
+    nvars = len(vm.sizes)
+    code_t = np.int32 if vm.space < 2 ** 31 else np.int64
+    rule_name = {vm.gid[r.name]: r.name for a in spec.actions if a.decide for r in a.decide.rules}
+    for name in rule_name.values():
+        ex.rule_counts.setdefault(name, 0)
+    if spec.terminal is not None and spec.terminal.label is not None:
+        for v in spec.terminal.values:
+            ex.label_counts.setdefault(v, 0)
+    indep = [(p.name, p.vars) for p in spec.properties
+             if p.kind == "independent" and p.name not in m.inactive and wanted(p.name)]
+    slots, nslots = _slots(vm)
+    events: dict[str, list[tuple]] = {name: [] for name, _ in indep}   # (state, slot, group, outcome, step)
+    fired: dict[int, dict[str, int]] = {}
+    cond_true: dict[int, set[int]] = {}
+    shadowed_by: dict[int, dict[int, set[str]]] = {}
+    choice_sig: dict[int, dict[int, list]] = {}
+    weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
+
+    def check_states(arrays: list, offset: int) -> None:
+        n = len(arrays[0]) if arrays else 0
+        for name, f in invariants:
+            if name not in ex.findings:
+                bad = np.nonzero(np.logical_not(_full(f(arrays), n, bool)))[0]
+                if len(bad):
+                    ex.findings[name] = Finding(offset + int(bad[0]), "false in this state")
+        for name, f in reachables.items():
+            if name not in ex.reached:
+                hit = np.nonzero(_full(f(arrays), n, bool))[0]
+                if len(hit):
+                    ex.reached[name] = offset + int(hit[0])
+
+    index_of = np.full(vm.space, -1, dtype=np.int32)
+    init_codes = vm.encode([np.array([vm.gid[s[i]] if vm.kinds[i] == "enum" else s[i] for s in m.inits])
+                            for i in range(nvars)])
+    _, first = np.unique(init_codes, return_index=True)
+    init_codes = init_codes[np.sort(first)]
+    levels = [init_codes.astype(code_t)]
+    parents = [np.full(len(init_codes), -1, dtype=np.int32)]
+    index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
+    offsets = [0, len(init_codes)]
+    check_states(vm.decode(init_codes), 0)
+    e_dst, e_counts, terminal_flags, errored_flags = [], [], [], []
+    transitions = 0
+    forward = True
+    stopped = None
+    pending: dict[str, tuple[tuple[int, int], Finding]] = {}
+
+    def candidate(name: str, order: tuple[int, int], finding: Finding) -> None:
+        if name not in ex.findings and (name not in pending or order < pending[name][0]):
+            pending[name] = (order, finding)
+
+    while True:
+        base, total = offsets[-2], offsets[-1]
+        frontier = levels[-1]
+        n = len(frontier)
+        if n == 0:
+            break
+        if max_states is not None and total > max_states:
+            stopped = "max_states"
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            stopped = "timeout"
+            break
+        S = vm.decode(frontier.astype(np.int64))
+        term = _full(vm.is_terminal(S), n, bool).copy()
+        terminal_flags.append(term.astype(np.uint8))
+        if vm.label is not None and term.any():
+            labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
+            for lab, c in zip(labels, counts):
+                key = _label_value(vm, spec, lab)
+                ex.label_counts[key] = ex.label_counts.get(key, 0) + int(c)
+        live = np.nonzero(~term)[0]
+        errored = np.zeros(n, dtype=np.uint8)
+        blocks = []
+        key = 0
+        projected = {name: _project(vm, frontier, xs) for name, xs in indep}
+        for name, proj in projected.items():
+            events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * nslots, term.astype(np.int64),
+                                 None))
+        for act in vm.actions:
+            L = [a[live] for a in S]
+            if act.guard is not None and len(live):
+                g = _full(act.guard(L), len(live), bool)
+                pos, G = live[g], [a[g] for a in L]
+            else:
+                g = np.ones(len(live), dtype=bool)
+                pos, G = live, L
+            gslot = slots[act.index][0]
+            for name, proj in projected.items():
+                events[name].append((base + live, np.full(len(live), gslot, np.int64),
+                                     proj[live] * nslots + gslot, g.astype(np.int64), None))
+            for ci, combo in enumerate(act.combos):
+                k, key = key, key + 1
+                if len(pos) == 0:
+                    continue
+                T, rule, unmatched = act.step(G, *combo)
+                T = [_full(t, len(pos)) for t in T]
+                rule = _full(rule, len(pos), np.int64)
+                ok = ~_full(unmatched, len(pos), bool)
+                if not ok.all():
+                    r0 = int(np.nonzero(~ok)[0][0])
+                    decided = spec.vars[spec.actions[act.index].decide.var].name
+                    candidate("well_defined", (int(pos[r0]), k),
+                              Finding(base + int(pos[r0]), f"action {act.name} with {_labels(m, act.index, ci)}: "
+                                      f"no rule of the decide table of action {act.name} (deciding {decided}) "
+                                      "matched", (act.index, ci, None, None)))
+                    errored[pos[~ok]] = 1
+                for i in range(nvars):
+                    out = ok & ~vm.in_domain(i, T[i])
+                    if out.any():
+                        r0 = int(np.nonzero(out)[0][0])
+                        value = _raw(vm, i, T[i][r0])
+                        candidate("domains", (int(pos[r0]), k),
+                                  Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
+                                          f"domain {m.domain_text(i)}",
+                                          (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
+                        errored[pos[out]] = 1
+                        ok = ok & ~out
+                sel = np.nonzero(ok)[0]
+                if len(sel):
+                    blocks.append((pos[sel], k, act.index, ci, [t[sel] for t in T], rule[sel], [g[sel] for g in G]))
+        for name, (_, finding) in pending.items():
+            ex.findings.setdefault(name, finding)
+        pending.clear()
+        errored_flags.append(errored)
+        if not blocks:
+            e_counts.append(np.zeros(n, dtype=np.int32))
+            levels.append(np.zeros(0, dtype=code_t))
+            offsets.append(total)
+            continue
+        src = np.concatenate([b[0] for b in blocks])
+        keys = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int64) for b in blocks])
+        succ = np.concatenate([vm.encode(b[4]).astype(code_t) for b in blocks])
+        if indep:
+            _transition_events(vm, blocks, succ, base, indep, projected, slots, nslots, events)
+        order = np.argsort(src * key + keys, kind="stable")     # (source, action, combo) order
+        del keys
+        src_o, succ_o = src[order], succ[order]
+        del src, succ
+        dst = index_of[succ_o]
+        fresh = np.nonzero(dst < 0)[0]
+        if len(fresh):
+            _, first = np.unique(succ_o[fresh], return_index=True)
+            firsts = fresh[np.sort(first)]
+            new_codes = succ_o[firsts]
+            index_of[new_codes] = np.arange(total, total + len(new_codes), dtype=np.int32)
+            levels.append(new_codes.astype(code_t))
+            parents.append((base + src_o[firsts]).astype(np.int32))
+            check_states(vm.decode(new_codes), total)
+            dst = index_of[succ_o]
+        else:
+            levels.append(np.zeros(0, dtype=code_t))
+            parents.append(np.zeros(0, dtype=np.int32))
+        offsets.append(total + len(levels[-1]))
+        forward = forward and bool((dst >= total).all())    # every edge leads one level deeper
+        e_dst.append(dst.astype(np.int32))
+        e_counts.append(np.bincount(src_o, minlength=n).astype(np.int32))
+        transitions += len(dst)
+        _sweep_facts(vm, blocks, order, base, dst, fired, cond_true, shadowed_by, choice_sig, rule_name)
+        _transition_checks(vm, ex, blocks, order, base, step_props, variants, weights, spec)
+        if progress is not None:
+            progress(offsets[-1], transitions, len(offsets) - 2, offsets[-1] - total, time.monotonic() - started)
+    ex.expanded = offsets[-2] if stopped is None else base
+    del index_of
+    ex.codes = _flat(levels, code_t)           # each list is joined and dropped in turn, so
+    ex.states = LazyStates(vm, ex.codes)       # the peak holds one array twice, not all of them
+    ex.parent = _flat(parents, np.int32)
+    ex.depth = np.repeat(np.arange(len(offsets) - 1, dtype=np.int32), np.diff(offsets))
+    ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
+    ex.forward = forward and stopped is None
+    counts = _flat(e_counts, np.int32)
+    edge_t = np.int32 if transitions < 2 ** 31 else np.int64
+    ex.edge_start = np.zeros(len(counts) + 1, dtype=edge_t)
+    np.cumsum(counts, out=ex.edge_start[1:])
+    del counts
+    ex.e_dst = _flat(e_dst, np.int32)
+    ex.terminal = _flat(terminal_flags, np.uint8)
+    ex.errored = _flat(errored_flags, np.uint8)
+    ex.weights = {name: np.concatenate(ws) if ws else np.zeros(0, np.int64) for name, ws in weights.items()}
+    for per_action in fired.values():
+        for name, c in per_action.items():
+            ex.rule_counts[name] = ex.rule_counts.get(name, 0) + c
+    ex.precomputed = {"fired": fired, "taken": set(fired),
+                      "cond_true": cond_true, "shadowed_by": shadowed_by,
+                      "choice_groups": {a: _groups(sigs) for a, sigs in choice_sig.items()}}
+    for name, _ in indep:
+        finding = _first_disagreement(vm, events[name])
+        if finding is not None:
+            ex.findings.setdefault(name, finding)
+    ex.transitions = transitions
+    ex.stopped_by = stopped
+    ex.complete = stopped is None
+    ex.seconds = time.monotonic() - started
+    ex.vm = vm
+    ex.attach_lazy()
+    return ex
+
+
+def _slots(vm: VMachine) -> tuple[list[tuple[int, list[int]]], int]:
+    """Where each check of a state falls in the scalar engine's order: the terminal check
+    (slot 0), then per action its guard, then each of its choice combinations."""
+    out, k = [], 1
+    for act in vm.actions:
+        out.append((k, list(range(k + 1, k + 1 + len(act.combos)))))
+        k += 1 + len(act.combos)
+    return out, k
+
+
+def _project(vm: VMachine, codes: np.ndarray, ignored: list[int]) -> np.ndarray:
+    """State codes with the ignored vars set to their first value."""
+    c = codes.astype(np.int64)
+    for i in ignored:
+        c = c - ((c // vm.strides[i]) % vm.sizes[i]) * vm.strides[i]
+    return c
+
+
+def _transition_events(vm: VMachine, blocks: list, succ: np.ndarray, base: int, indep: list,
+                       projected: dict, slots: list, nslots: int, events: dict) -> None:
+    start = 0
+    width = len(vm.lits) + 1
+    for pos, _k, ai, ci, T, rule, G in blocks:
+        size = len(pos)
+        slot = slots[ai][1][ci]
+        for name, xs in indep:
+            outcome = _project(vm, succ[start:start + size], xs) * width + (rule + 1)
+            events[name].append((base + pos, np.full(size, slot, np.int64),
+                                 projected[name][pos] * nslots + slot, outcome, (ai, ci, rule, T)))
+        start += size
+
+
+def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
+    """The scalar engine's independence finding: the earliest check (in state, slot order)
+    whose outcome differs from the first outcome seen for the same projected check."""
+    if not parts:
+        return None
+    state = np.concatenate([p[0] for p in parts])
+    slot = np.concatenate([p[1] for p in parts])
+    group = np.concatenate([p[2] for p in parts])
+    outcome = np.concatenate([p[3] for p in parts])
+    order = np.lexsort((slot, state))                    # the scalar engine's visiting order
+    g_sorted = group[order]
+    first_of = np.lexsort((np.arange(len(order)), g_sorted))
+    g2 = g_sorted[first_of]
+    starts = np.concatenate([[True], g2[1:] != g2[:-1]])
+    head = np.maximum.accumulate(np.where(starts, np.arange(len(g2)), 0))
+    reference = np.empty(len(order), dtype=np.int64)
+    reference[first_of] = first_of[head]                 # per event (in visiting order): its group's first
+    differs = outcome[order] != outcome[order][reference]
+    bad = np.nonzero(differs)[0]
+    if not len(bad):
+        return None
+    later = int(bad[0])
+    first = int(reference[later])
+    return _indep_finding(vm, parts, order[first], order[later], int(slot[order[later]]))
+
+
+def _indep_finding(vm: VMachine, parts: list[tuple], first: int, later: int, slot: int) -> Finding:
+    def locate(k: int) -> tuple[int, tuple | None]:
+        for p in parts:
+            if k < len(p[0]):
+                step = None
+                if p[4] is not None:
+                    ai, ci, rule, T = p[4]
+                    step = (ai, ci, _rule(vm, rule[k]), _succ(vm, T, k))
+                return int(p[0][k]), step
+            k -= len(p[0])
+        raise AssertionError("event out of range")
+    s1, step1 = locate(first)
+    s2, step2 = locate(later)
+    if slot == 0:
+        msg = "two states equal up to the ignored vars differ in being terminal"
+    elif step2 is None:
+        one, other = ("enabled", "disabled") if _enabled_first(parts, first) else ("disabled", "enabled")
+        msg = f"two states equal up to the ignored vars: the action is {one} in one and {other} in the other"
+    else:
+        msg = "the same transition up to the ignored vars has different outcomes"
+    return Finding(s1, msg, step1, Finding(s2, msg, step2))
+
+
+def _enabled_first(parts: list[tuple], k: int) -> bool:
+    for p in parts:
+        if k < len(p[0]):
+            return bool(p[3][k])
+        k -= len(p[0])
+    raise AssertionError("event out of range")
+
+
+def _flat(parts: list, dtype: Any) -> np.ndarray:
+    """Join a list of arrays and empty the list, freeing the parts."""
+    out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+    parts.clear()
+    return out
+
+
+def _sweep_facts(vm: VMachine, blocks: list, order: np.ndarray, base: int, dst_sorted: np.ndarray,
+                 fired: dict, cond_true: dict, shadowed_by: dict, choice_sig: dict, rule_name: dict) -> None:
+    """Coverage facts the vacuity analysis needs, gathered while the blocks are at hand."""
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.arange(len(order))
+    start = 0
+    for pos, _k, ai, ci, T, rule, G in blocks:
+        size = len(pos)
+        dst = dst_sorted[inverse[start:start + size]]
+        start += size
+        counts = fired.setdefault(ai, {})
+        if len(rule) and rule.max() >= 0:
+            tally = np.bincount(rule[rule >= 0])
+            for rid in np.nonzero(tally)[0]:
+                counts[rule_name[int(rid)]] = counts.get(rule_name[int(rid)], 0) + int(tally[rid])
+        act = vm.actions[ai]
+        rules = vm.machine.spec.actions[ai].decide.rules if act.conds is not None else []
+        if act.conds is not None and not all(counts.get(r.name) for r in rules):
+            # only rules that have not fired yet can end up dead; their conditions are what
+            # tells "never true" from "shadowed"
+            conds = [_full(x, size, bool) for x in act.conds(G, *act.combos[ci])]
+            first = np.full(size, len(conds), dtype=np.int64)
+            for j in range(len(conds) - 1, -1, -1):
+                first[conds[j]] = j
+            seen = cond_true.setdefault(ai, set())
+            shadows = shadowed_by.setdefault(ai, {})
+            for j, cj in enumerate(conds):
+                if cj.any():
+                    seen.add(j)
+                    earlier = np.unique(first[cj & (first < j)])
+                    if len(earlier):
+                        shadows.setdefault(j, set()).update(int(x) for x in earlier)
+        if len(vm.machine.actions[ai].choice_names) == 1:
+            src = (base + pos).astype(np.uint64)
+            h = (src * _MIX[0]) ^ (dst.astype(np.uint64) * _MIX[1]) ^ ((rule + 2).astype(np.uint64) * _MIX[2])
+            h ^= h >> np.uint64(29)
+            sig = choice_sig.setdefault(ai, {}).setdefault(ci, [0, np.uint64(0)])
+            sig[0] += size
+            with np.errstate(over="ignore"):
+                sig[1] = np.uint64(sig[1] + np.add.reduce(h * _MIX[0], dtype=np.uint64))
+
+
+def _groups(sigs: dict[int, list]) -> list[list[int]]:
+    """Choice combos whose transitions were the same multiset of (source, successor, rule)."""
+    by: dict[tuple, list[int]] = {}
+    for ci, (count, h) in sorted(sigs.items()):
+        by.setdefault((count, int(h)), []).append(ci)
+    return list(by.values())
+
+
+def _transition_checks(vm: VMachine, ex: VExploration, blocks: list, order: np.ndarray, base: int,
+                       step_props: dict, variants: dict, weights: dict, spec: Any) -> None:
+    """Step invariants, variants and edge weights over this level's transitions; a
+    violation found is the first in edge order (the scalar engine's order)."""
+    if not (step_props or variants or weights):
+        return
+    sizes = [len(b[0]) for b in blocks]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    chosen: dict[str, tuple[int, Finding]] = {}
+    parts: dict[str, list] = {name: [] for name in weights}
+    for bi, (pos, _k, ai, ci, A, rule, B) in enumerate(blocks):
+        size = len(pos)
+        combo = vm.actions[ai].combos[ci]
+        names = vm.machine.actions[ai].choice_names
+        cargs = [combo[names.index(c)] if c in names else None for c in spec.choice_names]
+
+        def found(name: str, r: int, message: str) -> None:
+            e = int(rank[offsets[bi] + r])
+            if name not in chosen or e < chosen[name][0]:
+                chosen[name] = (e, Finding(base + int(pos[r]), message, (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))))
+        for name, fs in step_props.items():
+            if name not in ex.findings:
+                bad = np.nonzero(~_full(fs[ai](B, A, rule, *cargs), size, bool))[0]
+                if len(bad):
+                    found(name, int(bad[0]), "false for this transition")
+        for name, (f, bound) in variants.items():
+            if name not in ex.findings:
+                before, after = _full(f(B), size, np.int64), _full(f(A), size, np.int64)
+                bad = np.nonzero((after <= before) | (after > bound) | (before > bound))[0]
+                if len(bad):
+                    r = int(bad[0])
+                    b0, a0 = int(before[r]), int(after[r])
+                    found(name, r, f"the variant goes from {b0} to {a0}: it must strictly increase" if a0 <= b0
+                          else f"the variant reaches {max(b0, a0)}, above its bound {bound}")
+        for name in weights:
+            parts[name].append(_full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64))
+    for name, (_, finding) in chosen.items():
+        ex.findings.setdefault(name, finding)
+    for name, ps in parts.items():
+        weights[name].append(np.concatenate(ps)[order].astype(np.int32))
+
+
+def _label_value(vm: VMachine, spec: Any, lab: Any) -> Any:
+    """A terminal label as the scalar engine counts it (enum ids back to strings)."""
+    from machine.expr import BoolT, EnumT
+    t = spec.terminal.label.type
+    if isinstance(t, EnumT):
+        return vm.lits[int(lab)]
+    return bool(lab) if isinstance(t, BoolT) else int(lab)
+
+
+def _raw(vm: VMachine, i: int, value: Any) -> Any:
+    """A successor's value for a trace, even when it lies outside the domain."""
+    if vm.kinds[i] == "enum":
+        return vm.lits[int(value)]
+    return bool(value) if vm.kinds[i] == "bool" else int(value)
+
+
+def _rule(vm: VMachine, r: Any) -> str | None:
+    return None if int(r) < 0 else vm.lits[int(r)]
+
+
+def _succ(vm: VMachine, A: list, r: int) -> tuple:
+    return tuple(_raw(vm, j, A[j][r]) for j in range(len(A)))
+
+
+def _labels(m: Any, action: int, combo: int) -> str:
+    return ", ".join(f"{k}={v}" for k, v in m.actions[action].labels[combo].items()) or "no choices"

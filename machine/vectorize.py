@@ -1,0 +1,442 @@
+"""Compile a spec into numpy functions that expand a whole BFS level at once.
+
+The same checked expressions as `compiled.py`, rendered over arrays: a var is an int64
+array (enum values as global string ids, so any two enum values compare as ints) or a
+bool array; `and`/`or`/`not` become element-wise logic, `x if c else y` a `where`, a
+decide table a `select` whose unmatched rows are reported. States are encoded as one
+integer in a mixed-radix encoding of the declared domains.
+
+Only specs whose semantics survive element-wise evaluation are vectorized: no `//` or
+`%` (division by zero must be reported per transition), and every choice a step
+expression reads must exist in the action it is evaluated for (after folding
+`action == ...`). Anything else runs on the scalar engine.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import expr as E
+from .compiled import Machine
+from .spec import DecideStage, SetStage, Spec
+
+DENSE_LIMIT = 1 << 25        # largest product space indexed by a dense array (4 bytes a slot)
+
+
+class NotVectorizable(Exception):
+    """Why a spec runs on the scalar engine instead."""
+
+
+@dataclass
+class VAction:
+    name: str
+    index: int
+    guard: Callable[[list], Any] | None
+    step: Callable[..., tuple[list, Any, Any]]          # (vars, *choice tuples) -> (vars, rule ids, unmatched)
+    conds: Callable[..., list] | None                    # each decide rule's condition
+    combos: list[tuple]                                  # choice tuples with string fields as ids
+
+
+@dataclass
+class VMachine:
+    """A Machine's vectorized twin: numpy functions and the state encoding."""
+
+    machine: Machine
+    lits: list[str]
+    gid: dict[str, int]
+    sizes: list[int]
+    strides: list[int]
+    lows: list[int]
+    kinds: list[str]
+    local: list[np.ndarray | None]        # enum: global id -> local index (-1 if not a value)
+    space: int
+    actions: list[VAction]
+    is_terminal: Callable[[list], Any]
+    label: Callable[[list], Any] | None
+    invariants: dict[str, Callable[[list], Any]] = field(default_factory=dict)
+    reachables: dict[str, Callable[[list], Any]] = field(default_factory=dict)
+    step_props: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # name -> action -> fn
+    variants: dict[str, tuple[Callable[[list], Any], int]] = field(default_factory=dict)
+    edge_weights: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)  # measures + counts
+
+    # -- the encoding
+    def encode(self, arrays: list) -> np.ndarray:
+        code = np.zeros(len(arrays[0]) if len(arrays) else 0, dtype=np.int64)
+        for i, a in enumerate(arrays):
+            code += self.local_index(i, a) * self.strides[i]
+        return code
+
+    def local_index(self, i: int, a: Any) -> np.ndarray:
+        kind = self.kinds[i]
+        if kind == "int":
+            return np.asarray(a, dtype=np.int64) - self.lows[i]
+        if kind == "bool":
+            return np.asarray(a, dtype=np.int64)
+        return self.local[i][np.asarray(a, dtype=np.int64)]
+
+    def in_domain(self, i: int, a: Any) -> np.ndarray:
+        idx = self.local_index(i, a)
+        return (idx >= 0) & (idx < self.sizes[i])
+
+    def decode(self, codes: np.ndarray) -> list[np.ndarray]:
+        out = []
+        for i in range(len(self.sizes)):
+            idx = (codes // self.strides[i]) % self.sizes[i]
+            kind = self.kinds[i]
+            if kind == "int":
+                out.append(idx + self.lows[i])
+            elif kind == "bool":
+                out.append(idx.astype(bool))
+            else:
+                out.append(self.values_of[i][idx])
+        return out
+
+    def to_python(self, i: int, value: Any) -> Any:
+        kind = self.kinds[i]
+        if kind == "int":
+            return int(value)
+        if kind == "bool":
+            return bool(value)
+        return self.lits[int(value)]
+
+    def state_tuple(self, arrays: list, row: int) -> tuple:
+        return tuple(self.to_python(i, np.broadcast_to(a, (row + 1,))[row] if np.ndim(a) else a)
+                     for i, a in enumerate(arrays))
+
+
+def vectorize(m: Machine) -> VMachine:
+    """Build the numpy twin of a compiled (not bound, not Python) machine, or raise NotVectorizable."""
+    spec = m.spec
+    if m.bound_to or spec.python:
+        raise NotVectorizable("the spec runs real code (bound or Python); the vector engine runs YAML stages")
+    lits = _literals(spec, m)
+    gid = {s: i for i, s in enumerate(lits)}
+    sizes, lows, kinds, local = [], [], [], []
+    for v, b in zip(spec.vars, m.bounds):
+        kinds.append(v.kind)
+        if v.kind == "int":
+            lows.append(b[0])
+            sizes.append(b[1] - b[0] + 1)
+            local.append(None)
+        elif v.kind == "bool":
+            lows.append(0)
+            sizes.append(2)
+            local.append(None)
+        else:
+            lows.append(0)
+            sizes.append(len(v.values))
+            table = np.full(len(lits), -1, dtype=np.int64)
+            for k, value in enumerate(v.values):
+                table[gid[value]] = k
+            local.append(table)
+    space = 1
+    strides = []
+    for size in reversed(sizes):
+        strides.append(space)
+        space *= size
+    strides.reverse()
+    if space > DENSE_LIMIT:
+        raise NotVectorizable(f"the product of the domains ({space:,} states) is above the dense "
+                              f"index limit ({DENSE_LIMIT:,})")
+    gen = _Gen(spec, m, gid)
+    g = gen.compile()
+    actions = []
+    for ai, a in enumerate(m.actions):
+        combos = [tuple(tuple(gid[x] if isinstance(x, str) else x for x in item) for item in combo)
+                  for combo in a.combos]
+        actions.append(VAction(a.name, ai, g.get(f"vguard_{ai}"), g[f"vstep_{ai}"], g.get(f"vconds_{ai}"),
+                               combos))
+    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, space, actions,
+                  g["vterminal"], g.get("vlabel"))
+    vm.values_of = [np.array([gid[x] for x in v.values], dtype=np.int64) if v.kind == "enum" else None
+                    for v in spec.vars]
+    for k, p in enumerate(spec.properties):
+        if p.name in m.inactive:
+            continue
+        if p.kind == "invariant":
+            vm.invariants[p.name] = g[f"vprop_{k}"]
+        elif p.kind == "reachable":
+            vm.reachables[p.name] = g[f"vprop_{k}"]
+        elif p.kind == "variant":
+            vm.variants[p.name] = (g[f"vprop_{k}"], m.variants[p.name][1])
+        elif p.kind == "step_invariant":
+            vm.step_props[p.name] = {ai: g[f"vprop_{k}_{ai}"] for ai in range(len(m.actions))}
+        elif p.kind == "terminates_within" and p.count is not None:
+            vm.edge_weights[p.name] = {ai: g[f"vcount_{k}_{ai}"] for ai in range(len(m.actions))}
+    for k, ms in enumerate(spec.measures):
+        vm.edge_weights[ms.name] = {ai: g[f"vmeasure_{k}_{ai}"] for ai in range(len(m.actions))}
+    return vm
+
+
+def _literals(spec: Spec, m: Machine) -> list[str]:
+    seen: dict[str, None] = {}
+    for v in spec.vars:
+        for x in v.values:
+            seen.setdefault(x)
+    for a in m.actions:
+        seen.setdefault(a.name)
+        for combo in a.combos:
+            for item in combo:
+                for x in item:
+                    if isinstance(x, str):
+                        seen.setdefault(x)
+    for a in spec.actions:
+        if a.decide is not None:
+            for r in a.decide.rules:
+                seen.setdefault(r.name)
+    for node in _all_exprs(spec):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                seen.setdefault(sub.value)
+    if spec.terminal is not None:
+        for x in spec.terminal.values:
+            if isinstance(x, str):
+                seen.setdefault(x)
+    return list(seen)
+
+
+def _all_exprs(spec: Spec) -> list[ast.expr]:
+    out = []
+    for a in spec.actions:
+        if a.guard is not None:
+            out.append(a.guard.py)
+        for st in a.stages:
+            if isinstance(st, SetStage):
+                out += [x.value.py for x in st.assigns]
+            else:
+                out += [r.then.py for r in st.rules] + [r.when.py for r in st.rules if r.when is not None]
+    for p in spec.properties:
+        for ex in (p.expr, p.count):
+            if ex is not None:
+                out.append(ex.py)
+    out += [ms.expr.py for ms in spec.measures]
+    if spec.terminal is not None:
+        out += [x.py for x in (spec.terminal.when, spec.terminal.label) if x is not None]
+    return out
+
+
+def _where(c: Any, x: Any, y: Any) -> Any:
+    return np.where(c, x, y)
+
+
+def _isin(x: Any, values: tuple) -> Any:
+    out = np.zeros(np.shape(x), dtype=bool)
+    for v in values:
+        out = out | (x == v)
+    return out
+
+
+def _minimum(*args: Any) -> Any:
+    out = args[0]
+    for a in args[1:]:
+        out = np.minimum(out, a)
+    return out
+
+
+def _maximum(*args: Any) -> Any:
+    out = args[0]
+    for a in args[1:]:
+        out = np.maximum(out, a)
+    return out
+
+
+class _Gen:
+    """Renders the spec's checked expression ASTs as numpy source, then compiles it once."""
+
+    def __init__(self, spec: Spec, m: Machine, gid: dict[str, int]):
+        self.spec, self.m, self.gid = spec, m, gid
+
+    # -- expressions
+    def src(self, node: ast.AST, action: int | None = None) -> str:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return str(self.gid[node.value])
+            return repr(node.value)
+        if isinstance(node, ast.Name):
+            if node.id == "action":
+                if action is None:
+                    raise NotVectorizable("`action` outside a step expression")
+                return str(self.gid[self.m.actions[action].name])
+            return node.id                          # v_i, p_x, rule, min/max/abs handled in Call
+        if isinstance(node, ast.Subscript):
+            base = node.value.id
+            k = node.slice.value
+            if base in ("s", "a", "b"):
+                return f"{base.upper()}[{k}]"
+            if base.startswith("c_"):
+                name = base[2:]
+                if action is not None and name not in self.m.actions[action].choice_names:
+                    raise NotVectorizable(f"a step expression reads choice {name}, which action "
+                                          f"{self.m.actions[action].name} does not make")
+                return f"{base}[{k}]"
+            raise NotVectorizable(f"unexpected subscript of {base}")
+        if isinstance(node, ast.BoolOp):
+            op = " & " if isinstance(node.op, ast.And) else " | "
+            return "(" + op.join(f"np.asarray({self.src(v, action)}, dtype=bool)" for v in node.values) + ")"
+        if isinstance(node, ast.UnaryOp):
+            inner = self.src(node.operand, action)
+            if isinstance(node.op, ast.Not):
+                return f"np.logical_not({inner})"
+            return f"({'-' if isinstance(node.op, ast.USub) else '+'}({inner}))"
+        if isinstance(node, ast.BinOp):
+            if not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+                raise NotVectorizable("// and % need a per-transition division-by-zero check")
+            sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}[type(node.op)]
+            return f"({self.src(node.left, action)} {sym} {self.src(node.right, action)})"
+        if isinstance(node, ast.Compare):
+            parts = []
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    values = "(" + "".join(self.src(e, action) + ", " for e in right.elts) + ")"
+                    part = f"_isin({self.src(left, action)}, {values})"
+                    parts.append(part if isinstance(op, ast.In) else f"np.logical_not({part})")
+                else:
+                    sym = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+                           ast.GtE: ">="}[type(op)]
+                    parts.append(f"({self.src(left, action)} {sym} {self.src(right, action)})")
+                left = right
+            return parts[0] if len(parts) == 1 else "(" + " & ".join(parts) + ")"
+        if isinstance(node, ast.IfExp):
+            return (f"_where({self.src(node.test, action)}, {self.src(node.body, action)}, "
+                    f"{self.src(node.orelse, action)})")
+        if isinstance(node, ast.Call):
+            fn = {"min": "_minimum", "max": "_maximum", "abs": "np.abs"}[node.func.id]
+            return f"{fn}(" + ", ".join(self.src(a, action) for a in node.args) + ")"
+        if isinstance(node, ast.Tuple):
+            return "(" + "".join(self.src(e, action) + ", " for e in node.elts) + ")"
+        raise NotVectorizable(f"no vector form for {type(node).__name__}")
+
+    # -- functions
+    def compile(self) -> dict[str, Any]:
+        spec, m = self.spec, self.m
+        n = len(spec.vars)
+        unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
+        pack = "[" + ", ".join(f"v_{i}" for i in range(n)) + "]"
+        out: list[str] = []
+        w = out.append
+        for ai, a in enumerate(spec.actions):
+            if a.guard is not None:
+                w(f"def vguard_{ai}(S):\n    return {self.src(folded(a.guard.py, None))}\n")
+            args = ", ".join(["V"] + [f"c_{c}" for c, _ in a.choices])
+            w(f"def vstep_{ai}({args}):")
+            w(f"    {unpack} = V")
+            w("    rule = -1\n    unmatched = False")
+            decide_done = False
+            for st in a.stages:
+                if isinstance(st, SetStage):
+                    if st.assigns:
+                        lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
+                        rhs = ", ".join(f"({self.src(x.value.py)})" for x in st.assigns)
+                        w(f"    {lhs} = {rhs}")
+                else:
+                    self._decide(w, st, a.name)
+                    decide_done = True
+            w(f"    return {pack}, rule, unmatched\n")
+            if decide_done:
+                w(f"def vconds_{ai}({args}):")
+                w(f"    {unpack} = V")
+                for st in a.stages:
+                    if isinstance(st, SetStage):
+                        if st.assigns:
+                            lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
+                            rhs = ", ".join(f"({self.src(x.value.py)})" for x in st.assigns)
+                            w(f"    {lhs} = {rhs}")
+                    else:
+                        conds = ", ".join(self.src(r.when.py) if r.when is not None else "True"
+                                          for r in st.rules)
+                        w(f"    return [{conds}]")
+                        break
+                w("")
+        t = spec.terminal
+        if t is None:
+            w("def vterminal(S):\n    return False\n")
+        elif t.when is not None:
+            w(f"def vterminal(S):\n    return {self.src(t.when.py)}\n")
+        else:
+            values = tuple(self.gid[x] if isinstance(x, str) else x for x in t.values)
+            w(f"def vlabel(S):\n    return {self.src(t.label.py)}\n")
+            w(f"def vterminal(S):\n    return _isin({self.src(t.label.py)}, {values!r})\n")
+        step_args = ", ".join(["B", "A", "rule"] + [f"c_{c}" for c in spec.choice_names])
+        for k, p in enumerate(spec.properties):
+            if p.name in m.inactive:
+                continue
+            if p.kind in ("invariant", "reachable", "variant"):
+                w(f"def vprop_{k}(S):\n    return {self.src(p.expr.py)}\n")
+            elif p.kind == "step_invariant":
+                for ai in range(len(m.actions)):
+                    w(f"def vprop_{k}_{ai}({step_args}):\n    return {self.src(folded(p.expr.py, m.actions[ai].name), ai)}\n")
+            elif p.kind == "terminates_within" and p.count is not None:
+                for ai in range(len(m.actions)):
+                    w(f"def vcount_{k}_{ai}({step_args}):\n    return {self.src(folded(p.count.py, m.actions[ai].name), ai)}\n")
+        for k, ms in enumerate(spec.measures):
+            for ai in range(len(m.actions)):
+                w(f"def vmeasure_{k}_{ai}({step_args}):\n    return {self.src(folded(ms.expr.py, m.actions[ai].name), ai)}\n")
+        source = "\n".join(out) + "\n"
+        g: dict[str, Any] = {"__builtins__": {}, "np": np, "bool": bool, "_where": _where, "_isin": _isin,
+                             "_minimum": _minimum, "_maximum": _maximum,
+                             **{"p_" + k: v for k, v in m.params.items()}}
+        exec(compile(source, f"<haltproof-vector:{spec.path}>", "exec"), g)
+        g["__source__"] = source
+        return g
+
+    def _decide(self, w: Callable[[str], None], st: DecideStage, action: str) -> None:
+        var = f"v_{st.var}"
+        conds = [self.src(r.when.py) if r.when is not None else "True" for r in st.rules]
+        thens = [self.src(r.then.py) for r in st.rules]
+        ids = [self.gid[r.name] for r in st.rules]
+        w(f"    _conds = [np.asarray(c, dtype=bool) for c in ({', '.join(conds)},)]")
+        w(f"    _thens = [{', '.join(thens)}]")
+        w(f"    _shape = np.broadcast_shapes(*[np.shape(c) for c in _conds], *[np.shape(t) for t in _thens], np.shape({var}))")
+        w("    _conds = [np.broadcast_to(c, _shape) for c in _conds]")
+        w(f"    {var} = np.select(_conds, [np.broadcast_to(t, _shape) for t in _thens], {var})")
+        w(f"    rule = np.select(_conds, [np.full(_shape, i, dtype=np.int64) for i in {ids!r}], -1)")
+        w("    unmatched = rule < 0")
+
+
+def folded(node: ast.expr, action: str | None) -> ast.expr:
+    """`node` with `action == 'x'` decided for this action and and/or/not/if simplified,
+    so a step expression guarded by the action name never reads another action's choices."""
+    def fold(n: ast.AST) -> ast.AST:
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and action is not None:
+            left, right = n.left, n.comparators[0]
+            if isinstance(left, ast.Name) and left.id == "action" and isinstance(right, ast.Constant):
+                if isinstance(n.ops[0], ast.Eq):
+                    return ast.Constant(action == right.value)
+                if isinstance(n.ops[0], ast.NotEq):
+                    return ast.Constant(action != right.value)
+                if isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(right, ast.Tuple):
+                    pass
+            if isinstance(left, ast.Name) and left.id == "action" and isinstance(right, ast.Tuple) \
+                    and all(isinstance(e, ast.Constant) for e in right.elts):
+                hit = action in [e.value for e in right.elts]
+                return ast.Constant(hit if isinstance(n.ops[0], ast.In) else not hit)
+        if isinstance(n, ast.BoolOp):
+            values = [fold(v) for v in n.values]
+            is_and = isinstance(n.op, ast.And)
+            kept = []
+            for v in values:
+                if isinstance(v, ast.Constant) and isinstance(v.value, bool):
+                    if v.value != is_and:          # False in and / True in or decides it
+                        return ast.Constant(v.value)
+                    continue
+                kept.append(v)
+            if not kept:
+                return ast.Constant(is_and)
+            return kept[0] if len(kept) == 1 else ast.BoolOp(op=n.op, values=kept)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            inner = fold(n.operand)
+            if isinstance(inner, ast.Constant) and isinstance(inner.value, bool):
+                return ast.Constant(not inner.value)
+            return ast.UnaryOp(op=n.op, operand=inner)
+        if isinstance(n, ast.IfExp):
+            test = fold(n.test)
+            if isinstance(test, ast.Constant) and isinstance(test.value, bool):
+                return fold(n.body if test.value else n.orelse)
+            return ast.IfExp(test=test, body=fold(n.body), orelse=fold(n.orelse))
+        return n
+    return fold(node)

@@ -1,0 +1,107 @@
+"""The vector engine agrees with the scalar engine: same states in the same order, same
+verdicts, same counterexamples, coverage, vacuity notices and bounds — on every spec of
+the repository and on random machines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from explorer.check import Options, check_machine, prepare
+from explorer.engine import explore
+from explorer.vengine import explore_vector
+from machine.compiled import CompiledSpec
+from machine.spec import load_spec, parse_spec
+from machine.vectorize import NotVectorizable, vectorize
+
+from conftest import ROOT
+from test_differential import models, render
+
+SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
+BENCH = [(ROOT / "bench" / "specs" / "gate_budget.yaml", {"Q": 10, "B": 90, "A": 3}),
+         (ROOT / "bench" / "specs" / "gate_budget.yaml", {"Q": 10, "B": 160, "A": 3}),
+         (ROOT / "bench" / "specs" / "gate_budget_bug.yaml", {"Q": 10, "B": 50, "A": 3})]
+
+
+def _summary(run) -> dict:
+    return {"result": run.result, "stats": {k: v for k, v in run.stats.items() if k != "seconds"},
+            "properties": [(p.name, p.status, p.message,
+                            p.trace.to_json() if p.trace is not None else None,
+                            p.other_trace.to_json() if p.other_trace is not None else None,
+                            p.witness.to_json() if p.witness is not None else None)
+                           for p in run.properties],
+            "coverage": run.coverage, "notices": [n.to_json() for n in run.notices],
+            "bounds": {k: (b["value"], b["exact"], b["message"],
+                           b["witness"].to_json() if b["witness"] is not None else None)
+                       for k, b in run.bounds.items()},
+            "scenarios": [(s.name, s.ok, s.message) for s in run.scenarios]}
+
+
+def _both(spec, pins: dict | None = None, **opts) -> list[tuple[dict, dict, str]]:
+    for m in prepare(spec, Options(pins=pins or {}, model_only=True)):
+        try:
+            vectorize(m)
+        except NotVectorizable as why:
+            pytest.skip(f"runs on the scalar engine only: {why}")
+    out = []
+    for engine_runs in zip(*[[check_machine(m, Options(engine=e, model_only=True, **opts))
+                              for m in prepare(spec, Options(pins=pins or {}, model_only=True))]
+                             for e in ("scalar", "vector")]):
+        scalar, vector = engine_runs
+        out.append((_summary(scalar), _summary(vector), vector.engine))
+    return out
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_engines_agree_on_every_repo_spec(path: Path):
+    spec = load_spec(path)
+    for scalar, vector, engine in _both(spec):
+        assert scalar == vector
+
+
+@pytest.mark.parametrize("path,pins", BENCH, ids=lambda x: str(x))
+def test_engines_agree_on_the_benchmark_model(path, pins):
+    for scalar, vector, engine in _both(load_spec(path), pins):
+        assert engine == "vector"
+        assert scalar == vector
+
+
+def test_engines_agree_when_the_exploration_is_cut_short():
+    spec = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
+    for scalar, vector, _ in _both(spec, {"Q": 10, "B": 90, "A": 3}, max_states=500):
+        assert scalar["result"] == vector["result"] == "incomplete"
+        assert [p[:3] for p in scalar["properties"]] == [p[:3] for p in vector["properties"]]
+
+
+def test_vector_engine_is_the_default_where_it_applies(cli):
+    ran = cli("check", ROOT / "bench" / "specs" / "gate_budget.yaml", "-p", "Q=10", "-p", "B=90", "-p", "A=3",
+              "--format", "json")
+    assert ran.json()["runs"][0]["engine"] == "vector"
+    loop = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=2", "-p", "max_retries=0",
+               "--format", "json")
+    assert loop.json()["runs"][0]["engine"] == "scalar"        # bound to code: the scalar engine runs it
+    forced = cli("check", ROOT / "specs" / "loop_demo.yaml", "--engine", "vector")
+    assert forced.code == 2 and "--engine vector cannot run this spec" in forced.err
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(models())
+def test_engines_agree_on_random_machines(model):
+    spec = parse_spec(render(model), "random.yaml")
+    m = CompiledSpec(spec).instantiate({})
+    try:
+        vm = vectorize(m)
+    except NotVectorizable:
+        return
+    sx, vx = explore(m), explore_vector(vm)
+    assert [sx.states[i] for i in range(len(sx.states))] == [vx.states[i] for i in range(len(vx.states))]
+    assert list(sx.parent) == list(vx.parent)
+    assert list(sx.e_dst) == [int(d) for d in vx.e_dst] and list(sx.edge_start) == [int(x) for x in vx.edge_start]
+    assert {k: (f.state, f.message, f.step) for k, f in sx.findings.items()} == \
+           {k: (f.state, f.message, f.step) for k, f in vx.findings.items()}
+    assert [sx.e_rule[e] for e in range(len(sx.e_rule))] == [vx.e_rule[e] for e in range(len(vx.e_dst))]
+    scalar = check_machine(m, Options(engine="scalar"))
+    vector = check_machine(m, Options(engine="vector"))
+    assert _summary(scalar) == _summary(vector)
