@@ -212,7 +212,7 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
         if deadline is not None and time.monotonic() > deadline:
             stopped = "timeout"
             break
-        S = vm.decode(frontier.astype(np.int64))
+        S = vm.decode(frontier)
         term = _full(vm.is_terminal(S), n, bool).copy()
         terminal_flags.append(term.astype(np.uint8))
         if vm.label is not None and term.any():
@@ -279,23 +279,22 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
             levels.append(np.zeros(0, dtype=code_t))
             offsets.append(total)
             continue
-        src = np.concatenate([b[0] for b in blocks])
-        keys = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int64) for b in blocks])
-        succ = np.concatenate([vm.encode(b[4]).astype(code_t) for b in blocks])
+        block_codes = [vm.encode(b[4]).astype(code_t) for b in blocks]
         if indep:
-            _transition_events(vm, blocks, succ, base, indep, projected, slots, nslots, events)
-        order = np.argsort(src * key + keys, kind="stable")     # (source, action, combo) order
-        del keys
-        src_o, succ_o = src[order], succ[order]
-        del src, succ
+            _transition_events(vm, blocks, block_codes, base, indep, projected, slots, nslots, events)
+        src_o, succ_o, ranks = _edge_order(blocks, block_codes, n, key, code_t)
+        del block_codes
         dst = index_of[succ_o]
         fresh = np.nonzero(dst < 0)[0]
         if len(fresh):
-            _, first = np.unique(succ_o[fresh], return_index=True)
-            firsts = fresh[np.sort(first)]
+            # first discovery without sorting: each new code keeps its smallest edge position
+            fc = succ_o[fresh]
+            index_of[fc] = np.iinfo(np.int32).max
+            np.minimum.at(index_of, fc, fresh.astype(np.int32))
+            firsts = fresh[index_of[fc] == fresh]
             new_codes = succ_o[firsts]
             index_of[new_codes] = np.arange(total, total + len(new_codes), dtype=np.int32)
-            levels.append(new_codes.astype(code_t))
+            levels.append(new_codes)
             parents.append((base + src_o[firsts]).astype(np.int32))
             check_states(vm.decode(new_codes), total)
             dst = index_of[succ_o]
@@ -307,8 +306,8 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
         e_dst.append(dst.astype(np.int32))
         e_counts.append(np.bincount(src_o, minlength=n).astype(np.int32))
         transitions += len(dst)
-        _sweep_facts(vm, blocks, order, base, dst, fired, cond_true, shadowed_by, choice_sig, rule_name)
-        _transition_checks(vm, ex, blocks, order, base, step_props, variants, weights, spec)
+        _sweep_facts(vm, blocks, ranks, base, dst, fired, cond_true, shadowed_by, choice_sig, rule_name)
+        _transition_checks(vm, ex, blocks, ranks, base, step_props, variants, weights, spec, len(dst))
         if progress is not None:
             progress(offsets[-1], transitions, len(offsets) - 2, offsets[-1] - total, time.monotonic() - started)
     ex.expanded = offsets[-2] if stopped is None else base
@@ -365,18 +364,16 @@ def _project(vm: VMachine, codes: np.ndarray, ignored: list[int]) -> np.ndarray:
     return c
 
 
-def _transition_events(vm: VMachine, blocks: list, succ: np.ndarray, base: int, indep: list,
+def _transition_events(vm: VMachine, blocks: list, codes: list[np.ndarray], base: int, indep: list,
                        projected: dict, slots: list, nslots: int, events: dict) -> None:
-    start = 0
     width = len(vm.lits) + 1
-    for pos, _k, ai, ci, T, rule, G in blocks:
+    for (pos, _k, ai, ci, T, rule, G), succ in zip(blocks, codes):
         size = len(pos)
         slot = slots[ai][1][ci]
         for name, xs in indep:
-            outcome = _project(vm, succ[start:start + size], xs) * width + (rule + 1)
+            outcome = _project(vm, succ, xs) * width + (rule + 1)
             events[name].append((base + pos, np.full(size, slot, np.int64),
                                  projected[name][pos] * nslots + slot, outcome, (ai, ci, rule, T)))
-        start += size
 
 
 def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
@@ -436,6 +433,31 @@ def _enabled_first(parts: list[tuple], k: int) -> bool:
     raise AssertionError("event out of range")
 
 
+DENSE_SLOTS = 1 << 24
+
+
+def _edge_order(blocks: list, codes: list[np.ndarray], n: int, nkeys: int,
+                code_t: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """This level's transitions in the scalar engine's order (source, action, combo):
+    their sources, successor codes, and for each block where its rows landed."""
+    slots = [b[0].astype(np.int64) * nkeys + b[1] for b in blocks]
+    if n * nkeys <= DENSE_SLOTS:          # scatter into one slot per (source, action-combo)
+        table = np.full(n * nkeys, -1, dtype=np.int64)
+        for sl, c in zip(slots, codes):
+            table[sl] = c
+        used = table >= 0
+        valid = np.nonzero(used)[0]
+        succ = table[valid].astype(code_t)
+        rank_of = np.cumsum(used) - 1           # a used slot's position among the used ones
+        return valid // nkeys, succ, [rank_of[sl] for sl in slots]
+    flat = np.concatenate(slots)
+    order = np.argsort(flat, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    cuts = np.cumsum([len(sl) for sl in slots])[:-1]
+    return flat[order] // nkeys, np.concatenate(codes)[order], np.split(rank, cuts)
+
+
 def _flat(parts: list, dtype: Any) -> np.ndarray:
     """Join a list of arrays and empty the list, freeing the parts."""
     out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
@@ -443,16 +465,12 @@ def _flat(parts: list, dtype: Any) -> np.ndarray:
     return out
 
 
-def _sweep_facts(vm: VMachine, blocks: list, order: np.ndarray, base: int, dst_sorted: np.ndarray,
+def _sweep_facts(vm: VMachine, blocks: list, ranks: list, base: int, dst_sorted: np.ndarray,
                  fired: dict, cond_true: dict, shadowed_by: dict, choice_sig: dict, rule_name: dict) -> None:
     """Coverage facts the vacuity analysis needs, gathered while the blocks are at hand."""
-    inverse = np.empty(len(order), dtype=np.int64)
-    inverse[order] = np.arange(len(order))
-    start = 0
-    for pos, _k, ai, ci, T, rule, G in blocks:
+    for (pos, _k, ai, ci, T, rule, G), rank in zip(blocks, ranks):
         size = len(pos)
-        dst = dst_sorted[inverse[start:start + size]]
-        start += size
+        dst = dst_sorted[rank]
         counts = fired.setdefault(ai, {})
         if len(rule) and rule.max() >= 0:
             tally = np.bincount(rule[rule >= 0])
@@ -493,18 +511,14 @@ def _groups(sigs: dict[int, list]) -> list[list[int]]:
     return list(by.values())
 
 
-def _transition_checks(vm: VMachine, ex: VExploration, blocks: list, order: np.ndarray, base: int,
-                       step_props: dict, variants: dict, weights: dict, spec: Any) -> None:
+def _transition_checks(vm: VMachine, ex: VExploration, blocks: list, ranks: list, base: int,
+                       step_props: dict, variants: dict, weights: dict, spec: Any, nedges: int) -> None:
     """Step invariants, variants and edge weights over this level's transitions; a
     violation found is the first in edge order (the scalar engine's order)."""
     if not (step_props or variants or weights):
         return
-    sizes = [len(b[0]) for b in blocks]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
     chosen: dict[str, tuple[int, Finding]] = {}
-    parts: dict[str, list] = {name: [] for name in weights}
+    level_weights = {name: np.zeros(nedges, dtype=np.int32) for name in weights}
     for bi, (pos, _k, ai, ci, A, rule, B) in enumerate(blocks):
         size = len(pos)
         combo = vm.actions[ai].combos[ci]
@@ -512,7 +526,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list, order: np.n
         cargs = [combo[names.index(c)] if c in names else None for c in spec.choice_names]
 
         def found(name: str, r: int, message: str) -> None:
-            e = int(rank[offsets[bi] + r])
+            e = int(ranks[bi][r])
             if name not in chosen or e < chosen[name][0]:
                 chosen[name] = (e, Finding(base + int(pos[r]), message, (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))))
         for name, fs in step_props.items():
@@ -530,11 +544,11 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list, order: np.n
                     found(name, r, f"the variant goes from {b0} to {a0}: it must strictly increase" if a0 <= b0
                           else f"the variant reaches {max(b0, a0)}, above its bound {bound}")
         for name in weights:
-            parts[name].append(_full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64))
+            level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
     for name, (_, finding) in chosen.items():
         ex.findings.setdefault(name, finding)
-    for name, ps in parts.items():
-        weights[name].append(np.concatenate(ps)[order].astype(np.int32))
+    for name, w in level_weights.items():
+        weights[name].append(w)
 
 
 def _label_value(vm: VMachine, spec: Any, lab: Any) -> Any:

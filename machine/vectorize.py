@@ -83,6 +83,8 @@ class VMachine:
         return (idx >= 0) & (idx < self.sizes[i])
 
     def decode(self, codes: np.ndarray) -> list[np.ndarray]:
+        if self.space >= 2 ** 31:
+            codes = codes.astype(np.int64)
         out = []
         for i in range(len(self.sizes)):
             idx = (codes // self.strides[i]) % self.sizes[i]

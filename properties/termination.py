@@ -62,7 +62,7 @@ def _topological_vector(ex: Exploration) -> Peeled | None:
     n = ex.expanded
     if getattr(ex, "forward", False):
         # every edge goes from one BFS level to the next: the levels are a topological order
-        return Peeled([np.arange(a, b) for a, b in ex.levels if b > a and a < n])
+        return Peeled([slice(a, b) for a, b in ex.levels if b > a and a < n])
     dst = ex.e_dst[:ex.edge_start[n]]
     indeg = np.bincount(dst[dst < n], minlength=n).astype(np.int32)
     level = np.nonzero(indeg == 0)[0]
@@ -220,6 +220,20 @@ def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, i
     n = ex.expanded
     best = np.zeros(len(ex.parent), dtype=np.int64)
     for level in reversed(order.levels):
+        if isinstance(level, slice):            # a BFS level: its states and edges are contiguous
+            lo, hi = int(ex.edge_start[level.start]), int(ex.edge_start[level.stop])
+            if hi == lo:
+                continue
+            d = ex.e_dst[lo:hi]
+            w = 1 if weight is None else weight[lo:hi]
+            value = w + np.where(d < n, best[np.minimum(d, n - 1)], 0)
+            counts = np.diff(ex.edge_start[level.start:level.stop + 1])
+            has = counts > 0
+            starts = (ex.edge_start[level.start:level.stop] - lo)[has]
+            top = np.zeros(level.stop - level.start, dtype=np.int64)
+            top[has] = np.maximum(np.maximum.reduceat(value, starts), 0)
+            best[level] = top
+            continue
         edges, owner = _out_edges(ex, level)
         if len(edges) == 0:
             continue
