@@ -15,6 +15,7 @@ expression reads must exist in the action it is evaluated for (after folding
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -401,44 +402,56 @@ class _Gen:
 
 
 def folded(node: ast.expr, action: str | None) -> ast.expr:
-    """`node` with `action == 'x'` decided for this action and and/or/not/if simplified,
-    so a step expression guarded by the action name never reads another action's choices."""
-    def fold(n: ast.AST) -> ast.AST:
-        if isinstance(n, ast.Compare) and len(n.ops) == 1 and action is not None:
-            left, right = n.left, n.comparators[0]
-            if isinstance(left, ast.Name) and left.id == "action" and isinstance(right, ast.Constant):
-                if isinstance(n.ops[0], ast.Eq):
-                    return ast.Constant(action == right.value)
-                if isinstance(n.ops[0], ast.NotEq):
-                    return ast.Constant(action != right.value)
-                if isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(right, ast.Tuple):
-                    pass
-            if isinstance(left, ast.Name) and left.id == "action" and isinstance(right, ast.Tuple) \
-                    and all(isinstance(e, ast.Constant) for e in right.elts):
-                hit = action in [e.value for e in right.elts]
-                return ast.Constant(hit if isinstance(n.ops[0], ast.In) else not hit)
-        if isinstance(n, ast.BoolOp):
-            values = [fold(v) for v in n.values]
-            is_and = isinstance(n.op, ast.And)
-            kept = []
-            for v in values:
-                if isinstance(v, ast.Constant) and isinstance(v.value, bool):
-                    if v.value != is_and:          # False in and / True in or decides it
-                        return ast.Constant(v.value)
-                    continue
-                kept.append(v)
-            if not kept:
-                return ast.Constant(is_and)
-            return kept[0] if len(kept) == 1 else ast.BoolOp(op=n.op, values=kept)
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
-            inner = fold(n.operand)
-            if isinstance(inner, ast.Constant) and isinstance(inner.value, bool):
-                return ast.Constant(not inner.value)
-            return ast.UnaryOp(op=n.op, operand=inner)
-        if isinstance(n, ast.IfExp):
-            test = fold(n.test)
-            if isinstance(test, ast.Constant) and isinstance(test.value, bool):
-                return fold(n.body if test.value else n.orelse)
-            return ast.IfExp(test=test, body=fold(n.body), orelse=fold(n.orelse))
+    """`node` with `action == 'x'` decided for this action and and/or/not/if simplified
+    (anywhere in the tree), so a step expression guarded by the action name never reads
+    another action's choices."""
+    return _Fold(action).visit(copy.deepcopy(node))
+
+
+class _Fold(ast.NodeTransformer):
+    def __init__(self, action: str | None):
+        self.action = action
+
+    def visit_Compare(self, n: ast.Compare) -> ast.AST:
+        self.generic_visit(n)
+        if self.action is None or len(n.ops) != 1:
+            return n
+        left, right, op = n.left, n.comparators[0], n.ops[0]
+        if not (isinstance(left, ast.Name) and left.id == "action"):
+            return n
+        if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
+            return ast.Constant((self.action == right.value) == isinstance(op, ast.Eq))
+        if isinstance(right, ast.Tuple) and all(isinstance(e, ast.Constant) for e in right.elts) \
+                and isinstance(op, (ast.In, ast.NotIn)):
+            hit = self.action in [e.value for e in right.elts]
+            return ast.Constant(hit == isinstance(op, ast.In))
         return n
-    return fold(node)
+
+    def visit_BoolOp(self, n: ast.BoolOp) -> ast.AST:
+        self.generic_visit(n)
+        is_and = isinstance(n.op, ast.And)
+        kept = []
+        for v in n.values:
+            if isinstance(v, ast.Constant) and isinstance(v.value, bool):
+                if v.value != is_and:            # False in and / True in or decides it
+                    return ast.Constant(v.value)
+                continue
+            kept.append(v)
+        if not kept:
+            return ast.Constant(is_and)
+        return kept[0] if len(kept) == 1 else ast.BoolOp(op=n.op, values=kept)
+
+    def visit_UnaryOp(self, n: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(n)
+        if isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Constant) and isinstance(n.operand.value, bool):
+            return ast.Constant(not n.operand.value)
+        return n
+
+    def visit_IfExp(self, n: ast.IfExp) -> ast.AST:
+        test = self.visit(n.test)
+        if isinstance(test, ast.Constant) and isinstance(test.value, bool):
+            return self.visit(n.body if test.value else n.orelse)
+        n.test = test
+        n.body = self.visit(n.body)
+        n.orelse = self.visit(n.orelse)
+        return n
