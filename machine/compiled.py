@@ -239,11 +239,7 @@ def _generate(spec: Spec) -> str:
         w("    r = None")
         for st in a.stages:
             if isinstance(st, SetStage):
-                if not st.assigns:
-                    continue
-                lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
-                rhs = ", ".join(f"({_src(x.value)})" for x in st.assigns)
-                w(f"    {lhs} = {rhs}")
+                emit_set(w, st, _src)
             else:
                 _decide(w, st, a.name, spec)
         w(f"    return {pack}, r\n")
@@ -256,10 +252,7 @@ def _generate(spec: Spec) -> str:
         w(f"    {unpack} = s")
         for st in a.stages:
             if isinstance(st, SetStage):
-                if st.assigns:
-                    lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
-                    rhs = ", ".join(f"({_src(x.value)})" for x in st.assigns)
-                    w(f"    {lhs} = {rhs}")
+                emit_set(w, st, _src)
             else:
                 conds = ", ".join(_src(r.when) if r.when is not None else "True" for r in st.rules)
                 w(f"    return ({conds},)")
@@ -294,6 +287,14 @@ def _generate(spec: Spec) -> str:
     for k, ms in enumerate(spec.measures):
         w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n")
     return "\n".join(out) + "\n"
+
+
+def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], str]) -> None:
+    """A set stage as one simultaneous tuple assignment (every right side sees the old values)."""
+    if st.assigns:
+        lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
+        rhs = ", ".join(f"({render(x.value)})" for x in st.assigns)
+        w(f"    {lhs} = {rhs}")
 
 
 def _decide(w: Callable[[str], None], st: DecideStage, action: str, spec: Spec) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import expr as E
-from .compiled import Machine
+from .compiled import Machine, emit_set
 from .spec import DecideStage, SetStage, Spec
 
 DENSE_LIMIT = 1 << 25        # largest product space indexed by a dense array (4 bytes a slot)
@@ -332,10 +332,7 @@ class _Gen:
             decide_done = False
             for st in a.stages:
                 if isinstance(st, SetStage):
-                    if st.assigns:
-                        lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
-                        rhs = ", ".join(f"({self.src(x.value.py)})" for x in st.assigns)
-                        w(f"    {lhs} = {rhs}")
+                    emit_set(w, st, lambda ex: self.src(ex.py))
                 else:
                     self._decide(w, st, a.name)
                     decide_done = True
@@ -345,10 +342,7 @@ class _Gen:
                 w(f"    {unpack} = V")
                 for st in a.stages:
                     if isinstance(st, SetStage):
-                        if st.assigns:
-                            lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
-                            rhs = ", ".join(f"({self.src(x.value.py)})" for x in st.assigns)
-                            w(f"    {lhs} = {rhs}")
+                        emit_set(w, st, lambda ex: self.src(ex.py))
                     else:
                         conds = ", ".join(self.src(r.when.py) if r.when is not None else "True"
                                           for r in st.rules)
