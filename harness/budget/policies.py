@@ -1,0 +1,267 @@
+"""Three real policies. Each turns the observable view (a deep copy) into ONE action proposal.
+
+A policy only proposes: it never sees the database, the tools or the run state itself,
+and whatever it returns goes through the same gate (harness.budget.gate) - a file or an
+HTTP answer is re-validated exactly like the built-in rules.
+
+- DeterministicPolicy: the fixed camera chain, from the structured task and the
+  observations so far: search -> document -> stock -> reserve -> finish reserved
+  (an info task: search -> document -> finish info); an ambiguous or empty search, or
+  too little stock, makes it abstain.
+- LocalJSONPolicy: a JSON file holding a list of actions, read at the persisted decision
+  index (`decisions`, +1 per prepared tool action, so a resumed run reads on where it
+  stopped); past the end of the list it abstains.
+- HTTPJSONPolicy: urllib POST of {"protocol": "hero-policy-v1", "view": ...} to an
+  explicitly configured URL; the answer is one action object. Boundaries: plain http
+  only to a literal loopback address (127.0.0.0/8 or [::1]), https otherwise; no
+  user:password@ and no #fragment in the URL; no proxies and no redirects; a finite
+  timeout per network wait plus a total deadline per request; at most 65,536 bytes;
+  a JSON content type; valid JSON. Any breach raises, and the runner ends the run
+  in policy_error. Headers (e.g. a token) stay in the policy object: never in the view,
+  the database or a printed step.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from .gate import facts_of
+from .transitions import json_copy
+
+PROTOCOL = "hero-policy-v1"
+MAX_RESPONSE_BYTES = 65_536
+DEFAULT_TIMEOUT = 5.0
+MAX_TIMEOUT = 60.0
+
+
+class PolicyConfigError(ValueError):
+    """A policy that cannot be built from its configuration (refused before any request)."""
+
+
+class PolicyResponseError(RuntimeError):
+    """An HTTP policy's answer broke a boundary (size, type, JSON, time) or never came."""
+
+
+# ------------------------------------------------------------------ action constructors
+
+def tool(name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool", "tool": name, "args": args}
+
+
+def finish(status: str) -> dict[str, Any]:
+    return {"type": "finish", "status": status}
+
+
+def abstain(reason: str) -> dict[str, Any]:
+    return {"type": "abstain", "reason": reason}
+
+
+# ------------------------------------------------------------------ DeterministicPolicy
+
+class DeterministicPolicy:
+    """The fixed chain: a repeatable baseline, not planning."""
+
+    name = "deterministic"
+
+    def next_action(self, view: dict[str, Any]) -> dict[str, Any]:
+        task = view["task"]
+        facts = facts_of(view)
+        if facts.hits is None:
+            return tool("search", query=task["query"])
+        if facts.hit is None:
+            n = len(facts.hits)
+            return abstain(f"the search for {task['query']!r} found {'nothing' if n == 0 else f'{n} items'}; "
+                           "a unique item is needed")
+        if not facts.document:
+            return tool("document", item=facts.hit)
+        if task["goal"] == "info":
+            return finish("info")
+        if facts.receipt is not None:
+            return finish("reserved")
+        if facts.stock is None:
+            return tool("stock", item=facts.hit)
+        if facts.stock.available < task["quantity"]:
+            return abstain(f"only {facts.stock.available} of {facts.hit} available, "
+                           f"{task['quantity']} needed")
+        return tool("reserve", item=facts.hit, quantity=task["quantity"], version=facts.stock.version)
+
+    __call__ = next_action
+
+
+# ------------------------------------------------------------------ LocalJSONPolicy
+
+class LocalJSONPolicy:
+    """Actions from a file, one per decision; the executor re-validates every one."""
+
+    name = "local"
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PolicyConfigError(f"{path}: cannot read the action list: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise PolicyConfigError(f"{path}: the action list is not UTF-8 text (byte {exc.start})") from None
+        try:
+            actions = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PolicyConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        if not isinstance(actions, list):
+            raise PolicyConfigError(f"{path}: the action list must be a JSON list of action objects")
+        self.actions = actions
+
+    def next_action(self, view: dict[str, Any]) -> Any:
+        i = view["decisions"]
+        if 0 <= i < len(self.actions):
+            return json_copy(self.actions[i])
+        return abstain(f"the action list {self.path.name} is exhausted after {len(self.actions)} actions")
+
+    __call__ = next_action
+
+
+# ------------------------------------------------------------------ HTTPJSONPolicy
+
+def check_policy_url(url: Any) -> str:
+    """Refuse, before any connection, a URL the HTTP policy must not talk to."""
+    if not isinstance(url, str) or not url:
+        raise PolicyConfigError("the policy URL must be a non-empty string")
+    if any(c.isspace() or ord(c) < 32 or c == "\\" for c in url):
+        raise PolicyConfigError(f"refused policy URL {url!r}: it contains whitespace, control "
+                                "characters or a backslash")
+    if "#" in url:
+        raise PolicyConfigError(f"refused policy URL {url!r}: a #fragment is not allowed")
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise PolicyConfigError(f"refused policy URL {url!r}: the scheme must be http (loopback only) "
+                                "or https")
+    if "@" in parts.netloc:
+        raise PolicyConfigError(f"refused policy URL {url!r}: user:password@ in a URL is not allowed "
+                                "(pass credentials as headers)")
+    host = parts.hostname
+    if not host:
+        raise PolicyConfigError(f"refused policy URL {url!r}: no host")
+    try:
+        parts.port
+    except ValueError:
+        raise PolicyConfigError(f"refused policy URL {url!r}: the port is not a number in 0..65535") from None
+    if scheme == "http":
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+        if address is None or not address.is_loopback:
+            raise PolicyConfigError(
+                f"refused policy URL {url!r}: plain http only to a loopback address (write 127.0.0.1 "
+                "or [::1], not a name); any other host needs https")
+    return url
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect could lead the view to another address: refuse it."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise PolicyResponseError(f"the policy server answered with a redirect ({code}) to "
+                                  f"{newurl!r}; redirects are refused")
+
+
+class HTTPJSONPolicy:
+    """POST the view to a policy service and read one action back."""
+
+    name = "http"
+
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, headers: dict[str, str] | None = None,
+                 max_bytes: int = MAX_RESPONSE_BYTES, total_timeout: float | None = None):
+        self.url = check_policy_url(url)
+        self.timeout = _seconds(timeout, "timeout")
+        self.total_timeout = _seconds(total_timeout if total_timeout is not None else 3 * self.timeout,
+                                      "total_timeout")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not 1 <= max_bytes <= MAX_RESPONSE_BYTES:
+            raise PolicyConfigError(f"max_bytes must be an integer in 1..{MAX_RESPONSE_BYTES}")
+        self.max_bytes = max_bytes
+        self._headers = {}
+        for k, v in (headers or {}).items():
+            if not isinstance(k, str) or not isinstance(v, str) or any(c in k + v for c in "\r\n\0"):
+                raise PolicyConfigError("headers must be strings without line breaks")
+            self._headers[k] = v
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+        self.round_trips = 0
+
+    def __repr__(self) -> str:               # never shows the headers
+        return f"HTTPJSONPolicy({self.url!r}, timeout={self.timeout})"
+
+    def next_action(self, view: dict[str, Any]) -> Any:
+        check_policy_url(self.url)           # the URL is configuration; re-checked before each request
+        body = json.dumps({"protocol": PROTOCOL, "view": view}).encode("utf-8")
+        request = urllib.request.Request(self.url, data=body, method="POST",
+                                         headers={**self._headers, "Content-Type": "application/json",
+                                                  "Accept": "application/json"})
+        deadline = time.monotonic() + self.total_timeout
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                self.round_trips += 1
+                data = self._read(response, deadline)
+        except PolicyResponseError:
+            raise
+        except urllib.error.HTTPError as exc:
+            self.round_trips += 1
+            raise PolicyResponseError(f"the policy server answered HTTP {exc.code} {exc.reason}") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise PolicyResponseError(f"no answer within the timeout of {self.timeout} s") from None
+            raise PolicyResponseError(f"cannot reach the policy server: {exc.reason}") from None
+        except TimeoutError:
+            raise PolicyResponseError(f"no answer within the timeout of {self.timeout} s") from None
+        except OSError as exc:
+            raise PolicyResponseError(f"the connection to the policy server failed: {exc}") from None
+        try:
+            text = data.decode("utf-8")
+            return json.loads(text, parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise PolicyResponseError(f"the policy server's answer is not valid JSON: {exc}") from None
+
+    __call__ = next_action
+
+    def _read(self, response: Any, deadline: float) -> bytes:
+        ctype = response.headers.get_content_type()
+        if ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
+            raise PolicyResponseError(f"the policy server's answer has content type "
+                                      f"{response.headers.get('Content-Type')!r}, not JSON")
+        length = response.headers.get("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
+            raise PolicyResponseError(f"the policy server's answer is {int(length):,} bytes, more than "
+                                      f"{self.max_bytes:,}")
+        chunks, size = [], 0
+        while True:
+            chunk = response.read(min(8192, self.max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise PolicyResponseError(f"the policy server's answer is larger than {self.max_bytes:,} bytes")
+            if time.monotonic() > deadline:
+                raise PolicyResponseError(f"the policy server's answer took longer than "
+                                          f"{self.total_timeout} s in total")
+        return b"".join(chunks)
+
+
+def _seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= MAX_TIMEOUT:
+        raise PolicyConfigError(f"{what} must be a finite number of seconds in (0, {MAX_TIMEOUT:g}], "
+                                f"got {value!r}")
+    return float(value)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
