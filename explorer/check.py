@@ -9,6 +9,7 @@ expression that cannot be evaluated) cut the exploration short; otherwise it is
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -224,8 +225,23 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                 raise SpecError([Problem(m.spec.path, None, f"--engine vector cannot run this spec: {why}")]) \
                     from None
         else:
+            if options.engine == "vector":
+                return explore_vector(vm, **bounds)
+            # numpy pays per BFS level and per action, so small spaces go faster on the scalar
+            # engine: try it first, and switch only when the space turns out to be large
+            limit = AUTO_SCALAR_STATES if options.max_states is None else min(options.max_states,
+                                                                               AUTO_SCALAR_STATES)
+            started = time.monotonic()
+            ex = explore(m, **{**bounds, "max_states": limit})
+            if ex.complete or ex.stopped_by == "timeout" or limit == options.max_states:
+                return ex
+            if options.timeout is not None:
+                bounds["timeout"] = max(0.0, options.timeout - (time.monotonic() - started))
             return explore_vector(vm, **bounds)
     return explore(m, **bounds)
+
+
+AUTO_SCALAR_STATES = 50_000     # `auto` moves to the vector engine past this many states
 
 
 _BUILTIN_HOLDS = {

@@ -139,7 +139,7 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
         raise loc.error(f"{what} is empty")
     locate = _Locator(text, loc, line_offset_block)
     try:
-        tree = ast.parse(src, mode="eval")
+        tree = _parse(src)
     except SyntaxError as exc:
         hint = ""
         kws = sorted({w for w in _words(src) if keyword.iskeyword(w) and w not in _EXPR_KEYWORDS})
@@ -147,9 +147,34 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
             hint = f" ({kws[0]!r} is a Python keyword: to mean the value, quote it: '{kws[0]}')"
         line = locate(exc.lineno or 1, None)
         raise SpecError([Problem(loc.file, line, f"{what} is not valid syntax{hint}", src)]) from None
+    if "\n" in src and not _parses(src):
+        src = "(" + src + ")"              # continued lines: a parenthesis makes Python accept them
     checker = _Checker(src, scope, loc, locate)
     typ, py = checker.visit(tree.body)
     return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used))
+
+
+def _parses(src: str) -> bool:
+    try:
+        ast.parse(src, mode="eval")
+        return True
+    except SyntaxError:
+        return False
+
+
+def _parse(src: str) -> ast.Expression:
+    """Parse an expression; a YAML block can keep line breaks (more-indented lines of a
+    folded block do), which Python accepts only inside parentheses, so retry with them."""
+    try:
+        return ast.parse(src, mode="eval")
+    except SyntaxError:
+        if "\n" not in src:
+            raise
+        try:
+            return ast.parse("(" + src + ")", mode="eval")
+        except SyntaxError:
+            pass
+        raise
 
 
 class _Locator:

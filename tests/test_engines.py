@@ -76,9 +76,13 @@ def test_engines_agree_when_the_exploration_is_cut_short():
 
 
 def test_vector_engine_is_the_default_where_it_applies(cli):
-    ran = cli("check", ROOT / "bench" / "specs" / "gate_budget.yaml", "-p", "Q=10", "-p", "B=90", "-p", "A=3",
+    small = cli("check", ROOT / "bench" / "specs" / "gate_budget.yaml", "-p", "Q=10", "-p", "B=90", "-p", "A=3",
+                "--format", "json")
+    assert small.json()["runs"][0]["engine"] == "scalar"      # 9,317 states: numpy would only add overhead
+    ran = cli("check", ROOT / "bench" / "specs" / "gate_budget.yaml", "-p", "Q=20", "-p", "B=180", "-p", "A=3",
               "--format", "json")
-    assert ran.json()["runs"][0]["engine"] == "vector"
+    run = ran.json()["runs"][0]
+    assert run["engine"] == "vector" and run["stats"]["states"] == 64827 and run["stats"]["transitions"] == 138915
     loop = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=2", "-p", "max_retries=0",
                "--format", "json")
     assert loop.json()["runs"][0]["engine"] == "scalar"        # bound to code: the scalar engine runs it
