@@ -30,7 +30,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # networkx is imported where a graph is built: it costs startup time
+    import networkx as nx
 
 from machine.compiled import EvalError, Machine
 from machine.errors import Problem, SpecError
@@ -68,6 +71,7 @@ def build_graph(ex: Exploration, *, max_nodes: int | None = None, highlight: Tra
     m: Machine = ex.machine
     total = len(ex.states)
     shown = total if max_nodes is None else min(total, max_nodes)
+    import networkx as nx
     G = nx.DiGraph()
     label_of = m.label
     for i in range(shown):
@@ -269,10 +273,12 @@ def to_mermaid(G: nx.DiGraph) -> str:
 
 
 def to_graphml(G: nx.DiGraph) -> str:
+    import networkx as nx
     return "\n".join(nx.generate_graphml(G)) + "\n"
 
 
 def to_json(G: nx.DiGraph) -> str:
+    import networkx as nx
     try:
         data = nx.node_link_data(G, edges="edges")
     except TypeError:                     # networkx < 3.4 names them "links"

@@ -11,7 +11,6 @@ from array import array
 from collections import deque
 from typing import Any, Callable
 
-import networkx as nx
 import numpy as np
 
 from explorer.engine import Exploration
@@ -114,6 +113,7 @@ def find_lasso(ex: Exploration, order: list[int] | None = None) -> tuple[int, li
     if order is not None:
         return None
     n = ex.expanded
+    import networkx as nx    # only a spec with a cycle needs it; it costs startup time
     g = nx.DiGraph()
     for i in _possibly_cyclic(ex):
         for e in ex.edges_of(i):
