@@ -3,6 +3,8 @@ choice values that never matter, the sweep summary, and the quiet/progress outpu
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from explorer.api import check
@@ -129,7 +131,9 @@ def test_baseline_records_then_catches_a_moved_figure(cli, tmp_path):
     moved = cli("check", spec, "--baseline", base, "--quiet")
     assert moved.out.endswith("-> proved\n")
     assert moved.code == 1
-    assert "figures moved (rerun with --update-baseline to accept)" in moved.err or "figure moved" in moved.err
+    assert re.search(r"baseline .*base\.json: \d+ figures? moved \(rerun with --update-baseline to accept\):",
+                     moved.err)
+    assert ": states " in moved.err and " -> " in moved.err
     spec.write_text(spec.read_text().replace("    count: not obs.ok\n", "    count: obs.ok\n"))
     moved = cli("check", spec, "-p", "max_steps=2", "-p", "max_retries=0", "--baseline", base, "--quiet")
     assert moved.code == 1
