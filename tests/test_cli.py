@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -18,7 +19,9 @@ def test_check_with_no_arguments_checks_the_bundled_specs(cli):
     assert "loop_demo" in ran.out
     demo = [ln for ln in ran.out.splitlines() if "[loop_demo]" in ln]
     assert len(demo) == 10
-    assert ran.out.count("proved:") == len([ln for ln in ran.out.splitlines() if ln.startswith("specs/")])
+    headers = [ln for ln in ran.out.splitlines() if re.search(r"\.yaml  \[\w+\]  ", ln)]
+    assert {re.search(r"\[(\w+)\]", h).group(1) for h in headers} == {"loop_demo", "budget_runner", "gate_chain"}
+    assert ran.out.count("proved:") == len(headers)
     assert "mutant" not in ran.out.lower()
 
 
