@@ -22,7 +22,7 @@ from machine.spec import Spec
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
-from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult
 
 from .engine import Exploration, Finding, ProgressFn, explore
 from .vengine import VExploration, explore_vector

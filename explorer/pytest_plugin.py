@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from machine.errors import SpecError
-from machine.spec import Spec, load_spec
+from machine.spec import load_spec
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
 from . import report

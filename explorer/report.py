@@ -6,7 +6,6 @@ Every output format is built from the same RunResult list; nothing here re-runs 
 from __future__ import annotations
 
 import os
-import re
 from importlib import metadata
 from typing import Any
 

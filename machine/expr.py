@@ -319,7 +319,6 @@ class _Checker:
 
     def v_Compare(self, node: ast.Compare) -> tuple[Type, ast.expr]:
         left_t, left_py = self.visit(node.left)
-        left_node = node.left
         out_ops, out_right = [], []
         if len(node.ops) > 1 and any(isinstance(op, _CMP_IN) for op in node.ops):
             raise self.fail(node, "'in' cannot be chained with another comparison; "
@@ -353,7 +352,7 @@ class _Checker:
                     raise self.fail(node, "comparison not allowed (use ==, !=, <, <=, >, >=, in, not in)")
                 out_ops.append(type(op)())
                 out_right.append(right_py)
-            left_t, left_node = right_t, right
+            left_t = right_t
         return BOOL, ast.Compare(left=left_py, ops=out_ops, comparators=out_right)
 
     def v_IfExp(self, node: ast.IfExp) -> tuple[Type, ast.expr]:

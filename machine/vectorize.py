@@ -21,7 +21,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import expr as E
 from .compiled import Machine, emit_set
 from .spec import DecideStage, SetStage, Spec
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
 from explorer.check import Options, RunResult, check_spec
 from machine.spec import parse_spec
 
