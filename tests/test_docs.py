@@ -47,8 +47,10 @@ def test_readme_command_runs(cli, command, tmp_path, monkeypatch):
 
 def test_readme_sample_output_is_what_check_prints(cli):
     ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=5", "-p", "max_retries=1")
-    line = "proved: 322 states, 420 transitions, 238 terminal, depth 5"
-    assert line in README and line in ran.out
+    for line in ("proved: 322 states, 420 transitions, 238 terminal, depth 5",
+                 "specs/loop_demo.yaml  [loop_demo]  max_steps=5 max_retries=1  "
+                 "(checked the bound code: harness.loop_binding:LoopDemoAdapter)"):
+        assert line in README and line in ran.out
     mutant = cli("check", ROOT / "specs" / "mutants" / "limit_before_observation.yaml",
                  "-p", "max_steps=3", "-p", "max_retries=0")
     row = "3     read_task_cards  obs=one_match   limit     steps=3 observation=one_match decision=limit"
