@@ -22,7 +22,7 @@ from machine.spec import Spec
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
-from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult
+from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .engine import Exploration, Finding, ProgressFn, explore
 from .vengine import VExploration, explore_vector
@@ -331,14 +331,14 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
     count = m.counts.get(name)
     what = "counted transitions" if count is not None else "transitions"
     try:
-        longest, start, edges = T.longest_run(ex, g.order, _weight(ex, name, count, as_int=False))
+        longest, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, count, as_int=False))
     except (EvalError, ZeroDivisionError) as exc:
         return PropertyResult(name, "terminates_within", UNKNOWN,
                               f"not decided: its count expression failed: {exc}")
     if longest > bound:
         return PropertyResult(name, "terminates_within", VIOLATED,
                               f"a run takes {longest} {what}, more than {bound}",
-                              run_trace(ex, start, edges))
+                              _longest_trace(ex, start, edges, end))
     if why:
         return PropertyResult(name, "terminates_within", UNKNOWN,
                               f"not decided (longest so far: {longest} {what}): {why}")
@@ -349,10 +349,10 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
 def _weight(ex: Exploration, name: str, fn: Callable[..., Any] | None, as_int: bool) -> Any:
     """How much an edge counts: 1 each (fn None), 1 where a step expression holds, or its
     value. The vector engine computed these per edge while it swept (None there means 1)."""
-    if isinstance(ex, VExploration):
-        return None if fn is None else ex.weights[name]
     if fn is None:
-        return lambda src, e: 1
+        return None
+    if isinstance(ex, VExploration):
+        return ex.weights[name]
     actions = ex.machine.actions
 
     def weight(src: int, e: int) -> int:
@@ -361,6 +361,11 @@ def _weight(ex: Exploration, name: str, fn: Callable[..., Any] | None, as_int: b
                    *act.step_args[ex.e_combo[e]])
         return value if as_int else (1 if value else 0)
     return weight
+
+
+def _longest_trace(ex: Exploration, start: int, edges: list[int] | None, end: int) -> Trace:
+    """A longest run as a trace: along its edges, or (forward graphs) the BFS path to its end."""
+    return path_trace(ex, end) if edges is None else run_trace(ex, start, edges)
 
 
 def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None) -> dict[str, dict[str, Any]]:
@@ -375,11 +380,11 @@ def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None) -> dict[str
             out[name] = {"value": None, "exact": False, "witness": None, "message": message}
             continue
         try:
-            value, start, edges = T.longest_run(ex, g.order, _weight(ex, name, fn, kinds.get(name) == "sum"))
+            value, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, fn, kinds.get(name) == "sum"))
         except (EvalError, ZeroDivisionError) as exc:
             out[name] = {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
             continue
         exact = why is None
-        out[name] = {"value": value, "exact": exact, "witness": run_trace(ex, start, edges),
+        out[name] = {"value": value, "exact": exact, "witness": _longest_trace(ex, start, edges, end),
                      "message": f"at most {value}" if exact else f"at least {value} ({why})"}
     return out

@@ -123,7 +123,7 @@ class VExploration(Exploration):
         return cache[e]
 
     def attach_lazy(self) -> None:
-        n, ne = len(self.parent), len(self.e_dst)
+        n, ne = len(self.parent), self.transitions
         self.via_action = _Recomputed(self._via, n, 0)
         self.via_combo = _Recomputed(self._via, n, 1)
         self.via_rule = _Recomputed(self._via, n, 2)
@@ -136,9 +136,29 @@ def _full(a: Any, n: int, dtype: Any = None) -> np.ndarray:
     return np.broadcast_to(np.asarray(a, dtype=dtype), (n,))
 
 
+KEEP_EDGES_BELOW = 1_000_000      # transitions; past this a forward graph's edges are not kept
+
+
+class _NeedEdges(Exception):
+    """Edges were dropped as the graph looked forward, and then it was not."""
+
+
 def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: float | None = None,
                    properties: set[str] | None = None, progress: ProgressFn | None = None) -> VExploration:
-    """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`."""
+    """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`.
+
+    While every edge leads one level deeper, the termination analyses need no stored
+    edges, so past KEEP_EDGES_BELOW transitions they are dropped; if a later edge breaks
+    that, the exploration starts again keeping them (weighted measures keep them always)."""
+    bounds = dict(max_states=max_states, timeout=timeout, properties=properties, progress=progress)
+    try:
+        return _explore(vm, keep_edges=bool(vm.edge_weights), **bounds)
+    except _NeedEdges:
+        return _explore(vm, keep_edges=True, **bounds)
+
+
+def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout: float | None,
+             properties: set[str] | None, progress: ProgressFn | None) -> VExploration:
     m = vm.machine
     spec = m.spec
     wanted = (lambda name: properties is None or name in properties)
@@ -193,6 +213,7 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
     e_dst, e_counts, terminal_flags, errored_flags = [], [], [], []
     transitions = 0
     forward = True
+    dropped = False
     stopped = None
     pending: dict[str, tuple[tuple[int, int], Finding]] = {}
 
@@ -303,7 +324,13 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
             parents.append(np.zeros(0, dtype=np.int32))
         offsets.append(total + len(levels[-1]))
         forward = forward and bool((dst >= total).all())    # every edge leads one level deeper
-        e_dst.append(dst.astype(np.int32))
+        if not forward and dropped:
+            raise _NeedEdges()
+        if forward and not keep_edges and transitions + len(dst) > KEEP_EDGES_BELOW:
+            dropped = True
+            e_dst.clear()
+        if not dropped:
+            e_dst.append(dst.astype(np.int32))
         e_counts.append(np.bincount(src_o, minlength=n).astype(np.int32))
         transitions += len(dst)
         _sweep_facts(vm, blocks, ranks, base, dst, fired, cond_true, shadowed_by, choice_sig, rule_name)
@@ -323,7 +350,7 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
     ex.edge_start = np.zeros(len(counts) + 1, dtype=edge_t)
     np.cumsum(counts, out=ex.edge_start[1:])
     del counts
-    ex.e_dst = _flat(e_dst, np.int32)
+    ex.e_dst = None if dropped else _flat(e_dst, np.int32)
     ex.terminal = _flat(terminal_flags, np.uint8)
     ex.errored = _flat(errored_flags, np.uint8)
     ex.weights = {name: np.concatenate(ws) if ws else np.zeros(0, np.int64) for name, ws in weights.items()}

@@ -17,7 +17,7 @@ from explorer.engine import Exploration
 
 
 def _vector(ex: Exploration) -> bool:
-    return isinstance(ex.e_dst, np.ndarray)
+    return hasattr(ex, "forward")          # the vector engine's Exploration
 
 
 def find_deadlock(ex: Exploration) -> int | None:
@@ -185,15 +185,40 @@ def _src(ex: Exploration, edge: int) -> int:
     return lo
 
 
-def longest_run(ex: Exploration, order: list[int],
-                weight: Callable[[int, int], int]) -> tuple[int, int, list[int]]:
+def is_forward(ex: Exploration) -> bool:
+    """Whether every edge leads exactly one BFS level deeper (true of loops driven by a
+    counter). Then the BFS levels are a topological order and the longest run is a
+    shortest path to a deepest state."""
+    if _vector(ex):
+        return bool(getattr(ex, "forward", False))
+    depth = ex.depth
+    for i in range(ex.expanded):
+        want = depth[i] + 1
+        for e in ex.edges_of(i):
+            if depth[ex.e_dst[e]] != want:
+                return False
+    return True
+
+
+def longest_run(ex: Exploration, order: list[int], weight: Any) -> tuple[int, int, list[int] | None, int]:
     """The run from an initial state with the most counted transitions in an acyclic graph.
 
-    `weight(src, edge)` says how much an edge counts (1 for every transition, or 0/1 by a
-    step expression). Returns (count, initial state, the edge indices of that run).
+    `weight(src, edge)` says how much an edge counts (None: every transition counts 1; or
+    0/1 by a step expression; the vector engine passes an array). Returns (count, initial
+    state, the edge indices of that run, the state it ends in). In a forward graph with
+    every transition counted, the run is the BFS path to the first deepest state and the
+    edges are None: no stored edge is needed, and both engines pick the same run.
     """
+    if weight is None and is_forward(ex):
+        deepest = int(np.argmax(np.asarray(ex.depth))) if len(ex.depth) else 0
+        v = deepest
+        while ex.parent[v] != -1:
+            v = int(ex.parent[v])
+        return int(ex.depth[deepest]), v, None, deepest
     if isinstance(order, Peeled):
         return _longest_vector(ex, order, weight)
+    if weight is None:
+        weight = lambda src, e: 1       # noqa: E731
     n = ex.expanded
     best = array("q", bytes(8 * len(ex.states)))
     choice = array("q", [-1]) * len(ex.states)
@@ -211,7 +236,7 @@ def longest_run(ex: Exploration, order: list[int],
     while v < n and choice[v] != -1:
         edges.append(choice[v])
         v = ex.e_dst[choice[v]]
-    return best[start], start, edges
+    return best[start], start, edges, v
 
 
 def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, int, list[int]]:
@@ -256,4 +281,4 @@ def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, i
                 break
         else:
             raise AssertionError("no edge achieves the longest value")
-    return int(best[start]), start, edges
+    return int(best[start]), start, edges, v

@@ -109,3 +109,28 @@ def test_engines_agree_on_random_machines(model):
     scalar = check_machine(m, Options(engine="scalar"))
     vector = check_machine(m, Options(engine="vector"))
     assert _summary(scalar) == _summary(vector)
+
+
+def test_dropping_edges_of_forward_graphs_changes_no_result(monkeypatch):
+    """Past KEEP_EDGES_BELOW transitions a forward graph keeps no edges; a graph that
+    turns out not to be forward is explored again with them. Results never change."""
+    import explorer.vengine as V
+    monkeypatch.setattr(V, "KEEP_EDGES_BELOW", 0)
+    forward = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
+    machines = prepare(forward, Options(pins={"Q": 10, "B": 90, "A": 3}))
+    ex = explore_vector(vectorize(machines[0]))
+    assert ex.forward and ex.e_dst is None                       # nothing stored per edge
+    for scalar, vector, _ in _both(forward, {"Q": 10, "B": 90, "A": 3}):
+        assert scalar == vector
+    for scalar, vector, _ in _both(load_spec(ROOT / "bench" / "specs" / "gate_budget_bug.yaml"),
+                                   {"Q": 10, "B": 50, "A": 3}):        # the bug: a violation, no edges
+        assert scalar == vector
+    branchy = parse_spec(
+        "machine: branchy\nvars: {x: {type: int, min: 0, max: 4, init: 0}}\n"
+        "actions:\n  step: {when: x < 4, do: [{set: {x: x + 1}}]}\n"
+        "  jump: {when: x == 0, do: [{set: {x: 4}}]}\n"
+        "terminal: x == 4\nproperties:\n  within3: {terminates_within: 3}\n", "branchy.yaml")
+    ex = explore_vector(vectorize(CompiledSpec(branchy).instantiate({})))
+    assert not ex.forward and ex.e_dst is not None               # explored again, with edges
+    for scalar, vector, _ in _both(branchy):
+        assert scalar == vector
