@@ -241,7 +241,7 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
     return explore(m, **bounds)
 
 
-AUTO_SCALAR_STATES = 50_000     # `auto` moves to the vector engine past this many states
+AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
 
 
 _BUILTIN_HOLDS = {
