@@ -344,7 +344,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     ex.parent = _flat(parents, np.int32)
     ex.depth = np.repeat(np.arange(len(offsets) - 1, dtype=np.int32), np.diff(offsets))
     ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
-    ex.forward = forward and stopped is None
+    ex.forward = forward        # of every edge seen; a partial graph keeps it for its explored part
     counts = _flat(e_counts, np.int32)
     edge_t = np.int32 if transitions < 2 ** 31 else np.int64
     ex.edge_start = np.zeros(len(counts) + 1, dtype=edge_t)

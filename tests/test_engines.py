@@ -134,3 +134,18 @@ def test_dropping_edges_of_forward_graphs_changes_no_result(monkeypatch):
     assert not ex.forward and ex.e_dst is not None               # explored again, with edges
     for scalar, vector, _ in _both(branchy):
         assert scalar == vector
+
+
+def test_a_partial_exploration_without_stored_edges(monkeypatch):
+    """Edges dropped, then --max-states stops the run: termination stays undecided and the
+    bounds say "at least", exactly as on the scalar engine — no crash."""
+    import explorer.vengine as V
+    monkeypatch.setattr(V, "KEEP_EDGES_BELOW", 0)
+    spec = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
+    for scalar, vector, _ in _both(spec, {"Q": 10, "B": 90, "A": 3}, max_states=3000):
+        assert vector["result"] == "incomplete"
+        value, exact, message, witness = vector["bounds"]["transitions"]
+        assert exact is False and message.startswith(f"at least {value} (")
+        assert len(witness["steps"]) - 1 == value             # a real run of that length
+        assert [p[:3] for p in scalar["properties"]] == [p[:3] for p in vector["properties"]]
+
