@@ -55,6 +55,8 @@ class Exploration:
     reached: dict[str, int] = field(default_factory=dict)           # reachable property -> first state
     rule_counts: dict[str, int] = field(default_factory=dict)
     label_counts: dict[Any, int] = field(default_factory=dict)
+    forward: bool = False            # every edge leads exactly one BFS level deeper
+    fired_by_action: dict[int, dict[str, int]] = field(default_factory=dict)   # action -> rule -> count
 
     @property
     def max_depth(self) -> int:
@@ -133,6 +135,8 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
     actions = m.actions
     e_dst, e_action, e_combo, e_rule = ex.e_dst, ex.e_action, ex.e_combo, ex.e_rule
     rule_counts = ex.rule_counts
+    fired: dict[int, dict] = {}       # every action that fired, with its rules (None: no decide)
+    forward = True
     i = 0
     while i < len(states):
         if max_states is not None and len(states) > max_states:
@@ -142,7 +146,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
             ex.stopped_by = "timeout"
             break
         if progress is not None and (i & 4095) == 0:
-            progress(len(states), ex.transitions, depth[i], len(states) - i, time.monotonic() - started)
+            progress(len(states), len(e_dst), depth[i], len(states) - i, time.monotonic() - started)
         s = states[i]
         ex.edge_start.append(len(e_dst))
         err = 0
@@ -174,6 +178,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                       name, fail)
             if not enabled:
                 continue
+            fired_here = fired.setdefault(act.index, {})
             step = act.step
             for ci, combo in enumerate(act.combos):
                 try:
@@ -201,13 +206,13 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                     ex.via_rule.append(r)
                     depth.append(d_next)
                     check_state(j, t)
+                elif forward and depth[j] != d_next:
+                    forward = False
                 e_dst.append(j)
                 e_action.append(act.index)
                 e_combo.append(ci)
                 e_rule.append(r)
-                ex.transitions += 1
-                if r is not None:
-                    rule_counts[r] += 1
+                fired_here[r] = fired_here.get(r, 0) + 1
                 if step_invs:
                     args = act.step_args[ci]
                     for name, f in step_invs:
@@ -241,6 +246,12 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
         ex.errored.append(err)
         i += 1
     ex.expanded = i
+    ex.forward = forward
+    ex.transitions = len(e_dst)
+    ex.fired_by_action = {a: {r: c for r, c in counts.items() if r is not None} for a, counts in fired.items()}
+    for counts in ex.fired_by_action.values():
+        for r, c in counts.items():
+            rule_counts[r] += c
     ex.edge_start.append(len(e_dst))
     ex.complete = ex.stopped_by is None
     ex.seconds = time.monotonic() - started

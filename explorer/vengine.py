@@ -357,7 +357,8 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     for per_action in fired.values():
         for name, c in per_action.items():
             ex.rule_counts[name] = ex.rule_counts.get(name, 0) + c
-    ex.precomputed = {"fired": fired, "taken": set(fired),
+    ex.fired_by_action = fired
+    ex.precomputed = {
                       "cond_true": cond_true, "shadowed_by": shadowed_by,
                       "choice_groups": {a: _groups(sigs) for a, sigs in choice_sig.items()}}
     for name, _ in indep:

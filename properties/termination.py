@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from explorer.engine import Exploration
 
 
 def _vector(ex: Exploration) -> bool:
-    return hasattr(ex, "forward")          # the vector engine's Exploration
+    return getattr(ex, "vm", None) is not None      # the vector engine's Exploration
 
 
 def find_deadlock(ex: Exploration) -> int | None:
@@ -84,6 +84,8 @@ def topological_order(ex: Exploration) -> list[int] | None:
     """Expanded states in an order where every edge goes forward, or None if there is a cycle."""
     if _vector(ex):
         return _topological_vector(ex)
+    if ex.forward:                         # states are numbered level by level
+        return list(range(ex.expanded))
     n = ex.expanded
     indeg = array("q", bytes(8 * n))
     for e in range(ex.edge_start[n]):
@@ -189,15 +191,7 @@ def is_forward(ex: Exploration) -> bool:
     """Whether every edge leads exactly one BFS level deeper (true of loops driven by a
     counter). Then the BFS levels are a topological order and the longest run is a
     shortest path to a deepest state."""
-    if _vector(ex):
-        return bool(getattr(ex, "forward", False))
-    depth = ex.depth
-    for i in range(ex.expanded):
-        want = depth[i] + 1
-        for e in ex.edges_of(i):
-            if depth[ex.e_dst[e]] != want:
-                return False
-    return True
+    return ex.forward                      # both engines note it while they sweep
 
 
 def longest_run(ex: Exploration, order: list[int], weight: Any) -> tuple[int, int, list[int] | None, int]:

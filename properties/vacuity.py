@@ -43,9 +43,8 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
     """Every dead part of the spec in a complete exploration (call only when complete)."""
     spec = ex.machine.spec
     out: list[Notice] = []
-    pre = getattr(ex, "precomputed", None)      # the vector engine counts these while it sweeps
-    taken = pre["taken"] if pre else set(ex.e_action)
-    fired = pre["fired"] if pre else _fired_by_action(ex)
+    fired = ex.fired_by_action                  # both engines count these while they sweep
+    taken = set(fired)
     for k, act in enumerate(spec.actions):
         if k not in taken:
             out.append(Notice("action", act.name, f"vacuous: action {act.name} (line {act.line}) is never taken",
@@ -59,15 +58,6 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
             if n == 0:
                 out.append(Notice("terminal", label, f"vacuous: terminal {label!r} is never reached",
                                   spec.terminal.line))
-    return out
-
-
-def _fired_by_action(ex: Exploration) -> dict[int, dict[str, int]]:
-    out: dict[int, dict[str, int]] = {}
-    for a, r in zip(ex.e_action, ex.e_rule):
-        if r is not None:
-            counts = out.setdefault(a, {})
-            counts[r] = counts.get(r, 0) + 1
     return out
 
 
