@@ -83,6 +83,7 @@ class Machine:
     inactive: set[str] = field(default_factory=set)   # properties whose `when` is false here
     measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
     rule_conditions: dict[int, Callable[..., tuple]] = field(default_factory=dict)  # action -> each rule's `when`
+    all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
     bound_to: str | None = None                       # the adapter whose code the actions run
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
@@ -206,6 +207,7 @@ class CompiledSpec:
         for ai, a in enumerate(spec.actions):
             if a.decide is not None:
                 m.rule_conditions[ai] = g[f"conds_{ai}"]
+        m.all_invariants = ([p.name for p in spec.properties if p.kind == "invariant"], g["all_invariants"])
         for k, (label, ex) in enumerate(spec.replay):
             bare_choice = isinstance(ex.py, ast.Subscript) and isinstance(ex.py.value, ast.Name) \
                 and ex.py.value.id.startswith("c_") and ex.py.slice.value == 0 and ex.text.isidentifier()
@@ -282,6 +284,11 @@ def _generate(spec: Spec) -> str:
             w(f"def prop_{k}({step_params}):\n    return {_src(p.expr)}\n")
         elif p.kind == "terminates_within" and p.count is not None:
             w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n")
+    invariants = [p for p in spec.properties if p.kind == "invariant"]
+    w("def all_invariants(s):")          # one call per state checks them all (the fast path)
+    for k, p in enumerate(invariants):
+        w(f"    if not ({_src(p.expr)}):\n        return {k}")
+    w("    return -1\n")
     for k, (_, ex) in enumerate(spec.replay):
         w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n")
     for k, ms in enumerate(spec.measures):
