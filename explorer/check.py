@@ -22,7 +22,7 @@ from machine.spec import Spec
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
-from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+from properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .engine import Exploration, Finding, ProgressFn, explore
 from .vengine import VExploration, explore_vector
@@ -163,13 +163,13 @@ def check_machine(m: Machine, options: Options) -> RunResult:
 
     results: list[PropertyResult] = []
     for name in spec.builtins:
-        results.append(_from_finding(ex, name, "builtin", None, why, _BUILTIN_HOLDS[name]))
+        results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
     for p in spec.properties:
         if p.name not in selected:
             continue
         if p.kind in ("invariant", "step_invariant", "variant", "independent"):
-            r = _from_finding(ex, p.name, p.kind, p.line, why, _HOLDS[p.kind])
+            r = _from_finding(ex, p.name, p.kind, p.line, why, KIND_TEXT[p.kind])
         elif p.kind == "reachable":
             r = _reachable(ex, p.name, why)
         elif p.kind == "terminates":
@@ -244,19 +244,6 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
 
 
-_BUILTIN_HOLDS = {
-    "domains": "every variable stays inside its declared domain",
-    "well_defined": "every expression evaluates and every decide table has a matching rule",
-    "bound_code": "the bound code ran on every reachable state and choice, deterministically",
-}
-_HOLDS = {
-    "invariant": "true in every reachable state",
-    "step_invariant": "true for every transition",
-    "variant": "strictly increases on every non-terminal transition and stays within its bound",
-    "independent": "no transition depends on the ignored vars",
-}
-
-
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -297,7 +284,7 @@ class _Graph:
         self._done = True
         self.deadlock = T.find_deadlock(self.ex)
         self.order = T.topological_order(self.ex)
-        self.lasso = T.find_lasso(self.ex, self.order)
+        self.lasso = T.find_lasso(self.ex) if self.order is None else None   # only a cyclic graph has one
 
 
 def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str) -> PropertyResult | None:

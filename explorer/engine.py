@@ -173,8 +173,10 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
             fail("well_defined", Finding(i, f"terminal: {exc}"))
             term, err = False, 1
         ex.terminal.append(1 if term else 0)
-        for k, (name, keep) in enumerate(independents):
-            _same(seen_outcomes[k], (tuple(s[x] for x in keep), "terminal"), term, i, None, name, fail)
+        # this state up to each independence property's ignored vars, projected once
+        kept = [tuple(s[x] for x in keep) for _, keep in independents]
+        for k, (name, _) in enumerate(independents):
+            _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, fail)
         if term:
             if label is not None:
                 lab = label(s)
@@ -190,9 +192,8 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                 fail("well_defined", Finding(i, f"guard of {act.name}: {exc}"))
                 err = 1
                 continue
-            for k, (name, keep) in enumerate(independents):
-                _same(seen_outcomes[k], (tuple(s[x] for x in keep), act.index), enabled, i, None,
-                      name, fail)
+            for k, (name, _) in enumerate(independents):
+                _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, fail)
             if not enabled:
                 continue
             fired_here = fired.setdefault(act.index, {})
@@ -258,7 +259,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                                               f"bound {bound}", (act.index, ci, r, t)))
                 for k, (name, keep) in enumerate(independents):
                     outcome = (tuple(t[x] for x in keep), r)
-                    _same(seen_outcomes[k], (tuple(s[x] for x in keep), act.index, ci), outcome, i,
+                    _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
                           (act.index, ci, r, t), name, fail)
         ex.errored.append(err)
         i += 1

@@ -40,27 +40,14 @@ from pathlib import PurePosixPath, PureWindowsPath, Path
 from typing import Any
 from urllib.parse import quote
 
+from properties.kinds import BUILTIN_TEXT, KIND_TEXT
+
 from . import findings as F
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT = "haltproof/v1"
 SCENARIO_RULE = "haltproof/scenario"
 EXPECT_RULE = "haltproof/expect"
-
-_KIND_TEXT = {
-    "invariant": "an invariant: true in every reachable state",
-    "step_invariant": "a step invariant: true for every transition",
-    "reachable": "some reachable state satisfies it",
-    "terminates": "every run reaches a terminal state: no deadlock, no cycle among non-terminal states",
-    "terminates_within": "every run ends within a bound on its transitions",
-    "variant": "a ranking strictly increases on every non-terminal transition and stays within its bound",
-    "independent": "no transition depends on the ignored vars",
-}
-_BUILTIN_TEXT = {
-    "domains": "every variable stays inside its declared domain (never clamped or wrapped)",
-    "well_defined": "every expression evaluates and every decide table has a matching rule",
-}
-
 
 def _is_absolute(path: str) -> bool:
     return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute()
@@ -160,7 +147,7 @@ class _Rules:
                 rule["shortDescription"] = {"text": description}
                 rule["properties"]["described"] = True
             return self.index[rule_id]
-        text = _BUILTIN_TEXT.get(rule_id) if kind == "builtin" else _KIND_TEXT.get(kind)
+        text = BUILTIN_TEXT.get(rule_id) if kind == "builtin" else KIND_TEXT.get(kind)
         short = description or text or rule_id
         full = f"{short} (haltproof property kind: {kind})"
         if description and text:

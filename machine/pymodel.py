@@ -126,10 +126,6 @@ class Model:
     def terminal(self, s: dict[str, Any], p: dict[str, int]) -> bool:
         return False
 
-    def label(self, s: dict[str, Any], p: dict[str, int]) -> Any:
-        """Optional: a terminal state's label, counted under coverage."""
-        return None
-
 
 # ---------------------------------------------------------------- turning it into a Spec
 

@@ -177,9 +177,6 @@ class Spec:
         """The built-in properties checked on this spec."""
         return BUILTIN_PROPERTIES + (("bound_code",) if self.bind or self.python else ())
 
-    def var_index(self, name: str) -> int:
-        return next(i for i, v in enumerate(self.vars) if v.name == name)
-
     def action(self, name: str) -> Action | None:
         return next((a for a in self.actions if a.name == name), None)
 

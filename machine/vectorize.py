@@ -53,6 +53,7 @@ class VMachine:
     lows: list[int]
     kinds: list[str]
     local: list[np.ndarray | None]        # enum: global id -> local index (-1 if not a value)
+    values_of: list[np.ndarray | None]    # enum: local index -> global id
     space: int
     actions: list[VAction]
     is_terminal: Callable[[list], Any]
@@ -105,9 +106,6 @@ class VMachine:
             return bool(value)
         return self.lits[int(value)]
 
-    def state_tuple(self, arrays: list, row: int) -> tuple:
-        return tuple(self.to_python(i, np.broadcast_to(a, (row + 1,))[row] if np.ndim(a) else a)
-                     for i, a in enumerate(arrays))
 
 
 def vectorize(m: Machine) -> VMachine:
@@ -152,10 +150,10 @@ def vectorize(m: Machine) -> VMachine:
                   for combo in a.combos]
         actions.append(VAction(a.name, ai, g.get(f"vguard_{ai}"), g[f"vstep_{ai}"], g.get(f"vconds_{ai}"),
                                combos))
-    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, space, actions,
+    values_of = [np.array([gid[x] for x in v.values], dtype=np.int64) if v.kind == "enum" else None
+                 for v in spec.vars]
+    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, values_of, space, actions,
                   g["vterminal"], g.get("vlabel"))
-    vm.values_of = [np.array([gid[x] for x in v.values], dtype=np.int64) if v.kind == "enum" else None
-                    for v in spec.vars]
     for k, p in enumerate(spec.properties):
         if p.name in m.inactive:
             continue

@@ -15,15 +15,19 @@ HOLDS = "holds"
 VIOLATED = "violated"
 UNKNOWN = "unknown"
 
-KIND_TEXT = {
-    "invariant": "always true in every reachable state",
+KIND_TEXT = {     # what "holds" means for each kind: the message of a holding property, and its rule text in SARIF
+    "invariant": "true in every reachable state",
     "step_invariant": "true for every transition",
     "reachable": "some reachable state satisfies it",
-    "terminates": "no deadlock and no cycle among non-terminal states",
-    "terminates_within": "terminates, and no run takes more than N counted transitions",
-    "variant": "the ranking strictly increases on every non-terminal transition, within its bound",
-    "independent": "transitions do not depend on the named vars",
-    "builtin": "built in: always checked",
+    "terminates": "every run reaches a terminal state: no deadlock, no cycle among non-terminal states",
+    "terminates_within": "every run ends within a bound on its transitions",
+    "variant": "strictly increases on every non-terminal transition and stays within its bound",
+    "independent": "no transition depends on the ignored vars",
+}
+BUILTIN_TEXT = {  # the same for the built-in properties
+    "domains": "every variable stays inside its declared domain (never clamped or wrapped)",
+    "well_defined": "every expression evaluates and every decide table has a matching rule",
+    "bound_code": "the bound code ran on every reachable state and choice, deterministically",
 }
 
 

@@ -106,14 +106,12 @@ def topological_order(ex: Exploration) -> list[int] | None:
     return order if len(order) == n else None
 
 
-def find_lasso(ex: Exploration, order: list[int] | None = None) -> tuple[int, list[int]] | None:
+def find_lasso(ex: Exploration) -> tuple[int, list[int]] | None:
     """A cycle among expanded states, reached by a shortest prefix.
 
     Returns (state where the cycle starts, the edge indices around the cycle), choosing
     the cycle state of least BFS depth and the shortest cycle through it.
     """
-    if order is not None:
-        return None
     n = ex.expanded
     import networkx as nx    # only a spec with a cycle needs it; it costs startup time
     g = nx.DiGraph()
