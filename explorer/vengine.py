@@ -16,7 +16,7 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,9 +67,11 @@ class VExploration(Exploration):
     first reached) and `e_action`/`e_combo`/`e_rule` (what each edge is) are recomputed with
     the scalar step functions when a trace asks for them."""
 
+    first_stuck: int | None = None   # the first expanded state with no way on (found while sweeping)
+
     @property
     def max_depth(self) -> int:
-        return int(self.depth.max()) if len(self.depth) else 0
+        return self.depth.max()
 
     def edges_of(self, i: int) -> range:
         return range(int(self.edge_start[i]), int(self.edge_start[i + 1]))
@@ -132,11 +134,55 @@ class VExploration(Exploration):
         self.e_rule = _Recomputed(self._edge, ne, 2)
 
 
+class LevelDepth:
+    """`ex.depth[i]` read off the BFS level boundaries: states are numbered level by level,
+    so a per-state array (4 bytes a state) would repeat what the boundaries say."""
+
+    def __init__(self, offsets: list[int]):
+        self.ends = np.asarray(offsets[1:], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.ends[-1]) if len(self.ends) else 0
+
+    def __getitem__(self, i: int) -> int:
+        return int(np.searchsorted(self.ends, i, side="right"))
+
+    def max(self) -> int:
+        filled = np.flatnonzero(np.diff(np.concatenate([[0], self.ends])) > 0)
+        return int(filled[-1]) if len(filled) else 0
+
+    def first_deepest(self) -> int:
+        """The first state of the deepest level."""
+        depth = self.max()
+        return int(self.ends[depth - 1]) if depth else 0
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        starts = np.concatenate([[0], self.ends])
+        out = np.repeat(np.arange(len(self.ends), dtype=np.int32), np.diff(starts))
+        return out if dtype is None else out.astype(dtype)
+
+
 def _full(a: Any, n: int, dtype: Any = None) -> np.ndarray:
+    """`a` as an array of n rows (a generated function returns a scalar for a constant)."""
+    if type(a) is np.ndarray and a.shape == (n,) and (dtype is None or a.dtype == dtype):
+        return a                            # the common case; broadcast_to costs microseconds
     return np.broadcast_to(np.asarray(a, dtype=dtype), (n,))
 
 
 KEEP_EDGES_BELOW = 1_000_000      # transitions; past this a forward graph's edges are not kept
+
+
+class _Block:
+    """The successful transitions of one (action, choice combination) from one level:
+    frontier positions of their sources (ascending), successor vars, rule ids, source
+    vars and successor codes, row for row."""
+
+    __slots__ = ("pos", "k", "ai", "ci", "T", "rule", "G", "codes", "forward")
+
+    def __init__(self, pos: np.ndarray, k: int, ai: int, ci: int, T: list, rule: np.ndarray, G: list,
+                 codes: np.ndarray):
+        self.pos, self.k, self.ai, self.ci, self.T, self.rule, self.G, self.codes = pos, k, ai, ci, T, rule, G, codes
+        self.forward = True
 
 
 class _NeedEdges(Exception):
@@ -200,16 +246,19 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                 if len(hit):
                     ex.reached[name] = offset + int(hit[0])
 
-    index_of = np.full(vm.space, -1, dtype=np.int32)
+    index_of = np.full(vm.space, UNSEEN, dtype=np.int32)
+    scratch = _Scratch()
     init_codes = vm.encode([np.array([vm.gid[s[i]] if vm.kinds[i] == "enum" else s[i] for s in m.inits])
                             for i in range(nvars)])
     _, first = np.unique(init_codes, return_index=True)
-    init_codes = init_codes[np.sort(first)]
-    levels = [init_codes.astype(code_t)]
+    init_codes = init_codes[np.sort(first)].astype(code_t)
+    levels = [init_codes]
     parents = [np.full(len(init_codes), -1, dtype=np.int32)]
     index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
     offsets = [0, len(init_codes)]
-    check_states(vm.decode(init_codes), 0)
+    S = vm.decode(init_codes)                  # the frontier's vars, decoded once per state
+    check_states(S, 0)
+    nkeys = sum(len(a.combos) for a in vm.actions)
     e_dst, e_counts, terminal_flags, errored_flags = [], [], [], []
     transitions = 0
     forward = True
@@ -222,6 +271,9 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
             pending[name] = (order, finding)
 
     while True:
+        for name, (_, finding) in pending.items():    # the earliest of the level just swept
+            ex.findings.setdefault(name, finding)
+        pending.clear()
         base, total = offsets[-2], offsets[-1]
         frontier = levels[-1]
         n = len(frontier)
@@ -233,15 +285,18 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
         if deadline is not None and time.monotonic() > deadline:
             stopped = "timeout"
             break
-        S = vm.decode(frontier)
-        term = _full(vm.is_terminal(S), n, bool).copy()
+        term = _full(vm.is_terminal(S), n, bool)
         terminal_flags.append(term.astype(np.uint8))
         if vm.label is not None and term.any():
             labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
             for lab, c in zip(labels, counts):
                 key = _label_value(vm, spec, lab)
                 ex.label_counts[key] = ex.label_counts.get(key, 0) + int(c)
-        live = np.nonzero(~term)[0]
+        if term.any():
+            live = np.flatnonzero(~term)
+            L = [a[live] for a in S]
+        else:
+            live, L = np.arange(n), S
         errored = np.zeros(n, dtype=np.uint8)
         blocks = []
         key = 0
@@ -250,10 +305,12 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
             events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * nslots, term.astype(np.int64),
                                  None))
         for act in vm.actions:
-            L = [a[live] for a in S]
             if act.guard is not None and len(live):
                 g = _full(act.guard(L), len(live), bool)
-                pos, G = live[g], [a[g] for a in L]
+                if g.all():
+                    pos, G = live, L
+                else:
+                    pos, G = live[g], [a[g] for a in L]
             else:
                 g = np.ones(len(live), dtype=bool)
                 pos, G = live, L
@@ -265,92 +322,106 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                 k, key = key, key + 1
                 if len(pos) == 0:
                     continue
+                size = len(pos)
                 T, rule, unmatched = act.step(G, *combo)
-                T = [_full(t, len(pos)) for t in T]
-                rule = _full(rule, len(pos), np.int64)
-                ok = ~_full(unmatched, len(pos), bool)
-                if not ok.all():
-                    r0 = int(np.nonzero(~ok)[0][0])
+                rule = _full(rule, size, np.int64)
+                ok = None
+                if np.any(unmatched):
+                    ok = ~_full(unmatched, size, bool)
+                    r0 = int(np.flatnonzero(~ok)[0])
                     decided = spec.vars[spec.actions[act.index].decide.var].name
                     candidate("well_defined", (int(pos[r0]), k),
                               Finding(base + int(pos[r0]), f"action {act.name} with {_labels(m, act.index, ci)}: "
                                       f"no rule of the decide table of action {act.name} (deciding {decided}) "
                                       "matched", (act.index, ci, None, None)))
                     errored[pos[~ok]] = 1
-                for i in range(nvars):
-                    out = ok & ~vm.in_domain(i, T[i])
+                # a var the step did not assign is the very array it was given: nothing to check
+                # or encode; the successor's code is the source's plus each changed var's shift
+                codes = frontier[pos]
+                T = [t if t is G[i] else _full(t, size) for i, t in enumerate(T)]
+                for i, t in enumerate(T):
+                    if t is G[i]:
+                        continue
+                    out = ~vm.in_domain(i, t)
+                    if ok is not None:
+                        out &= ok
                     if out.any():
-                        r0 = int(np.nonzero(out)[0][0])
-                        value = _raw(vm, i, T[i][r0])
+                        r0 = int(np.flatnonzero(out)[0])
+                        value = _raw(vm, i, t[r0])
                         candidate("domains", (int(pos[r0]), k),
                                   Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
                                           f"domain {m.domain_text(i)}",
                                           (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
                         errored[pos[out]] = 1
-                        ok = ok & ~out
-                sel = np.nonzero(ok)[0]
-                if len(sel):
-                    blocks.append((pos[sel], k, act.index, ci, [t[sel] for t in T], rule[sel], [g[sel] for g in G]))
-        for name, (_, finding) in pending.items():
-            ex.findings.setdefault(name, finding)
-        pending.clear()
+                        ok = ~out if ok is None else ok & ~out
+                    codes = codes + vm.shift(i, t, G[i])
+                bpos, bG = pos, G
+                if ok is not None:
+                    sel = np.flatnonzero(ok)
+                    if not len(sel):
+                        continue
+                    bpos, codes, rule = pos[sel], codes[sel], rule[sel]
+                    T, bG = [t[sel] for t in T], [a[sel] for a in G]
+                blocks.append(_Block(bpos, k, act.index, ci, T, rule, bG, codes.astype(code_t, copy=False)))
         errored_flags.append(errored)
+        counts = np.zeros(n, dtype=np.int32)
+        for b in blocks:
+            counts[b.pos] += 1                  # a source appears at most once per block
+        if ex.first_stuck is None:
+            stuck = np.flatnonzero((counts == 0) & ~term & (errored == 0))
+            if len(stuck):
+                ex.first_stuck = base + int(stuck[0])
+        if not dropped:
+            e_counts.append(counts)
         if not blocks:
-            e_counts.append(np.zeros(n, dtype=np.int32))
             levels.append(np.zeros(0, dtype=code_t))
             offsets.append(total)
             continue
-        block_codes = [vm.encode(b[4]).astype(code_t) for b in blocks]
         if indep:
-            _transition_events(vm, blocks, block_codes, base, indep, projected, slots, nslots, events)
-        src_o, succ_o, ranks = _edge_order(blocks, block_codes, n, key, code_t)
-        del block_codes
-        dst = index_of[succ_o]
-        fresh = np.nonzero(dst < 0)[0]
-        if len(fresh):
-            # first discovery without sorting: each new code keeps its smallest edge position
-            fc = succ_o[fresh]
-            index_of[fc] = np.iinfo(np.int32).max
-            np.minimum.at(index_of, fc, fresh.astype(np.int32))
-            firsts = fresh[index_of[fc] == fresh]
-            new_codes = succ_o[firsts]
-            index_of[new_codes] = np.arange(total, total + len(new_codes), dtype=np.int32)
-            levels.append(new_codes)
-            parents.append((base + src_o[firsts]).astype(np.int32))
-            check_states(vm.decode(new_codes), total)
-            dst = index_of[succ_o]
-        else:
-            levels.append(np.zeros(0, dtype=code_t))
-            parents.append(np.zeros(0, dtype=np.int32))
-        offsets.append(total + len(levels[-1]))
-        forward = forward and bool((dst >= total).all())    # every edge leads one level deeper
+            _transition_events(vm, blocks, base, indep, projected, slots, nslots, events)
+        new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
+        forward = forward and all(b.forward for b in blocks)   # every edge leads one level deeper
         if not forward and dropped:
             raise _NeedEdges()
-        if forward and not keep_edges and transitions + len(dst) > KEEP_EDGES_BELOW:
+        levels.append(new_codes)
+        parents.append((base + new_parents).astype(np.int32))
+        offsets.append(total + len(new_codes))
+        ranks = None
+        nedges = sum(len(b.pos) for b in blocks)
+        if forward and not keep_edges and transitions + nedges > KEEP_EDGES_BELOW:
             dropped = True
             e_dst.clear()
+            e_counts.clear()
         if not dropped:
-            e_dst.append(dst.astype(np.int32))
-        e_counts.append(np.bincount(src_o, minlength=n).astype(np.int32))
-        transitions += len(dst)
-        _sweep_facts(vm, blocks, ranks, base, dst, fired, cond_true, shadowed_by, choice_sig, rule_name)
-        _transition_checks(vm, ex, blocks, ranks, base, step_props, variants, weights, spec, len(dst))
+            succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+            e_dst.append(index_of[succ_o])
+        transitions += nedges
+        _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig, rule_name)
+        _transition_checks(vm, ex, blocks, ranks, nkeys, base, step_props, variants, weights, spec, nedges,
+                           candidate)
+        S = vm.decode(new_codes)
+        check_states(S, total)
         if progress is not None:
             progress(offsets[-1], transitions, len(offsets) - 2, offsets[-1] - total, time.monotonic() - started)
+    for name, (_, finding) in pending.items():
+        ex.findings.setdefault(name, finding)
     ex.expanded = offsets[-2] if stopped is None else base
     del index_of
     ex.codes = _flat(levels, code_t)           # each list is joined and dropped in turn, so
     ex.states = LazyStates(vm, ex.codes)       # the peak holds one array twice, not all of them
     ex.parent = _flat(parents, np.int32)
-    ex.depth = np.repeat(np.arange(len(offsets) - 1, dtype=np.int32), np.diff(offsets))
+    ex.depth = LevelDepth(offsets)
     ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
     ex.forward = forward        # of every edge seen; a partial graph keeps it for its explored part
-    counts = _flat(e_counts, np.int32)
-    edge_t = np.int32 if transitions < 2 ** 31 else np.int64
-    ex.edge_start = np.zeros(len(counts) + 1, dtype=edge_t)
-    np.cumsum(counts, out=ex.edge_start[1:])
-    del counts
-    ex.e_dst = None if dropped else _flat(e_dst, np.int32)
+    if dropped:                 # nothing reads edges then; deadlocks were found while sweeping
+        ex.edge_start = ex.e_dst = None
+    else:
+        counts = _flat(e_counts, np.int32)
+        edge_t = np.int32 if transitions < 2 ** 31 else np.int64
+        ex.edge_start = np.zeros(len(counts) + 1, dtype=edge_t)
+        np.cumsum(counts, out=ex.edge_start[1:])
+        del counts
+        ex.e_dst = _flat(e_dst, np.int32)
     ex.terminal = _flat(terminal_flags, np.uint8)
     ex.errored = _flat(errored_flags, np.uint8)
     ex.weights = {name: np.concatenate(ws) if ws else np.zeros(0, np.int64) for name, ws in weights.items()}
@@ -392,16 +463,16 @@ def _project(vm: VMachine, codes: np.ndarray, ignored: list[int]) -> np.ndarray:
     return c
 
 
-def _transition_events(vm: VMachine, blocks: list, codes: list[np.ndarray], base: int, indep: list,
+def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: list,
                        projected: dict, slots: list, nslots: int, events: dict) -> None:
     width = len(vm.lits) + 1
-    for (pos, _k, ai, ci, T, rule, G), succ in zip(blocks, codes):
-        size = len(pos)
-        slot = slots[ai][1][ci]
+    for b in blocks:
+        size = len(b.pos)
+        slot = slots[b.ai][1][b.ci]
         for name, xs in indep:
-            outcome = _project(vm, succ, xs) * width + (rule + 1)
-            events[name].append((base + pos, np.full(size, slot, np.int64),
-                                 projected[name][pos] * nslots + slot, outcome, (ai, ci, rule, T)))
+            outcome = _project(vm, b.codes, xs) * width + (b.rule + 1)
+            events[name].append((base + b.pos, np.full(size, slot, np.int64),
+                                 projected[name][b.pos] * nslots + slot, outcome, (b.ai, b.ci, b.rule, b.T)))
 
 
 def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
@@ -462,28 +533,87 @@ def _enabled_first(parts: list[tuple], k: int) -> bool:
 
 
 DENSE_SLOTS = 1 << 24
+UNSEEN = np.iinfo(np.int32).max     # the index of a code not reached yet
 
 
-def _edge_order(blocks: list, codes: list[np.ndarray], n: int, nkeys: int,
-                code_t: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """This level's transitions in the scalar engine's order (source, action, combo):
-    their sources, successor codes, and for each block where its rows landed."""
-    slots = [b[0].astype(np.int64) * nkeys + b[1] for b in blocks]
+class _Scratch:
+    """One table of a slot per (source, action-combo) reused level after level: a fresh
+    array per level would cost its page faults every time."""
+
+    def __init__(self) -> None:
+        self.table = np.zeros(0, dtype=np.int64)
+
+    def slots(self, n: int) -> np.ndarray:
+        """The first n slots, all -1."""
+        if len(self.table) < n:
+            self.table = np.empty(max(n, 2 * len(self.table)), dtype=np.int64)
+        view = self.table[:n]
+        view.fill(-1)
+        return view
+
+
+def _discover(blocks: list[_Block], index_of: np.ndarray, n: int, nkeys: int, total: int,
+              scratch: _Scratch) -> tuple[np.ndarray, np.ndarray]:
+    """Index the states this level reaches first, in the scalar engine's order (by source,
+    then action and choice combination): their codes and the frontier position of the
+    source that found each. Notes per block whether every edge leads to a new state."""
+    found_codes, found_keys = [], []
+    for b in blocks:
+        fresh = index_of[b.codes] == UNSEEN
+        b.forward = bool(fresh.all())
+        if b.forward:
+            found_codes.append(b.codes)
+            found_keys.append(b.pos * nkeys + b.k)
+        elif fresh.any():
+            found_codes.append(b.codes[fresh])
+            found_keys.append(b.pos[fresh] * nkeys + b.k)
+    if not found_codes:
+        return np.zeros(0, dtype=index_of.dtype), np.zeros(0, dtype=np.int64)
+    codes = np.concatenate(found_codes)
+    keys = np.concatenate(found_keys)
+    slots = n * nkeys
+    if slots < UNSEEN:
+        order_known, rank = False, keys.astype(np.int32)
+    else:                                   # keys too wide for the int32 index: rank them first
+        order = np.argsort(keys, kind="stable")
+        codes, keys = codes[order], keys[order]
+        order_known, rank = True, np.arange(len(keys), dtype=np.int32)
+    # the unseen codes' index entries serve as scratch: each keeps its smallest (first) key
+    np.minimum.at(index_of, codes, rank)
+    first = index_of[codes] == rank
+    codes, keys = codes[first], keys[first]
+    if not order_known:
+        if slots <= DENSE_SLOTS:            # sort by scattering into one slot per key
+            table = scratch.slots(slots)
+            table[keys] = codes
+            keys = np.flatnonzero(table >= 0)
+            codes = table[keys].astype(codes.dtype)
+        else:
+            order = np.argsort(keys)
+            codes, keys = codes[order], keys[order]
+    index_of[codes] = np.arange(total, total + len(codes), dtype=np.int32)
+    return codes, keys // nkeys
+
+
+def _edge_order(blocks: list[_Block], n: int, nkeys: int, code_t: Any,
+                scratch: _Scratch) -> tuple[np.ndarray, list[np.ndarray]]:
+    """This level's successor codes in the scalar engine's edge order (source, action,
+    combo), and for each block where its rows landed."""
+    slots = [b.pos * nkeys + b.k for b in blocks]
     if n * nkeys <= DENSE_SLOTS:          # scatter into one slot per (source, action-combo)
-        table = np.full(n * nkeys, -1, dtype=np.int64)
-        for sl, c in zip(slots, codes):
-            table[sl] = c
+        table = scratch.slots(n * nkeys)
+        for sl, b in zip(slots, blocks):
+            table[sl] = b.codes
         used = table >= 0
-        valid = np.nonzero(used)[0]
-        succ = table[valid].astype(code_t)
-        rank_of = np.cumsum(used) - 1           # a used slot's position among the used ones
-        return valid // nkeys, succ, [rank_of[sl] for sl in slots]
+        valid = np.flatnonzero(used)
+        rank_of = np.cumsum(used, dtype=np.int32) - 1      # a used slot's position among the used ones
+        return table[valid].astype(code_t), [rank_of[sl] for sl in slots]
     flat = np.concatenate(slots)
     order = np.argsort(flat, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     cuts = np.cumsum([len(sl) for sl in slots])[:-1]
-    return flat[order] // nkeys, np.concatenate(codes)[order], np.split(rank, cuts)
+    return np.concatenate([b.codes for b in blocks])[order], np.split(rank, cuts)
 
 
 def _flat(parts: list, dtype: Any) -> np.ndarray:
@@ -493,17 +623,18 @@ def _flat(parts: list, dtype: Any) -> np.ndarray:
     return out
 
 
-def _sweep_facts(vm: VMachine, blocks: list, ranks: list, base: int, dst_sorted: np.ndarray,
-                 fired: dict, cond_true: dict, shadowed_by: dict, choice_sig: dict, rule_name: dict) -> None:
+def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, cond_true: dict,
+                 shadowed_by: dict, choice_sig: dict, rule_name: dict) -> None:
     """Coverage facts the vacuity analysis needs, gathered while the blocks are at hand."""
-    for (pos, _k, ai, ci, T, rule, G), rank in zip(blocks, ranks):
+    for b in blocks:
+        pos, ai, ci, rule, G = b.pos, b.ai, b.ci, b.rule, b.G
         size = len(pos)
-        dst = dst_sorted[rank]
         counts = fired.setdefault(ai, {})
-        if len(rule) and rule.max() >= 0:
-            tally = np.bincount(rule[rule >= 0])
-            for rid in np.nonzero(tally)[0]:
-                counts[rule_name[int(rid)]] = counts.get(rule_name[int(rid)], 0) + int(tally[rid])
+        if len(rule):
+            tally = np.bincount(rule + 1)            # slot 0: no decide stage (rule -1)
+            for rid in np.flatnonzero(tally[1:]):
+                name = rule_name[int(rid)]
+                counts[name] = counts.get(name, 0) + int(tally[rid + 1])
         act = vm.actions[ai]
         rules = vm.machine.spec.actions[ai].decide.rules if act.conds is not None else []
         if act.conds is not None and not all(counts.get(r.name) for r in rules):
@@ -522,8 +653,9 @@ def _sweep_facts(vm: VMachine, blocks: list, ranks: list, base: int, dst_sorted:
                     if len(earlier):
                         shadows.setdefault(j, set()).update(int(x) for x in earlier)
         if len(vm.machine.actions[ai].choice_names) == 1:
+            # a successor's code names it as well as its index does
             src = (base + pos).astype(np.uint64)
-            h = (src * _MIX[0]) ^ (dst.astype(np.uint64) * _MIX[1]) ^ ((rule + 2).astype(np.uint64) * _MIX[2])
+            h = (src * _MIX[0]) ^ (b.codes.astype(np.uint64) * _MIX[1]) ^ ((rule + 2).astype(np.uint64) * _MIX[2])
             h ^= h >> np.uint64(29)
             sig = choice_sig.setdefault(ai, {}).setdefault(ci, [0, np.uint64(0)])
             sig[0] += size
@@ -539,44 +671,82 @@ def _groups(sigs: dict[int, list]) -> list[list[int]]:
     return list(by.values())
 
 
-def _transition_checks(vm: VMachine, ex: VExploration, blocks: list, ranks: list, base: int,
-                       step_props: dict, variants: dict, weights: dict, spec: Any, nedges: int) -> None:
+def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ranks: list | None, nkeys: int,
+                       base: int, step_props: dict, variants: dict, weights: dict, spec: Any, nedges: int,
+                       candidate: Callable[[str, tuple[int, int], Finding], None]) -> None:
     """Step invariants, variants and edge weights over this level's transitions; a
-    violation found is the first in edge order (the scalar engine's order)."""
+    violation found is the first in edge order (the scalar engine's order). `ranks`
+    (where each block's rows fall in the level's stored edges) is there when edges are kept.
+    A step property that would read a choice its action does not make is a `well_defined`
+    failure, unless the property already failed on an earlier transition (the scalar
+    engine stops evaluating it then)."""
     if not (step_props or variants or weights):
         return
     chosen: dict[str, tuple[int, Finding]] = {}
+    unreadable: dict[str, tuple[int, tuple[int, int], Finding]] = {}
     level_weights = {name: np.zeros(nedges, dtype=np.int32) for name in weights}
-    for bi, (pos, _k, ai, ci, A, rule, B) in enumerate(blocks):
+    for bi, b in enumerate(blocks):
+        pos, ai, ci, A, rule, B = b.pos, b.ai, b.ci, b.T, b.rule, b.G
         size = len(pos)
         combo = vm.actions[ai].combos[ci]
         names = vm.machine.actions[ai].choice_names
         cargs = [combo[names.index(c)] if c in names else None for c in spec.choice_names]
 
+        def step(r: int) -> tuple:
+            return (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))
+
         def found(name: str, r: int, message: str) -> None:
-            e = int(ranks[bi][r])
+            e = int(pos[r]) * nkeys + b.k        # the edge's place in the scalar engine's order
             if name not in chosen or e < chosen[name][0]:
-                chosen[name] = (e, Finding(base + int(pos[r]), message, (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))))
+                chosen[name] = (e, Finding(base + int(pos[r]), message, step(r)))
         for name, fs in step_props.items():
             if name not in ex.findings:
-                bad = np.nonzero(~_full(fs[ai](B, A, rule, *cargs), size, bool))[0]
+                holds = _full(fs[ai](B, A, rule, *cargs), size, bool)
+                need = vm.step_needs[name].get(ai)
+                if need is not None:
+                    need = _full(need(B, A, rule, *cargs), size, bool)
+                    if need.any():
+                        r = int(np.flatnonzero(need)[0])
+                        e = int(pos[r]) * nkeys + b.k
+                        if name not in unreadable or e < unreadable[name][0]:
+                            message = _scalar_error(vm, name, ai, ci, B, A, rule, r)
+                            unreadable[name] = (e, (int(pos[r]), b.k), Finding(base + int(pos[r]), message, step(r)))
+                        holds = holds | need                 # not judged there
+                bad = np.flatnonzero(~holds)
                 if len(bad):
                     found(name, int(bad[0]), "false for this transition")
         for name, (f, bound) in variants.items():
             if name not in ex.findings:
                 before, after = _full(f(B), size, np.int64), _full(f(A), size, np.int64)
-                bad = np.nonzero((after <= before) | (after > bound) | (before > bound))[0]
+                bad = np.flatnonzero((after <= before) | (after > bound) | (before > bound))
                 if len(bad):
                     r = int(bad[0])
                     b0, a0 = int(before[r]), int(after[r])
                     found(name, r, f"the variant goes from {b0} to {a0}: it must strictly increase" if a0 <= b0
                           else f"the variant reaches {max(b0, a0)}, above its bound {bound}")
         for name in weights:
+            assert ranks is not None, "weighted measures keep every edge"
             level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
+    for name, (e, order, finding) in unreadable.items():
+        if name not in chosen or e < chosen[name][0]:
+            candidate("well_defined", order, finding)
     for name, (_, finding) in chosen.items():
         ex.findings.setdefault(name, finding)
     for name, w in level_weights.items():
         weights[name].append(w)
+
+
+def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: list, A: list, rule: np.ndarray, r: int) -> str:
+    """The message of the scalar engine for a step property it cannot evaluate on this
+    transition: its own evaluation, so both engines say exactly the same."""
+    from machine.compiled import EvalError
+    act = vm.machine.actions[ai]
+    try:
+        vm.machine.step_invariants[name](_succ(vm, B, r), _succ(vm, A, r), act.name, _rule(vm, rule[r]),
+                                         *act.step_args[ci])
+    except EvalError as exc:
+        return f"property {name}: {exc}"
+    raise AssertionError(f"the vector engine expected property {name} to read a missing choice here")
 
 
 def _label_value(vm: VMachine, spec: Any, lab: Any) -> Any:

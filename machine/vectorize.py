@@ -7,24 +7,33 @@ decide table a `select` whose unmatched rows are reported. States are encoded as
 integer in a mixed-radix encoding of the declared domains.
 
 Only specs whose semantics survive element-wise evaluation are vectorized: no `//` or
-`%` (division by zero must be reported per transition), and every choice a step
-expression reads must exist in the action it is evaluated for (after folding
-`action == ...`). Anything else runs on the scalar engine.
+`%` (division by zero must be reported per transition), a step property may read a
+choice its action does not make only behind `and`/`or`/`if` (the rows that would read
+it are computed alongside and reported as the scalar engine does), counts and measures
+not at all, and no expression may leave the 64-bit integers (Python's ints do
+not wrap, numpy's do: a wrapped value could turn a violation into a false "proved").
+An interval analysis of every expression over the declared domains, params and choice
+values decides this before anything runs; when every value fits in 32 bits the arrays
+are int32, which halves the memory traffic. Anything else runs on the scalar engine.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from .compiled import Machine, emit_set
+from .ranges import widest_value
 from .spec import DecideStage, SetStage, Spec
 
 DENSE_LIMIT = 1 << 25        # largest product space indexed by a dense array (4 bytes a slot)
+WIDE_LIMIT = 1 << 62         # no intermediate value may reach this: int64 arithmetic stays exact
+NARROW_LIMIT = 1 << 31       # below this everywhere, int32 arithmetic is exact too
 
 
 class NotVectorizable(Exception):
@@ -55,12 +64,14 @@ class VMachine:
     local: list[np.ndarray | None]        # enum: global id -> local index (-1 if not a value)
     values_of: list[np.ndarray | None]    # enum: local index -> global id
     space: int
+    int_t: Any                            # np.int32 or np.int64: wide enough for every expression
     actions: list[VAction]
     is_terminal: Callable[[list], Any]
     label: Callable[[list], Any] | None
     invariants: dict[str, Callable[[list], Any]] = field(default_factory=dict)
     reachables: dict[str, Callable[[list], Any]] = field(default_factory=dict)
     step_props: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # name -> action -> fn
+    step_needs: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # rows reading a missing choice
     variants: dict[str, tuple[Callable[[list], Any], int]] = field(default_factory=dict)
     edge_weights: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)  # measures + counts
 
@@ -79,16 +90,37 @@ class VMachine:
             return np.asarray(a, dtype=np.int64)
         return self.local[i][np.asarray(a, dtype=np.int64)]
 
-    def in_domain(self, i: int, a: Any) -> np.ndarray:
-        idx = self.local_index(i, a)
-        return (idx >= 0) & (idx < self.sizes[i])
+    def in_domain(self, i: int, a: np.ndarray) -> np.ndarray:
+        """Which values of var i (as a step computed them) lie inside its declared domain."""
+        kind = self.kinds[i]
+        if kind == "int":
+            return (a >= self.lows[i]) & (a <= self.lows[i] + self.sizes[i] - 1)
+        if kind == "bool":
+            return np.ones(len(a), dtype=bool)
+        return self.local[i][a] >= 0
+
+    def shift(self, i: int, new: np.ndarray, old: np.ndarray) -> np.ndarray:
+        """How much a state's code moves when var i goes from `old` to `new` (both in domain)."""
+        kind = self.kinds[i]
+        if kind == "int":
+            return (new - old) * self.strides[i]
+        if kind == "bool":
+            return (new.astype(self.int_t) - old.astype(self.int_t)) * self.strides[i]
+        local = self.local[i]
+        return (local[new] - local[old]) * self.strides[i]
 
     def decode(self, codes: np.ndarray) -> list[np.ndarray]:
-        if self.space >= 2 ** 31:
-            codes = codes.astype(np.int64)
+        """One array per var (ints and enum ids as `int_t`, bools as bool). Digits are
+        peeled from the most significant var down with `//` and a multiply: numpy divides
+        by a scalar quickly but computes `%` slowly."""
+        rest = codes.astype(self.int_t if self.space < 2 ** 31 else np.int64, copy=False)
         out = []
         for i in range(len(self.sizes)):
-            idx = (codes // self.strides[i]) % self.sizes[i]
+            idx = rest // self.strides[i] if self.strides[i] != 1 else rest
+            if i + 1 < len(self.sizes):
+                rest = rest - idx * self.strides[i]
+            if idx.dtype != self.int_t:
+                idx = idx.astype(self.int_t)
             kind = self.kinds[i]
             if kind == "int":
                 out.append(idx + self.lows[i])
@@ -142,6 +174,10 @@ def vectorize(m: Machine) -> VMachine:
     if space > DENSE_LIMIT:
         raise NotVectorizable(f"the product of the domains ({space:,} states) is above the dense "
                               f"index limit ({DENSE_LIMIT:,})")
+    widest = widest_value(spec, m, len(lits))
+    if widest >= WIDE_LIMIT:
+        raise NotVectorizable(f"an expression can reach {widest:,}, beyond exact 64-bit arithmetic")
+    int_t = np.int32 if widest < NARROW_LIMIT and space < NARROW_LIMIT else np.int64
     gen = _Gen(spec, m, gid)
     g = gen.compile()
     actions = []
@@ -150,9 +186,9 @@ def vectorize(m: Machine) -> VMachine:
                   for combo in a.combos]
         actions.append(VAction(a.name, ai, g.get(f"vguard_{ai}"), g[f"vstep_{ai}"], g.get(f"vconds_{ai}"),
                                combos))
-    values_of = [np.array([gid[x] for x in v.values], dtype=np.int64) if v.kind == "enum" else None
+    values_of = [np.array([gid[x] for x in v.values], dtype=int_t) if v.kind == "enum" else None
                  for v in spec.vars]
-    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, values_of, space, actions,
+    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, values_of, space, int_t, actions,
                   g["vterminal"], g.get("vlabel"))
     for k, p in enumerate(spec.properties):
         if p.name in m.inactive:
@@ -165,6 +201,8 @@ def vectorize(m: Machine) -> VMachine:
             vm.variants[p.name] = (g[f"vprop_{k}"], m.variants[p.name][1])
         elif p.kind == "step_invariant":
             vm.step_props[p.name] = {ai: g[f"vprop_{k}_{ai}"] for ai in range(len(m.actions))}
+            vm.step_needs[p.name] = {ai: g[f"vneed_{k}_{ai}"] for ai in range(len(m.actions))
+                                     if f"vneed_{k}_{ai}" in g}
         elif p.kind == "terminates_within" and p.count is not None:
             vm.edge_weights[p.name] = {ai: g[f"vcount_{k}_{ai}"] for ai in range(len(m.actions))}
     for k, ms in enumerate(spec.measures):
@@ -244,14 +282,76 @@ def _maximum(*args: Any) -> Any:
     return out
 
 
+_COMPOUND = (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.UnaryOp, ast.Call)
+
+
 class _Gen:
     """Renders the spec's checked expression ASTs as numpy source, then compiles it once."""
 
     def __init__(self, spec: Spec, m: Machine, gid: dict[str, int]):
         self.spec, self.m, self.gid = spec, m, gid
+        self.shared: dict[str, str] = {}        # ast.dump of a sub-expression -> its temporary
+        self.missing_ok = False                 # render a choice the action does not make as 0
+
+    def need(self, node: ast.AST, action: int) -> str | None:
+        """Code for the rows where evaluating `node` as Python does (`and`, `or` and `if`
+        stop early) reads a choice `action` does not make: there the scalar engine reports
+        `well_defined`. None when no row can."""
+        if isinstance(node, ast.Subscript) and node.value.id.startswith("c_"):
+            return "True" if node.value.id[2:] not in self.m.actions[action].choice_names else None
+        if isinstance(node, ast.BoolOp):
+            acc = self.need(node.values[-1], action)
+            for v in reversed(node.values[:-1]):
+                if acc is not None:         # the rest is evaluated only where v does not decide
+                    go_on = self.src(v, action)
+                    go_on = (f"np.asarray({go_on}, dtype=bool)" if isinstance(node.op, ast.And)
+                             else f"np.logical_not({go_on})")
+                    acc = f"({go_on} & {acc})"
+                own = self.need(v, action)
+                if own is not None:
+                    acc = own if acc is None else f"({own} | {acc})"
+            return acc
+        if isinstance(node, ast.IfExp):
+            parts = []
+            test = self.src(node.test, action)
+            for branch, guard in ((node.body, f"np.asarray({test}, dtype=bool)"),
+                                  (node.orelse, f"np.logical_not({test})")):
+                inner = self.need(branch, action)
+                if inner is not None:
+                    parts.append(f"({guard} & {inner})")
+            own = self.need(node.test, action)
+            parts = ([own] if own is not None else []) + parts
+            return "(" + " | ".join(parts) + ")" if parts else None
+        if isinstance(node, ast.Compare) and len(node.ops) > 1 and \
+                any(self.need(c, action) is not None for c in node.comparators[1:]):
+            raise NotVectorizable("a chained comparison reads a choice the action does not make")
+        parts = [x for x in (self.need(c, action) for c in ast.iter_child_nodes(node)) if x is not None]
+        return "(" + " | ".join(parts) + ")" if parts else None
+
+    def share(self, w: Callable[[str], None], exprs: list[ast.expr]) -> None:
+        """Compute once, into a temporary, each compound sub-expression that occurs more than
+        once in one stage (a guard test repeated in every assignment is typical): each
+        numpy operation is a pass over the whole level. Temporaries hold for this stage only."""
+        self.shared = {}
+        counts = Counter(ast.dump(n) for e in exprs for n in ast.walk(e) if isinstance(n, _COMPOUND))
+
+        def visit(node: ast.AST) -> None:
+            if isinstance(node, _COMPOUND) and counts[ast.dump(node)] > 1:
+                key = ast.dump(node)
+                if key not in self.shared:
+                    text = self.src(node)
+                    self.shared[key] = f"_t{len(self.shared)}"
+                    w(f"    {self.shared[key]} = {text}")
+                return
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+        for e in exprs:
+            visit(e)
 
     # -- expressions
     def src(self, node: ast.AST, action: int | None = None) -> str:
+        if self.shared and isinstance(node, _COMPOUND) and ast.dump(node) in self.shared:
+            return self.shared[ast.dump(node)]
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
                 return str(self.gid[node.value])
@@ -270,6 +370,8 @@ class _Gen:
             if base.startswith("c_"):
                 name = base[2:]
                 if action is not None and name not in self.m.actions[action].choice_names:
+                    if self.missing_ok:
+                        return "0"          # a stand-in: `need` marks the rows that would read it
                     raise NotVectorizable(f"a step expression reads choice {name}, which action "
                                           f"{self.m.actions[action].name} does not make")
                 return f"{base}[{k}]"
@@ -329,17 +431,22 @@ class _Gen:
             decide_done = False
             for st in a.stages:
                 if isinstance(st, SetStage):
+                    self.share(w, [x.value.py for x in st.assigns])
                     emit_set(w, st, lambda ex: self.src(ex.py))
                 else:
+                    self.share(w, [r.then.py for r in st.rules] + [r.when.py for r in st.rules if r.when])
                     self._decide(w, st, a.name)
                     decide_done = True
+                self.shared = {}
             w(f"    return {pack}, rule, unmatched\n")
             if decide_done:
                 w(f"def vconds_{ai}({args}):")
                 w(f"    {unpack} = V")
                 for st in a.stages:
                     if isinstance(st, SetStage):
+                        self.share(w, [x.value.py for x in st.assigns])
                         emit_set(w, st, lambda ex: self.src(ex.py))
+                        self.shared = {}
                     else:
                         conds = ", ".join(self.src(r.when.py) if r.when is not None else "True"
                                           for r in st.rules)
@@ -363,7 +470,13 @@ class _Gen:
                 w(f"def vprop_{k}(S):\n    return {self.src(p.expr.py)}\n")
             elif p.kind == "step_invariant":
                 for ai in range(len(m.actions)):
-                    w(f"def vprop_{k}_{ai}({step_args}):\n    return {self.src(folded(p.expr.py, m.actions[ai].name), ai)}\n")
+                    expr = folded(p.expr.py, m.actions[ai].name)
+                    self.missing_ok = True
+                    w(f"def vprop_{k}_{ai}({step_args}):\n    return {self.src(expr, ai)}\n")
+                    need = self.need(expr, ai)
+                    self.missing_ok = False
+                    if need is not None:
+                        w(f"def vneed_{k}_{ai}({step_args}):\n    return {need}\n")
             elif p.kind == "terminates_within" and p.count is not None:
                 for ai in range(len(m.actions)):
                     w(f"def vcount_{k}_{ai}({step_args}):\n    return {self.src(folded(p.count.py, m.actions[ai].name), ai)}\n")
@@ -379,17 +492,22 @@ class _Gen:
         return g
 
     def _decide(self, w: Callable[[str], None], st: DecideStage, action: str) -> None:
+        """The table as nested `where`s from the last rule up, so the first matching rule
+        wins; only a table whose last rule has a condition can leave rows unmatched."""
         var = f"v_{st.var}"
-        conds = [self.src(r.when.py) if r.when is not None else "True" for r in st.rules]
-        thens = [self.src(r.then.py) for r in st.rules]
-        ids = [self.gid[r.name] for r in st.rules]
-        w(f"    _conds = [np.asarray(c, dtype=bool) for c in ({', '.join(conds)},)]")
-        w(f"    _thens = [{', '.join(thens)}]")
-        w(f"    _shape = np.broadcast_shapes(*[np.shape(c) for c in _conds], *[np.shape(t) for t in _thens], np.shape({var}))")
-        w("    _conds = [np.broadcast_to(c, _shape) for c in _conds]")
-        w(f"    {var} = np.select(_conds, [np.broadcast_to(t, _shape) for t in _thens], {var})")
-        w(f"    rule = np.select(_conds, [np.full(_shape, i, dtype=np.int64) for i in {ids!r}], -1)")
-        w("    unmatched = rule < 0")
+        rules = st.rules
+        last = rules[-1]
+        if last.when is None:
+            value, rid, open_end = self.src(last.then.py), str(self.gid[last.name]), False
+        else:
+            value, rid, open_end = var, "-1", True
+            rules = rules + [None]
+        for r in reversed(rules[:-1]):
+            w(f"    _c = {self.src(r.when.py)}")
+            w(f"    _v, _r = _where(_c, {self.src(r.then.py)}, {value}), _where(_c, {self.gid[r.name]}, {rid})")
+            value, rid = "_v", "_r"
+        w(f"    {var}, rule = {value}, {rid}")
+        w(f"    unmatched = {'rule < 0' if open_end else 'False'}")
 
 
 def folded(node: ast.expr, action: str | None) -> ast.expr:

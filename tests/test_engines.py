@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -149,3 +150,122 @@ def test_a_partial_exploration_without_stored_edges(monkeypatch):
         assert len(witness["steps"]) - 1 == value             # a real run of that length
         assert [p[:3] for p in scalar["properties"]] == [p[:3] for p in vector["properties"]]
 
+
+
+# -- fixed-width integers: numpy wraps where Python does not, so widths are decided up front
+
+def _spec(text: str):
+    return parse_spec(text, "wide.yaml")
+
+
+WIDE_PROPERTY = """\
+machine: wide
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  small: {always: x * 1073741824 * 4 < 5}
+"""
+
+STAGED = """\
+machine: staged
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  tmp: {type: int, min: 0, max: 0, init: 0}
+  hot: {type: bool, init: false}
+actions:
+  go:
+    when: x < 3
+    do:
+      - set: {tmp: x * 1000000, x: x + 1}
+      - decide: hot
+        rules:
+          - {name: heats, when: tmp * 3000 > 0, then: true}
+          - {name: stays, then: false}
+      - set: {tmp: 0}
+terminal: x == 3
+properties:
+  never_hot: {always: not hot}
+"""
+
+
+@pytest.mark.parametrize("text,steps", [(WIDE_PROPERTY, 1), (STAGED, 2)], ids=["property", "between-stages"])
+def test_values_past_32_bits_run_in_64_bits_and_are_caught(text, steps):
+    """x * 2^32 and a var read between stages while outside its domain (tmp = 10^6 before
+    the last stage resets it) wrap in int32; the interval analysis widens the arrays."""
+    m = CompiledSpec(_spec(text)).instantiate({})
+    assert vectorize(m).int_t is np.int64
+    for scalar, vector, engine in _both(_spec(text)):
+        assert engine == "vector" and scalar == vector
+        bad = [p for p in vector["properties"] if p[1] == "violated"]
+        assert len(bad) == 1 and len(bad[0][3]["steps"]) - 1 == steps
+
+
+def test_values_past_64_bits_run_on_the_scalar_engine(cli, tmp_path):
+    text = WIDE_PROPERTY.replace("x * 1073741824 * 4 < 5", "x * 1099511627776 * 1073741824 * 4 < 5")
+    with pytest.raises(NotVectorizable, match="beyond exact 64-bit arithmetic"):
+        vectorize(CompiledSpec(_spec(text)).instantiate({}))
+    path = tmp_path / "wide.yaml"
+    path.write_text(text)
+    auto = cli("check", path, "--format", "json")
+    run = auto.json()["runs"][0]
+    assert auto.code == 1 and run["engine"] == "scalar" and run["result"] == "violated"
+    forced = cli("check", path, "--engine", "vector")
+    assert forced.code == 2 and "beyond exact 64-bit arithmetic" in forced.err
+
+
+def test_small_values_run_in_32_bits():
+    spec = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
+    vm = vectorize(prepare(spec, Options(pins={"Q": 100, "B": 900, "A": 3}))[0])
+    assert vm.int_t is np.int32
+
+
+# -- a step property reading a choice its action does not make, behind and/or/if
+
+READS = """\
+machine: reads
+vars:
+  x: {{type: int, min: 0, max: 4, init: 0}}
+actions:
+  add:
+    when: x < 4
+    choose:
+      n: [1, 2]
+    do:
+      - set:
+          x: "min(x + n, 4)"
+  stop:
+    when: x >= 1
+    do:
+      - set:
+          x: 4
+terminal: x == 4
+properties:
+  small_steps:
+    step: "{step}"
+"""
+
+
+@pytest.mark.parametrize("step,expect", [
+    # guarded: `stop` never reads n, so this holds on both engines
+    ("action == stop or n <= 2", {"small_steps": "holds", "well_defined": "holds"}),
+    # unguarded for `stop` once x >= 2: the scalar engine raises on the first such stop
+    ("before.x < 2 or after.x - before.x <= n", {"well_defined": "violated"}),
+    # violated by `add` (n = 2 from x = 0) before any `stop` can read n: only the property fails
+    ("n < 2 if action == add else n > 0", {"small_steps": "violated", "well_defined": "holds"}),
+    # an if whose other branch reads n: stop reads it at once, add is fine
+    ("(n > 0) if before.x >= 0 else True", {"well_defined": "violated"}),
+], ids=["guarded", "unguarded", "violated-first", "if-branch"])
+def test_a_missing_choice_is_reported_the_same_on_both_engines(step, expect):
+    text = READS.format(step=step)
+    vm = vectorize(CompiledSpec(_spec(text)).instantiate({}))
+    assert vm.step_props                       # vectorized, not sent to the scalar engine
+    for scalar, vector, engine in _both(_spec(text)):
+        assert engine == "vector" and scalar == vector
+        status = {p[0]: p[1] for p in vector["properties"]}
+        for name, want in expect.items():
+            assert status[name] == want, (name, vector["properties"])
+        if expect.get("well_defined") == "violated":
+            wd = next(p for p in vector["properties"] if p[0] == "well_defined")
+            assert "reads choice n, which action stop does not make" in wd[2]
