@@ -6,7 +6,6 @@ Every output format is built from the same RunResult list; nothing here re-runs 
 from __future__ import annotations
 
 import os
-from importlib import metadata
 from typing import Any
 
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
@@ -19,6 +18,7 @@ EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3,
 
 
 def version() -> str:
+    from importlib import metadata      # about 50 ms to import; only reports that name the version need it
     try:
         return metadata.version("haltproof")
     except metadata.PackageNotFoundError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -24,19 +24,16 @@ def find_deadlock(ex: Exploration) -> int | None:
     """The shallowest expanded non-terminal state with no successor (None if there is none).
 
     A state some of whose transitions failed to evaluate is not called a deadlock: that
-    failure is already reported by `well_defined`/`domains`.
+    failure is already reported by `well_defined`/`domains`. States are numbered in BFS
+    order on both engines, so the first such state is a shallowest one.
     """
     if _vector(ex):
-        n = ex.expanded
-        stuck = (ex.terminal[:n] == 0) & (ex.errored[:n] == 0) & (np.diff(ex.edge_start[:n + 1]) == 0)
-        found = np.nonzero(stuck)[0]          # states are numbered in BFS (depth) order
-        return int(found[0]) if len(found) else None
-    best = None
-    for i in range(ex.expanded):
-        if not ex.terminal[i] and not ex.errored[i] and ex.edge_start[i] == ex.edge_start[i + 1]:
-            if best is None or ex.depth[i] < ex.depth[best]:
-                best = i
-    return best
+        return ex.first_stuck                 # noted while sweeping: its edges may not be kept
+    n = ex.expanded
+    starts = np.asarray(ex.edge_start)[:n + 1]
+    stuck = (np.asarray(ex.terminal)[:n] == 0) & (np.asarray(ex.errored)[:n] == 0) & (np.diff(starts) == 0)
+    found = np.flatnonzero(stuck)
+    return int(found[0]) if len(found) else None
 
 
 class Peeled(list):
@@ -80,12 +77,12 @@ def _topological_vector(ex: Exploration) -> Peeled | None:
     return Peeled(levels) if done == n else None
 
 
-def topological_order(ex: Exploration) -> list[int] | None:
+def topological_order(ex: Exploration) -> Sequence[int] | None:
     """Expanded states in an order where every edge goes forward, or None if there is a cycle."""
     if _vector(ex):
         return _topological_vector(ex)
     if ex.forward:                         # states are numbered level by level
-        return list(range(ex.expanded))
+        return range(ex.expanded)
     n = ex.expanded
     indeg = array("q", bytes(8 * n))
     for e in range(ex.edge_start[n]):
@@ -192,7 +189,7 @@ def is_forward(ex: Exploration) -> bool:
     return ex.forward                      # both engines note it while they sweep
 
 
-def longest_run(ex: Exploration, order: list[int], weight: Any) -> tuple[int, int, list[int] | None, int]:
+def longest_run(ex: Exploration, order: Sequence[int], weight: Any) -> tuple[int, int, list[int] | None, int]:
     """The run from an initial state with the most counted transitions in an acyclic graph.
 
     `weight(src, edge)` says how much an edge counts (None: every transition counts 1; or
@@ -202,7 +199,10 @@ def longest_run(ex: Exploration, order: list[int], weight: Any) -> tuple[int, in
     edges are None: no stored edge is needed, and both engines pick the same run.
     """
     if weight is None and is_forward(ex):
-        deepest = int(np.argmax(np.asarray(ex.depth))) if len(ex.depth) else 0
+        if _vector(ex):
+            deepest = ex.depth.first_deepest()
+        else:
+            deepest = int(np.argmax(np.asarray(ex.depth))) if len(ex.depth) else 0
         v = deepest
         while ex.parent[v] != -1:
             v = int(ex.parent[v])
