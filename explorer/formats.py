@@ -7,15 +7,20 @@ renderer reads only the report dict, so no format ever re-runs a check.
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any, Callable
 
-from .html import render as render_html
-from .github import render_github, render_markdown
-from .junit import render_junit
-from .sarif import render_sarif
-
 Renderer = Callable[[dict[str, Any]], str]
+
+
+def _on_use(module: str, name: str) -> Renderer:
+    """A renderer imported when first called: most runs print one format, and importing
+    them all cost about a tenth of a short check's startup."""
+    def render(report: dict[str, Any]) -> str:
+        return getattr(importlib.import_module(module, __package__), name)(report)
+    render.__name__ = name
+    return render
 
 
 def render_json(report: dict[str, Any]) -> str:
@@ -24,11 +29,11 @@ def render_json(report: dict[str, Any]) -> str:
 
 FORMATS: dict[str, Renderer] = {
     "json": render_json,
-    "html": render_html,     # self-contained page; `check` adds the small runs' state graphs
-    "junit": render_junit,   # JUnit XML: a testsuite per spec, a testcase per params x property
-    "sarif": render_sarif,   # SARIF 2.1.0 for code scanning
-    "github": render_github,     # workflow-command annotations (::error / ::warning)
-    "markdown": render_markdown,  # the job summary: run table, traces, Mermaid
+    "html": _on_use(".html", "render"),     # self-contained page; `check` adds the small runs' state graphs
+    "junit": _on_use(".junit", "render_junit"),   # JUnit XML: a testsuite per spec, a testcase per params x property
+    "sarif": _on_use(".sarif", "render_sarif"),   # SARIF 2.1.0 for code scanning
+    "github": _on_use(".github", "render_github"),     # workflow-command annotations (::error / ::warning)
+    "markdown": _on_use(".github", "render_markdown"),  # the job summary: run table, traces, Mermaid
 }
 
 FILE_FORMATS: list[str] = ["json", "html", "junit", "sarif"]

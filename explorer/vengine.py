@@ -217,9 +217,9 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     variants = {n: v for n, v in vm.variants.items() if wanted(n)}
     nvars = len(vm.sizes)
     code_t = np.int32 if vm.space < 2 ** 31 else np.int64
-    rule_name = {vm.gid[r.name]: r.name for a in spec.actions if a.decide for r in a.decide.rules}
-    for name in rule_name.values():
-        ex.rule_counts.setdefault(name, 0)
+    for a in spec.actions:
+        for r in (a.decide.rules if a.decide else []):
+            ex.rule_counts.setdefault(r.name, 0)
     if spec.terminal is not None and spec.terminal.label is not None:
         for v in spec.terminal.values:
             ex.label_counts.setdefault(v, 0)
@@ -324,7 +324,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                     continue
                 size = len(pos)
                 T, rule, unmatched = act.step(G, *combo)
-                rule = _full(rule, size, np.int64)
+                rule = _full(rule, size)
                 ok = None
                 if np.any(unmatched):
                     ok = ~_full(unmatched, size, bool)
@@ -341,6 +341,9 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                 T = [t if t is G[i] else _full(t, size) for i, t in enumerate(T)]
                 for i, t in enumerate(T):
                     if t is G[i]:
+                        continue
+                    if vm.kinds[i] != "int":            # typed: enums and bools cannot leave their domain
+                        codes = codes + vm.shift(i, t, G[i])
                         continue
                     out = ~vm.in_domain(i, t)
                     if ok is not None:
@@ -396,7 +399,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
             succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
             e_dst.append(index_of[succ_o])
         transitions += nedges
-        _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig, rule_name)
+        _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig)
         _transition_checks(vm, ex, blocks, ranks, nkeys, base, step_props, variants, weights, spec, nedges,
                            candidate)
         S = vm.decode(new_codes)
@@ -624,19 +627,18 @@ def _flat(parts: list, dtype: Any) -> np.ndarray:
 
 
 def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, cond_true: dict,
-                 shadowed_by: dict, choice_sig: dict, rule_name: dict) -> None:
+                 shadowed_by: dict, choice_sig: dict) -> None:
     """Coverage facts the vacuity analysis needs, gathered while the blocks are at hand."""
     for b in blocks:
         pos, ai, ci, rule, G = b.pos, b.ai, b.ci, b.rule, b.G
         size = len(pos)
         counts = fired.setdefault(ai, {})
-        if len(rule):
-            tally = np.bincount(rule + 1)            # slot 0: no decide stage (rule -1)
-            for rid in np.flatnonzero(tally[1:]):
-                name = rule_name[int(rid)]
-                counts[name] = counts.get(name, 0) + int(tally[rid + 1])
         act = vm.actions[ai]
         rules = vm.machine.spec.actions[ai].decide.rules if act.conds is not None else []
+        for r in rules:                                # a few compares beat one bincount
+            hits = int(np.count_nonzero(rule == vm.gid[r.name]))
+            if hits:
+                counts[r.name] = counts.get(r.name, 0) + hits
         if act.conds is not None and not all(counts.get(r.name) for r in rules):
             # only rules that have not fired yet can end up dead; their conditions are what
             # tells "never true" from "shadowed"

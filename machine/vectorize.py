@@ -83,31 +83,28 @@ class VMachine:
         return code
 
     def local_index(self, i: int, a: Any) -> np.ndarray:
-        kind = self.kinds[i]
-        if kind == "int":
-            return np.asarray(a, dtype=np.int64) - self.lows[i]
-        if kind == "bool":
+        if self.local[i] is not None:
+            return self.local[i][np.asarray(a, dtype=np.int64)]
+        if self.kinds[i] == "bool":
             return np.asarray(a, dtype=np.int64)
-        return self.local[i][np.asarray(a, dtype=np.int64)]
+        return np.asarray(a, dtype=np.int64) - self.lows[i]     # ints, and enums whose ids are a run
 
     def in_domain(self, i: int, a: np.ndarray) -> np.ndarray:
         """Which values of var i (as a step computed them) lie inside its declared domain."""
-        kind = self.kinds[i]
-        if kind == "int":
-            return (a >= self.lows[i]) & (a <= self.lows[i] + self.sizes[i] - 1)
-        if kind == "bool":
+        if self.local[i] is not None:
+            return self.local[i][a] >= 0
+        if self.kinds[i] == "bool":
             return np.ones(len(a), dtype=bool)
-        return self.local[i][a] >= 0
+        return (a >= self.lows[i]) & (a <= self.lows[i] + self.sizes[i] - 1)
 
     def shift(self, i: int, new: np.ndarray, old: np.ndarray) -> np.ndarray:
         """How much a state's code moves when var i goes from `old` to `new` (both in domain)."""
-        kind = self.kinds[i]
-        if kind == "int":
-            return (new - old) * self.strides[i]
-        if kind == "bool":
+        if self.local[i] is not None:
+            local = self.local[i]
+            return (local[new] - local[old]) * self.strides[i]
+        if self.kinds[i] == "bool":
             return (new.astype(self.int_t) - old.astype(self.int_t)) * self.strides[i]
-        local = self.local[i]
-        return (local[new] - local[old]) * self.strides[i]
+        return (new - old) * self.strides[i]
 
     def decode(self, codes: np.ndarray) -> list[np.ndarray]:
         """One array per var (ints and enum ids as `int_t`, bools as bool). Digits are
@@ -121,13 +118,12 @@ class VMachine:
                 rest = rest - idx * self.strides[i]
             if idx.dtype != self.int_t:
                 idx = idx.astype(self.int_t)
-            kind = self.kinds[i]
-            if kind == "int":
-                out.append(idx + self.lows[i])
-            elif kind == "bool":
+            if self.kinds[i] == "bool":
                 out.append(idx.astype(bool))
-            else:
+            elif self.local[i] is not None:
                 out.append(self.values_of[i][idx])
+            else:
+                out.append(idx + self.lows[i])
         return out
 
     def to_python(self, i: int, value: Any) -> Any:
@@ -159,12 +155,17 @@ def vectorize(m: Machine) -> VMachine:
             sizes.append(2)
             local.append(None)
         else:
-            lows.append(0)
+            ids = [gid[value] for value in v.values]
             sizes.append(len(v.values))
-            table = np.full(len(lits), -1, dtype=np.int64)
-            for k, value in enumerate(v.values):
-                table[gid[value]] = k
-            local.append(table)
+            if ids == list(range(ids[0], ids[0] + len(ids))):
+                lows.append(ids[0])             # the usual case: its ids are a run, so arithmetic maps them
+                local.append(None)
+            else:
+                lows.append(0)
+                table = np.full(len(lits), -1, dtype=np.int64)
+                for k, value in enumerate(v.values):
+                    table[gid[value]] = k
+                local.append(table)
     space = 1
     strides = []
     for size in reversed(sizes):
@@ -178,7 +179,7 @@ def vectorize(m: Machine) -> VMachine:
     if widest >= WIDE_LIMIT:
         raise NotVectorizable(f"an expression can reach {widest:,}, beyond exact 64-bit arithmetic")
     int_t = np.int32 if widest < NARROW_LIMIT and space < NARROW_LIMIT else np.int64
-    gen = _Gen(spec, m, gid)
+    gen = _Gen(spec, m, gid, int_t)
     g = gen.compile()
     actions = []
     for ai, a in enumerate(m.actions):
@@ -288,8 +289,8 @@ _COMPOUND = (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.UnaryOp, ast.Cal
 class _Gen:
     """Renders the spec's checked expression ASTs as numpy source, then compiles it once."""
 
-    def __init__(self, spec: Spec, m: Machine, gid: dict[str, int]):
-        self.spec, self.m, self.gid = spec, m, gid
+    def __init__(self, spec: Spec, m: Machine, gid: dict[str, int], int_t: Any):
+        self.spec, self.m, self.gid, self.int_t = spec, m, gid, int_t
         self.shared: dict[str, str] = {}        # ast.dump of a sub-expression -> its temporary
         self.missing_ok = False                 # render a choice the action does not make as 0
 
@@ -354,13 +355,15 @@ class _Gen:
             return self.shared[ast.dump(node)]
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
-                return str(self.gid[node.value])
-            return repr(node.value)
+                return f"_I({self.gid[node.value]})"
+            if isinstance(node.value, bool):
+                return repr(node.value)
+            return f"_I({node.value!r})"        # typed, so `x if c else 0` stays int_t
         if isinstance(node, ast.Name):
             if node.id == "action":
                 if action is None:
                     raise NotVectorizable("`action` outside a step expression")
-                return str(self.gid[self.m.actions[action].name])
+                return f"_I({self.gid[self.m.actions[action].name]})"
             return node.id                          # v_i, p_x, rule, min/max/abs handled in Call
         if isinstance(node, ast.Subscript):
             base = node.value.id
@@ -486,10 +489,15 @@ class _Gen:
         source = "\n".join(out) + "\n"
         g: dict[str, Any] = {"__builtins__": {}, "np": np, "bool": bool, "_where": _where, "_isin": _isin,
                              "_minimum": _minimum, "_maximum": _maximum,
-                             **{"p_" + k: v for k, v in m.params.items()}}
+                             "_I": self.int_t, **{"p_" + k: self._param(v) for k, v in m.params.items()}}
         exec(compile(source, f"<haltproof-vector:{spec.path}>", "exec"), g)
         g["__source__"] = source
         return g
+
+    def _param(self, value: int) -> Any:
+        """A param as a typed scalar where it fits (a param no expression reads may not)."""
+        info = np.iinfo(self.int_t)
+        return self.int_t(value) if info.min <= value <= info.max else value
 
     def _decide(self, w: Callable[[str], None], st: DecideStage, action: str) -> None:
         """The table as nested `where`s from the last rule up, so the first matching rule
@@ -498,13 +506,13 @@ class _Gen:
         rules = st.rules
         last = rules[-1]
         if last.when is None:
-            value, rid, open_end = self.src(last.then.py), str(self.gid[last.name]), False
+            value, rid, open_end = self.src(last.then.py), f"_I({self.gid[last.name]})", False
         else:
-            value, rid, open_end = var, "-1", True
+            value, rid, open_end = var, "_I(-1)", True
             rules = rules + [None]
         for r in reversed(rules[:-1]):
             w(f"    _c = {self.src(r.when.py)}")
-            w(f"    _v, _r = _where(_c, {self.src(r.then.py)}, {value}), _where(_c, {self.gid[r.name]}, {rid})")
+            w(f"    _v, _r = _where(_c, {self.src(r.then.py)}, {value}), _where(_c, _I({self.gid[r.name]}), {rid})")
             value, rid = "_v", "_r"
         w(f"    {var}, rule = {value}, {rid}")
         w(f"    unmatched = {'rule < 0' if open_end else 'False'}")

@@ -269,3 +269,33 @@ def test_a_missing_choice_is_reported_the_same_on_both_engines(step, expect):
         if expect.get("well_defined") == "violated":
             wd = next(p for p in vector["properties"] if p[0] == "well_defined")
             assert "reads choice n, which action stop does not make" in wd[2]
+
+
+def test_enum_vars_sharing_values_keep_their_own_encoding():
+    """`mode`'s values are not a run of literal ids (`idle` and `done` come from `phase`),
+    so its code digit goes through a lookup table rather than arithmetic."""
+    text = """\
+machine: shared
+vars:
+  phase: {type: enum, values: [idle, busy, done], init: idle}
+  mode: {type: enum, values: [idle, done], init: idle}
+  n: {type: int, min: 0, max: 3, init: 0}
+actions:
+  work:
+    when: phase != done
+    do:
+      - set: {n: "min(n + 1, 3)", mode: "done if n >= 2 else idle"}
+      - decide: phase
+        rules:
+          - {name: finishes, when: n == 3, then: done}
+          - {name: keeps_busy, then: busy}
+terminal: phase == done
+properties:
+  mode_follows: {always: "mode == idle or n >= 3"}
+  done_means_done: {always: "phase != done or mode == done"}
+"""
+    vm = vectorize(CompiledSpec(_spec(text)).instantiate({}))
+    assert vm.local[1] is not None and vm.local[0] is None
+    for scalar, vector, engine in _both(_spec(text)):
+        assert engine == "vector" and scalar == vector
+        assert {p[0]: p[1] for p in vector["properties"]}["mode_follows"] == "holds"
