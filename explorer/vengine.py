@@ -20,8 +20,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from machine.vectorize import VMachine
+from machine.vectorize import DENSE_LIMIT, VMachine
 
+from .codeset import CodeIndex
 from .engine import Exploration, Finding, ProgressFn
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
@@ -246,7 +247,11 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                 if len(hit):
                     ex.reached[name] = offset + int(hit[0])
 
-    index_of = np.full(vm.space, UNSEEN, dtype=np.int32)
+    # the visited set: a dense index over the whole product space while it is small enough
+    # (one gather per lookup), a compact hash index of the visited codes beyond
+    hashed = vm.space > DENSE_LIMIT
+    index_of = None if hashed else np.full(vm.space, UNSEEN, dtype=np.int32)
+    visited = CodeIndex() if hashed else None
     scratch = _Scratch()
     init_codes = vm.encode([np.array([vm.gid[s[i]] if vm.kinds[i] == "enum" else s[i] for s in m.inits])
                             for i in range(nvars)])
@@ -254,7 +259,10 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     init_codes = init_codes[np.sort(first)].astype(code_t)
     levels = [init_codes]
     parents = [np.full(len(init_codes), -1, dtype=np.int32)]
-    index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
+    if hashed:
+        visited.add_new(init_codes, 0)
+    else:
+        index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
     offsets = [0, len(init_codes)]
     S = vm.decode(init_codes)                  # the frontier's vars, decoded once per state
     check_states(S, 0)
@@ -382,22 +390,32 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
             continue
         if indep:
             _transition_events(vm, blocks, base, indep, projected, slots, nslots, events)
-        new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
-        forward = forward and all(b.forward for b in blocks)   # every edge leads one level deeper
+        ranks = dst = None
+        if hashed:              # the hash index numbers new codes in edge order itself
+            src_o, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+            added = visited.add_new(succ_o, total)
+            new_codes, new_parents = succ_o[added.first], src_o[added.first]
+            dst = added.index
+            level_forward = bool((dst >= total).all())
+        else:
+            new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
+            level_forward = all(b.forward for b in blocks)
+        forward = forward and level_forward      # every edge leads one level deeper
         if not forward and dropped:
             raise _NeedEdges()
         levels.append(new_codes)
         parents.append((base + new_parents).astype(np.int32))
         offsets.append(total + len(new_codes))
-        ranks = None
         nedges = sum(len(b.pos) for b in blocks)
         if forward and not keep_edges and transitions + nedges > KEEP_EDGES_BELOW:
             dropped = True
             e_dst.clear()
             e_counts.clear()
         if not dropped:
-            succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
-            e_dst.append(index_of[succ_o])
+            if dst is None:
+                _, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+                dst = index_of[succ_o]
+            e_dst.append(dst)
         transitions += nedges
         _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig)
         _transition_checks(vm, ex, blocks, ranks, nkeys, base, step_props, variants, weights, spec, nedges,
@@ -409,7 +427,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     for name, (_, finding) in pending.items():
         ex.findings.setdefault(name, finding)
     ex.expanded = offsets[-2] if stopped is None else base
-    del index_of
+    del index_of, visited
     ex.codes = _flat(levels, code_t)           # each list is joined and dropped in turn, so
     ex.states = LazyStates(vm, ex.codes)       # the peak holds one array twice, not all of them
     ex.parent = _flat(parents, np.int32)
@@ -599,9 +617,10 @@ def _discover(blocks: list[_Block], index_of: np.ndarray, n: int, nkeys: int, to
 
 
 def _edge_order(blocks: list[_Block], n: int, nkeys: int, code_t: Any,
-                scratch: _Scratch) -> tuple[np.ndarray, list[np.ndarray]]:
-    """This level's successor codes in the scalar engine's edge order (source, action,
-    combo), and for each block where its rows landed."""
+                scratch: _Scratch) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """This level's transitions in the scalar engine's edge order (source, action, combo):
+    their sources' frontier positions and successor codes, and for each block where its
+    rows landed."""
     slots = [b.pos * nkeys + b.k for b in blocks]
     if n * nkeys <= DENSE_SLOTS:          # scatter into one slot per (source, action-combo)
         table = scratch.slots(n * nkeys)
@@ -610,13 +629,13 @@ def _edge_order(blocks: list[_Block], n: int, nkeys: int, code_t: Any,
         used = table >= 0
         valid = np.flatnonzero(used)
         rank_of = np.cumsum(used, dtype=np.int32) - 1      # a used slot's position among the used ones
-        return table[valid].astype(code_t), [rank_of[sl] for sl in slots]
+        return valid // nkeys, table[valid].astype(code_t), [rank_of[sl] for sl in slots]
     flat = np.concatenate(slots)
     order = np.argsort(flat, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     cuts = np.cumsum([len(sl) for sl in slots])[:-1]
-    return np.concatenate([b.codes for b in blocks])[order], np.split(rank, cuts)
+    return flat[order] // nkeys, np.concatenate([b.codes for b in blocks])[order], np.split(rank, cuts)
 
 
 def _flat(parts: list, dtype: Any) -> np.ndarray:

@@ -32,6 +32,7 @@ from .ranges import widest_value
 from .spec import DecideStage, SetStage, Spec
 
 DENSE_LIMIT = 1 << 25        # largest product space indexed by a dense array (4 bytes a slot)
+CODE_LIMIT = 1 << 62         # state codes stay below this (the hash index of explorer/codeset.py)
 WIDE_LIMIT = 1 << 62         # no intermediate value may reach this: int64 arithmetic stays exact
 NARROW_LIMIT = 1 << 31       # below this everywhere, int32 arithmetic is exact too
 
@@ -172,9 +173,9 @@ def vectorize(m: Machine) -> VMachine:
         strides.append(space)
         space *= size
     strides.reverse()
-    if space > DENSE_LIMIT:
-        raise NotVectorizable(f"the product of the domains ({space:,} states) is above the dense "
-                              f"index limit ({DENSE_LIMIT:,})")
+    if space >= CODE_LIMIT:
+        raise NotVectorizable(f"the product of the domains ({space:,} states) does not fit a "
+                              f"state code (below 2^62)")
     widest = widest_value(spec, m, len(lits))
     if widest >= WIDE_LIMIT:
         raise NotVectorizable(f"an expression can reach {widest:,}, beyond exact 64-bit arithmetic")

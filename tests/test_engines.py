@@ -299,3 +299,52 @@ properties:
     for scalar, vector, engine in _both(_spec(text)):
         assert engine == "vector" and scalar == vector
         assert {p[0]: p[1] for p in vector["properties"]}["mode_follows"] == "holds"
+
+
+# -- product spaces above the dense index: the compact hash index of explorer/codeset.py
+
+def test_the_hash_index_changes_no_result(monkeypatch):
+    """Every spec of the repository, the benchmark and its bug, with the visited set
+    forced into the hash index: the same states, order, verdicts and traces."""
+    import explorer.vengine as V
+    monkeypatch.setattr(V, "DENSE_LIMIT", 0)
+    for path in SPECS:
+        for scalar, vector, _ in _both(load_spec(path)):
+            assert scalar == vector, path
+    for path, pins in BENCH:
+        for scalar, vector, _ in _both(load_spec(path), pins):
+            assert scalar == vector
+    monkeypatch.setattr(V, "KEEP_EDGES_BELOW", 0)          # edges dropped as well
+    for path, pins in BENCH:
+        for scalar, vector, _ in _both(load_spec(path), pins):
+            assert scalar == vector
+
+
+HUGE = """\
+machine: huge
+vars:
+  x: {type: int, min: 0, max: 1000000000, init: 0}
+  y: {type: int, min: 0, max: 1000000, init: 0}
+actions:
+  step_x: {when: "x < 60 and y < 60", do: [{set: {x: x + 1}}]}
+  step_y: {when: "x < 60 and y < 60", do: [{set: {y: y + 1}}]}
+  jump: {when: "x == 59", do: [{set: {x: 1000000000}}]}
+terminal: x >= 60 or y >= 60
+properties:
+  y_small: {always: y <= 60}
+  far: {reachable: x == 1000000000}
+"""
+
+
+def test_a_declared_space_of_10_to_the_15_runs_on_the_vector_engine(cli, tmp_path):
+    vm = vectorize(CompiledSpec(_spec(HUGE)).instantiate({}))
+    assert vm.space > 10 ** 15
+    for scalar, vector, engine in _both(_spec(HUGE)):
+        assert engine == "vector" and scalar == vector
+        assert vector["result"] == "proved" and vector["stats"]["states"] > 3600
+    path = tmp_path / "huge.yaml"
+    path.write_text(HUGE.replace("y <= 60", "y <= 59"))
+    run = cli("check", path, "--engine", "vector", "--format", "json").json()["runs"][0]
+    bad = next(p for p in run["properties"] if p["name"] == "y_small")
+    assert run["engine"] == "vector" and bad["status"] == "violated"
+    assert len(bad["trace"]["steps"]) - 1 == 60          # the shortest way to y = 60
