@@ -1,22 +1,35 @@
 """The exhaustive engine: breadth-first search over every reachable state.
 
 BFS visits states in order of depth, so the first violation of a state or step
-property that it meets is a shortest one. Every state keeps its parent and the
-transition that reached it; every transition is stored (compressed: the edges of state
-i are contiguous because states are expanded in index order), so termination, lassos
-and longest runs can be computed on the explored graph afterwards.
+property that it meets is a shortest one. Every state keeps its parent; every
+transition is stored (compressed: the edges of state i are contiguous because states
+are expanded in index order), so termination, lassos and longest runs can be computed
+on the explored graph afterwards.
+
+A compiled spec runs its generated loop (machine/compiled.py, `_generate_sweep`): the
+spec's expressions inline, and per edge only its successor stored. What an edge or a
+first visit was (action, choices, rule) is recomputed from its source state when a
+trace or an analysis asks (`Exploration.attach_lazy`). Bound code, Python models and
+independence properties go through the plain loop (`_plain_loop`), which stores those
+per edge: recomputing them would run the user's code again. Both loops leave every
+finding to the same slow paths (`_Sweep`), so they make the same findings.
 """
 
 from __future__ import annotations
 
+import gc
+import sys
 import time
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from machine.compiled import EvalError, Machine
+from machine.compiled import SWEEP_KINDS, EvalError, Machine, _MissingChoice
 
 ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
+
+_ERRORS = (EvalError, ZeroDivisionError)      # what a spec expression may raise on a reachable state
 
 
 @dataclass
@@ -29,6 +42,23 @@ class Finding:
     other: "Finding | None" = None  # independence: the transition it disagrees with
 
 
+class _Recomputed:
+    """A per-state or per-edge attribute recomputed on demand (see Exploration.attach_lazy)."""
+
+    def __init__(self, fn: Any, n: int, part: int):
+        self.fn, self.n, self.part = fn, n, part
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        return self.fn(int(i))[self.part]
+
+    def __iter__(self):
+        for i in range(self.n):
+            yield self[i]
+
+
 @dataclass
 class Exploration:
     machine: Machine
@@ -38,7 +68,7 @@ class Exploration:
     via_action: array = field(default_factory=lambda: array("i"))
     via_combo: array = field(default_factory=lambda: array("q"))
     via_rule: list = field(default_factory=list)
-    depth: array = field(default_factory=lambda: array("i"))
+    depth: array = field(default_factory=lambda: array("i"))         # never decreases along the states
     edge_start: array = field(default_factory=lambda: array("q"))    # len = expanded + 1
     e_dst: array = field(default_factory=lambda: array("q"))
     e_action: array = field(default_factory=lambda: array("i"))
@@ -60,140 +90,393 @@ class Exploration:
 
     @property
     def max_depth(self) -> int:
-        return max(self.depth) if len(self.depth) else 0
+        return self.depth[-1] if len(self.depth) else 0      # states are numbered level by level
 
     def edges_of(self, i: int) -> range:
         return range(self.edge_start[i], self.edge_start[i + 1])
 
     @property
     def terminal_states(self) -> int:
-        return sum(self.terminal)
+        return self.terminal.count(1)
+
+    def transitions_from(self, i: int) -> list[tuple[int, int, str | None, tuple]]:
+        """The transitions stored for state i, in the engine's order: (action, combo, rule, successor)."""
+        return transitions_from(self.machine, self.states[i])
+
+    def attach_lazy(self, steps_class: "type[_Steps] | None" = None) -> None:
+        """Make via_* and e_action/e_combo/e_rule recompute their items when read."""
+        steps = (steps_class or _Steps)(self.machine, self.states, self.parent, self.edge_start)
+        n, ne = len(self.parent), self.transitions
+        self.via_action = _Recomputed(steps.via, n, 0)
+        self.via_combo = _Recomputed(steps.via, n, 1)
+        self.via_rule = _Recomputed(steps.via, n, 2)
+        self.e_action = _Recomputed(steps.edge, ne, 0)
+        self.e_combo = _Recomputed(steps.edge, ne, 1)
+        self.e_rule = _Recomputed(steps.edge, ne, 2)
+
+
+def transitions_from(m: Machine, s: tuple) -> list[tuple[int, int, str | None, tuple]]:
+    """The transitions the engines store for state s, in their order: (action, combo, rule,
+    successor). An expression that fails counts as it did while exploring: a failing
+    terminal predicate leaves the state expanded, a failing guard or step gives no edge."""
+    out: list[tuple[int, int, str | None, tuple]] = []
+    try:
+        if m.is_terminal(s):
+            return out
+    except _ERRORS:
+        pass
+    for act in m.actions:
+        try:
+            if act.guard is not None and not act.guard(s):
+                continue
+        except _ERRORS:
+            continue
+        for ci, combo in enumerate(act.combos):
+            try:
+                t, r = act.step(s, *combo)
+            except _ERRORS:
+                continue
+            if m.domain_error(t) < 0:
+                out.append((act.index, ci, r, t))
+    return out
+
+
+class _Steps:
+    """What an edge or a first visit was (action, combo, rule), recomputed from its source
+    state. It holds the exploration's arrays, not the exploration, so no reference cycle
+    keeps a large exploration alive once it is dropped."""
+
+    def __init__(self, m: Machine, states: Any, parent: Any, edge_start: Any):
+        self.m, self.states, self.parent, self.edge_start = m, states, parent, edge_start
+        self.vias: dict[int, tuple[int, int, str | None]] = {}
+        self.last: tuple[int, list] | None = None    # the last source asked about, and its transitions
+
+    def via(self, j: int) -> tuple[int, int, str | None]:
+        if j not in self.vias:
+            self.vias[j] = self._find_via(j)
+        return self.vias[j]
+
+    def _find_via(self, j: int) -> tuple[int, int, str | None]:
+        p = int(self.parent[j])
+        if p < 0:
+            return (-1, -1, None)
+        child = self.states[j]
+        for a, c, r, t in transitions_from(self.m, self.states[p]):
+            if t == child:        # the first transition of the parent to reach it found it
+                return (a, c, r)
+        raise AssertionError(f"state {j} is not a successor of its parent {p}")
+
+    def source(self, e: int) -> int:
+        """The state edge e leaves from (edges are stored grouped by source)."""
+        return bisect_right(self.edge_start, e) - 1
+
+    def edge(self, e: int) -> tuple[int, int, str | None]:
+        # the analyses read edges source by source: one recomputation per source
+        src = self.source(e)
+        if self.last is None or self.last[0] != src:
+            self.last = (src, transitions_from(self.m, self.states[src]))
+        a, c, r, _ = self.last[1][e - int(self.edge_start[src])]
+        return a, c, r
 
 
 def explore(m: Machine, *, max_states: int | None = None, timeout: float | None = None,
             properties: set[str] | None = None, progress: ProgressFn | None = None) -> Exploration:
     """Explore every state reachable in `m`, checking the online properties on the way."""
-    wanted = (lambda name: properties is None or name in properties)
-    spec = m.spec
-    ex = Exploration(m)
-    started = time.monotonic()
-    deadline = started + timeout if timeout is not None else None
-    invariants = [(n, f) for n, f in m.invariants.items() if wanted(n)]
-    reachables = {n: f for n, f in m.reachables.items() if wanted(n)}
-    step_invs = [(n, f) for n, f in m.step_invariants.items() if wanted(n)]
-    variants = [(n, f, b) for n, (f, b) in m.variants.items() if wanted(n)]
-    independents = [(p.name, tuple(i for i in range(len(m.var_names)) if i not in p.vars))
-                    for p in spec.properties if p.kind == "independent" and wanted(p.name)]
-    seen_outcomes: list[dict] = [dict() for _ in independents]
-    findings = ex.findings
-    for a in spec.actions:
-        d = a.decide
-        if d is not None:
-            for r in d.rules:
-                ex.rule_counts.setdefault(r.name, 0)
-    if spec.terminal is not None and spec.terminal.label is not None:
-        for v in spec.terminal.values:
-            ex.label_counts.setdefault(v, 0)
-
-    def fail(name: str, finding: Finding) -> None:
-        if name not in findings:
-            findings[name] = finding
-
-    # All invariants in one generated call per state, when exactly those are checked here;
-    # a state where one fails (or one cannot be evaluated) takes the slow path below.
-    combined = m.all_invariants
-    fast = combined[1] if combined is not None and combined[0] == [n for n, _ in invariants] else None
-
-    def check_state(j: int, t: tuple) -> None:
-        if fast is not None:
-            try:
-                clean = fast(t) < 0
-            except (EvalError, ZeroDivisionError):
-                clean = False
-            if clean:
-                if reachables:
-                    check_reachables(j, t)
-                return
-        for name, f in invariants:
-            if name in findings:
-                continue
-            try:
-                ok = f(t)
-            except (EvalError, ZeroDivisionError) as exc:
-                fail("well_defined", Finding(j, f"property {name}: {exc}"))
-                continue
-            if not ok:
-                fail(name, Finding(j, "false in this state"))
-        check_reachables(j, t)
-
-    def check_reachables(j: int, t: tuple) -> None:
-        for name, f in reachables.items():
-            if name not in ex.reached:
-                try:
-                    if f(t):
-                        ex.reached[name] = j
-                except (EvalError, ZeroDivisionError) as exc:
-                    fail("well_defined", Finding(j, f"property {name}: {exc}"))
-
-    states, index, parent, depth = ex.states, ex.index, ex.parent, ex.depth
+    x = _Sweep(m, max_states, timeout, properties, progress)
+    ex = x.ex
+    generated = _runs_generated(m) and not x.independents
+    states, index, parent = ex.states, ex.index, ex.parent
     for s in m.inits:
         if s in index:
             continue
         index[s] = len(states)
         states.append(s)
         parent.append(-1)
-        ex.via_action.append(-1)
-        ex.via_combo.append(-1)
-        ex.via_rule.append(None)
-        depth.append(0)
-        check_state(len(states) - 1, s)
+        if not generated:
+            ex.via_action.append(-1)
+            ex.via_combo.append(-1)
+            ex.via_rule.append(None)
+            ex.depth.append(0)
+        x.check_state(len(states) - 1, s)
 
-    is_terminal, label, domain_error = m.is_terminal, m.label, m.domain_error
-    actions = m.actions
+    expanded, forward, fired = _generated_loop(x) if generated else _plain_loop(x)
+    ex.transitions = len(ex.e_dst)
+    ex.expanded = expanded
+    ex.forward = forward
+    ex.stopped_by = x.stopped_by
+    ex.errored = bytearray(expanded)
+    for i in x.failed:
+        ex.errored[i] = 1
+    ex.fired_by_action = {a: {r: c for r, c in fired[a].items() if r is not None} for a in sorted(fired)}
+    for counts_of in ex.fired_by_action.values():
+        for r, c in counts_of.items():
+            ex.rule_counts[r] += c
+    ex.edge_start.append(len(ex.e_dst))
+    if generated:
+        ex.attach_lazy()
+    ex.complete = ex.stopped_by is None
+    ex.seconds = time.monotonic() - x.started
+    if progress is not None:
+        progress(len(states), ex.transitions, ex.max_depth, len(states) - ex.expanded, ex.seconds)
+    return ex
+
+
+def _runs_generated(m: Machine) -> bool:
+    """Whether m has a generated loop and still runs the functions it was generated with
+    (bound code replaces the step functions of a copy of the machine)."""
+    if m.sweep is None:
+        return False
+    own = m.sweep.namespace               # the namespace of m's generated module
+    return (m.is_terminal is own["is_terminal"] and m.domain_error is own["domain_error"]
+            and len(m.actions) == len(m.spec.actions)
+            and all(a.step is own[f"step_{a.index}"] and a.guard is own.get(f"guard_{a.index}")
+                    for a in m.actions))
+
+
+class _Sweep:
+    """One exploration in progress: what it checks, its counters, and the slow paths of
+    both loops, where every finding is made (so both loops make the same findings)."""
+
+    def __init__(self, m: Machine, max_states: int | None, timeout: float | None,
+                 properties: set[str] | None, progress: ProgressFn | None):
+        wanted = (lambda name: properties is None or name in properties)
+        spec = m.spec
+        self.m = m
+        self.ex = ex = Exploration(m)
+        self.findings = ex.findings
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout if timeout is not None else None
+        self.progress = progress
+        self.ticking = self.deadline is not None or progress is not None
+        self.max_states = max_states if max_states is not None else sys.maxsize
+        self.stopped_by: str | None = None
+        self.invariants = [(n, f) for n, f in m.invariants.items() if wanted(n)]
+        self.reachables = {n: f for n, f in m.reachables.items() if wanted(n)}
+        self.step_invs = [(n, f) for n, f in m.step_invariants.items() if wanted(n)]
+        self.variants = [(n, f, b) for n, (f, b) in m.variants.items() if wanted(n)]
+        self.independents = [(p.name, tuple(i for i in range(len(m.var_names)) if i not in p.vars))
+                             for p in spec.properties if p.kind == "independent" and wanted(p.name)]
+        # All invariants in one generated call per state, when exactly those are checked here;
+        # a state where one fails (or one cannot be evaluated) takes the slow path.
+        combined = m.all_invariants
+        self.all_invariants = (combined[1] if combined is not None
+                               and combined[0] == [n for n, _ in self.invariants] else None)
+        self.failed: set[int] = set()      # states with a transition that failed to evaluate
+        self.tried: set[int] = set()       # actions enabled somewhere, with a transition that failed
+        for a in spec.actions:
+            if a.decide is not None:
+                for r in a.decide.rules:
+                    ex.rule_counts.setdefault(r.name, 0)
+        if spec.terminal is not None and spec.terminal.label is not None:
+            for v in spec.terminal.values:
+                ex.label_counts.setdefault(v, 0)
+        # what the generated loop reads (machine/compiled.py, _generate_sweep)
+        self.states, self.index, self.parent = ex.states, ex.index, ex.parent
+        self.e_dst, self.edge_start, self.terminal = ex.e_dst, ex.edge_start, ex.terminal
+        self.label_counts = ex.label_counts
+        self.starts = [0]                  # the first state of each BFS level
+        self.combos = [a.combos for a in m.actions]
+        self._checked = [p for p in spec.properties if p.kind in SWEEP_KINDS]
+        self._names = {"invariant": {n for n, _ in self.invariants}, "reachable": set(self.reachables),
+                       "step_invariant": {n for n, _ in self.step_invs},
+                       "variant": {n for n, _, _ in self.variants}}
+
+    def live(self) -> tuple[bool, ...]:
+        """Per property the generated loop checks (spec order): whether it still checks it."""
+        out = []
+        for p in self._checked:
+            done = self.ex.reached if p.kind == "reachable" else self.findings
+            out.append(p.name in self._names[p.kind] and p.name not in done)
+        return tuple(out)
+
+    def missing(self, action: int, choice: str) -> _MissingChoice:
+        """What a step invariant reads for a choice this action does not make."""
+        return _MissingChoice(choice, self.m.actions[action].name)
+
+    def bound(self, k: int) -> int:
+        """The bound of variant property k (spec order), 0 where it is not checked."""
+        entry = self.m.variants.get(self.m.spec.properties[k].name)
+        return entry[1] if entry is not None else 0
+
+    def fail(self, name: str, finding: Finding) -> None:
+        if name not in self.findings:
+            self.findings[name] = finding
+
+    def tick(self, i: int, depth: int) -> bool:
+        """Every 256 states: stop at the deadline (True), report progress every 4096."""
+        now = time.monotonic()
+        if self.deadline is not None and now > self.deadline:
+            self.stopped_by = "timeout"
+            return True
+        if self.progress is not None and (i & 4095) == 0:
+            n = len(self.states)
+            self.progress(n, len(self.e_dst), depth, n - i, now - self.started)
+        return False
+
+    def terminal_error(self, i: int, exc: Exception) -> bool:
+        self.fail("well_defined", Finding(i, f"terminal: {exc}"))
+        self.failed.add(i)
+        return False
+
+    def guard_error(self, i: int, action: int, exc: Exception) -> bool:
+        self.fail("well_defined", Finding(i, f"guard of {self.m.actions[action].name}: {exc}"))
+        self.failed.add(i)
+        return False
+
+    def step_error(self, i: int, action: int, ci: int, exc: Exception) -> None:
+        act = self.m.actions[action]
+        self.fail(getattr(exc, "builtin", "well_defined"),
+                  Finding(i, f"action {act.name} with {_fmt_choices(act.labels[ci])}: {exc}", (action, ci, None, None)))
+        self.failed.add(i)
+        self.tried.add(action)
+
+    def domain_fail(self, i: int, action: int, ci: int, rule: str | None, t: tuple) -> None:
+        m = self.m
+        bad = m.domain_error(t)
+        self.fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]!r} is outside its "
+                                        f"domain {m.domain_text(bad)}", (action, ci, rule, t)))
+        self.failed.add(i)
+        self.tried.add(action)
+
+    def check_state(self, j: int, t: tuple) -> None:
+        """The invariants and reachable properties on new state j."""
+        if self.all_invariants is not None:
+            try:
+                clean = self.all_invariants(t) < 0
+            except _ERRORS:
+                clean = False
+            if clean:
+                if self.reachables:
+                    self._check_reachables(j, t)
+                return
+        for name, f in self.invariants:
+            if name in self.findings:
+                continue
+            try:
+                ok = f(t)
+            except _ERRORS as exc:
+                self.fail("well_defined", Finding(j, f"property {name}: {exc}"))
+                continue
+            if not ok:
+                self.fail(name, Finding(j, "false in this state"))
+        self._check_reachables(j, t)
+
+    def _check_reachables(self, j: int, t: tuple) -> None:
+        for name, f in self.reachables.items():
+            if name not in self.ex.reached:
+                try:
+                    if f(t):
+                        self.ex.reached[name] = j
+                except _ERRORS as exc:
+                    self.fail("well_defined", Finding(j, f"property {name}: {exc}"))
+
+    def check_step(self, i: int, action: int, ci: int, r: str | None, t: tuple) -> None:
+        """The step invariants and variants on one transition from state i to t."""
+        act = self.m.actions[action]
+        s = self.states[i]
+        step = (action, ci, r, t)
+        findings = self.findings
+        if self.step_invs:
+            args = act.step_args[ci]
+            for name, f in self.step_invs:
+                if name in findings:
+                    continue
+                try:
+                    ok = f(s, t, act.name, r, *args)
+                except _ERRORS as exc:
+                    self.fail("well_defined", Finding(i, f"property {name}: {exc}", step))
+                    continue
+                if not ok:
+                    self.fail(name, Finding(i, "false for this transition", step))
+        for name, f, bound in self.variants:
+            if name in findings:
+                continue
+            try:
+                before, after = f(s), f(t)
+            except _ERRORS as exc:
+                self.fail("well_defined", Finding(i, f"property {name}: {exc}", step))
+                continue
+            if after <= before:
+                self.fail(name, Finding(i, f"the variant goes from {before} to {after}: it must "
+                                           "strictly increase", step))
+            elif after > bound or before > bound:
+                self.fail(name, Finding(i, f"the variant reaches {max(before, after)}, above its "
+                                           f"bound {bound}", step))
+
+
+def _generated_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]:
+    """Run the machine's generated loop; returns what `_plain_loop` returns, and sets the
+    depths from the levels' first states."""
+    ex = x.ex
+    # The loop allocates a tuple per state and makes no reference cycle, so the cyclic
+    # collector has nothing to find there; left on, it would walk the growing state set
+    # again and again.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        expanded, forward, deeper, counts = x.m.sweep(x)
+    finally:
+        if collecting:
+            gc.enable()
+    fired: dict[int, dict[str | None, int]] = {k: {} for k in x.tried}
+    for k, rule, c in counts:
+        if c:
+            per_rule = fired.setdefault(k, {})
+            per_rule[rule] = per_rule.get(rule, 0) + c
+    if deeper < len(ex.states):       # stopped early: found, not expanded, one level deeper
+        x.starts.append(deeper)
+    bounds = x.starts + [len(ex.states)]
+    for d in range(len(x.starts)):
+        ex.depth.extend(array("i", [d]) * (bounds[d + 1] - bounds[d]))
+    return expanded, forward, fired
+
+
+def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]:
+    """The loop for machines without a generated one: calls the step functions and
+    stores per edge and per state what it was. Returns (states expanded, forward, the
+    transitions fired per action and rule)."""
+    m, ex = x.m, x.ex
+    states, index, parent, depth = ex.states, ex.index, ex.parent, ex.depth
     e_dst, e_action, e_combo, e_rule = ex.e_dst, ex.e_action, ex.e_combo, ex.e_rule
-    rule_counts = ex.rule_counts
-    fired: dict[int, dict] = {}       # every action that fired, with its rules (None: no decide)
+    is_terminal, label, domain_error = m.is_terminal, m.label, m.domain_error
+    independents = x.independents
+    seen_outcomes: list[dict] = [dict() for _ in independents]
+    step_checks = bool(x.step_invs or x.variants)
+    fired: dict[int, dict[str | None, int]] = {}     # every action that was enabled, with its rules
     forward = True
     i = 0
     while i < len(states):
-        if max_states is not None and len(states) > max_states:
-            ex.stopped_by = "max_states"
+        if len(states) > x.max_states:
+            x.stopped_by = "max_states"
             break
-        if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
-            ex.stopped_by = "timeout"
+        if x.ticking and (i & 255) == 0 and x.tick(i, depth[i]):
             break
-        if progress is not None and (i & 4095) == 0:
-            progress(len(states), len(e_dst), depth[i], len(states) - i, time.monotonic() - started)
         s = states[i]
         ex.edge_start.append(len(e_dst))
-        err = 0
         try:
             term = is_terminal(s)
-        except (EvalError, ZeroDivisionError) as exc:
-            fail("well_defined", Finding(i, f"terminal: {exc}"))
-            term, err = False, 1
+        except _ERRORS as exc:
+            term = x.terminal_error(i, exc)
         ex.terminal.append(1 if term else 0)
         # this state up to each independence property's ignored vars, projected once
-        kept = [tuple(s[x] for x in keep) for _, keep in independents]
+        kept = [tuple(s[v] for v in keep) for _, keep in independents]
         for k, (name, _) in enumerate(independents):
-            _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, fail)
+            _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, x.fail)
         if term:
             if label is not None:
                 lab = label(s)
                 ex.label_counts[lab] = ex.label_counts.get(lab, 0) + 1
-            ex.errored.append(0)
             i += 1
             continue
         d_next = depth[i] + 1
-        for act in actions:
+        for act in m.actions:
             try:
                 enabled = act.guard is None or act.guard(s)
-            except (EvalError, ZeroDivisionError) as exc:
-                fail("well_defined", Finding(i, f"guard of {act.name}: {exc}"))
-                err = 1
+            except _ERRORS as exc:
+                x.guard_error(i, act.index, exc)
                 continue
             for k, (name, _) in enumerate(independents):
-                _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, fail)
+                _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, x.fail)
             if not enabled:
                 continue
             fired_here = fired.setdefault(act.index, {})
@@ -201,19 +484,13 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
             for ci, combo in enumerate(act.combos):
                 try:
                     t, r = step(s, *combo)
-                except (EvalError, ZeroDivisionError) as exc:
-                    fail(getattr(exc, "builtin", "well_defined"),
-                         Finding(i, f"action {act.name} with {_fmt_choices(act.labels[ci])}: {exc}",
-                                 (act.index, ci, None, None)))
-                    err = 1
+                except _ERRORS as exc:
+                    x.step_error(i, act.index, ci, exc)
                     continue
                 j = index.get(t)
                 if j is None:
-                    bad = domain_error(t)
-                    if bad >= 0:
-                        fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]!r} is outside its "
-                                                   f"domain {m.domain_text(bad)}", (act.index, ci, r, t)))
-                        err = 1
+                    if domain_error(t) >= 0:
+                        x.domain_fail(i, act.index, ci, r, t)
                         continue
                     j = len(states)
                     index[t] = j
@@ -223,7 +500,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                     ex.via_combo.append(ci)
                     ex.via_rule.append(r)
                     depth.append(d_next)
-                    check_state(j, t)
+                    x.check_state(j, t)
                 elif forward and depth[j] != d_next:
                     forward = False
                 e_dst.append(j)
@@ -231,51 +508,14 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
                 e_combo.append(ci)
                 e_rule.append(r)
                 fired_here[r] = fired_here.get(r, 0) + 1
-                if step_invs:
-                    args = act.step_args[ci]
-                    for name, f in step_invs:
-                        if name in findings:
-                            continue
-                        try:
-                            ok = f(s, t, act.name, r, *args)
-                        except (EvalError, ZeroDivisionError) as exc:
-                            fail("well_defined", Finding(i, f"property {name}: {exc}", (act.index, ci, r, t)))
-                            continue
-                        if not ok:
-                            fail(name, Finding(i, "false for this transition", (act.index, ci, r, t)))
-                for name, f, bound in variants:
-                    if name in findings:
-                        continue
-                    try:
-                        before, after = f(s), f(t)
-                    except (EvalError, ZeroDivisionError) as exc:
-                        fail("well_defined", Finding(i, f"property {name}: {exc}", (act.index, ci, r, t)))
-                        continue
-                    if after <= before:
-                        fail(name, Finding(i, f"the variant goes from {before} to {after}: it must "
-                                              "strictly increase", (act.index, ci, r, t)))
-                    elif after > bound or before > bound:
-                        fail(name, Finding(i, f"the variant reaches {max(before, after)}, above its "
-                                              f"bound {bound}", (act.index, ci, r, t)))
+                if step_checks:
+                    x.check_step(i, act.index, ci, r, t)
                 for k, (name, keep) in enumerate(independents):
-                    outcome = (tuple(t[x] for x in keep), r)
+                    outcome = (tuple(t[v] for v in keep), r)
                     _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
-                          (act.index, ci, r, t), name, fail)
-        ex.errored.append(err)
+                          (act.index, ci, r, t), name, x.fail)
         i += 1
-    ex.expanded = i
-    ex.forward = forward
-    ex.transitions = len(e_dst)
-    ex.fired_by_action = {a: {r: c for r, c in counts.items() if r is not None} for a, counts in fired.items()}
-    for counts in ex.fired_by_action.values():
-        for r, c in counts.items():
-            rule_counts[r] += c
-    ex.edge_start.append(len(e_dst))
-    ex.complete = ex.stopped_by is None
-    ex.seconds = time.monotonic() - started
-    if progress is not None:
-        progress(len(states), ex.transitions, ex.max_depth, len(states) - ex.expanded, ex.seconds)
-    return ex
+    return i, forward, fired
 
 
 def _same(seen: dict, key: tuple, outcome: Any, state: int, step: tuple | None, name: str,

@@ -154,6 +154,7 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
     bound = copy.copy(m)
     bound.actions = actions
     bound.domain_error = domain_error
+    bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
     return bound
 

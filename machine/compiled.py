@@ -5,14 +5,19 @@ once), then executed once per parameter combination with the params bound as glo
 States are tuples of ints, bools and strings in var order; choices are tuples whose
 item 0 is the label shown in traces. The explorer calls these functions in its inner
 loop, so they do no checking the type system already did: only int ranges are checked
-at run time (`domain_error`), because arithmetic can leave a range.
+at run time (`domain_error`), because arithmetic can leave a range. For the scalar
+engine the whole breadth-first loop is generated as well, with the expressions inline
+(`_generate_sweep`), and compiled the first time it runs.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
+import re
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any, Callable
 
 from . import expr as E
@@ -85,6 +90,7 @@ class Machine:
     rule_conditions: dict[int, Callable[..., tuple]] = field(default_factory=dict)  # action -> each rule's `when`
     all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
     bound_to: str | None = None                       # the adapter whose code the actions run
+    sweep: "GeneratedLoop | None" = None              # the whole BFS loop, generated (see _generate_sweep)
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
         return dict(zip(self.var_names, state))
@@ -106,6 +112,14 @@ class CompiledSpec:
         self.spec = spec
         self.source = _generate(spec)
         self.code = compile(self.source, f"<haltproof:{spec.path}>", "exec")
+        self._sweep_code: CodeType | None = None
+
+    @property
+    def sweep_code(self) -> CodeType:
+        """The generated BFS loop (see _generate_sweep), compiled the first time it is run."""
+        if self._sweep_code is None:
+            self._sweep_code = compile(_generate_sweep(self.spec), f"<haltproof:{self.spec.path}:sweep>", "exec")
+        return self._sweep_code
 
     def instantiate(self, params: dict[str, int]) -> Machine:
         spec = self.spec
@@ -158,7 +172,8 @@ class CompiledSpec:
                                            f"{r.then.py.value}, outside its domain {lo}..{hi}")
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
-                             "_NoRule": _NoRule, **pns}
+                             "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
+                             "_ERR": (EvalError, ZeroDivisionError), **pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
@@ -185,7 +200,7 @@ class CompiledSpec:
                                           labels, step_args, names, fields))
 
         m = Machine(spec, dict(params), [v.name for v in spec.vars], inits, actions,
-                    g["is_terminal"], g.get("label"), g["domain_error"], bounds)
+                    g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g))
         for k, p in enumerate(spec.properties):
             if p.when is not None and not value(p.when, p.line):
                 m.inactive.add(p.name)
@@ -213,6 +228,19 @@ class CompiledSpec:
                 and ex.py.value.id.startswith("c_") and ex.py.slice.value == 0 and ex.text.isidentifier()
             m.replay_lines.append((label, g[f"replay_{k}"], bare_choice))
         return m
+
+
+class GeneratedLoop:
+    """A machine's generated BFS loop, compiled and bound to the machine's namespace the
+    first time it runs: many machines never run it (bound code, the vector engine)."""
+
+    def __init__(self, compiled: CompiledSpec, namespace: dict[str, Any]):
+        self.compiled, self.namespace = compiled, namespace
+
+    def __call__(self, x: Any) -> tuple:
+        if "sweep" not in self.namespace:
+            exec(self.compiled.sweep_code, self.namespace)
+        return self.namespace["sweep"](x)
 
 
 def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> list[tuple]:
@@ -318,3 +346,293 @@ def _decide(w: Callable[[str], None], st: DecideStage, action: str, spec: Spec) 
         w(f"    {kw} {_src(r.when)}:\n        {var} = {_src(r.then)}; r = {r.name!r}")
         first = False
     w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})")
+
+
+# ---------------------------------------------------------------- the generated BFS loop
+
+SWEEP_KINDS = ("invariant", "reachable", "step_invariant", "variant")   # checked inside the loop
+
+
+class _Template:
+    """An expression's code with a numbered hole at every read of a state var (`s[i]`,
+    `b[i]`, `a[i]`) and at every name (`v_i` included), so the generated loop can fill in
+    its own locals or constants without rendering the expression again."""
+
+    def __init__(self, ex: E.Expr):
+        plain = ast.unparse(ex.py)
+        mark = "__hp"
+        while mark in plain:               # a marker no string in the expression contains
+            mark += "x"
+        self.keys: list[tuple[str, Any]] = []
+        tree = _Holes(self.keys, mark).visit(copy.deepcopy(ex.py))
+        self.parts = re.split(re.escape(mark) + r"(\d+)__", ast.unparse(tree))
+
+    def render(self, states: dict[str, list[ast.expr]], names: dict[str, ast.expr]) -> str:
+        """The code with `states[base][i]` for each state read, `names[n]` for name n, and
+        the original text for the rest. Every substitute is a name or a literal."""
+        out = []
+        for n, part in enumerate(self.parts):
+            if n % 2 == 0:
+                out.append(part)
+                continue
+            kind, what = self.keys[int(part)]
+            if kind == "name":
+                out.append(_atom(names[what]) if what in names else what)
+            elif kind in states:
+                out.append(_atom(states[kind][what]))
+            else:
+                out.append(f"{kind}[{what}]")
+        return "".join(out)
+
+
+class _Holes(ast.NodeTransformer):
+    def __init__(self, keys: list[tuple[str, Any]], mark: str):
+        self.keys, self.mark = keys, mark
+
+    def hole(self, key: tuple[str, Any]) -> ast.Name:
+        self.keys.append(key)
+        return ast.Name(f"{self.mark}{len(self.keys) - 1}__", ast.Load())
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in ("s", "b", "a") and isinstance(node.slice, ast.Constant):
+            return self.hole((base.id, node.slice.value))
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.hole(("name", node.id))
+
+
+def _atom(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _generate_sweep(spec: Spec) -> str:
+    """The breadth-first loop of explorer/engine.py for this spec, as one function `sweep(_x)`.
+
+    Why: per state and per transition the loop then runs the spec's own expressions
+    inline on local variables: no call, no unpacking per action, and nothing stored per
+    edge but the successor's index. The contract with the engine (`_x` is its
+    explorer.engine._Sweep): the loop appends to `_x`'s states, index, parent, e_dst,
+    edge_start, terminal and starts (the first state of each BFS level) and counts
+    terminal labels; every unusual event goes to one of `_x`'s slow paths, which make the
+    findings exactly as the engine's plain loop does: an expression that fails
+    (terminal_error, guard_error, step_error), a new successor outside its domain
+    (domain_fail), or a property that does not plainly hold (check_state, check_step: the
+    loop itself only sees that every property it still checks holds, or not). After a
+    slow path `_x.live()` says again which properties are still checked. It returns the
+    number of states expanded, whether every edge led exactly one level deeper, the first
+    state of the level after the one it was expanding, and per (action, rule) the number
+    of transitions that fired.
+    """
+    n = len(spec.vars)
+    V: list[ast.expr] = [ast.Name(f"v_{i}", ast.Load()) for i in range(n)]
+    templates: dict[int, _Template] = {}
+
+    def _inline(ex: E.Expr, states: dict[str, list[ast.expr]], names: dict[str, ast.expr] | None = None) -> str:
+        if id(ex) not in templates:
+            templates[id(ex)] = _Template(ex)
+        return templates[id(ex)].render(states, names or {})
+
+    checked = [(k, p) for k, p in enumerate(spec.properties) if p.kind in SWEEP_KINDS]
+    refresh = (", ".join(f"_f{k}" for k, _ in checked) + ("," if len(checked) == 1 else "")
+               + " = _x.live()") if checked else None
+    steps_checked = any(p.kind in ("step_invariant", "variant") for _, p in checked)
+    body: list[str] = []
+    counters: list[tuple[int, str | None, str]] = []
+
+    def w(depth: int, text: str) -> None:
+        body.append("    " * depth + text)
+
+    def tup(mapping: list[ast.expr]) -> str:
+        return "(" + ", ".join(ast.unparse(x) for x in mapping) + ("," if n == 1 else "") + ")"
+
+    def state_check(mapping: list[ast.expr], depth: int) -> None:
+        parts = [f"(_f{k} and not ({_inline(p.expr, {'s': mapping})}))" if p.kind == "invariant"
+                 else f"(_f{k} and ({_inline(p.expr, {'s': mapping})}))"
+                 for k, p in checked if p.kind in ("invariant", "reachable")]
+        if parts:
+            check(parts, "_x.check_state(_j, _t)", depth)
+
+    def step_check(k: int, a: Any, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
+        own = {c for c, _ in a.choices}
+        names: dict[str, ast.expr] = {"action": ast.Constant(a.name), "rule": ast.Constant(rule)}
+        names.update({f"c_{c}": ast.Name(f"_miss_{k}_{c}", ast.Load()) for c in spec.choice_names if c not in own})
+        parts = []
+        for pk, p in checked:
+            if p.kind == "step_invariant":
+                parts.append(f"(_f{pk} and not ({_inline(p.expr, {'b': V, 'a': mapping}, names)}))")
+            elif p.kind == "variant":      # holds when it strictly increases and stays within its bound
+                parts.append(f"(_f{pk} and not (({_inline(p.expr, {'s': V})}) < "
+                             f"({_inline(p.expr, {'s': mapping})}) <= _vb{pk}))")
+        if parts:
+            check(parts, f"_x.check_step(_i, {k}, {ci}, {rule!r}, _t)", depth)
+
+    def check(parts: list[str], slow: str, depth: int) -> None:
+        w(depth, "try:")
+        w(depth + 1, f"_bad = {' or '.join(parts)}")
+        w(depth, "except _ERR:")
+        w(depth + 1, "_bad = True")
+        w(depth, "if _bad:")
+        w(depth + 1, slow)
+        w(depth + 1, refresh)
+
+    def commit(k: int, a: Any, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
+        """The successor is complete: find or add it, record the edge, count its rule."""
+        counter = f"_c{len(counters)}"
+        counters.append((k, rule, counter))
+        # only an int var the action assigned can leave its domain (a decided constant was
+        # checked when the params were bound)
+        ranges = [f"dlo_{i} <= u_{i} <= dhi_{i}" for i, x in enumerate(mapping)
+                  if spec.vars[i].kind == "int" and isinstance(x, ast.Name) and x.id.startswith("u_")]
+        w(depth, f"_t = {tup(mapping)}")
+        w(depth, "_j = _add(_t, _n)")        # one hash: a new state is added at once ...
+        w(depth, "if _j == _n:")
+        inner = depth + 1
+        if ranges:
+            w(depth + 1, f"if {' and '.join(ranges)}:")
+            inner = depth + 2
+        for line in ("_n += 1", "_st_add(_t)", "_par_add(_i)"):
+            w(inner, line)
+        state_check(mapping, inner)
+        w(inner, "_e_add(_j)")
+        w(inner, f"{counter} += 1")
+        step_check(k, a, mapping, rule, ci, inner)
+        if ranges:
+            w(depth + 1, "else:")
+            w(depth + 2, "del _index[_t]")          # ... and taken out again if it is no state
+            w(depth + 2, f"_x.domain_fail(_i, {k}, {ci}, {rule!r}, _t)")
+        w(depth, "else:")
+        w(depth + 1, "if _j < _next:")
+        w(depth + 2, "_fwd = False")
+        w(depth + 1, "_e_add(_j)")
+        w(depth + 1, f"{counter} += 1")
+        step_check(k, a, mapping, rule, ci, depth + 1)
+
+    def stages(k: int, a: Any, idx: int, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
+        if idx == len(a.stages):
+            commit(k, a, mapping, rule, ci, depth)
+            return
+        st = a.stages[idx]
+        current = {f"v_{i}": x for i, x in enumerate(mapping)}
+        if isinstance(st, SetStage):
+            mapping = list(mapping)
+            if st.assigns:           # simultaneous: every right side sees the values before the stage
+                lhs = ", ".join(f"u_{x.var}" for x in st.assigns)
+                rhs = ", ".join(f"({_inline(x.value, {}, current)})" for x in st.assigns)
+                w(depth, f"{lhs} = {rhs}")
+                for x in st.assigns:
+                    mapping[x.var] = ast.Name(f"u_{x.var}", ast.Load())
+            stages(k, a, idx + 1, mapping, rule, ci, depth)
+            return
+        for pos, r in enumerate(st.rules):     # first match wins; each rule goes on on its own
+            if r.when is None:
+                if pos:
+                    w(depth, "else:")
+                inner = depth + 1 if pos else depth
+            else:
+                w(depth, f"{'elif' if pos else 'if'} {_inline(r.when, {}, current)}:")
+                inner = depth + 1
+            decided = list(mapping)
+            if isinstance(r.then.py, ast.Constant):
+                decided[st.var] = ast.Constant(r.then.py.value)
+            else:
+                w(inner, f"u_{st.var} = {_inline(r.then, {}, current)}")
+                decided[st.var] = ast.Name(f"u_{st.var}", ast.Load())
+            stages(k, a, idx + 1, decided, r.name, ci, inner)
+            if r.when is None:
+                return
+        w(depth, "else:")
+        w(depth + 1, f"raise _NoRule({a.name!r}, {spec.vars[st.var].name!r})")
+
+    unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
+    w(1, "while _i < _n:")
+    w(2, "if _i == _next:")            # a new BFS level starts here
+    w(3, "_d += 1")
+    w(3, "_next = _n")
+    w(3, "_starts_add(_i)")
+    w(2, "if _n > _max:")
+    w(3, "_x.stopped_by = 'max_states'")
+    w(3, "break")
+    w(2, "if _ticking and not _i & 255 and _x.tick(_i, _d):")
+    w(3, "break")
+    w(2, f"{unpack} = _states[_i]")
+    w(2, "_es_add(_len(_e_dst))")
+    t = spec.terminal
+    if t is not None:
+        w(2, "try:")
+        if t.when is not None:
+            w(3, f"_term = {_inline(t.when, {'s': V})}")
+        else:
+            w(3, f"_lab = {_inline(t.label, {'s': V})}")
+            w(3, f"_term = _lab in ({', '.join(repr(v) for v in t.values)},)")
+        w(2, "except _ERR as _exc:")
+        w(3, "_term = _x.terminal_error(_i, _exc)")
+        w(2, "if _term:")
+        w(3, "_term_add(1)")
+        if t.when is None:
+            w(3, "_labels[_lab] = _labels.get(_lab, 0) + 1")
+        w(3, "_i += 1")
+        w(3, "continue")
+    w(2, "_term_add(0)")
+    guards: dict[str, str] = {}          # a guard's code -> the local holding its value for this state
+    for k, a in enumerate(spec.actions):
+        depth = 2
+        if a.guard is not None:
+            code = _inline(a.guard, {'s': V})
+            if code not in guards:
+                # an action with the same guard reads its value: had it failed, the finding
+                # (the first one wins) and the failed state would be the same again
+                guards[code] = f"_g{k}"
+                w(2, "try:")
+                w(3, f"_g{k} = {code}")
+                w(2, "except _ERR as _exc:")
+                w(3, f"_g{k} = _x.guard_error(_i, {k}, _exc)")
+            w(2, f"if {guards[code]}:")
+            depth = 3
+        ci = "0"
+        if a.choices:
+            names = ", ".join(f"c_{c}" for c, _ in a.choices) + ("," if len(a.choices) == 1 else "")
+            w(depth, f"for _ci, ({names}) in _enumerate(_combos_{k}):")
+            depth += 1
+            ci = "_ci"
+        w(depth, "try:")
+        stages(k, a, 0, list(V), None, ci, depth + 1)
+        w(depth, "except _ERR as _exc:")
+        w(depth + 1, f"_x.step_error(_i, {k}, {ci}, _exc)")
+    w(2, "_i += 1")
+    w(1, "return _i, _fwd, _next, (" + "".join(f"({k}, {r!r}, {c}), " for k, r, c in counters) + ")")
+
+    defaults = [f"p_{p.name}=p_{p.name}" for p in spec.params]
+    defaults += [f"dlo_{i}=dlo_{i}, dhi_{i}=dhi_{i}" for i, v in enumerate(spec.vars) if v.kind == "int"]
+    defaults += ["_len=_len", "_enumerate=_enumerate", "_ERR=_ERR", "_NoRule=_NoRule",
+                 "min=min", "max=max", "abs=abs"]
+    head = [f"def sweep(_x, {', '.join(defaults)}):"]
+
+    def h(text: str) -> None:
+        head.append("    " + text)
+    for line in ("_states = _x.states", "_index = _x.index", "_add = _index.setdefault", "_st_add = _states.append",
+                 "_par_add = _x.parent.append", "_e_dst = _x.e_dst", "_e_add = _e_dst.append",
+                 "_es_add = _x.edge_start.append", "_term_add = _x.terminal.append",
+                 "_starts_add = _x.starts.append", "_labels = _x.label_counts",
+                 "_max = _x.max_states", "_ticking = _x.ticking"):
+        h(line)
+    for k, a in enumerate(spec.actions):
+        if a.choices:
+            h(f"_combos_{k} = _x.combos[{k}]")
+        if steps_checked:
+            own = {c for c, _ in a.choices}
+            for c in spec.choice_names:
+                if c not in own:
+                    h(f"_miss_{k}_{c} = _x.missing({k}, {c!r})")
+    for k, p in checked:
+        if p.kind == "variant":
+            h(f"_vb{k} = _x.bound({k})")
+    if refresh:
+        h(refresh)
+    for line in ("_n = _len(_states)", "_i = 0", "_next = _n", "_d = 0", "_fwd = True"):
+        h(line)
+    if counters:
+        h(" = ".join(c for _, _, c in counters) + " = 0")
+    return "\n".join(head + body) + "\n"

@@ -45,6 +45,7 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
     out: list[Notice] = []
     fired = ex.fired_by_action                  # both engines count these while they sweep
     taken = set(fired)
+    outcomes = _choice_outcomes(ex, [k for k in taken if _single_choice(ex, k)])
     for k, act in enumerate(spec.actions):
         if k not in taken:
             out.append(Notice("action", act.name, f"vacuous: action {act.name} (line {act.line}) is never taken",
@@ -52,7 +53,7 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
             continue
         if act.decide is not None:
             out.extend(_rule_notices(ex, k, fired.get(k, {})))
-        out.extend(_choice_notices(ex, k))
+        out.extend(_choice_notices(ex, k, outcomes))
     if spec.terminal is not None:
         for label, n in cov["terminals"].items():
             if n == 0:
@@ -109,25 +110,40 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
     return out
 
 
-def _choice_notices(ex: Exploration, k: int) -> list[Notice]:
+def _single_choice(ex: Exploration, k: int) -> bool:
+    act = ex.machine.actions[k]
+    return len(act.choice_names) == 1 and len(act.combos) >= 2
+
+
+def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int, list]]:
+    """Per action and choice combo, its transitions as (source, successor, rule), in one
+    pass over the edges (the engine may recompute what each edge is, source by source).
+    Empty where the engine counted the choice groups while it swept."""
+    if not actions or getattr(ex, "precomputed", None) is not None:
+        return {}
+    out = {k: {ci: [] for ci in range(len(ex.machine.actions[k].combos))} for k in actions}
+    for i in range(ex.expanded):
+        for e in ex.edges_of(i):
+            per_combo = out.get(ex.e_action[e])
+            if per_combo is not None:
+                per_combo[ex.e_combo[e]].append((i, ex.e_dst[e], ex.e_rule[e]))
+    return out
+
+
+def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list]]) -> list[Notice]:
     """Values of a single-choice action that never make a difference: in every state where
     the action runs, they lead to the same successor and rule as another value."""
     m = ex.machine
     act = m.actions[k]
-    if len(act.choice_names) != 1 or len(act.combos) < 2:
+    if not _single_choice(ex, k):
         return []
     pre = getattr(ex, "precomputed", None)
     if pre is not None:
         groups = {tuple(g): [act.labels[ci][act.choice_names[0]] for ci in g]
                   for g in pre["choice_groups"].get(k, [])}
     else:
-        outcomes: dict[int, list] = {ci: [] for ci in range(len(act.combos))}
-        for i in range(ex.expanded):
-            for e in ex.edges_of(i):
-                if ex.e_action[e] == k:
-                    outcomes[ex.e_combo[e]].append((i, ex.e_dst[e], ex.e_rule[e]))
         groups = {}
-        for ci, outs in outcomes.items():
+        for ci, outs in outcomes[k].items():
             if outs:
                 groups.setdefault(tuple(outs), []).append(act.labels[ci][act.choice_names[0]])
     spec_action = m.spec.actions[k]
