@@ -23,7 +23,7 @@ import numpy as np
 from machine.vectorize import DENSE_LIMIT, VMachine
 
 from .codeset import CodeIndex
-from .engine import Exploration, Finding, ProgressFn
+from .engine import Exploration, Finding, ProgressFn, _Steps
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
@@ -46,27 +46,10 @@ class LazyStates:
             yield self[i]
 
 
-class _Recomputed:
-    """A per-state or per-edge attribute recomputed on demand (see VExploration)."""
-
-    def __init__(self, fn: Any, n: int, part: int):
-        self.fn, self.n, self.part = fn, n, part
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> Any:
-        return self.fn(int(i))[self.part]
-
-    def __iter__(self):
-        for i in range(self.n):
-            yield self[i]
-
-
 class VExploration(Exploration):
     """An Exploration whose states and edges are numpy arrays. `via_*` (how each state was
     first reached) and `e_action`/`e_combo`/`e_rule` (what each edge is) are recomputed with
-    the scalar step functions when a trace asks for them."""
+    the scalar step functions when a trace asks for them (engine.Exploration.attach_lazy)."""
 
     first_stuck: int | None = None   # the first expanded state with no way on (found while sweeping)
 
@@ -81,58 +64,13 @@ class VExploration(Exploration):
     def terminal_states(self) -> int:
         return int(np.count_nonzero(self.terminal))
 
-    def transitions_from(self, i: int) -> list[tuple[int, int, str | None, tuple]]:
-        """The successful transitions of state i in the engine's order: (action, combo, rule, successor)."""
-        m = self.machine
-        s = self.states[i]
-        out = []
-        if m.is_terminal(s):
-            return out
-        for act in m.actions:
-            if act.guard is not None and not act.guard(s):
-                continue
-            for ci, combo in enumerate(act.combos):
-                try:
-                    t, r = act.step(s, *combo)
-                except Exception:
-                    continue
-                if m.domain_error(t) < 0:
-                    out.append((act.index, ci, r, t))
-        return out
 
-    def _via(self, j: int) -> tuple[int, int, str | None]:
-        cache = self.__dict__.setdefault("_via_cache", {})
-        if j not in cache:
-            cache[j] = self._find_via(j)
-        return cache[j]
+class _VSteps(_Steps):
+    """`_Steps` over numpy arrays: an edge's source by one searchsorted."""
 
-    def _find_via(self, j: int) -> tuple[int, int, str | None]:
-        p = int(self.parent[j])
-        if p < 0:
-            return (-1, -1, None)
-        child = self.states[j]
-        for a, c, r, t in self.transitions_from(p):
-            if t == child:
-                return (a, c, r)
-        raise AssertionError(f"state {j} is not a successor of its parent {p}")
-
-    def _edge(self, e: int) -> tuple[int, int, str | None]:
-        cache = self.__dict__.setdefault("_edge_cache", {})
-        if e not in cache:
-            # the scalar must have the array's dtype, or numpy converts the whole array per call
-            src = int(np.searchsorted(self.edge_start, self.edge_start.dtype.type(e), side="right")) - 1
-            a, c, r, _ = self.transitions_from(src)[e - int(self.edge_start[src])]
-            cache[e] = (a, c, r)
-        return cache[e]
-
-    def attach_lazy(self) -> None:
-        n, ne = len(self.parent), self.transitions
-        self.via_action = _Recomputed(self._via, n, 0)
-        self.via_combo = _Recomputed(self._via, n, 1)
-        self.via_rule = _Recomputed(self._via, n, 2)
-        self.e_action = _Recomputed(self._edge, ne, 0)
-        self.e_combo = _Recomputed(self._edge, ne, 1)
-        self.e_rule = _Recomputed(self._edge, ne, 2)
+    def source(self, e: int) -> int:
+        # the scalar must have the array's dtype, or numpy converts the whole array per call
+        return int(np.searchsorted(self.edge_start, self.edge_start.dtype.type(e), side="right")) - 1
 
 
 class LevelDepth:
@@ -462,7 +400,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     ex.complete = stopped is None
     ex.seconds = time.monotonic() - started
     ex.vm = vm
-    ex.attach_lazy()
+    ex.attach_lazy(_VSteps)
     return ex
 
 
