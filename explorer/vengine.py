@@ -95,11 +95,6 @@ class LevelDepth:
         depth = self.max()
         return int(self.ends[depth - 1]) if depth else 0
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        starts = np.concatenate([[0], self.ends])
-        out = np.repeat(np.arange(len(self.ends), dtype=np.int32), np.diff(starts))
-        return out if dtype is None else out.astype(dtype)
-
 
 def _full(a: Any, n: int, dtype: Any = None) -> np.ndarray:
     """`a` as an array of n rows (a generated function returns a scalar for a constant)."""
@@ -493,6 +488,7 @@ def _enabled_first(parts: list[tuple], k: int) -> bool:
 
 DENSE_SLOTS = 1 << 24
 UNSEEN = np.iinfo(np.int32).max     # the index of a code not reached yet
+RANK_LIMIT = UNSEEN                 # edge keys at or past this are ranked before they meet the index
 
 
 class _Scratch:
@@ -531,7 +527,7 @@ def _discover(blocks: list[_Block], index_of: np.ndarray, n: int, nkeys: int, to
     codes = np.concatenate(found_codes)
     keys = np.concatenate(found_keys)
     slots = n * nkeys
-    if slots < UNSEEN:
+    if slots < RANK_LIMIT:
         order_known, rank = False, keys.astype(np.int32)
     else:                                   # keys too wide for the int32 index: rank them first
         order = np.argsort(keys, kind="stable")

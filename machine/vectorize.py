@@ -91,11 +91,8 @@ class VMachine:
         return np.asarray(a, dtype=np.int64) - self.lows[i]     # ints, and enums whose ids are a run
 
     def in_domain(self, i: int, a: np.ndarray) -> np.ndarray:
-        """Which values of var i (as a step computed them) lie inside its declared domain."""
-        if self.local[i] is not None:
-            return self.local[i][a] >= 0
-        if self.kinds[i] == "bool":
-            return np.ones(len(a), dtype=bool)
+        """Which values of int var i (as a step computed them) lie inside its declared range;
+        enums and bools cannot leave their domain (their values are checked statically)."""
         return (a >= self.lows[i]) & (a <= self.lows[i] + self.sizes[i] - 1)
 
     def shift(self, i: int, new: np.ndarray, old: np.ndarray) -> np.ndarray:

@@ -348,3 +348,18 @@ def test_a_declared_space_of_10_to_the_15_runs_on_the_vector_engine(cli, tmp_pat
     bad = next(p for p in run["properties"] if p["name"] == "y_small")
     assert run["engine"] == "vector" and bad["status"] == "violated"
     assert len(bad["trace"]["steps"]) - 1 == 60          # the shortest way to y = 60
+
+
+@pytest.mark.parametrize("limit", ["RANK_LIMIT", "DENSE_SLOTS"])
+def test_the_fallback_orderings_change_no_result(monkeypatch, limit):
+    """A level whose (source, action-combo) keys do not fit int32 is ranked by argsort
+    before it meets the index, and one with more slots than DENSE_SLOTS is ordered by
+    argsort instead of a slot table; forced here on small specs, results never change."""
+    import explorer.vengine as V
+    monkeypatch.setattr(V, limit, 0)
+    for path in SPECS:
+        for scalar, vector, _ in _both(load_spec(path)):
+            assert scalar == vector, path
+    for path, pins in BENCH:
+        for scalar, vector, _ in _both(load_spec(path), pins):
+            assert scalar == vector
