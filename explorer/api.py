@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from machine import usercode
 from machine.spec import load_spec
+from machine.usercode import OutOfTime
 
 from . import report
 from .check import Options, RunResult, check_machine, check_spec, prepare_python
+from .memory import parse_size
 
 
 @dataclass
@@ -50,11 +53,32 @@ class Report:
 
 def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
-          timeout: float | None = None, model: bool = False) -> Report:
+          timeout: float | None = None, max_memory: int | str | None = None,
+          model: bool = False) -> Report:
     """Check a YAML spec (a path) or a `machine.pymodel.Model` subclass, over every param
-    combination or those `params` pins, and return the report."""
+    combination or those `params` pins, and return the report.
+
+    `timeout` (seconds) bounds the whole check, the user's bound code or model included:
+    hitting it makes the report incomplete. When it passes while that code is still being
+    loaded (an import, creating the adapter or model), there is no report: TimeoutError.
+    `max_memory` is bytes or a size such as "512M" (ValueError if it is not a positive size)."""
+    limit = _memory(max_memory)
     options = Options(pins=dict(params or {}), properties=properties, max_states=max_states,
-                      timeout=timeout, model_only=model)
-    if isinstance(spec, type):
-        return Report([check_machine(m, options) for m in prepare_python(spec, options)])
-    return Report(check_spec(load_spec(spec), options))
+                      timeout=timeout, max_memory=limit, model_only=model)
+    try:
+        with usercode.deadline(timeout):
+            if isinstance(spec, type):
+                return Report([check_machine(m, options) for m in prepare_python(spec, options)])
+            return Report(check_spec(load_spec(spec), options))
+    except OutOfTime as stop:
+        raise TimeoutError(f"haltproof: the timeout of {timeout:g} s passed while "
+                           f"{stop.doing or 'running the user code'}; nothing was checked") from None
+
+
+def _memory(max_memory: int | str | None) -> int | None:
+    if max_memory is None or isinstance(max_memory, str):
+        return None if max_memory is None else parse_size(max_memory)
+    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory <= 0:
+        raise ValueError(f"max_memory must be a positive number of bytes or a size such as '512M', "
+                         f"got {max_memory!r}")
+    return max_memory

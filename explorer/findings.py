@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .check import BOUND_OPTION
+
 # What one property result means for the gate.
 PASS = "pass"            # holds (and was meant to)
 EXPECTED = "expected"    # violated, and the spec's `expect:` says it must be: a pass with a finding
 FAIL = "fail"            # violated unexpectedly, or an expected violation did not happen
-ERROR = "error"          # unknown: a bound (--max-states, --timeout) stopped the exploration
+ERROR = "error"          # unknown: a bound (--max-states, --timeout, --max-memory) stopped the exploration
 UNDECIDED = "undecided"  # unknown because the spec's own error cut the exploration short: that
                          # error is the finding; this property is simply not decided
 
@@ -135,10 +137,11 @@ def finding_text(prop: dict[str, Any]) -> str:
 
 
 def stop_text(run: dict[str, Any]) -> str:
+    """The option whose bound stopped the run ("--max-memory"), or "" when none did."""
     by = run.get("stopped_by")
     if not by:
         return ""
-    return "--max-states" if by == "max_states" else "--timeout" if by == "timeout" else str(by)
+    return BOUND_OPTION.get(by, str(by))
 
 
 # ---------------------------------------------------------------- where things are

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from . import expr as E
 from .errors import Problem, SpecError
 from .spec import ChoiceSet, DecideStage, SetStage, Spec
+from .usercode import OutOfTime
 
 
 class EvalError(Exception):
@@ -173,7 +174,7 @@ class CompiledSpec:
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
-                             "_ERR": (EvalError, ZeroDivisionError), **pns}
+                             "_ERR": (EvalError, ZeroDivisionError), "_STOP": (MemoryError, OutOfTime), **pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
@@ -606,7 +607,7 @@ def _generate_sweep(spec: Spec) -> str:
 
     defaults = [f"p_{p.name}=p_{p.name}" for p in spec.params]
     defaults += [f"dlo_{i}=dlo_{i}, dhi_{i}=dhi_{i}" for i, v in enumerate(spec.vars) if v.kind == "int"]
-    defaults += ["_len=_len", "_enumerate=_enumerate", "_ERR=_ERR", "_NoRule=_NoRule",
+    defaults += ["_len=_len", "_enumerate=_enumerate", "_ERR=_ERR", "_STOP=_STOP", "_NoRule=_NoRule",
                  "min=min", "max=max", "abs=abs"]
     head = [f"def sweep(_x, {', '.join(defaults)}):"]
 
@@ -635,4 +636,9 @@ def _generate_sweep(spec: Spec) -> str:
         h(line)
     if counters:
         h(" = ".join(c for _, _, c in counters) + " = 0")
+    # running out of memory (or time) stops the loop where it is, as a bound does: the
+    # engine is told, gets the counts so far and undoes the state left half expanded
+    loop, ret = body[:-1], body[-1]
+    body = ["    try:", *("    " + line for line in loop), "    except _STOP as _exc:",
+            "        _x.interrupted(_exc)", ret]
     return "\n".join(head + body) + "\n"

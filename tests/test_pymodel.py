@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +154,68 @@ def test_cli_checks_module_colon_class(cli, monkeypatch):
     assert "retry_model.py  [RetryLoop]  K=3 R=1" in ran.out
     bad = cli("check", "retry_model:Nope")
     assert bad.code == 2 and "cannot load the model" in bad.err
+
+
+# ------------------------------------------------------------------ --timeout bounds the model's own code
+
+TESTS = ROOT / "tests"
+STUCK_AT = "running Retry.call_tool (outcome=error) from state calls=1 status=running"
+
+
+def _process(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Python in its own process, with tests/stuck_code.py importable: a model that never
+    returns shows as TimeoutExpired here, never as a stuck test run."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)])}
+    return subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("model", ["Retry", "SleepingRetry"], ids=["spins", "sleeps"])
+def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
+    ran = _process("-m", "explorer.cli", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
+                   cwd=tmp_path)
+    assert ran.returncode == 3, ran.stderr
+    (run,) = json.loads(ran.stdout)["runs"]
+    assert (run["result"], run["stopped_by"]) == ("incomplete", "timeout")
+    assert run["stop_reason"] == f"stopped at 4 states: --timeout 2 s reached while {STUCK_AT}"
+
+
+def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
+    script = ("import json\n"
+              "from explorer.api import check\n"
+              "from stuck_code import SleepingRetry\n"
+              "report = check(SleepingRetry, timeout=2)\n"
+              "print(json.dumps([report.result, report.exit_code, report.runs[0].stop_reason]))\n")
+    ran = _process("-c", script, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == ["incomplete", 3,
+                                      f"stopped at 4 states: --timeout 2 s reached while {STUCK_AT}"]
+
+
+def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
+    ran = _process("-m", "explorer.cli", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3 and ran.stdout == ""
+    assert ran.stderr == "haltproof: incomplete: --timeout reached while instantiating the model SpinningInit with K=3\n"
+    script = ("from explorer.api import check\n"
+              "from stuck_code import SpinningInit\n"
+              "try:\n"
+              "    check(SpinningInit, timeout=2)\n"
+              "except TimeoutError as exc:\n"
+              "    print(exc)\n")
+    ran = _process("-c", script, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == ("haltproof: the timeout of 2 s passed while instantiating the model SpinningInit "
+                          "with K=3; nothing was checked\n")
+
+
+def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_path):
+    ran = _process("-m", "explorer.cli", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
+                   cwd=tmp_path)
+    assert ran.returncode == 3, ran.stderr
+    (run,) = json.loads(ran.stdout)["runs"]
+    assert (run["result"], run["stopped_by"], run["stats"]["states"]) == ("incomplete", "timeout", 7)
+    assert run["stop_reason"] == ("--timeout 2 s reached after the exploration, while counting the transitions "
+                                  "of calls_bounded: running _spinning_count from state calls=2 status=running")
+    statuses = {p["name"]: (p["status"], p["message"]) for p in run["properties"]}
+    assert statuses["bound_code"][0] == "holds"
+    assert statuses["calls_bounded"] == ("unknown", "not decided: the --timeout passed while counting its "
+                                                    "transitions")
