@@ -16,6 +16,7 @@ from explorer.engine import explore
 from explorer.vengine import explore_vector
 from machine.compiled import CompiledSpec
 from machine.spec import load_spec, parse_spec
+from machine.usercode import OutOfTime
 from machine.vectorize import NotVectorizable, vectorize
 
 from conftest import ROOT
@@ -422,11 +423,12 @@ def _prefix_of(part, full, half: int = 0) -> None:
     assert n == 1 + sum(1 for p in full.parent[1:] if p < done) + half    # what expanding them finds
 
 
+@pytest.mark.parametrize("stop", ["memory", "deadline"])
 @pytest.mark.parametrize("loop", ["generated", "plain"])
-def test_memory_running_out_in_the_middle_of_a_state_leaves_a_consistent_partial_exploration(
-        monkeypatch, loop):
-    """MemoryError while a state is half expanded (raised where a new state is checked):
-    that state goes back to unexpanded, everything before it stays, and nothing is lost."""
+def test_stopping_in_the_middle_of_a_state_leaves_a_consistent_partial_exploration(monkeypatch, loop, stop):
+    """MemoryError, or the deadline passing in user code, while a state is half expanded
+    (raised where a new state is checked): that state goes back to unexpanded, everything
+    before it stays, and nothing is lost."""
     import explorer.engine as E
     m = _grid_machine()
     if loop == "plain":
@@ -438,14 +440,19 @@ def test_memory_running_out_in_the_middle_of_a_state_leaves_a_consistent_partial
 
     def check_state(self, j, t):
         if j == hit:
-            raise MemoryError
+            raise MemoryError if stop == "memory" else OutOfTime("running corner from state x=10 y=5 z=0")
         return checked(self, j, t)
     monkeypatch.setattr(E._Sweep, "check_state", check_state)
     part = explore(m)
-    assert (part.stopped_by, part.out_of_memory, part.complete) == ("max_memory", True, False)
-    assert part.expanded == full.parent[hit]      # the state being expanded when it ran out
+    if stop == "memory":
+        assert (part.stopped_by, part.out_of_memory, part.complete) == ("max_memory", True, False)
+        assert part.index == {}                   # dropped to make room for the report
+    else:
+        assert (part.stopped_by, part.out_of_memory, part.complete) == ("timeout", False, False)
+        assert part.stopped_in == "running corner from state x=10 y=5 z=0"
+        assert len(part.index) == len(part.states)
+    assert part.expanded == full.parent[hit]      # the state being expanded when it stopped
     assert len(part.states) == hit + 1            # the state found last stays found
-    assert part.index == {}                       # dropped to make room for the report
     _prefix_of(part, full, half=sum(1 for p in full.parent[:hit + 1] if p == part.expanded))
     assert "corner" not in part.reached
     assert sum(part.rule_counts.values()) == 0 and len(part.e_dst) > 0
