@@ -200,7 +200,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
         _add_inits(x, generated)
     except _INTERRUPTS as exc:
         x.interrupted(exc)
-    if x.stopped_by is None:
+    if not x.cut_short:
         expanded, forward, fired = _generated_loop(x) if generated else _plain_loop(x)
     else:                       # stopped among the initial states: nothing expanded
         _undo_partial(x, 0, generated, {})
@@ -314,6 +314,7 @@ class _Sweep:
         self.stopped_by: str | None = None
         self.stopped_in: str | None = None
         self.out_of_memory = False
+        self.cut_short = False             # interrupted in the middle of a state (see _INTERRUPTS)
         self.invariants = [(n, f) for n, f in m.invariants.items() if wanted(n)]
         self.reachables = {n: f for n, f in m.reachables.items() if wanted(n)}
         self.step_invs = [(n, f) for n, f in m.step_invariants.items() if wanted(n)]
@@ -383,6 +384,7 @@ class _Sweep:
 
     def interrupted(self, exc: BaseException) -> None:
         """The deadline passed in the user's code, or memory ran out: stop (see _INTERRUPTS)."""
+        self.cut_short = True
         if isinstance(exc, OutOfTime):
             self.stopped_by, self.stopped_in = "timeout", exc.doing
         else:
@@ -498,7 +500,7 @@ def _generated_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, in
         if c:
             per_rule = fired.setdefault(k, {})
             per_rule[rule] = per_rule.get(rule, 0) + c
-    if x.stopped_by in ("timeout", "max_memory") and expanded < len(ex.states):
+    if x.cut_short:
         _undo_partial(x, expanded, True, fired)
     if deeper < len(ex.states):       # stopped early: found, not expanded, one level deeper
         x.starts.append(deeper)
