@@ -472,3 +472,16 @@ def test_a_bound_that_raises_or_is_not_an_int_is_a_spec_error(bound, message):
         quick = terminates_within(bound)
     with pytest.raises(SpecError, match=re.escape(message)):
         check(Bounded)
+
+
+def test_the_subclass_example_of_the_docs_runs():
+    """docs/binding.md, "Subclasses": its example runs and finds the inherited property violated."""
+    doc = (ROOT / "docs" / "binding.md").read_text()
+    section = doc[doc.index("### Subclasses"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {"__name__": "doc_example"}
+    exec(compile(block, "docs/binding.md", "exec"), namespace)
+    (run,) = check(namespace["StartsStuck"]).runs
+    stops = next(p for p in run.properties if p.name == "stops")
+    assert stops.status == "violated" and stops.message.startswith("deadlock")
+    assert len(stops.trace) == 0 and stops.trace.steps[0].state == {"x": 1}
