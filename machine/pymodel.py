@@ -375,6 +375,14 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
                                      for d in doms.values()])
     m.bound_to = f"{type(model).__module__}:{type(model).__name__}"
     m.domain_text = domain_text   # type: ignore[method-assign]
+    _add_properties(m, model, props, as_dict, user, file, line)
+    return m
+
+
+def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable, user: Callable,
+                    file: str, line: int | None) -> None:
+    """Give the machine each property's check, calling the user's functions through `user`."""
+    p, choice_names = m.params, m.spec.choice_names
     for prop in props:
         if prop.when is not None and not prop.when(dict(p)):
             m.inactive.add(prop.name)
@@ -383,15 +391,14 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
         elif prop.kind == "reachable":
             m.reachables[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
         elif prop.kind == "step_invariant":
-            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, spec.choice_names, user)
+            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, choice_names, user)
         elif prop.kind == "variant":
             m.variants[prop.name] = (lambda s, f=prop.fn: _integer(user(f, as_dict(s), dict(p)), f),
                                      _bound(prop, p, file, line))
         elif prop.kind == "terminates_within":
             m.within[prop.name] = _bound(prop, p, file, line)
             if prop.count is not None:
-                m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, spec.choice_names, user)
-    return m
+                m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
 
 
 def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, int],
