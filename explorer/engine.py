@@ -439,6 +439,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     states, index, parent, depth = ex.states, ex.index, ex.parent, ex.depth
     e_dst, e_action, e_combo, e_rule = ex.e_dst, ex.e_action, ex.e_combo, ex.e_rule
     is_terminal, label, domain_error = m.is_terminal, m.label, m.domain_error
+    # A spec's expressions are typed, so a successor equal to a known state is that state.
+    # Code is not: True == 1 == 1.0 hash alike, and a bool or float from the code would be
+    # taken for the known int state without its domain being checked. Check every one.
+    from_code = m.bound_to is not None
     independents = x.independents
     seen_outcomes: list[dict] = [dict() for _ in independents]
     step_checks = bool(x.step_invs or x.variants)
@@ -488,10 +492,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                     x.step_error(i, act.index, ci, exc)
                     continue
                 j = index.get(t)
+                if (j is None or from_code) and domain_error(t) >= 0:
+                    x.domain_fail(i, act.index, ci, r, t)
+                    continue
                 if j is None:
-                    if domain_error(t) >= 0:
-                        x.domain_fail(i, act.index, ci, r, t)
-                        continue
                     j = len(states)
                     index[t] = j
                     states.append(t)

@@ -34,7 +34,16 @@ as a method decorated with `@action`, and each property as a decorated method.
 compiles to, so the engine, the properties, the reports, `explorer.api.check` and the
 command line (`haltproof check module:RetryLoop`) treat both alike. States are dicts
 in your code; a value outside its domain is a `domains` violation, an exception a
-`bound_code` finding, as for bound YAML specs.
+`bound_code` finding, as for bound YAML specs. A value is in a domain when it equals
+one of the domain's values *of the same type*: True and 1.0 are not in range(3), 1 is
+not in [False, True]. Properties, guards and `terminal` must return a real bool
+(`type(x) is bool`; not 1, None, "yes" or numpy.bool_): anything else is a
+`well_defined` finding, never taken for its truth value.
+
+Subclasses inherit: the actions and properties of every class in the MRO are checked
+(see `_declarations` for the order and how an override by name replaces its base's
+entry); params, domains(), init() and terminal() are looked up as Python does, so the
+most derived definition wins whole (a subclass's `params` replace the base's dict).
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ from typing import Any, Callable, Iterable
 
 from . import expr as E
 from .binding import CodeError, _hashable, _user_traceback
-from .compiled import CompiledAction, Machine, _MissingChoice
+from .compiled import CompiledAction, EvalError, Machine, _MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var)
 
@@ -151,10 +160,34 @@ def _where(obj: Any) -> tuple[str, int | None]:
         return "<model>", None
 
 
+def _declarations(cls: type) -> dict[str, Any]:
+    """Every attribute `cls` and its bases declare, by name, as Python looks them up: a
+    property or action a base declares is checked in every subclass. Order: the most basic
+    class's declarations first (each class in the order it declares them), then each
+    subclass's new ones; a subclass's declaration under an existing name replaces the
+    base's entry in place (so an override keeps the base's position, and overriding with
+    something that is neither an action nor a property removes it)."""
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            out[name] = value           # an existing key keeps its place: the override stays there
+    return out
+
+
+def _call(file: str, line: int | None, what: str, fn: Callable, *args: Any) -> Any:
+    """Call the user's code while the model is being built: what it raises is the model's
+    mistake, a spec error (exit 2) naming `what` with the user's traceback, not a crash."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise SpecError([Problem(file, line, f"{what} raised {type(exc).__name__}: {exc}\n"
+                                             f"{_user_traceback(exc)}")]) from None
+
+
 def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
     """A Spec describing the model, and a function making its Machine for given params."""
     file, cls_line = _where(cls)
-    model = cls()
+    model = _call(file, cls_line, f"{cls.__name__}()", cls)
     problems: list[Problem] = []
     params = []
     for name, values in (cls.params or {}).items():
@@ -162,11 +195,11 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
         if not vals or any(isinstance(v, bool) or not isinstance(v, int) for v in vals):
             problems.append(Problem(file, cls_line, f"param {name} needs a non-empty list of integers"))
         params.append(Param(name, vals, cls_line or 0))
-    methods = [(n, getattr(cls, n)) for n in dir(cls) if hasattr(getattr(cls, n), "_haltproof_action")]
-    methods.sort(key=lambda nm: _where(nm[1])[1] or 0)
+    declared = _declarations(cls)
+    methods = [(n, v) for n, v in declared.items() if hasattr(v, "_haltproof_action")]
     if not methods:
         problems.append(Problem(file, cls_line, f"model {cls.__name__} has no @action method"))
-    props = [v for v in vars(cls).values() if isinstance(v, _Prop)]
+    props = [v for v in declared.values() if isinstance(v, _Prop)]
     for p in props:
         if p.kind == "independent" and not p.vars:
             problems.append(Problem(file, cls_line, f"{p.name}: independent_of needs var names"))
@@ -213,21 +246,61 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
 
 
 def _domains(model: Model, p: dict[str, int], file: str, line: int | None) -> dict[str, list]:
+    what = f"{type(model).__name__}.domains() with {p}"
+    raw = _call(file, line, what, model.domains, dict(p))
     try:
-        doms = {k: list(v) for k, v in model.domains(dict(p)).items()}
-    except Exception as exc:
-        raise SpecError([Problem(file, line, f"domains() raised {type(exc).__name__}: {exc}")]) from None
+        doms = {k: list(v) for k, v in raw.items()}
+        for v in doms.values():
+            frozenset(v)
+    except (AttributeError, TypeError) as exc:
+        raise SpecError([Problem(file, line, f"{what} must return a dict of var name to a list of "
+                                             f"hashable values ({type(exc).__name__}: {exc})")]) from None
     for k, v in doms.items():
         if not v:
             raise SpecError([Problem(file, line, f"var {k} has an empty domain with {p}")])
     return doms
 
 
+def _type_name(value: Any) -> str:
+    """A value's type as a message shows it: numpy's bool is `numpy.bool`, not `bool`."""
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _truth(value: Any, fn: Callable) -> bool:
+    """What a property, guard or terminal returned, when it is a real bool. Anything else
+    ("yes", 1, None, numpy.bool_) is the code's mistake, a `well_defined` finding: taken
+    for its truth value, a predicate returning None would hold everywhere."""
+    if type(value) is bool:
+        return value
+    raise EvalError(f"{getattr(fn, '__qualname__', fn)} returned {value!r} ({_type_name(value)}), "
+                    "not a bool: it must return True or False")
+
+
+def _integer(value: Any, fn: Callable) -> int:
+    """A variant's rank must be an int (not a bool) to be compared and bounded."""
+    if type(value) is int:
+        return value
+    raise EvalError(f"{getattr(fn, '__qualname__', fn)} returned {value!r} ({_type_name(value)}), "
+                    "not an int")
+
+
+def _bound(prop: _Prop, p: dict[str, int], file: str, line: int | None) -> int:
+    """The bound of a variant or terminates_within for these params: an int, or a spec error."""
+    what = f"the bound of {prop.name} with {p}"
+    value = _call(file, line, what, prop.bound, dict(p))
+    if type(value) is not int:
+        raise SpecError([Problem(file, line, f"{what} is {value!r} ({_type_name(value)}), not an int")])
+    return value
+
+
 def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dict[str, int],
              file: str, line: int | None) -> Machine:
     doms = _domains(model, p, file, line)
     names = list(doms)
-    allowed = [frozenset(v) for v in doms.values()]
+    # (type, value) pairs: True == 1 == 1.0, and a plain membership test would let a bool or a
+    # float into an int domain (or 1 into a bool one); the type must match a declared value's
+    allowed = [frozenset((type(v), v) for v in d) for d in doms.values()]
 
     def as_dict(s: tuple) -> dict[str, Any]:
         return dict(zip(names, s))
@@ -247,14 +320,25 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
             raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"
                             f"{_user_traceback(exc)}") from None
 
+    def domain_error(t: tuple) -> int:
+        for i, (v, ok) in enumerate(zip(t, allowed)):
+            if (type(v), v) not in ok:
+                return i
+        return -1
+
+    def domain_text(i: int) -> str:
+        return "{" + ", ".join(map(str, doms[names[i]])) + "}"
+
+    raw = _call(file, line, f"{type(model).__name__}.init() with {p}", lambda: list(model.init(dict(p))))
     try:
-        inits = [as_tuple(s, "init()") for s in model.init(dict(p))]
-    except Exception as exc:
-        raise SpecError([Problem(file, line, f"init() failed with {p}: {exc}")]) from None
+        inits = [as_tuple(s, "init()") for s in raw]
+    except CodeError as exc:
+        raise SpecError([Problem(file, line, f"{exc} (with {p})")]) from None
     for s in inits:
-        bad = [n for n, v, ok in zip(names, s, allowed) if v not in ok]
-        if bad:
-            raise SpecError([Problem(file, line, f"initial state {as_dict(s)} has {bad[0]} outside its domain")])
+        bad = domain_error(s)
+        if bad >= 0:
+            raise SpecError([Problem(file, line, f"initial state {as_dict(s)} has {names[bad]} = {s[bad]!r} "
+                                                 f"outside its domain {domain_text(bad)}")])
 
     actions = []
     for index, (name, fn) in enumerate(methods):
@@ -266,7 +350,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
         when = meta["when"]
 
         def guard(s: tuple, when: Callable | None = when) -> bool:
-            return True if when is None else bool(user(when, as_dict(s), dict(p)))
+            return True if when is None else _truth(user(when, as_dict(s), dict(p)), when)
 
         def step(s: tuple, *combo: tuple, fn: Callable = fn, cnames: list = cnames, rules: set = rules,
                  aname: str = name) -> tuple[tuple, str | None]:
@@ -284,34 +368,37 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
                      for combo in combos]
         actions.append(CompiledAction(name, index, guard, step, combos, labels, step_args, cnames))
 
-    def domain_error(t: tuple) -> int:
-        for i, (v, ok) in enumerate(zip(t, allowed)):
-            if v not in ok or type(v) is bool and not all(type(x) is bool for x in ok):
-                return i
-        return -1
-
+    terminal = model.terminal
     m = Machine(spec, dict(p), names, inits, actions,
-                lambda s: bool(user(model.terminal, as_dict(s), dict(p))),
+                lambda s: _truth(user(terminal, as_dict(s), dict(p)), terminal),
                 None, domain_error, [(min(d), max(d)) if all(type(x) is int for x in d) else None
                                      for d in doms.values()])
     m.bound_to = f"{type(model).__module__}:{type(model).__name__}"
-    m.domain_text = lambda i: "{" + ", ".join(map(str, doms[names[i]])) + "}"   # type: ignore[method-assign]
+    m.domain_text = domain_text   # type: ignore[method-assign]
+    _add_properties(m, model, props, as_dict, user, file, line)
+    return m
+
+
+def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable, user: Callable,
+                    file: str, line: int | None) -> None:
+    """Give the machine each property's check, calling the user's functions through `user`."""
+    p, choice_names = m.params, m.spec.choice_names
     for prop in props:
         if prop.when is not None and not prop.when(dict(p)):
             m.inactive.add(prop.name)
         if prop.kind == "invariant":
-            m.invariants[prop.name] = lambda s, f=prop.fn: bool(user(f, model, as_dict(s), dict(p)))
+            m.invariants[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
         elif prop.kind == "reachable":
-            m.reachables[prop.name] = lambda s, f=prop.fn: bool(user(f, model, as_dict(s), dict(p)))
+            m.reachables[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
         elif prop.kind == "step_invariant":
-            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, spec.choice_names, user)
+            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, choice_names, user)
         elif prop.kind == "variant":
-            m.variants[prop.name] = (lambda s, f=prop.fn: user(f, as_dict(s), dict(p)), prop.bound(dict(p)))
+            m.variants[prop.name] = (lambda s, f=prop.fn: _integer(user(f, as_dict(s), dict(p)), f),
+                                     _bound(prop, p, file, line))
         elif prop.kind == "terminates_within":
-            m.within[prop.name] = prop.bound(dict(p))
+            m.within[prop.name] = _bound(prop, p, file, line)
             if prop.count is not None:
-                m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, spec.choice_names, user)
-    return m
+                m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
 
 
 def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, int],
@@ -320,5 +407,5 @@ def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, 
     def call(b: tuple, a: tuple, action: str, rule: str | None, *choices: Any) -> bool:
         chosen = {n: c[0] for n, c in zip(choice_names, choices) if not isinstance(c, _MissingChoice)}
         args = (as_dict(b), as_dict(a), dict(p), action, chosen, rule)
-        return bool(user(fn, model, *args) if model is not None else user(fn, *args))
+        return _truth(user(fn, model, *args) if model is not None else user(fn, *args), fn)
     return call
