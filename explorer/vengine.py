@@ -639,7 +639,9 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         return
     chosen: dict[str, tuple[int, Finding]] = {}
     unreadable: dict[str, tuple[int, tuple[int, int], Finding]] = {}
-    level_weights = {name: np.zeros(nedges, dtype=np.int32) for name in weights}
+    # int64: each term fits (vectorize bounded every expression below 2^62); their sums
+    # along a run are computed exactly later (properties/termination.py, _total_type)
+    level_weights = {name: np.zeros(nedges, dtype=np.int64) for name in weights}
     for bi, b in enumerate(blocks):
         pos, ai, ci, A, rule, B = b.pos, b.ai, b.ci, b.T, b.rule, b.G
         size = len(pos)
