@@ -5,7 +5,8 @@ once), then executed once per parameter combination with the params bound as glo
 States are tuples of ints, bools and strings in var order; choices are tuples whose
 item 0 is the label shown in traces. The explorer calls these functions in its inner
 loop, so they do no checking the type system already did: only int ranges are checked
-at run time (`domain_error`), because arithmetic can leave a range. For the scalar
+at run time (`domain_error`), because arithmetic, or a decide rule's constant, can leave
+a range (a constant outside it is a `domains` violation only where its rule fires). For the scalar
 engine the whole breadth-first loop is generated as well, with the expressions inline
 (`_generate_sweep`), and compiled the first time it runs.
 """
@@ -161,15 +162,6 @@ class CompiledSpec:
                 raise fail(v.line, f"init of {v.name} lists a value twice")
             init_options.append(opts)
         inits = [tuple(c) for c in itertools.product(*init_options)]
-
-        for a in spec.actions:
-            d = a.decide
-            if d is not None and bounds[d.var] is not None:
-                lo, hi = bounds[d.var]
-                for r in d.rules:
-                    if isinstance(r.then.py, ast.Constant) and not lo <= r.then.py.value <= hi:
-                        raise fail(r.line, f"rule {r.name} sets {spec.vars[d.var].name} to "
-                                           f"{r.then.py.value}, outside its domain {lo}..{hi}")
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
@@ -482,10 +474,11 @@ def _generate_sweep(spec: Spec) -> str:
         """The successor is complete: find or add it, record the edge, count its rule."""
         counter = f"_c{len(counters)}"
         counters.append((k, rule, counter))
-        # only an int var the action assigned can leave its domain (a decided constant was
-        # checked when the params were bound)
-        ranges = [f"dlo_{i} <= u_{i} <= dhi_{i}" for i, x in enumerate(mapping)
-                  if spec.vars[i].kind == "int" and isinstance(x, ast.Name) and x.id.startswith("u_")]
+        # only an int var the action assigned can leave its domain; a decided constant may
+        # lie outside it too (a `domains` violation when its rule fires)
+        ranges = [f"dlo_{i} <= {ast.unparse(x)} <= dhi_{i}" for i, x in enumerate(mapping)
+                  if spec.vars[i].kind == "int" and (isinstance(x, ast.Constant)
+                                                     or isinstance(x, ast.Name) and x.id.startswith("u_"))]
         w(depth, f"_t = {tup(mapping)}")
         w(depth, "_j = _add(_t, _n)")        # one hash: a new state is added at once ...
         w(depth, "if _j == _n:")

@@ -103,3 +103,74 @@ def test_vector_totals_leave_int64_exactly_when_a_run_could_overflow_it():
     assert _total_type(three, np.array([0, 2 ** 61 - 1, -5], dtype=np.int64)) is np.int64   # 4 (2^61 - 1) fits
     assert _total_type(three, np.array([0, -2 ** 61, 5], dtype=np.int64)) is object         # 4 * 2^61 = 2^63 does not
     assert _total_type(three, None) is np.int64
+
+
+# -- 4. a decide constant outside the var's domain -------------------------------------------
+
+DECIDE = """\
+machine: decided
+params:
+  top: [3, 5]
+vars:
+  x: {{type: int, min: 0, max: 3, init: 0}}
+  d: {{type: int, min: 0, max: top, init: 0}}
+actions:
+  go:
+    when: x < 3
+    do:
+      - set: {{x: x + 1}}
+      - decide: d
+        rules:
+          - {{name: jump, when: '{when}', then: {value}}}
+          - {{name: keep, then: d}}
+terminal: x == 3
+properties:
+  ends: {{terminates: true}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("value", [9, 4294967299, 9223372036854775807],
+                         ids=["small", "past-int32", "int64-max"])
+def test_a_decide_constant_outside_the_domain_that_never_fires_is_no_error(cli, tmp_path, engine, value):
+    text = DECIDE.format(when="x > 10", value=value)
+    ran = _run(cli, tmp_path, text, engine, "-p", "top=3")
+    if engine == "vector" and value > 2 ** 62:
+        assert ran.code == 2 and "beyond exact 64-bit arithmetic" in ran.err
+        return
+    assert ran.code == 0, ran.err
+    (run,) = ran.json()["runs"]
+    assert run["result"] == "proved" and run["coverage"]["rules"] == {"jump": 0, "keep": 3}
+    assert [w for w in run["warnings"] if "jump" in w]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("value", [4, 4294967299, 9223372036854775807], ids=["small", "past-int32", "int64-max"])
+def test_a_decide_constant_outside_the_domain_is_a_domains_violation_when_it_fires(cli, tmp_path, engine, value):
+    """`jump` fires on the third step; with top = 5 its value 4 lies inside the domain."""
+    text = DECIDE.format(when="x == 3", value=value)
+    ran = _run(cli, tmp_path, text, engine)
+    if engine == "vector" and value > 2 ** 62:
+        assert ran.code == 2 and "beyond exact 64-bit arithmetic" in ran.err
+        return
+    assert ran.code == 1, ran.err
+    runs = {r["params"]["top"]: r for r in ran.json()["runs"]}
+    dom = _props(runs[3])["domains"]
+    assert dom["status"] == "violated" and dom["message"] == f"d = {value} is outside its domain 0..3"
+    assert [(s["action"], s["rule"], s["state"]) for s in dom["trace"]["steps"]] == [
+        (None, None, {"x": 0, "d": 0}), ("go", "keep", {"x": 1, "d": 0}), ("go", "keep", {"x": 2, "d": 0}),
+        ("go", "jump", {"x": 3, "d": value})]
+    assert _props(runs[3])["ends"]["status"] == "unknown"
+    if value == 4:
+        assert runs[5]["result"] == "proved"
+    else:
+        assert _props(runs[5])["domains"]["message"] == f"d = {value} is outside its domain 0..5"
+
+
+def test_the_width_of_the_vector_arrays_counts_a_decide_constant():
+    """A constant past 2^31 is computed before the domain check: int32 would wrap it into
+    the domain and hide the violation."""
+    m = CompiledSpec(parse_spec(DECIDE.format(when="x == 3", value=4294967299), "d.yaml")).instantiate({"top": 3})
+    assert vectorize(m).int_t is np.int64
+    m = CompiledSpec(parse_spec(DECIDE.format(when="x == 3", value=9), "d.yaml")).instantiate({"top": 3})
+    assert vectorize(m).int_t is np.int32
