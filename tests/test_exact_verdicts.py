@@ -105,6 +105,294 @@ def test_vector_totals_leave_int64_exactly_when_a_run_could_overflow_it():
     assert _total_type(three, None) is np.int64
 
 
+# -- 2. an evaluation error is reported whatever else failed ---------------------------------
+
+MASKED = """\
+machine: masked
+vars:
+  x: {{type: int, min: 0, max: 2, init: 2}}
+  tag: {{type: bool, init: false}}
+actions:
+  dec:
+    when: x > 0
+    do:
+      - set: {{x: x - 1}}
+terminal: x == 0
+properties:
+  {prop}
+{extra}"""
+
+MASKED_CASES = {
+    # fails at x = 2 (1 // 2 = 0), then cannot be evaluated at x = 0
+    "invariant": ("inv: {always: '1 // x > 5'}", "property inv", 3, [{"x": 2, "tag": False}]),
+    # reached at x = 2, then cannot be evaluated at x = 0
+    "reachable": ("inv: {reachable: '1 // x == 0'}", "property inv", 3, None),
+    # fails on 2 -> 1 (1 // 1 = 1), then cannot be evaluated on 1 -> 0
+    "step": ("inv: {step: '1 // after.x > 5'}", "property inv", 3,
+             [{"x": 2, "tag": False}, {"x": 1, "tag": False}]),
+    # fails on 2 -> 1 (it decreases), then cannot be evaluated at x = 0
+    "variant": ("inv: {variant: '1 // x + x', bound: 9}", "property inv", 3,
+                [{"x": 2, "tag": False}, {"x": 1, "tag": False}]),
+}
+
+
+@pytest.mark.parametrize("loop", ["generated", "plain"])
+@pytest.mark.parametrize("engine", ["scalar", "auto"])
+@pytest.mark.parametrize("kind", MASKED_CASES)
+def test_an_evaluation_error_is_reported_after_its_property_failed(cli, tmp_path, kind, engine, loop):
+    """The scalar engine's generated loop and its plain loop (an independence property
+    sends a spec there) both keep evaluating a property that failed or was reached."""
+    prop, message, length, bad = MASKED_CASES[kind]
+    extra = "  plain: {independent_of: tag}\n" if loop == "plain" else ""
+    run = _report(cli, tmp_path, MASKED.format(prop=prop, extra=extra), engine, 1)
+    props = _props(run)
+    wd = props["well_defined"]
+    assert wd["status"] == "violated"
+    assert wd["message"] == f"{message}: integer division or modulo by zero"
+    states = _states(wd["trace"])
+    assert len(states) == length and states[-1]["x"] == 0
+    if bad is None:
+        assert props["inv"]["status"] == "holds" and props["inv"]["message"] == "reached after 0 transitions"
+    else:
+        assert props["inv"]["status"] == "violated" and _states(props["inv"]["trace"]) == bad
+
+
+def test_a_division_spec_is_refused_by_the_vector_engine(cli, tmp_path):
+    _refused(cli, tmp_path, MASKED.format(prop=MASKED_CASES["invariant"][0], extra=""))
+
+
+READS = """\
+machine: reads
+vars:
+  x: {type: int, min: 0, max: 4, init: 0}
+actions:
+  add:
+    when: x < 4
+    choose:
+      n: [1, 2]
+    do:
+      - set:
+          x: "min(x + n, 4)"
+  stop:
+    when: x >= 1
+    do:
+      - set:
+          x: 4
+terminal: x == 4
+properties:
+  small_steps:
+    step: "n < 2 if action == add else n > 0"
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_missing_choice_is_reported_after_its_property_failed(cli, tmp_path, engine):
+    """`small_steps` fails on add(n=2) from x = 0; `stop` from x = 1 then reads n."""
+    run = _report(cli, tmp_path, READS, engine, 1)
+    props = _props(run)
+    assert props["small_steps"]["status"] == "violated"
+    assert [s["choices"] for s in props["small_steps"]["trace"]["steps"][1:]] == [{"n": 2}]
+    wd = props["well_defined"]
+    assert wd["status"] == "violated"
+    assert wd["message"] == ("property small_steps: the expression reads choice n, which action stop does not "
+                             "make (guard it with action == ...)")
+    assert [(s["action"], s["state"]["x"]) for s in wd["trace"]["steps"]] == [(None, 0), ("add", 1), ("stop", 4)]
+
+
+SHORTEST_SCALAR = """\
+machine: shortest
+vars:
+  x: {type: int, min: 0, max: 3, init: {one_of: [1, 0]}}
+actions:
+  go:
+    when: "1 // x >= 0"
+    do:
+      - set: {x: x + 1}
+terminal: x == 3
+properties:
+  inv: {always: "1 // (x - 2) >= -5"}
+"""
+
+SHORTEST_VECTOR = """\
+machine: shortest
+vars:
+  x: {type: int, min: 0, max: 3, init: {one_of: [1, 0]}}
+actions:
+  add:
+    when: x == 2
+    choose: {n: [1]}
+    do:
+      - set: {x: x + n}
+  stop:
+    when: x <= 1
+    do:
+      - decide: x
+        rules:
+          - {name: fin, when: x == 1, then: 3}
+terminal: x == 3
+properties:
+  reads: {step: "before.x > 5 or n > 0"}
+"""
+
+
+@pytest.mark.parametrize("engine", ["scalar", "auto"])
+def test_the_well_defined_trace_is_a_shortest_one(cli, tmp_path, engine):
+    """Expanding x = 1 first finds an error on its successor (x = 2, one step); the guard
+    of the next initial state, x = 0, fails with no step at all: that one is shown."""
+    wd = _props(_report(cli, tmp_path, SHORTEST_SCALAR, engine, 1))["well_defined"]
+    assert wd["message"] == "guard of go: integer division or modulo by zero"
+    assert _states(wd["trace"]) == [{"x": 0}]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_well_defined_trace_is_a_shortest_one_on_both_engines(cli, tmp_path, engine):
+    """Within one level: `stop` from x = 1 reads a missing choice (one step further), and
+    no rule matches for `stop` at x = 0 (no step): the second is shorter."""
+    wd = _props(_report(cli, tmp_path, SHORTEST_VECTOR, engine, 1))["well_defined"]
+    assert wd["message"] == ("action stop with no choices: no rule of the decide table of action stop "
+                             "(deciding x) matched")
+    assert _states(wd["trace"]) == [{"x": 0}]
+
+
+COUNTED = """\
+machine: counted
+vars:
+  x: {{type: int, min: 0, max: 2, init: 2}}
+actions:
+  dec:
+    when: x > 0
+    choose: {{n: [1]}}
+    do:
+      - set: {{x: x - n}}
+  back:
+    when: x == 0
+    do:
+      - set: {{x: 2}}
+terminal: x == 9
+properties:
+  quick: {{terminates_within: 5, count: '{count}'}}
+measures:
+  tokens: {{sum: '{measure}'}}
+"""
+
+
+@pytest.mark.parametrize("engine", ["scalar", "auto"])
+@pytest.mark.parametrize("count,measure,message,length", [
+    ("1 // after.x > 0", "1", "count of quick: integer division or modulo by zero", 3),
+    ("true", "1 // after.x", "measure tokens: integer division or modulo by zero", 3),
+    ("action == dec and n > 0", "n", "measure tokens: the expression reads choice n, which action back does "
+                                      "not make (guard it with action == ...)", 4),
+], ids=["count", "measure", "missing-choice"])
+def test_a_count_or_measure_that_fails_violates_well_defined(cli, tmp_path, engine, count, measure, message, length):
+    """Counts and measures are evaluated after exploring, and not at all on a graph with a
+    cycle (this one has): their errors are found on the explored transitions all the same."""
+    run = _report(cli, tmp_path, COUNTED.format(count=count, measure=measure), engine, 1)
+    props = _props(run)
+    wd = props["well_defined"]
+    assert wd["status"] == "violated" and wd["message"] == message
+    assert [s["state"]["x"] for s in wd["trace"]["steps"]] == [2, 1, 0, 2][:length]
+    assert props["domains"]["status"] == "holds"            # nothing was cut short
+    assert props["quick"]["status"] == "violated"          # the cycle 2 -> 1 -> 0 -> 2
+
+
+def test_a_measure_guarded_by_the_action_cannot_fail(cli, tmp_path):
+    run = _report(cli, tmp_path, COUNTED.format(count="true", measure="n if action == dec else 0"), "vector", 1)
+    assert _props(run)["well_defined"]["status"] == "holds"
+
+
+# -- 3. a terminal predicate or a guard that cannot be evaluated -----------------------------
+
+TERMINAL = """\
+machine: ends
+vars:
+  x: {{type: int, min: 0, max: 2, init: 1}}
+  tag: {{type: bool, init: false}}
+actions:
+  flip:
+    when: x <= 1
+    do:
+      - set: {{x: 1 - x}}
+{more}terminal: '1 // x == 7'
+properties:
+  ends: {{terminates: true}}
+  quick: {{terminates_within: 5}}
+  rises: {{variant: '0 - x', bound: 9}}
+  small: {{always: 'x <= 2'}}
+{extra}"""
+
+UNKNOWN_END = ("not decided: the terminal predicate cannot be evaluated in a reachable state (see "
+               "well_defined), so whether runs end there is unknown and nothing beyond it was explored")
+
+
+@pytest.mark.parametrize("loop", ["generated", "plain"])
+@pytest.mark.parametrize("engine", ["scalar", "auto"])
+def test_a_terminal_predicate_that_fails_leaves_termination_unknown(cli, tmp_path, engine, loop):
+    """x = 0 may or may not end the run: the lasso 1 -> 0 -> 1 through it is no
+    counterexample, and nothing is explored beyond it."""
+    extra = "  plain: {independent_of: tag}\n" if loop == "plain" else ""
+    run = _report(cli, tmp_path, TERMINAL.format(more="", extra=extra), engine, 1)
+    assert run["stats"]["states"] == 2 and run["stats"]["transitions"] == 1
+    assert run["stats"]["terminal_states"] == 0
+    props = _props(run)
+    wd = props["well_defined"]
+    assert wd["status"] == "violated" and wd["message"] == "terminal: integer division or modulo by zero"
+    assert _states(wd["trace"]) == [{"x": 1, "tag": False}, {"x": 0, "tag": False}]
+    for name in ("ends", "rises"):
+        assert (props[name]["status"], props[name]["message"]) == ("unknown", UNKNOWN_END), name
+    assert props["quick"]["status"] == "unknown"
+    assert props["quick"]["message"] == UNKNOWN_END.replace("not decided:", "not decided (longest so far: 1 "
+                                                            "transitions):")
+    assert props["small"]["status"] == "unknown"
+    assert props["small"]["message"] == ("not decided: the exploration was cut short by the spec's own "
+                                         "errors (well_defined)")
+    assert run["bounds"]["transitions"]["exact"] is False
+    assert run["bounds"]["transitions"]["message"] == "at least 1 (" + UNKNOWN_END.removeprefix("not decided: ") + ")"
+
+
+@pytest.mark.parametrize("engine", ["scalar", "auto"])
+def test_a_cycle_that_avoids_the_failing_terminal_is_still_a_counterexample(cli, tmp_path, engine):
+    """1 -> 2 -> 1 never meets x = 0: a real run that goes on forever."""
+    more = "  back:\n    when: x >= 1\n    do:\n      - set: {x: 3 - x}\n"
+    run = _report(cli, tmp_path, TERMINAL.format(more=more, extra=""), engine, 1)
+    ends = _props(run)["ends"]
+    assert ends["status"] == "violated"
+    assert ends["message"] == "a cycle of 2 transitions among non-terminal states: the run can go on forever"
+    assert [s["state"]["x"] for s in ends["trace"]["steps"]] == [1, 2, 1]
+
+
+GUARD = """\
+machine: guarded
+vars:
+  x: {type: int, min: 0, max: 2, init: 2}
+actions:
+  dec:
+    when: '1 // x >= 0'
+    do:
+      - set: {x: x - 1}
+terminal: x == 9
+properties:
+  ends: {terminates: true}
+"""
+
+
+@pytest.mark.parametrize("engine", ["scalar", "auto"])
+def test_a_guard_that_fails_is_no_deadlock(cli, tmp_path, engine):
+    """At x = 0 the guard cannot be evaluated: its transitions there are missing, which is
+    no deadlock, so `terminates` is unknown, not violated."""
+    run = _report(cli, tmp_path, GUARD, engine, 1)
+    props = _props(run)
+    assert props["well_defined"]["message"] == "guard of dec: integer division or modulo by zero"
+    assert [s["x"] for s in _states(props["well_defined"]["trace"])] == [2, 1, 0]
+    assert props["ends"]["status"] == "unknown"
+    assert props["ends"]["message"] == ("not decided: the exploration was cut short by the spec's own "
+                                        "errors (well_defined)")
+
+
+@pytest.mark.parametrize("text", [TERMINAL.format(more="", extra=""), GUARD], ids=["terminal", "guard"])
+def test_failing_terminal_and_guard_specs_are_refused_by_the_vector_engine(cli, tmp_path, text):
+    _refused(cli, tmp_path, text)
+
+
 # -- 4. a decide constant outside the var's domain -------------------------------------------
 
 DECIDE = """\
