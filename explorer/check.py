@@ -24,7 +24,7 @@ from properties import vacuity
 from properties.vacuity import Notice
 from properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .engine import Exploration, Finding, ProgressFn, explore
+from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
@@ -153,6 +153,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
     progress = options.progress(spec, m.params) if options.progress else None
     ex = _explore(m, options, selected, progress)
     spec_errors = [n for n in spec.builtins if n in ex.findings]
+    _note_count_errors(ex)                # an error there cuts no exploration short
     if not ex.complete:
         why = ("the exploration stopped at --max-states" if ex.stopped_by == "max_states"
                else "the exploration stopped at --timeout")
@@ -160,6 +161,11 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         why = f"the exploration was cut short by the spec's own errors ({', '.join(spec_errors)})"
     else:
         why = None
+    # what depends on where runs end (termination, variants, bounds) has its own reason
+    why_end = why
+    if ex.terminal_unknown is not None:
+        why_end = ("the terminal predicate cannot be evaluated in a reachable state (see well_defined), "
+                   "so whether runs end there is unknown and nothing beyond it was explored")
 
     results: list[PropertyResult] = []
     for name in spec.builtins:
@@ -169,13 +175,14 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         if p.name not in selected:
             continue
         if p.kind in ("invariant", "step_invariant", "variant", "independent"):
-            r = _from_finding(ex, p.name, p.kind, p.line, why, KIND_TEXT[p.kind])
+            r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
+                              KIND_TEXT[p.kind])
         elif p.kind == "reachable":
             r = _reachable(ex, p.name, why)
         elif p.kind == "terminates":
-            r = _terminates(ex, graph, p.name, why)
+            r = _terminates(ex, graph, p.name, why_end)
         else:
-            r = _within(ex, graph, p.name, why, m)
+            r = _within(ex, graph, p.name, why_end, m)
         r.description = p.description
         r.line = p.line
         results.append(r)
@@ -203,7 +210,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         as_expected = (ex.complete and not missing and all(r.expected for r in results)
                        and all(s.ok for s in scenarios)
                        and any(r.status == VIOLATED for r in results))
-    bounds = _bounds(ex, graph, m, why)
+    bounds = _bounds(ex, graph, m, why_end)
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
@@ -242,6 +249,21 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
 
 
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
+
+
+def _note_count_errors(ex: Exploration) -> None:
+    """A count or measure that cannot be evaluated on an explored transition violates
+    `well_defined` (or `bound_code`), kept if its trace is shorter than the engine's finding."""
+    found = first_count_error(ex)
+    if found is None:
+        return
+    name, finding = found
+    old = ex.findings.get(name)
+
+    def length(f: Finding) -> int:
+        return trace_length(f, int(ex.depth[f.state]))
+    if old is None or length(finding) < length(old):
+        ex.findings[name] = finding
 
 
 def _n(count: int, noun: str) -> str:

@@ -5,7 +5,8 @@ once), then executed once per parameter combination with the params bound as glo
 States are tuples of ints, bools and strings in var order; choices are tuples whose
 item 0 is the label shown in traces. The explorer calls these functions in its inner
 loop, so they do no checking the type system already did: only int ranges are checked
-at run time (`domain_error`), because arithmetic can leave a range. For the scalar
+at run time (`domain_error`), because arithmetic, or a decide rule's constant, can leave
+a range (a constant outside it is a `domains` violation only where its rule fires). For the scalar
 engine the whole breadth-first loop is generated as well, with the expressions inline
 (`_generate_sweep`), and compiled the first time it runs.
 """
@@ -52,6 +53,30 @@ def _src(ex: E.Expr) -> str:
     return ast.unparse(ex.py)
 
 
+def can_fail(ex: E.Expr, actions: list[tuple[str, set[str]]]) -> bool:
+    """Whether evaluating ex can raise: only `//` and `%` (by zero) can, and a step
+    expression reading a choice that one of `actions` (name, the choices it makes) does
+    not make, once `action == ...` is decided for that action. The type checker rules out
+    every other failure."""
+    for node in ast.walk(ex.py):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            return True
+    if not _choices_read(ex.py):
+        return False
+    from .vectorize import folded        # vectorize imports this module
+    return any(_choices_read(folded(ex.py, name)) - made for name, made in actions)
+
+
+def _choices_read(node: ast.AST) -> set[str]:
+    return {n.value.id[2:] for n in ast.walk(node)
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id.startswith("c_")}
+
+
+def _made(spec: Spec) -> list[tuple[str, set[str]]]:
+    """Each action with the choices it makes."""
+    return [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
+
+
 @dataclass
 class CompiledAction:
     name: str
@@ -89,6 +114,7 @@ class Machine:
     measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
     rule_conditions: dict[int, Callable[..., tuple]] = field(default_factory=dict)  # action -> each rule's `when`
     all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
+    fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
     sweep: "GeneratedLoop | None" = None              # the whole BFS loop, generated (see _generate_sweep)
 
@@ -162,15 +188,6 @@ class CompiledSpec:
             init_options.append(opts)
         inits = [tuple(c) for c in itertools.product(*init_options)]
 
-        for a in spec.actions:
-            d = a.decide
-            if d is not None and bounds[d.var] is not None:
-                lo, hi = bounds[d.var]
-                for r in d.rules:
-                    if isinstance(r.then.py, ast.Constant) and not lo <= r.then.py.value <= hi:
-                        raise fail(r.line, f"rule {r.name} sets {spec.vars[d.var].name} to "
-                                           f"{r.then.py.value}, outside its domain {lo}..{hi}")
-
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
                              "_ERR": (EvalError, ZeroDivisionError), **pns}
@@ -201,6 +218,7 @@ class CompiledSpec:
 
         m = Machine(spec, dict(params), [v.name for v in spec.vars], inits, actions,
                     g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g))
+        m.fallible = {p.name for p in spec.properties if p.expr is not None and can_fail(p.expr, _made(spec))}
         for k, p in enumerate(spec.properties):
             if p.when is not None and not value(p.when, p.line):
                 m.inactive.add(p.name)
@@ -419,9 +437,10 @@ def _generate_sweep(spec: Spec) -> str:
     terminal labels; every unusual event goes to one of `_x`'s slow paths, which make the
     findings exactly as the engine's plain loop does: an expression that fails
     (terminal_error, guard_error, step_error), a new successor outside its domain
-    (domain_fail), or a property that does not plainly hold (check_state, check_step: the
-    loop itself only sees that every property it still checks holds, or not). After a
-    slow path `_x.live()` says again which properties are still checked. It returns the
+    (domain_fail), or a property that does not plainly hold or cannot be evaluated
+    (check_state, check_step: the loop itself only sees that every property it still
+    checks holds, or not). After a slow path `_x.live()` says again which properties are
+    still judged, and which failed ones are still evaluated for evaluation errors. It returns the
     number of states expanded, whether every edge led exactly one level deeper, the first
     state of the level after the one it was expanding, and per (action, rule) the number
     of transitions that fired.
@@ -436,7 +455,8 @@ def _generate_sweep(spec: Spec) -> str:
         return templates[id(ex)].render(states, names or {})
 
     checked = [(k, p) for k, p in enumerate(spec.properties) if p.kind in SWEEP_KINDS]
-    refresh = (", ".join(f"_f{k}" for k, _ in checked) + ("," if len(checked) == 1 else "")
+    # _f{k}: property k is still judged; _w{k}: it is only evaluated, for evaluation errors
+    refresh = (", ".join([f"_f{k}" for k, _ in checked] + [f"_w{k}" for k, _ in checked])
                + " = _x.live()") if checked else None
     steps_checked = any(p.kind in ("step_invariant", "variant") for _, p in checked)
     body: list[str] = []
@@ -448,10 +468,20 @@ def _generate_sweep(spec: Spec) -> str:
     def tup(mapping: list[ast.expr]) -> str:
         return "(" + ", ".join(ast.unparse(x) for x in mapping) + ("," if n == 1 else "") + ")"
 
+    def watch(k: int, p: Any, codes: list[str], action: Any = None) -> list[str]:
+        """For a property that may fail to evaluate (in `action`'s steps): evaluate the codes
+        and ignore their values (a tuple is true, so the part is false); only an evaluation
+        error, caught by `check`, takes the slow path. Nothing for one that cannot fail."""
+        made = [] if action is None else [(action.name, {c for c, _ in action.choices})]
+        return [f"(_w{k} and ({', '.join(codes)},) and False)"] if can_fail(p.expr, made) else []
+
     def state_check(mapping: list[ast.expr], depth: int) -> None:
-        parts = [f"(_f{k} and not ({_inline(p.expr, {'s': mapping})}))" if p.kind == "invariant"
-                 else f"(_f{k} and ({_inline(p.expr, {'s': mapping})}))"
-                 for k, p in checked if p.kind in ("invariant", "reachable")]
+        parts = []
+        for k, p in checked:
+            if p.kind in ("invariant", "reachable"):
+                code = _inline(p.expr, {'s': mapping})
+                parts.append(f"(_f{k} and not ({code}))" if p.kind == "invariant" else f"(_f{k} and ({code}))")
+                parts += watch(k, p, [code])
         if parts:
             check(parts, "_x.check_state(_j, _t)", depth)
 
@@ -462,10 +492,11 @@ def _generate_sweep(spec: Spec) -> str:
         parts = []
         for pk, p in checked:
             if p.kind == "step_invariant":
-                parts.append(f"(_f{pk} and not ({_inline(p.expr, {'b': V, 'a': mapping}, names)}))")
+                code = _inline(p.expr, {'b': V, 'a': mapping}, names)
+                parts += [f"(_f{pk} and not ({code}))", *watch(pk, p, [code], a)]
             elif p.kind == "variant":      # holds when it strictly increases and stays within its bound
-                parts.append(f"(_f{pk} and not (({_inline(p.expr, {'s': V})}) < "
-                             f"({_inline(p.expr, {'s': mapping})}) <= _vb{pk}))")
+                before, after = _inline(p.expr, {'s': V}), _inline(p.expr, {'s': mapping})
+                parts += [f"(_f{pk} and not (({before}) < ({after}) <= _vb{pk}))", *watch(pk, p, [before, after])]
         if parts:
             check(parts, f"_x.check_step(_i, {k}, {ci}, {rule!r}, _t)", depth)
 
@@ -482,10 +513,11 @@ def _generate_sweep(spec: Spec) -> str:
         """The successor is complete: find or add it, record the edge, count its rule."""
         counter = f"_c{len(counters)}"
         counters.append((k, rule, counter))
-        # only an int var the action assigned can leave its domain (a decided constant was
-        # checked when the params were bound)
-        ranges = [f"dlo_{i} <= u_{i} <= dhi_{i}" for i, x in enumerate(mapping)
-                  if spec.vars[i].kind == "int" and isinstance(x, ast.Name) and x.id.startswith("u_")]
+        # only an int var the action assigned can leave its domain; a decided constant may
+        # lie outside it too (a `domains` violation when its rule fires)
+        ranges = [f"dlo_{i} <= {ast.unparse(x)} <= dhi_{i}" for i, x in enumerate(mapping)
+                  if spec.vars[i].kind == "int" and (isinstance(x, ast.Constant)
+                                                     or isinstance(x, ast.Name) and x.id.startswith("u_"))]
         w(depth, f"_t = {tup(mapping)}")
         w(depth, "_j = _add(_t, _n)")        # one hash: a new state is added at once ...
         w(depth, "if _j == _n:")
@@ -568,7 +600,10 @@ def _generate_sweep(spec: Spec) -> str:
             w(3, f"_lab = {_inline(t.label, {'s': V})}")
             w(3, f"_term = _lab in ({', '.join(repr(v) for v in t.values)},)")
         w(2, "except _ERR as _exc:")
-        w(3, "_term = _x.terminal_error(_i, _exc)")
+        w(3, "_x.terminal_error(_i, _exc)")     # not expanded: where runs end is unknown here
+        w(3, "_term_add(0)")
+        w(3, "_i += 1")
+        w(3, "continue")
         w(2, "if _term:")
         w(3, "_term_add(1)")
         if t.when is None:
