@@ -68,10 +68,9 @@ class _Prop:
     """A property declared on a Model class."""
 
     def __init__(self, kind: str, fn: Callable | None = None, *, bound: Callable | None = None,
-                 count: Callable | None = None, vars: Iterable[str] = (), when: Callable | None = None):
+                 count: Callable | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)
-        self.when = when
         self.name = getattr(fn, "__name__", None)
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -384,8 +383,6 @@ def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Calla
     """Give the machine each property's check, calling the user's functions through `user`."""
     p, choice_names = m.params, m.spec.choice_names
     for prop in props:
-        if prop.when is not None and not prop.when(dict(p)):
-            m.inactive.add(prop.name)
         if prop.kind == "invariant":
             m.invariants[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
         elif prop.kind == "reachable":
