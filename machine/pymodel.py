@@ -245,9 +245,10 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     sample = _domains(model, first, places["domains"])
     spec_vars = []
     for name, values in sample.items():
-        if all(isinstance(v, bool) for v in values):
+        kind = _kind(values)
+        if kind == "bool":
             spec_vars.append(Var(name, "bool", E.BOOL, None, None, line=cls_line or 0))
-        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        elif kind == "int":
             spec_vars.append(Var(name, "int", E.INT, None, None, line=cls_line or 0))
         else:
             spec_vars.append(Var(name, "enum", E.EnumT(frozenset(map(str, values)), name), None, None,
@@ -278,8 +279,42 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
                 expect_violated=None, replay=[], choice_names=choice_names, bind=None, python=True)
 
     def instantiate(values: dict[str, int]) -> Machine:
-        return _machine(model, spec, props, methods, dict(values), places)
+        return _machine(model, spec, props, methods, dict(values), places, first)
     return spec, instantiate
+
+
+def _kind(values: list) -> str:
+    """A var's kind from its domain: bool, int (never a bool), else enum."""
+    if all(type(v) is bool for v in values):
+        return "bool"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    return "enum"
+
+
+def _same_vars(model: Model, spec: Spec, doms: dict[str, list], p: dict[str, int], first: dict[str, int],
+               place: Place) -> dict[str, list]:
+    """This combination's domains in the spec's var order, when they declare the spec's vars
+    with the same kinds as the first combination (which the spec was made from): states are
+    tuples read by position (independence ignores vars by index), and the reports, traces
+    and ITF types are the spec's, so a var cannot come, go or change kind with the params."""
+    names = [v.name for v in spec.vars]
+    gone = [n for n in names if n not in doms]
+    new = [n for n in doms if n not in names]
+    if gone or new:
+        parts = ([f"var{'s' if len(gone) > 1 else ''} {', '.join(gone)} with {first} but not with {p}"]
+                 if gone else []) + \
+                ([f"var{'s' if len(new) > 1 else ''} {', '.join(new)} with {p} but not with {first}"]
+                 if new else [])
+        raise SpecError([Problem(*place, f"{type(model).__name__}.domains() declares {', and '.join(parts)}: "
+                                         "every param combination has the same vars")])
+    for v in spec.vars:
+        kind = _kind(doms[v.name])
+        if kind != v.kind:
+            raise SpecError([Problem(*place, f"var {v.name} is {v.kind} with {first} but {kind} with {p}: "
+                                             "a var keeps one kind (int, bool or enum) in every param "
+                                             "combination")])
+    return {n: doms[n] for n in names}
 
 
 def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list]:
@@ -334,8 +369,8 @@ def _bound(prop: _Prop, p: dict[str, int]) -> int:
 
 
 def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dict[str, int],
-             places: dict[str, Place]) -> Machine:
-    doms = _domains(model, p, places["domains"])
+             places: dict[str, Place], first: dict[str, int]) -> Machine:
+    doms = _same_vars(model, spec, _domains(model, p, places["domains"]), p, first, places["domains"])
     names = list(doms)
     # (type, value) pairs: True == 1 == 1.0, and a plain membership test would let a bool or a
     # float into an int domain (or 1 into a bool one); the type must match a declared value's

@@ -609,3 +609,97 @@ def test_errors_in_inherited_code_point_into_the_base_module():
         check(FromBase, params={"N": 5})
     assert str(caught.value) == (f"{BASE}:{line_of(BASE_FILE, 'class Base')}: -p N=5: not a declared value "
                                  "of N (2)")
+
+
+# ---------------------------------------------------------------- the vars across param combinations
+
+class KindChanges(Model):
+    """x is an int for B=0 and a bool for B=1."""
+
+    params = {"B": [0, 1]}
+
+    def domains(self, p):
+        return {"x": range(0, 2) if p["B"] == 0 else [False, True]}
+
+    def init(self, p):
+        return [{"x": 0 if p["B"] == 0 else False}]
+
+    @action(when=lambda s, p: not s["x"])
+    def inc(self, s, p):
+        return {"x": 1 if p["B"] == 0 else True}
+
+
+class EnumBecomesInt(KindChanges):
+    def domains(self, p):
+        return {"x": ["off", "on"] if p["B"] == 0 else [0, 1]}
+
+    def init(self, p):
+        return [{"x": "off" if p["B"] == 0 else 0}]
+
+
+class VarsChange(KindChanges):
+    def domains(self, p):
+        return {"x": [0, 1], "y": [0]} if p["B"] == 0 else {"x": [0, 1], "z": [0]}
+
+    def init(self, p):
+        return [{"x": 0, "y": 0}] if p["B"] == 0 else [{"x": 0, "z": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {**s, "x": 1}
+
+
+@pytest.mark.parametrize("cls,message", [
+    (KindChanges, "var x is int with {'B': 0} but bool with {'B': 1}: a var keeps one kind (int, bool or "
+                  "enum) in every param combination"),
+    (EnumBecomesInt, "var x is enum with {'B': 0} but int with {'B': 1}: a var keeps one kind (int, bool or "
+                     "enum) in every param combination"),
+    (VarsChange, "VarsChange.domains() declares var y with {'B': 0} but not with {'B': 1}, and var z with "
+                 "{'B': 1} but not with {'B': 0}: every param combination has the same vars")],
+    ids=["int-then-bool", "enum-then-int", "other-vars"])
+def test_a_var_that_changes_between_param_combinations_is_a_spec_error(cli, monkeypatch, cls, message):
+    with pytest.raises(SpecError) as caught:
+        check(cls)
+    domains = inspect.getsourcelines(cls.domains)[1]
+    assert str(caught.value) == f"{__file__}:{domains}: {message}"
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    ran = cli("check", f"test_pymodel:{cls.__name__}", "-p", "B=1")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: tests/test_pymodel.py:{domains}: {message}\n")
+
+
+class OrderChanges(Model):
+    """domains() lists x, y for B=0 and y, x for B=1; only y decides what `go` does."""
+
+    params = {"B": [0, 1]}
+
+    def domains(self, p):
+        if p["B"] == 0:
+            return {"x": [0, 1], "y": [0, 1], "done": [False, True]}
+        return {"y": [0, 1], "x": [0, 1], "done": [False, True]}
+
+    def init(self, p):
+        return [{"x": x, "y": y, "done": False} for x in (0, 1) for y in (0, 1)]
+
+    def terminal(self, s, p):
+        return s["done"]
+
+    @action()
+    def go(self, s, p):
+        return {**s, "done": True, "x": s["y"]}
+
+    depends_on_x = independent_of("x")        # holds: go reads y only
+    depends_on_y = independent_of("y")        # violated: go copies y
+
+
+def test_the_order_of_domains_does_not_change_which_vars_independence_ignores():
+    """Independence ignores vars by position; with B=1 the positions of x and y were swapped,
+    so depends_on_y held (a false proof) and depends_on_x was violated."""
+    report = check(OrderChanges)
+    assert [r.params for r in report.runs] == [{"B": 0}, {"B": 1}]
+    for run in report.runs:
+        assert {p.name: p.status for p in run.properties if p.name.startswith("depends")} == \
+               {"depends_on_x": "holds", "depends_on_y": "violated"}, run.params
+        y = next(p for p in run.properties if p.name == "depends_on_y")
+        assert [list(s.state) for s in y.trace.steps] == [["x", "y", "done"]] * 2       # the spec's order
+
