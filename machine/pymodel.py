@@ -269,7 +269,11 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
         at, line = _decl_place(p.at, file)
         decl = PropertyDecl(p.name, p.kind, line or cls_line or 0,
                             description=(inspect.getdoc(p.fn) or "") if p.fn else "", file=at)
-        decl.vars = [[v.name for v in spec_vars].index(v) for v in p.vars if v in sample]
+        unknown = [v for v in p.vars if v not in sample]
+        if unknown:
+            raise SpecError([Problem(*p.at, f"{p.name}: independent_of names {', '.join(unknown)}, which "
+                                            f"domains() does not declare (its vars: {', '.join(sample)})")])
+        decl.vars = [list(sample).index(v) for v in p.vars]
         decls.append(decl)
     at, line = _decl_place(places["terminal"], file)
     terminal = Terminal(E.literal_expr(True, "terminal"), None, [], line, at)

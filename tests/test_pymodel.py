@@ -703,3 +703,13 @@ def test_the_order_of_domains_does_not_change_which_vars_independence_ignores():
         y = next(p for p in run.properties if p.name == "depends_on_y")
         assert [list(s.state) for s in y.trace.steps] == [["x", "y", "done"]] * 2       # the spec's order
 
+
+def test_independent_of_a_var_that_is_not_declared_is_a_spec_error():
+    """It was dropped silently: independent_of("typo") then ignored nothing and held."""
+    class Typo(OrderChanges):
+        depends_on_y = independent_of("y", "why")
+    with pytest.raises(SpecError) as caught:
+        check(Typo)
+    line = inspect.getsourcelines(Typo)[1] + 1
+    assert str(caught.value) == (f"{__file__}:{line}: depends_on_y: independent_of names why, which "
+                                 "domains() does not declare (its vars: x, y, done)")
