@@ -142,7 +142,7 @@ def where_text(spec: "Spec", decl: Any) -> str:
     `base.py:12`, so no message pairs a line with the wrong file."""
     file, line = declared_at(spec, decl)
     if file == spec.path:
-        return f"line {line}"
+        return f"line {decl.line}"
     return f"{shown_path(file)}:{line}" if line else shown_path(file)
 
 
