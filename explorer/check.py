@@ -18,7 +18,7 @@ from machine.errors import Problem, SpecError
 from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.vectorize import NotVectorizable, vectorize
-from machine.spec import Spec
+from machine.spec import Spec, declared_at
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
@@ -99,7 +99,7 @@ def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:
             raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
                                                        f"{name} (it has: {', '.join(declared) or 'none'})")])
         if value not in declared[name].values:
-            raise SpecError([Problem(spec.path, declared[name].line,
+            raise SpecError([Problem(*declared_at(spec, declared[name]),
                                      f"-p {name}={value}: not a declared value of {name} "
                                      f"({_values_text(declared[name].values)})")])
     lists = [[pins[p.name]] if p.name in pins else p.values for p in spec.params]
@@ -184,7 +184,7 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         else:
             r = _within(ex, graph, p.name, why_end, m)
         r.description = p.description
-        r.line = p.line
+        r.line, r.file = p.line, p.file
         results.append(r)
 
     scenarios = []

@@ -68,11 +68,11 @@ class _Prop:
     """A property declared on a Model class."""
 
     def __init__(self, kind: str, fn: Callable | None = None, *, bound: Callable | None = None,
-                 count: Callable | None = None, vars: Iterable[str] = (), when: Callable | None = None):
+                 count: Callable | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)
-        self.when = when
         self.name = getattr(fn, "__name__", None)
+        self.at = _where(fn) if fn is not None else _class_body_line()
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -152,12 +152,44 @@ def load_model_ref(ref: str) -> type[Model]:
     return target
 
 
-def _where(obj: Any) -> tuple[str, int | None]:
+Place = tuple[str, int | None]      # (file, line) of a declaration
+
+
+def _where(obj: Any) -> Place:
     try:
         fn = inspect.unwrap(obj)
         return inspect.getsourcefile(fn) or "<model>", inspect.getsourcelines(fn)[1]
     except (TypeError, OSError):
         return "<model>", None
+
+
+def _class_body_line() -> Place:
+    """Where a property without a function of its own is declared (`stops = terminates()`):
+    the class-body line that called the public constructor, which called _Prop()."""
+    frame = sys._getframe(3)          # 0 here, 1 _Prop.__init__, 2 terminates() etc., 3 the class body
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _defined_at(cls: type, name: str) -> Place:
+    """Where the `name` that `cls` uses is defined: in the class of the MRO that defines it
+    (a base, maybe in another module), at its def when it is a function, else at that class.
+    Model's own defaults count as the model class's (haltproof's file is not the user's)."""
+    owner = next((k for k in cls.__mro__ if name in vars(k)), Model)
+    if owner is Model:
+        return _where(cls)
+    value = vars(owner)[name]
+    file, line = _where(value) if callable(value) else ("<model>", None)
+    return (file, line) if line is not None else _where(owner)
+
+
+def _decl_place(place: Place, spec_file: str) -> tuple[str | None, int]:
+    """A declaration's `file` and `line` (see machine.spec.declared_at): file None when it is
+    the spec's own, or when the source is unknown (line 0: no line)."""
+    file, line = place
+    if line is None:
+        return None, 0
+    same = os.path.normcase(os.path.abspath(file)) == os.path.normcase(os.path.abspath(spec_file))
+    return (None if same else file), line
 
 
 def _declarations(cls: type) -> dict[str, Any]:
@@ -188,13 +220,17 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     """A Spec describing the model, and a function making its Machine for given params."""
     file, cls_line = _where(cls)
     model = _call(file, cls_line, f"{cls.__name__}()", cls)
+    # every message about a declaration points at the file and line it is written in (a
+    # base class's module, maybe), never at a base's line in the subclass's file
+    places = {name: _defined_at(cls, name) for name in ("params", "domains", "init", "terminal")}
     problems: list[Problem] = []
     params = []
+    params_at, params_line = _decl_place(places["params"], file)
     for name, values in (cls.params or {}).items():
         vals = list(values)
         if not vals or any(isinstance(v, bool) or not isinstance(v, int) for v in vals):
-            problems.append(Problem(file, cls_line, f"param {name} needs a non-empty list of integers"))
-        params.append(Param(name, vals, cls_line or 0))
+            problems.append(Problem(*places["params"], f"param {name} needs a non-empty list of integers"))
+        params.append(Param(name, vals, params_line, params_at))
     declared = _declarations(cls)
     methods = [(n, v) for n, v in declared.items() if hasattr(v, "_haltproof_action")]
     if not methods:
@@ -202,16 +238,17 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     props = [v for v in declared.values() if isinstance(v, _Prop)]
     for p in props:
         if p.kind == "independent" and not p.vars:
-            problems.append(Problem(file, cls_line, f"{p.name}: independent_of needs var names"))
+            problems.append(Problem(*p.at, f"{p.name}: independent_of needs var names"))
     if problems:
         raise SpecError(problems)
     first = {p.name: p.values[0] for p in params}
-    sample = _domains(model, first, file, cls_line)
+    sample = _domains(model, first, places["domains"])
     spec_vars = []
     for name, values in sample.items():
-        if all(isinstance(v, bool) for v in values):
+        kind = _kind(values)
+        if kind == "bool":
             spec_vars.append(Var(name, "bool", E.BOOL, None, None, line=cls_line or 0))
-        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        elif kind == "int":
             spec_vars.append(Var(name, "int", E.INT, None, None, line=cls_line or 0))
         else:
             spec_vars.append(Var(name, "enum", E.EnumT(frozenset(map(str, values)), name), None, None,
@@ -219,33 +256,73 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     actions = []
     for name, fn in methods:
         meta = fn._haltproof_action
-        _, line = _where(fn)
-        choices = [(c, ChoiceSet(c, "scalars", E.INT, items=[(v,) for v in vals], line=line or 0))
+        at, line = _decl_place(_where(fn), file)
+        choices = [(c, ChoiceSet(c, "scalars", E.INT, items=[(v,) for v in vals], line=line, file=at))
                    for c, vals in meta["choices"].items()]
         stages = []
         if meta["rules"]:
-            stages = [DecideStage(0, [Rule(r, None, E.literal_expr(True, "true"), line or 0)
-                                      for r in meta["rules"]], line or 0)]
-        actions.append(Action(name, None, choices, stages, line or 0))
+            stages = [DecideStage(0, [Rule(r, None, E.literal_expr(True, "true"), line, at)
+                                      for r in meta["rules"]], line)]
+        actions.append(Action(name, None, choices, stages, line, at))
     decls = []
     for p in props:
-        _, line = _where(p.fn) if p.fn is not None else (file, cls_line)
+        at, line = _decl_place(p.at, file)
         decl = PropertyDecl(p.name, p.kind, line or cls_line or 0,
-                            description=(inspect.getdoc(p.fn) or "") if p.fn else "")
-        decl.vars = [[v.name for v in spec_vars].index(v) for v in p.vars if v in sample]
+                            description=(inspect.getdoc(p.fn) or "") if p.fn else "", file=at)
+        unknown = [v for v in p.vars if v not in sample]
+        if unknown:
+            raise SpecError([Problem(*p.at, f"{p.name}: independent_of names {', '.join(unknown)}, which "
+                                            f"domains() does not declare (its vars: {', '.join(sample)})")])
+        decl.vars = [list(sample).index(v) for v in p.vars]
         decls.append(decl)
-    terminal = Terminal(E.literal_expr(True, "terminal"), None, [], cls_line or 0)
+    at, line = _decl_place(places["terminal"], file)
+    terminal = Terminal(E.literal_expr(True, "terminal"), None, [], line, at)
     choice_names = sorted({c for _, fn in methods for c in fn._haltproof_action["choices"]})
     spec = Spec(path=file, name=cls.__name__, description=inspect.getdoc(cls) or "", params=params,
                 vars=spec_vars, actions=actions, terminal=terminal, properties=decls, scenarios=[],
                 expect_violated=None, replay=[], choice_names=choice_names, bind=None, python=True)
 
     def instantiate(values: dict[str, int]) -> Machine:
-        return _machine(model, spec, props, methods, dict(values), file, cls_line)
+        return _machine(model, spec, props, methods, dict(values), places, first)
     return spec, instantiate
 
 
-def _domains(model: Model, p: dict[str, int], file: str, line: int | None) -> dict[str, list]:
+def _kind(values: list) -> str:
+    """A var's kind from its domain: bool, int (never a bool), else enum."""
+    if all(type(v) is bool for v in values):
+        return "bool"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    return "enum"
+
+
+def _same_vars(model: Model, spec: Spec, doms: dict[str, list], p: dict[str, int], first: dict[str, int],
+               place: Place) -> dict[str, list]:
+    """This combination's domains in the spec's var order, when they declare the spec's vars
+    with the same kinds as the first combination (which the spec was made from): states are
+    tuples read by position (independence ignores vars by index), and the reports, traces
+    and ITF types are the spec's, so a var cannot come, go or change kind with the params."""
+    names = [v.name for v in spec.vars]
+    gone = [n for n in names if n not in doms]
+    new = [n for n in doms if n not in names]
+    if gone or new:
+        parts = ([f"var{'s' if len(gone) > 1 else ''} {', '.join(gone)} with {first} but not with {p}"]
+                 if gone else []) + \
+                ([f"var{'s' if len(new) > 1 else ''} {', '.join(new)} with {p} but not with {first}"]
+                 if new else [])
+        raise SpecError([Problem(*place, f"{type(model).__name__}.domains() declares {', and '.join(parts)}: "
+                                         "every param combination has the same vars")])
+    for v in spec.vars:
+        kind = _kind(doms[v.name])
+        if kind != v.kind:
+            raise SpecError([Problem(*place, f"var {v.name} is {v.kind} with {first} but {kind} with {p}: "
+                                             "a var keeps one kind (int, bool or enum) in every param "
+                                             "combination")])
+    return {n: doms[n] for n in names}
+
+
+def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list]:
+    file, line = place
     what = f"{type(model).__name__}.domains() with {p}"
     raw = _call(file, line, what, model.domains, dict(p))
     try:
@@ -285,8 +362,9 @@ def _integer(value: Any, fn: Callable) -> int:
                     "not an int")
 
 
-def _bound(prop: _Prop, p: dict[str, int], file: str, line: int | None) -> int:
+def _bound(prop: _Prop, p: dict[str, int]) -> int:
     """The bound of a variant or terminates_within for these params: an int, or a spec error."""
+    file, line = prop.at
     what = f"the bound of {prop.name} with {p}"
     value = _call(file, line, what, prop.bound, dict(p))
     if type(value) is not int:
@@ -295,8 +373,8 @@ def _bound(prop: _Prop, p: dict[str, int], file: str, line: int | None) -> int:
 
 
 def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dict[str, int],
-             file: str, line: int | None) -> Machine:
-    doms = _domains(model, p, file, line)
+             places: dict[str, Place], first: dict[str, int]) -> Machine:
+    doms = _same_vars(model, spec, _domains(model, p, places["domains"]), p, first, places["domains"])
     names = list(doms)
     # (type, value) pairs: True == 1 == 1.0, and a plain membership test would let a bool or a
     # float into an int domain (or 1 into a bool one); the type must match a declared value's
@@ -329,6 +407,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
     def domain_text(i: int) -> str:
         return "{" + ", ".join(map(str, doms[names[i]])) + "}"
 
+    file, line = places["init"]
     raw = _call(file, line, f"{type(model).__name__}.init() with {p}", lambda: list(model.init(dict(p))))
     try:
         inits = [as_tuple(s, "init()") for s in raw]
@@ -375,17 +454,14 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
                                      for d in doms.values()])
     m.bound_to = f"{type(model).__module__}:{type(model).__name__}"
     m.domain_text = domain_text   # type: ignore[method-assign]
-    _add_properties(m, model, props, as_dict, user, file, line)
+    _add_properties(m, model, props, as_dict, user)
     return m
 
 
-def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable, user: Callable,
-                    file: str, line: int | None) -> None:
+def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable, user: Callable) -> None:
     """Give the machine each property's check, calling the user's functions through `user`."""
     p, choice_names = m.params, m.spec.choice_names
     for prop in props:
-        if prop.when is not None and not prop.when(dict(p)):
-            m.inactive.add(prop.name)
         if prop.kind == "invariant":
             m.invariants[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
         elif prop.kind == "reachable":
@@ -394,9 +470,9 @@ def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Calla
             m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, choice_names, user)
         elif prop.kind == "variant":
             m.variants[prop.name] = (lambda s, f=prop.fn: _integer(user(f, as_dict(s), dict(p)), f),
-                                     _bound(prop, p, file, line))
+                                     _bound(prop, p))
         elif prop.kind == "terminates_within":
-            m.within[prop.name] = _bound(prop, p, file, line)
+            m.within[prop.name] = _bound(prop, p)
             if prop.count is not None:
                 m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import difflib
 import keyword
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ class Param:
     name: str
     values: list[int]
     line: int
+    file: str | None = None        # where declared, when not the spec's file (see `declared_at`)
 
 
 @dataclass
@@ -55,6 +57,7 @@ class ChoiceSet:
     lo: E.Expr | None = None
     hi: E.Expr | None = None
     line: int = 0
+    file: str | None = None
 
     def labels(self) -> list:
         """The names that traces and scenarios use for the items."""
@@ -80,6 +83,7 @@ class Rule:
     when: E.Expr | None
     then: E.Expr
     line: int
+    file: str | None = None
 
 
 @dataclass
@@ -96,6 +100,7 @@ class Action:
     choices: list[tuple[str, ChoiceSet]]     # (local name, set), in declared order
     stages: list[SetStage | DecideStage]
     line: int
+    file: str | None = None
 
     @property
     def decide(self) -> DecideStage | None:
@@ -108,6 +113,7 @@ class Terminal:
     label: E.Expr | None           # ... or iff this value is one of `values`
     values: list = field(default_factory=list)
     line: int = 0
+    file: str | None = None
 
 
 @dataclass
@@ -121,6 +127,32 @@ class PropertyDecl:
     vars: list[int] = field(default_factory=list)   # independent_of
     description: str = ""
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
+    file: str | None = None
+
+
+def declared_at(spec: "Spec", decl: Any) -> tuple[str, int | None]:
+    """Where a declaration (param, action, rule, choice, terminal, property) is written:
+    (file, line). A YAML spec's are all in its file; a Python model's may be in a base
+    class's module (its `file`), while the spec's path is the subclass's file."""
+    return decl.file or spec.path, decl.line or None
+
+
+def where_text(spec: "Spec", decl: Any) -> str:
+    """A declaration's place as messages show it: `line 12` in the spec's own file, else
+    `base.py:12`, so no message pairs a line with the wrong file."""
+    file, line = declared_at(spec, decl)
+    if file == spec.path:
+        return f"line {decl.line}"
+    return f"{shown_path(file)}:{line}" if line else shown_path(file)
+
+
+def shown_path(path: str) -> str:
+    """A path as users see it: relative to the working directory when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
 
 
 @dataclass

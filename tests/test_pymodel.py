@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import re
 import sys
 import textwrap
@@ -486,3 +488,228 @@ def test_the_subclass_example_of_the_docs_runs():
     stops = next(p for p in run.properties if p.name == "stops")
     assert stops.status == "violated" and stops.message.startswith("deadlock")
     assert len(stops.trace) == 0 and stops.trace.steps[0].state == {"x": 1}
+
+
+# ---------------------------------------------------------------- where inherited declarations are
+
+from pymodel_base import Base  # noqa: E402
+
+BASE_FILE = ROOT / "tests" / "pymodel_base.py"
+BASE = str(BASE_FILE)
+SHOWN_BASE = "tests/pymodel_base.py"             # as reports show it, from the repo root
+
+
+def line_of(path, text: str) -> int:
+    """The line of the one line of `path` that contains `text`."""
+    (n,) = [n for n, ln in enumerate(path.read_text().splitlines(), start=1) if text in ln]
+    return n
+
+
+INC = line_of(BASE_FILE, "rules=[\"up\", \"never\"]")      # inc's @action line
+JUMP = line_of(BASE_FILE, "s[\"x\"] > p[\"N\"]")             # jump's @action line, never taken
+BELOW = line_of(BASE_FILE, "@always")
+STOPS = line_of(BASE_FILE, "stops = terminates()")
+QUICK = line_of(BASE_FILE, "quick = terminates_within")
+
+
+class FromBase(Base):
+    """Declared here; its actions and most properties are declared in tests/pymodel_base.py."""
+
+    @reachable
+    def reaches_two(self, s, p):
+        return s["x"] == 2
+
+
+FROM_BASE = inspect.getsourcelines(FromBase)[1]
+REACHES = FROM_BASE + 3                          # its @reachable
+
+
+def test_inherited_declarations_keep_their_own_file_and_line():
+    spec, _ = python_model(FromBase)
+    assert spec.path == __file__
+    assert {a.name: (a.file, a.line) for a in spec.actions} == {"inc": (BASE, INC), "jump": (BASE, JUMP)}
+    assert [(r.name, r.file, r.line) for r in spec.actions[0].decide.rules] == [
+        ("up", BASE, INC), ("never", BASE, INC)]
+    assert {p.name: (p.file, p.line) for p in spec.properties} == {
+        "below_two": (BASE, BELOW), "stops": (BASE, STOPS), "quick": (BASE, QUICK),
+        "reaches_two": (None, REACHES)}
+    assert (spec.terminal.file, spec.terminal.line) == (BASE, line_of(BASE_FILE, "def terminal"))
+    assert [(p.file, p.line) for p in spec.params] == [(BASE, line_of(BASE_FILE, "class Base"))]
+
+
+def test_vacuity_notices_and_results_point_into_the_base_module(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report = check(FromBase)
+    (run,) = report.runs
+    assert [(n.message, n.file, n.line) for n in run.notices] == [
+        (f"vacuous: decide rule 'never' of action inc ({SHOWN_BASE}:{INC}) never fires", BASE, INC),
+        (f"vacuous: action jump ({SHOWN_BASE}:{JUMP}) is never taken", BASE, JUMP)]
+    props = {p.name: p for p in run.properties}
+    assert (props["below_two"].status, props["below_two"].file, props["below_two"].line) == \
+           ("violated", BASE, BELOW)
+    assert (props["reaches_two"].file, props["reaches_two"].line) == (None, REACHES)
+    data = report.to_json()["runs"][0]
+    below = next(p for p in data["properties"] if p["name"] == "below_two")
+    assert (below["file"], below["line"]) == (SHOWN_BASE, BELOW)
+    assert "file" not in next(p for p in data["properties"] if p["name"] == "reaches_two")
+    assert data["source"]["file"] == "tests/test_pymodel.py"
+    assert data["source"]["files"] == {
+        "actions": {"inc": SHOWN_BASE, "jump": SHOWN_BASE},
+        "properties": {"below_two": SHOWN_BASE, "stops": SHOWN_BASE, "quick": SHOWN_BASE},
+        "rules": {"inc": {"up": SHOWN_BASE, "never": SHOWN_BASE}},
+        "terminal": SHOWN_BASE}
+    assert [w.get("file") for w in data["warning_details"]] == [SHOWN_BASE] * 2
+
+
+def test_ci_formats_point_at_the_base_module(monkeypatch):
+    from explorer import findings as F
+    from explorer.github import render_github, render_markdown
+    from explorer.html import render_html
+    from explorer.junit import render_junit
+    from explorer.sarif import render_sarif
+    monkeypatch.chdir(ROOT)
+    data = check(FromBase).to_json()
+    run = data["runs"][0]
+    below = next(p for p in run["properties"] if p["name"] == "below_two")
+    assert F.finding_location(run, below) == (SHOWN_BASE, BELOW)
+    assert F.step_location(run, below["trace"]["steps"][-1]) == (SHOWN_BASE, INC)
+    assert F.step_location(run, below["trace"]["steps"][0]) == ("tests/test_pymodel.py", FROM_BASE)
+    github = render_github(data)
+    assert f"::error file={SHOWN_BASE},line={BELOW},title=haltproof%3A below_two violated::" in github
+    assert f"::warning file={SHOWN_BASE},line={JUMP},title=haltproof%3A vacuous::vacuous: action jump" in github
+    sarif = json.loads(render_sarif(data))
+    (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "below_two"]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": SHOWN_BASE, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": BELOW}}
+    assert f"{SHOWN_BASE}:{BELOW}" in render_junit(data)
+    summary = render_markdown(data)
+    assert f"#### `below_two` in `{SHOWN_BASE}:{BELOW}`" in summary
+    assert f"| `{SHOWN_BASE}` | {JUMP} | vacuous: action jump" in summary
+    assert f'<td class="expected"></td><td>{SHOWN_BASE}:{BELOW}</td></tr>' in render_html(data)
+
+
+def test_errors_in_inherited_code_point_into_the_base_module():
+    class NoParams(Base):            # the base's domains() and bound read p["N"]
+        params = {}
+    with pytest.raises(SpecError) as caught:
+        check(NoParams)
+    assert str(caught.value).startswith(
+        f"{BASE}:{line_of(BASE_FILE, 'def domains')}: NoParams.domains() with {{}} raised KeyError: 'N'")
+
+    class OtherParams(Base):
+        params = {"M": [2]}
+
+        def domains(self, p):
+            return {"x": range(0, 3)}
+    with pytest.raises(SpecError) as caught:
+        check(OtherParams)
+    assert str(caught.value).startswith(
+        f"{BASE}:{QUICK}: the bound of quick with {{'M': 2}} raised KeyError: 'N'")
+    with pytest.raises(SpecError) as caught:
+        check(FromBase, params={"N": 5})
+    assert str(caught.value) == (f"{BASE}:{line_of(BASE_FILE, 'class Base')}: -p N=5: not a declared value "
+                                 "of N (2)")
+
+
+# ---------------------------------------------------------------- the vars across param combinations
+
+class KindChanges(Model):
+    """x is an int for B=0 and a bool for B=1."""
+
+    params = {"B": [0, 1]}
+
+    def domains(self, p):
+        return {"x": range(0, 2) if p["B"] == 0 else [False, True]}
+
+    def init(self, p):
+        return [{"x": 0 if p["B"] == 0 else False}]
+
+    @action(when=lambda s, p: not s["x"])
+    def inc(self, s, p):
+        return {"x": 1 if p["B"] == 0 else True}
+
+
+class EnumBecomesInt(KindChanges):
+    def domains(self, p):
+        return {"x": ["off", "on"] if p["B"] == 0 else [0, 1]}
+
+    def init(self, p):
+        return [{"x": "off" if p["B"] == 0 else 0}]
+
+
+class VarsChange(KindChanges):
+    def domains(self, p):
+        return {"x": [0, 1], "y": [0]} if p["B"] == 0 else {"x": [0, 1], "z": [0]}
+
+    def init(self, p):
+        return [{"x": 0, "y": 0}] if p["B"] == 0 else [{"x": 0, "z": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {**s, "x": 1}
+
+
+@pytest.mark.parametrize("cls,message", [
+    (KindChanges, "var x is int with {'B': 0} but bool with {'B': 1}: a var keeps one kind (int, bool or "
+                  "enum) in every param combination"),
+    (EnumBecomesInt, "var x is enum with {'B': 0} but int with {'B': 1}: a var keeps one kind (int, bool or "
+                     "enum) in every param combination"),
+    (VarsChange, "VarsChange.domains() declares var y with {'B': 0} but not with {'B': 1}, and var z with "
+                 "{'B': 1} but not with {'B': 0}: every param combination has the same vars")],
+    ids=["int-then-bool", "enum-then-int", "other-vars"])
+def test_a_var_that_changes_between_param_combinations_is_a_spec_error(cli, monkeypatch, cls, message):
+    with pytest.raises(SpecError) as caught:
+        check(cls)
+    domains = inspect.getsourcelines(cls.domains)[1]
+    assert str(caught.value) == f"{__file__}:{domains}: {message}"
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    ran = cli("check", f"test_pymodel:{cls.__name__}", "-p", "B=1")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: tests/test_pymodel.py:{domains}: {message}\n")
+
+
+class OrderChanges(Model):
+    """domains() lists x, y for B=0 and y, x for B=1; only y decides what `go` does."""
+
+    params = {"B": [0, 1]}
+
+    def domains(self, p):
+        if p["B"] == 0:
+            return {"x": [0, 1], "y": [0, 1], "done": [False, True]}
+        return {"y": [0, 1], "x": [0, 1], "done": [False, True]}
+
+    def init(self, p):
+        return [{"x": x, "y": y, "done": False} for x in (0, 1) for y in (0, 1)]
+
+    def terminal(self, s, p):
+        return s["done"]
+
+    @action()
+    def go(self, s, p):
+        return {**s, "done": True, "x": s["y"]}
+
+    depends_on_x = independent_of("x")        # holds: go reads y only
+    depends_on_y = independent_of("y")        # violated: go copies y
+
+
+def test_the_order_of_domains_does_not_change_which_vars_independence_ignores():
+    """Independence ignores vars by position; with B=1 the positions of x and y were swapped,
+    so depends_on_y held (a false proof) and depends_on_x was violated."""
+    report = check(OrderChanges)
+    assert [r.params for r in report.runs] == [{"B": 0}, {"B": 1}]
+    for run in report.runs:
+        assert {p.name: p.status for p in run.properties if p.name.startswith("depends")} == \
+               {"depends_on_x": "holds", "depends_on_y": "violated"}, run.params
+        y = next(p for p in run.properties if p.name == "depends_on_y")
+        assert [list(s.state) for s in y.trace.steps] == [["x", "y", "done"]] * 2       # the spec's order
+
+
+def test_independent_of_a_var_that_is_not_declared_is_a_spec_error():
+    """It was dropped silently: independent_of("typo") then ignored nothing and held."""
+    class Typo(OrderChanges):
+        depends_on_y = independent_of("y", "why")
+    with pytest.raises(SpecError) as caught:
+        check(Typo)
+    line = inspect.getsourcelines(Typo)[1] + 1
+    assert str(caught.value) == (f"{__file__}:{line}: depends_on_y: independent_of names why, which "
+                                 "domains() does not declare (its vars: x, y, done)")
