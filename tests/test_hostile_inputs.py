@@ -91,3 +91,17 @@ def test_nesting_built_from_aliases_is_bounded_too(check):
               "  b: &b " + "[" * 60 + "*a" + "]" * 60 + "\n"
               "  c: &c " + "[" * 60 + "*b" + "]" * 60 + "\n")
     only_error(r, 23, "the YAML nests deeper than 100 levels")
+
+
+# ---------------------------------------------------------------- expressions nested too deep
+
+@pytest.mark.parametrize("command", ["check", "graph"])
+@pytest.mark.parametrize("spec, line, what", [
+    (edit("    when: decision == going\n", "    when: " + "not " * 5_000 + "decision == going\n"),
+     9, "guard of work"),
+    (edit("{steps: steps + 1,", "{steps: steps" + " + 0" * 20_000 + " + 1,"),
+     13, "new value of steps"),
+], ids=["not-5000", "plus-20000"])
+def test_deep_expression_in_check_and_graph(check, command, spec, line, what):
+    r = check(spec, *(["-p", "n=1"] if command == "graph" else []), command=command)
+    only_error(r, line, f"{what} nests deeper than 100 levels")
