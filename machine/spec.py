@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import difflib
 import keyword
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,12 +187,22 @@ class Spec:
 
 # ---------------------------------------------------------------- loading
 
+MAX_SPEC_BYTES = 4 * 1024 * 1024    # a spec is a page or two; 4 MiB refuses only abuse (docs/spec-language.md)
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a YAML spec; raise SpecError listing every problem found."""
     path = Path(path)
     shown = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size if path.is_file() else None
+            if size is not None and size > MAX_SPEC_BYTES:
+                raise _too_big(shown, size)
+            data = fh.read(MAX_SPEC_BYTES + 1)    # a device or a pipe has no size to ask first
+        if len(data) > MAX_SPEC_BYTES:
+            raise _too_big(shown, None)
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise SpecError([Problem(shown, None, "no such file")]) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -199,7 +210,16 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(text, shown)
 
 
+def _too_big(file: str, size: int | None) -> SpecError:
+    limit = f"the limit of {MAX_SPEC_BYTES:,} bytes for a spec"
+    what = f"{size:,} bytes, more than {limit}" if size is not None else f"larger than {limit}"
+    return SpecError([Problem(file, None, f"the file is {what}")])
+
+
 def parse_spec(text: str, file: str) -> Spec:
+    """Validate a spec's YAML text; `file` is the name its problems are reported under."""
+    if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
+        raise _too_big(file, len(text.encode("utf-8")))
     data = load_yaml(text, file)
     return _Loader(file).load(data, text)
 

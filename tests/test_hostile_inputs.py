@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from machine import yamlpos
+from machine import spec as spec_module, yamlpos
+from machine.errors import SpecError
 from test_malformed_specs import BASE, check, edit  # noqa: F401  (check is a fixture)
 
 
@@ -69,10 +70,16 @@ def test_ten_thousand_nested_lists(check):
     only_error(r, 22, "the YAML nests deeper than 100 levels")
 
 
-def test_ten_thousand_nested_block_mappings(check):
-    deep = "".join("  " * (i + 1) + f"k{i}:\n" for i in range(10_000))
-    r = check(BASE + "sets:\n" + deep + "  " * 10_001 + "x\n")
-    # sets (21) is level 1; the mapping at level 101 starts at the key k99 on line 121
+def test_ten_thousand_nested_flow_mappings(check):
+    r = check(BASE + "sets:\n  deep: " + "{k: " * 10_000 + "x" + "}" * 10_000 + "\n")
+    only_error(r, 22, "the YAML nests deeper than 100 levels")
+
+
+def test_nested_block_mappings(check):
+    deep = "".join("  " * (i + 1) + f"k{i}:\n" for i in range(200))
+    r = check(BASE + "sets:\n" + deep + "  " * 201 + "x\n")
+    # the top mapping is level 1 and sets level 2, so level 101 is the value of k98: the mapping
+    # that starts with k99, on line 121
     only_error(r, 121, "the YAML nests deeper than 100 levels")
 
 
@@ -105,3 +112,35 @@ def test_nesting_built_from_aliases_is_bounded_too(check):
 def test_deep_expression_in_check_and_graph(check, command, spec, line, what):
     r = check(spec, *(["-p", "n=1"] if command == "graph" else []), command=command)
     only_error(r, line, f"{what} nests deeper than 100 levels")
+
+
+# ---------------------------------------------------------------- size
+
+def test_spec_over_the_size_limit_is_refused_before_parsing(check, monkeypatch):
+    monkeypatch.setattr(spec_module, "MAX_SPEC_BYTES", 1_000)
+    text = BASE + "#" * (1_001 - len(BASE) - 1) + "\n"      # 1,001 bytes
+    r = check(text)
+    only_error(r, None, "the file is 1,001 bytes, more than the limit of 1,000 bytes for a spec")
+    r = check(text[:-2] + "\n")                              # 1,000 bytes: loads
+    assert r.code == 0, r.err
+
+
+def test_spec_one_byte_over_four_mib(check):
+    text = BASE + "#" * (4 * 1024 * 1024 - len(BASE)) + "\n"
+    r = check(text)
+    only_error(r, None, "the file is 4,194,305 bytes, more than the limit of 4,194,304 bytes for a spec")
+
+
+def test_size_limit_holds_for_a_file_without_a_size(tmp_path, monkeypatch):
+    """A FIFO (or /dev/zero) reports no size: the read itself stops past the limit."""
+    monkeypatch.setattr(spec_module, "MAX_SPEC_BYTES", 1_000)
+    with pytest.raises(SpecError) as info:
+        spec_module.load_spec("/dev/zero")
+    assert str(info.value) == "/dev/zero: the file is larger than the limit of 1,000 bytes for a spec"
+
+
+def test_parse_spec_refuses_text_over_the_limit(monkeypatch):
+    monkeypatch.setattr(spec_module, "MAX_SPEC_BYTES", 1_000)
+    with pytest.raises(SpecError) as info:
+        spec_module.parse_spec(BASE + "#" * 600 + "é" * 100 + "\n", "api.yaml")
+    assert str(info.value) == "api.yaml: the file is 1,273 bytes, more than the limit of 1,000 bytes for a spec"
