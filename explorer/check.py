@@ -9,16 +9,17 @@ expression that cannot be evaluated) cut the exploration short; otherwise it is
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
 from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.vectorize import NotVectorizable, vectorize
-from machine.spec import Spec
+from machine.spec import Spec, value_count
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
@@ -91,8 +92,28 @@ class RunResult:
         return "incomplete"
 
 
+MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
+
+
 def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:
-    """Every combination of declared param values, with pinned params fixed."""
+    """Every combination of declared param values, with pinned params fixed; refused past
+    MAX_COMBINATIONS before any is built (a `{min, max}` param may declare 10^12 values)."""
+    check_pins(spec, pins)
+    free = [p for p in spec.params if p.name not in pins and p.count > 1]
+    total = math.prod(p.count for p in free)
+    if total > MAX_COMBINATIONS:
+        free.sort(key=lambda p: -p.count)
+        have = ", ".join(f"{p.name} has {_values_text(p.values)}" for p in free)
+        raise SpecError([Problem(spec.path, free[0].line,
+                                 f"the params make {total:,} combinations, more than the "
+                                 f"{MAX_COMBINATIONS:,} a check sweeps: pin params with -p NAME=VALUE, "
+                                 f"e.g. -p {free[0].name}={free[0].values[0]} ({have})")])
+    lists = [[pins[p.name]] if p.name in pins else p.values for p in spec.params]
+    return [dict(zip([p.name for p in spec.params], combo)) for combo in itertools.product(*lists)]
+
+
+def check_pins(spec: Spec, pins: dict[str, int]) -> None:
+    """Every pinned param is declared, with a value it declares."""
     declared = {p.name: p for p in spec.params}
     for name, value in pins.items():
         if name not in declared:
@@ -102,12 +123,14 @@ def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:
             raise SpecError([Problem(spec.path, declared[name].line,
                                      f"-p {name}={value}: not a declared value of {name} "
                                      f"({_values_text(declared[name].values)})")])
-    lists = [[pins[p.name]] if p.name in pins else p.values for p in spec.params]
-    return [dict(zip(declared, combo)) for combo in itertools.product(*lists)]
 
 
-def _values_text(values: list[int]) -> str:
-    if values == list(range(values[0], values[-1] + 1)) and len(values) > 2:
+def _values_text(values: Sequence[int]) -> str:
+    """`1..5` for a run of consecutive values, else the list; never materializes a range."""
+    count = value_count(values)
+    consecutive = (values.step == 1 if isinstance(values, range)
+                   else all(b == a + 1 for a, b in zip(values, values[1:])))
+    if consecutive and count > 2:
         return f"{values[0]}..{values[-1]}"
     return ", ".join(map(str, values))
 

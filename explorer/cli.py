@@ -24,7 +24,7 @@ from machine.spec import Spec, load_spec
 from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
-from .check import Options, check_machine, prepare, prepare_python, sweep
+from .check import Options, check_machine, check_pins, prepare, prepare_python
 from .replay import Replayed, load_trace, run_scenario, run_steps
 
 
@@ -352,9 +352,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             names = ", ".join(s.name for s in spec.scenarios) or "none"
             raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
         params = dict(sc.params)
-        for k, v in pins.items():
-            sweep(spec, {k: v})
-            params[k] = v
+        check_pins(spec, pins)
+        params.update(pins)
         m = _bound(spec, compiled.instantiate(params), args.model)
         out = run_scenario(m, sc)
         print(f"# scenario {sc.name} of {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
@@ -365,7 +364,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         missing = [p.name for p in spec.params if p.name not in params]
         if missing:
             raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
-        sweep(spec, params)
+        check_pins(spec, params)
         params = {p.name: params[p.name] for p in spec.params}
         m = _bound(spec, compiled.instantiate(params), args.model)
         steps = data["steps"]

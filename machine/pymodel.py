@@ -50,7 +50,8 @@ from . import expr as E
 from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, Machine, _MissingChoice
 from .errors import Problem, SpecError
-from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var)
+from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
+                   value_count)
 
 
 # ---------------------------------------------------------------- declarations
@@ -158,8 +159,9 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     problems: list[Problem] = []
     params = []
     for name, values in (cls.params or {}).items():
-        vals = list(values)
-        if not vals or any(isinstance(v, bool) or not isinstance(v, int) for v in vals):
+        vals = values if isinstance(values, range) else list(values)    # a range stays one
+        if not value_count(vals) or (not isinstance(vals, range)
+                                     and any(isinstance(v, bool) or not isinstance(v, int) for v in vals)):
             problems.append(Problem(file, cls_line, f"param {name} needs a non-empty list of integers"))
         params.append(Param(name, vals, cls_line or 0))
     methods = [(n, getattr(cls, n)) for n in dir(cls) if hasattr(getattr(cls, n), "_haltproof_action")]

@@ -13,7 +13,7 @@ import keyword
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
@@ -28,8 +28,21 @@ BUILTIN_PROPERTIES = ("domains", "well_defined")
 @dataclass
 class Param:
     name: str
-    values: list[int]
+    values: Sequence[int]      # a list, or a range for `{min, max}`: never materialized
     line: int
+
+    @property
+    def count(self) -> int:
+        """How many values: `len` of a range fails past sys.maxsize, arithmetic does not."""
+        return value_count(self.values)
+
+
+def value_count(values: Sequence[int]) -> int:
+    """The number of values in a list or a range of any size."""
+    if isinstance(values, range):
+        step = values.step
+        return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
+    return len(values)
 
 
 @dataclass
@@ -360,10 +373,10 @@ class _Loader:
                 hi = self.integer(value["max"], value.line_of("max"), f"max of param {name}")
                 if lo > hi:
                     raise self.at(pline).error(f"param {name} has min {lo} > max {hi}: no values")
-                values = list(range(lo, hi + 1))
+                values = range(lo, hi + 1)
             else:
                 values = [self.integer(value, pline, f"param {name}")]
-            if len(set(values)) != len(values):
+            if isinstance(values, list) and len(set(values)) != len(values):
                 raise self.at(pline).error(f"param {name} lists a value twice", values)
             out.append(Param(name, values, pline))
         return out
@@ -871,7 +884,7 @@ class _Loader:
             pvals[pname] = value
         for p in params:
             if p.name not in pvals:
-                if len(p.values) != 1:
+                if p.count != 1:
                     raise self.at(line).error(f"scenario {name} must set param {p.name} "
                                               f"(it has several values)")
                 pvals[p.name] = p.values[0]

@@ -7,11 +7,19 @@ Each test asserts the whole of stderr: the exact message, file and line.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
-from machine import spec as spec_module, yamlpos
+from explorer import check as check_module
+from explorer.api import check as api_check
+from machine import compiled as compiled_module, spec as spec_module, yamlpos
 from machine.errors import SpecError
+from conftest import ROOT
 from test_malformed_specs import BASE, check, edit  # noqa: F401  (check is a fixture)
+
+sys.path.insert(0, str(ROOT / "docs" / "examples"))
+from retry_model import RetryLoop  # noqa: E402
 
 
 def only_error(r, line: int | None, message: str) -> None:
@@ -144,3 +152,87 @@ def test_parse_spec_refuses_text_over_the_limit(monkeypatch):
     with pytest.raises(SpecError) as info:
         spec_module.parse_spec(BASE + "#" * 600 + "é" * 100 + "\n", "api.yaml")
     assert str(info.value) == "api.yaml: the file is 1,273 bytes, more than the limit of 1,000 bytes for a spec"
+
+
+# ---------------------------------------------------------------- huge ranges and products
+
+BIG_K = edit("  n: {min: 1, max: 3}\n", "  n: {min: 1, max: 3}\n  K: {min: 1, max: 1000000000000}\n")
+
+
+def test_a_sweep_past_the_combination_limit_names_the_params_and_suggests_pinning(check):
+    r = check(BIG_K)
+    only_error(r, 4, "the params make 3,000,000,000,000 combinations, more than the 10,000 a check "
+                     "sweeps: pin params with -p NAME=VALUE, e.g. -p K=1 (K has 1..1000000000000, "
+                     "n has 1..3)")
+
+
+def test_pinning_the_huge_param_makes_the_spec_work(check):
+    r = check(BIG_K, "-p", "K=5")
+    assert (r.code, r.err) == (0, ""), r.err
+    assert r.out.splitlines()[-1] == "3 runs: 3 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"
+    assert [ln.split("  ")[-1] for ln in r.out.splitlines() if "  [m]  " in ln] == \
+           ["n=1 K=5", "n=2 K=5", "n=3 K=5"]
+
+
+def test_a_pin_outside_a_huge_range_is_refused_without_listing_it(check):
+    r = check(BIG_K, "-p", "K=0")
+    only_error(r, 4, "-p K=0: not a declared value of K (1..1000000000000)")
+
+
+def test_the_combination_limit_itself(check, monkeypatch):
+    monkeypatch.setattr(check_module, "MAX_COMBINATIONS", 2)
+    r = check(BASE)                                     # n: 3 values
+    only_error(r, 3, "the params make 3 combinations, more than the 2 a check sweeps: pin params "
+                     "with -p NAME=VALUE, e.g. -p n=1 (n has 1..3)")
+    assert check(BASE, "-p", "n=2").code == 0
+
+
+def test_a_param_range_beyond_64_bits(check):
+    r = check(edit("  n: {min: 1, max: 3}\n", "  n: {min: 1, max: 100000000000000000000000}\n"),
+              "-p", "n=2")
+    assert r.code == 0, r.err
+
+
+def test_a_huge_choice_range_is_refused_at_the_choice(check):
+    r = check(edit("      obs: [good, bad]\n", "      obs: [good, bad]\n      amount: {min: 0, max: 1000000000000}\n"),
+              "-p", "n=1")
+    only_error(r, 12, "action work makes 2,000,000,000,002 choice combinations per step, more than "
+                      "the limit of 1,000,000 (with n=1)")
+
+
+def test_too_many_initial_states_is_refused(check, monkeypatch):
+    monkeypatch.setattr(compiled_module, "MAX_PRODUCT", 3)
+    r = check(edit("init: going}", "init: {one_of: [going, done]}}",
+                   "max: n, init: 0}", "max: n, init: {one_of: [0, 1]}}"), "-p", "n=1")
+    only_error(r, 5, "the vars' init values make 4 initial states, more than the limit of 3 (with n=1)")
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector", "auto"])
+def test_a_var_domain_of_10_to_the_12_is_never_materialized(check, engine):
+    r = check(edit("  steps: {type: int, min: 0, max: n, init: 0}\n",
+                   "  steps: {type: int, min: 0, max: n, init: 0}\n"
+                   "  big: {type: int, min: 0, max: 1000000000000, init: 0}\n"), "--engine", engine)
+    assert (r.code, r.err) == (0, ""), r.err
+
+
+def test_a_domain_beyond_the_vector_code_space_is_declined_not_exploded(check):
+    r = check(edit("  steps: {type: int, min: 0, max: n, init: 0}\n",
+                   "  steps: {type: int, min: 0, max: n, init: 0}\n"
+                   "  big: {type: int, min: 0, max: 10000000000000000000000, init: 0}\n"),
+              "--engine", "vector", "-p", "n=1")
+    only_error(r, None, "--engine vector cannot run this spec: the product of the domains "
+                        "(40,000,000,000,000,000,000,004 states) does not fit a state code (below 2^62)")
+
+
+class HugeRetry(RetryLoop):
+    params = {"K": range(1, 10**12), "R": [0, 1]}
+
+
+def test_a_python_model_param_range_is_not_materialized():
+    with pytest.raises(SpecError) as info:
+        api_check(HugeRetry)
+    (problem,) = info.value.problems
+    assert problem.message.startswith("the params make 1,999,999,999,998 combinations, more than the "
+                                      "10,000 a check sweeps: pin params with -p NAME=VALUE, e.g. -p K=1")
+    report = api_check(HugeRetry, params={"K": 2, "R": 1})
+    assert report.result == "proved" and len(report.runs) == 1
