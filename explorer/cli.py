@@ -7,6 +7,7 @@ Exit codes (a contract): 0 proved, 1 violated, 2 usage error or invalid spec,
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -73,11 +74,15 @@ def parse_pins(pins: Sequence[str]) -> dict[str, int]:
 
 
 def _positive(kind: type, what: str):
+    """An argparse type for a positive int or float; `nan` and `inf` are not numbers of
+    seconds or states (nan compares false with everything, so `<= 0` alone lets it in)."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number, got {text!r}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{what} must be positive, got {text!r}")
         return value

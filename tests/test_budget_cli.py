@@ -206,3 +206,16 @@ def test_bad_input_from_a_real_process_has_no_traceback():
     ran = python_m("run", "--policy", "http", "--url", "http://user:pw@127.0.0.1:1/")
     assert ran.returncode == 2 and ran.stdout == ""
     assert "user:password" in ran.stderr and "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "resume"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "0", "61", "soon"])
+def test_timeout_must_be_finite_seconds_whatever_the_policy(capsys, tmp_path, command, value):
+    """nan was accepted (and ignored) unless --policy http happened to read it."""
+    db = tmp_path / "never.sqlite"
+    code, out, err = budget(capsys, command, f"--timeout={value}", "--db", db,
+                            *(["--run-id", "r1"] if command == "resume" else []))
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (f"error: argument --timeout: --timeout must be a finite number of "
+                                    f"seconds in (0, 60], got {value!r}")
+    assert not db.exists()

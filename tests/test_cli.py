@@ -123,6 +123,30 @@ def test_usage_errors_exit_2_with_a_message(cli, args, message):
     assert "Traceback" not in ran.err
 
 
+NUMERIC = [
+    ("check", "--timeout", "nan", "--timeout must be a finite number, got 'nan'"),
+    ("check", "--timeout", "inf", "--timeout must be a finite number, got 'inf'"),
+    ("check", "--timeout", "1e999", "--timeout must be a finite number, got '1e999'"),
+    ("check", "--timeout", "0", "--timeout must be positive, got '0'"),
+    ("check", "--max-states", "nan", "--max-states must be a number, got 'nan'"),
+    ("check", "--max-states", "inf", "--max-states must be a number, got 'inf'"),
+    ("graph", "--max-nodes", "nan", "--max-nodes must be a number, got 'nan'"),
+    ("graph", "--max-nodes", "0", "--max-nodes must be positive, got '0'"),
+    ("conform", "--examples", "inf", "--examples must be a number, got 'inf'"),
+    ("conform", "--max-depth", "nan", "--max-depth must be a number, got 'nan'"),
+    ("conform", "--seed", "nan", "invalid int value: 'nan'"),
+]
+
+
+@pytest.mark.parametrize("command, option, value, message", NUMERIC,
+                         ids=[f"{c} {o}={v}" for c, o, v, _ in NUMERIC])
+def test_numeric_options_refuse_nan_and_infinity(cli, command, option, value, message):
+    """`--timeout nan` was accepted: ignored on a small spec, a stop after one state on a big one."""
+    ran = cli(command, LOOP_DEMO, f"{option}={value}")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err.splitlines()[-1] == f"haltproof: error: argument {option}: {message}"
+
+
 def test_missing_spec_path_is_a_usage_error(cli, tmp_path):
     ran = cli("check", tmp_path / "missing.yaml")
     assert ran.code == 2 and "no such file or directory" in ran.err

@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 from . import transitions as T
 from .gate import Stop, validate_action
-from .policies import (DEFAULT_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy, LocalJSONPolicy,
-                       PolicyConfigError)
+from .policies import (DEFAULT_TIMEOUT, MAX_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy,
+                       LocalJSONPolicy, PolicyConfigError, _seconds)
 from .policy_server import PolicyServer
 from .store import RunExists, RunNotFound, RunStore
 from .tasks import TASKS
@@ -41,6 +41,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _timeout(text: str) -> float:
+    """--timeout is checked whatever the policy: `nan` or `inf` is a mistake even where unused."""
+    try:
+        return _seconds(float(text), "--timeout")     # the HTTP policy's own check, at parse time
+    except (ValueError, PolicyConfigError):
+        raise argparse.ArgumentTypeError(f"--timeout must be a finite number of seconds in "
+                                         f"(0, {MAX_TIMEOUT:g}], got {text!r}") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="python -m harness.budget",
                  description="The budgeted policy runner (seed S2): real policies, real tools on SQLite.")
@@ -51,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="who proposes the actions (default: deterministic)")
         p.add_argument("--actions", metavar="FILE", help="--policy local: a JSON list of actions")
         p.add_argument("--url", help="--policy http: the policy service (http only to 127.0.0.1/[::1])")
-        p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+        p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT,
                        help=f"--policy http: seconds per network wait (default {DEFAULT_TIMEOUT:g})")
         p.add_argument("--db", default=":memory:", help="SQLite file for the shop and the runs (default :memory:)")
         p.add_argument("--fail", action="append", default=[], metavar="TOOL=N",
