@@ -60,17 +60,32 @@ def collect_specs(args: Sequence[str]) -> list[Path | str]:
     return out
 
 
-def parse_pins(pins: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
+def parse_pins(pins: Sequence[str]) -> dict[str, list[int]]:
+    """`-p NAME=VALUE` options as NAME -> its values in the order given: `-p K=1 -p K=2`
+    sweeps K over 1 and 2. The same value twice is refused (a typo for another one?)."""
+    out: dict[str, list[int]] = {}
     for item in pins:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"-p {item}: write -p NAME=VALUE")
         try:
-            out[name.strip()] = int(value)
+            number = int(value)
         except ValueError:
             raise UsageError(f"-p {item}: the value must be an integer") from None
+        values = out.setdefault(name.strip(), [])
+        if number in values:
+            raise UsageError(f"-p {name.strip()}={number} is given twice")
+        values.append(number)
     return out
+
+
+def one_value_each(pins: dict[str, list[int]], command: str) -> dict[str, int]:
+    """The pins of a command that runs one combination: each param pinned once."""
+    for name, values in pins.items():
+        if len(values) > 1:
+            raise UsageError(f"-p {name}: {command} runs one param combination, and {name} is given "
+                             f"{len(values)} values ({', '.join(map(str, values))})")
+    return {name: values[0] for name, values in pins.items()}
 
 
 def _positive(kind: type, what: str):
@@ -348,8 +363,8 @@ def _bound(spec: Spec, m: Any, model_only: bool) -> Any:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    pins = one_value_each(parse_pins(args.pins), "replay")
     spec = load_spec(args.spec)
-    pins = parse_pins(args.pins)
     compiled = CompiledSpec(spec)
     if args.scenario is not None:
         sc = next((s for s in spec.scenarios if s.name == args.scenario), None)

@@ -362,8 +362,8 @@ class GraphUsage(Exception):
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from .cli import UsageError, parse_pins      # the CLI imports this module lazily
-    pins = parse_pins(args.pins)
+    from .cli import UsageError, one_value_each, parse_pins    # the CLI imports this module lazily
+    pins = one_value_each(parse_pins(args.pins), "graph")
     try:
         G, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight)
     except GraphUsage as exc:

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import explorer.engine
+from explorer.report import shown_path
 from conftest import LOOP_DEMO, MUTANTS
 
 
@@ -145,6 +146,36 @@ def test_numeric_options_refuse_nan_and_infinity(cli, command, option, value, me
     ran = cli(command, LOOP_DEMO, f"{option}={value}")
     assert (ran.code, ran.out) == (2, "")
     assert ran.err.splitlines()[-1] == f"haltproof: error: argument {option}: {message}"
+
+
+def test_a_param_pinned_twice_sweeps_both_values_in_the_given_order(cli):
+    """`-p K=1 -p K=2` silently checked K=2 only; it means both."""
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=3", "-p", "max_steps=1", "-p", "max_retries=0",
+              "--format", "json")
+    assert ran.code == 0, ran.err
+    assert [r["params"] for r in ran.json()["runs"]] == [{"max_steps": 3, "max_retries": 0},
+                                                         {"max_steps": 1, "max_retries": 0}]
+
+
+def test_each_pinned_value_is_checked_against_the_declared_range(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=9", "-p", "max_steps=2")    # the last one was all
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {shown_path(str(LOOP_DEMO))}:25: -p max_steps=9: not a declared value of max_steps "
+                       "(1..5)\n")
+
+
+def test_the_same_pinned_value_twice_is_refused(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_steps=2")
+    assert (ran.code, ran.out, ran.err) == (2, "", "error: -p max_steps=2 is given twice\n")
+
+
+@pytest.mark.parametrize("command", [["graph"], ["replay", "--scenario", "one_match"]])
+def test_commands_of_one_combination_refuse_two_values(cli, command):
+    ran = cli(command[0], LOOP_DEMO, *command[1:], "-p", "max_steps=2", "-p", "max_steps=3",
+              "-p", "max_retries=1")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: -p max_steps: {command[0]} runs one param combination, and max_steps "
+                       "is given 2 values (2, 3)\n")
 
 
 def test_missing_spec_path_is_a_usage_error(cli, tmp_path):
