@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .spec import ChoiceSet, DecideStage, SetStage, Spec, value_count
+from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, value_count
 
 MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
 
@@ -229,7 +229,9 @@ class CompiledSpec:
             elif p.kind == "variant":
                 m.variants[p.name] = (g[f"prop_{k}"], value(p.bound, p.line))
             elif p.kind == "terminates_within":
-                m.within[p.name] = value(p.bound, p.line)
+                m.within[p.name] = value(p.bound, p.bound_line or p.line)
+                if m.within[p.name] < 0:
+                    raise fail(p.bound_line or p.line, negative_bound(p.name, m.within[p.name]))
                 if p.count is not None:
                     m.counts[p.name] = g[f"count_{k}"]
         for k, ms in enumerate(spec.measures):

@@ -51,7 +51,7 @@ from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, Machine, _MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
-                   value_count)
+                   negative_bound, value_count)
 
 
 # ---------------------------------------------------------------- declarations
@@ -311,6 +311,11 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
             m.variants[prop.name] = (lambda s, f=prop.fn: user(f, as_dict(s), dict(p)), prop.bound(dict(p)))
         elif prop.kind == "terminates_within":
             m.within[prop.name] = prop.bound(dict(p))
+            if isinstance(m.within[prop.name], int) and m.within[prop.name] < 0:
+                decl = spec.property(prop.name)
+                raise SpecError([Problem(spec.path, decl.line if decl else None,
+                                         negative_bound(prop.name, m.within[prop.name])
+                                         + f" (with {', '.join(f'{k}={v}' for k, v in p.items())})")])
             if prop.count is not None:
                 m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, spec.choice_names, user)
     return m

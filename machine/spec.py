@@ -131,6 +131,7 @@ class PropertyDecl:
     line: int
     expr: E.Expr | None = None     # the predicate, the ranking, ...
     bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
+    bound_line: int | None = None  # where the bound is written
     count: E.Expr | None = None    # which transitions terminates_within counts (None: all)
     vars: list[int] = field(default_factory=list)   # independent_of
     description: str = ""
@@ -805,13 +806,17 @@ class _Loader:
             if value is not True:
                 raise self.at(kline).error("terminates takes the value true", value)
         elif key == "terminates_within":
-            p.bound = self.int_expr(value, self.param_scope, kline, f"the bound of {name}")
+            p.bound, p.bound_line = self.int_expr(value, self.param_scope, kline, f"the bound of {name}"), kline
+            fixed = _constant(p.bound)
+            if fixed is not None and fixed < 0:     # else checked per param combination
+                raise self.at(kline).error(negative_bound(name, fixed))
             if "count" in m:
                 p.count = self.bool_expr(m["count"], self.step_scope, m.line_of("count"),
                                          f"count of {name}")
         elif key == "variant":
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
+            p.bound_line = m.line_of("bound")
         elif key == "independent_of":
             names = value if isinstance(value, YList) else [value]
             for n in names:
@@ -937,6 +942,23 @@ class _Loader:
                 raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
             out[vname] = str(value) if isinstance(value, str) else value
         return out
+
+
+def negative_bound(name: str, value: int) -> str:
+    """terminates_within N counts transitions: a negative N is a mistake, not a violation."""
+    return (f"the bound of {name} is {value}: a run takes at least 0 transitions, so "
+            "terminates_within needs a bound of 0 or more")
+
+
+def _constant(ex: E.Expr) -> int | None:
+    """The value of an expression that reads no param (`-1`, `2 - 3`), else None."""
+    if any(isinstance(n, ast.Name) and n.id not in ("min", "max", "abs") for n in ast.walk(ex.py)):
+        return None
+    try:
+        return eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<bound>", "eval"),
+                    {"__builtins__": {}, "min": min, "max": max, "abs": abs})
+    except ZeroDivisionError:
+        return None                # reported with the params, like any other division by zero
 
 
 def _sub(name: str, i: int) -> ast.expr:

@@ -13,6 +13,7 @@ import pytest
 
 from explorer import check as check_module
 from explorer.api import check as api_check
+from machine.pymodel import terminates_within
 from machine import compiled as compiled_module, spec as spec_module, yamlpos
 from machine.errors import SpecError
 from conftest import ROOT
@@ -236,3 +237,42 @@ def test_a_python_model_param_range_is_not_materialized():
                                       "10,000 a check sweeps: pin params with -p NAME=VALUE, e.g. -p K=1")
     report = api_check(HugeRetry, params={"K": 2, "R": 1})
     assert report.result == "proved" and len(report.runs) == 1
+
+
+# ---------------------------------------------------------------- bounds that cannot be negative
+
+def test_a_negative_terminates_within_is_refused_at_its_line(check):
+    r = check(BASE + "properties:\n  quick:\n    description: too quick\n    terminates_within: -1\n")
+    only_error(r, 24, "the bound of quick is -1: a run takes at least 0 transitions, so "
+                      "terminates_within needs a bound of 0 or more")
+
+
+def test_a_constant_negative_expression_is_refused_when_loading(check):
+    r = check(BASE + "properties:\n  quick: {terminates_within: 'min(2, 3) - 5'}\n")
+    only_error(r, 22, "the bound of quick is -3: a run takes at least 0 transitions, so "
+                      "terminates_within needs a bound of 0 or more")
+
+
+def test_a_bound_negative_for_some_params_is_refused_for_those(check):
+    r = check(BASE + "properties:\n  quick:\n    terminates_within: n - 2\n")
+    only_error(r, 23, "the bound of quick is -1: a run takes at least 0 transitions, so "
+                      "terminates_within needs a bound of 0 or more (with n=1)")
+    r = check(BASE + "properties:\n  quick:\n    terminates_within: n - 2\n", "-p", "n=2")
+    assert r.code == 1 and "quick" in r.out         # 0 is a bound: violated by a run of 2
+
+
+def test_terminates_within_zero_is_a_bound(check):
+    r = check(BASE + "properties:\n  quick: {terminates_within: 0}\n", "-p", "n=1")
+    assert r.code == 1 and "a run takes 1 transitions, more than 0" in r.out
+
+
+class NegativeBound(RetryLoop):
+    quick = terminates_within(lambda p: p["K"] - 3)
+
+
+def test_a_python_model_negative_bound_is_refused():
+    with pytest.raises(SpecError) as info:
+        api_check(NegativeBound, params={"K": 2, "R": 0})
+    (problem,) = info.value.problems
+    assert problem.message == ("the bound of quick is -1: a run takes at least 0 transitions, so "
+                               "terminates_within needs a bound of 0 or more (with K=2, R=0)")
