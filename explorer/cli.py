@@ -7,6 +7,7 @@ Exit codes (a contract): 0 proved, 1 violated, 2 usage error or invalid spec,
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import re
@@ -20,7 +21,7 @@ from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
 from machine.pymodel import load_model_ref, python_model
-from machine.spec import Spec, load_spec
+from machine.spec import Spec, load_spec, symlink_problem
 
 from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
@@ -49,15 +50,29 @@ def collect_specs(args: Sequence[str]) -> list[Path | str]:
         if not p.exists() and re.fullmatch(r"[\w.]+:[\w.]+", a):
             out.append(a)
         elif p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+            found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and not q.is_dir())
+            for q in found:
+                why = _unusable(q)
+                if why:        # a spec that cannot be read is never skipped silently
+                    raise UsageError(f"{q}: {why}")
             if not found:
                 raise UsageError(f"{a}: no .yaml specs in this directory")
             out.extend(found)
         elif p.is_file():
             out.append(p)
         else:
-            raise UsageError(f"{a}: no such file or directory")
+            raise UsageError(f"{a}: {_unusable(p) or 'not a file or a directory'}")
     return out
+
+
+def _unusable(path: Path) -> str | None:
+    """Why a path names no readable file or directory (`exists()` says False for all of these)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return symlink_problem(path, exc) or ("no such file or directory" if exc.errno == errno.ENOENT
+                                              else exc.strerror or str(exc))
+    return None
 
 
 def parse_pins(pins: Sequence[str]) -> dict[str, list[int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import errno
 import keyword
 import os
 from dataclasses import dataclass, field
@@ -217,11 +218,22 @@ def load_spec(path: str | Path) -> Spec:
         if len(data) > MAX_SPEC_BYTES:
             raise _too_big(shown, None)
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except FileNotFoundError:
-        raise SpecError([Problem(shown, None, "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        why = symlink_problem(path, exc) or ("no such file" if isinstance(exc, FileNotFoundError)
+                                             else f"cannot read the file: {exc}")
+        raise SpecError([Problem(shown, None, why)]) from None
+    except UnicodeDecodeError as exc:
         raise SpecError([Problem(shown, None, f"cannot read the file: {exc}")]) from None
     return parse_spec(text, shown)
+
+
+def symlink_problem(path: Path, exc: OSError) -> str | None:
+    """What is wrong when a symlink makes a path unreadable ("no such file" would mislead)."""
+    if exc.errno == errno.ELOOP:
+        return "symlink loop (resolving it leads back to itself)"
+    if exc.errno == errno.ENOENT and path.is_symlink():
+        return f"broken symlink (to {os.readlink(path)}, which does not exist)"
+    return None
 
 
 def _too_big(file: str, size: int | None) -> SpecError:

@@ -178,6 +178,41 @@ def test_commands_of_one_combination_refuse_two_values(cli, command):
                        "is given 2 values (2, 3)\n")
 
 
+LOOP = "symlink loop (resolving it leads back to itself)"
+
+
+def test_a_symlink_loop_as_the_spec_is_named_as_such(cli, tmp_path):
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    for command in (["check"], ["graph"], ["replay", "--scenario", "x"], ["conform"]):
+        ran = cli(command[0], loop, *command[1:])
+        assert (ran.code, ran.out) == (2, ""), command
+        assert ran.err == f"error: {loop}: {LOOP}\n", command
+
+
+def test_a_symlink_loop_in_the_path_is_named_as_such(cli, tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    ran = cli("check", tmp_path / "a" / "spec.yaml")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {tmp_path / 'a' / 'spec.yaml'}: {LOOP}\n")
+
+
+def test_a_directory_holding_a_symlink_loop_does_not_skip_it(cli, tmp_path):
+    (tmp_path / "good.yaml").write_text(LOOP_DEMO.read_text())
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    ran = cli("check", tmp_path)
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {tmp_path / 'loop.yaml'}: {LOOP}\n")
+
+
+def test_a_broken_symlink_is_named_as_such(cli, tmp_path):
+    (tmp_path / "good.yaml").write_text(LOOP_DEMO.read_text())
+    (tmp_path / "gone.yaml").symlink_to("moved.yaml")
+    expected = f"error: {tmp_path / 'gone.yaml'}: broken symlink (to moved.yaml, which does not exist)\n"
+    for target in (tmp_path, tmp_path / "gone.yaml"):
+        ran = cli("check", target)
+        assert (ran.code, ran.out, ran.err) == (2, "", expected)
+
+
 def test_missing_spec_path_is_a_usage_error(cli, tmp_path):
     ran = cli("check", tmp_path / "missing.yaml")
     assert ran.code == 2 and "no such file or directory" in ran.err
