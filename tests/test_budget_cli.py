@@ -4,6 +4,7 @@ bad input (exit 2, a message, never a traceback)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -186,11 +187,39 @@ def test_bad_action_files_exit_2(capsys, tmp_path, content, words):
 
 def test_unknown_run_and_taken_run_id_exit_2(capsys, tmp_path):
     db = tmp_path / "r.sqlite"
-    code, _, err = budget(capsys, "resume", "--db", db, "--run-id", "ghost")
-    assert code == 2 and "no run 'ghost'" in err
     assert budget(capsys, "run", "--db", db, "--run-id", "x")[0] == 0
+    code, _, err = budget(capsys, "resume", "--db", db, "--run-id", "ghost")
+    assert code == 2 and err == "error: no run 'ghost' in this database\n"
     code, _, err = budget(capsys, "run", "--db", db, "--run-id", "x")
     assert code == 2 and "already exists" in err
+
+
+def test_resume_of_a_missing_database_writes_nothing(capsys, tmp_path):
+    """It exited 2 but left a 53 KB database behind (created, seeded, given the schema)."""
+    db = tmp_path / "missing.sqlite"
+    code, out, err = budget(capsys, "resume", "--db", db, "--run-id", "r1")
+    assert (code, out) == (2, "")
+    assert err == f"error: --db {db}: no such database (resume continues a run saved by `run --db {db}`)\n"
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_resume_on_a_foreign_database_leaves_it_untouched(capsys, tmp_path):
+    """An unrelated SQLite file is neither given the runs schema, seeded, nor switched to WAL."""
+    db = tmp_path / "notes.sqlite"
+    other = sqlite3.connect(db)
+    other.execute("CREATE TABLE notes (text TEXT)")
+    other.commit()
+    other.close()
+    before = db.read_bytes()
+    code, out, err = budget(capsys, "resume", "--db", db, "--run-id", "r1")
+    assert (code, out, err) == (2, "", "error: no run 'r1' in this database\n")
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.sqlite"]
+
+
+def test_resume_of_a_directory_exits_2(capsys, tmp_path):
+    code, out, err = budget(capsys, "resume", "--db", tmp_path, "--run-id", "r1")
+    assert (code, out, err) == (2, "", f"error: --db {tmp_path}: a directory, not a database\n")
 
 
 def test_a_database_that_cannot_be_opened_exits_2(capsys, tmp_path):

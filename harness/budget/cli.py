@@ -18,6 +18,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 from . import transitions as T
@@ -25,7 +26,7 @@ from .gate import Stop, validate_action
 from .policies import (DEFAULT_TIMEOUT, MAX_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy,
                        LocalJSONPolicy, PolicyConfigError, _seconds)
 from .policy_server import PolicyServer
-from .store import RunExists, RunNotFound, RunStore
+from .store import RunExists, RunNotFound, RunStore, holds_run
 from .tasks import TASKS
 from .tools import TOOL_NAMES, Faults, Shop, connect
 from .runner import Runner
@@ -219,15 +220,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "run":
         T.check_limits(args.K, args.R)
         task = T.check_task(task)
+    if args.command == "resume":
+        _check_resumable(args.db, args.run_id)
     try:
-        conn = connect(args.db)
+        conn = connect(args.db, mode="rwc" if args.command == "run" else "rw")
         shop = Shop(conn, faults)
         shop.seed()
         store = RunStore(conn)
     except sqlite3.Error as exc:
         raise UsageError(f"cannot open the database {args.db!r}: {exc}") from None
-    if args.command == "resume" and not store.exists(args.run_id):
-        raise RunNotFound(args.run_id)
     if args.command == "run" and args.run_id and store.exists(args.run_id):
         raise RunExists(f"a run {args.run_id!r} already exists in {args.db} (resume it instead)")
     before = shop.inventory()
@@ -246,6 +247,26 @@ def _main(argv: Sequence[str] | None) -> int:
         out.write(_summary(run, shop, before))
     conn.close()
     return 0 if run["terminal"]["status"] == "finished" else 1
+
+
+def _check_resumable(db: str, run_id: str) -> None:
+    """Before anything is written: `db` is an existing database holding the run (opened
+    read-only: a resume on a missing or foreign file must not create or change it)."""
+    if db != ":memory:" and not Path(db).exists():
+        raise UsageError(f"--db {db}: no such database (resume continues a run saved by "
+                         f"`run --db {db}`)")
+    if Path(db).is_dir():
+        raise UsageError(f"--db {db}: a directory, not a database")
+    try:
+        probe = connect(db, mode="ro")
+        try:
+            found = holds_run(probe, run_id)
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise UsageError(f"cannot open the database {db!r}: {exc}") from None
+    if not found:
+        raise RunNotFound(run_id)
 
 
 def _serve(args: argparse.Namespace) -> int:

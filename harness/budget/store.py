@@ -36,6 +36,14 @@ class RunExists(ValueError):
     pass
 
 
+def holds_run(conn: sqlite3.Connection, run_id: str) -> bool:
+    """Whether the database holds the run, asked with reads only (no schema is created),
+    so a resume on the wrong file refuses it without writing to it."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone() is None:
+        return False
+    return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+
 class RunStore:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -50,7 +58,7 @@ class RunStore:
         self.save(run)
 
     def exists(self, run_id: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+        return holds_run(self.conn, run_id)
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY rowid")]
