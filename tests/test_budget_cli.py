@@ -185,6 +185,39 @@ def test_bad_action_files_exit_2(capsys, tmp_path, content, words):
     assert code == 2 and words in err and "actions.json" in err
 
 
+DUPLICATE = "duplicate key 'type' in a JSON object (which value is meant is ambiguous)"
+
+
+def test_an_action_file_naming_a_key_twice_exits_2(capsys, tmp_path):
+    path = tmp_path / "actions.json"
+    path.write_text('[{"type": "abstain", "type": "finish", "status": "reserved"}]')
+    code, out, err = budget(capsys, "run", "--policy", "local", "--actions", path)
+    assert (code, out, err) == (2, "", f"error: {path}: {DUPLICATE}\n")
+
+
+def test_task_json_naming_a_key_twice_exits_2(capsys):
+    code, out, err = budget(capsys, "run", "--task-json",
+                            '{"goal": "reserve", "query": "camera", "quantity": 1, "quantity": 3}')
+    assert (code, out) == (2, "")
+    assert err == ("error: --task-json: duplicate key 'quantity' in a JSON object (which value is meant "
+                   "is ambiguous)\n")
+
+
+def test_a_stored_run_naming_a_key_twice_exits_2(capsys, tmp_path):
+    """The database is the runner's own file: an edited one is refused, not half-read."""
+    db = tmp_path / "r.sqlite"
+    assert budget(capsys, "run", "--db", db, "--run-id", "r1", "-K", "2")[0] == 1
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE runs SET terminal = NULL, task = ? WHERE run_id = 'r1'",
+                 ('{"goal": "reserve", "query": "camera", "quantity": 1, "quantity": 3}',))
+    conn.commit()
+    conn.close()
+    code, out, err = budget(capsys, "resume", "--db", db, "--run-id", "r1")
+    assert (code, out) == (2, "")
+    assert err == ("error: the database cannot be used: run r1, task is not the JSON this runner saves: "
+                   "duplicate key 'quantity' in a JSON object (which value is meant is ambiguous)\n")
+
+
 def test_unknown_run_and_taken_run_id_exit_2(capsys, tmp_path):
     db = tmp_path / "r.sqlite"
     assert budget(capsys, "run", "--db", db, "--run-id", "x")[0] == 0

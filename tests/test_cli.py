@@ -257,6 +257,18 @@ def test_replay_a_trace_from_the_report(cli, tmp_path):
     assert "step 1: the state differs from the recorded one: steps recorded 0, replay gives 1" in bad.out
 
 
+def test_a_trace_naming_a_key_twice_is_a_usage_error(cli, tmp_path):
+    """json.loads keeps the last value, so a state read one way here is read another way elsewhere."""
+    ran = cli("check", MUTANTS / "retry_past_last_step.yaml", "-p", "max_steps=2", "--format", "json")
+    prop = next(p for p in ran.json()["runs"][0]["properties"] if p["name"] == "domains")
+    bare = tmp_path / "trace.json"
+    bare.write_text(json.dumps(prop["trace"]).replace('"state": {', '"state": {"steps": 7, ', 1))
+    ran = cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", bare)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {bare}: not a JSON trace: duplicate key 'steps' in a JSON object (which "
+                       "value is meant is ambiguous)\n")
+
+
 def test_replay_trace_errors_are_usage_errors(cli, tmp_path):
     junk = tmp_path / "junk.json"
     junk.write_text("{not json")

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from machine import strict_json
+
 from . import transitions as T
 from .gate import Stop, validate_action
 from .policies import (DEFAULT_TIMEOUT, MAX_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy,
@@ -117,9 +119,11 @@ def _task(args: argparse.Namespace) -> dict[str, Any]:
     if args.task_json is None:
         return dict(TASKS[args.task])
     try:
-        return json.loads(args.task_json)
+        return strict_json.loads(args.task_json)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--task-json is not valid JSON: {exc.msg}") from None
+    except strict_json.DuplicateKeyError as exc:
+        raise UsageError(f"--task-json: {exc}") from None
 
 
 # ------------------------------------------------------------------ printing the steps
