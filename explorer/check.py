@@ -144,6 +144,8 @@ def _values_text(values: Sequence[int]) -> str:
                    else all(b == a + 1 for a, b in zip(values, values[1:])))
     if consecutive and count > 2:
         return f"{values[0]}..{values[-1]}"
+    if count > 10:              # a Python model's range(0, 10**12, 2) is not written out either
+        return f"{values[0]}, {values[1]}, ..., {values[-1]} ({count:,} values)"
     return ", ".join(map(str, values))
 
 

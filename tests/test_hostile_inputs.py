@@ -287,3 +287,14 @@ def test_an_expression_too_long_for_the_vector_code_falls_back_or_is_declined(ch
                         "generated array code (Python's compiler nests too deeply)")
     r = check(spec, "-p", "n=1")                        # auto: the scalar engine runs it
     assert (r.code, r.err) == (0, ""), r.err
+
+
+class SteppedRetry(RetryLoop):
+    params = {"K": range(2, 2 * 10**12, 2), "R": [0, 1]}
+
+
+def test_a_stepped_range_is_shown_without_listing_it():
+    with pytest.raises(SpecError) as info:
+        api_check(SteppedRetry, params={"K": 3})
+    (problem,) = info.value.problems
+    assert problem.message == "-p K=3: not a declared value of K (2, 4, ..., 1999999999998 (999,999,999,999 values))"
