@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from machine import strict_json
+
 from .check import RunResult
 from .report import shown_path
 
@@ -44,8 +46,8 @@ def load(path: str | Path) -> dict[str, dict[str, Any]] | None:
     if not p.exists():
         return None
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = strict_json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: JSON, or a key given twice
         raise BaselineError(f"--baseline {path}: cannot read it: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
         raise BaselineError(f"--baseline {path}: not a haltproof baseline (schema {SCHEMA})")

@@ -9,16 +9,17 @@ expression that cannot be evaluated) cut the exploration short; otherwise it is
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
 from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.vectorize import NotVectorizable, vectorize
-from machine.spec import Spec, declared_at
+from machine.spec import Spec, declared_at, value_count
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
@@ -30,9 +31,12 @@ from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
 
 
+Pins = Mapping[str, int | Sequence[int]]     # NAME -> a value, or values swept in this order
+
+
 @dataclass
 class Options:
-    pins: dict[str, int] = field(default_factory=dict)
+    pins: Pins = field(default_factory=dict)        # see sweep
     properties: list[str] | None = None
     max_states: int | None = None
     timeout: float | None = None
@@ -91,24 +95,57 @@ class RunResult:
         return "incomplete"
 
 
-def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:
-    """Every combination of declared param values, with pinned params fixed."""
+MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
+
+
+def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
+    """Every combination of declared param values, a pinned param taking only its pinned
+    values; refused past MAX_COMBINATIONS before any is built (a `{min, max}` param may
+    declare 10^12 values)."""
+    check_pins(spec, pins)
+    lists = [pinned(pins[p.name]) if p.name in pins else p.values for p in spec.params]
+    total = math.prod(value_count(values) for values in lists)
+    if total > MAX_COMBINATIONS:
+        wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
+                      key=lambda p: (p.name in pins, -p.count))
+        have = ", ".join(f"{p.name} has {_values_text(p.values)}" for p in wide if p.name not in pins)
+        given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
+                          if p.name in pins)
+        raise SpecError([Problem(spec.path, wide[0].line,
+                                 f"the params make {total:,} combinations, more than the "
+                                 f"{MAX_COMBINATIONS:,} a check sweeps: pin params with -p NAME=VALUE, "
+                                 f"e.g. -p {wide[0].name}={wide[0].values[0]} ({have or given})")])
+    return [dict(zip([p.name for p in spec.params], combo)) for combo in itertools.product(*lists)]
+
+
+def pinned(value: int | Sequence[int]) -> list[int]:
+    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int)."""
+    return [value] if isinstance(value, int) else list(value)
+
+
+def check_pins(spec: Spec, pins: Pins) -> None:
+    """Every pinned param is declared, with values it declares."""
     declared = {p.name: p for p in spec.params}
-    for name, value in pins.items():
-        if name not in declared:
-            raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
-                                                       f"{name} (it has: {', '.join(declared) or 'none'})")])
-        if value not in declared[name].values:
-            raise SpecError([Problem(*declared_at(spec, declared[name]),
-                                     f"-p {name}={value}: not a declared value of {name} "
-                                     f"({_values_text(declared[name].values)})")])
-    lists = [[pins[p.name]] if p.name in pins else p.values for p in spec.params]
-    return [dict(zip(declared, combo)) for combo in itertools.product(*lists)]
+    for name, values in pins.items():
+        for value in pinned(values):
+            if name not in declared:
+                raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
+                                                           f"{name} (it has: {', '.join(declared) or 'none'})")])
+            if value not in declared[name].values:
+                raise SpecError([Problem(*declared_at(spec, declared[name]),
+                                         f"-p {name}={value}: not a declared value of {name} "
+                                         f"({_values_text(declared[name].values)})")])
 
 
-def _values_text(values: list[int]) -> str:
-    if values == list(range(values[0], values[-1] + 1)) and len(values) > 2:
+def _values_text(values: Sequence[int]) -> str:
+    """`1..5` for a run of consecutive values, else the list; never materializes a range."""
+    count = value_count(values)
+    consecutive = (values.step == 1 if isinstance(values, range)
+                   else all(b == a + 1 for a, b in zip(values, values[1:])))
+    if consecutive and count > 2:
         return f"{values[0]}..{values[-1]}"
+    if count > 10:              # a Python model's range(0, 10**12, 2) is not written out either
+        return f"{values[0]}, {values[1]}, ..., {values[-1]} ({count:,} values)"
     return ", ".join(map(str, values))
 
 

@@ -7,6 +7,8 @@ Exit codes (a contract): 0 proved, 1 violated, 2 usage error or invalid spec,
 from __future__ import annotations
 
 import argparse
+import errno
+import math
 import os
 import re
 import sys
@@ -19,12 +21,12 @@ from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
 from machine.pymodel import load_model_ref, python_model
-from machine.spec import Spec, load_spec
+from machine.spec import Spec, load_spec, symlink_problem
 
 from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
-from .check import Options, check_machine, prepare, prepare_python, sweep
+from .check import Options, check_machine, check_pins, prepare, prepare_python
 from .replay import Replayed, load_trace, run_scenario, run_steps
 
 
@@ -48,36 +50,69 @@ def collect_specs(args: Sequence[str]) -> list[Path | str]:
         if not p.exists() and re.fullmatch(r"[\w.]+:[\w.]+", a):
             out.append(a)
         elif p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+            found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and not q.is_dir())
+            for q in found:
+                why = _unusable(q)
+                if why:        # a spec that cannot be read is never skipped silently
+                    raise UsageError(f"{q}: {why}")
             if not found:
                 raise UsageError(f"{a}: no .yaml specs in this directory")
             out.extend(found)
         elif p.is_file():
             out.append(p)
         else:
-            raise UsageError(f"{a}: no such file or directory")
+            raise UsageError(f"{a}: {_unusable(p) or 'not a file or a directory'}")
     return out
 
 
-def parse_pins(pins: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _unusable(path: Path) -> str | None:
+    """Why a path names no readable file or directory (`exists()` says False for all of these)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return symlink_problem(path, exc) or ("no such file or directory" if exc.errno == errno.ENOENT
+                                              else exc.strerror or str(exc))
+    return None
+
+
+def parse_pins(pins: Sequence[str]) -> dict[str, list[int]]:
+    """`-p NAME=VALUE` options as NAME -> its values in the order given: `-p K=1 -p K=2`
+    sweeps K over 1 and 2. The same value twice is refused (a typo for another one?)."""
+    out: dict[str, list[int]] = {}
     for item in pins:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"-p {item}: write -p NAME=VALUE")
         try:
-            out[name.strip()] = int(value)
+            number = int(value)
         except ValueError:
             raise UsageError(f"-p {item}: the value must be an integer") from None
+        values = out.setdefault(name.strip(), [])
+        if number in values:
+            raise UsageError(f"-p {name.strip()}={number} is given twice")
+        values.append(number)
     return out
 
 
+def one_value_each(pins: dict[str, list[int]], command: str) -> dict[str, int]:
+    """The pins of a command that runs one combination: each param pinned once."""
+    for name, values in pins.items():
+        if len(values) > 1:
+            raise UsageError(f"-p {name}: {command} runs one param combination, and {name} is given "
+                             f"{len(values)} values ({', '.join(map(str, values))})")
+    return {name: values[0] for name, values in pins.items()}
+
+
 def _positive(kind: type, what: str):
+    """An argparse type for a positive int or float; `nan` and `inf` are not numbers of
+    seconds or states (nan compares false with everything, so `<= 0` alone lets it in)."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number, got {text!r}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{what} must be positive, got {text!r}")
         return value
@@ -343,8 +378,8 @@ def _bound(spec: Spec, m: Any, model_only: bool) -> Any:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    pins = one_value_each(parse_pins(args.pins), "replay")
     spec = load_spec(args.spec)
-    pins = parse_pins(args.pins)
     compiled = CompiledSpec(spec)
     if args.scenario is not None:
         sc = next((s for s in spec.scenarios if s.name == args.scenario), None)
@@ -352,9 +387,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             names = ", ".join(s.name for s in spec.scenarios) or "none"
             raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
         params = dict(sc.params)
-        for k, v in pins.items():
-            sweep(spec, {k: v})
-            params[k] = v
+        check_pins(spec, pins)
+        params.update(pins)
         m = _bound(spec, compiled.instantiate(params), args.model)
         out = run_scenario(m, sc)
         print(f"# scenario {sc.name} of {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
@@ -365,7 +399,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         missing = [p.name for p in spec.params if p.name not in params]
         if missing:
             raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
-        sweep(spec, params)
+        check_pins(spec, params)
         params = {p.name: params[p.name] for p in spec.params}
         m = _bound(spec, compiled.instantiate(params), args.model)
         steps = data["steps"]

@@ -314,7 +314,7 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)
     if len(combos) != 1:
-        unpinned = [p for p in spec.params if p.name not in pins and len(p.values) > 1]
+        unpinned = [p for p in spec.params if p.name not in pins and p.count > 1]
         example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
         raise GraphUsage(f"{spec_path}: a graph shows one param combination, and {len(combos)} are "
                          f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
@@ -362,8 +362,8 @@ class GraphUsage(Exception):
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from .cli import UsageError, parse_pins      # the CLI imports this module lazily
-    pins = parse_pins(args.pins)
+    from .cli import UsageError, one_value_each, parse_pins    # the CLI imports this module lazily
+    pins = one_value_each(parse_pins(args.pins), "graph")
     try:
         G, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight)
     except GraphUsage as exc:

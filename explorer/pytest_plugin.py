@@ -28,10 +28,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("haltproof", "haltproof model checking")
     group.addoption("--haltproof", action="store_true", default=None,
                     help="collect haltproof YAML specs as tests (spec x params x property)")
-    group.addoption("--haltproof-max-states", type=int, default=None, metavar="N",
+    group.addoption("--haltproof-max-states", type=_max_states, default=None, metavar="N",
                     help="bound each exploration; hitting it fails the items (incomplete)")
     parser.addini("haltproof", type="bool", default=False,
                   help="collect haltproof YAML specs as tests without --haltproof")
+
+
+def _max_states(text: str) -> int:
+    """A positive int, as `haltproof check --max-states` takes (0 or -1 stopped every run at once)."""
+    from .cli import _positive       # the CLI pulls in more than a pytest startup should load
+    return _positive(int, "--haltproof-max-states")(text)
 
 
 def _enabled(config: pytest.Config) -> bool:

@@ -14,7 +14,8 @@ from typing import Any
 
 from machine.compiled import EvalError, Machine
 from machine.errors import Problem, SpecError
-from machine.spec import Scenario
+from machine import strict_json
+from machine.spec import Scenario, symlink_problem
 
 from properties.kinds import Step
 
@@ -132,10 +133,12 @@ def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
     """Read a trace as the JSON report prints it: a trace object, a property, or a whole report;
     any of these traces may be in the Informal Trace Format (ITF, see explorer/itf.py)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError([Problem(path, None, "no such file")]) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = strict_json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        why = symlink_problem(Path(path), exc) or ("no such file" if isinstance(exc, FileNotFoundError)
+                                                   else f"not a JSON trace: {exc}")
+        raise SpecError([Problem(path, None, why)]) from None
+    except (UnicodeDecodeError, ValueError) as exc:     # ValueError: JSON, or a key given twice
         line = getattr(exc, "lineno", None)
         raise SpecError([Problem(path, line, f"not a JSON trace: {exc}")]) from None
     if isinstance(data, dict) and "runs" in data:

@@ -36,6 +36,8 @@ from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from machine import strict_json
+
 from .decision_records import DECISION_EVENT, DENIED_ERROR_TYPE, END_EVENT, JsonLinesWriter, Sink
 from .gates import GateChain, GateContext, GateDecision, ToolCall, ToolCallError, build_chain
 from .ledger import ObservationLedger, TokenCounter, clip_to_tokens, heuristic_tokens
@@ -403,9 +405,11 @@ def _load_script(path: str) -> list[Any]:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: the script is not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        data = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except strict_json.DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, list) or not all(isinstance(p, dict) for p in data):
         raise ConfigError(f"{path}: the script must be a JSON list of calls "
                           '({"tool": ..., "args": {...}, "extends": turn})')

@@ -19,6 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from machine import strict_json
+
 MAX_STEPS = 5
 MAX_RETRIES = 1
 STEPS_RANGE = (1, 5)        # the course's limits: 1 <= max_steps <= 5
@@ -57,9 +59,11 @@ def load_stop_policy(path: str | Path | None = None) -> dict[str, int]:
         except UnicodeDecodeError as exc:
             raise StopPolicyError(f"{shown}: the stop policy is not UTF-8 text (byte {exc.start})") from None
     try:
-        data = json.loads(text)
+        data = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise StopPolicyError(f"{shown}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except strict_json.DuplicateKeyError as exc:
+        raise StopPolicyError(f"{shown}: {exc}") from None
     if not isinstance(data, dict):
         raise StopPolicyError(f"{shown}: the stop policy must be a JSON object with max_steps and max_retries")
     unknown = sorted(set(data) - {"max_steps", "max_retries"})

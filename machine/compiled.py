@@ -16,14 +16,18 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .spec import ChoiceSet, DecideStage, SetStage, Spec
+from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, value_count
+
+MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
 
 
 class EvalError(Exception):
@@ -186,6 +190,11 @@ class CompiledSpec:
             if len(set(opts)) != len(opts):
                 raise fail(v.line, f"init of {v.name} lists a value twice")
             init_options.append(opts)
+        if math.prod(map(len, init_options)) > MAX_PRODUCT:
+            widest = max(range(len(spec.vars)), key=lambda i: len(init_options[i]))
+            raise fail(spec.vars[widest].line, f"the vars' init values make "
+                                               f"{math.prod(map(len, init_options)):,} initial states, "
+                                               f"more than the limit of {MAX_PRODUCT:,}")
         inits = [tuple(c) for c in itertools.product(*init_options)]
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
@@ -201,9 +210,15 @@ class CompiledSpec:
             items_per_choice = []
             for cname, cs in a.choices:
                 items = _choice_items(cs, value)
-                if not items:
+                if _count(items) == 0:
                     raise fail(cs.line, f"choice {cname} of action {a.name} is an empty set")
                 items_per_choice.append(items)
+            sizes = [_count(items) for items in items_per_choice]
+            if math.prod(sizes) > MAX_PRODUCT:
+                widest = max(range(len(sizes)), key=sizes.__getitem__)
+                raise fail(a.choices[widest][1].line, f"action {a.name} makes {math.prod(sizes):,} "
+                                                      f"choice combinations per step, more than the "
+                                                      f"limit of {MAX_PRODUCT:,}")
             combos = list(itertools.product(*items_per_choice))
             names = [c for c, _ in a.choices]
             labels = [{n: item[0] for n, item in zip(names, combo)} for combo in combos]
@@ -232,7 +247,9 @@ class CompiledSpec:
             elif p.kind == "variant":
                 m.variants[p.name] = (g[f"prop_{k}"], value(p.bound, p.line))
             elif p.kind == "terminates_within":
-                m.within[p.name] = value(p.bound, p.line)
+                m.within[p.name] = value(p.bound, p.bound_line or p.line)
+                if m.within[p.name] < 0:
+                    raise fail(p.bound_line or p.line, negative_bound(p.name, m.within[p.name]))
                 if p.count is not None:
                     m.counts[p.name] = g[f"count_{k}"]
         for k, ms in enumerate(spec.measures):
@@ -261,10 +278,30 @@ class GeneratedLoop:
         return self.namespace["sweep"](x)
 
 
-def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> list[tuple]:
+class _Items(Sequence):
+    """The items `(x,)` of a range choice, built one at a time: its size is checked against
+    MAX_PRODUCT before anything iterates it, so `{min: 0, max: 10**12}` costs nothing."""
+
+    def __init__(self, values: range):
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)             # only once _count (no limit to its size) allowed it
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [(x,) for x in self.values[i]]
+        return (self.values[i],)
+
+
+def _count(items: Sequence[tuple]) -> int:
+    return value_count(items.values) if isinstance(items, _Items) else len(items)
+
+
+def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequence[tuple]:
     if cs.kind == "range":
         lo, hi = value(cs.lo, cs.line), value(cs.hi, cs.line)
-        return [(x,) for x in range(lo, hi + 1)]
+        return _Items(range(lo, hi + 1))
     return list(cs.items)
 
 

@@ -119,6 +119,7 @@ _CMP_EQ = (ast.Eq, ast.NotEq)
 _CMP_IN = (ast.In, ast.NotIn)
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 _FUNCS = {"min", "max", "abs"}
+MAX_DEPTH = 100     # expressions nested in expressions (docs/spec-language.md, "Limits on the input")
 _EXPR_KEYWORDS = {"and", "or", "not", "if", "else", "in", "is", "True", "False", "None"}
 
 
@@ -138,20 +139,38 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
     if src == "":
         raise loc.error(f"{what} is empty")
     locate = _Locator(text, loc, line_offset_block)
+    too_deep = SpecError([Problem(loc.file, locate(1, None),
+                                  f"{what} nests deeper than {MAX_DEPTH} levels")])
     try:
         tree = _parse(src)
+    except (RecursionError, MemoryError):   # CPython's parser gives up on very deep input
+        raise too_deep from None
     except SyntaxError as exc:
+        if exc.msg == "too many nested parentheses":
+            raise too_deep from None
         hint = ""
         kws = sorted({w for w in _words(src) if keyword.iskeyword(w) and w not in _EXPR_KEYWORDS})
         if kws:
             hint = f" ({kws[0]!r} is a Python keyword: to mean the value, quote it: '{kws[0]}')"
         line = locate(exc.lineno or 1, None)
         raise SpecError([Problem(loc.file, line, f"{what} is not valid syntax{hint}", src)]) from None
+    if _depth(tree.body) > MAX_DEPTH:       # before anything recurses over it: checking, compiling
+        raise too_deep
     if "\n" in src and not _parses(src):
         src = "(" + src + ")"              # continued lines: a parenthesis makes Python accept them
     checker = _Checker(src, scope, loc, locate)
     typ, py = checker.visit(tree.body)
     return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used))
+
+
+def _depth(root: ast.expr) -> int:
+    """How deeply expressions nest in `root` (a name is 1, `not x` 2), walked without recursion."""
+    deepest, todo = 0, [(root, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return deepest
 
 
 def _parses(src: str) -> bool:

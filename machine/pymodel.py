@@ -59,7 +59,8 @@ from . import expr as E
 from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, EvalError, Machine, _MissingChoice
 from .errors import Problem, SpecError
-from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var)
+from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
+                   negative_bound, value_count)
 
 
 # ---------------------------------------------------------------- declarations
@@ -227,8 +228,9 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     params = []
     params_at, params_line = _decl_place(places["params"], file)
     for name, values in (cls.params or {}).items():
-        vals = list(values)
-        if not vals or any(isinstance(v, bool) or not isinstance(v, int) for v in vals):
+        vals = values if isinstance(values, range) else list(values)    # a range stays one
+        if not value_count(vals) or (not isinstance(vals, range)
+                                     and any(isinstance(v, bool) or not isinstance(v, int) for v in vals)):
             problems.append(Problem(*places["params"], f"param {name} needs a non-empty list of integers"))
         params.append(Param(name, vals, params_line, params_at))
     declared = _declarations(cls)
@@ -473,6 +475,9 @@ def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Calla
                                      _bound(prop, p))
         elif prop.kind == "terminates_within":
             m.within[prop.name] = _bound(prop, p)
+            if m.within[prop.name] < 0:
+                raise SpecError([Problem(*prop.at, negative_bound(prop.name, m.within[prop.name])
+                                         + f" (with {', '.join(f'{k}={v}' for k, v in p.items())})")])
             if prop.count is not None:
                 m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
 

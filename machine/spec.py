@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+import errno
 import keyword
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
@@ -28,9 +29,22 @@ BUILTIN_PROPERTIES = ("domains", "well_defined")
 @dataclass
 class Param:
     name: str
-    values: list[int]
+    values: Sequence[int]      # a list, or a range for `{min, max}`: never materialized
     line: int
     file: str | None = None        # where declared, when not the spec's file (see `declared_at`)
+
+    @property
+    def count(self) -> int:
+        """How many values: `len` of a range fails past sys.maxsize, arithmetic does not."""
+        return value_count(self.values)
+
+
+def value_count(values: Sequence[int]) -> int:
+    """The number of values in a list or a range of any size."""
+    if isinstance(values, range):
+        step = values.step
+        return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
+    return len(values)
 
 
 @dataclass
@@ -123,6 +137,7 @@ class PropertyDecl:
     line: int
     expr: E.Expr | None = None     # the predicate, the ranking, ...
     bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
+    bound_line: int | None = None  # where the bound is written
     count: E.Expr | None = None    # which transitions terminates_within counts (None: all)
     vars: list[int] = field(default_factory=list)   # independent_of
     description: str = ""
@@ -218,20 +233,52 @@ class Spec:
 
 # ---------------------------------------------------------------- loading
 
+# The largest bundled spec is 23 KB. Checking costs grow with the text (a 1 MiB expression takes
+# about 25 s and 900 MB to parse, type-check and compile), so 1 MiB refuses only abuse.
+MAX_SPEC_BYTES = 1024 * 1024       # docs/spec-language.md, "Limits on the input"
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a YAML spec; raise SpecError listing every problem found."""
     path = Path(path)
     shown = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError([Problem(shown, None, "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size if path.is_file() else None
+            if size is not None and size > MAX_SPEC_BYTES:
+                raise _too_big(shown, size)
+            data = fh.read(MAX_SPEC_BYTES + 1)    # a device or a pipe has no size to ask first
+        if len(data) > MAX_SPEC_BYTES:
+            raise _too_big(shown, None)
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except OSError as exc:
+        why = symlink_problem(path, exc) or ("no such file" if isinstance(exc, FileNotFoundError)
+                                             else f"cannot read the file: {exc}")
+        raise SpecError([Problem(shown, None, why)]) from None
+    except UnicodeDecodeError as exc:
         raise SpecError([Problem(shown, None, f"cannot read the file: {exc}")]) from None
     return parse_spec(text, shown)
 
 
+def symlink_problem(path: Path, exc: OSError) -> str | None:
+    """What is wrong when a symlink makes a path unreadable ("no such file" would mislead)."""
+    if exc.errno == errno.ELOOP:
+        return "symlink loop (resolving it leads back to itself)"
+    if exc.errno == errno.ENOENT and path.is_symlink():
+        return f"broken symlink (to {os.readlink(path)}, which does not exist)"
+    return None
+
+
+def _too_big(file: str, size: int | None) -> SpecError:
+    limit = f"the limit of {MAX_SPEC_BYTES:,} bytes for a spec"
+    what = f"{size:,} bytes, more than {limit}" if size is not None else f"larger than {limit}"
+    return SpecError([Problem(file, None, f"the file is {what}")])
+
+
 def parse_spec(text: str, file: str) -> Spec:
+    """Validate a spec's YAML text; `file` is the name its problems are reported under."""
+    if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
+        raise _too_big(file, len(text.encode("utf-8")))
     data = load_yaml(text, file)
     return _Loader(file).load(data, text)
 
@@ -372,10 +419,10 @@ class _Loader:
                 hi = self.integer(value["max"], value.line_of("max"), f"max of param {name}")
                 if lo > hi:
                     raise self.at(pline).error(f"param {name} has min {lo} > max {hi}: no values")
-                values = list(range(lo, hi + 1))
+                values = range(lo, hi + 1)
             else:
                 values = [self.integer(value, pline, f"param {name}")]
-            if len(set(values)) != len(values):
+            if isinstance(values, list) and len(set(values)) != len(values):
                 raise self.at(pline).error(f"param {name} lists a value twice", values)
             out.append(Param(name, values, pline))
         return out
@@ -804,13 +851,17 @@ class _Loader:
             if value is not True:
                 raise self.at(kline).error("terminates takes the value true", value)
         elif key == "terminates_within":
-            p.bound = self.int_expr(value, self.param_scope, kline, f"the bound of {name}")
+            p.bound, p.bound_line = self.int_expr(value, self.param_scope, kline, f"the bound of {name}"), kline
+            fixed = _constant(p.bound)
+            if fixed is not None and fixed < 0:     # else checked per param combination
+                raise self.at(kline).error(negative_bound(name, fixed))
             if "count" in m:
                 p.count = self.bool_expr(m["count"], self.step_scope, m.line_of("count"),
                                          f"count of {name}")
         elif key == "variant":
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
+            p.bound_line = m.line_of("bound")
         elif key == "independent_of":
             names = value if isinstance(value, YList) else [value]
             for n in names:
@@ -883,7 +934,7 @@ class _Loader:
             pvals[pname] = value
         for p in params:
             if p.name not in pvals:
-                if len(p.values) != 1:
+                if p.count != 1:
                     raise self.at(line).error(f"scenario {name} must set param {p.name} "
                                               f"(it has several values)")
                 pvals[p.name] = p.values[0]
@@ -936,6 +987,23 @@ class _Loader:
                 raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
             out[vname] = str(value) if isinstance(value, str) else value
         return out
+
+
+def negative_bound(name: str, value: int) -> str:
+    """terminates_within N counts transitions: a negative N is a mistake, not a violation."""
+    return (f"the bound of {name} is {value}: a run takes at least 0 transitions, so "
+            "terminates_within needs a bound of 0 or more")
+
+
+def _constant(ex: E.Expr) -> int | None:
+    """The value of an expression that reads no param (`-1`, `2 - 3`), else None."""
+    if any(isinstance(n, ast.Name) and n.id not in ("min", "max", "abs") for n in ast.walk(ex.py)):
+        return None
+    try:
+        return eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<bound>", "eval"),
+                    {"__builtins__": {}, "min": min, "max": max, "abs": abs})
+    except ZeroDivisionError:
+        return None                # reported with the params, like any other division by zero
 
 
 def _sub(name: str, i: int) -> ast.expr:

@@ -150,3 +150,13 @@ def test_baseline_usage_errors(cli, tmp_path):
     assert ran.code == 2 and "not a haltproof baseline" in ran.err and ran.out == ""
     ran = cli("check", LOOP_DEMO, "--update-baseline")
     assert ran.code == 2 and "--update-baseline needs --baseline FILE" in ran.err
+
+
+def test_a_baseline_naming_a_key_twice_is_a_usage_error(cli, tmp_path):
+    """json.loads keeps the last value: a doctored baseline could hide a moved figure."""
+    base = tmp_path / "base.json"
+    base.write_text('{"schema": "haltproof-baseline/1", "runs": {}, "runs": {}}')
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--baseline", base)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: --baseline {base}: cannot read it: duplicate key 'runs' in a JSON object "
+                       "(which value is meant is ambiguous)\n")

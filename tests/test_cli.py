@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import explorer.engine
+from explorer.report import shown_path
 from conftest import LOOP_DEMO, MUTANTS
 
 
@@ -123,6 +124,95 @@ def test_usage_errors_exit_2_with_a_message(cli, args, message):
     assert "Traceback" not in ran.err
 
 
+NUMERIC = [
+    ("check", "--timeout", "nan", "--timeout must be a finite number, got 'nan'"),
+    ("check", "--timeout", "inf", "--timeout must be a finite number, got 'inf'"),
+    ("check", "--timeout", "1e999", "--timeout must be a finite number, got '1e999'"),
+    ("check", "--timeout", "0", "--timeout must be positive, got '0'"),
+    ("check", "--max-states", "nan", "--max-states must be a number, got 'nan'"),
+    ("check", "--max-states", "inf", "--max-states must be a number, got 'inf'"),
+    ("graph", "--max-nodes", "nan", "--max-nodes must be a number, got 'nan'"),
+    ("graph", "--max-nodes", "0", "--max-nodes must be positive, got '0'"),
+    ("conform", "--examples", "inf", "--examples must be a number, got 'inf'"),
+    ("conform", "--max-depth", "nan", "--max-depth must be a number, got 'nan'"),
+    ("conform", "--seed", "nan", "invalid int value: 'nan'"),
+]
+
+
+@pytest.mark.parametrize("command, option, value, message", NUMERIC,
+                         ids=[f"{c} {o}={v}" for c, o, v, _ in NUMERIC])
+def test_numeric_options_refuse_nan_and_infinity(cli, command, option, value, message):
+    """`--timeout nan` was accepted: ignored on a small spec, a stop after one state on a big one."""
+    ran = cli(command, LOOP_DEMO, f"{option}={value}")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err.splitlines()[-1] == f"haltproof: error: argument {option}: {message}"
+
+
+def test_a_param_pinned_twice_sweeps_both_values_in_the_given_order(cli):
+    """`-p K=1 -p K=2` silently checked K=2 only; it means both."""
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=3", "-p", "max_steps=1", "-p", "max_retries=0",
+              "--format", "json")
+    assert ran.code == 0, ran.err
+    assert [r["params"] for r in ran.json()["runs"]] == [{"max_steps": 3, "max_retries": 0},
+                                                         {"max_steps": 1, "max_retries": 0}]
+
+
+def test_each_pinned_value_is_checked_against_the_declared_range(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=9", "-p", "max_steps=2")    # the last one was all
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {shown_path(str(LOOP_DEMO))}:25: -p max_steps=9: not a declared value of max_steps "
+                       "(1..5)\n")
+
+
+def test_the_same_pinned_value_twice_is_refused(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_steps=2")
+    assert (ran.code, ran.out, ran.err) == (2, "", "error: -p max_steps=2 is given twice\n")
+
+
+@pytest.mark.parametrize("command", [["graph"], ["replay", "--scenario", "one_match"]])
+def test_commands_of_one_combination_refuse_two_values(cli, command):
+    ran = cli(command[0], LOOP_DEMO, *command[1:], "-p", "max_steps=2", "-p", "max_steps=3",
+              "-p", "max_retries=1")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: -p max_steps: {command[0]} runs one param combination, and max_steps "
+                       "is given 2 values (2, 3)\n")
+
+
+LOOP = "symlink loop (resolving it leads back to itself)"
+
+
+def test_a_symlink_loop_as_the_spec_is_named_as_such(cli, tmp_path):
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    for command in (["check"], ["graph"], ["replay", "--scenario", "x"], ["conform"]):
+        ran = cli(command[0], loop, *command[1:])
+        assert (ran.code, ran.out) == (2, ""), command
+        assert ran.err == f"error: {loop}: {LOOP}\n", command
+
+
+def test_a_symlink_loop_in_the_path_is_named_as_such(cli, tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    ran = cli("check", tmp_path / "a" / "spec.yaml")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {tmp_path / 'a' / 'spec.yaml'}: {LOOP}\n")
+
+
+def test_a_directory_holding_a_symlink_loop_does_not_skip_it(cli, tmp_path):
+    (tmp_path / "good.yaml").write_text(LOOP_DEMO.read_text())
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    ran = cli("check", tmp_path)
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {tmp_path / 'loop.yaml'}: {LOOP}\n")
+
+
+def test_a_broken_symlink_is_named_as_such(cli, tmp_path):
+    (tmp_path / "good.yaml").write_text(LOOP_DEMO.read_text())
+    (tmp_path / "gone.yaml").symlink_to("moved.yaml")
+    expected = f"error: {tmp_path / 'gone.yaml'}: broken symlink (to moved.yaml, which does not exist)\n"
+    for target in (tmp_path, tmp_path / "gone.yaml"):
+        ran = cli("check", target)
+        assert (ran.code, ran.out, ran.err) == (2, "", expected)
+
+
 def test_missing_spec_path_is_a_usage_error(cli, tmp_path):
     ran = cli("check", tmp_path / "missing.yaml")
     assert ran.code == 2 and "no such file or directory" in ran.err
@@ -165,6 +255,18 @@ def test_replay_a_trace_from_the_report(cli, tmp_path):
     bad = cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", bare)
     assert bad.code == 1
     assert "step 1: the state differs from the recorded one: steps recorded 0, replay gives 1" in bad.out
+
+
+def test_a_trace_naming_a_key_twice_is_a_usage_error(cli, tmp_path):
+    """json.loads keeps the last value, so a state read one way here is read another way elsewhere."""
+    ran = cli("check", MUTANTS / "retry_past_last_step.yaml", "-p", "max_steps=2", "--format", "json")
+    prop = next(p for p in ran.json()["runs"][0]["properties"] if p["name"] == "domains")
+    bare = tmp_path / "trace.json"
+    bare.write_text(json.dumps(prop["trace"]).replace('"state": {', '"state": {"steps": 7, ', 1))
+    ran = cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", bare)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {bare}: not a JSON trace: duplicate key 'steps' in a JSON object (which "
+                       "value is meant is ambiguous)\n")
 
 
 def test_replay_trace_errors_are_usage_errors(cli, tmp_path):

@@ -485,6 +485,8 @@ def test_demo_bad_input_is_exit_2_with_a_message(argv, message, capsys):
     ('[{"tool": "grep", "args": {}, "max_tokens": 0}]', "max_tokens must be an int >= 1"),
     ('[{"tool": "grep", "extends": "two"}]', "extends must be None or a turn number"),
     ('[{"tool": 7}]', "tool must be a non-empty string"),
+    ('[{"tool": "grep", "tool": "rm"}]', "calls.json: duplicate key 'tool' in a JSON object (which value "
+                                         "is meant is ambiguous)"),
 ])
 def test_demo_bad_script_is_exit_2(tmp_path, content, message, capsys):
     script = tmp_path / "calls.json"

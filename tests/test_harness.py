@@ -227,6 +227,14 @@ def test_check_limits_is_a_value_error_naming_the_field():
         loop.check_limits(5, 3)
 
 
+def test_a_key_given_twice_is_refused(tmp_path):
+    path = _policy(tmp_path, '{"max_steps": 2, "max_retries": 0, "max_steps": 9}')
+    with pytest.raises(StopPolicyError) as info:
+        load_stop_policy(path)
+    assert str(info.value) == (f"{path}: duplicate key 'max_steps' in a JSON object (which value is "
+                               "meant is ambiguous)")
+
+
 def test_malformed_json_names_the_file_and_line(tmp_path):
     path = _policy(tmp_path, '{\n  "max_steps": 5,\n  "max_retries": \n}\n', "broken.json")
     with pytest.raises(StopPolicyError) as info:

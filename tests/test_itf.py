@@ -311,6 +311,16 @@ def test_bad_itf_files_are_usage_errors_naming_the_file(cli, tmp_path, content, 
     assert f"bad.itf.json: {message}" in ran.err
 
 
+def test_an_itf_state_naming_a_var_twice_is_a_usage_error(cli, tmp_path):
+    f = tmp_path / "twice.itf.json"
+    f.write_text('{"#meta": {"params": {"max_steps": 1, "max_retries": 0}}, "vars": ["x"], '
+                 '"states": [{"x": {"#bigint": "0"}, "x": {"#bigint": "1"}}]}')
+    ran = cli("replay", LOOP_DEMO, "--trace", f)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {f}: not a JSON trace: duplicate key 'x' in a JSON object (which value "
+                       "is meant is ambiguous)\n")
+
+
 def test_itf_vars_that_are_not_the_specs_are_a_usage_error(cli, tmp_path):
     f = tmp_path / "other.itf.json"
     f.write_text(json.dumps({"#meta": {"params": {"max_steps": 1, "max_retries": 0}}, "vars": ["x"],

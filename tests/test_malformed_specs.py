@@ -87,7 +87,7 @@ class Ran:
 
 @pytest.fixture
 def check(tmp_path, monkeypatch, capsys):
-    """Write TEXT to a spec file and run `haltproof check FILE` in-process."""
+    """Write TEXT to a spec file and run `haltproof check FILE` (or COMMAND) in-process."""
     specs = tmp_path / "specs"
     specs.mkdir()
     # Run from a directory that is not above the spec, so the CLI shows the path as given.
@@ -95,10 +95,10 @@ def check(tmp_path, monkeypatch, capsys):
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
 
-    def run(text: str, *extra: str, name: str = "bad.yaml") -> Ran:
+    def run(text: str, *extra: str, name: str = "bad.yaml", command: str = "check") -> Ran:
         path = specs / name
         path.write_text(text, encoding="utf-8")
-        code = main(["check", str(path), *extra])
+        code = main([command, str(path), *extra])
         captured = capsys.readouterr()
         return Ran(str(path), code, captured.out, captured.err)
     return run

@@ -33,6 +33,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from machine import strict_json
+
 from .gate import facts_of
 from .transitions import json_copy
 
@@ -112,9 +114,11 @@ class LocalJSONPolicy:
         except UnicodeDecodeError as exc:
             raise PolicyConfigError(f"{path}: the action list is not UTF-8 text (byte {exc.start})") from None
         try:
-            actions = json.loads(text)
+            actions = strict_json.loads(text)
         except json.JSONDecodeError as exc:
             raise PolicyConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        except strict_json.DuplicateKeyError as exc:
+            raise PolicyConfigError(f"{path}: {exc}") from None
         if not isinstance(actions, list):
             raise PolicyConfigError(f"{path}: the action list must be a JSON list of action objects")
         self.actions = actions
@@ -225,7 +229,7 @@ class HTTPJSONPolicy:
             raise PolicyResponseError(f"the connection to the policy server failed: {exc}") from None
         try:
             text = data.decode("utf-8")
-            return json.loads(text, parse_constant=_no_constant)
+            return strict_json.loads(text, parse_constant=_no_constant)     # a key twice: ambiguous
         except (UnicodeDecodeError, ValueError) as exc:
             raise PolicyResponseError(f"the policy server's answer is not valid JSON: {exc}") from None
 
