@@ -27,7 +27,7 @@ from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
 from .check import Options, check_machine, check_pins, prepare, prepare_python
-from .replay import Replayed, load_trace, run_scenario, run_steps
+from .replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
 
 
 class UsageError(Exception):
@@ -391,27 +391,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
         params.update(pins)
         m = _bound(spec, compiled.instantiate(params), args.model)
         out = run_scenario(m, sc)
-        print(f"# scenario {sc.name} of {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
+        print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
     else:
         data = load_trace(args.trace, args.property)
-        params = dict(data.get("params") or {})
-        params.update(pins)
+        params = trace_params(spec, data, args.trace, pins)
         missing = [p.name for p in spec.params if p.name not in params]
         if missing:
             raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
         check_pins(spec, params)
         params = {p.name: params[p.name] for p in spec.params}
         m = _bound(spec, compiled.instantiate(params), args.model)
+        trace_states(m, data, args.trace)
         steps = data["steps"]
-        init = steps[0]["state"]
-        if set(init) != set(m.var_names):
-            raise UsageError(f"{args.trace}: the trace's state has vars {sorted(init)}, the spec has "
-                             f"{sorted(m.var_names)}")
-        out = run_steps(m, init, [(s["action"], s.get("choices") or {}) for s in steps[1:]],
+        out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
                         [s["state"] for s in steps])
-        print(f"# trace {args.trace} on {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
+        print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
     _print_replay(m, out)
     return report.EXIT_OK if out.ok else report.EXIT_VIOLATED
+
+
+def _params_text(params: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "no params"
 
 
 def _print_replay(m: Any, out: Replayed) -> None:

@@ -25,11 +25,11 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from machine.compiled import SWEEP_KINDS, EvalError, Machine, _MissingChoice, can_fail
+from machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail
 
 ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
 
-_ERRORS = (EvalError, ZeroDivisionError)      # what a spec expression may raise on a reachable state
+_ERRORS = EVAL_ERRORS      # what a spec expression may raise on a reachable state
 
 
 @dataclass

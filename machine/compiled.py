@@ -34,6 +34,11 @@ class EvalError(Exception):
     """A spec expression could not be evaluated on a reachable state (built-in `well_defined`)."""
 
 
+# What evaluating a spec expression (or calling bound code, a CodeError) may raise on a state:
+# anything else is a bug in haltproof.
+EVAL_ERRORS = (EvalError, ZeroDivisionError)
+
+
 class _NoRule(EvalError):
     def __init__(self, action: str, var: str):
         super().__init__(f"no rule of the decide table of action {action} (deciding {var}) matched")
@@ -120,6 +125,7 @@ class Machine:
     all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
     fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
+    source: "Source | None" = None                    # the generated module the functions come from
     sweep: "GeneratedLoop | None" = None              # the whole BFS loop, generated (see _generate_sweep)
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
@@ -140,8 +146,9 @@ class CompiledSpec:
 
     def __init__(self, spec: Spec):
         self.spec = spec
-        self.source = _generate(spec)
-        self.code = compile(self.source, f"<haltproof:{spec.path}>", "exec")
+        self.generated = _generate(spec)
+        self.source = self.generated.text
+        self.code = compile(self.source, self.generated.filename, "exec")
         self._sweep_code: CodeType | None = None
 
     @property
@@ -199,7 +206,7 @@ class CompiledSpec:
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
-                             "_ERR": (EvalError, ZeroDivisionError), **pns}
+                             "_ERR": EVAL_ERRORS, **pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
@@ -232,7 +239,8 @@ class CompiledSpec:
                                           labels, step_args, names, fields))
 
         m = Machine(spec, dict(params), [v.name for v in spec.vars], inits, actions,
-                    g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g))
+                    g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g),
+                    source=self.generated)
         m.fallible = {p.name for p in spec.properties if p.expr is not None and can_fail(p.expr, _made(spec))}
         for k, p in enumerate(spec.properties):
             if p.when is not None and not value(p.when, p.line):
@@ -307,24 +315,62 @@ def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequenc
 
 # ---------------------------------------------------------------- code generation
 
-def _generate(spec: Spec) -> str:
+class Source:
+    """A spec's generated module: its text, and per line of it the spec line it came from,
+    so an expression that fails to evaluate can be named by its file and line (`spec_line`)."""
+
+    def __init__(self, path: str):
+        self.filename = f"<haltproof:{path}>"
+        self.chunks: list[str] = []
+        self.origin: dict[int, int] = {}      # generated line -> spec line
+        self._next = 1
+
+    def __call__(self, text: str, line: int | None = None) -> None:
+        """Append `text` (one or more lines), written for the spec's line `line` if known."""
+        count = text.count("\n") + 1
+        if line:
+            for k in range(count):
+                self.origin[self._next + k] = line
+        self.chunks.append(text)
+        self._next += count
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.chunks) + "\n"
+
+
+def spec_line(m: Machine, exc: BaseException) -> int | None:
+    """The spec line of the expression whose evaluation raised `exc`: the innermost frame of
+    m's generated module, mapped back. None when the error did not come from there (bound
+    code, a Python model) or the line is not known."""
+    if m.source is None:
+        return None
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == m.source.filename:
+            line = m.source.origin.get(tb.tb_lineno, line)
+        tb = tb.tb_next
+    return line
+
+
+def _generate(spec: Spec) -> Source:
     n = len(spec.vars)
     unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
     pack = "(" + ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "") + ")"
     step_params = ", ".join(["b", "a", "action", "rule"] + [f"c_{c}" for c in spec.choice_names])
-    out: list[str] = []
-    w = out.append
+    w = Source(spec.path)
 
     for ai, a in enumerate(spec.actions):
         if a.guard is not None:
-            w(f"def guard_{ai}(s):\n    return {_src(a.guard)}\n")
+            w(f"def guard_{ai}(s):\n    return {_src(a.guard)}\n", a.guard.line or a.line)
         args = ", ".join(["s"] + [f"c_{c}" for c, _ in a.choices])
         w(f"def step_{ai}({args}):")
         w(f"    {unpack} = s")
         w("    r = None")
         for st in a.stages:
             if isinstance(st, SetStage):
-                emit_set(w, st, _src)
+                emit_set(lambda text, st=st: w(text, _set_line(st)), st, _src)
             else:
                 _decide(w, st, a.name, spec)
         w(f"    return {pack}, r\n")
@@ -337,10 +383,10 @@ def _generate(spec: Spec) -> str:
         w(f"    {unpack} = s")
         for st in a.stages:
             if isinstance(st, SetStage):
-                emit_set(w, st, _src)
+                emit_set(lambda text, st=st: w(text, _set_line(st)), st, _src)
             else:
                 conds = ", ".join(_src(r.when) if r.when is not None else "True" for r in st.rules)
-                w(f"    return ({conds},)")
+                w(f"    return ({conds},)", st.line)
                 break
         w("")
 
@@ -348,11 +394,11 @@ def _generate(spec: Spec) -> str:
     if t is None:
         w("def is_terminal(s):\n    return False\n")
     elif t.when is not None:
-        w(f"def is_terminal(s):\n    return {_src(t.when)}\n")
+        w(f"def is_terminal(s):\n    return {_src(t.when)}\n", t.when.line or t.line)
     else:
         values = ", ".join(repr(v) for v in t.values) + ","
-        w(f"def label(s):\n    return {_src(t.label)}\n")
-        w(f"def is_terminal(s):\n    return ({_src(t.label)}) in ({values})\n")
+        w(f"def label(s):\n    return {_src(t.label)}\n", t.label.line or t.line)
+        w(f"def is_terminal(s):\n    return ({_src(t.label)}) in ({values})\n", t.label.line or t.line)
 
     w("def domain_error(s):")
     for i, v in enumerate(spec.vars):
@@ -362,21 +408,21 @@ def _generate(spec: Spec) -> str:
 
     for k, p in enumerate(spec.properties):
         if p.kind in ("invariant", "reachable", "variant"):
-            w(f"def prop_{k}(s):\n    return {_src(p.expr)}\n")
+            w(f"def prop_{k}(s):\n    return {_src(p.expr)}\n", p.expr.line or p.line)
         elif p.kind == "step_invariant":
-            w(f"def prop_{k}({step_params}):\n    return {_src(p.expr)}\n")
+            w(f"def prop_{k}({step_params}):\n    return {_src(p.expr)}\n", p.expr.line or p.line)
         elif p.kind == "terminates_within" and p.count is not None:
-            w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n")
+            w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n", p.count.line or p.line)
     invariants = [p for p in spec.properties if p.kind == "invariant"]
     w("def all_invariants(s):")          # one call per state checks them all (the fast path)
     for k, p in enumerate(invariants):
-        w(f"    if not ({_src(p.expr)}):\n        return {k}")
+        w(f"    if not ({_src(p.expr)}):\n        return {k}", p.expr.line or p.line)
     w("    return -1\n")
     for k, (_, ex) in enumerate(spec.replay):
-        w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n")
+        w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n", ex.line)
     for k, ms in enumerate(spec.measures):
-        w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n")
-    return "\n".join(out) + "\n"
+        w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n", ms.expr.line or ms.line)
+    return w
 
 
 def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], str]) -> None:
@@ -387,20 +433,30 @@ def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], 
         w(f"    {lhs} = {rhs}")
 
 
-def _decide(w: Callable[[str], None], st: DecideStage, action: str, spec: Spec) -> None:
+def _set_line(st: SetStage) -> int:
+    """The line to name for a set stage (its assignments are one line of generated code)."""
+    if len(st.assigns) == 1:
+        return st.assigns[0].value.line or st.assigns[0].line or st.line
+    return st.line
+
+
+def _decide(w: Source, st: DecideStage, action: str, spec: Spec) -> None:
     var = f"v_{st.var}"
     first = True
     for r in st.rules:
+        then = r.then.line or r.line
         if r.when is None:
             if first:
-                w(f"    {var} = {_src(r.then)}; r = {r.name!r}")
+                w(f"    {var} = {_src(r.then)}; r = {r.name!r}", then)
             else:
-                w(f"    else:\n        {var} = {_src(r.then)}; r = {r.name!r}")
+                w("    else:", r.line)
+                w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
             return
         kw = "if" if first else "elif"
-        w(f"    {kw} {_src(r.when)}:\n        {var} = {_src(r.then)}; r = {r.name!r}")
+        w(f"    {kw} {_src(r.when)}:", r.when.line or r.line)
+        w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
         first = False
-    w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})")
+    w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})", st.line)
 
 
 # ---------------------------------------------------------------- the generated BFS loop

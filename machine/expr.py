@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import keyword
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .errors import Located, Problem, SpecError
@@ -108,6 +108,7 @@ class Expr:
     type: Type
     py: ast.expr
     choices_used: frozenset = frozenset()
+    line: int | None = None         # where the spec wrote it, to name it when it fails to evaluate
 
     @property
     def source(self) -> str:
@@ -132,7 +133,8 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
           what: str = "expression") -> Expr:
     """Parse and type-check one expression; raise SpecError naming file, line and text."""
     if isinstance(text, bool) or isinstance(text, int):
-        return literal_expr(text, str(text).lower() if isinstance(text, bool) else str(text))
+        return replace(literal_expr(text, str(text).lower() if isinstance(text, bool) else str(text)),
+                       line=loc.line)
     if not isinstance(text, str):
         raise loc.error(f"{what} must be a string, a number or true/false", text)
     src = str(text).strip()
@@ -160,7 +162,7 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
         src = "(" + src + ")"              # continued lines: a parenthesis makes Python accept them
     checker = _Checker(src, scope, loc, locate)
     typ, py = checker.visit(tree.body)
-    return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used))
+    return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used), loc.line)
 
 
 def _depth(root: ast.expr) -> int:
