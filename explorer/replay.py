@@ -15,7 +15,7 @@ from typing import Any
 from machine.compiled import EvalError, Machine
 from machine.errors import Problem, SpecError
 from machine import strict_json
-from machine.inputs import TooLarge, read_bounded
+from machine.inputs import TooLarge, check_number, read_bounded
 from machine.spec import Scenario, symlink_problem
 
 from properties.kinds import Step
@@ -167,12 +167,26 @@ def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
         raise SpecError([Problem(path, None, "not a trace: expected an object with a non-empty "
                                               "'steps' list")])
+    _check_params(path, data.get("params"))
     for n, st in enumerate(data["steps"]):
         if not isinstance(st, dict) or not isinstance(st.get("state"), dict):
             raise SpecError([Problem(path, None, f"step {n} of the trace has no 'state' object")])
         if n > 0 and not isinstance(st.get("action"), str):
             raise SpecError([Problem(path, None, f"step {n} of the trace names no action")])
     return data
+
+
+def _check_params(path: str, params: Any) -> None:
+    """A trace's params are ints, blamed on the trace file (`true` would pass for 1)."""
+    if params is None:
+        return
+    if not isinstance(params, dict):
+        raise SpecError([Problem(path, None, f"the trace's params must be an object, got {params!r}")])
+    for name, value in params.items():
+        try:
+            check_number(value, f"param {name} of the trace", int)
+        except ValueError as exc:
+            raise SpecError([Problem(path, None, str(exc))]) from None
 
 
 def _from_itf(path: str, data: Any) -> Any:
