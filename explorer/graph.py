@@ -37,7 +37,7 @@ if TYPE_CHECKING:      # networkx is imported where a graph is built: it costs s
 
 from machine.compiled import EvalError, Machine
 from machine.errors import Problem, SpecError
-from machine.inputs import positive
+from machine.inputs import check_number, positive
 from machine.spec import load_spec
 from properties.kinds import HOLDS, VIOLATED, Trace
 
@@ -312,7 +312,10 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
               highlight: str | None = None) -> tuple[nx.DiGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
-    Raises SpecError (bad spec, pin or property) or GraphUsage (not exactly one combination)."""
+    Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
+    or ValueError (max_nodes not a positive int), before anything is explored."""
+    if max_nodes is not None:
+        max_nodes = check_number(max_nodes, "max_nodes", int, above=0)
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)
     if len(combos) != 1:
