@@ -149,6 +149,9 @@ def _pin_values(name: str, value: Any) -> list[int]:
     """The values a pin gives, each an int given once: ValueError for anything else. An
     empty list would sweep no combination, and a check of nothing proves nothing; `True`
     would pass for 1, and the string "12" for the values "1" and "2"."""
+    if isinstance(value, range) and value_count(value) > MAX_COMBINATIONS:     # never listed out
+        raise ValueError(f"-p {name}={value!r} gives {value_count(value):,} values, more than the "
+                         f"{MAX_COMBINATIONS:,} combinations a check sweeps")
     given = list(value) if isinstance(value, (list, tuple, range)) else [value]
     if not given:
         raise ValueError(f"-p {name}: no value given (an empty list pins no combination)")

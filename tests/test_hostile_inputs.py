@@ -377,3 +377,13 @@ def test_a_trace_param_of_the_wrong_type_is_blamed_on_the_trace(check, tmp_path,
     r = check(BASE, "--trace", str(trace), command="replay")
     assert (r.code, r.out, r.err) == (2, "", f"error: {trace}: param n of the trace must be an integer, "
                                              f"got {shown}\n")
+
+
+def test_an_api_pin_of_a_huge_range_is_refused_without_listing_it():
+    """`params={"K": range(1, 10**12)}` was listed out in full (a MemoryError or a hang)."""
+    with pytest.raises(SpecError) as info:
+        api_check(LOOP_DEMO, params={"max_steps": range(1, 10**12)})
+    assert str(info.value) == (f"{LOOP_DEMO}: -p max_steps=range(1, 1000000000000) gives 999,999,999,999 "
+                               "values, more than the 10,000 combinations a check sweeps")
+    report = api_check(LOOP_DEMO, params={"max_steps": range(2, 4), "max_retries": 0})
+    assert [r.params["max_steps"] for r in report.runs] == [2, 3]
