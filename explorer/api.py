@@ -52,9 +52,14 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, model: bool = False) -> Report:
     """Check a YAML spec (a path) or a `machine.pymodel.Model` subclass, over every param
-    combination or those `params` pins, and return the report."""
-    options = Options(pins=dict(params or {}), properties=properties, max_states=max_states,
-                      timeout=timeout, model_only=model)
+    combination or those `params` pins, and return the report.
+
+    Options are checked before anything runs, as the command line checks its own:
+    `max_states` a positive int, `timeout` a positive finite number of seconds (ValueError
+    otherwise); each `params` value an int or a non-empty list of distinct ints that the
+    spec declares (SpecError otherwise: `True` is not 1)."""
+    options = Options(pins={} if params is None else params, properties=properties,
+                      max_states=max_states, timeout=timeout, model_only=model)
     if isinstance(spec, type):
         return Report([check_machine(m, options) for m in prepare_python(spec, options)])
     return Report(check_spec(load_spec(spec), options))

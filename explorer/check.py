@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
+from machine.inputs import check_number
 from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.vectorize import NotVectorizable, vectorize
@@ -34,8 +35,15 @@ from .traces import lasso_trace, path_trace, run_trace
 Pins = Mapping[str, int | Sequence[int]]     # NAME -> a value, or values swept in this order
 
 
+ENGINES = ("auto", "scalar", "vector")
+
+
 @dataclass
 class Options:
+    """How to check; refused on construction when no run could honour it (the Python API
+    hands its arguments straight here, without the command line's checks). The pins are
+    checked against each spec, by check_pins."""
+
     pins: Pins = field(default_factory=dict)        # see sweep
     properties: list[str] | None = None
     max_states: int | None = None
@@ -43,6 +51,19 @@ class Options:
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_states is not None:
+            self.max_states = check_number(self.max_states, "max_states", int, above=0)
+        if self.timeout is not None:
+            self.timeout = check_number(self.timeout, "timeout", float, above=0)
+        if self.properties is not None and (isinstance(self.properties, str) or not all(
+                isinstance(n, str) for n in self.properties)):
+            raise ValueError(f"properties must be a list of property names, got {self.properties!r}")
+        if not isinstance(self.model_only, bool):
+            raise ValueError(f"model must be True or False, got {self.model_only!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
 @dataclass
@@ -119,15 +140,42 @@ def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
 
 
 def pinned(value: int | Sequence[int]) -> list[int]:
-    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int)."""
+    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int).
+    Only after check_pins: it has refused anything else."""
     return [value] if isinstance(value, int) else list(value)
 
 
+def _pin_values(name: str, value: Any) -> list[int]:
+    """The values a pin gives, each an int given once: ValueError for anything else. An
+    empty list would sweep no combination, and a check of nothing proves nothing; `True`
+    would pass for 1, and the string "12" for the values "1" and "2"."""
+    if isinstance(value, range) and value_count(value) > MAX_COMBINATIONS:     # never listed out
+        raise ValueError(f"-p {name}={value!r} gives {value_count(value):,} values, more than the "
+                         f"{MAX_COMBINATIONS:,} combinations a check sweeps")
+    given = list(value) if isinstance(value, (list, tuple, range)) else [value]
+    if not given:
+        raise ValueError(f"-p {name}: no value given (an empty list pins no combination)")
+    out: list[int] = []
+    for v in given:
+        v = check_number(v, f"-p {name}", int)
+        if v in out:
+            raise ValueError(f"-p {name}={v} is given twice")
+        out.append(v)
+    return out
+
+
 def check_pins(spec: Spec, pins: Pins) -> None:
-    """Every pinned param is declared, with values it declares."""
+    """Every pinned param is declared, with values it declares, each an int given once."""
+    if not isinstance(pins, Mapping):
+        raise SpecError([Problem(spec.path, None, "the params to pin must be a mapping of param names "
+                                                  f"to values, got {type(pins).__name__}")])
     declared = {p.name: p for p in spec.params}
     for name, values in pins.items():
-        for value in pinned(values):
+        try:
+            values = _pin_values(name, values)
+        except ValueError as exc:
+            raise SpecError([Problem(spec.path, None, str(exc))]) from None
+        for value in values:
             if name not in declared:
                 raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
                                                            f"{name} (it has: {', '.join(declared) or 'none'})")])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import math
 import os
 import re
 import sys
@@ -20,6 +19,7 @@ from typing import Any, Sequence
 from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
+from machine.inputs import positive
 from machine.pymodel import load_model_ref, python_model
 from machine.spec import Spec, load_spec, symlink_problem
 
@@ -28,10 +28,7 @@ from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
 from .check import Options, check_machine, check_pins, prepare, prepare_python
 from .replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
-
-
-class UsageError(Exception):
-    """A mistake on the command line (exit 2)."""
+from .usage import UsageError, one_value_each, parse_pins
 
 
 def bundled_specs() -> list[Path]:
@@ -75,50 +72,6 @@ def _unusable(path: Path) -> str | None:
     return None
 
 
-def parse_pins(pins: Sequence[str]) -> dict[str, list[int]]:
-    """`-p NAME=VALUE` options as NAME -> its values in the order given: `-p K=1 -p K=2`
-    sweeps K over 1 and 2. The same value twice is refused (a typo for another one?)."""
-    out: dict[str, list[int]] = {}
-    for item in pins:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"-p {item}: write -p NAME=VALUE")
-        try:
-            number = int(value)
-        except ValueError:
-            raise UsageError(f"-p {item}: the value must be an integer") from None
-        values = out.setdefault(name.strip(), [])
-        if number in values:
-            raise UsageError(f"-p {name.strip()}={number} is given twice")
-        values.append(number)
-    return out
-
-
-def one_value_each(pins: dict[str, list[int]], command: str) -> dict[str, int]:
-    """The pins of a command that runs one combination: each param pinned once."""
-    for name, values in pins.items():
-        if len(values) > 1:
-            raise UsageError(f"-p {name}: {command} runs one param combination, and {name} is given "
-                             f"{len(values)} values ({', '.join(map(str, values))})")
-    return {name: values[0] for name, values in pins.items()}
-
-
-def _positive(kind: type, what: str):
-    """An argparse type for a positive int or float; `nan` and `inf` are not numbers of
-    seconds or states (nan compares false with everything, so `<= 0` alone lets it in)."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{what} must be a finite number, got {text!r}")
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{what} must be positive, got {text!r}")
-        return value
-    return parse
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:     # argparse exits 2 itself; keep its message short
         self.print_usage(sys.stderr)
@@ -138,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin a param (repeatable); otherwise every declared value is checked")
     c.add_argument("--property", dest="properties", action="append", metavar="NAME",
                    help="check only this property (repeatable); built-ins are always checked")
-    c.add_argument("--max-states", type=_positive(int, "--max-states"), metavar="N")
-    c.add_argument("--timeout", type=_positive(float, "--timeout"), metavar="SECONDS")
+    c.add_argument("--max-states", type=positive(int, "--max-states"), metavar="N")
+    c.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS")
     c.add_argument("--format", choices=["text", *FORMATS], default="text",
                    help="what goes to stdout (default text)")
     for name in FILE_FORMATS:
@@ -166,10 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("conform", help="test with Hypothesis that a bound spec's code and stages agree")
     k.add_argument("spec", metavar="SPEC")
-    k.add_argument("--examples", type=_positive(int, "--examples"), default=200, metavar="N",
+    k.add_argument("--examples", type=positive(int, "--examples"), default=200, metavar="N",
                    help="random concrete runs to try (default 200)")
     k.add_argument("--seed", type=int, default=0, help="Hypothesis seed: the same seed, the same runs (default 0)")
-    k.add_argument("--max-depth", type=_positive(int, "--max-depth"), default=50, metavar="N",
+    k.add_argument("--max-depth", type=positive(int, "--max-depth"), default=50, metavar="N",
                    help="longest run to draw (default 50 steps)")
     k.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
 
@@ -184,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
 
     gr = sub.add_parser("graph", help="write the explored state space as DOT, GraphML, Mermaid or JSON")
-    add_graph_arguments(gr, _positive(int, "--max-nodes"))
+    add_graph_arguments(gr)
     return ap
 
 
@@ -434,4 +387,7 @@ def _print_replay(m: Any, out: Replayed) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m explorer.cli` runs this file as __main__, a second copy of the module beside the
+    # `explorer.cli` the subcommand modules import: run that one, exactly as the `haltproof` script does.
+    from explorer.cli import main as script_main
+    script_main()

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from machine.errors import SpecError
+from machine.inputs import positive
 from machine.spec import load_spec
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
@@ -36,8 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _max_states(text: str) -> int:
     """A positive int, as `haltproof check --max-states` takes (0 or -1 stopped every run at once)."""
-    from .cli import _positive       # the CLI pulls in more than a pytest startup should load
-    return _positive(int, "--haltproof-max-states")(text)
+    return positive(int, "--haltproof-max-states")(text)
 
 
 def _enabled(config: pytest.Config) -> bool:

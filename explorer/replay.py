@@ -15,6 +15,7 @@ from typing import Any, Callable
 from machine.compiled import EVAL_ERRORS, Machine, spec_line
 from machine.errors import Problem, SpecError
 from machine import strict_json
+from machine.inputs import TooLarge, read_bounded
 from machine.spec import Scenario, Spec, symlink_problem
 
 from properties.kinds import Step
@@ -210,11 +211,18 @@ def _init_options(m: Machine) -> list[list[Any]]:
     return [sorted({s[i] for s in m.inits}, key=str) for i in range(len(m.var_names))]
 
 
+# A whole JSON report of the bundled specs (107 runs, a trace for every violation) is 3 MB;
+# parsing JSON takes about ten times its size in memory, so 64 MiB refuses only abuse.
+MAX_TRACE_BYTES = 64 * 1024 * 1024     # README.md, "replay"
+
+
 def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
     """Read a trace as the JSON report prints it: a trace object, a property, or a whole report;
     any of these traces may be in the Informal Trace Format (ITF, see explorer/itf.py)."""
     try:
-        data = strict_json.loads(Path(path).read_text(encoding="utf-8"))
+        data = strict_json.loads(read_bounded(path, MAX_TRACE_BYTES, "a trace or a report"))
+    except TooLarge as exc:
+        raise SpecError([Problem(path, None, str(exc))]) from None
     except OSError as exc:
         why = symlink_problem(Path(path), exc) or ("no such file" if isinstance(exc, FileNotFoundError)
                                                    else f"not a JSON trace: {exc}")
@@ -329,6 +337,7 @@ def _json_type(value: Any) -> str:
 
 def _bad(path: str, message: str) -> SpecError:
     return SpecError([Problem(path, None, message)])
+
 
 
 def _from_itf(path: str, data: Any) -> Any:

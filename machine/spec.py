@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
+from .inputs import TooLarge, read_bounded, too_large
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -243,14 +244,9 @@ def load_spec(path: str | Path) -> Spec:
     path = Path(path)
     shown = str(path)
     try:
-        with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size if path.is_file() else None
-            if size is not None and size > MAX_SPEC_BYTES:
-                raise _too_big(shown, size)
-            data = fh.read(MAX_SPEC_BYTES + 1)    # a device or a pipe has no size to ask first
-        if len(data) > MAX_SPEC_BYTES:
-            raise _too_big(shown, None)
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        text = read_bounded(path, MAX_SPEC_BYTES, "a spec").replace("\r\n", "\n").replace("\r", "\n")
+    except TooLarge as exc:
+        raise SpecError([Problem(shown, None, str(exc))]) from None
     except OSError as exc:
         why = symlink_problem(path, exc) or ("no such file" if isinstance(exc, FileNotFoundError)
                                              else f"cannot read the file: {exc}")
@@ -269,16 +265,10 @@ def symlink_problem(path: Path, exc: OSError) -> str | None:
     return None
 
 
-def _too_big(file: str, size: int | None) -> SpecError:
-    limit = f"the limit of {MAX_SPEC_BYTES:,} bytes for a spec"
-    what = f"{size:,} bytes, more than {limit}" if size is not None else f"larger than {limit}"
-    return SpecError([Problem(file, None, f"the file is {what}")])
-
-
 def parse_spec(text: str, file: str) -> Spec:
     """Validate a spec's YAML text; `file` is the name its problems are reported under."""
     if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
-        raise _too_big(file, len(text.encode("utf-8")))
+        raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
     data = load_yaml(text, file)
     return _Loader(file).load(data, text)
 

@@ -185,6 +185,20 @@ def test_bad_action_files_exit_2(capsys, tmp_path, content, words):
     assert code == 2 and words in err and "actions.json" in err
 
 
+def test_an_action_file_past_its_size_limit_is_refused_before_parsing(capsys, tmp_path, monkeypatch):
+    from harness.budget import policies
+    monkeypatch.setattr(policies, "MAX_ACTIONS_BYTES", 50)
+    path, db = tmp_path / "actions.json", tmp_path / "never.sqlite"
+    action = '[{"type": "finish", "status": "reserved"}]'              # 42 bytes
+    path.write_text(action + " " * 9)                                   # 51 bytes
+    code, out, err = budget(capsys, "run", "--policy", "local", "--actions", path, "--db", db)
+    assert (code, out, err) == (2, "", f"error: {path}: the file is 51 bytes, more than the limit of "
+                                       "50 bytes for an action list\n")
+    assert not db.exists()
+    path.write_text(action + " " * 8)                                   # 50 bytes: runs
+    assert budget(capsys, "run", "--policy", "local", "--actions", path)[0] == 1
+
+
 DUPLICATE = "duplicate key 'type' in a JSON object (which value is meant is ambiguous)"
 
 

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -304,6 +305,40 @@ def test_console_script_runs(tmp_path):
                           "-p", "max_retries=0"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert "loop_demo" in ran.stdout
+
+
+SCRIPT = Path(sys.executable).parent / "haltproof"
+SAME_AS_SCRIPT = [
+    ("graph", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_steps=2", "-p", "max_retries=0"),
+    ("graph", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "-o", "/nonexistent/dir/g.dot"),
+    ("graph", LOOP_DEMO, "--max-nodes", "0"),
+    ("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_steps=1"),
+    ("check", LOOP_DEMO, "--update-baseline"),
+    ("replay", LOOP_DEMO, "--scenario", "nope"),
+    ("replay", LOOP_DEMO, "--scenario", "limit", "-p", "max_steps=1", "-p", "max_steps=2"),
+    ("conform", MUTANTS / "failure_not_a_step.yaml"),
+]
+
+
+@pytest.mark.parametrize("argv", SAME_AS_SCRIPT, ids=[" ".join(map(str, a[:1] + a[2:])) for a in SAME_AS_SCRIPT])
+def test_python_m_explorer_cli_is_the_haltproof_script(argv):
+    """Under `python -m explorer.cli` the CLI module was loaded twice, and graph's UsageError
+    (from the second copy) was a traceback instead of exit 2."""
+    args = [str(a) for a in argv]
+    by_module = subprocess.run([sys.executable, "-m", "explorer.cli", *args], capture_output=True, text=True)
+    by_script = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True)
+    assert (by_module.returncode, by_module.stdout, by_module.stderr) == \
+           (by_script.returncode, by_script.stdout, by_script.stderr)
+    assert by_module.returncode == 2 and by_module.stdout == "" and "Traceback" not in by_module.stderr
+    assert by_module.stderr.startswith(("error: ", "usage: haltproof "))
+
+
+def test_python_m_explorer_cli_graph_usage_error_message():
+    ran = subprocess.run([sys.executable, "-m", "explorer.cli", "graph", str(LOOP_DEMO), "-p", "max_steps=1",
+                          "-p", "max_steps=2"], capture_output=True, text=True)
+    assert (ran.returncode, ran.stdout, ran.stderr) == \
+           (2, "", "error: -p max_steps: graph runs one param combination, and max_steps is given 2 values "
+                   "(1, 2)\n")
 
 
 def test_property_filter_over_several_specs(cli, tmp_path):

@@ -16,7 +16,7 @@ from explorer.api import check as api_check
 from machine.pymodel import terminates_within
 from machine import compiled as compiled_module, spec as spec_module, yamlpos
 from machine.errors import SpecError
-from conftest import ROOT
+from conftest import LOOP_DEMO, ROOT
 from test_malformed_specs import BASE, check, edit  # noqa: F401  (check is a fixture)
 
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
@@ -298,3 +298,92 @@ def test_a_stepped_range_is_shown_without_listing_it():
         api_check(SteppedRetry, params={"K": 3})
     (problem,) = info.value.problems
     assert problem.message == "-p K=3: not a declared value of K (2, 4, ..., 1999999999998 (999,999,999,999 values))"
+
+
+# ---------------------------------------------------------------- the Python API's options
+
+API_OPTIONS = [
+    (dict(timeout=float("nan")), "timeout must be a finite number, got nan"),
+    (dict(timeout=float("inf")), "timeout must be a finite number, got inf"),
+    (dict(timeout=0), "timeout must be positive, got 0"),
+    (dict(timeout=-1.5), "timeout must be positive, got -1.5"),
+    (dict(timeout="3"), "timeout must be a positive number, got '3'"),
+    (dict(timeout=True), "timeout must be a positive number, got True"),
+    (dict(max_states=0), "max_states must be positive, got 0"),
+    (dict(max_states=-5), "max_states must be positive, got -5"),
+    (dict(max_states=2.5), "max_states must be a positive integer, got 2.5"),
+    (dict(max_states=True), "max_states must be a positive integer, got True"),
+    (dict(max_states=float("nan")), "max_states must be a positive integer, got nan"),
+    (dict(properties="terminates"), "properties must be a list of property names, got 'terminates'"),
+    (dict(model="yes"), "model must be True or False, got 'yes'"),
+]
+
+
+@pytest.mark.parametrize("options, message", API_OPTIONS, ids=[str(o) for o, _ in API_OPTIONS])
+def test_api_options_are_checked_before_anything_runs(options, message):
+    """`check(timeout=nan)` proved (nan compares false with the clock), `max_states=0` or
+    `-5` gave incomplete runs, `max_states=True` stopped after one state."""
+    with pytest.raises(ValueError) as info:
+        api_check(LOOP_DEMO, **options)
+    assert str(info.value) == message
+
+
+API_PINS = [
+    ({"max_steps": True}, "-p max_steps must be an integer, got True"),
+    ({"max_steps": 2.0}, "-p max_steps must be an integer, got 2.0"),
+    ({"max_steps": "2"}, "-p max_steps must be an integer, got '2'"),
+    ({"max_steps": None}, "-p max_steps must be an integer, got None"),
+    ({"max_steps": [2, True]}, "-p max_steps must be an integer, got True"),
+    ({"max_steps": []}, "-p max_steps: no value given (an empty list pins no combination)"),
+    ({"max_steps": [2, 2]}, "-p max_steps=2 is given twice"),
+]
+
+
+@pytest.mark.parametrize("params, message", API_PINS, ids=[str(p) for p, _ in API_PINS])
+def test_api_params_of_the_wrong_type_are_refused(params, message):
+    """`True` was pinned as 1 (and its runs reported with max_steps=True), 2.0 failed with a
+    TypeError, and an empty list swept nothing: "proved", and assert_proved() passed."""
+    with pytest.raises(SpecError) as info:
+        api_check(LOOP_DEMO, params=params)
+    assert str(info.value) == f"{LOOP_DEMO}: {message}"
+
+
+def test_api_params_must_be_a_mapping():
+    with pytest.raises(SpecError) as info:
+        api_check(LOOP_DEMO, params=[("max_steps", 2)])
+    assert str(info.value) == f"{LOOP_DEMO}: the params to pin must be a mapping of param names to values, got list"
+
+
+def test_a_python_model_pin_of_the_wrong_type_is_refused():
+    with pytest.raises(SpecError) as info:
+        api_check(RetryLoop, params={"K": True})
+    (problem,) = info.value.problems
+    assert problem.message == "-p K must be an integer, got True"
+
+
+def test_valid_api_options_still_run():
+    report = api_check(LOOP_DEMO, params={"max_steps": [2, 3], "max_retries": 0}, timeout=60,
+                       max_states=10**6, properties=["terminates"])
+    assert report.result == "proved" and [r.params for r in report.runs] == \
+        [{"max_steps": 2, "max_retries": 0}, {"max_steps": 3, "max_retries": 0}]
+
+
+@pytest.mark.parametrize("value, shown", [("true", "true"), ("2.0", "2.0"), ('"2"', '"2"')])
+def test_a_trace_param_of_the_wrong_type_is_blamed_on_the_trace(check, tmp_path, value, shown):
+    """A trace recording `"max_steps": true` was replayed with max_steps = 1."""
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"params": {"n": ' + value + '}, "steps": [{"state": {"decision": "going", '
+                     '"steps": 0}}]}')
+    r = check(BASE, "--trace", str(trace), command="replay")
+    assert (r.code, r.out, r.err) == (2, "", f"error: {trace}: the trace records param n = {shown}, not "
+                                             "a declared value of n (1..3)\n")
+
+
+def test_an_api_pin_of_a_huge_range_is_refused_without_listing_it():
+    """`params={"K": range(1, 10**12)}` was listed out in full (a MemoryError or a hang)."""
+    with pytest.raises(SpecError) as info:
+        api_check(LOOP_DEMO, params={"max_steps": range(1, 10**12)})
+    assert str(info.value) == (f"{LOOP_DEMO}: -p max_steps=range(1, 1000000000000) gives 999,999,999,999 "
+                               "values, more than the 10,000 combinations a check sweeps")
+    report = api_check(LOOP_DEMO, params={"max_steps": range(2, 4), "max_retries": 0})
+    assert [r.params["max_steps"] for r in report.runs] == [2, 3]

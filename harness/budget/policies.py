@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from machine import strict_json
+from machine.inputs import TooLarge, read_bounded
 
 from .gate import facts_of
 from .transitions import json_copy
@@ -42,6 +43,7 @@ PROTOCOL = "hero-policy-v1"
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_TIMEOUT = 5.0
 MAX_TIMEOUT = 60.0
+MAX_ACTIONS_BYTES = 1024 * 1024     # an action list for --policy local (docs/budget-runner.md)
 
 
 class PolicyConfigError(ValueError):
@@ -108,7 +110,9 @@ class LocalJSONPolicy:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_bounded(self.path, MAX_ACTIONS_BYTES, "an action list")
+        except TooLarge as exc:
+            raise PolicyConfigError(f"{path}: {exc}") from None
         except OSError as exc:
             raise PolicyConfigError(f"{path}: cannot read the action list: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
