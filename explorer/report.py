@@ -26,7 +26,10 @@ def version() -> str:
 
 
 def overall(runs: list[RunResult]) -> tuple[str, int]:
-    """The gate's verdict and exit code: a failed run (1) beats an incomplete one (3) beats proved (0)."""
+    """The gate's verdict and exit code: a failed run (1) beats an incomplete one (3) beats proved (0).
+    No run at all proves nothing: incomplete, never "proved"."""
+    if not runs:
+        return "incomplete", EXIT_INCOMPLETE
     verdicts = {r.verdict for r in runs}
     if "fail" in verdicts:
         return "violated", EXIT_VIOLATED

@@ -387,3 +387,9 @@ def test_an_api_pin_of_a_huge_range_is_refused_without_listing_it():
                                "values, more than the 10,000 combinations a check sweeps")
     report = api_check(LOOP_DEMO, params={"max_steps": range(2, 4), "max_retries": 0})
     assert [r.params["max_steps"] for r in report.runs] == [2, 3]
+
+
+def test_no_run_at_all_proves_nothing():
+    """`overall([])` said "proved" (exit 0) for a gate that checked nothing."""
+    from explorer.report import overall
+    assert overall([]) == ("incomplete", 3)
