@@ -37,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 
+from machine.inputs import number_option
+
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 SPEC = "bench/specs/gate_budget.yaml"
@@ -872,6 +874,11 @@ def update_readme(res: dict, readme: Path) -> bool:
 
 # ----------------------------------------------------------------------------- CLI
 
+# threading.Timer ends a measurement, and refuses a wait past threading.TIMEOUT_MAX with an
+# OverflowError; a week is beyond any measurement this runner makes (bench/README.md).
+MAX_TIMEOUT = 7 * 24 * 3600
+
+
 def _qs(text: str) -> list[int]:
     try:
         qs = [int(x) for x in text.split(",") if x.strip()]
@@ -896,9 +903,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="values of Q to measure (default 10,20,40,60,100); B = 9Q, A = 3")
     ap.add_argument("--tools", type=_tools, default=list(ALL_TOOLS), metavar="T1,T2,...",
                     help="tools to measure, of " + ", ".join(ALL_TOOLS) + " (default all; peers only when installed)")
-    ap.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
-                    help="kill any single measurement after this long (default 300)")
-    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+    ap.add_argument("--timeout", type=number_option(float, "--timeout", above=0, most=MAX_TIMEOUT),
+                    default=300.0, metavar="SECONDS",
+                    help=f"kill any single measurement after this long (default 300, at most {MAX_TIMEOUT})")
+    ap.add_argument("--repeat", type=number_option(int, "--repeat", least=1), default=1, metavar="N",
                     help="measure each figure N times and report the median (default 1)")
     ap.add_argument("--out", type=Path, default=BENCH / "results", metavar="DIR",
                     help="where latest.json and latest.md go (default bench/results)")
@@ -915,8 +923,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.repeat < 1:
-        build_parser().error("--repeat must be at least 1")
     runner = Runner(args)
     res = runner.run()
     j, m = write_results(res, args.out)

@@ -22,7 +22,6 @@ from machine.usercode import OutOfTime
 
 from . import report
 from .check import Options, RunResult, check_machine, check_spec, prepare_python
-from .memory import parse_size
 
 
 @dataclass
@@ -58,27 +57,22 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     """Check a YAML spec (a path) or a `machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
-    `timeout` (seconds) bounds the whole check, the user's bound code or model included:
-    hitting it makes the report incomplete. When it passes while that code is still being
-    loaded (an import, creating the adapter or model), there is no report: TimeoutError.
-    `max_memory` is bytes or a size such as "512M" (ValueError if it is not a positive size)."""
-    limit = _memory(max_memory)
-    options = Options(pins=dict(params or {}), properties=properties, max_states=max_states,
-                      timeout=timeout, max_memory=limit, model_only=model)
+    Options are checked before anything runs, as the command line checks its own:
+    `max_states` a positive int, `timeout` a positive finite number of seconds, `max_memory`
+    a positive number of bytes or a size such as "512M" (ValueError otherwise); each
+    `params` value an int or a non-empty list of distinct ints that the spec declares
+    (SpecError otherwise: `True` is not 1).
+
+    `timeout` bounds the whole check, the user's bound code or model included: hitting it
+    makes the report incomplete. When it passes while that code is still being loaded (an
+    import, creating the adapter or model), there is no report: TimeoutError."""
+    options = Options(pins={} if params is None else params, properties=properties,
+                      max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model)
     try:
-        with usercode.deadline(timeout):
+        with usercode.deadline(options.timeout):
             if isinstance(spec, type):
                 return Report([check_machine(m, options) for m in prepare_python(spec, options)])
             return Report(check_spec(load_spec(spec), options))
     except OutOfTime as stop:
-        raise TimeoutError(f"haltproof: the timeout of {timeout:g} s passed while "
+        raise TimeoutError(f"haltproof: the timeout of {options.timeout:g} s passed while "
                            f"{stop.doing or 'running the user code'}; nothing was checked") from None
-
-
-def _memory(max_memory: int | str | None) -> int | None:
-    if max_memory is None or isinstance(max_memory, str):
-        return None if max_memory is None else parse_size(max_memory)
-    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory <= 0:
-        raise ValueError(f"max_memory must be a positive number of bytes or a size such as '512M', "
-                         f"got {max_memory!r}")
-    return max_memory

@@ -13,10 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from machine import strict_json
+from machine.inputs import TooLarge, read_bounded
+
 from .check import RunResult
 from .report import shown_path
 
 SCHEMA = "haltproof-baseline/1"
+# 1.4 KB a run (the bundled specs' 107 runs make 150 KB): 64 MiB holds far more than the
+# 10,000 runs one check sweeps, and refuses a file built to exhaust memory (README.md).
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 
 class BaselineError(Exception):
@@ -44,8 +50,10 @@ def load(path: str | Path) -> dict[str, dict[str, Any]] | None:
     if not p.exists():
         return None
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = strict_json.loads(read_bounded(p, MAX_BASELINE_BYTES, "a baseline"))
+    except TooLarge as exc:
+        raise BaselineError(f"--baseline {path}: {exc}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: JSON, or a key given twice
         raise BaselineError(f"--baseline {path}: cannot read it: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
         raise BaselineError(f"--baseline {path}: not a haltproof baseline (schema {SCHEMA})")

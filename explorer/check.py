@@ -9,40 +9,69 @@ expression that cannot be evaluated) cut the exploration short; otherwise it is
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from machine import usercode
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
+from machine.inputs import check_number
 from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.vectorize import NotVectorizable, vectorize
-from machine.spec import Spec
+from machine.spec import Spec, declared_at, value_count
 from machine.usercode import OutOfTime
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
 from properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .engine import Exploration, Finding, ProgressFn, explore
-from .memory import size_text
+from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
+from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
 
 
+Pins = Mapping[str, int | Sequence[int]]     # NAME -> a value, or values swept in this order
+
+
+ENGINES = ("auto", "scalar", "vector")
+
+
 @dataclass
 class Options:
-    pins: dict[str, int] = field(default_factory=dict)
+    """How to check; refused on construction when no run could honour it (the Python API
+    hands its arguments straight here, without the command line's checks). The pins are
+    checked against each spec, by check_pins."""
+
+    pins: Pins = field(default_factory=dict)        # see sweep
     properties: list[str] | None = None
     max_states: int | None = None
     timeout: float | None = None    # seconds for the whole check, the user's own code included
-    max_memory: int | None = None   # bytes of resident memory (see explorer/memory.py)
+    max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_states is not None:
+            self.max_states = check_number(self.max_states, "max_states", int, above=0)
+        if self.timeout is not None:
+            self.timeout = check_number(self.timeout, "timeout", float, above=0)
+        if isinstance(self.max_memory, str):        # a size as --max-memory takes it: "512M"
+            self.max_memory = parse_size(self.max_memory, "max_memory")
+        elif self.max_memory is not None:
+            self.max_memory = check_number(self.max_memory, "max_memory", int, above=0)
+        if self.properties is not None and (isinstance(self.properties, str) or not all(
+                isinstance(n, str) for n in self.properties)):
+            raise ValueError(f"properties must be a list of property names, got {self.properties!r}")
+        if not isinstance(self.model_only, bool):
+            raise ValueError(f"model must be True or False, got {self.model_only!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
 @dataclass
@@ -96,24 +125,84 @@ class RunResult:
         return "incomplete"
 
 
-def sweep(spec: Spec, pins: dict[str, int]) -> list[dict[str, int]]:
-    """Every combination of declared param values, with pinned params fixed."""
+MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
+
+
+def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
+    """Every combination of declared param values, a pinned param taking only its pinned
+    values; refused past MAX_COMBINATIONS before any is built (a `{min, max}` param may
+    declare 10^12 values)."""
+    check_pins(spec, pins)
+    lists = [pinned(pins[p.name]) if p.name in pins else p.values for p in spec.params]
+    total = math.prod(value_count(values) for values in lists)
+    if total > MAX_COMBINATIONS:
+        wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
+                      key=lambda p: (p.name in pins, -p.count))
+        have = ", ".join(f"{p.name} has {_values_text(p.values)}" for p in wide if p.name not in pins)
+        given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
+                          if p.name in pins)
+        raise SpecError([Problem(spec.path, wide[0].line,
+                                 f"the params make {total:,} combinations, more than the "
+                                 f"{MAX_COMBINATIONS:,} a check sweeps: pin params with -p NAME=VALUE, "
+                                 f"e.g. -p {wide[0].name}={wide[0].values[0]} ({have or given})")])
+    return [dict(zip([p.name for p in spec.params], combo)) for combo in itertools.product(*lists)]
+
+
+def pinned(value: int | Sequence[int]) -> list[int]:
+    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int).
+    Only after check_pins: it has refused anything else."""
+    return [value] if isinstance(value, int) else list(value)
+
+
+def _pin_values(name: str, value: Any) -> list[int]:
+    """The values a pin gives, each an int given once: ValueError for anything else. An
+    empty list would sweep no combination, and a check of nothing proves nothing; `True`
+    would pass for 1, and the string "12" for the values "1" and "2"."""
+    if isinstance(value, range) and value_count(value) > MAX_COMBINATIONS:     # never listed out
+        raise ValueError(f"-p {name}={value!r} gives {value_count(value):,} values, more than the "
+                         f"{MAX_COMBINATIONS:,} combinations a check sweeps")
+    given = list(value) if isinstance(value, (list, tuple, range)) else [value]
+    if not given:
+        raise ValueError(f"-p {name}: no value given (an empty list pins no combination)")
+    out: list[int] = []
+    for v in given:
+        v = check_number(v, f"-p {name}", int)
+        if v in out:
+            raise ValueError(f"-p {name}={v} is given twice")
+        out.append(v)
+    return out
+
+
+def check_pins(spec: Spec, pins: Pins) -> None:
+    """Every pinned param is declared, with values it declares, each an int given once."""
+    if not isinstance(pins, Mapping):
+        raise SpecError([Problem(spec.path, None, "the params to pin must be a mapping of param names "
+                                                  f"to values, got {type(pins).__name__}")])
     declared = {p.name: p for p in spec.params}
-    for name, value in pins.items():
-        if name not in declared:
-            raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
-                                                       f"{name} (it has: {', '.join(declared) or 'none'})")])
-        if value not in declared[name].values:
-            raise SpecError([Problem(spec.path, declared[name].line,
-                                     f"-p {name}={value}: not a declared value of {name} "
-                                     f"({_values_text(declared[name].values)})")])
-    lists = [[pins[p.name]] if p.name in pins else p.values for p in spec.params]
-    return [dict(zip(declared, combo)) for combo in itertools.product(*lists)]
+    for name, values in pins.items():
+        try:
+            values = _pin_values(name, values)
+        except ValueError as exc:
+            raise SpecError([Problem(spec.path, None, str(exc))]) from None
+        for value in values:
+            if name not in declared:
+                raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
+                                                           f"{name} (it has: {', '.join(declared) or 'none'})")])
+            if value not in declared[name].values:
+                raise SpecError([Problem(*declared_at(spec, declared[name]),
+                                         f"-p {name}={value}: not a declared value of {name} "
+                                         f"({_values_text(declared[name].values)})")])
 
 
-def _values_text(values: list[int]) -> str:
-    if values == list(range(values[0], values[-1] + 1)) and len(values) > 2:
+def _values_text(values: Sequence[int]) -> str:
+    """`1..5` for a run of consecutive values, else the list; never materializes a range."""
+    count = value_count(values)
+    consecutive = (values.step == 1 if isinstance(values, range)
+                   else all(b == a + 1 for a, b in zip(values, values[1:])))
+    if consecutive and count > 2:
         return f"{values[0]}..{values[-1]}"
+    if count > 10:              # a Python model's range(0, 10**12, 2) is not written out either
+        return f"{values[0]}, {values[1]}, ..., {values[-1]} ({count:,} values)"
     return ", ".join(map(str, values))
 
 
@@ -191,6 +280,10 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     ex = _explore(m, options, selected, progress)
     late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
     spec_errors = [n for n in spec.builtins if n in ex.findings]
+    try:
+        _note_count_errors(ex)            # an error there cuts no exploration short
+    except OutOfTime as stop:             # a Python model's counts and measures are its code
+        late.append(("evaluating the counts and measures on the explored transitions", stop))
     if not ex.complete:
         why = ("the exploration ran out of memory" if ex.out_of_memory
                else f"the exploration stopped at {BOUND_OPTION[ex.stopped_by]}")
@@ -198,6 +291,11 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         why = f"the exploration was cut short by the spec's own errors ({', '.join(spec_errors)})"
     else:
         why = None
+    # what depends on where runs end (termination, variants, bounds) has its own reason
+    why_end = why
+    if ex.terminal_unknown is not None:
+        why_end = ("the terminal predicate cannot be evaluated in a reachable state (see well_defined), "
+                   "so whether runs end there is unknown and nothing beyond it was explored")
 
     results: list[PropertyResult] = []
     for name in spec.builtins:
@@ -207,24 +305,25 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         if p.name not in selected:
             continue
         if p.kind in ("invariant", "step_invariant", "variant", "independent"):
-            r = _from_finding(ex, p.name, p.kind, p.line, why, KIND_TEXT[p.kind])
+            r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
+                              KIND_TEXT[p.kind])
         elif p.kind == "reachable":
             r = _reachable(ex, p.name, why)
         elif p.kind == "terminates":
-            r = _terminates(ex, graph, p.name, why)
+            r = _terminates(ex, graph, p.name, why_end)
         else:
             try:
-                r = _within(ex, graph, p.name, why, m)
+                r = _within(ex, graph, p.name, why_end, m)
             except OutOfTime as stop:       # its count is the user's code
                 late.append((f"counting the transitions of {p.name}", stop))
                 r = PropertyResult(p.name, "terminates_within", UNKNOWN,
                                    "not decided: the --timeout passed while counting its transitions")
         r.description = p.description
-        r.line = p.line
+        r.line, r.file = p.line, p.file
         results.append(r)
 
     scenarios = _scenarios(m, options, late)
-    bounds = _bounds(ex, graph, m, why, late)
+    bounds = _bounds(ex, graph, m, why_end, late)
     stopped_by, reason = ex.stopped_by, _stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
         stopped_by = "timeout"
@@ -322,6 +421,21 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
 
 
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
+
+
+def _note_count_errors(ex: Exploration) -> None:
+    """A count or measure that cannot be evaluated on an explored transition violates
+    `well_defined` (or `bound_code`), kept if its trace is shorter than the engine's finding."""
+    found = first_count_error(ex)
+    if found is None:
+        return
+    name, finding = found
+    old = ex.findings.get(name)
+
+    def length(f: Finding) -> int:
+        return trace_length(f, int(ex.depth[f.state]))
+    if old is None or length(finding) < length(old):
+        ex.findings[name] = finding
 
 
 def _n(count: int, noun: str) -> str:

@@ -7,6 +7,7 @@ Exit codes (a contract): 0 proved, 1 violated, 2 usage error or invalid spec,
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -19,20 +20,18 @@ from machine import usercode
 from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
+from machine.inputs import positive
 from machine.pymodel import load_model_ref
-from machine.spec import Spec, load_spec
+from machine.spec import Spec, load_spec, symlink_problem
 from machine.usercode import OutOfTime
 
 from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
-from .check import Options, check_machine, load_python_model, prepare, prepare_python, sweep
-from .memory import SizeError, parse_size
-from .replay import Replayed, load_trace, run_scenario, run_steps
-
-
-class UsageError(Exception):
-    """A mistake on the command line (exit 2)."""
+from .check import Options, check_machine, check_pins, load_python_model, prepare, prepare_python
+from .memory import parse_size
+from .replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
+from .usage import UsageError, one_value_each, parse_pins
 
 
 def bundled_specs() -> list[Path]:
@@ -51,51 +50,41 @@ def collect_specs(args: Sequence[str]) -> list[Path | str]:
         if not p.exists() and re.fullmatch(r"[\w.]+:[\w.]+", a):
             out.append(a)
         elif p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+            found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and not q.is_dir())
+            for q in found:
+                why = _unusable(q)
+                if why:        # a spec that cannot be read is never skipped silently
+                    raise UsageError(f"{q}: {why}")
             if not found:
                 raise UsageError(f"{a}: no .yaml specs in this directory")
             out.extend(found)
         elif p.is_file():
             out.append(p)
         else:
-            raise UsageError(f"{a}: no such file or directory")
+            raise UsageError(f"{a}: {_unusable(p) or 'not a file or a directory'}")
     return out
 
 
-def parse_pins(pins: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in pins:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"-p {item}: write -p NAME=VALUE")
-        try:
-            out[name.strip()] = int(value)
-        except ValueError:
-            raise UsageError(f"-p {item}: the value must be an integer") from None
-    return out
-
-
-def _positive(kind: type, what: str):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{what} must be positive, got {text!r}")
-        return value
-    return parse
+def _unusable(path: Path) -> str | None:
+    """Why a path names no readable file or directory (`exists()` says False for all of these)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return symlink_problem(path, exc) or ("no such file or directory" if exc.errno == errno.ENOENT
+                                              else exc.strerror or str(exc))
+    return None
 
 
 def _size(text: str) -> int:
+    """An argparse `type=` for --max-memory: a size, checked by `parse_size` (check_number)."""
     try:
-        return parse_size(text)
-    except SizeError as exc:
-        raise argparse.ArgumentTypeError(f"--max-memory {exc}") from None
+        return parse_size(text, "--max-memory")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _timeout_option(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--timeout", type=_positive(float, "--timeout"), metavar="SECONDS",
+    p.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS",
                    help=f"wall-clock bound on {what}, the bound code included; hitting it gives "
                         "incomplete (exit 3)")
 
@@ -119,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin a param (repeatable); otherwise every declared value is checked")
     c.add_argument("--property", dest="properties", action="append", metavar="NAME",
                    help="check only this property (repeatable); built-ins are always checked")
-    c.add_argument("--max-states", type=_positive(int, "--max-states"), metavar="N")
+    c.add_argument("--max-states", type=positive(int, "--max-states"), metavar="N")
     _timeout_option(c, "the whole check")
     c.add_argument("--max-memory", type=_size, metavar="SIZE",
                    help="stop cleanly (incomplete) when the process holds more memory than SIZE, "
@@ -150,10 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("conform", help="test with Hypothesis that a bound spec's code and stages agree")
     k.add_argument("spec", metavar="SPEC")
-    k.add_argument("--examples", type=_positive(int, "--examples"), default=200, metavar="N",
+    k.add_argument("--examples", type=positive(int, "--examples"), default=200, metavar="N",
                    help="random concrete runs to try (default 200)")
     k.add_argument("--seed", type=int, default=0, help="Hypothesis seed: the same seed, the same runs (default 0)")
-    k.add_argument("--max-depth", type=_positive(int, "--max-depth"), default=50, metavar="N",
+    k.add_argument("--max-depth", type=positive(int, "--max-depth"), default=50, metavar="N",
                    help="longest run to draw (default 50 steps)")
     k.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
     _timeout_option(k, "the whole conformance test")
@@ -170,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     _timeout_option(r, "the replay")
 
     gr = sub.add_parser("graph", help="write the explored state space as DOT, GraphML, Mermaid or JSON")
-    add_graph_arguments(gr, _positive(int, "--max-nodes"))
+    add_graph_arguments(gr)
     return ap
 
 
@@ -377,8 +366,8 @@ def _bound(spec: Spec, m: Any, model_only: bool) -> Any:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    pins = one_value_each(parse_pins(args.pins), "replay")
     spec = load_spec(args.spec)
-    pins = parse_pins(args.pins)
     compiled = CompiledSpec(spec)
     if args.scenario is not None:
         sc = next((s for s in spec.scenarios if s.name == args.scenario), None)
@@ -386,32 +375,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
             names = ", ".join(s.name for s in spec.scenarios) or "none"
             raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
         params = dict(sc.params)
-        for k, v in pins.items():
-            sweep(spec, {k: v})
-            params[k] = v
+        check_pins(spec, pins)
+        params.update(pins)
         m = _bound(spec, compiled.instantiate(params), args.model)
         out = run_scenario(m, sc)
-        print(f"# scenario {sc.name} of {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
+        print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
     else:
         data = load_trace(args.trace, args.property)
-        params = dict(data.get("params") or {})
-        params.update(pins)
+        params = trace_params(spec, data, args.trace, pins)
         missing = [p.name for p in spec.params if p.name not in params]
         if missing:
             raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
-        sweep(spec, params)
+        check_pins(spec, params)
         params = {p.name: params[p.name] for p in spec.params}
         m = _bound(spec, compiled.instantiate(params), args.model)
+        trace_states(m, data, args.trace)
         steps = data["steps"]
-        init = steps[0]["state"]
-        if set(init) != set(m.var_names):
-            raise UsageError(f"{args.trace}: the trace's state has vars {sorted(init)}, the spec has "
-                             f"{sorted(m.var_names)}")
-        out = run_steps(m, init, [(s["action"], s.get("choices") or {}) for s in steps[1:]],
+        out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
                         [s["state"] for s in steps])
-        print(f"# trace {args.trace} on {spec.name}, {' '.join(f'{k}={v}' for k, v in params.items())}")
+        print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
     _print_replay(m, out)
     return report.EXIT_OK if out.ok else report.EXIT_VIOLATED
+
+
+def _params_text(params: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "no params"
 
 
 def _print_replay(m: Any, out: Replayed) -> None:
@@ -434,4 +422,7 @@ def _print_replay(m: Any, out: Replayed) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m explorer.cli` runs this file as __main__, a second copy of the module beside the
+    # `explorer.cli` the subcommand modules import: run that one, exactly as the `haltproof` script does.
+    from explorer.cli import main as script_main
+    script_main()

@@ -7,6 +7,10 @@ step an enabled action, an abstract class per choice and a concrete value from t
 adapter's strategy for that class), threads one concrete state through the user's code
 and the abstract state through the spec's own stages, and compares the abstracted code
 state and the rule after every step. A mismatch is shrunk to a minimal run.
+
+The comparison counts the type, as the exhaustive check does (machine/binding.py,
+`_value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
+int (or an int where it has a bool) is a disagreement, shown with the domain it leaves.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
 from machine import usercode
-from machine.binding import Adapter, _user_traceback
+from machine.binding import Adapter, _user_traceback, _value_checkers
 from machine.compiled import EvalError, Machine
 from machine.usercode import OutOfTime, running
 
@@ -36,6 +40,7 @@ class ConformStep:
     code_state: dict[str, Any] | None
     code_rule: str | None
     error: str | None = None
+    outside: dict[str, str] = field(default_factory=dict)   # var -> its domain, where the code left it
 
 
 @dataclass
@@ -63,6 +68,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
     last: dict[str, Any] = {}
     compared = [0]
+    checkers = {id(m): _value_checkers(m) for m in machines}
 
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck))
@@ -118,9 +124,18 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
             except Exception as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
+            if not isinstance(step.code_state, dict):
+                step.error = (f"the adapter's abstract() must return a dict over the spec's vars "
+                              f"{m.var_names}, got {type(step.code_state).__name__}")
+                raise _Mismatch(step.error)
             compared[0] += 1
-            if step.code_state != step.spec_state or step.code_rule != step.spec_rule:
+            step.outside = _outside(m, checkers[id(m)], step.code_state)
+            if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
                 raise _Mismatch("the code and the spec disagree")
+            if step.outside:
+                # the code agrees with a spec whose own stages left the domain: the exhaustive
+                # check reports that (`domains`) and explores nothing beyond, nor do we
+                return
             s = t
 
     try:
@@ -161,6 +176,18 @@ def _choice_order(m: Machine, act: Any, s: tuple, data: st.DataObject) -> list[i
     return going or every
 
 
+def _typed(state: dict[str, Any]) -> dict[str, tuple[type, Any]]:
+    """A state compared as the checkers compare values: True, 1 and 1.0 are three values."""
+    return {k: (type(v), v) for k, v in state.items()}
+
+
+def _outside(m: Machine, checkers: list, state: dict[str, Any]) -> dict[str, str]:
+    """The vars of an abstracted code state whose value is not in the declared domain (the
+    type included), each with that domain as messages show it."""
+    return {name: m.domain_text(i) for i, (name, ok) in enumerate(zip(m.var_names, checkers))
+            if name in state and not ok(state[name])}
+
+
 def _raised(who: str, exc: Exception) -> str:
     return f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
 
@@ -169,6 +196,16 @@ def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _show_code(step: ConformStep, var: str) -> str:
+    """The code's value of `var`, with its type and domain when it lies outside the domain."""
+    if var not in step.code_state:
+        return "(missing)"
+    value = step.code_state[var]
+    if var in step.outside:
+        return f"{value!r} ({type(value).__name__}), outside its domain {step.outside[var]}"
+    return _show(value)
 
 
 def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
@@ -193,11 +230,12 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
             if st_.error:
                 lines.extend("    " + ln for ln in st_.error.splitlines())
                 continue
-            diff = [k for k in st_.spec_state if st_.code_state.get(k) != st_.spec_state[k]]
+            code, spec = _typed(st_.code_state), _typed(st_.spec_state)
+            diff = [k for k in spec if code.get(k) != spec[k]]
             if st_.code_rule != st_.spec_rule:
                 lines.append(f"    rule: spec {st_.spec_rule!r}, code {st_.code_rule!r}")
             for k in diff:
-                lines.append(f"    {k}: spec {_show(st_.spec_state[k])}, code {_show(st_.code_state.get(k))}")
+                lines.append(f"    {k}: spec {_show(st_.spec_state[k])}, code {_show_code(st_, k)}")
             extra = sorted(set(st_.code_state) - set(st_.spec_state))
             if extra:
                 lines.append(f"    the code's abstract state has vars the spec lacks: {', '.join(extra)}")

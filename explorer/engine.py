@@ -25,14 +25,14 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from machine.compiled import SWEEP_KINDS, EvalError, Machine, _MissingChoice
+from machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail
 from machine.usercode import OutOfTime
 
 from .memory import current_rss
 
 ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
 
-_ERRORS = (EvalError, ZeroDivisionError)      # what a spec expression may raise on a reachable state
+_ERRORS = EVAL_ERRORS      # what a spec expression may raise on a reachable state
 # What ends an exploration in the middle of a state: the deadline passing inside the user's
 # code, or the process running out of memory. Both are bounds, not bugs: the exploration
 # stops as at --max-states, with the state it was expanding left unexpanded.
@@ -84,6 +84,7 @@ class Exploration:
     e_rule: list = field(default_factory=list)
     terminal: bytearray = field(default_factory=bytearray)
     errored: bytearray = field(default_factory=bytearray)             # some transition of it failed to evaluate
+    terminal_unknown: int | None = None   # the first state whose terminal predicate failed (not expanded)
     expanded: int = 0
     transitions: int = 0
     complete: bool = False
@@ -127,14 +128,14 @@ class Exploration:
 
 def transitions_from(m: Machine, s: tuple) -> list[tuple[int, int, str | None, tuple]]:
     """The transitions the engines store for state s, in their order: (action, combo, rule,
-    successor). An expression that fails counts as it did while exploring: a failing
-    terminal predicate leaves the state expanded, a failing guard or step gives no edge."""
+    successor). An expression that fails counts as it did while exploring: a state whose
+    terminal predicate fails is not expanded, a failing guard or step gives no edge."""
     out: list[tuple[int, int, str | None, tuple]] = []
     try:
         if m.is_terminal(s):
             return out
     except _ERRORS:
-        pass
+        return out
     for act in m.actions:
         try:
             if act.guard is not None and not act.guard(s):
@@ -149,6 +150,44 @@ def transitions_from(m: Machine, s: tuple) -> list[tuple[int, int, str | None, t
             if m.domain_error(t) < 0:
                 out.append((act.index, ci, r, t))
     return out
+
+
+def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
+    """The first explored transition, in BFS order (so with a shortest trace), on which a
+    `count` of terminates_within or a measure cannot be evaluated: (built-in property,
+    finding). The engines do not evaluate those while exploring (the analyses do, and
+    only on an acyclic graph), yet such an error is a `well_defined` violation like any
+    other. Only expressions that can fail are tried (see compiled.can_fail): none of a
+    vectorized spec's can, so a vector exploration, whose edges may be dropped, is never
+    walked here."""
+    m = ex.machine
+    spec = m.spec
+    made = [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
+    fns = [(f"count of {p.name}", m.counts[p.name]) for p in spec.properties if p.name in m.counts
+           and (spec.python or can_fail(p.count, made))]
+    fns += [(f"measure {ms.name}", m.measures[ms.name]) for ms in spec.measures
+            if ms.name in m.measures and (spec.python or can_fail(ms.expr, made))]
+    if not fns:
+        return None
+    for i in range(ex.expanded):
+        s = ex.states[i]
+        for e in ex.edges_of(i):
+            a, c, r = ex.e_action[e], ex.e_combo[e], ex.e_rule[e]
+            act = m.actions[a]
+            t = ex.states[ex.e_dst[e]]
+            for what, fn in fns:
+                try:
+                    fn(s, t, act.name, r, *act.step_args[c])
+                except _ERRORS as exc:
+                    return getattr(exc, "builtin", "well_defined"), Finding(i, f"{what}: {exc}", (a, c, r, t))
+    return None
+
+
+def trace_length(f: Finding, depth: int) -> int:
+    """How many transitions the trace of finding f has, its state at BFS depth `depth`: a
+    failing transition's trace ends in the state it leaves, a transition that breaks a
+    property shows its successor too."""
+    return depth + (1 if f.step is not None and f.step[3] is not None else 0)
 
 
 class _Steps:
@@ -347,12 +386,23 @@ class _Sweep:
                        "variant": {n for n, _, _ in self.variants}}
 
     def live(self) -> tuple[bool, ...]:
-        """Per property the generated loop checks (spec order): whether it still checks it."""
-        out = []
+        """Per property the generated loop checks (spec order), whether it still judges it;
+        then per property whether it still evaluates it only to find evaluation errors: a
+        property that has failed (or a reachable one that was reached) is still evaluated
+        until `well_defined` has a finding, since an error on a reachable state is one
+        whatever else failed."""
+        judged, watched = [], []
+        watching = "well_defined" not in self.findings
         for p in self._checked:
             done = self.ex.reached if p.kind == "reachable" else self.findings
-            out.append(p.name in self._names[p.kind] and p.name not in done)
-        return tuple(out)
+            mine = p.name in self._names[p.kind]
+            judged.append(mine and p.name not in done)
+            watched.append(mine and p.name in done and watching and self._fallible(p.name))
+        return (*judged, *watched)
+
+    def _fallible(self, name: str) -> bool:
+        """Whether property `name` may fail to evaluate (then a failed one is still evaluated)."""
+        return self.m.fallible is None or name in self.m.fallible
 
     def missing(self, action: int, choice: str) -> _MissingChoice:
         """What a step invariant reads for a choice this action does not make."""
@@ -364,8 +414,19 @@ class _Sweep:
         return entry[1] if entry is not None else 0
 
     def fail(self, name: str, finding: Finding) -> None:
-        if name not in self.findings:
+        """Keep the first finding of each property. For `well_defined` keep a shortest one:
+        within a BFS level an error found on a successor (one step further) can come before
+        an error found on a later state of the level itself."""
+        old = self.findings.get(name)
+        if old is None or (name == "well_defined" and self._length(finding) < self._length(old)):
             self.findings[name] = finding
+
+    def _length(self, f: Finding) -> int:
+        i = f.state
+        if i < len(self.ex.depth):        # the plain loop keeps a depth per state
+            return trace_length(f, self.ex.depth[i])
+        p = self.parent[i]                # the generated loop: the level of i's parent has started
+        return trace_length(f, 0 if p < 0 else bisect_right(self.starts, p))
 
     def tick(self, i: int, depth: int) -> bool:
         """Every 256 states: stop at the deadline (True), and every 4096 at the memory
@@ -390,10 +451,13 @@ class _Sweep:
         else:
             self.stopped_by, self.out_of_memory = "max_memory", True
 
-    def terminal_error(self, i: int, exc: Exception) -> bool:
+    def terminal_error(self, i: int, exc: Exception) -> None:
+        """State i is not expanded: whether a run may end there is unknown, and exploring on
+        from it would add states that are reachable only if it is not terminal."""
         self.fail("well_defined", Finding(i, f"terminal: {exc}"))
         self.failed.add(i)
-        return False
+        if self.ex.terminal_unknown is None:
+            self.ex.terminal_unknown = i
 
     def guard_error(self, i: int, action: int, exc: Exception) -> bool:
         self.fail("well_defined", Finding(i, f"guard of {self.m.actions[action].name}: {exc}"))
@@ -426,24 +490,30 @@ class _Sweep:
                 if self.reachables:
                     self._check_reachables(j, t)
                 return
+        findings = self.findings
+        watching = "well_defined" not in findings      # a failed property is still evaluated (see live)
         for name, f in self.invariants:
-            if name in self.findings:
+            judged = name not in findings
+            if not (judged or watching and self._fallible(name)):
                 continue
             try:
                 ok = f(t)
             except _ERRORS as exc:
                 self.fail("well_defined", Finding(j, f"property {name}: {exc}"))
                 continue
-            if not ok:
+            if not ok and judged:
                 self.fail(name, Finding(j, "false in this state"))
         self._check_reachables(j, t)
 
     def _check_reachables(self, j: int, t: tuple) -> None:
+        watching = "well_defined" not in self.findings
+        reached = self.ex.reached
         for name, f in self.reachables.items():
-            if name not in self.ex.reached:
+            fresh = name not in reached
+            if fresh or watching and self._fallible(name):
                 try:
-                    if f(t):
-                        self.ex.reached[name] = j
+                    if f(t) and fresh:
+                        reached[name] = j
                 except _ERRORS as exc:
                     self.fail("well_defined", Finding(j, f"property {name}: {exc}"))
 
@@ -453,25 +523,30 @@ class _Sweep:
         s = self.states[i]
         step = (action, ci, r, t)
         findings = self.findings
+        watching = "well_defined" not in findings      # a failed property is still evaluated (see live)
         if self.step_invs:
             args = act.step_args[ci]
             for name, f in self.step_invs:
-                if name in findings:
+                judged = name not in findings
+                if not (judged or watching and self._fallible(name)):
                     continue
                 try:
                     ok = f(s, t, act.name, r, *args)
                 except _ERRORS as exc:
                     self.fail("well_defined", Finding(i, f"property {name}: {exc}", step))
                     continue
-                if not ok:
+                if not ok and judged:
                     self.fail(name, Finding(i, "false for this transition", step))
         for name, f, bound in self.variants:
-            if name in findings:
+            judged = name not in findings
+            if not (judged or watching and self._fallible(name)):
                 continue
             try:
                 before, after = f(s), f(t)
             except _ERRORS as exc:
                 self.fail("well_defined", Finding(i, f"property {name}: {exc}", step))
+                continue
+            if not judged:
                 continue
             if after <= before:
                 self.fail(name, Finding(i, f"the variant goes from {before} to {after}: it must "
@@ -518,6 +593,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     states, index, parent, depth = ex.states, ex.index, ex.parent, ex.depth
     e_dst, e_action, e_combo, e_rule = ex.e_dst, ex.e_action, ex.e_combo, ex.e_rule
     is_terminal, label, domain_error = m.is_terminal, m.label, m.domain_error
+    # A spec's expressions are typed, so a successor equal to a known state is that state.
+    # Code is not: True == 1 == 1.0 hash alike, and a bool or float from the code would be
+    # taken for the known int state without its domain being checked. Check every one.
+    from_code = m.bound_to is not None
     independents = x.independents
     seen_outcomes: list[dict] = [dict() for _ in independents]
     step_checks = bool(x.step_invs or x.variants)
@@ -536,7 +615,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
             try:
                 term = is_terminal(s)
             except _ERRORS as exc:
-                term = x.terminal_error(i, exc)
+                x.terminal_error(i, exc)            # not expanded, and no independence outcome
+                ex.terminal.append(0)
+                i += 1
+                continue
             ex.terminal.append(1 if term else 0)
             # this state up to each independence property's ignored vars, projected once
             kept = [tuple(s[v] for v in keep) for _, keep in independents]
@@ -568,10 +650,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                         x.step_error(i, act.index, ci, exc)
                         continue
                     j = index.get(t)
+                    if (j is None or from_code) and domain_error(t) >= 0:
+                        x.domain_fail(i, act.index, ci, r, t)
+                        continue
                     if j is None:
-                        if domain_error(t) >= 0:
-                            x.domain_fail(i, act.index, ci, r, t)
-                            continue
                         j = len(states)
                         index[t] = j
                         states.append(t)

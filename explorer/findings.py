@@ -193,6 +193,41 @@ def finding_line(run: dict[str, Any], prop: dict[str, Any]) -> int | None:
     return line
 
 
+def _declared_file(run: dict[str, Any], kind: str, *names: str | None) -> str:
+    """The file a declaration is in: `source.files` names those written elsewhere than the
+    spec's file (a Python model's base class in another module), else the spec's file."""
+    found: Any = ((run.get("source") or {}).get("files") or {}).get(kind) or {}
+    for name in names:
+        found = found.get(name) if isinstance(found, dict) else None
+    return found if isinstance(found, str) else spec_file(run)
+
+
+def step_location(run: dict[str, Any], step: dict[str, Any]) -> tuple[str, int | None]:
+    """(file, line) of step_line: the rule's or action's own file, else the spec's."""
+    action, rule = step.get("action"), step.get("rule")
+    if rule_line(run, action, rule):
+        return _declared_file(run, "rules", action, rule), rule_line(run, action, rule)
+    if action_line(run, action):
+        return _declared_file(run, "actions", action), action_line(run, action)
+    return spec_file(run), step_line(run, step)
+
+
+def finding_location(run: dict[str, Any], prop: dict[str, Any]) -> tuple[str, int | None]:
+    """(file, line) of finding_line: a property may be declared in another file than the
+    spec's (`file` on the property), as may the action a built-in's trace ends in."""
+    line = finding_line(run, prop)
+    if property_line(run, prop) is not None:
+        return prop.get("file") or _declared_file(run, "properties", prop["name"]), line
+    if line is not None:                # the transition a built-in's trace ends with
+        return step_location(run, prop["trace"]["steps"][-1])[0], line
+    return spec_file(run), None
+
+
+def warning_file(run: dict[str, Any], warning: dict[str, Any]) -> str:
+    """The file a warning's line is in: its own `file` when it has one, else the spec's."""
+    return warning.get("file") or spec_file(run)
+
+
 def scenario_line(run: dict[str, Any], name: str) -> int | None:
     return ((run.get("source") or {}).get("scenarios") or {}).get(name)
 

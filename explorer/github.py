@@ -106,8 +106,8 @@ def render_github(report: dict[str, Any]) -> str:
             errors.append((("incomplete", file), run["params"], (run, None)))
         for w in F.warnings_with_lines(run):
             # grouped by what is dead; the why may differ between param combinations
-            warnings.append((("warning", file, w.get("line"), w.get("summary") or w["message"]),
-                             run["params"], w))
+            key = ("warning", F.warning_file(run, w), w.get("line"), w.get("summary") or w["message"])
+            warnings.append((key, run["params"], w))
     for key, entries in _group(errors):
         run, item = entries[0][1]
         file = key[1]
@@ -123,7 +123,8 @@ def render_github(report: dict[str, Any]) -> str:
                 summary = _trace_summary(p)
                 if summary:
                     msg += f"\nAt {F.params_text(run['params'])}, {summary}."
-            lines.append(command("error", msg, file=file, line=F.finding_line(run, p), title=title))
+            at, line = F.finding_location(run, p)
+            lines.append(command("error", msg, file=at, line=line, title=title))
         elif key[0] == "scenario":
             sc = item
             lines.append(command("error", f"scenario {sc['name']} failed: {sc['message']}. Params: {where}.",
@@ -260,8 +261,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         out += ["", "### Violations", ""]
     for (file, name), entries in failing.items():
         run, p = entries[0]
-        line = F.finding_line(run, p)
-        out.append(f"#### `{name}` in {md_code(f'{file}:{line}' if line else file)}")
+        at, line = F.finding_location(run, p)
+        out.append(f"#### `{name}` in {md_code(f'{at}:{line}' if line else at)}")
         out.append("")
         out.append(f"{md_cell(F.finding_text(p))} ({md_cell(p['kind'])})")
         if p.get("description"):
@@ -294,7 +295,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     warned: dict[tuple, list[str]] = {}
     for run in runs:
         for w in F.warnings_with_lines(run):
-            warned.setdefault((F.spec_file(run), w.get("line"), w["message"]), []).append(
+            warned.setdefault((F.warning_file(run, w), w.get("line"), w["message"]), []).append(
                 F.params_text(run["params"]))
     if warned:
         out += ["", "### Warnings", "", "| spec | line | warning | params |", "|---|---:|---|---|"]

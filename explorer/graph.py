@@ -37,12 +37,14 @@ if TYPE_CHECKING:      # networkx is imported where a graph is built: it costs s
 
 from machine.compiled import EvalError, Machine
 from machine.errors import Problem, SpecError
+from machine.inputs import check_number, positive
 from machine.spec import load_spec
 from properties.kinds import HOLDS, VIOLATED, Trace
 
 from .check import Options, check_machine, prepare, sweep
 from .engine import Exploration, explore
 from .report import shown_path
+from .usage import UsageError, one_value_each, parse_pins
 
 FORMAT_NAMES = ("dot", "graphml", "mermaid", "json")
 DEFAULT_MAX_NODES = 500
@@ -294,13 +296,13 @@ WRITERS: dict[str, Callable[[nx.DiGraph], str]] = {
 
 # ---------------------------------------------------------------- command
 
-def add_arguments(g: argparse.ArgumentParser, positive: Callable[[str], int]) -> None:
+def add_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("spec", metavar="SPEC")
     g.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE",
                    help="pin a param (repeatable); the graph needs exactly one combination")
     g.add_argument("--format", choices=FORMAT_NAMES, default="dot", help="default dot")
     g.add_argument("-o", dest="output", metavar="FILE", help="write to FILE instead of stdout")
-    g.add_argument("--max-nodes", type=positive, default=DEFAULT_MAX_NODES, metavar="N",
+    g.add_argument("--max-nodes", type=positive(int, "--max-nodes"), default=DEFAULT_MAX_NODES, metavar="N",
                    help=f"keep the first N states in BFS order (default {DEFAULT_MAX_NODES})")
     g.add_argument("--highlight", metavar="PROPERTY",
                    help="highlight the counterexample of PROPERTY (or the witness of a reachable one)")
@@ -310,11 +312,14 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
               highlight: str | None = None) -> tuple[nx.DiGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
-    Raises SpecError (bad spec, pin or property) or GraphUsage (not exactly one combination)."""
+    Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
+    or ValueError (max_nodes not a positive int), before anything is explored."""
+    if max_nodes is not None:
+        max_nodes = check_number(max_nodes, "max_nodes", int, above=0)
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)
     if len(combos) != 1:
-        unpinned = [p for p in spec.params if p.name not in pins and len(p.values) > 1]
+        unpinned = [p for p in spec.params if p.name not in pins and p.count > 1]
         example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
         raise GraphUsage(f"{spec_path}: a graph shows one param combination, and {len(combos)} are "
                          f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
@@ -362,8 +367,7 @@ class GraphUsage(Exception):
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from .cli import UsageError, parse_pins      # the CLI imports this module lazily
-    pins = parse_pins(args.pins)
+    pins = one_value_each(parse_pins(args.pins), "graph")
     try:
         G, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight)
     except GraphUsage as exc:

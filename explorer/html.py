@@ -504,8 +504,13 @@ def _properties(w, n: int, props: list[dict[str, Any]]) -> None:
         w(f'<tr class="prop v-{key if key == "violated" else "none"}" data-property="{e(p.get("name"))}">'
           f"<td class=\"mono\">{name}</td><td>{e(p.get('kind'))}</td>"
           f'<td class="status v-{key}">{e(text)}</td><td>{msg}</td>'
-          f'<td class="expected">{e(exp_text)}</td><td>{e(p.get("line"))}</td></tr>')
+          f'<td class="expected">{e(exp_text)}</td><td>{e(_line_cell(p))}</td></tr>')
     w("</table>")
+
+
+def _line_cell(p: dict[str, Any]) -> Any:
+    """A property's line; with its file when that is not the spec's (a Python model's base class)."""
+    return f"{p['file']}:{p.get('line')}" if p.get("file") else p.get("line")
 
 
 def _state_key(state: dict[str, Any]) -> tuple:

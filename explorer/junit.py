@@ -62,8 +62,8 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
         judged.add(p["name"])
         kind = F.outcome(p, run)
         case: dict[str, Any] = {"name": _case_name(p["name"], params), "kind": "pass"}
-        where = F.finding_line(run, p)
-        at = f"{F.spec_file(run)}:{where}" if where else F.spec_file(run)
+        file, where = F.finding_location(run, p)
+        at = f"{file}:{where}" if where else file
         if kind == F.FAIL:
             case["kind"] = "failure"
             if p["status"] == "violated":

@@ -11,28 +11,28 @@ import os
 import re
 import sys
 
+from machine.inputs import check_number, shown_value
+
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"(?i)\s*([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*")
 
 
-class SizeError(ValueError):
-    """A size that is not a positive number of bytes."""
-
-
-def parse_size(text: str) -> int:
+def parse_size(text: str, what: str = "--max-memory") -> int:
     """`4G`, `512M`, `1.5G`, `64k`, `512MiB` or plain bytes (`1000000`), in binary units
-    (K = 1024), as a positive number of bytes."""
+    (K = 1024), as a positive number of bytes; else ValueError naming `what`. The number's
+    range goes through the one number checker, `machine.inputs.check_number`."""
+    shown = shown_value(text)
     m = _SIZE.fullmatch(text) if isinstance(text, str) else None
     if m is None:
-        raise SizeError(f"{text!r} is not a size: write bytes or a number with K, M, G or T, "
-                        "e.g. 512M or 4G")
+        raise ValueError(f"{what} must be a size: bytes or a number with K, M, G or T, e.g. 512M "
+                         f"or 4G, got {shown}")
     number, unit = m.group(1), m.group(2).upper()
     if unit == "" and "." in number:
-        raise SizeError(f"{text!r}: a number of bytes is a whole number")
-    size = int(float(number) * UNITS[unit]) if "." in number else int(number) * UNITS[unit]
-    if size <= 0:
-        raise SizeError(f"{text!r}: the size must be positive")
-    return size
+        raise ValueError(f"{what} must be a whole number of bytes, got {shown}")
+    # finite and positive first (a size of 400 digits is no size), then whole bytes: 0.0001K is 0
+    scaled = check_number(float(number) * UNITS[unit], what, float, above=0, shown=shown)
+    size = int(scaled) if "." in number else int(number) * UNITS[unit]
+    return check_number(size, what, int, above=0, shown=shown)
 
 
 def size_text(size: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from machine.errors import SpecError
+from machine.inputs import positive
 from machine.spec import load_spec
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
@@ -28,10 +29,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("haltproof", "haltproof model checking")
     group.addoption("--haltproof", action="store_true", default=None,
                     help="collect haltproof YAML specs as tests (spec x params x property)")
-    group.addoption("--haltproof-max-states", type=int, default=None, metavar="N",
+    group.addoption("--haltproof-max-states", type=_max_states, default=None, metavar="N",
                     help="bound each exploration; hitting it fails the items (incomplete)")
     parser.addini("haltproof", type="bool", default=False,
                   help="collect haltproof YAML specs as tests without --haltproof")
+
+
+def _max_states(text: str) -> int:
+    """A positive int, as `haltproof check --max-states` takes (0 or -1 stopped every run at once)."""
+    return positive(int, "--haltproof-max-states")(text)
 
 
 def _enabled(config: pytest.Config) -> bool:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from machine.compiled import EvalError, Machine
+from machine.compiled import EVAL_ERRORS, Machine, spec_line
 from machine.errors import Problem, SpecError
-from machine.spec import Scenario
+from machine import strict_json
+from machine.inputs import TooLarge, read_bounded
+from machine.spec import Scenario, Spec, symlink_problem
 
 from properties.kinds import Step
 
@@ -35,64 +37,145 @@ class Replayed:
         return self.problem is None
 
 
+class _Failed(Exception):
+    """Stops a replay at the step where a spec expression (or the bound code) failed."""
+
+
 def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
+def _evaluate(m: Machine, n: int, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args); an evaluation error stops the replay, named as the engines name it: the
+    built-in property it breaks (`well_defined`, or `bound_code` for the bound code), step n,
+    what failed, and for a spec expression its file and line."""
+    try:
+        return fn(*args)
+    except EVAL_ERRORS as exc:
+        from .report import shown_path       # report imports check, which imports this module
+        line = spec_line(m, exc)
+        where = f" ({shown_path(m.spec.path)}:{line})" if line is not None else ""
+        raise _Failed(f"step {n}: {getattr(exc, 'builtin', 'well_defined')}: {what}{where} fails: "
+                      f"{exc}") from None
+
+
 def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str, Any]]],
               expected_states: list[dict[str, Any] | None] | None = None) -> Replayed:
-    """Run `steps` (action name, choice labels) from `init`; compare with expected states if given."""
+    """Run `steps` (action name, choice labels) from `init`; compare with expected states if given.
+
+    The run stops at the first step that does not follow the machine, or whose evaluation
+    fails (see `_evaluate`): `problem` names it, and `steps` holds the steps that ran."""
     state = tuple(init[v] for v in m.var_names)
     if state not in m.inits:
-        return Replayed([Step(dict(init))], problem="the starting state is not an initial state "
-                                                     "of the machine")
+        return Replayed([Step(dict(init))], problem=_not_initial(m, init))
     out = Replayed([Step(m.state_dict(state))])
-    if expected_states and expected_states[0] is not None and expected_states[0] != m.state_dict(state):
-        out.problem = "step 0: the initial state differs from the recorded one"
-        return out
+    try:
+        out.terminal = _follow(m, state, steps, expected_states, out)
+    except _Failed as exc:
+        out.problem = str(exc)
+    return out
+
+
+def _follow(m: Machine, state: tuple, steps: list[tuple[str, dict[str, Any]]],
+            expected_states: list[dict[str, Any] | None] | None, out: Replayed) -> bool:
+    """The steps of run_steps from `state`, appended to `out`; whether the run ends terminal.
+    A step that does not follow the machine sets `out.problem`; one that fails raises _Failed."""
+    terminal = _evaluate(m, 0, "the terminal predicate", m.is_terminal, state)
     for n, (aname, choices) in enumerate(steps, start=1):
         act = next((a for a in m.actions if a.name == aname), None)
         if act is None:
             out.problem = f"step {n}: no action named {aname!r}"
-            return out
-        if m.is_terminal(state):
+            return False
+        if terminal:
             out.problem = f"step {n}: the run is already in a terminal state; {aname} cannot happen"
-            return out
-        if act.guard is not None and not act.guard(state):
+            return False
+        if act.guard is not None and not _evaluate(m, n, f"the guard of action {aname}", act.guard, state):
             out.problem = f"step {n}: action {aname} is not enabled in this state"
-            return out
-        try:
-            ci = act.labels.index(choices)
-        except ValueError:
-            out.problem = (f"step {n}: {_choices_text(choices)} is not a choice of action {aname} "
-                           f"(it chooses {', '.join(act.choice_names) or 'nothing'})")
-            return out
-        try:
-            nxt, rule = act.step(state, *act.combos[ci])
-        except (EvalError, ZeroDivisionError) as exc:
-            out.problem = f"step {n}: action {aname} failed: {exc}"
-            return out
+            return False
+        ci = _combo_index(act, choices)
+        if ci is None:
+            out.problem = f"step {n}: {_choices_text(choices)} is not a choice of action {aname} ({_offers(act)})"
+            return False
+        nxt, rule = _evaluate(m, n, f"action {aname} with {_choices_text(choices)}", act.step,
+                              state, *act.combos[ci])
         bad = m.domain_error(nxt)
+        out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
         if bad >= 0:
-            out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
             out.problem = (f"step {n}: {m.var_names[bad]} = {nxt[bad]!r} is outside its domain "
                            f"{m.domain_text(bad)}")
-            return out
-        out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
-        out.lines.append([(label, _display(fn(state, nxt, aname, rule, *act.step_args[ci]), bare, act, ci))
+            return False
+        out.lines.append([(label, _display(_evaluate(m, n, f"replay line {label}", fn, state, nxt, aname, rule,
+                                                     *act.step_args[ci]), bare, act, ci))
                           for label, fn, bare in m.replay_lines])
         if expected_states and n < len(expected_states) and expected_states[n] is not None:
             if expected_states[n] != m.state_dict(nxt):
-                diff = {k: (expected_states[n].get(k), v) for k, v in m.state_dict(nxt).items()
-                        if expected_states[n].get(k) != v}
-                out.problem = f"step {n}: the state differs from the recorded one: " + ", ".join(
-                    f"{k} recorded {_show(a)}, replay gives {_show(b)}" for k, (a, b) in diff.items())
-                return out
+                out.problem = f"step {n}: the state differs from the recorded one: " + _diff(m, expected_states[n], nxt)
+                return False
         state = nxt
-    out.terminal = m.is_terminal(state)
-    return out
+        terminal = _evaluate(m, n, "the terminal predicate", m.is_terminal, state)
+    return terminal
+
+
+def _not_initial(m: Machine, init: dict[str, Any]) -> str:
+    shown = " ".join(f"{k}={_show(v)}" for k, v in init.items())
+    why = "; ".join(f"{v} = {_show(init[v])} is {o}" for i, v in enumerate(m.var_names)
+                    if (o := _outside(m, i, init[v])))
+    return (f"step 0: the run starts in {shown}, which is not an initial state of the machine"
+            + (f" ({why})" if why else ""))
+
+
+def _diff(m: Machine, recorded: dict[str, Any], state: tuple) -> str:
+    """Each var the recorded state gives another value, saying so when that value is outside its domain."""
+    parts = []
+    for i, (k, v) in enumerate(m.state_dict(state).items()):
+        if recorded.get(k) != v:
+            outside = _outside(m, i, recorded.get(k))
+            parts.append(f"{k} recorded {_show(recorded.get(k))}{f' ({outside})' if outside else ''}, "
+                         f"replay gives {_show(v)}")
+    return ", ".join(parts)
+
+
+def _outside(m: Machine, i: int, value: Any) -> str | None:
+    """'outside its domain ...' when `value` (of the var's type) is not in var i's domain."""
+    var = m.spec.vars[i]
+    if var.kind == "int" and m.bounds[i] is not None:
+        inside = type(value) is int and m.bounds[i][0] <= value <= m.bounds[i][1]
+    elif var.kind == "enum":
+        inside = value in var.values
+    else:
+        return None
+    return None if inside else f"outside its domain {m.domain_text(i)}"
+
+
+def _combo_index(act: Any, choices: dict[str, Any]) -> int | None:
+    """The combination `choices` names, compared with their kinds: true is not 1."""
+    for ci, labels in enumerate(act.labels):
+        if labels.keys() == choices.keys() and all(_kind(labels[k]) is _kind(choices[k]) and labels[k] == choices[k]
+                                                   for k in labels):
+            return ci
+    return None
+
+
+def _kind(value: Any) -> type:
+    """bool, int or str (True == 1, and a label may be a str subclass from the YAML reader)."""
+    for kind in (bool, int, str):
+        if isinstance(value, kind):
+            return kind
+    return type(value)
+
+
+def _offers(act: Any) -> str:
+    """What an action chooses, for a message: each choice with its labels."""
+    if not act.choice_names:
+        return "it chooses nothing"
+    parts = []
+    for name in act.choice_names:
+        values = list(dict.fromkeys(_show(lab[name]) for lab in act.labels))
+        more = f", ... ({len(values)} values)" if len(values) > 8 else ""
+        parts.append(f"{name} in {{{', '.join(values[:8])}{more}}}")
+    return "it chooses " + ", ".join(parts)
 
 
 def _display(value: Any, bare_choice: bool, act: Any, ci: int) -> str:
@@ -128,40 +211,133 @@ def _init_options(m: Machine) -> list[list[Any]]:
     return [sorted({s[i] for s in m.inits}, key=str) for i in range(len(m.var_names))]
 
 
+# A whole JSON report of the bundled specs (107 runs, a trace for every violation) is 3 MB;
+# parsing JSON takes about ten times its size in memory, so 64 MiB refuses only abuse.
+MAX_TRACE_BYTES = 64 * 1024 * 1024     # README.md, "replay"
+
+
 def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
     """Read a trace as the JSON report prints it: a trace object, a property, or a whole report;
     any of these traces may be in the Informal Trace Format (ITF, see explorer/itf.py)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError([Problem(path, None, "no such file")]) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = strict_json.loads(read_bounded(path, MAX_TRACE_BYTES, "a trace or a report"))
+    except TooLarge as exc:
+        raise SpecError([Problem(path, None, str(exc))]) from None
+    except OSError as exc:
+        why = symlink_problem(Path(path), exc) or ("no such file" if isinstance(exc, FileNotFoundError)
+                                                   else f"not a JSON trace: {exc}")
+        raise SpecError([Problem(path, None, why)]) from None
+    except (UnicodeDecodeError, ValueError) as exc:     # ValueError: JSON, or a key given twice
         line = getattr(exc, "lineno", None)
         raise SpecError([Problem(path, line, f"not a JSON trace: {exc}")]) from None
+    # The trace has a non-empty `steps` list of objects, each with a `state` object, an `action`
+    # string from the second on, and `choices` an object (or absent); anything else is a
+    # SpecError naming the file and the step (exit 2). `trace_states` checks the values.
     if isinstance(data, dict) and "runs" in data:
-        found = []
-        for run in data.get("runs", []):
-            for p in run.get("properties", []):
-                if p.get("trace") and (property_name is None or p.get("name") == property_name):
-                    t = _from_itf(path, p["trace"])
-                    found.append(dict(t, params=t.get("params", run.get("params"))))
-        if len(found) != 1:
-            what = f"property {property_name!r}" if property_name else "any property"
-            raise SpecError([Problem(path, None, f"the report holds {len(found)} traces for {what}; "
-                                                  "name one with --property")])
-        data = found[0]
+        data = _report_trace(path, data, property_name)
     elif isinstance(data, dict) and "trace" in data and isinstance(data["trace"], dict):
         data = data["trace"]
     data = _from_itf(path, data)
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
-        raise SpecError([Problem(path, None, "not a trace: expected an object with a non-empty "
-                                              "'steps' list")])
+        raise _bad(path, "not a trace: expected an object with a non-empty 'steps' list")
     for n, st in enumerate(data["steps"]):
         if not isinstance(st, dict) or not isinstance(st.get("state"), dict):
-            raise SpecError([Problem(path, None, f"step {n} of the trace has no 'state' object")])
+            raise _bad(path, f"step {n} of the trace has no 'state' object")
         if n > 0 and not isinstance(st.get("action"), str):
-            raise SpecError([Problem(path, None, f"step {n} of the trace names no action")])
+            raise _bad(path, f"step {n} of the trace names no action")
+        if st.get("choices") is not None and not isinstance(st["choices"], dict):
+            raise _bad(path, f"step {n} of the trace: 'choices' must be an object (choice name -> value), "
+                             f"not {_json_type(st['choices'])}")
+    if data.get("params") is not None and not isinstance(data["params"], dict):
+        raise _bad(path, f"the trace's 'params' must be an object (param name -> value), not "
+                         f"{_json_type(data['params'])}")
     return data
+
+
+def _report_trace(path: str, report: dict[str, Any], property_name: str | None) -> Any:
+    """The one trace of a whole report (of `property_name` if given), with its run's params."""
+    runs = report["runs"]
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise _bad(path, "not a haltproof report: 'runs' must be a list of run objects")
+    found = []
+    for r, run in enumerate(runs):
+        props = run.get("properties", [])
+        if not isinstance(props, list) or not all(isinstance(p, dict) for p in props):
+            raise _bad(path, f"not a haltproof report: 'properties' of run {r} must be a list of objects")
+        for p in props:
+            if p.get("trace") and (property_name is None or p.get("name") == property_name):
+                t = _from_itf(path, p["trace"])
+                if not isinstance(t, dict):
+                    raise _bad(path, f"run {r}, property {p.get('name')!r}: 'trace' must be an object, "
+                                     f"not {_json_type(t)}")
+                found.append(dict(t, params=t.get("params", run.get("params"))))
+    if len(found) != 1:
+        what = f"property {property_name!r}" if property_name else "any property"
+        raise _bad(path, f"the report holds {len(found)} traces for {what}; name one with --property")
+    return found[0]
+
+
+def trace_states(m: Machine, data: dict[str, Any], path: str) -> None:
+    """Every recorded state (of a trace `load_trace` read) sets exactly the spec's vars, each to
+    a value of its type, and every choice value is a number, a string or true/false; anything
+    else is a SpecError naming the file and the step (exit 2). A value of the right type
+    outside its domain is left to the replay: the trace is then not a run of the spec (exit 1)."""
+    want = sorted(m.var_names)
+    for n, st in enumerate(data["steps"]):
+        state = st["state"]
+        if sorted(state) != want:
+            raise _bad(path, f"step {n}: the trace's state has vars {sorted(state)}, the spec has {want}")
+        for var in m.spec.vars:
+            value = state[var.name]
+            if _kind(value) is not _KINDS[var.kind]:
+                raise _bad(path, f"step {n}: var {var.name} is {_json_text(value)} ({_json_type(value)}); "
+                                 f"{var.name} is {_KIND_TEXT[var.kind]}")
+        for name, value in (st.get("choices") or {}).items():
+            if _kind(value) not in (bool, int, str):
+                raise _bad(path, f"step {n}: choice {name} is {_json_text(value)} ({_json_type(value)}); "
+                                 "a choice is a number, a string or true/false")
+
+
+def trace_params(spec: Spec, data: dict[str, Any], path: str, pins: dict[str, int]) -> dict[str, int]:
+    """The params to replay a trace with: the ones it records, overridden by `-p` pins. A
+    recorded param the spec does not declare, or a value that is not one of a param's
+    declared values, is a SpecError naming the file (exit 2)."""
+    declared = {p.name: p for p in spec.params}
+    recorded = data.get("params") or {}
+    for name, value in recorded.items():
+        if name not in declared:
+            raise _bad(path, f"the trace records param {name}, which {spec.name} does not declare "
+                             f"(it has: {', '.join(declared) or 'none'})")
+        if name not in pins and (_kind(value) is not int or value not in declared[name].values):
+            from .check import _values_text     # check imports this module
+            raise _bad(path, f"the trace records param {name} = {_json_text(value)}, not a declared "
+                             f"value of {name} ({_values_text(declared[name].values)})")
+    return {**recorded, **pins}
+
+
+_KINDS = {"int": int, "bool": bool, "enum": str}
+_KIND_TEXT = {"int": "an int var", "bool": "a bool var (true/false)", "enum": "an enum var (a string)"}
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):      # an ITF #map may decode to keys JSON cannot hold
+        return repr(value)
+
+
+def _json_type(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    kind = _kind(value)
+    return {bool: "a boolean", int: "a number", str: "a string", float: "a number", list: "a list",
+            dict: "an object"}.get(kind, type(value).__name__)
+
+
+def _bad(path: str, message: str) -> SpecError:
+    return SpecError([Problem(path, None, message)])
+
 
 
 def _from_itf(path: str, data: Any) -> Any:

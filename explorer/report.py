@@ -5,9 +5,9 @@ Every output format is built from the same RunResult list; nothing here re-runs 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from machine.spec import shown_path
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .check import BOUND_OPTION, RunResult
@@ -26,22 +26,16 @@ def version() -> str:
 
 
 def overall(runs: list[RunResult]) -> tuple[str, int]:
-    """The gate's verdict and exit code: a failed run (1) beats an incomplete one (3) beats proved (0)."""
+    """The gate's verdict and exit code: a failed run (1) beats an incomplete one (3) beats proved (0).
+    No run at all proves nothing: incomplete, never "proved"."""
+    if not runs:
+        return "incomplete", EXIT_INCOMPLETE
     verdicts = {r.verdict for r in runs}
     if "fail" in verdicts:
         return "violated", EXIT_VIOLATED
     if "incomplete" in verdicts:
         return "incomplete", EXIT_INCOMPLETE
     return "proved", EXIT_OK
-
-
-def shown_path(path: str) -> str:
-    """A spec path as users see it: relative to the working directory when it is below it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 # ---------------------------------------------------------------- JSON
@@ -78,16 +72,34 @@ def _run_json(r: RunResult) -> dict[str, Any]:
 
 
 def _source(r: RunResult) -> dict[str, Any]:
-    """Where things are declared in the spec file, so CI annotations can point at lines."""
+    """Where things are declared in the spec file, so CI annotations can point at lines.
+    `files` (only when some are) names the file of each declared elsewhere: a Python model's
+    base class may be in another module than the subclass the spec's path is."""
     spec = r.spec
     rules = {a.name: {rule.name: rule.line for rule in a.decide.rules} for a in spec.actions if a.decide}
-    return {"file": shown_path(spec.path),
-            "actions": {a.name: a.line for a in spec.actions},
-            "rules": rules,
-            "properties": {p.name: p.line for p in spec.properties},
-            "vars": {v.name: v.line for v in spec.vars},
-            "terminal": spec.terminal.line if spec.terminal is not None else None,
-            "scenarios": {sc.name: sc.line for sc in spec.scenarios}}
+    out = {"file": shown_path(spec.path),
+           "actions": {a.name: a.line for a in spec.actions},
+           "rules": rules,
+           "properties": {p.name: p.line for p in spec.properties},
+           "vars": {v.name: v.line for v in spec.vars},
+           "terminal": spec.terminal.line if spec.terminal is not None else None,
+           "scenarios": {sc.name: sc.line for sc in spec.scenarios}}
+    files = _elsewhere(spec)
+    if files:
+        out["files"] = files
+    return out
+
+
+def _elsewhere(spec: Any) -> dict[str, Any]:
+    """The declarations written in another file than the spec's, by kind, with their file."""
+    def shown(decls: list) -> dict[str, str]:
+        return {d.name: shown_path(d.file) for d in decls if d.file}
+    out: dict[str, Any] = {"actions": shown(spec.actions), "properties": shown(spec.properties),
+                           "rules": {a.name: shown(a.decide.rules) for a in spec.actions
+                                     if a.decide and shown(a.decide.rules)}}
+    if spec.terminal is not None and spec.terminal.file:
+        out["terminal"] = shown_path(spec.terminal.file)
+    return {k: v for k, v in out.items() if v}
 
 
 def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
@@ -95,6 +107,8 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
                            "trace": p.trace.to_json(params) if p.trace is not None else None}
     if p.line is not None:
         out["line"] = p.line
+    if p.file is not None:
+        out["file"] = shown_path(p.file)
     if p.description:
         out["description"] = p.description
     if p.other_trace is not None:

@@ -97,10 +97,9 @@ def _step_message(trace: dict[str, Any], n: int) -> str:
 
 
 def _thread_flow(run: dict[str, Any], trace: dict[str, Any]) -> dict[str, Any]:
-    file = F.spec_file(run)
     locations = []
     for n, step in enumerate(trace["steps"]):
-        loc: dict[str, Any] = {"physicalLocation": _physical(file, F.step_line(run, step)),
+        loc: dict[str, Any] = {"physicalLocation": _physical(*F.step_location(run, step)),
                                "message": {"text": _step_message(trace, n)}}
         action_line = F.action_line(run, step.get("action"))
         if step.get("rule") and action_line and F.rule_line(run, step.get("action"), step.get("rule")):
@@ -169,14 +168,15 @@ class _Rules:
 
 
 def _result(rules: _Rules, rule_id: str, text: str, file: str, line: int | None,
-            finding: str, run: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+            finding: str, run: dict[str, Any], extra: dict[str, Any], at: str | None = None) -> dict[str, Any]:
+    """One result, fingerprinted by the spec's `file`, located at `at` (default: that file)."""
     return {
         "ruleId": rule_id,
         "ruleIndex": rules.index[rule_id],
         "kind": "fail",
         "level": "error",
         "message": {"text": text},
-        "locations": [{"physicalLocation": _physical(file, line or 1)}],
+        "locations": [{"physicalLocation": _physical(at or file, line or 1)}],
         "partialFingerprints": {FINGERPRINT: fingerprint(file, rule_id, finding, run["params"])},
         "properties": {"machine": run["machine"], "params": run["params"], **extra},
     }
@@ -199,20 +199,20 @@ def render_sarif(report: dict[str, Any]) -> str:
             if kind != F.FAIL:
                 continue
             failed_here = True
+            at, line = F.finding_location(run, p)
             if p["status"] == "violated":
                 trace = p.get("trace")
                 steps = f" Shortest counterexample: {len(trace['steps']) - 1} transitions." \
                     if trace and trace.get("steps") else ""
                 res = _result(rules, p["name"], f"{p['name']} is violated in {where}: {p['message']}.{steps}",
-                              file, F.finding_line(run, p), "violated", run,
-                              {"kind": p["kind"], "status": p["status"]})
+                              file, line, "violated", run, {"kind": p["kind"], "status": p["status"]}, at)
                 flows = _code_flows(run, p)
                 if flows:
                     res["codeFlows"] = flows
             else:
-                res = _result(rules, p["name"], f"{F.finding_text(p)} ({where})", file,
-                              F.finding_line(run, p), "expected-violation-missing", run,
-                              {"kind": p["kind"], "status": p["status"], "expected": False})
+                res = _result(rules, p["name"], f"{F.finding_text(p)} ({where})", file, line,
+                              "expected-violation-missing", run,
+                              {"kind": p["kind"], "status": p["status"], "expected": False}, at)
             results.append(res)
         for sc in run.get("scenarios", []):
             if sc["status"] == "passed":

@@ -208,9 +208,12 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     forward = True
     dropped = False
     stopped = None
-    pending: dict[str, tuple[tuple[int, int], Finding]] = {}
+    # per built-in property, the level's first finding in the scalar engine's order: shortest
+    # trace first (a failing step ends its trace at its source; a successor is one step
+    # further), then source position and action-combo
+    pending: dict[str, tuple[tuple[int, int, int], Finding]] = {}
 
-    def candidate(name: str, order: tuple[int, int], finding: Finding) -> None:
+    def candidate(name: str, order: tuple[int, int, int], finding: Finding) -> None:
         if name not in ex.findings and (name not in pending or order < pending[name][0]):
             pending[name] = (order, finding)
 
@@ -281,7 +284,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                         ok = ~_full(unmatched, size, bool)
                         r0 = int(np.flatnonzero(~ok)[0])
                         decided = spec.vars[spec.actions[act.index].decide.var].name
-                        candidate("well_defined", (int(pos[r0]), k),
+                        candidate("well_defined", (0, int(pos[r0]), k),
                                   Finding(base + int(pos[r0]), f"action {act.name} with {_labels(m, act.index, ci)}: "
                                           f"no rule of the decide table of action {act.name} (deciding {decided}) "
                                           "matched", (act.index, ci, None, None)))
@@ -302,7 +305,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                         if out.any():
                             r0 = int(np.flatnonzero(out)[0])
                             value = _raw(vm, i, t[r0])
-                            candidate("domains", (int(pos[r0]), k),
+                            candidate("domains", (1, int(pos[r0]), k),
                                       Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
                                               f"domain {m.domain_text(i)}",
                                               (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
@@ -684,18 +687,21 @@ def _groups(sigs: dict[int, list]) -> list[list[int]]:
 
 def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ranks: list | None, nkeys: int,
                        base: int, step_props: dict, variants: dict, weights: dict, spec: Any, nedges: int,
-                       candidate: Callable[[str, tuple[int, int], Finding], None]) -> None:
+                       candidate: Callable[[str, tuple[int, int, int], Finding], None]) -> None:
     """Step invariants, variants and edge weights over this level's transitions; a
     violation found is the first in edge order (the scalar engine's order). `ranks`
     (where each block's rows fall in the level's stored edges) is there when edges are kept.
     A step property that would read a choice its action does not make is a `well_defined`
-    failure, unless the property already failed on an earlier transition (the scalar
-    engine stops evaluating it then)."""
+    failure, even where the property has already failed (as on the scalar engine, a failed
+    property is evaluated until `well_defined` has a finding)."""
     if not (step_props or variants or weights):
         return
     chosen: dict[str, tuple[int, Finding]] = {}
-    unreadable: dict[str, tuple[int, tuple[int, int], Finding]] = {}
-    level_weights = {name: np.zeros(nedges, dtype=np.int32) for name in weights}
+    unreadable: dict[str, tuple[int, tuple[int, int, int], Finding]] = {}
+    watching = "well_defined" not in ex.findings
+    # int64: each term fits (vectorize bounded every expression below 2^62); their sums
+    # along a run are computed exactly later (properties/termination.py, _total_type)
+    level_weights = {name: np.zeros(nedges, dtype=np.int64) for name in weights}
     for bi, b in enumerate(blocks):
         pos, ai, ci, A, rule, B = b.pos, b.ai, b.ci, b.T, b.rule, b.G
         size = len(pos)
@@ -711,18 +717,21 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
             if name not in chosen or e < chosen[name][0]:
                 chosen[name] = (e, Finding(base + int(pos[r]), message, step(r)))
         for name, fs in step_props.items():
-            if name not in ex.findings:
+            judged = name not in ex.findings
+            need_of = vm.step_needs[name].get(ai)
+            need = None
+            if need_of is not None and (judged or watching):
+                need = _full(need_of(B, A, rule, *cargs), size, bool)
+                if watching and need.any():
+                    r = int(np.flatnonzero(need)[0])
+                    e = int(pos[r]) * nkeys + b.k
+                    if name not in unreadable or e < unreadable[name][0]:
+                        message = _scalar_error(vm, name, ai, ci, B, A, rule, r)
+                        unreadable[name] = (e, (1, int(pos[r]), b.k), Finding(base + int(pos[r]), message, step(r)))
+            if judged:
                 holds = _full(fs[ai](B, A, rule, *cargs), size, bool)
-                need = vm.step_needs[name].get(ai)
                 if need is not None:
-                    need = _full(need(B, A, rule, *cargs), size, bool)
-                    if need.any():
-                        r = int(np.flatnonzero(need)[0])
-                        e = int(pos[r]) * nkeys + b.k
-                        if name not in unreadable or e < unreadable[name][0]:
-                            message = _scalar_error(vm, name, ai, ci, B, A, rule, r)
-                            unreadable[name] = (e, (int(pos[r]), b.k), Finding(base + int(pos[r]), message, step(r)))
-                        holds = holds | need                 # not judged there
+                    holds = holds | need                 # not judged there
                 bad = np.flatnonzero(~holds)
                 if len(bad):
                     found(name, int(bad[0]), "false for this transition")
@@ -738,9 +747,9 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         for name in weights:
             assert ranks is not None, "weighted measures keep every edge"
             level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
-    for name, (e, order, finding) in unreadable.items():
-        if name not in chosen or e < chosen[name][0]:
-            candidate("well_defined", order, finding)
+    spec_order = list(step_props)
+    for name, (e, order, finding) in sorted(unreadable.items(), key=lambda kv: (kv[1][0], spec_order.index(kv[0]))):
+        candidate("well_defined", order, finding)      # the first, in the scalar engine's order
     for name, (_, finding) in chosen.items():
         ex.findings.setdefault(name, finding)
     for name, w in level_weights.items():

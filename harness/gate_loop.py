@@ -32,9 +32,11 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from machine import strict_json
+from machine.inputs import TooLarge, check_number, read_bounded
 
 from .decision_records import DECISION_EVENT, DENIED_ERROR_TYPE, END_EVENT, JsonLinesWriter, Sink
 from .gates import GateChain, GateContext, GateDecision, ToolCall, ToolCallError, build_chain
@@ -58,9 +60,17 @@ class ConfigError(ValueError):
     """A loop configuration that cannot be used."""
 
 
-def _positive(name: str, value: Any, least: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigError(f"{name} must be an integer >= {least}, got {value!r}")
+# Every limit is written into the decision records, whose ints are OpenTelemetry attributes:
+# signed 64-bit. A larger one would make records no collector can take (docs/gate-chain.md).
+MAX_LIMIT = 2 ** 63 - 1
+
+
+def _limit(name: str, value: Any, least: int) -> None:
+    """An int in least..MAX_LIMIT (not a bool); else ConfigError naming the limit."""
+    try:
+        check_number(value, name, int, least=least, most=MAX_LIMIT)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -79,13 +89,13 @@ class GateLoopConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "whitelist", frozenset(self.whitelist))
         object.__setattr__(self, "per_tool_budgets", dict(self.per_tool_budgets))
-        _positive("the token budget", self.token_budget, 0)
-        _positive("the recency window", self.window, 1)
-        _positive("the refusal threshold", self.refusal_threshold, 1)
-        _positive("the turn limit", self.turn_limit, 1)
-        _positive("default_max_tokens", self.default_max_tokens, 1)
+        _limit("the token budget", self.token_budget, 0)
+        _limit("the recency window", self.window, 1)
+        _limit("the refusal threshold", self.refusal_threshold, 1)
+        _limit("the turn limit", self.turn_limit, 1)
+        _limit("default_max_tokens", self.default_max_tokens, 1)
         for tool, cap in self.per_tool_budgets.items():
-            _positive(f"the per-tool budget of {tool}", cap, 0)
+            _limit(f"the per-tool budget of {tool}", cap, 0)
 
 
 @dataclass(frozen=True)
@@ -395,17 +405,24 @@ def format_turn(result: TurnResult, loop: GateLoop) -> str:
     return "\n".join(lines)
 
 
+MAX_SCRIPT_BYTES = 1024 * 1024   # a call is ~60 bytes: 1 MiB is ~17,000 calls (docs/gate-chain.md)
+
+
 def _load_script(path: str) -> list[Any]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_SCRIPT_BYTES, "a script")
+    except TooLarge as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the script: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: the script is not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        data = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except strict_json.DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, list) or not all(isinstance(p, dict) for p in data):
         raise ConfigError(f"{path}: the script must be a JSON list of calls "
                           '({"tool": ..., "args": {...}, "extends": turn})')

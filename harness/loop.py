@@ -19,11 +19,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from machine import strict_json
+from machine.inputs import TooLarge, check_number, read_bounded
+
 MAX_STEPS = 5
 MAX_RETRIES = 1
 STEPS_RANGE = (1, 5)        # the course's limits: 1 <= max_steps <= 5
 RETRIES_RANGE = (0, 1)      # and 0 <= max_retries <= 1
 TERMINALS = ("success", "needs_input", "error", "limit")
+MAX_POLICY_BYTES = 1024 * 1024    # the bundled one is 41 bytes (docs/binding.md)
 
 State = dict[str, Any]
 Observation = dict[str, Any]
@@ -33,14 +37,23 @@ class StopPolicyError(ValueError):
     """The stop policy (its file or its values) is not usable."""
 
 
+LIMITS = {"max_steps": STEPS_RANGE, "max_retries": RETRIES_RANGE}
+
+
+def check_limit(field: str, value: Any) -> int:
+    """`value` if it is an int in the field's range; else StopPolicyError naming the field
+    and the range (a bool or a float is not a count)."""
+    lo, hi = LIMITS[field]
+    try:
+        return check_number(value, field, int, least=lo, most=hi)
+    except ValueError as exc:
+        raise StopPolicyError(str(exc)) from None
+
+
 def check_limits(max_steps: Any, max_retries: Any) -> None:
     """Raise StopPolicyError naming the field and its allowed range."""
-    for field, value, (lo, hi) in (("max_steps", max_steps, STEPS_RANGE),
-                                   ("max_retries", max_retries, RETRIES_RANGE)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise StopPolicyError(f"{field} must be an integer in {lo}..{hi}, got {value!r}")
-        if not lo <= value <= hi:
-            raise StopPolicyError(f"{field} must be in {lo}..{hi}, got {value}")
+    check_limit("max_steps", max_steps)
+    check_limit("max_retries", max_retries)
 
 
 def load_stop_policy(path: str | Path | None = None) -> dict[str, int]:
@@ -51,15 +64,19 @@ def load_stop_policy(path: str | Path | None = None) -> dict[str, int]:
     else:
         shown = str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = read_bounded(path, MAX_POLICY_BYTES, "a stop policy")
+        except TooLarge as exc:
+            raise StopPolicyError(f"{shown}: {exc}") from None
         except OSError as exc:
             raise StopPolicyError(f"{shown}: cannot read the stop policy: {exc.strerror}") from None
         except UnicodeDecodeError as exc:
             raise StopPolicyError(f"{shown}: the stop policy is not UTF-8 text (byte {exc.start})") from None
     try:
-        data = json.loads(text)
+        data = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise StopPolicyError(f"{shown}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except strict_json.DuplicateKeyError as exc:
+        raise StopPolicyError(f"{shown}: {exc}") from None
     if not isinstance(data, dict):
         raise StopPolicyError(f"{shown}: the stop policy must be a JSON object with max_steps and max_retries")
     unknown = sorted(set(data) - {"max_steps", "max_retries"})
@@ -179,10 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         policy = load_stop_policy(args.policy)
-        if args.max_steps is not None:
-            policy["max_steps"] = args.max_steps
-        if args.max_retries is not None:
-            policy["max_retries"] = args.max_retries
+        for option, field in (("--max-steps", "max_steps"), ("--max-retries", "max_retries")):
+            value = getattr(args, field)
+            if value is not None:       # the option, not the policy file, is wrong: say so
+                try:
+                    policy[field] = check_limit(field, value)
+                except StopPolicyError as exc:
+                    raise StopPolicyError(f"{option}: {exc}") from None
         result = run_loop(args.scenario, policy["max_steps"], policy["max_retries"])
     except StopPolicyError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -194,7 +194,10 @@ def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:
 
 
 def _value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
-    """Per var, whether a value the code produced lies in the declared domain (type included)."""
+    """Per var, whether a value the code produced lies in the declared domain (type included:
+    `type(x) is int`, not isinstance, since True is an int to isinstance, and True == 1 == 1.0
+    would pass a plain range or membership test). The engine runs these on every state the
+    code returns, also one equal to a state already reached (explorer/engine.py)."""
     out: list[Callable[[Any], bool]] = []
     for v, b in zip(m.spec.vars, m.bounds):
         if v.kind == "int":

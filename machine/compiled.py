@@ -5,7 +5,8 @@ once), then executed once per parameter combination with the params bound as glo
 States are tuples of ints, bools and strings in var order; choices are tuples whose
 item 0 is the label shown in traces. The explorer calls these functions in its inner
 loop, so they do no checking the type system already did: only int ranges are checked
-at run time (`domain_error`), because arithmetic can leave a range. For the scalar
+at run time (`domain_error`), because arithmetic, or a decide rule's constant, can leave
+a range (a constant outside it is a `domains` violation only where its rule fires). For the scalar
 engine the whole breadth-first loop is generated as well, with the expressions inline
 (`_generate_sweep`), and compiled the first time it runs.
 """
@@ -15,19 +16,28 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .spec import ChoiceSet, DecideStage, SetStage, Spec
+from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, value_count
 from .usercode import OutOfTime
+
+MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
 
 
 class EvalError(Exception):
     """A spec expression could not be evaluated on a reachable state (built-in `well_defined`)."""
+
+
+# What evaluating a spec expression (or calling bound code, a CodeError) may raise on a state:
+# anything else is a bug in haltproof.
+EVAL_ERRORS = (EvalError, ZeroDivisionError)
 
 
 class _NoRule(EvalError):
@@ -51,6 +61,30 @@ class _MissingChoice:
 
 def _src(ex: E.Expr) -> str:
     return ast.unparse(ex.py)
+
+
+def can_fail(ex: E.Expr, actions: list[tuple[str, set[str]]]) -> bool:
+    """Whether evaluating ex can raise: only `//` and `%` (by zero) can, and a step
+    expression reading a choice that one of `actions` (name, the choices it makes) does
+    not make, once `action == ...` is decided for that action. The type checker rules out
+    every other failure."""
+    for node in ast.walk(ex.py):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            return True
+    if not _choices_read(ex.py):
+        return False
+    from .vectorize import folded        # vectorize imports this module
+    return any(_choices_read(folded(ex.py, name)) - made for name, made in actions)
+
+
+def _choices_read(node: ast.AST) -> set[str]:
+    return {n.value.id[2:] for n in ast.walk(node)
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id.startswith("c_")}
+
+
+def _made(spec: Spec) -> list[tuple[str, set[str]]]:
+    """Each action with the choices it makes."""
+    return [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
 
 
 @dataclass
@@ -90,7 +124,9 @@ class Machine:
     measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
     rule_conditions: dict[int, Callable[..., tuple]] = field(default_factory=dict)  # action -> each rule's `when`
     all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
+    fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
+    source: "Source | None" = None                    # the generated module the functions come from
     sweep: "GeneratedLoop | None" = None              # the whole BFS loop, generated (see _generate_sweep)
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
@@ -111,8 +147,9 @@ class CompiledSpec:
 
     def __init__(self, spec: Spec):
         self.spec = spec
-        self.source = _generate(spec)
-        self.code = compile(self.source, f"<haltproof:{spec.path}>", "exec")
+        self.generated = _generate(spec)
+        self.source = self.generated.text
+        self.code = compile(self.source, self.generated.filename, "exec")
         self._sweep_code: CodeType | None = None
 
     @property
@@ -161,20 +198,16 @@ class CompiledSpec:
             if len(set(opts)) != len(opts):
                 raise fail(v.line, f"init of {v.name} lists a value twice")
             init_options.append(opts)
+        if math.prod(map(len, init_options)) > MAX_PRODUCT:
+            widest = max(range(len(spec.vars)), key=lambda i: len(init_options[i]))
+            raise fail(spec.vars[widest].line, f"the vars' init values make "
+                                               f"{math.prod(map(len, init_options)):,} initial states, "
+                                               f"more than the limit of {MAX_PRODUCT:,}")
         inits = [tuple(c) for c in itertools.product(*init_options)]
-
-        for a in spec.actions:
-            d = a.decide
-            if d is not None and bounds[d.var] is not None:
-                lo, hi = bounds[d.var]
-                for r in d.rules:
-                    if isinstance(r.then.py, ast.Constant) and not lo <= r.then.py.value <= hi:
-                        raise fail(r.line, f"rule {r.name} sets {spec.vars[d.var].name} to "
-                                           f"{r.then.py.value}, outside its domain {lo}..{hi}")
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
-                             "_ERR": (EvalError, ZeroDivisionError), "_STOP": (MemoryError, OutOfTime), **pns}
+                             "_ERR": EVAL_ERRORS, "_STOP": (MemoryError, OutOfTime), **pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
@@ -185,9 +218,15 @@ class CompiledSpec:
             items_per_choice = []
             for cname, cs in a.choices:
                 items = _choice_items(cs, value)
-                if not items:
+                if _count(items) == 0:
                     raise fail(cs.line, f"choice {cname} of action {a.name} is an empty set")
                 items_per_choice.append(items)
+            sizes = [_count(items) for items in items_per_choice]
+            if math.prod(sizes) > MAX_PRODUCT:
+                widest = max(range(len(sizes)), key=sizes.__getitem__)
+                raise fail(a.choices[widest][1].line, f"action {a.name} makes {math.prod(sizes):,} "
+                                                      f"choice combinations per step, more than the "
+                                                      f"limit of {MAX_PRODUCT:,}")
             combos = list(itertools.product(*items_per_choice))
             names = [c for c, _ in a.choices]
             labels = [{n: item[0] for n, item in zip(names, combo)} for combo in combos]
@@ -201,7 +240,9 @@ class CompiledSpec:
                                           labels, step_args, names, fields))
 
         m = Machine(spec, dict(params), [v.name for v in spec.vars], inits, actions,
-                    g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g))
+                    g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g),
+                    source=self.generated)
+        m.fallible = {p.name for p in spec.properties if p.expr is not None and can_fail(p.expr, _made(spec))}
         for k, p in enumerate(spec.properties):
             if p.when is not None and not value(p.when, p.line):
                 m.inactive.add(p.name)
@@ -215,7 +256,9 @@ class CompiledSpec:
             elif p.kind == "variant":
                 m.variants[p.name] = (g[f"prop_{k}"], value(p.bound, p.line))
             elif p.kind == "terminates_within":
-                m.within[p.name] = value(p.bound, p.line)
+                m.within[p.name] = value(p.bound, p.bound_line or p.line)
+                if m.within[p.name] < 0:
+                    raise fail(p.bound_line or p.line, negative_bound(p.name, m.within[p.name]))
                 if p.count is not None:
                     m.counts[p.name] = g[f"count_{k}"]
         for k, ms in enumerate(spec.measures):
@@ -244,33 +287,91 @@ class GeneratedLoop:
         return self.namespace["sweep"](x)
 
 
-def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> list[tuple]:
+class _Items(Sequence):
+    """The items `(x,)` of a range choice, built one at a time: its size is checked against
+    MAX_PRODUCT before anything iterates it, so `{min: 0, max: 10**12}` costs nothing."""
+
+    def __init__(self, values: range):
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)             # only once _count (no limit to its size) allowed it
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [(x,) for x in self.values[i]]
+        return (self.values[i],)
+
+
+def _count(items: Sequence[tuple]) -> int:
+    return value_count(items.values) if isinstance(items, _Items) else len(items)
+
+
+def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequence[tuple]:
     if cs.kind == "range":
         lo, hi = value(cs.lo, cs.line), value(cs.hi, cs.line)
-        return [(x,) for x in range(lo, hi + 1)]
+        return _Items(range(lo, hi + 1))
     return list(cs.items)
 
 
 # ---------------------------------------------------------------- code generation
 
-def _generate(spec: Spec) -> str:
+class Source:
+    """A spec's generated module: its text, and per line of it the spec line it came from,
+    so an expression that fails to evaluate can be named by its file and line (`spec_line`)."""
+
+    def __init__(self, path: str):
+        self.filename = f"<haltproof:{path}>"
+        self.chunks: list[str] = []
+        self.origin: dict[int, int] = {}      # generated line -> spec line
+        self._next = 1
+
+    def __call__(self, text: str, line: int | None = None) -> None:
+        """Append `text` (one or more lines), written for the spec's line `line` if known."""
+        count = text.count("\n") + 1
+        if line:
+            for k in range(count):
+                self.origin[self._next + k] = line
+        self.chunks.append(text)
+        self._next += count
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.chunks) + "\n"
+
+
+def spec_line(m: Machine, exc: BaseException) -> int | None:
+    """The spec line of the expression whose evaluation raised `exc`: the innermost frame of
+    m's generated module, mapped back. None when the error did not come from there (bound
+    code, a Python model) or the line is not known."""
+    if m.source is None:
+        return None
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == m.source.filename:
+            line = m.source.origin.get(tb.tb_lineno, line)
+        tb = tb.tb_next
+    return line
+
+
+def _generate(spec: Spec) -> Source:
     n = len(spec.vars)
     unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
     pack = "(" + ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "") + ")"
     step_params = ", ".join(["b", "a", "action", "rule"] + [f"c_{c}" for c in spec.choice_names])
-    out: list[str] = []
-    w = out.append
+    w = Source(spec.path)
 
     for ai, a in enumerate(spec.actions):
         if a.guard is not None:
-            w(f"def guard_{ai}(s):\n    return {_src(a.guard)}\n")
+            w(f"def guard_{ai}(s):\n    return {_src(a.guard)}\n", a.guard.line or a.line)
         args = ", ".join(["s"] + [f"c_{c}" for c, _ in a.choices])
         w(f"def step_{ai}({args}):")
         w(f"    {unpack} = s")
         w("    r = None")
         for st in a.stages:
             if isinstance(st, SetStage):
-                emit_set(w, st, _src)
+                emit_set(lambda text, st=st: w(text, _set_line(st)), st, _src)
             else:
                 _decide(w, st, a.name, spec)
         w(f"    return {pack}, r\n")
@@ -283,10 +384,10 @@ def _generate(spec: Spec) -> str:
         w(f"    {unpack} = s")
         for st in a.stages:
             if isinstance(st, SetStage):
-                emit_set(w, st, _src)
+                emit_set(lambda text, st=st: w(text, _set_line(st)), st, _src)
             else:
                 conds = ", ".join(_src(r.when) if r.when is not None else "True" for r in st.rules)
-                w(f"    return ({conds},)")
+                w(f"    return ({conds},)", st.line)
                 break
         w("")
 
@@ -294,11 +395,11 @@ def _generate(spec: Spec) -> str:
     if t is None:
         w("def is_terminal(s):\n    return False\n")
     elif t.when is not None:
-        w(f"def is_terminal(s):\n    return {_src(t.when)}\n")
+        w(f"def is_terminal(s):\n    return {_src(t.when)}\n", t.when.line or t.line)
     else:
         values = ", ".join(repr(v) for v in t.values) + ","
-        w(f"def label(s):\n    return {_src(t.label)}\n")
-        w(f"def is_terminal(s):\n    return ({_src(t.label)}) in ({values})\n")
+        w(f"def label(s):\n    return {_src(t.label)}\n", t.label.line or t.line)
+        w(f"def is_terminal(s):\n    return ({_src(t.label)}) in ({values})\n", t.label.line or t.line)
 
     w("def domain_error(s):")
     for i, v in enumerate(spec.vars):
@@ -308,21 +409,21 @@ def _generate(spec: Spec) -> str:
 
     for k, p in enumerate(spec.properties):
         if p.kind in ("invariant", "reachable", "variant"):
-            w(f"def prop_{k}(s):\n    return {_src(p.expr)}\n")
+            w(f"def prop_{k}(s):\n    return {_src(p.expr)}\n", p.expr.line or p.line)
         elif p.kind == "step_invariant":
-            w(f"def prop_{k}({step_params}):\n    return {_src(p.expr)}\n")
+            w(f"def prop_{k}({step_params}):\n    return {_src(p.expr)}\n", p.expr.line or p.line)
         elif p.kind == "terminates_within" and p.count is not None:
-            w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n")
+            w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n", p.count.line or p.line)
     invariants = [p for p in spec.properties if p.kind == "invariant"]
     w("def all_invariants(s):")          # one call per state checks them all (the fast path)
     for k, p in enumerate(invariants):
-        w(f"    if not ({_src(p.expr)}):\n        return {k}")
+        w(f"    if not ({_src(p.expr)}):\n        return {k}", p.expr.line or p.line)
     w("    return -1\n")
     for k, (_, ex) in enumerate(spec.replay):
-        w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n")
+        w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n", ex.line)
     for k, ms in enumerate(spec.measures):
-        w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n")
-    return "\n".join(out) + "\n"
+        w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n", ms.expr.line or ms.line)
+    return w
 
 
 def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], str]) -> None:
@@ -333,20 +434,30 @@ def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], 
         w(f"    {lhs} = {rhs}")
 
 
-def _decide(w: Callable[[str], None], st: DecideStage, action: str, spec: Spec) -> None:
+def _set_line(st: SetStage) -> int:
+    """The line to name for a set stage (its assignments are one line of generated code)."""
+    if len(st.assigns) == 1:
+        return st.assigns[0].value.line or st.assigns[0].line or st.line
+    return st.line
+
+
+def _decide(w: Source, st: DecideStage, action: str, spec: Spec) -> None:
     var = f"v_{st.var}"
     first = True
     for r in st.rules:
+        then = r.then.line or r.line
         if r.when is None:
             if first:
-                w(f"    {var} = {_src(r.then)}; r = {r.name!r}")
+                w(f"    {var} = {_src(r.then)}; r = {r.name!r}", then)
             else:
-                w(f"    else:\n        {var} = {_src(r.then)}; r = {r.name!r}")
+                w("    else:", r.line)
+                w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
             return
         kw = "if" if first else "elif"
-        w(f"    {kw} {_src(r.when)}:\n        {var} = {_src(r.then)}; r = {r.name!r}")
+        w(f"    {kw} {_src(r.when)}:", r.when.line or r.line)
+        w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
         first = False
-    w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})")
+    w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})", st.line)
 
 
 # ---------------------------------------------------------------- the generated BFS loop
@@ -420,9 +531,10 @@ def _generate_sweep(spec: Spec) -> str:
     terminal labels; every unusual event goes to one of `_x`'s slow paths, which make the
     findings exactly as the engine's plain loop does: an expression that fails
     (terminal_error, guard_error, step_error), a new successor outside its domain
-    (domain_fail), or a property that does not plainly hold (check_state, check_step: the
-    loop itself only sees that every property it still checks holds, or not). After a
-    slow path `_x.live()` says again which properties are still checked. It returns the
+    (domain_fail), or a property that does not plainly hold or cannot be evaluated
+    (check_state, check_step: the loop itself only sees that every property it still
+    checks holds, or not). After a slow path `_x.live()` says again which properties are
+    still judged, and which failed ones are still evaluated for evaluation errors. It returns the
     number of states expanded, whether every edge led exactly one level deeper, the first
     state of the level after the one it was expanding, and per (action, rule) the number
     of transitions that fired.
@@ -437,7 +549,8 @@ def _generate_sweep(spec: Spec) -> str:
         return templates[id(ex)].render(states, names or {})
 
     checked = [(k, p) for k, p in enumerate(spec.properties) if p.kind in SWEEP_KINDS]
-    refresh = (", ".join(f"_f{k}" for k, _ in checked) + ("," if len(checked) == 1 else "")
+    # _f{k}: property k is still judged; _w{k}: it is only evaluated, for evaluation errors
+    refresh = (", ".join([f"_f{k}" for k, _ in checked] + [f"_w{k}" for k, _ in checked])
                + " = _x.live()") if checked else None
     steps_checked = any(p.kind in ("step_invariant", "variant") for _, p in checked)
     body: list[str] = []
@@ -449,10 +562,20 @@ def _generate_sweep(spec: Spec) -> str:
     def tup(mapping: list[ast.expr]) -> str:
         return "(" + ", ".join(ast.unparse(x) for x in mapping) + ("," if n == 1 else "") + ")"
 
+    def watch(k: int, p: Any, codes: list[str], action: Any = None) -> list[str]:
+        """For a property that may fail to evaluate (in `action`'s steps): evaluate the codes
+        and ignore their values (a tuple is true, so the part is false); only an evaluation
+        error, caught by `check`, takes the slow path. Nothing for one that cannot fail."""
+        made = [] if action is None else [(action.name, {c for c, _ in action.choices})]
+        return [f"(_w{k} and ({', '.join(codes)},) and False)"] if can_fail(p.expr, made) else []
+
     def state_check(mapping: list[ast.expr], depth: int) -> None:
-        parts = [f"(_f{k} and not ({_inline(p.expr, {'s': mapping})}))" if p.kind == "invariant"
-                 else f"(_f{k} and ({_inline(p.expr, {'s': mapping})}))"
-                 for k, p in checked if p.kind in ("invariant", "reachable")]
+        parts = []
+        for k, p in checked:
+            if p.kind in ("invariant", "reachable"):
+                code = _inline(p.expr, {'s': mapping})
+                parts.append(f"(_f{k} and not ({code}))" if p.kind == "invariant" else f"(_f{k} and ({code}))")
+                parts += watch(k, p, [code])
         if parts:
             check(parts, "_x.check_state(_j, _t)", depth)
 
@@ -463,10 +586,11 @@ def _generate_sweep(spec: Spec) -> str:
         parts = []
         for pk, p in checked:
             if p.kind == "step_invariant":
-                parts.append(f"(_f{pk} and not ({_inline(p.expr, {'b': V, 'a': mapping}, names)}))")
+                code = _inline(p.expr, {'b': V, 'a': mapping}, names)
+                parts += [f"(_f{pk} and not ({code}))", *watch(pk, p, [code], a)]
             elif p.kind == "variant":      # holds when it strictly increases and stays within its bound
-                parts.append(f"(_f{pk} and not (({_inline(p.expr, {'s': V})}) < "
-                             f"({_inline(p.expr, {'s': mapping})}) <= _vb{pk}))")
+                before, after = _inline(p.expr, {'s': V}), _inline(p.expr, {'s': mapping})
+                parts += [f"(_f{pk} and not (({before}) < ({after}) <= _vb{pk}))", *watch(pk, p, [before, after])]
         if parts:
             check(parts, f"_x.check_step(_i, {k}, {ci}, {rule!r}, _t)", depth)
 
@@ -483,10 +607,11 @@ def _generate_sweep(spec: Spec) -> str:
         """The successor is complete: find or add it, record the edge, count its rule."""
         counter = f"_c{len(counters)}"
         counters.append((k, rule, counter))
-        # only an int var the action assigned can leave its domain (a decided constant was
-        # checked when the params were bound)
-        ranges = [f"dlo_{i} <= u_{i} <= dhi_{i}" for i, x in enumerate(mapping)
-                  if spec.vars[i].kind == "int" and isinstance(x, ast.Name) and x.id.startswith("u_")]
+        # only an int var the action assigned can leave its domain; a decided constant may
+        # lie outside it too (a `domains` violation when its rule fires)
+        ranges = [f"dlo_{i} <= {ast.unparse(x)} <= dhi_{i}" for i, x in enumerate(mapping)
+                  if spec.vars[i].kind == "int" and (isinstance(x, ast.Constant)
+                                                     or isinstance(x, ast.Name) and x.id.startswith("u_"))]
         w(depth, f"_t = {tup(mapping)}")
         w(depth, "_j = _add(_t, _n)")        # one hash: a new state is added at once ...
         w(depth, "if _j == _n:")
@@ -569,7 +694,10 @@ def _generate_sweep(spec: Spec) -> str:
             w(3, f"_lab = {_inline(t.label, {'s': V})}")
             w(3, f"_term = _lab in ({', '.join(repr(v) for v in t.values)},)")
         w(2, "except _ERR as _exc:")
-        w(3, "_term = _x.terminal_error(_i, _exc)")
+        w(3, "_x.terminal_error(_i, _exc)")     # not expanded: where runs end is unknown here
+        w(3, "_term_add(0)")
+        w(3, "_i += 1")
+        w(3, "continue")
         w(2, "if _term:")
         w(3, "_term_add(1)")
         if t.when is None:

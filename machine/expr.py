@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import keyword
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .errors import Located, Problem, SpecError
@@ -108,6 +108,7 @@ class Expr:
     type: Type
     py: ast.expr
     choices_used: frozenset = frozenset()
+    line: int | None = None         # where the spec wrote it, to name it when it fails to evaluate
 
     @property
     def source(self) -> str:
@@ -119,6 +120,7 @@ _CMP_EQ = (ast.Eq, ast.NotEq)
 _CMP_IN = (ast.In, ast.NotIn)
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 _FUNCS = {"min", "max", "abs"}
+MAX_DEPTH = 100     # expressions nested in expressions (docs/spec-language.md, "Limits on the input")
 _EXPR_KEYWORDS = {"and", "or", "not", "if", "else", "in", "is", "True", "False", "None"}
 
 
@@ -131,27 +133,46 @@ def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool =
           what: str = "expression") -> Expr:
     """Parse and type-check one expression; raise SpecError naming file, line and text."""
     if isinstance(text, bool) or isinstance(text, int):
-        return literal_expr(text, str(text).lower() if isinstance(text, bool) else str(text))
+        return replace(literal_expr(text, str(text).lower() if isinstance(text, bool) else str(text)),
+                       line=loc.line)
     if not isinstance(text, str):
         raise loc.error(f"{what} must be a string, a number or true/false", text)
     src = str(text).strip()
     if src == "":
         raise loc.error(f"{what} is empty")
     locate = _Locator(text, loc, line_offset_block)
+    too_deep = SpecError([Problem(loc.file, locate(1, None),
+                                  f"{what} nests deeper than {MAX_DEPTH} levels")])
     try:
         tree = _parse(src)
+    except (RecursionError, MemoryError):   # CPython's parser gives up on very deep input
+        raise too_deep from None
     except SyntaxError as exc:
+        if exc.msg == "too many nested parentheses":
+            raise too_deep from None
         hint = ""
         kws = sorted({w for w in _words(src) if keyword.iskeyword(w) and w not in _EXPR_KEYWORDS})
         if kws:
             hint = f" ({kws[0]!r} is a Python keyword: to mean the value, quote it: '{kws[0]}')"
         line = locate(exc.lineno or 1, None)
         raise SpecError([Problem(loc.file, line, f"{what} is not valid syntax{hint}", src)]) from None
+    if _depth(tree.body) > MAX_DEPTH:       # before anything recurses over it: checking, compiling
+        raise too_deep
     if "\n" in src and not _parses(src):
         src = "(" + src + ")"              # continued lines: a parenthesis makes Python accept them
     checker = _Checker(src, scope, loc, locate)
     typ, py = checker.visit(tree.body)
-    return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used))
+    return Expr(src, typ, ast.fix_missing_locations(py), frozenset(checker.choices_used), loc.line)
+
+
+def _depth(root: ast.expr) -> int:
+    """How deeply expressions nest in `root` (a name is 1, `not x` 2), walked without recursion."""
+    deepest, todo = 0, [(root, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return deepest
 
 
 def _parses(src: str) -> bool:

@@ -34,7 +34,16 @@ as a method decorated with `@action`, and each property as a decorated method.
 compiles to, so the engine, the properties, the reports, `explorer.api.check` and the
 command line (`haltproof check module:RetryLoop`) treat both alike. States are dicts
 in your code; a value outside its domain is a `domains` violation, an exception a
-`bound_code` finding, as for bound YAML specs.
+`bound_code` finding, as for bound YAML specs. A value is in a domain when it equals
+one of the domain's values *of the same type*: True and 1.0 are not in range(3), 1 is
+not in [False, True]. Properties, guards and `terminal` must return a real bool
+(`type(x) is bool`; not 1, None, "yes" or numpy.bool_): anything else is a
+`well_defined` finding, never taken for its truth value.
+
+Subclasses inherit: the actions and properties of every class in the MRO are checked
+(see `_declarations` for the order and how an override by name replaces its base's
+entry); params, domains(), init() and terminal() are looked up as Python does, so the
+most derived definition wins whole (a subclass's `params` replace the base's dict).
 """
 
 from __future__ import annotations
@@ -49,10 +58,11 @@ from typing import Any, Callable, Iterable
 from . import expr as E
 from . import usercode
 from .binding import CodeError, _hashable, _user_traceback
-from .compiled import CompiledAction, Machine, _MissingChoice
+from .compiled import CompiledAction, EvalError, Machine, _MissingChoice
 from .errors import Problem, SpecError
+from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
+                   negative_bound, value_count)
 from .usercode import OutOfTime, running
-from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var)
 
 
 # ---------------------------------------------------------------- declarations
@@ -61,11 +71,11 @@ class _Prop:
     """A property declared on a Model class."""
 
     def __init__(self, kind: str, fn: Callable | None = None, *, bound: Callable | None = None,
-                 count: Callable | None = None, vars: Iterable[str] = (), when: Callable | None = None):
+                 count: Callable | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)
-        self.when = when
         self.name = getattr(fn, "__name__", None)
+        self.at = _where(fn) if fn is not None else _class_body_line()
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -145,7 +155,10 @@ def load_model_ref(ref: str) -> type[Model]:
     return target
 
 
-def _where(obj: Any) -> tuple[str, int | None]:
+Place = tuple[str, int | None]      # (file, line) of a declaration
+
+
+def _where(obj: Any) -> Place:
     try:
         fn = inspect.unwrap(obj)
         return inspect.getsourcefile(fn) or "<model>", inspect.getsourcelines(fn)[1]
@@ -153,34 +166,93 @@ def _where(obj: Any) -> tuple[str, int | None]:
         return "<model>", None
 
 
+def _class_body_line() -> Place:
+    """Where a property without a function of its own is declared (`stops = terminates()`):
+    the class-body line that called the public constructor, which called _Prop()."""
+    frame = sys._getframe(3)          # 0 here, 1 _Prop.__init__, 2 terminates() etc., 3 the class body
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _defined_at(cls: type, name: str) -> Place:
+    """Where the `name` that `cls` uses is defined: in the class of the MRO that defines it
+    (a base, maybe in another module), at its def when it is a function, else at that class.
+    Model's own defaults count as the model class's (haltproof's file is not the user's)."""
+    owner = next((k for k in cls.__mro__ if name in vars(k)), Model)
+    if owner is Model:
+        return _where(cls)
+    value = vars(owner)[name]
+    file, line = _where(value) if callable(value) else ("<model>", None)
+    return (file, line) if line is not None else _where(owner)
+
+
+def _decl_place(place: Place, spec_file: str) -> tuple[str | None, int]:
+    """A declaration's `file` and `line` (see machine.spec.declared_at): file None when it is
+    the spec's own, or when the source is unknown (line 0: no line)."""
+    file, line = place
+    if line is None:
+        return None, 0
+    same = os.path.normcase(os.path.abspath(file)) == os.path.normcase(os.path.abspath(spec_file))
+    return (None if same else file), line
+
+
+def _declarations(cls: type) -> dict[str, Any]:
+    """Every attribute `cls` and its bases declare, by name, as Python looks them up: a
+    property or action a base declares is checked in every subclass. Order: the most basic
+    class's declarations first (each class in the order it declares them), then each
+    subclass's new ones; a subclass's declaration under an existing name replaces the
+    base's entry in place (so an override keeps the base's position, and overriding with
+    something that is neither an action nor a property removes it)."""
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            out[name] = value           # an existing key keeps its place: the override stays there
+    return out
+
+
+def _call(file: str, line: int | None, what: str, fn: Callable, *args: Any) -> Any:
+    """Call the user's code while the model is being built: what it raises is the model's
+    mistake, a spec error (exit 2) naming `what` with the user's traceback, not a crash."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise SpecError([Problem(file, line, f"{what} raised {type(exc).__name__}: {exc}\n"
+                                             f"{_user_traceback(exc)}")]) from None
+
+
 def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
     """A Spec describing the model, and a function making its Machine for given params."""
     file, cls_line = _where(cls)
-    model = cls()
+    model = _call(file, cls_line, f"{cls.__name__}()", cls)
+    # every message about a declaration points at the file and line it is written in (a
+    # base class's module, maybe), never at a base's line in the subclass's file
+    places = {name: _defined_at(cls, name) for name in ("params", "domains", "init", "terminal")}
     problems: list[Problem] = []
     params = []
+    params_at, params_line = _decl_place(places["params"], file)
     for name, values in (cls.params or {}).items():
-        vals = list(values)
-        if not vals or any(isinstance(v, bool) or not isinstance(v, int) for v in vals):
-            problems.append(Problem(file, cls_line, f"param {name} needs a non-empty list of integers"))
-        params.append(Param(name, vals, cls_line or 0))
-    methods = [(n, getattr(cls, n)) for n in dir(cls) if hasattr(getattr(cls, n), "_haltproof_action")]
-    methods.sort(key=lambda nm: _where(nm[1])[1] or 0)
+        vals = values if isinstance(values, range) else list(values)    # a range stays one
+        if not value_count(vals) or (not isinstance(vals, range)
+                                     and any(isinstance(v, bool) or not isinstance(v, int) for v in vals)):
+            problems.append(Problem(*places["params"], f"param {name} needs a non-empty list of integers"))
+        params.append(Param(name, vals, params_line, params_at))
+    declared = _declarations(cls)
+    methods = [(n, v) for n, v in declared.items() if hasattr(v, "_haltproof_action")]
     if not methods:
         problems.append(Problem(file, cls_line, f"model {cls.__name__} has no @action method"))
-    props = [v for v in vars(cls).values() if isinstance(v, _Prop)]
+    props = [v for v in declared.values() if isinstance(v, _Prop)]
     for p in props:
         if p.kind == "independent" and not p.vars:
-            problems.append(Problem(file, cls_line, f"{p.name}: independent_of needs var names"))
+            problems.append(Problem(*p.at, f"{p.name}: independent_of needs var names"))
     if problems:
         raise SpecError(problems)
     first = {p.name: p.values[0] for p in params}
-    sample = _domains(model, first, file, cls_line)
+    sample = _domains(model, first, places["domains"])
     spec_vars = []
     for name, values in sample.items():
-        if all(isinstance(v, bool) for v in values):
+        kind = _kind(values)
+        if kind == "bool":
             spec_vars.append(Var(name, "bool", E.BOOL, None, None, line=cls_line or 0))
-        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        elif kind == "int":
             spec_vars.append(Var(name, "int", E.INT, None, None, line=cls_line or 0))
         else:
             spec_vars.append(Var(name, "enum", E.EnumT(frozenset(map(str, values)), name), None, None,
@@ -188,48 +260,129 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     actions = []
     for name, fn in methods:
         meta = fn._haltproof_action
-        _, line = _where(fn)
-        choices = [(c, ChoiceSet(c, "scalars", E.INT, items=[(v,) for v in vals], line=line or 0))
+        at, line = _decl_place(_where(fn), file)
+        choices = [(c, ChoiceSet(c, "scalars", E.INT, items=[(v,) for v in vals], line=line, file=at))
                    for c, vals in meta["choices"].items()]
         stages = []
         if meta["rules"]:
-            stages = [DecideStage(0, [Rule(r, None, E.literal_expr(True, "true"), line or 0)
-                                      for r in meta["rules"]], line or 0)]
-        actions.append(Action(name, None, choices, stages, line or 0))
+            stages = [DecideStage(0, [Rule(r, None, E.literal_expr(True, "true"), line, at)
+                                      for r in meta["rules"]], line)]
+        actions.append(Action(name, None, choices, stages, line, at))
     decls = []
     for p in props:
-        _, line = _where(p.fn) if p.fn is not None else (file, cls_line)
+        at, line = _decl_place(p.at, file)
         decl = PropertyDecl(p.name, p.kind, line or cls_line or 0,
-                            description=(inspect.getdoc(p.fn) or "") if p.fn else "")
-        decl.vars = [[v.name for v in spec_vars].index(v) for v in p.vars if v in sample]
+                            description=(inspect.getdoc(p.fn) or "") if p.fn else "", file=at)
+        unknown = [v for v in p.vars if v not in sample]
+        if unknown:
+            raise SpecError([Problem(*p.at, f"{p.name}: independent_of names {', '.join(unknown)}, which "
+                                            f"domains() does not declare (its vars: {', '.join(sample)})")])
+        decl.vars = [list(sample).index(v) for v in p.vars]
         decls.append(decl)
-    terminal = Terminal(E.literal_expr(True, "terminal"), None, [], cls_line or 0)
+    at, line = _decl_place(places["terminal"], file)
+    terminal = Terminal(E.literal_expr(True, "terminal"), None, [], line, at)
     choice_names = sorted({c for _, fn in methods for c in fn._haltproof_action["choices"]})
     spec = Spec(path=file, name=cls.__name__, description=inspect.getdoc(cls) or "", params=params,
                 vars=spec_vars, actions=actions, terminal=terminal, properties=decls, scenarios=[],
                 expect_violated=None, replay=[], choice_names=choice_names, bind=None, python=True)
 
     def instantiate(values: dict[str, int]) -> Machine:
-        return _machine(model, spec, props, methods, dict(values), file, cls_line)
+        return _machine(model, spec, props, methods, dict(values), places, first)
     return spec, instantiate
 
 
-def _domains(model: Model, p: dict[str, int], file: str, line: int | None) -> dict[str, list]:
+def _kind(values: list) -> str:
+    """A var's kind from its domain: bool, int (never a bool), else enum."""
+    if all(type(v) is bool for v in values):
+        return "bool"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    return "enum"
+
+
+def _same_vars(model: Model, spec: Spec, doms: dict[str, list], p: dict[str, int], first: dict[str, int],
+               place: Place) -> dict[str, list]:
+    """This combination's domains in the spec's var order, when they declare the spec's vars
+    with the same kinds as the first combination (which the spec was made from): states are
+    tuples read by position (independence ignores vars by index), and the reports, traces
+    and ITF types are the spec's, so a var cannot come, go or change kind with the params."""
+    names = [v.name for v in spec.vars]
+    gone = [n for n in names if n not in doms]
+    new = [n for n in doms if n not in names]
+    if gone or new:
+        parts = ([f"var{'s' if len(gone) > 1 else ''} {', '.join(gone)} with {first} but not with {p}"]
+                 if gone else []) + \
+                ([f"var{'s' if len(new) > 1 else ''} {', '.join(new)} with {p} but not with {first}"]
+                 if new else [])
+        raise SpecError([Problem(*place, f"{type(model).__name__}.domains() declares {', and '.join(parts)}: "
+                                         "every param combination has the same vars")])
+    for v in spec.vars:
+        kind = _kind(doms[v.name])
+        if kind != v.kind:
+            raise SpecError([Problem(*place, f"var {v.name} is {v.kind} with {first} but {kind} with {p}: "
+                                             "a var keeps one kind (int, bool or enum) in every param "
+                                             "combination")])
+    return {n: doms[n] for n in names}
+
+
+def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list]:
+    file, line = place
+    what = f"{type(model).__name__}.domains() with {p}"
+    raw = _call(file, line, what, model.domains, dict(p))
     try:
-        doms = {k: list(v) for k, v in model.domains(dict(p)).items()}
-    except Exception as exc:
-        raise SpecError([Problem(file, line, f"domains() raised {type(exc).__name__}: {exc}")]) from None
+        doms = {k: list(v) for k, v in raw.items()}
+        for v in doms.values():
+            frozenset(v)
+    except (AttributeError, TypeError) as exc:
+        raise SpecError([Problem(file, line, f"{what} must return a dict of var name to a list of "
+                                             f"hashable values ({type(exc).__name__}: {exc})")]) from None
     for k, v in doms.items():
         if not v:
             raise SpecError([Problem(file, line, f"var {k} has an empty domain with {p}")])
     return doms
 
 
+def _type_name(value: Any) -> str:
+    """A value's type as a message shows it: numpy's bool is `numpy.bool`, not `bool`."""
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _truth(value: Any, fn: Callable) -> bool:
+    """What a property, guard or terminal returned, when it is a real bool. Anything else
+    ("yes", 1, None, numpy.bool_) is the code's mistake, a `well_defined` finding: taken
+    for its truth value, a predicate returning None would hold everywhere."""
+    if type(value) is bool:
+        return value
+    raise EvalError(f"{getattr(fn, '__qualname__', fn)} returned {value!r} ({_type_name(value)}), "
+                    "not a bool: it must return True or False")
+
+
+def _integer(value: Any, fn: Callable) -> int:
+    """A variant's rank must be an int (not a bool) to be compared and bounded."""
+    if type(value) is int:
+        return value
+    raise EvalError(f"{getattr(fn, '__qualname__', fn)} returned {value!r} ({_type_name(value)}), "
+                    "not an int")
+
+
+def _bound(prop: _Prop, p: dict[str, int]) -> int:
+    """The bound of a variant or terminates_within for these params: an int, or a spec error."""
+    file, line = prop.at
+    what = f"the bound of {prop.name} with {p}"
+    value = _call(file, line, what, prop.bound, dict(p))
+    if type(value) is not int:
+        raise SpecError([Problem(file, line, f"{what} is {value!r} ({_type_name(value)}), not an int")])
+    return value
+
+
 def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dict[str, int],
-             file: str, line: int | None) -> Machine:
-    doms = _domains(model, p, file, line)
+             places: dict[str, Place], first: dict[str, int]) -> Machine:
+    doms = _same_vars(model, spec, _domains(model, p, places["domains"]), p, first, places["domains"])
     names = list(doms)
-    allowed = [frozenset(v) for v in doms.values()]
+    # (type, value) pairs: True == 1 == 1.0, and a plain membership test would let a bool or a
+    # float into an int domain (or 1 into a bool one); the type must match a declared value's
+    allowed = [frozenset((type(v), v) for v in d) for d in doms.values()]
 
     def as_dict(s: tuple) -> dict[str, Any]:
         return dict(zip(names, s))
@@ -253,14 +406,26 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
             raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"
                             f"{_user_traceback(exc)}") from None
 
+    def domain_error(t: tuple) -> int:
+        for i, (v, ok) in enumerate(zip(t, allowed)):
+            if (type(v), v) not in ok:
+                return i
+        return -1
+
+    def domain_text(i: int) -> str:
+        return "{" + ", ".join(map(str, doms[names[i]])) + "}"
+
+    file, line = places["init"]
+    raw = _call(file, line, f"{type(model).__name__}.init() with {p}", lambda: list(model.init(dict(p))))
     try:
-        inits = [as_tuple(s, "init()") for s in model.init(dict(p))]
-    except Exception as exc:
-        raise SpecError([Problem(file, line, f"init() failed with {p}: {exc}")]) from None
+        inits = [as_tuple(s, "init()") for s in raw]
+    except CodeError as exc:
+        raise SpecError([Problem(file, line, f"{exc} (with {p})")]) from None
     for s in inits:
-        bad = [n for n, v, ok in zip(names, s, allowed) if v not in ok]
-        if bad:
-            raise SpecError([Problem(file, line, f"initial state {as_dict(s)} has {bad[0]} outside its domain")])
+        bad = domain_error(s)
+        if bad >= 0:
+            raise SpecError([Problem(file, line, f"initial state {as_dict(s)} has {names[bad]} = {s[bad]!r} "
+                                                 f"outside its domain {domain_text(bad)}")])
 
     actions = []
     for index, (name, fn) in enumerate(methods):
@@ -272,7 +437,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
         when = meta["when"]
 
         def guard(s: tuple, when: Callable | None = when) -> bool:
-            return True if when is None else bool(user(when, as_dict(s), dict(p)))
+            return True if when is None else _truth(user(when, as_dict(s), dict(p)), when)
 
         def step(s: tuple, *combo: tuple, fn: Callable = fn, cnames: list = cnames, rules: set = rules,
                  aname: str = name) -> tuple[tuple, str | None]:
@@ -290,34 +455,37 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
                      for combo in combos]
         actions.append(CompiledAction(name, index, guard, step, combos, labels, step_args, cnames))
 
-    def domain_error(t: tuple) -> int:
-        for i, (v, ok) in enumerate(zip(t, allowed)):
-            if v not in ok or type(v) is bool and not all(type(x) is bool for x in ok):
-                return i
-        return -1
-
+    terminal = model.terminal
     m = Machine(spec, dict(p), names, inits, actions,
-                lambda s: bool(user(model.terminal, as_dict(s), dict(p))),
+                lambda s: _truth(user(terminal, as_dict(s), dict(p)), terminal),
                 None, domain_error, [(min(d), max(d)) if all(type(x) is int for x in d) else None
                                      for d in doms.values()])
     m.bound_to = f"{type(model).__module__}:{type(model).__name__}"
-    m.domain_text = lambda i: "{" + ", ".join(map(str, doms[names[i]])) + "}"   # type: ignore[method-assign]
-    for prop in props:
-        if prop.when is not None and not prop.when(dict(p)):
-            m.inactive.add(prop.name)
-        if prop.kind == "invariant":
-            m.invariants[prop.name] = lambda s, f=prop.fn: bool(user(f, model, as_dict(s), dict(p)))
-        elif prop.kind == "reachable":
-            m.reachables[prop.name] = lambda s, f=prop.fn: bool(user(f, model, as_dict(s), dict(p)))
-        elif prop.kind == "step_invariant":
-            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, spec.choice_names, user)
-        elif prop.kind == "variant":
-            m.variants[prop.name] = (lambda s, f=prop.fn: user(f, as_dict(s), dict(p)), prop.bound(dict(p)))
-        elif prop.kind == "terminates_within":
-            m.within[prop.name] = prop.bound(dict(p))
-            if prop.count is not None:
-                m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, spec.choice_names, user)
+    m.domain_text = domain_text   # type: ignore[method-assign]
+    _add_properties(m, model, props, as_dict, user)
     return m
+
+
+def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable, user: Callable) -> None:
+    """Give the machine each property's check, calling the user's functions through `user`."""
+    p, choice_names = m.params, m.spec.choice_names
+    for prop in props:
+        if prop.kind == "invariant":
+            m.invariants[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
+        elif prop.kind == "reachable":
+            m.reachables[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
+        elif prop.kind == "step_invariant":
+            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, choice_names, user)
+        elif prop.kind == "variant":
+            m.variants[prop.name] = (lambda s, f=prop.fn: _integer(user(f, as_dict(s), dict(p)), f),
+                                     _bound(prop, p))
+        elif prop.kind == "terminates_within":
+            m.within[prop.name] = _bound(prop, p)
+            if m.within[prop.name] < 0:
+                raise SpecError([Problem(*prop.at, negative_bound(prop.name, m.within[prop.name])
+                                         + f" (with {', '.join(f'{k}={v}' for k, v in p.items())})")])
+            if prop.count is not None:
+                m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
 
 
 def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, int],
@@ -326,5 +494,5 @@ def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, 
     def call(b: tuple, a: tuple, action: str, rule: str | None, *choices: Any) -> bool:
         chosen = {n: c[0] for n, c in zip(choice_names, choices) if not isinstance(c, _MissingChoice)}
         args = (as_dict(b), as_dict(a), dict(p), action, chosen, rule)
-        return bool(user(fn, model, *args) if model is not None else user(fn, *args))
+        return _truth(user(fn, model, *args) if model is not None else user(fn, *args), fn)
     return call

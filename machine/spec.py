@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import ast
 import difflib
+import errno
 import keyword
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
+from .inputs import TooLarge, read_bounded, too_large
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -27,8 +30,22 @@ BUILTIN_PROPERTIES = ("domains", "well_defined")
 @dataclass
 class Param:
     name: str
-    values: list[int]
+    values: Sequence[int]      # a list, or a range for `{min, max}`: never materialized
     line: int
+    file: str | None = None        # where declared, when not the spec's file (see `declared_at`)
+
+    @property
+    def count(self) -> int:
+        """How many values: `len` of a range fails past sys.maxsize, arithmetic does not."""
+        return value_count(self.values)
+
+
+def value_count(values: Sequence[int]) -> int:
+    """The number of values in a list or a range of any size."""
+    if isinstance(values, range):
+        step = values.step
+        return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
+    return len(values)
 
 
 @dataclass
@@ -55,6 +72,7 @@ class ChoiceSet:
     lo: E.Expr | None = None
     hi: E.Expr | None = None
     line: int = 0
+    file: str | None = None
 
     def labels(self) -> list:
         """The names that traces and scenarios use for the items."""
@@ -80,6 +98,7 @@ class Rule:
     when: E.Expr | None
     then: E.Expr
     line: int
+    file: str | None = None
 
 
 @dataclass
@@ -96,6 +115,7 @@ class Action:
     choices: list[tuple[str, ChoiceSet]]     # (local name, set), in declared order
     stages: list[SetStage | DecideStage]
     line: int
+    file: str | None = None
 
     @property
     def decide(self) -> DecideStage | None:
@@ -108,6 +128,7 @@ class Terminal:
     label: E.Expr | None           # ... or iff this value is one of `values`
     values: list = field(default_factory=list)
     line: int = 0
+    file: str | None = None
 
 
 @dataclass
@@ -117,10 +138,37 @@ class PropertyDecl:
     line: int
     expr: E.Expr | None = None     # the predicate, the ranking, ...
     bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
+    bound_line: int | None = None  # where the bound is written
     count: E.Expr | None = None    # which transitions terminates_within counts (None: all)
     vars: list[int] = field(default_factory=list)   # independent_of
     description: str = ""
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
+    file: str | None = None
+
+
+def declared_at(spec: "Spec", decl: Any) -> tuple[str, int | None]:
+    """Where a declaration (param, action, rule, choice, terminal, property) is written:
+    (file, line). A YAML spec's are all in its file; a Python model's may be in a base
+    class's module (its `file`), while the spec's path is the subclass's file."""
+    return decl.file or spec.path, decl.line or None
+
+
+def where_text(spec: "Spec", decl: Any) -> str:
+    """A declaration's place as messages show it: `line 12` in the spec's own file, else
+    `base.py:12`, so no message pairs a line with the wrong file."""
+    file, line = declared_at(spec, decl)
+    if file == spec.path:
+        return f"line {decl.line}"
+    return f"{shown_path(file)}:{line}" if line else shown_path(file)
+
+
+def shown_path(path: str) -> str:
+    """A path as users see it: relative to the working directory when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
 
 
 @dataclass
@@ -186,20 +234,41 @@ class Spec:
 
 # ---------------------------------------------------------------- loading
 
+# The largest bundled spec is 23 KB. Checking costs grow with the text (a 1 MiB expression takes
+# about 25 s and 900 MB to parse, type-check and compile), so 1 MiB refuses only abuse.
+MAX_SPEC_BYTES = 1024 * 1024       # docs/spec-language.md, "Limits on the input"
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a YAML spec; raise SpecError listing every problem found."""
     path = Path(path)
     shown = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError([Problem(shown, None, "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bounded(path, MAX_SPEC_BYTES, "a spec").replace("\r\n", "\n").replace("\r", "\n")
+    except TooLarge as exc:
+        raise SpecError([Problem(shown, None, str(exc))]) from None
+    except OSError as exc:
+        why = symlink_problem(path, exc) or ("no such file" if isinstance(exc, FileNotFoundError)
+                                             else f"cannot read the file: {exc}")
+        raise SpecError([Problem(shown, None, why)]) from None
+    except UnicodeDecodeError as exc:
         raise SpecError([Problem(shown, None, f"cannot read the file: {exc}")]) from None
     return parse_spec(text, shown)
 
 
+def symlink_problem(path: Path, exc: OSError) -> str | None:
+    """What is wrong when a symlink makes a path unreadable ("no such file" would mislead)."""
+    if exc.errno == errno.ELOOP:
+        return "symlink loop (resolving it leads back to itself)"
+    if exc.errno == errno.ENOENT and path.is_symlink():
+        return f"broken symlink (to {os.readlink(path)}, which does not exist)"
+    return None
+
+
 def parse_spec(text: str, file: str) -> Spec:
+    """Validate a spec's YAML text; `file` is the name its problems are reported under."""
+    if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
+        raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
     data = load_yaml(text, file)
     return _Loader(file).load(data, text)
 
@@ -340,10 +409,10 @@ class _Loader:
                 hi = self.integer(value["max"], value.line_of("max"), f"max of param {name}")
                 if lo > hi:
                     raise self.at(pline).error(f"param {name} has min {lo} > max {hi}: no values")
-                values = list(range(lo, hi + 1))
+                values = range(lo, hi + 1)
             else:
                 values = [self.integer(value, pline, f"param {name}")]
-            if len(set(values)) != len(values):
+            if isinstance(values, list) and len(set(values)) != len(values):
                 raise self.at(pline).error(f"param {name} lists a value twice", values)
             out.append(Param(name, values, pline))
         return out
@@ -772,13 +841,17 @@ class _Loader:
             if value is not True:
                 raise self.at(kline).error("terminates takes the value true", value)
         elif key == "terminates_within":
-            p.bound = self.int_expr(value, self.param_scope, kline, f"the bound of {name}")
+            p.bound, p.bound_line = self.int_expr(value, self.param_scope, kline, f"the bound of {name}"), kline
+            fixed = _constant(p.bound)
+            if fixed is not None and fixed < 0:     # else checked per param combination
+                raise self.at(kline).error(negative_bound(name, fixed))
             if "count" in m:
                 p.count = self.bool_expr(m["count"], self.step_scope, m.line_of("count"),
                                          f"count of {name}")
         elif key == "variant":
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
+            p.bound_line = m.line_of("bound")
         elif key == "independent_of":
             names = value if isinstance(value, YList) else [value]
             for n in names:
@@ -851,7 +924,7 @@ class _Loader:
             pvals[pname] = value
         for p in params:
             if p.name not in pvals:
-                if len(p.values) != 1:
+                if p.count != 1:
                     raise self.at(line).error(f"scenario {name} must set param {p.name} "
                                               f"(it has several values)")
                 pvals[p.name] = p.values[0]
@@ -904,6 +977,23 @@ class _Loader:
                 raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
             out[vname] = str(value) if isinstance(value, str) else value
         return out
+
+
+def negative_bound(name: str, value: int) -> str:
+    """terminates_within N counts transitions: a negative N is a mistake, not a violation."""
+    return (f"the bound of {name} is {value}: a run takes at least 0 transitions, so "
+            "terminates_within needs a bound of 0 or more")
+
+
+def _constant(ex: E.Expr) -> int | None:
+    """The value of an expression that reads no param (`-1`, `2 - 3`), else None."""
+    if any(isinstance(n, ast.Name) and n.id not in ("min", "max", "abs") for n in ast.walk(ex.py)):
+        return None
+    try:
+        return eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<bound>", "eval"),
+                    {"__builtins__": {}, "min": min, "max": max, "abs": abs})
+    except ZeroDivisionError:
+        return None                # reported with the params, like any other division by zero
 
 
 def _sub(name: str, i: int) -> ast.expr:

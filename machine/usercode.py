@@ -83,9 +83,11 @@ def remaining() -> float | None:
 def deadline(seconds: float | None) -> Iterator[None]:
     """Bound the user code run inside to `seconds` from now (None: no bound).
 
-    Nested, the earlier deadline wins."""
+    Nested, the earlier deadline wins. A bound longer than any wait the platform can make
+    (`threading.TIMEOUT_MAX`, centuries) cannot pass while the process runs: it bounds
+    nothing, and no timer could be armed for it."""
     st = _state
-    if seconds is None:
+    if seconds is None or seconds > threading.TIMEOUT_MAX:
         yield
         return
     end = time.monotonic() + seconds

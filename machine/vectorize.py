@@ -178,7 +178,11 @@ def vectorize(m: Machine) -> VMachine:
         raise NotVectorizable(f"an expression can reach {widest:,}, beyond exact 64-bit arithmetic")
     int_t = np.int32 if widest < NARROW_LIMIT and space < NARROW_LIMIT else np.int64
     gen = _Gen(spec, m, gid, int_t)
-    g = gen.compile()
+    try:
+        g = gen.compile()
+    except RecursionError:      # `a or b or ...` thousands long is flat for Python, a deep `|` chain here
+        raise NotVectorizable("an expression is too long for the generated array code (Python's "
+                              "compiler nests too deeply)") from None
     actions = []
     for ai, a in enumerate(m.actions):
         combos = [tuple(tuple(gid[x] if isinstance(x, str) else x for x in item) for item in combo)

@@ -56,10 +56,16 @@ class YStr(str):
     source: list  # the file's lines, to find where in a folded scalar a piece of text is
 
 
+# Limits that keep a hostile file from exhausting memory or the stack (docs/spec-language.md).
+MAX_DEPTH = 100             # collections nested in collections, aliases expanded
+ALIAS_BUDGET = 100_000      # what aliases may add: 1 per node plus the length of each scalar
+
+
 def load_yaml(text: str, file: str) -> Any:
     """Parse one YAML document into YMap/YList/scalars with line numbers."""
+    loader = _Composer(text, file)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = loader.get_single_node()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         context = getattr(exc, "context_mark", None)
@@ -73,57 +79,146 @@ def load_yaml(text: str, file: str) -> Any:
             msg = f"the {what} that starts here is not closed ({msg} at line {line})"
             line = context.line + 1
         raise SpecError([Problem(file, line, f"not valid YAML: {msg}")]) from None
+    finally:
+        loader.dispose()
     if node is None:
         raise SpecError([Problem(file, 1, "the file is empty")])
-    constructor = yaml.SafeLoader("")
-    return _build(node, file, constructor, text.splitlines())
+    return _Builder(file, text.splitlines()).build(node, 0)
 
 
-def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader, source: list[str]) -> Any:
-    line = node.start_mark.line + 1
-    if node.tag in _AS_TEXT and isinstance(node, yaml.ScalarNode):
-        node = yaml.ScalarNode("tag:yaml.org,2002:str", node.value, node.start_mark, node.end_mark,
-                               node.style)
-    if node.tag not in _SAFE_TAGS:
-        raise SpecError([Problem(file, line, "YAML tag not allowed in a spec", node.tag)])
-    if isinstance(node, yaml.MappingNode):
+class _Alias:
+    """An alias as composed: the node it names and the line where the alias itself stands
+    (PyYAML hands back the anchored node, which only knows the anchor's line)."""
+
+    __slots__ = ("target", "line")
+
+    def __init__(self, target: yaml.Node, line: int):
+        self.target, self.line = target, line
+
+
+def _too_deep(file: str, line: int) -> SpecError:
+    return SpecError([Problem(file, line, f"the YAML nests deeper than {MAX_DEPTH} levels")])
+
+
+class _Composer(yaml.SafeLoader):
+    """SafeLoader's composer (which recurses once per level: bounded here by MAX_DEPTH), keeping
+    each alias apart so that building the values can count what aliases expand to."""
+
+    def __init__(self, text: str, file: str):
+        super().__init__(text)
+        self.file = file
+        self.depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            line = self.peek_event().start_mark.line + 1
+            return _Alias(super().compose_node(parent, index), line)
+        if self.check_event(yaml.ScalarEvent):
+            return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _too_deep(self.file, self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+class _Builder:
+    """Builds YMap/YList/scalars from composed nodes, expanding aliases within ALIAS_BUDGET.
+
+    An alias shares its anchor's node, so ten levels of nine aliases ("billion laughs") is a
+    short file that expands to 9^10 values; a recursive anchor (`&a [*a]`) never ends."""
+
+    def __init__(self, file: str, source: list[str]):
+        self.file = file
+        self.source = source
+        self.constructor = yaml.SafeLoader("")
+        self.spent = 0                      # of ALIAS_BUDGET
+        self.alias_line: int | None = None  # the outermost alias being expanded
+        self.open: set[int] = set()         # collections being built: an alias to one is a cycle
+
+    def fail(self, line: int, message: str, text: object = None) -> SpecError:
+        return SpecError([Problem(self.file, line, message, None if text is None else str(text))])
+
+    def build(self, node: Any, depth: int) -> Any:
+        if isinstance(node, _Alias):
+            if id(node.target) in self.open:
+                raise self.fail(node.line, "this alias refers to a node that contains it: a spec "
+                                           "cannot be a recursive structure")
+            if self.alias_line is not None:
+                return self.build(node.target, depth)
+            self.alias_line = node.line
+            try:
+                return self.build(node.target, depth)
+            finally:
+                self.alias_line = None
+        if self.alias_line is not None:
+            self.spent += 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
+            if self.spent > ALIAS_BUDGET:
+                raise self.fail(self.alias_line, f"aliases expand the spec past {ALIAS_BUDGET:,} "
+                                                 "nodes and characters (a YAML alias bomb?)")
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        if depth >= MAX_DEPTH:               # only aliases can nest deeper than the text
+            raise _too_deep(self.file, self.alias_line or node.start_mark.line + 1)
+        self.check_tag(node)
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self.mapping(node, depth + 1)
+            return self.sequence(node, depth + 1)
+        finally:
+            self.open.discard(id(node))
+
+    def check_tag(self, node: yaml.Node) -> None:
+        if node.tag not in _SAFE_TAGS:
+            raise self.fail(node.start_mark.line + 1, "YAML tag not allowed in a spec", node.tag)
+
+    def mapping(self, node: yaml.MappingNode, depth: int) -> YMap:
         out = YMap()
-        out.line = line
+        out.line = node.start_mark.line + 1
         out.lines = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise SpecError([Problem(file, key_node.start_mark.line + 1,
-                                         "YAML merge keys ('<<') are not supported in a spec")])
-            key = _build(key_node, file, constructor, source)
-            kline = key_node.start_mark.line + 1
+            kline = key_node.line if isinstance(key_node, _Alias) else key_node.start_mark.line + 1
+            if getattr(key_node, "tag", None) == "tag:yaml.org,2002:merge":
+                raise self.fail(kline, "YAML merge keys ('<<') are not supported in a spec")
+            key = self.build(key_node, depth)
             if not isinstance(key, str):
-                raise SpecError([Problem(file, kline, "keys must be strings", key)])
+                raise self.fail(kline, "keys must be strings", key)
             if key in out:
-                raise SpecError([Problem(file, kline,
-                                         f"duplicate key (first at line {out.lines[key]})", key)])
-            out[str(key)] = _build(value_node, file, constructor, source)
+                raise self.fail(kline, f"duplicate key (first at line {out.lines[key]})", key)
+            out[str(key)] = self.build(value_node, depth)
             out.lines[str(key)] = kline
         return out
-    if isinstance(node, yaml.SequenceNode):
-        out_list = YList()
-        out_list.line = line
-        out_list.lines = []
+
+    def sequence(self, node: yaml.SequenceNode, depth: int) -> YList:
+        out = YList()
+        out.line = node.start_mark.line + 1
+        out.lines = []
         for item in node.value:
-            out_list.append(_build(item, file, constructor, source))
-            out_list.lines.append(item.start_mark.line + 1)
-        return out_list
-    try:
-        value = constructor.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:
-        raise SpecError([Problem(file, line, f"bad YAML value: {exc}")]) from None
-    if isinstance(value, str):
-        s = YStr(value)
-        s.line = line
-        s.block = node.style in ("|", ">")
-        s.end_line = node.end_mark.line + 1
-        s.source = source
-        return s
-    if isinstance(value, float):
-        raise SpecError([Problem(file, line, "floating-point numbers are not allowed; "
-                                              "domains are finite integers", node.value)])
-    return value
+            out.append(self.build(item, depth))
+            out.lines.append(item.line if isinstance(item, _Alias) else item.start_mark.line + 1)
+        return out
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        line = node.start_mark.line + 1
+        if node.tag in _AS_TEXT:
+            node = yaml.ScalarNode("tag:yaml.org,2002:str", node.value, node.start_mark, node.end_mark,
+                                   node.style)
+        self.check_tag(node)
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise self.fail(line, f"bad YAML value: {exc}") from None
+        if isinstance(value, str):
+            s = YStr(value)
+            s.line = line
+            s.block = node.style in ("|", ">")
+            s.end_line = node.end_mark.line + 1
+            s.source = self.source
+            return s
+        if isinstance(value, float):
+            raise self.fail(line, "floating-point numbers are not allowed; domains are finite integers",
+                            node.value)
+        return value

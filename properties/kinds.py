@@ -78,3 +78,4 @@ class PropertyResult:
     expected: bool | None = None          # set when the spec declares expect
     line: int | None = None
     description: str = ""
+    file: str | None = None               # the file `line` is in, when not the spec's

@@ -212,7 +212,7 @@ def longest_run(ex: Exploration, order: Sequence[int], weight: Any) -> tuple[int
     if weight is None:
         weight = lambda src, e: 1       # noqa: E731
     n = ex.expanded
-    best = array("q", bytes(8 * len(ex.states)))
+    best = [0] * len(ex.states)         # Python ints: a sum of large terms is exact, never wrapped
     choice = array("q", [-1]) * len(ex.states)
     for i in reversed(order):
         top, pick = 0, -1
@@ -231,11 +231,26 @@ def longest_run(ex: Exploration, order: Sequence[int], weight: Any) -> tuple[int
     return best[start], start, edges, v
 
 
+INT64_MAX = 2 ** 63 - 1
+
+
+def _total_type(order: Peeled, weight: np.ndarray | None) -> Any:
+    """int64 where no total along a run can leave it, Python ints (object arrays) otherwise.
+    A run visits the levels of the order in increasing order, so it has at most one edge
+    per level (the last one may lead to an unexpanded state); each edge weighs at most the
+    largest |weight| (every weight fits int64: the vector engine bounded its expression)."""
+    heaviest = 1 if weight is None or len(weight) == 0 else int(np.abs(weight).max())
+    return np.int64 if heaviest * (len(order.levels) + 1) <= INT64_MAX else object
+
+
 def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, int, list[int]]:
     """`longest_run` on numpy arrays: best value per state, level by level from the sinks.
     `weight` is None (every edge counts 1) or an array of per-edge weights."""
     n = ex.expanded
-    best = np.zeros(len(ex.parent), dtype=np.int64)
+    total_t = _total_type(order, weight)
+    if total_t is object and weight is not None:
+        weight = weight.astype(object)          # Python ints
+    best = np.zeros(len(ex.parent), dtype=total_t)
     for level in reversed(order.levels):
         if isinstance(level, slice):            # a BFS level: its states and edges are contiguous
             lo, hi = int(ex.edge_start[level.start]), int(ex.edge_start[level.stop])
@@ -247,7 +262,7 @@ def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, i
             counts = np.diff(ex.edge_start[level.start:level.stop + 1])
             has = counts > 0
             starts = (ex.edge_start[level.start:level.stop] - lo)[has]
-            top = np.zeros(level.stop - level.start, dtype=np.int64)
+            top = np.zeros(level.stop - level.start, dtype=total_t)
             top[has] = np.maximum(np.maximum.reduceat(value, starts), 0)
             best[level] = top
             continue
@@ -257,7 +272,7 @@ def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, i
         d = ex.e_dst[edges]
         w = 1 if weight is None else weight[edges]
         value = w + np.where(d < n, best[d], 0)
-        top = np.zeros(len(level), dtype=np.int64)
+        top = np.zeros(len(level), dtype=total_t)
         np.maximum.at(top, owner, value)
         best[level] = top
     inits = np.nonzero(ex.parent == -1)[0]

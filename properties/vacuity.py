@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from explorer.engine import Exploration
+from machine.spec import shown_path, where_text
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,15 @@ class Notice:
     line: int | None = None
     action: str | None = None
     summary: str = ""     # what is dead, without why: the same across param combinations
+    file: str | None = None   # the file `line` is in, when not the spec's (a Python model's base class)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.file is None:
+            del out["file"]
+        else:
+            out["file"] = shown_path(self.file)
+        return out
 
 
 def coverage(ex: Exploration) -> dict[str, dict[str, int]]:
@@ -48,8 +55,8 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
     outcomes = _choice_outcomes(ex, [k for k in taken if _single_choice(ex, k)])
     for k, act in enumerate(spec.actions):
         if k not in taken:
-            out.append(Notice("action", act.name, f"vacuous: action {act.name} (line {act.line}) is never taken",
-                              act.line, act.name))
+            out.append(Notice("action", act.name, f"vacuous: action {act.name} ({where_text(spec, act)}) "
+                              "is never taken", act.line, act.name, file=act.file))
             continue
         if act.decide is not None:
             out.extend(_rule_notices(ex, k, fired.get(k, {})))
@@ -58,7 +65,7 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
         for label, n in cov["terminals"].items():
             if n == 0:
                 out.append(Notice("terminal", label, f"vacuous: terminal {label!r} is never reached",
-                                  spec.terminal.line))
+                                  spec.terminal.line, file=spec.terminal.file))
     return out
 
 
@@ -97,7 +104,7 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
     out = []
     for d in dead:
         r = rules[d]
-        where = f"decide rule {r.name!r} of action {act.name} (line {r.line})"
+        where = f"decide rule {r.name!r} of action {act.name} ({where_text(m.spec, r)})"
         if conds is None:
             why = "never fires"
         elif d in true_somewhere:
@@ -106,7 +113,7 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
         else:
             why = "never fires: its condition is never true in any reachable step"
         out.append(Notice("rule", r.name, f"vacuous: {where} {why}", r.line, act.name,
-                          f"vacuous: {where} never fires"))
+                          f"vacuous: {where} never fires", r.file))
     return out
 
 
@@ -147,9 +154,9 @@ def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list]
             if outs:
                 groups.setdefault(tuple(outs), []).append(act.labels[ci][act.choice_names[0]])
     spec_action = m.spec.actions[k]
-    line = spec_action.choices[0][1].line if spec_action.choices else spec_action.line
+    decl = spec_action.choices[0][1] if spec_action.choices else spec_action
     name = act.choice_names[0]
-    return [Notice("choice", name, f"vacuous: choice {name} of action {act.name} (line {line}): the values "
-                                   f"{', '.join(map(str, values))} always lead to the same step; "
-                                   "they never make a difference", line, act.name)
+    return [Notice("choice", name, f"vacuous: choice {name} of action {act.name} ({where_text(m.spec, decl)}): "
+                                   f"the values {', '.join(map(str, values))} always lead to the same step; "
+                                   "they never make a difference", decl.line, act.name, file=decl.file)
             for values in groups.values() if len(values) > 1]

@@ -34,3 +34,18 @@ def cli(capsys):
 
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Say loudly when tests were skipped because a system tool (Chromium, Graphviz) is missing:
+    a quiet `s` in the progress line is easy to miss, and those tests guard real outputs."""
+    missing = []
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if "not installed" in reason:
+            missing.append(f"{report.nodeid}: {reason.removeprefix('Skipped: ')}")
+    if missing:
+        terminalreporter.section("SKIPPED: system tools missing", sep="#", red=True, bold=True)
+        for line in missing:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line("scripts/test installs them with apt-get where it can.")

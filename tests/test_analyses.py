@@ -150,3 +150,28 @@ def test_baseline_usage_errors(cli, tmp_path):
     assert ran.code == 2 and "not a haltproof baseline" in ran.err and ran.out == ""
     ran = cli("check", LOOP_DEMO, "--update-baseline")
     assert ran.code == 2 and "--update-baseline needs --baseline FILE" in ran.err
+
+
+def test_a_baseline_naming_a_key_twice_is_a_usage_error(cli, tmp_path):
+    """json.loads keeps the last value: a doctored baseline could hide a moved figure."""
+    base = tmp_path / "base.json"
+    base.write_text('{"schema": "haltproof-baseline/1", "runs": {}, "runs": {}}')
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--baseline", base)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: --baseline {base}: cannot read it: duplicate key 'runs' in a JSON object "
+                       "(which value is meant is ambiguous)\n")
+
+
+def test_a_baseline_past_its_size_limit_is_refused_before_anything_runs(cli, tmp_path, monkeypatch):
+    from explorer import baseline
+    base = tmp_path / "base.json"
+    args = (LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--baseline", base, "--quiet")
+    assert cli("check", *args).code == 0                     # written
+    size = base.stat().st_size
+    monkeypatch.setattr(baseline, "MAX_BASELINE_BYTES", size - 1)
+    ran = cli("check", *args)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: --baseline {base}: the file is {size:,} bytes, more than the limit of "
+                       f"{size - 1:,} bytes for a baseline\n")
+    monkeypatch.setattr(baseline, "MAX_BASELINE_BYTES", size)
+    assert cli("check", *args).code == 0

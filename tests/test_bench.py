@@ -184,3 +184,35 @@ def test_peak_rss_is_per_child_and_timeouts_end_a_measurement():
     assert small["peak_rss"] < 100 * 2**20  # not the max over every child so far
     slow = bench.run_measured([sys.executable, "-c", "import time; time.sleep(30)"], ROOT, timeout=0.3)
     assert slow["timed_out"] and slow["wall_s"] < 10
+
+
+BAD_OPTIONS = [
+    ("--timeout", "nan", "--timeout must be a finite number, got 'nan'"),
+    ("--timeout", "inf", "--timeout must be a finite number, got 'inf'"),
+    ("--timeout", "-inf", "--timeout must be a finite number, got '-inf'"),
+    ("--timeout", "0", "--timeout must be in (0, 604800], got '0'"),
+    ("--timeout", "-5", "--timeout must be in (0, 604800], got '-5'"),
+    ("--timeout", "1e10", "--timeout must be in (0, 604800], got '1e10'"),
+    ("--timeout", "soon", "--timeout must be a number, got 'soon'"),
+    ("--repeat", "0", "--repeat must be at least 1, got '0'"),
+    ("--repeat", "-2", "--repeat must be at least 1, got '-2'"),
+    ("--repeat", "nan", "--repeat must be a number, got 'nan'"),
+    ("--q", "0", "--q wants positive integers"),
+    ("--q", "10,-1", "--q wants positive integers"),
+]
+
+
+@pytest.mark.parametrize("option, value, message", BAD_OPTIONS, ids=[f"{o}={v}" for o, v, _ in BAD_OPTIONS])
+def test_numeric_options_are_refused_before_anything_runs(option, value, message, tmp_path, capsys):
+    """--timeout nan or -5 made the timer fire at once (every measurement killed, reported as
+    "killed after the nan s timeout"), and inf an OverflowError in the timer thread: no
+    timeout at all."""
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as info:
+        bench.main([f"{option}={value}", "--tools", "baseline", "--out", str(out), "--no-readme", "--quiet"])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines()[-1] == f"python -m bench: error: argument {option}: {message}"
+    assert not out.exists()
+

@@ -543,3 +543,49 @@ def test_timeout_bounds_replay_and_conform(tmp_path):
     assert ran.stdout.startswith("conformance of loop_demo and stuck_code:Spinning: incomplete, --timeout "
                                  "reached after ")
     assert ran.stdout.rstrip().endswith("no difference found so far, which proves nothing")
+
+
+# ------------------------------------------------------------------ (e) values of the wrong type
+
+TYPED = """\
+machine: typed
+bind: typed_adapters:{adapter}
+vars:
+  x: {{type: int, min: 0, max: 1, init: 0}}
+  lit: {{type: bool, init: false}}
+actions:
+  inc: {{when: x == 0, do: [{{set: {{x: 1}}}}]}}
+  flip: {{when: not lit, do: [{{set: {{lit: true}}}}]}}
+  late_x: {{when: x == 0, do: [{{set: {{x: 1}}}}]}}
+  late_lit: {{when: not lit, do: [{{set: {{lit: true}}}}]}}
+terminal: x == 1 and lit
+"""
+
+
+def _typed(tmp_path: Path, adapter: str):
+    path = tmp_path / f"typed_{adapter}.yaml"
+    path.write_text(TYPED.format(adapter=adapter))
+    (run,) = check_spec(load_spec(path), Options())
+    return run
+
+
+def test_the_honest_typed_adapter_is_proved(tmp_path):
+    run = _typed(tmp_path, "Honest")
+    assert run.result == "proved" and run.explored == "code: typed_adapters:Honest"
+    assert (run.stats["states"], run.stats["transitions"]) == (4, 8)
+
+
+@pytest.mark.parametrize("adapter,action,var,shown,domain", [
+    ("XTrue", "late_x", "x", "True", "0..1"),
+    ("XFloat", "late_x", "x", "1.0", "0..1"),
+    ("LitOne", "late_lit", "lit", "1", "true/false")])
+def test_a_value_of_the_wrong_type_from_the_code_is_a_domains_violation(tmp_path, adapter, action, var,
+                                                                        shown, domain):
+    """The wrong value equals a state already reached (True == 1 == 1.0): it is still checked."""
+    run = _typed(tmp_path, adapter)
+    assert run.result == "violated"
+    p = next(p for p in run.properties if p.name == "domains")
+    assert p.status == "violated" and p.message == f"{var} = {shown} is outside its domain {domain}"
+    assert [s.action for s in p.trace.steps] == [None, action]            # the shortest trace
+    assert repr(p.trace.steps[-1].state[var]) == shown
+    assert next(p for p in run.properties if p.name == "bound_code").status != "violated"

@@ -4,6 +4,7 @@ bad input (exit 2, a message, never a traceback)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -184,13 +185,88 @@ def test_bad_action_files_exit_2(capsys, tmp_path, content, words):
     assert code == 2 and words in err and "actions.json" in err
 
 
+def test_an_action_file_past_its_size_limit_is_refused_before_parsing(capsys, tmp_path, monkeypatch):
+    from harness.budget import policies
+    monkeypatch.setattr(policies, "MAX_ACTIONS_BYTES", 50)
+    path, db = tmp_path / "actions.json", tmp_path / "never.sqlite"
+    action = '[{"type": "finish", "status": "reserved"}]'              # 42 bytes
+    path.write_text(action + " " * 9)                                   # 51 bytes
+    code, out, err = budget(capsys, "run", "--policy", "local", "--actions", path, "--db", db)
+    assert (code, out, err) == (2, "", f"error: {path}: the file is 51 bytes, more than the limit of "
+                                       "50 bytes for an action list\n")
+    assert not db.exists()
+    path.write_text(action + " " * 8)                                   # 50 bytes: runs
+    assert budget(capsys, "run", "--policy", "local", "--actions", path)[0] == 1
+
+
+DUPLICATE = "duplicate key 'type' in a JSON object (which value is meant is ambiguous)"
+
+
+def test_an_action_file_naming_a_key_twice_exits_2(capsys, tmp_path):
+    path = tmp_path / "actions.json"
+    path.write_text('[{"type": "abstain", "type": "finish", "status": "reserved"}]')
+    code, out, err = budget(capsys, "run", "--policy", "local", "--actions", path)
+    assert (code, out, err) == (2, "", f"error: {path}: {DUPLICATE}\n")
+
+
+def test_task_json_naming_a_key_twice_exits_2(capsys):
+    code, out, err = budget(capsys, "run", "--task-json",
+                            '{"goal": "reserve", "query": "camera", "quantity": 1, "quantity": 3}')
+    assert (code, out) == (2, "")
+    assert err == ("error: --task-json: duplicate key 'quantity' in a JSON object (which value is meant "
+                   "is ambiguous)\n")
+
+
+def test_a_stored_run_naming_a_key_twice_exits_2(capsys, tmp_path):
+    """The database is the runner's own file: an edited one is refused, not half-read."""
+    db = tmp_path / "r.sqlite"
+    assert budget(capsys, "run", "--db", db, "--run-id", "r1", "-K", "2")[0] == 1
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE runs SET terminal = NULL, task = ? WHERE run_id = 'r1'",
+                 ('{"goal": "reserve", "query": "camera", "quantity": 1, "quantity": 3}',))
+    conn.commit()
+    conn.close()
+    code, out, err = budget(capsys, "resume", "--db", db, "--run-id", "r1")
+    assert (code, out) == (2, "")
+    assert err == ("error: the database cannot be used: run r1, task is not the JSON this runner saves: "
+                   "duplicate key 'quantity' in a JSON object (which value is meant is ambiguous)\n")
+
+
 def test_unknown_run_and_taken_run_id_exit_2(capsys, tmp_path):
     db = tmp_path / "r.sqlite"
-    code, _, err = budget(capsys, "resume", "--db", db, "--run-id", "ghost")
-    assert code == 2 and "no run 'ghost'" in err
     assert budget(capsys, "run", "--db", db, "--run-id", "x")[0] == 0
+    code, _, err = budget(capsys, "resume", "--db", db, "--run-id", "ghost")
+    assert code == 2 and err == "error: no run 'ghost' in this database\n"
     code, _, err = budget(capsys, "run", "--db", db, "--run-id", "x")
     assert code == 2 and "already exists" in err
+
+
+def test_resume_of_a_missing_database_writes_nothing(capsys, tmp_path):
+    """It exited 2 but left a 53 KB database behind (created, seeded, given the schema)."""
+    db = tmp_path / "missing.sqlite"
+    code, out, err = budget(capsys, "resume", "--db", db, "--run-id", "r1")
+    assert (code, out) == (2, "")
+    assert err == f"error: --db {db}: no such database (resume continues a run saved by `run --db {db}`)\n"
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_resume_on_a_foreign_database_leaves_it_untouched(capsys, tmp_path):
+    """An unrelated SQLite file is neither given the runs schema, seeded, nor switched to WAL."""
+    db = tmp_path / "notes.sqlite"
+    other = sqlite3.connect(db)
+    other.execute("CREATE TABLE notes (text TEXT)")
+    other.commit()
+    other.close()
+    before = db.read_bytes()
+    code, out, err = budget(capsys, "resume", "--db", db, "--run-id", "r1")
+    assert (code, out, err) == (2, "", "error: no run 'r1' in this database\n")
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.sqlite"]
+
+
+def test_resume_of_a_directory_exits_2(capsys, tmp_path):
+    code, out, err = budget(capsys, "resume", "--db", tmp_path, "--run-id", "r1")
+    assert (code, out, err) == (2, "", f"error: --db {tmp_path}: a directory, not a database\n")
 
 
 def test_a_database_that_cannot_be_opened_exits_2(capsys, tmp_path):
@@ -206,3 +282,16 @@ def test_bad_input_from_a_real_process_has_no_traceback():
     ran = python_m("run", "--policy", "http", "--url", "http://user:pw@127.0.0.1:1/")
     assert ran.returncode == 2 and ran.stdout == ""
     assert "user:password" in ran.stderr and "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "resume"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "0", "61", "soon"])
+def test_timeout_must_be_finite_seconds_whatever_the_policy(capsys, tmp_path, command, value):
+    """nan was accepted (and ignored) unless --policy http happened to read it."""
+    db = tmp_path / "never.sqlite"
+    code, out, err = budget(capsys, command, f"--timeout={value}", "--db", db,
+                            *(["--run-id", "r1"] if command == "resume" else []))
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (f"error: argument --timeout: --timeout must be a finite number of "
+                                    f"seconds in (0, 60], got {value!r}")
+    assert not db.exists()

@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +196,16 @@ def test_invalid_json_is_refused(db, body):
     _assert_policy_error_nothing_written(run, inventory, ledger, "not valid JSON")
 
 
+def test_an_answer_naming_a_key_twice_is_a_policy_error(db):
+    """json.loads keeps the last value: this answer was read as a finish."""
+    body = b'{"type": "abstain", "type": "finish", "status": "reserved"}'
+    with _serve(lambda view: (200, JSON, body)) as server:
+        run, inventory, ledger = run_with(db, HTTPJSONPolicy(server.url, timeout=5))
+    _assert_policy_error_nothing_written(run, inventory, ledger, "the policy server's answer is not valid "
+                                         "JSON: duplicate key 'type' in a JSON object (which value is "
+                                         "meant is ambiguous)")
+
+
 def test_a_server_that_never_answers_times_out(db):
     server = RawServer(None)                 # listens, never accepts, never answers
     try:
@@ -322,6 +334,18 @@ def test_the_server_refuses_a_request_without_the_protocol():
         with pytest.raises(urllib.error.HTTPError) as info:
             opener.open(req, timeout=5)
         assert info.value.code == 400
+        assert server.requests == []
+
+
+def test_the_server_refuses_a_request_naming_a_key_twice():
+    body = b'{"protocol": "hero-policy-v1", "view": {}, "view": {"task": {}}}'
+    with PolicyServer() as server:
+        req = urllib.request.Request(server.url, data=body, method="POST", headers=JSON)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with pytest.raises(urllib.error.HTTPError) as info:
+            opener.open(req, timeout=5)
+        assert info.value.code == 400
+        assert json.loads(info.value.read()) == {"error": "the request is not valid JSON"}
         assert server.requests == []
 
 

@@ -6,10 +6,12 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import explorer.engine
+from explorer.report import shown_path
 from conftest import LOOP_DEMO, MUTANTS
 
 
@@ -179,11 +181,13 @@ def test_running_out_of_memory_is_incomplete_not_a_bug(cli, tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("size,message", [
-    ("0", "'0': the size must be positive"), ("-1G", "'-1G': the size must be positive"),
-    ("0.0001K", "'0.0001K': the size must be positive"),
-    ("1.5", "'1.5': a number of bytes is a whole number"),
-    ("12x", "'12x' is not a size: write bytes or a number with K, M, G or T, e.g. 512M or 4G"),
-    ("G", "'G' is not a size"), ("", "'' is not a size")])
+    ("0", "must be positive, got '0'"), ("-1G", "must be positive, got '-1G'"),
+    ("0.0001K", "must be positive, got '0.0001K'"),
+    ("1.5", "must be a whole number of bytes, got '1.5'"),
+    ("12x", "must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, got '12x'"),
+    ("G", "must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, got 'G'"),
+    ("", "must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, got ''"),
+    ("9" * 400 + "G", "must be a finite number, got '" + "9" * 19 + "... (403 characters)")])
 def test_max_memory_refuses_what_is_not_a_positive_size(cli, size, message):
     ran = cli("check", LOOP_DEMO, f"--max-memory={size}")
     assert ran.code == 2 and ran.out == ""
@@ -215,6 +219,95 @@ def test_usage_errors_exit_2_with_a_message(cli, args, message):
     assert message in ran.err
     assert ran.out == ""
     assert "Traceback" not in ran.err
+
+
+NUMERIC = [
+    ("check", "--timeout", "nan", "--timeout must be a finite number, got 'nan'"),
+    ("check", "--timeout", "inf", "--timeout must be a finite number, got 'inf'"),
+    ("check", "--timeout", "1e999", "--timeout must be a finite number, got '1e999'"),
+    ("check", "--timeout", "0", "--timeout must be positive, got '0'"),
+    ("check", "--max-states", "nan", "--max-states must be a number, got 'nan'"),
+    ("check", "--max-states", "inf", "--max-states must be a number, got 'inf'"),
+    ("graph", "--max-nodes", "nan", "--max-nodes must be a number, got 'nan'"),
+    ("graph", "--max-nodes", "0", "--max-nodes must be positive, got '0'"),
+    ("conform", "--examples", "inf", "--examples must be a number, got 'inf'"),
+    ("conform", "--max-depth", "nan", "--max-depth must be a number, got 'nan'"),
+    ("conform", "--seed", "nan", "invalid int value: 'nan'"),
+]
+
+
+@pytest.mark.parametrize("command, option, value, message", NUMERIC,
+                         ids=[f"{c} {o}={v}" for c, o, v, _ in NUMERIC])
+def test_numeric_options_refuse_nan_and_infinity(cli, command, option, value, message):
+    """`--timeout nan` was accepted: ignored on a small spec, a stop after one state on a big one."""
+    ran = cli(command, LOOP_DEMO, f"{option}={value}")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err.splitlines()[-1] == f"haltproof: error: argument {option}: {message}"
+
+
+def test_a_param_pinned_twice_sweeps_both_values_in_the_given_order(cli):
+    """`-p K=1 -p K=2` silently checked K=2 only; it means both."""
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=3", "-p", "max_steps=1", "-p", "max_retries=0",
+              "--format", "json")
+    assert ran.code == 0, ran.err
+    assert [r["params"] for r in ran.json()["runs"]] == [{"max_steps": 3, "max_retries": 0},
+                                                         {"max_steps": 1, "max_retries": 0}]
+
+
+def test_each_pinned_value_is_checked_against_the_declared_range(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=9", "-p", "max_steps=2")    # the last one was all
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {shown_path(str(LOOP_DEMO))}:25: -p max_steps=9: not a declared value of max_steps "
+                       "(1..5)\n")
+
+
+def test_the_same_pinned_value_twice_is_refused(cli):
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_steps=2")
+    assert (ran.code, ran.out, ran.err) == (2, "", "error: -p max_steps=2 is given twice\n")
+
+
+@pytest.mark.parametrize("command", [["graph"], ["replay", "--scenario", "one_match"]])
+def test_commands_of_one_combination_refuse_two_values(cli, command):
+    ran = cli(command[0], LOOP_DEMO, *command[1:], "-p", "max_steps=2", "-p", "max_steps=3",
+              "-p", "max_retries=1")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: -p max_steps: {command[0]} runs one param combination, and max_steps "
+                       "is given 2 values (2, 3)\n")
+
+
+LOOP = "symlink loop (resolving it leads back to itself)"
+
+
+def test_a_symlink_loop_as_the_spec_is_named_as_such(cli, tmp_path):
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    for command in (["check"], ["graph"], ["replay", "--scenario", "x"], ["conform"]):
+        ran = cli(command[0], loop, *command[1:])
+        assert (ran.code, ran.out) == (2, ""), command
+        assert ran.err == f"error: {loop}: {LOOP}\n", command
+
+
+def test_a_symlink_loop_in_the_path_is_named_as_such(cli, tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    ran = cli("check", tmp_path / "a" / "spec.yaml")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {tmp_path / 'a' / 'spec.yaml'}: {LOOP}\n")
+
+
+def test_a_directory_holding_a_symlink_loop_does_not_skip_it(cli, tmp_path):
+    (tmp_path / "good.yaml").write_text(LOOP_DEMO.read_text())
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    ran = cli("check", tmp_path)
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {tmp_path / 'loop.yaml'}: {LOOP}\n")
+
+
+def test_a_broken_symlink_is_named_as_such(cli, tmp_path):
+    (tmp_path / "good.yaml").write_text(LOOP_DEMO.read_text())
+    (tmp_path / "gone.yaml").symlink_to("moved.yaml")
+    expected = f"error: {tmp_path / 'gone.yaml'}: broken symlink (to moved.yaml, which does not exist)\n"
+    for target in (tmp_path, tmp_path / "gone.yaml"):
+        ran = cli("check", target)
+        assert (ran.code, ran.out, ran.err) == (2, "", expected)
 
 
 def test_missing_spec_path_is_a_usage_error(cli, tmp_path):
@@ -261,6 +354,18 @@ def test_replay_a_trace_from_the_report(cli, tmp_path):
     assert "step 1: the state differs from the recorded one: steps recorded 0, replay gives 1" in bad.out
 
 
+def test_a_trace_naming_a_key_twice_is_a_usage_error(cli, tmp_path):
+    """json.loads keeps the last value, so a state read one way here is read another way elsewhere."""
+    ran = cli("check", MUTANTS / "retry_past_last_step.yaml", "-p", "max_steps=2", "--format", "json")
+    prop = next(p for p in ran.json()["runs"][0]["properties"] if p["name"] == "domains")
+    bare = tmp_path / "trace.json"
+    bare.write_text(json.dumps(prop["trace"]).replace('"state": {', '"state": {"steps": 7, ', 1))
+    ran = cli("replay", MUTANTS / "retry_past_last_step.yaml", "--trace", bare)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {bare}: not a JSON trace: duplicate key 'steps' in a JSON object (which "
+                       "value is meant is ambiguous)\n")
+
+
 def test_replay_trace_errors_are_usage_errors(cli, tmp_path):
     junk = tmp_path / "junk.json"
     junk.write_text("{not json")
@@ -296,6 +401,40 @@ def test_console_script_runs(tmp_path):
                           "-p", "max_retries=0"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert "loop_demo" in ran.stdout
+
+
+SCRIPT = Path(sys.executable).parent / "haltproof"
+SAME_AS_SCRIPT = [
+    ("graph", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_steps=2", "-p", "max_retries=0"),
+    ("graph", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "-o", "/nonexistent/dir/g.dot"),
+    ("graph", LOOP_DEMO, "--max-nodes", "0"),
+    ("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_steps=1"),
+    ("check", LOOP_DEMO, "--update-baseline"),
+    ("replay", LOOP_DEMO, "--scenario", "nope"),
+    ("replay", LOOP_DEMO, "--scenario", "limit", "-p", "max_steps=1", "-p", "max_steps=2"),
+    ("conform", MUTANTS / "failure_not_a_step.yaml"),
+]
+
+
+@pytest.mark.parametrize("argv", SAME_AS_SCRIPT, ids=[" ".join(map(str, a[:1] + a[2:])) for a in SAME_AS_SCRIPT])
+def test_python_m_explorer_cli_is_the_haltproof_script(argv):
+    """Under `python -m explorer.cli` the CLI module was loaded twice, and graph's UsageError
+    (from the second copy) was a traceback instead of exit 2."""
+    args = [str(a) for a in argv]
+    by_module = subprocess.run([sys.executable, "-m", "explorer.cli", *args], capture_output=True, text=True)
+    by_script = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True)
+    assert (by_module.returncode, by_module.stdout, by_module.stderr) == \
+           (by_script.returncode, by_script.stdout, by_script.stderr)
+    assert by_module.returncode == 2 and by_module.stdout == "" and "Traceback" not in by_module.stderr
+    assert by_module.stderr.startswith(("error: ", "usage: haltproof "))
+
+
+def test_python_m_explorer_cli_graph_usage_error_message():
+    ran = subprocess.run([sys.executable, "-m", "explorer.cli", "graph", str(LOOP_DEMO), "-p", "max_steps=1",
+                          "-p", "max_steps=2"], capture_output=True, text=True)
+    assert (ran.returncode, ran.stdout, ran.stderr) == \
+           (2, "", "error: -p max_steps: graph runs one param combination, and max_steps is given 2 values "
+                   "(1, 2)\n")
 
 
 def test_property_filter_over_several_specs(cli, tmp_path):

@@ -21,6 +21,7 @@ from explorer.cli import main
 from explorer.conform import conform
 from harness.loop_binding import LoopDemoAdapter, classify
 from machine.spec import load_spec
+from test_binding import TYPED
 
 from conftest import LOOP_DEMO, MUTANTS, Ran
 
@@ -258,3 +259,95 @@ def test_conform_from_the_api_agrees_on_the_shipped_adapter():
     machines = prepare(load_spec(LOOP_DEMO), Options(model_only=True))
     result = conform(machines, LoopDemoAdapter(), examples=50, seed=2)
     assert result.ok and result.examples == 50 and result.steps_compared >= 50
+
+
+# ------------------------------------------------------------------ the code's values are typed
+
+TYPED_SPEC = TYPED.replace("bind: typed_adapters:{adapter}", "bind: {adapter}")
+
+
+def _typed_conform(cli, tmp_path: Path, adapter: str) -> Ran:
+    """conform on test_binding's two-var spec TYPED, bound to tests/typed_adapters.py."""
+    path = tmp_path / f"typed_{adapter}.yaml"
+    path.write_text(TYPED.format(adapter=adapter))
+    return cli("conform", path, "--examples", FEW, "--seed", "0")
+
+
+def test_the_honest_typed_adapter_conforms(cli, tmp_path):
+    ran = _typed_conform(cli, tmp_path, "Honest")
+    assert ran.code == 0, ran.out + ran.err
+    assert "code and spec agree on every step" in ran.out
+
+
+@pytest.mark.parametrize("adapter,action,line", [
+    ("XTrue", "late_x", "x: spec 1, code True (bool), outside its domain 0..1"),
+    ("XFloat", "late_x", "x: spec 1, code 1.0 (float), outside its domain 0..1"),
+    ("LitOne", "late_lit", "lit: spec true, code 1 (int), outside its domain true/false")])
+def test_a_value_of_the_wrong_type_from_the_code_fails_conformance(cli, tmp_path, adapter, action, line):
+    """True == 1 == 1.0: a plain comparison took each for the spec's value."""
+    ran = _typed_conform(cli, tmp_path, adapter)
+    assert ran.code == 1, ran.out + ran.err
+    assert ran.err == "" and f"typed_adapters:{adapter} FAILED" in ran.out
+    assert _steps(ran.out) == [f"  step 1: {action} with no choices"]        # shrunk to the one step
+    assert ran.out.endswith(f"\n    {line}\n")
+
+
+def _conform_tmp_adapter(cli, tmp_path: Path, monkeypatch, spec: str, module: str, source: str) -> Ran:
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / f"{module}.yaml"
+    path.write_text(spec)
+    return cli("conform", path, "--examples", FEW, "--seed", "0")
+
+
+@pytest.mark.parametrize("module,returned,shown", [
+    ("hp_nodict_list", "[concrete['x'], concrete['lit']]", "got list"),
+    ("hp_nodict_none", "None", "got NoneType")])
+def test_abstract_returning_no_dict_fails_conformance_cleanly(cli, tmp_path, monkeypatch, module, returned,
+                                                             shown):
+    ran = _conform_tmp_adapter(cli, tmp_path, monkeypatch, TYPED_SPEC.format(adapter=f"{module}:NoDict"),
+                               module,
+                               "from typed_adapters import Honest\n"
+                               "class NoDict(Honest):\n"
+                               "    def abstract(self, concrete, params):\n"
+                               f"        return {returned}\n")
+    assert ran.code == 1, ran.out + ran.err
+    assert "internal error" not in ran.err and "Traceback" not in ran.out + ran.err
+    assert ran.out.endswith("  step 1: inc with no choices\n    the adapter's abstract() must return a "
+                            f"dict over the spec's vars ['x', 'lit'], {shown}\n")
+
+
+def test_a_var_missing_from_the_code_state_is_shown_as_missing(cli, tmp_path, monkeypatch):
+    ran = _conform_tmp_adapter(cli, tmp_path, monkeypatch, TYPED_SPEC.format(adapter="hp_nolit:NoLit"),
+                               "hp_nolit",
+                               "from typed_adapters import Honest\n"
+                               "class NoLit(Honest):\n"
+                               "    def abstract(self, concrete, params):\n"
+                               "        return {'x': concrete['x']}\n")
+    assert ran.code == 1, ran.out + ran.err
+    assert ran.out.endswith("  step 1: inc with no choices\n    lit: spec false, code (missing)\n")
+
+
+BEYOND = """\
+machine: beyond
+bind: hp_beyond:Beyond
+vars:
+  x: {type: int, min: 0, max: 1, init: 0}
+actions:
+  inc: {when: x < 2, do: [{set: {x: x + 1}}]}
+  back: {when: x == 2, do: [{set: {x: 0}}]}
+terminal: x == 3
+"""
+
+
+def test_a_run_stops_where_the_spec_itself_leaves_its_domain(cli, tmp_path, monkeypatch):
+    """x=2 is outside the spec's own domain (`check` reports it and explores nothing beyond);
+    the code agrees up to there, and what it does from x=2 on is not compared."""
+    ran = _conform_tmp_adapter(cli, tmp_path, monkeypatch, BEYOND, "hp_beyond",
+                               "from typed_adapters import Honest\n"
+                               "class Beyond(Honest):\n"
+                               "    def step(self, action, concrete, choices):\n"
+                               "        x = concrete['x']\n"
+                               "        return {'x': x + 1 if action == 'inc' else 1}, None\n")
+    assert ran.code == 0, ran.out + ran.err
+    assert "code and spec agree on every step" in ran.out

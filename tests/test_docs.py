@@ -28,9 +28,12 @@ def _commands() -> list[str]:
 def test_readme_opens_with_the_two_fresh_machine_commands():
     blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
     assert "pip install . && haltproof check" in blocks[0]
-    assert "pip install '.[test]' && python -m pytest -q" in blocks[1]
+    assert blocks[1].strip() == "scripts/test"
+    # CI runs the very same script, and the script installs the test extra and runs pytest.
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install --quiet '.[test]'" in ci and "python -m pytest -q" in ci
+    assert "exec scripts/test" in ci and "pytest" not in ci and "apt-get" not in ci
+    script = (ROOT / "scripts" / "test").read_text()
+    assert "pip install --quiet '.[test]'" in script and 'python -m pytest -q "$@"' in script
 
 
 @pytest.mark.parametrize("command", _commands())

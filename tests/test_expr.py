@@ -192,6 +192,30 @@ def test_syntax_error_names_file_line_and_text():
     assert str(p) == "spec.yaml:10: expression is not valid syntax: 'x =='"
 
 
+@pytest.mark.parametrize("text", [
+    "not " * 5_000 + "flag",             # CPython's parser: RecursionError
+    "x" + " + 0" * 20_000,               # RecursionError, a left-leaning chain
+    "-" * 100_000 + "1",                 # MemoryError
+    "(" * 300 + "x" + ")" * 300,         # SyntaxError "too many nested parentheses"
+    "-" * 2_000 + "1",                   # parses, but would overflow the checker and compile()
+    "not " * 100 + "flag",               # 101 levels: the first depth refused
+], ids=["not-5000", "plus-20000", "neg-100000", "parens-300", "neg-2000", "not-100"])
+def test_nesting_deeper_than_the_limit(text):
+    p = fails(text)
+    assert str(p) == "spec.yaml:10: expression nests deeper than 100 levels"
+
+
+def test_nesting_up_to_the_limit_is_fine():
+    assert chk("not " * 99 + "flag").type == E.BOOL                 # 100 levels
+    assert run(chk("x" + " + 1" * 99), x=0) == 99                    # 100 levels
+    assert chk(" and ".join(["flag"] * 10_000)).type == E.BOOL      # wide, not deep: 2 levels
+
+
+def test_nesting_error_in_a_literal_block_is_at_its_first_line():
+    p = fails("not " * 200 + "flag\n", block=True)
+    assert (p.line, p.message) == (LINE + 1, "expression nests deeper than 100 levels")
+
+
 @pytest.mark.parametrize("text", ["", "   "])
 def test_empty_expression(text):
     assert "is empty" in fails(text).message

@@ -368,7 +368,9 @@ def test_the_policy_sees_a_copy_of_the_last_n_turns():
 
 
 @pytest.mark.parametrize("bad", [dict(token_budget=-1), dict(window=0), dict(refusal_threshold=0),
-                                 dict(turn_limit=0), dict(per_tool_budgets={"grep": -2}), dict(turn_limit="3")])
+                                 dict(turn_limit=0), dict(per_tool_budgets={"grep": -2}), dict(turn_limit="3"),
+                                 dict(turn_limit=True), dict(token_budget=2 ** 63),
+                                 dict(per_tool_budgets={"grep": 2 ** 63})])
 def test_config_validation(bad):
     with pytest.raises(ConfigError):
         _loop(**bad)
@@ -467,10 +469,51 @@ def test_demo_script_option(tmp_path, capsys):
     assert "run ended: aborted after 3 turns" in out        # the third refusal reaches A=3
 
 
+TOO_BIG = "9223372036854775808"          # 2^63: no OpenTelemetry int attribute holds it
+LIMITS = [
+    ("--budget", "-1", "the token budget must be in 0..9223372036854775807, got -1"),
+    ("--budget", TOO_BIG, f"the token budget must be in 0..9223372036854775807, got {TOO_BIG}"),
+    ("--window", "0", "the recency window must be in 1..9223372036854775807, got 0"),
+    ("--window", "-3", "the recency window must be in 1..9223372036854775807, got -3"),
+    ("--window", TOO_BIG, f"the recency window must be in 1..9223372036854775807, got {TOO_BIG}"),
+    ("--refusals", "0", "the refusal threshold must be in 1..9223372036854775807, got 0"),
+    ("--refusals", "-1", "the refusal threshold must be in 1..9223372036854775807, got -1"),
+    ("--refusals", TOO_BIG, f"the refusal threshold must be in 1..9223372036854775807, got {TOO_BIG}"),
+    ("--turns", "0", "the turn limit must be in 1..9223372036854775807, got 0"),
+    ("--turns", "-1", "the turn limit must be in 1..9223372036854775807, got -1"),
+    ("--turns", "1" + "0" * 50, "the turn limit must be in 1..9223372036854775807, got "
+                                "10000000000000000000... (51 characters)"),
+]
+
+
+@pytest.mark.parametrize("option, value, message", LIMITS, ids=[f"{o}={v}" for o, v, _ in LIMITS])
+def test_demo_limits_out_of_range_are_exit_2_naming_the_limit(option, value, message, capsys):
+    """A negative, zero or past-64-bit limit: one message, nothing run (the budget above 2^63
+    ran, and its records carried an int no OpenTelemetry attribute holds)."""
+    assert main([option, value]) == 2
+    assert capsys.readouterr() == ("", f"error: {message}\n")
+
+
+@pytest.mark.parametrize("option, value", [("--budget", "0"), ("--budget", "9223372036854775807"),
+                                           ("--turns", "9223372036854775807"), ("--window", "1"),
+                                           ("--refusals", "1")])
+def test_demo_limits_at_their_bounds_run(option, value, capsys):
+    assert main([option, value]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("run ended: ")
+
+
+def test_demo_script_past_its_size_limit_is_refused_before_parsing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(gate_loop, "MAX_SCRIPT_BYTES", 100)
+    script = tmp_path / "calls.json"
+    script.write_text("[" + " " * 99 + "]")                  # 101 bytes, valid JSON
+    assert main(["--script", str(script)]) == 2
+    assert capsys.readouterr() == ("", f"error: {script}: the file is 101 bytes, more than the limit of "
+                                       "100 bytes for a script\n")
+    script.write_text("[" + " " * 98 + "]")                  # 100 bytes: runs
+    assert main(["--script", str(script)]) == 0
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["--budget", "-1"], "the token budget must be an integer >= 0"),
-    (["--window", "0"], "the recency window must be an integer >= 1"),
-    (["--refusals", "0"], "the refusal threshold must be an integer >= 1"),
     (["--script", "/nonexistent/calls.json"], "cannot read the script"),
     (["--records", "/nonexistent/dir/out.jsonl"], "cannot write the records"),
 ])
@@ -485,6 +528,8 @@ def test_demo_bad_input_is_exit_2_with_a_message(argv, message, capsys):
     ('[{"tool": "grep", "args": {}, "max_tokens": 0}]', "max_tokens must be an int >= 1"),
     ('[{"tool": "grep", "extends": "two"}]', "extends must be None or a turn number"),
     ('[{"tool": 7}]', "tool must be a non-empty string"),
+    ('[{"tool": "grep", "tool": "rm"}]', "calls.json: duplicate key 'tool' in a JSON object (which value "
+                                         "is meant is ambiguous)"),
 ])
 def test_demo_bad_script_is_exit_2(tmp_path, content, message, capsys):
     script = tmp_path / "calls.json"

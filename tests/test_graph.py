@@ -411,3 +411,17 @@ def test_the_docs_sample_outputs_are_what_the_commands_print(cli, doc_dir):
     (command,) = [c for c, _ in _doc_commands() if "--format mermaid" in c]
     real = cli(*shlex.split(command)[1:]).out
     assert mermaid == "".join(x + "\n" for x in real.splitlines() if not x.strip().startswith("%%"))
+
+
+@pytest.mark.parametrize("max_nodes, message", [
+    (0, "max_nodes must be positive, got 0"),
+    (-1, "max_nodes must be positive, got -1"),
+    (2.5, "max_nodes must be a positive integer, got 2.5"),
+    (True, "max_nodes must be a positive integer, got True"),
+])
+def test_graph_for_refuses_a_max_nodes_that_is_not_a_positive_int(max_nodes, message):
+    """From Python, 0 and -1 drew an empty graph ("shows the first -1 of 42 states ... 43
+    states are left out") and True one state "cut at --max-nodes True"."""
+    with pytest.raises(ValueError) as info:
+        graph_for(str(LOOP_DEMO), {"max_steps": 1, "max_retries": 0}, max_nodes=max_nodes)
+    assert str(info.value) == message

@@ -227,6 +227,14 @@ def test_check_limits_is_a_value_error_naming_the_field():
         loop.check_limits(5, 3)
 
 
+def test_a_key_given_twice_is_refused(tmp_path):
+    path = _policy(tmp_path, '{"max_steps": 2, "max_retries": 0, "max_steps": 9}')
+    with pytest.raises(StopPolicyError) as info:
+        load_stop_policy(path)
+    assert str(info.value) == (f"{path}: duplicate key 'max_steps' in a JSON object (which value is "
+                               "meant is ambiguous)")
+
+
 def test_malformed_json_names_the_file_and_line(tmp_path):
     path = _policy(tmp_path, '{\n  "max_steps": 5,\n  "max_retries": \n}\n', "broken.json")
     with pytest.raises(StopPolicyError) as info:
@@ -306,6 +314,44 @@ def test_cli_out_of_range_override_exits_2(capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "max_steps" in captured.err and "1..5" in captured.err
+
+
+OVERRIDES = [
+    ("--max-steps", "-1", "max_steps must be in 1..5, got -1"),
+    ("--max-steps", "0", "max_steps must be in 1..5, got 0"),
+    ("--max-steps", "6", "max_steps must be in 1..5, got 6"),
+    ("--max-steps", "9" * 30, "max_steps must be in 1..5, got " + "9" * 30),
+    ("--max-retries", "-1", "max_retries must be in 0..1, got -1"),
+    ("--max-retries", "2", "max_retries must be in 0..1, got 2"),
+    ("--max-retries", "1" + "0" * 50, "max_retries must be in 0..1, got 10000000000000000000... (51 characters)"),
+]
+
+
+@pytest.mark.parametrize("option, value, message", OVERRIDES, ids=[f"{o}={v[:8]}" for o, v, _ in OVERRIDES])
+def test_cli_override_out_of_range_names_the_option(option, value, message, capsys):
+    """The same field can come from the policy file or the option: the message says which."""
+    assert loop.main(["--scenario", "one_match", option, value]) == 2
+    assert capsys.readouterr() == ("", f"error: {option}: {message}\n")
+
+
+@pytest.mark.parametrize("value", ["True", "2.0", "[3]", '"3"'])
+def test_policy_field_of_the_wrong_type_names_the_range(tmp_path, value):
+    path = _policy(tmp_path, f'{{"max_steps": {value.lower()}, "max_retries": 1}}', "typed.json")
+    with pytest.raises(StopPolicyError) as info:
+        load_stop_policy(path)
+    shown = {"True": "True", "2.0": "2.0", "[3]": "[3]", '"3"': "'3'"}[value]
+    assert str(info.value) == f"{path}: max_steps must be an integer in 1..5, got {shown}"
+
+
+def test_policy_file_past_its_size_limit_is_refused_before_parsing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(loop, "MAX_POLICY_BYTES", 40)
+    text = '{"max_steps": 5, "max_retries": 1}'                                     # 34 bytes
+    path = _policy(tmp_path, text + " " * 7, "big.json")                         # 41 bytes
+    assert loop.main(["--policy", str(path)]) == 2
+    assert capsys.readouterr() == ("", f"error: {path}: the file is 41 bytes, more than the limit of "
+                                       "40 bytes for a stop policy\n")
+    path.write_text(text + " " * 6)                                              # 40 bytes
+    assert load_stop_policy(path) == {"max_steps": 5, "max_retries": 1}
 
 
 # ------------------------------------------------------------------ decide never reads the scenario

@@ -230,6 +230,32 @@ def test_replay_an_itf_report_by_property_and_a_lasso_end_to_end(cli, tmp_path):
     assert cli("replay", MUTANTS / "failure_not_a_step.yaml", "--trace", one).code == 0
 
 
+@pytest.mark.parametrize("trace_format", ["json", "itf"])
+def test_a_trace_past_its_size_limit_is_refused_before_parsing(cli, tmp_path, monkeypatch, trace_format):
+    from explorer import replay
+    report = tmp_path / "report.json"
+    spec = MUTANTS / "failure_not_a_step.yaml"
+    assert cli("check", spec, "-p", "max_steps=2", "-p", "max_retries=0", "--json", report,
+               "--trace-format", trace_format).code == 0
+    size = report.stat().st_size
+    monkeypatch.setattr(replay, "MAX_TRACE_BYTES", size - 1)
+    ran = cli("replay", spec, "--trace", report, "--property", "terminates")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {report}: the file is {size:,} bytes, more than the limit of "
+                       f"{size - 1:,} bytes for a trace or a report\n")
+    monkeypatch.setattr(replay, "MAX_TRACE_BYTES", size)     # at the limit: replays
+    assert cli("replay", spec, "--trace", report, "--property", "terminates").code == 0
+
+
+def test_a_trace_without_a_size_is_cut_off_at_the_limit(cli, monkeypatch):
+    """/dev/zero has no size to ask first: the read stops one byte past the limit."""
+    from explorer import replay
+    monkeypatch.setattr(replay, "MAX_TRACE_BYTES", 1_000)
+    ran = cli("replay", LOOP_DEMO, "--trace", "/dev/zero")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == "error: /dev/zero: the file is larger than the limit of 1,000 bytes for a trace or a report\n"
+
+
 def test_replay_a_domains_itf_trace_fails_at_the_step_that_leaves_the_domain(cli, tmp_path):
     report = tmp_path / "report.json"
     assert cli("check", MUTANTS / "decide_counts_as_step.yaml", "-p", "max_steps=3", "-p", "max_retries=0",
@@ -309,6 +335,16 @@ def test_bad_itf_files_are_usage_errors_naming_the_file(cli, tmp_path, content, 
     ran = cli("replay", LOOP_DEMO, "--trace", f)
     assert ran.code == 2 and "Traceback" not in ran.err
     assert f"bad.itf.json: {message}" in ran.err
+
+
+def test_an_itf_state_naming_a_var_twice_is_a_usage_error(cli, tmp_path):
+    f = tmp_path / "twice.itf.json"
+    f.write_text('{"#meta": {"params": {"max_steps": 1, "max_retries": 0}}, "vars": ["x"], '
+                 '"states": [{"x": {"#bigint": "0"}, "x": {"#bigint": "1"}}]}')
+    ran = cli("replay", LOOP_DEMO, "--trace", f)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {f}: not a JSON trace: duplicate key 'x' in a JSON object (which value "
+                       "is meant is ambiguous)\n")
 
 
 def test_itf_vars_that_are_not_the_specs_are_a_usage_error(cli, tmp_path):

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from explorer.api import check
 from machine.errors import SpecError
-from machine.pymodel import Model, action, always, independent_of, reachable, terminates, variant
+from machine.pymodel import (Model, action, always, independent_of, python_model, reachable, step_invariant,
+                             terminates, terminates_within, variant)
 
 from conftest import ROOT
 
@@ -58,6 +63,15 @@ def test_a_broken_python_model_is_caught_with_the_shortest_trace():
     assert dom.trace.steps[-1].choices == {"outcome": "ok"}      # then any third call overflows
     with pytest.raises(AssertionError, match="domains"):
         report.assert_proved()
+    # RetryLoop's own properties are checked on the subclass too (cut short by the domain error)
+    assert statuses(run) == {"domains": "violated", "well_defined": "unknown", "bound_code": "unknown",
+                             "budget_respected": "unknown", "retries_bounded": "unknown",
+                             "can_finish": "holds", "bounded": "unknown"}
+
+
+def statuses(run) -> dict[str, str]:
+    """Every property of a run, in report order, with its status."""
+    return {p.name: p.status for p in run.properties}
 
 
 class Loops(Model):
@@ -124,16 +138,28 @@ class Outside(Loops):
         return {"x": s["x"] + d, "mode": s["mode"]}
 
 
+def _cut_short_by(builtin: str) -> dict[str, str]:
+    """The statuses of a Loops subclass whose code broke `builtin`: Loops's own properties are
+    listed, undecided (`done` was not reached before the exploration stopped)."""
+    out = {name: "unknown" for name in ("domains", "well_defined", "bound_code", "stops", "ignores_mode",
+                                         "rises", "small", "done")}
+    out[builtin] = "violated"
+    return out
+
+
 def test_code_errors_are_findings():
     (run,) = check(Raises).runs
     code = next(p for p in run.properties if p.name == "bound_code")
     assert code.status == "violated" and "KeyError: 'boom'" in code.message and "in move" in code.message
     assert code.trace.steps[-1].state["x"] == 1
+    assert statuses(run) == _cut_short_by("bound_code")
     (run,) = check(Flaky).runs
     assert "nondeterministic" in next(p for p in run.properties if p.name == "bound_code").message
+    assert statuses(run) == _cut_short_by("bound_code")
     (run,) = check(Outside).runs
     dom = next(p for p in run.properties if p.name == "domains")
     assert dom.status == "violated" and "x = 5 is outside its domain {0, 1, 2}" in dom.message
+    assert statuses(run) == _cut_short_by("domains")
 
 
 def test_a_model_without_actions_is_a_spec_error():
@@ -213,9 +239,548 @@ def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_
     assert ran.returncode == 3, ran.stderr
     (run,) = json.loads(ran.stdout)["runs"]
     assert (run["result"], run["stopped_by"], run["stats"]["states"]) == ("incomplete", "timeout", 7)
-    assert run["stop_reason"] == ("--timeout 2 s reached after the exploration, while counting the transitions "
-                                  "of calls_bounded: running _spinning_count from state calls=2 status=running")
+    # every explored transition's count is tried first, in BFS order (a count error is a
+    # well_defined finding): the first from the initial state spins
+    assert run["stop_reason"] == ("--timeout 2 s reached after the exploration, while evaluating the counts "
+                                  "and measures on the explored transitions: running _spinning_count from "
+                                  "state calls=0 status=running")
     statuses = {p["name"]: (p["status"], p["message"]) for p in run["properties"]}
     assert statuses["bound_code"][0] == "holds"
     assert statuses["calls_bounded"] == ("unknown", "not decided: the --timeout passed while counting its "
                                                     "transitions")
+
+
+# ---------------------------------------------------------------- inheritance (the MRO)
+
+class Counter(Model):
+    """Counts to N by one; each level of the hierarchy below adds a property that fails."""
+
+    params = {"N": [2]}
+
+    def domains(self, p):
+        return {"x": range(0, p["N"] + 1)}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    def terminal(self, s, p):
+        return s["x"] == p["N"]
+
+    @action(when=lambda s, p: s["x"] < p["N"])
+    def inc(self, s, p):
+        return {"x": s["x"] + 1}
+
+    @always
+    def below_two(self, s, p):
+        return s["x"] < 2
+
+
+class CounterTwo(Counter):
+    @reachable
+    def reaches_three(self, s, p):
+        return s["x"] == 3
+
+
+class CounterThree(CounterTwo):
+    quick = terminates_within(lambda p: 1)
+
+
+def test_every_level_of_a_hierarchy_contributes_its_properties():
+    (run,) = check(CounterThree).runs
+    assert run.result == "violated"
+    assert statuses(run) == {"domains": "holds", "well_defined": "holds", "bound_code": "holds",
+                             "below_two": "violated", "reaches_three": "violated", "quick": "violated"}
+    props = {p.name: p for p in run.properties}
+    assert len(props["below_two"].trace) == 2 and props["below_two"].trace.steps[-1].state == {"x": 2}
+    assert props["quick"].message == "a run takes 2 transitions, more than 1"
+
+
+class Deadlocks(Counter):
+    """A base declares termination; the subclass starts where nothing can happen."""
+
+    def init(self, p):
+        return [{"x": 1}]
+
+    @action(when=lambda s, p: False)
+    def inc(self, s, p):
+        return {"x": s["x"]}
+
+
+class Terminating(Counter):
+    bounded = terminates()
+
+
+class DeadlocksTerminating(Terminating, Deadlocks):
+    pass
+
+
+def test_an_inherited_termination_property_catches_a_subclass_deadlock():
+    report = check(DeadlocksTerminating)
+    assert report.result == "violated"
+    (run,) = report.runs
+    bounded = next(p for p in run.properties if p.name == "bounded")
+    assert bounded.status == "violated" and bounded.message.startswith("deadlock")
+    assert len(bounded.trace) == 0 and bounded.trace.steps[0].state == {"x": 1}
+
+
+class Inherits(Counter):
+    """Adds an action and inherits `inc` without redefining it."""
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def jump(self, s, p):
+        return {"x": 2}
+
+
+class OnlyInherits(Counter):
+    def init(self, p):
+        return [{"x": 1}]
+
+
+def test_an_inherited_action_is_explored_in_the_subclass():
+    spec, _ = python_model(Inherits)
+    assert [a.name for a in spec.actions] == ["inc", "jump"]        # base first, then the subclass's
+    (run,) = check(Inherits).runs
+    assert (run.stats["states"], run.stats["transitions"]) == (3, 3)   # 0 -inc-> 1 -inc-> 2, 0 -jump-> 2
+    (run,) = check(OnlyInherits).runs                # no action of its own: all of them inherited
+    assert (run.stats["states"], run.stats["transitions"]) == (2, 1)
+    below = next(p for p in run.properties if p.name == "below_two")
+    assert below.status == "violated" and [s.action for s in below.trace.steps] == [None, "inc"]
+
+
+class Overrides(CounterTwo):
+    """Redefines the base's `below_two` by name: only the new one is checked, in its place."""
+
+    @always
+    def below_two(self, s, p):
+        return s["x"] <= 2
+
+
+def test_a_subclass_overrides_a_base_property_by_name():
+    (run,) = check(Overrides).runs
+    assert statuses(run) == {"domains": "holds", "well_defined": "holds", "bound_code": "holds",
+                             "below_two": "holds", "reaches_three": "violated"}
+
+
+# ---------------------------------------------------------------- predicates must return bools
+
+NOT_BOOLS = [("yes", "str"), (1, "int"), (None, "NoneType"), (np.bool_(True), "numpy.bool")]
+
+
+@pytest.mark.parametrize("value,type_name", NOT_BOOLS, ids=repr)
+def test_an_invariant_that_returns_a_non_bool_is_not_well_defined(value, type_name):
+    class Truthy(Counter):
+        @always
+        def vague(self, s, p):
+            return value if s["x"] == 1 else True
+
+    (run,) = check(Truthy).runs
+    props = {p.name: p for p in run.properties}
+    wd = props["well_defined"]
+    assert wd.status == "violated"
+    assert wd.message == (f"property vague: {Truthy.vague.fn.__qualname__} returned {value!r} "
+                          f"({type_name}), not a bool: it must return True or False")
+    assert len(wd.trace) == 1 and wd.trace.steps[-1].state == {"x": 1}    # the shortest way there
+    assert props["vague"].status == "unknown"
+
+
+def _non_bool_from(where: str) -> type[Model]:
+    """A Counter whose guard, terminal, reachable or step invariant returns 1 in state x=1."""
+    one = (lambda s: 1 if s["x"] == 1 else s["x"] < 2)
+
+    class Sloppy(Counter):
+        if where == "guard":
+            @action(when=lambda s, p: one(s))
+            def inc(self, s, p):
+                return {"x": s["x"] + 1}
+        elif where == "terminal":
+            def terminal(self, s, p):
+                return 1 if s["x"] == 1 else s["x"] == 2
+        elif where == "reachable":
+            @reachable
+            def never(self, s, p):
+                return 1 if s["x"] == 1 else False
+        else:
+            @step_invariant
+            def grows(self, before, after, p, action, choices, rule):
+                return 1 if after["x"] == 1 else True
+    return Sloppy
+
+
+@pytest.mark.parametrize("where,prefix", [
+    ("guard", "guard of inc: "), ("terminal", "terminal: "), ("reachable", "property never: "),
+    ("step_invariant", "property grows: ")])
+def test_guards_terminals_and_other_predicates_must_return_bools(where, prefix):
+    cls = _non_bool_from(where)
+    (run,) = check(cls).runs
+    wd = next(p for p in run.properties if p.name == "well_defined")
+    assert wd.status == "violated" and wd.message.startswith(prefix)
+    assert wd.message.endswith("returned 1 (int), not a bool: it must return True or False")
+    # the state x=1 (the step into it, for the step invariant), by the shortest trace
+    assert len(wd.trace) == 1 and wd.trace.steps[-1].state == {"x": 1}
+
+
+# ---------------------------------------------------------------- values in int and bool domains
+
+class LateTrue(Counter):
+    """After `inc` made x=1 known, `late` returns True for it: equal to 1, hashed alike, not an int."""
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def late(self, s, p):
+        return {"x": True}
+
+
+class LateFloat(LateTrue):
+    @action(when=lambda s, p: s["x"] == 0)
+    def late(self, s, p):
+        return {"x": 1.0}
+
+
+@pytest.mark.parametrize("cls,shown", [(LateTrue, "True"), (LateFloat, "1.0")])
+def test_a_bool_or_float_in_an_int_domain_is_a_domains_violation(cls, shown):
+    (run,) = check(cls).runs
+    dom = next(p for p in run.properties if p.name == "domains")
+    assert dom.status == "violated" and dom.message == f"x = {shown} is outside its domain {{0, 1, 2}}"
+    assert [(s.action, repr(s.state["x"])) for s in dom.trace.steps] == [(None, "0"), ("late", shown)]
+
+
+class Switch(Model):
+    def domains(self, p):
+        return {"on": [False, True]}
+
+    def init(self, p):
+        return [{"on": False}]
+
+    def terminal(self, s, p):
+        return s["on"] is True
+
+    @action()
+    def flip(self, s, p):
+        return {"on": True}
+
+    @action()
+    def late(self, s, p):
+        return {"on": 1}
+
+
+def test_an_int_in_a_bool_domain_is_a_domains_violation():
+    (run,) = check(Switch).runs
+    dom = next(p for p in run.properties if p.name == "domains")
+    assert dom.status == "violated" and dom.message == "on = 1 is outside its domain {False, True}"
+    assert [(s.action, s.state["on"]) for s in dom.trace.steps] == [(None, False), ("late", 1)]
+
+
+def test_an_initial_state_with_a_bool_for_an_int_is_a_spec_error():
+    class StartsTrue(Counter):
+        def init(self, p):
+            return [{"x": True}]
+    with pytest.raises(SpecError, match=re.escape("initial state {'x': True} has x = True outside its "
+                                                  "domain {0, 1, 2}")):
+        check(StartsTrue)
+
+
+# ---------------------------------------------------------------- the model's own code failing
+
+BAD_INIT = textwrap.dedent('''\
+    from machine.pymodel import Model, action
+
+
+    class NoStart(Model):
+        def __init__(self):
+            self.limit = load_limit()
+
+        def domains(self, p):
+            return {"x": [0, 1]}
+
+        def init(self, p):
+            return [{"x": 0}]
+
+        @action()
+        def inc(self, s, p):
+            return {"x": 1}
+
+
+    def load_limit():
+        raise FileNotFoundError("limits.json")
+    ''')
+
+
+def test_a_model_whose_constructor_raises_is_a_spec_error(cli, tmp_path, monkeypatch):
+    (tmp_path / "bad_init_model.py").write_text(BAD_INIT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ran = cli("check", "bad_init_model:NoStart")
+    assert ran.code == 2 and ran.out == ""
+    assert "internal error" not in ran.err
+    assert "bad_init_model.py:4: NoStart() raised FileNotFoundError: limits.json" in ran.err
+    assert "in __init__" in ran.err and "in load_limit" in ran.err                  # the user's frames
+    assert "pymodel.py" not in ran.err                                               # not haltproof's
+
+
+def test_init_that_raises_names_the_class_and_the_traceback():
+    class Fails(Counter):
+        def init(self, p):
+            return [{"x": {}["start"]}]
+    with pytest.raises(SpecError) as caught:
+        check(Fails)
+    text = str(caught.value)
+    assert "Fails.init() with {'N': 2} raised KeyError: 'start'" in text
+    assert "in init" in text and 'return [{"x": {}["start"]}]' in text
+
+
+def test_a_variant_rank_must_be_an_int():
+    class Ranked(Counter):
+        rises = variant(lambda s, p: "high" if s["x"] else 0, bound=lambda p: p["N"])
+    (run,) = check(Ranked).runs
+    wd = next(p for p in run.properties if p.name == "well_defined")
+    assert wd.status == "violated"
+    assert wd.message.startswith("property rises: ") and wd.message.endswith(
+        "<lambda> returned 'high' (str), not an int")
+    assert len(wd.trace) == 1
+
+
+@pytest.mark.parametrize("bound,message", [
+    (lambda p: p["M"], "the bound of quick with {'N': 2} raised KeyError: 'M'"),
+    (lambda p: "3", "the bound of quick with {'N': 2} is '3' (str), not an int")])
+def test_a_bound_that_raises_or_is_not_an_int_is_a_spec_error(bound, message):
+    class Bounded(Counter):
+        quick = terminates_within(bound)
+    with pytest.raises(SpecError, match=re.escape(message)):
+        check(Bounded)
+
+
+def test_the_subclass_example_of_the_docs_runs():
+    """docs/binding.md, "Subclasses": its example runs and finds the inherited property violated."""
+    doc = (ROOT / "docs" / "binding.md").read_text()
+    section = doc[doc.index("### Subclasses"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {"__name__": "doc_example"}
+    exec(compile(block, "docs/binding.md", "exec"), namespace)
+    (run,) = check(namespace["StartsStuck"]).runs
+    stops = next(p for p in run.properties if p.name == "stops")
+    assert stops.status == "violated" and stops.message.startswith("deadlock")
+    assert len(stops.trace) == 0 and stops.trace.steps[0].state == {"x": 1}
+
+
+# ---------------------------------------------------------------- where inherited declarations are
+
+from pymodel_base import Base  # noqa: E402
+
+BASE_FILE = ROOT / "tests" / "pymodel_base.py"
+BASE = str(BASE_FILE)
+SHOWN_BASE = "tests/pymodel_base.py"             # as reports show it, from the repo root
+
+
+def line_of(path, text: str) -> int:
+    """The line of the one line of `path` that contains `text`."""
+    (n,) = [n for n, ln in enumerate(path.read_text().splitlines(), start=1) if text in ln]
+    return n
+
+
+INC = line_of(BASE_FILE, "rules=[\"up\", \"never\"]")      # inc's @action line
+JUMP = line_of(BASE_FILE, "s[\"x\"] > p[\"N\"]")             # jump's @action line, never taken
+BELOW = line_of(BASE_FILE, "@always")
+STOPS = line_of(BASE_FILE, "stops = terminates()")
+QUICK = line_of(BASE_FILE, "quick = terminates_within")
+
+
+class FromBase(Base):
+    """Declared here; its actions and most properties are declared in tests/pymodel_base.py."""
+
+    @reachable
+    def reaches_two(self, s, p):
+        return s["x"] == 2
+
+
+FROM_BASE = inspect.getsourcelines(FromBase)[1]
+REACHES = FROM_BASE + 3                          # its @reachable
+
+
+def test_inherited_declarations_keep_their_own_file_and_line():
+    spec, _ = python_model(FromBase)
+    assert spec.path == __file__
+    assert {a.name: (a.file, a.line) for a in spec.actions} == {"inc": (BASE, INC), "jump": (BASE, JUMP)}
+    assert [(r.name, r.file, r.line) for r in spec.actions[0].decide.rules] == [
+        ("up", BASE, INC), ("never", BASE, INC)]
+    assert {p.name: (p.file, p.line) for p in spec.properties} == {
+        "below_two": (BASE, BELOW), "stops": (BASE, STOPS), "quick": (BASE, QUICK),
+        "reaches_two": (None, REACHES)}
+    assert (spec.terminal.file, spec.terminal.line) == (BASE, line_of(BASE_FILE, "def terminal"))
+    assert [(p.file, p.line) for p in spec.params] == [(BASE, line_of(BASE_FILE, "class Base"))]
+
+
+def test_vacuity_notices_and_results_point_into_the_base_module(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report = check(FromBase)
+    (run,) = report.runs
+    assert [(n.message, n.file, n.line) for n in run.notices] == [
+        (f"vacuous: decide rule 'never' of action inc ({SHOWN_BASE}:{INC}) never fires", BASE, INC),
+        (f"vacuous: action jump ({SHOWN_BASE}:{JUMP}) is never taken", BASE, JUMP)]
+    props = {p.name: p for p in run.properties}
+    assert (props["below_two"].status, props["below_two"].file, props["below_two"].line) == \
+           ("violated", BASE, BELOW)
+    assert (props["reaches_two"].file, props["reaches_two"].line) == (None, REACHES)
+    data = report.to_json()["runs"][0]
+    below = next(p for p in data["properties"] if p["name"] == "below_two")
+    assert (below["file"], below["line"]) == (SHOWN_BASE, BELOW)
+    assert "file" not in next(p for p in data["properties"] if p["name"] == "reaches_two")
+    assert data["source"]["file"] == "tests/test_pymodel.py"
+    assert data["source"]["files"] == {
+        "actions": {"inc": SHOWN_BASE, "jump": SHOWN_BASE},
+        "properties": {"below_two": SHOWN_BASE, "stops": SHOWN_BASE, "quick": SHOWN_BASE},
+        "rules": {"inc": {"up": SHOWN_BASE, "never": SHOWN_BASE}},
+        "terminal": SHOWN_BASE}
+    assert [w.get("file") for w in data["warning_details"]] == [SHOWN_BASE] * 2
+
+
+def test_ci_formats_point_at_the_base_module(monkeypatch):
+    from explorer import findings as F
+    from explorer.github import render_github, render_markdown
+    from explorer.html import render_html
+    from explorer.junit import render_junit
+    from explorer.sarif import render_sarif
+    monkeypatch.chdir(ROOT)
+    data = check(FromBase).to_json()
+    run = data["runs"][0]
+    below = next(p for p in run["properties"] if p["name"] == "below_two")
+    assert F.finding_location(run, below) == (SHOWN_BASE, BELOW)
+    assert F.step_location(run, below["trace"]["steps"][-1]) == (SHOWN_BASE, INC)
+    assert F.step_location(run, below["trace"]["steps"][0]) == ("tests/test_pymodel.py", FROM_BASE)
+    github = render_github(data)
+    assert f"::error file={SHOWN_BASE},line={BELOW},title=haltproof%3A below_two violated::" in github
+    assert f"::warning file={SHOWN_BASE},line={JUMP},title=haltproof%3A vacuous::vacuous: action jump" in github
+    sarif = json.loads(render_sarif(data))
+    (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "below_two"]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": SHOWN_BASE, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": BELOW}}
+    assert f"{SHOWN_BASE}:{BELOW}" in render_junit(data)
+    summary = render_markdown(data)
+    assert f"#### `below_two` in `{SHOWN_BASE}:{BELOW}`" in summary
+    assert f"| `{SHOWN_BASE}` | {JUMP} | vacuous: action jump" in summary
+    assert f'<td class="expected"></td><td>{SHOWN_BASE}:{BELOW}</td></tr>' in render_html(data)
+
+
+def test_errors_in_inherited_code_point_into_the_base_module():
+    class NoParams(Base):            # the base's domains() and bound read p["N"]
+        params = {}
+    with pytest.raises(SpecError) as caught:
+        check(NoParams)
+    assert str(caught.value).startswith(
+        f"{BASE}:{line_of(BASE_FILE, 'def domains')}: NoParams.domains() with {{}} raised KeyError: 'N'")
+
+    class OtherParams(Base):
+        params = {"M": [2]}
+
+        def domains(self, p):
+            return {"x": range(0, 3)}
+    with pytest.raises(SpecError) as caught:
+        check(OtherParams)
+    assert str(caught.value).startswith(
+        f"{BASE}:{QUICK}: the bound of quick with {{'M': 2}} raised KeyError: 'N'")
+    with pytest.raises(SpecError) as caught:
+        check(FromBase, params={"N": 5})
+    assert str(caught.value) == (f"{BASE}:{line_of(BASE_FILE, 'class Base')}: -p N=5: not a declared value "
+                                 "of N (2)")
+
+
+# ---------------------------------------------------------------- the vars across param combinations
+
+class KindChanges(Model):
+    """x is an int for B=0 and a bool for B=1."""
+
+    params = {"B": [0, 1]}
+
+    def domains(self, p):
+        return {"x": range(0, 2) if p["B"] == 0 else [False, True]}
+
+    def init(self, p):
+        return [{"x": 0 if p["B"] == 0 else False}]
+
+    @action(when=lambda s, p: not s["x"])
+    def inc(self, s, p):
+        return {"x": 1 if p["B"] == 0 else True}
+
+
+class EnumBecomesInt(KindChanges):
+    def domains(self, p):
+        return {"x": ["off", "on"] if p["B"] == 0 else [0, 1]}
+
+    def init(self, p):
+        return [{"x": "off" if p["B"] == 0 else 0}]
+
+
+class VarsChange(KindChanges):
+    def domains(self, p):
+        return {"x": [0, 1], "y": [0]} if p["B"] == 0 else {"x": [0, 1], "z": [0]}
+
+    def init(self, p):
+        return [{"x": 0, "y": 0}] if p["B"] == 0 else [{"x": 0, "z": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {**s, "x": 1}
+
+
+@pytest.mark.parametrize("cls,message", [
+    (KindChanges, "var x is int with {'B': 0} but bool with {'B': 1}: a var keeps one kind (int, bool or "
+                  "enum) in every param combination"),
+    (EnumBecomesInt, "var x is enum with {'B': 0} but int with {'B': 1}: a var keeps one kind (int, bool or "
+                     "enum) in every param combination"),
+    (VarsChange, "VarsChange.domains() declares var y with {'B': 0} but not with {'B': 1}, and var z with "
+                 "{'B': 1} but not with {'B': 0}: every param combination has the same vars")],
+    ids=["int-then-bool", "enum-then-int", "other-vars"])
+def test_a_var_that_changes_between_param_combinations_is_a_spec_error(cli, monkeypatch, cls, message):
+    with pytest.raises(SpecError) as caught:
+        check(cls)
+    domains = inspect.getsourcelines(cls.domains)[1]
+    assert str(caught.value) == f"{__file__}:{domains}: {message}"
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    ran = cli("check", f"test_pymodel:{cls.__name__}", "-p", "B=1")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: tests/test_pymodel.py:{domains}: {message}\n")
+
+
+class OrderChanges(Model):
+    """domains() lists x, y for B=0 and y, x for B=1; only y decides what `go` does."""
+
+    params = {"B": [0, 1]}
+
+    def domains(self, p):
+        if p["B"] == 0:
+            return {"x": [0, 1], "y": [0, 1], "done": [False, True]}
+        return {"y": [0, 1], "x": [0, 1], "done": [False, True]}
+
+    def init(self, p):
+        return [{"x": x, "y": y, "done": False} for x in (0, 1) for y in (0, 1)]
+
+    def terminal(self, s, p):
+        return s["done"]
+
+    @action()
+    def go(self, s, p):
+        return {**s, "done": True, "x": s["y"]}
+
+    depends_on_x = independent_of("x")        # holds: go reads y only
+    depends_on_y = independent_of("y")        # violated: go copies y
+
+
+def test_the_order_of_domains_does_not_change_which_vars_independence_ignores():
+    """Independence ignores vars by position; with B=1 the positions of x and y were swapped,
+    so depends_on_y held (a false proof) and depends_on_x was violated."""
+    report = check(OrderChanges)
+    assert [r.params for r in report.runs] == [{"B": 0}, {"B": 1}]
+    for run in report.runs:
+        assert {p.name: p.status for p in run.properties if p.name.startswith("depends")} == \
+               {"depends_on_x": "holds", "depends_on_y": "violated"}, run.params
+        y = next(p for p in run.properties if p.name == "depends_on_y")
+        assert [list(s.state) for s in y.trace.steps] == [["x", "y", "done"]] * 2       # the spec's order
+
+
+def test_independent_of_a_var_that_is_not_declared_is_a_spec_error():
+    """It was dropped silently: independent_of("typo") then ignored nothing and held."""
+    class Typo(OrderChanges):
+        depends_on_y = independent_of("y", "why")
+    with pytest.raises(SpecError) as caught:
+        check(Typo)
+    line = inspect.getsourcelines(Typo)[1] + 1
+    assert str(caught.value) == (f"{__file__}:{line}: depends_on_y: independent_of names why, which "
+                                 "domains() does not declare (its vars: x, y, done)")

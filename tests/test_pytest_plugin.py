@@ -65,6 +65,17 @@ def test_incomplete_exploration_fails_never_passes(pytester):
     result.stdout.fnmatch_lines(["*at_most_max_steps is not proved: not decided: the exploration stopped at --max-states*"])
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_max_states_must_be_a_positive_integer(pytester, value):
+    """0 or -1 stopped every exploration at once (every item failed as incomplete)."""
+    _copy(pytester, LOOP_DEMO, "loop_demo.yaml")
+    result = pytester.runpytest("--haltproof", f"--haltproof-max-states={value}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    message = "must be a number" if value == "nan" else "must be positive"
+    result.stderr.fnmatch_lines([f"*error: argument --haltproof-max-states: --haltproof-max-states "
+                                 f"{message}, got '{value}'"])
+
+
 def test_invalid_spec_is_a_collection_error_with_file_and_line(pytester):
     (pytester.path / "bad.yaml").write_text(
         "machine: x\nvars: {a: {type: int, min: 0, max: 1, init: 0}}\nactions:\n  go: {when: a == b}\n")

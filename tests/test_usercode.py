@@ -118,3 +118,18 @@ def test_the_note_keeps_the_innermost_description():
     stop.note("running the bound code for action a from state x=1")
     stop.note("loading the model M")
     assert stop.doing == "running the bound code for action a from state x=1" and str(stop) == stop.doing
+
+
+@pytest.mark.parametrize("seconds", [1e10, 1e300])
+def test_a_timeout_no_timer_can_hold_bounds_nothing(cli, seconds):
+    """--timeout takes any finite number; past threading.TIMEOUT_MAX (centuries) no timer
+    or wait can be armed for it (setitimer overflowed: an internal error, exit 4), and it
+    cannot pass while the process runs: the check runs as without one."""
+    from conftest import LOOP_DEMO
+    with usercode.deadline(seconds):
+        assert not usercode.active()
+        assert usercode.run(lambda: 7) == 7
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    ran = cli("check", LOOP_DEMO, "--timeout", repr(seconds), "--quiet", "-p", "max_steps=2")
+    assert (ran.code, ran.err) == (0, "")
+    assert ran.out.endswith("-> proved\n")

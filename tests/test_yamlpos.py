@@ -7,6 +7,7 @@ import pytest
 
 from machine.errors import SpecError
 from machine.spec import parse_spec
+from machine import yamlpos
 from machine.yamlpos import YList, YMap, YStr, load_yaml
 
 F = "f.yaml"
@@ -238,3 +239,24 @@ def test_invalid_yaml_reports_a_line(text, line, fragment):
     assert p.line == line
     assert p.message.startswith("not valid YAML: ")
     assert fragment in p.message
+
+
+# ---------------------------------------------------------------- aliases
+
+def test_an_alias_expands_to_its_anchors_values_at_the_alias_position():
+    d = load_yaml("one: &s [a, b]\n"
+                  "two:\n"
+                  "  - first\n"
+                  "  - *s\n", F)
+    assert d["two"] == ["first", ["a", "b"]]
+    # where the aliased list stands is the alias's line; its own items are written at line 1
+    assert d["two"].lines == [3, 4]
+    assert d["two"][1].line == 1
+
+
+def test_alias_budget_counts_nodes_and_text(monkeypatch):
+    monkeypatch.setattr(yamlpos, "ALIAS_BUDGET", 7)
+    text = "a: &a [xy, z]\nb: *a\n"        # the alias adds the list (1) and xy (1 + 2) and z (1 + 1)
+    assert load_yaml(text, F)["b"] == ["xy", "z"]
+    p = error(text + "c: *a\n")
+    assert (p.line, p.message) == (3, "aliases expand the spec past 7 nodes and characters (a YAML alias bomb?)")

@@ -18,14 +18,17 @@ import argparse
 import json
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Any, Sequence
+
+from machine import strict_json
 
 from . import transitions as T
 from .gate import Stop, validate_action
-from .policies import (DEFAULT_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy, LocalJSONPolicy,
-                       PolicyConfigError)
+from .policies import (DEFAULT_TIMEOUT, MAX_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy,
+                       LocalJSONPolicy, PolicyConfigError, _seconds)
 from .policy_server import PolicyServer
-from .store import RunExists, RunNotFound, RunStore
+from .store import RunExists, RunNotFound, RunStore, holds_run
 from .tasks import TASKS
 from .tools import TOOL_NAMES, Faults, Shop, connect
 from .runner import Runner
@@ -41,6 +44,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _timeout(text: str) -> float:
+    """--timeout is checked whatever the policy: `nan` or `inf` is a mistake even where unused."""
+    try:
+        return _seconds(float(text), "--timeout")     # the HTTP policy's own check, at parse time
+    except (ValueError, PolicyConfigError):
+        raise argparse.ArgumentTypeError(f"--timeout must be a finite number of seconds in "
+                                         f"(0, {MAX_TIMEOUT:g}], got {text!r}") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="python -m harness.budget",
                  description="The budgeted policy runner (seed S2): real policies, real tools on SQLite.")
@@ -51,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="who proposes the actions (default: deterministic)")
         p.add_argument("--actions", metavar="FILE", help="--policy local: a JSON list of actions")
         p.add_argument("--url", help="--policy http: the policy service (http only to 127.0.0.1/[::1])")
-        p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+        p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT,
                        help=f"--policy http: seconds per network wait (default {DEFAULT_TIMEOUT:g})")
         p.add_argument("--db", default=":memory:", help="SQLite file for the shop and the runs (default :memory:)")
         p.add_argument("--fail", action="append", default=[], metavar="TOOL=N",
@@ -107,9 +119,11 @@ def _task(args: argparse.Namespace) -> dict[str, Any]:
     if args.task_json is None:
         return dict(TASKS[args.task])
     try:
-        return json.loads(args.task_json)
+        return strict_json.loads(args.task_json)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--task-json is not valid JSON: {exc.msg}") from None
+    except strict_json.DuplicateKeyError as exc:
+        raise UsageError(f"--task-json: {exc}") from None
 
 
 # ------------------------------------------------------------------ printing the steps
@@ -210,15 +224,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "run":
         T.check_limits(args.K, args.R)
         task = T.check_task(task)
+    if args.command == "resume":
+        _check_resumable(args.db, args.run_id)
     try:
-        conn = connect(args.db)
+        conn = connect(args.db, mode="rwc" if args.command == "run" else "rw")
         shop = Shop(conn, faults)
         shop.seed()
         store = RunStore(conn)
     except sqlite3.Error as exc:
         raise UsageError(f"cannot open the database {args.db!r}: {exc}") from None
-    if args.command == "resume" and not store.exists(args.run_id):
-        raise RunNotFound(args.run_id)
     if args.command == "run" and args.run_id and store.exists(args.run_id):
         raise RunExists(f"a run {args.run_id!r} already exists in {args.db} (resume it instead)")
     before = shop.inventory()
@@ -237,6 +251,26 @@ def _main(argv: Sequence[str] | None) -> int:
         out.write(_summary(run, shop, before))
     conn.close()
     return 0 if run["terminal"]["status"] == "finished" else 1
+
+
+def _check_resumable(db: str, run_id: str) -> None:
+    """Before anything is written: `db` is an existing database holding the run (opened
+    read-only: a resume on a missing or foreign file must not create or change it)."""
+    if db != ":memory:" and not Path(db).exists():
+        raise UsageError(f"--db {db}: no such database (resume continues a run saved by "
+                         f"`run --db {db}`)")
+    if Path(db).is_dir():
+        raise UsageError(f"--db {db}: a directory, not a database")
+    try:
+        probe = connect(db, mode="ro")
+        try:
+            found = holds_run(probe, run_id)
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise UsageError(f"cannot open the database {db!r}: {exc}") from None
+    if not found:
+        raise RunNotFound(run_id)
 
 
 def _serve(args: argparse.Namespace) -> int:

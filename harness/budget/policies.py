@@ -36,6 +36,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from machine import strict_json
+from machine.inputs import TooLarge, read_bounded
+
 from .gate import facts_of
 from .transitions import json_copy
 
@@ -43,6 +46,7 @@ PROTOCOL = "hero-policy-v1"
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_TIMEOUT = 5.0
 MAX_TIMEOUT = 60.0
+MAX_ACTIONS_BYTES = 1024 * 1024     # an action list for --policy local (docs/budget-runner.md)
 
 
 class PolicyConfigError(ValueError):
@@ -109,15 +113,19 @@ class LocalJSONPolicy:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_bounded(self.path, MAX_ACTIONS_BYTES, "an action list")
+        except TooLarge as exc:
+            raise PolicyConfigError(f"{path}: {exc}") from None
         except OSError as exc:
             raise PolicyConfigError(f"{path}: cannot read the action list: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise PolicyConfigError(f"{path}: the action list is not UTF-8 text (byte {exc.start})") from None
         try:
-            actions = json.loads(text)
+            actions = strict_json.loads(text)
         except json.JSONDecodeError as exc:
             raise PolicyConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        except strict_json.DuplicateKeyError as exc:
+            raise PolicyConfigError(f"{path}: {exc}") from None
         if not isinstance(actions, list):
             raise PolicyConfigError(f"{path}: the action list must be a JSON list of action objects")
         self.actions = actions
@@ -214,7 +222,7 @@ class HTTPJSONPolicy:
                                       f"{self.total_timeout} s in total")
         try:
             text = data.decode("utf-8")
-            return json.loads(text, parse_constant=_no_constant)
+            return strict_json.loads(text, parse_constant=_no_constant)     # a key twice: ambiguous
         except (UnicodeDecodeError, ValueError) as exc:
             raise PolicyResponseError(f"the policy server's answer is not valid JSON: {exc}") from None
 

@@ -20,6 +20,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Callable
 
+from machine import strict_json
+
 from .policies import PROTOCOL, DeterministicPolicy
 
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, str], bytes]]
@@ -113,7 +115,7 @@ class PolicyServer:
                 if not 0 <= length <= MAX_REQUEST_BYTES:
                     return self._error(413, "the request is too large")
                 try:
-                    body = json.loads(self.rfile.read(length).decode("utf-8"))
+                    body = strict_json.loads(self.rfile.read(length).decode("utf-8"))   # no key twice
                 except (UnicodeDecodeError, ValueError):
                     return self._error(400, "the request is not valid JSON")
                 if not isinstance(body, dict) or body.get("protocol") != PROTOCOL \

@@ -15,6 +15,8 @@ import json
 import sqlite3
 from typing import Any
 
+from machine import strict_json
+
 from .tools import transaction
 
 SCHEMA = """
@@ -36,6 +38,14 @@ class RunExists(ValueError):
     pass
 
 
+def holds_run(conn: sqlite3.Connection, run_id: str) -> bool:
+    """Whether the database holds the run, asked with reads only (no schema is created),
+    so a resume on the wrong file refuses it without writing to it."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone() is None:
+        return False
+    return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+
 class RunStore:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -50,7 +60,7 @@ class RunStore:
         self.save(run)
 
     def exists(self, run_id: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+        return holds_run(self.conn, run_id)
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY rowid")]
@@ -76,16 +86,24 @@ class RunStore:
         if row is None:
             raise RunNotFound(run_id)
         task, K, R, calls, decisions, pending, terminal = row
-        observations = [json.loads(body) for (body,) in self.conn.execute(
-            "SELECT body FROM observations WHERE run_id = ? ORDER BY n", (run_id,))]
-        return {"run_id": run_id, "task": json.loads(task), "K": K, "R": R, "calls": calls,
-                "decisions": decisions, "observations": observations,
-                "pending": _load(pending), "terminal": _load(terminal)}
+        observations = [_load(body, f"run {run_id}, observation {n}") for n, (body,) in enumerate(
+            self.conn.execute("SELECT body FROM observations WHERE run_id = ? ORDER BY n", (run_id,)))]
+        return {"run_id": run_id, "task": _load(task, f"run {run_id}, task"), "K": K, "R": R,
+                "calls": calls, "decisions": decisions, "observations": observations,
+                "pending": _load(pending, f"run {run_id}, pending"),
+                "terminal": _load(terminal, f"run {run_id}, terminal")}
 
 
 def _dump(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
-def _load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+def _load(text: str | None, what: str) -> Any:
+    """A JSON column as saved by `save`; anything else (edited, truncated, a key twice) means
+    the database is not one this runner wrote: a DatabaseError, reported like sqlite's own."""
+    if text is None:
+        return None
+    try:
+        return strict_json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise sqlite3.DatabaseError(f"{what} is not the JSON this runner saves: {exc}") from None

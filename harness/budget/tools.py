@@ -18,6 +18,7 @@ Tool failures - a missing item, a version conflict, an injected fault - come bac
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 SCHEMA = """
@@ -52,13 +53,20 @@ class ToolError(Exception):
     """A tool ran and failed; the message becomes the failed observation's error."""
 
 
-def connect(path: str = ":memory:") -> sqlite3.Connection:
+def connect(path: str = ":memory:", *, mode: str = "rwc") -> sqlite3.Connection:
     """A connection in autocommit mode; every write below opens its own transaction.
 
     A file database runs in WAL mode with synchronous=NORMAL: every committed transaction
     survives the death of the process (what resume relies on); only a power cut may lose
-    the last few, which then resume from an earlier saved state - never a half-applied one."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
+    the last few, which then resume from an earlier saved state - never a half-applied one.
+    `mode`: "rwc" creates a missing file, "rw" opens an existing one only, "ro" reads an
+    existing one and changes nothing (not even its journal mode)."""
+    target, uri = path, False
+    if mode != "rwc" and path != ":memory:":
+        target, uri = f"{Path(path).absolute().as_uri()}?mode={mode}", True
+    conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False, timeout=10)
+    if mode == "ro":
+        return conn
     conn.execute("PRAGMA foreign_keys = ON")
     if path != ":memory:" and not path.startswith("file::memory:"):
         conn.execute("PRAGMA journal_mode = WAL")

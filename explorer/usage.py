@@ -1,0 +1,43 @@
+"""Usage errors and the `-p NAME=VALUE` options, shared by every subcommand module.
+
+They live apart from explorer/cli.py so that there is one UsageError class: under
+`python -m explorer.cli` the CLI module is loaded twice (as `__main__`, and as
+`explorer.cli` when a subcommand module imports it), and a subcommand's UsageError from
+the second copy went past the first copy's handler as a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class UsageError(Exception):
+    """A mistake on the command line (exit 2)."""
+
+
+def parse_pins(pins: Sequence[str]) -> dict[str, list[int]]:
+    """`-p NAME=VALUE` options as NAME -> its values in the order given: `-p K=1 -p K=2`
+    sweeps K over 1 and 2. The same value twice is refused (a typo for another one?)."""
+    out: dict[str, list[int]] = {}
+    for item in pins:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"-p {item}: write -p NAME=VALUE")
+        try:
+            number = int(value)
+        except ValueError:
+            raise UsageError(f"-p {item}: the value must be an integer") from None
+        values = out.setdefault(name.strip(), [])
+        if number in values:
+            raise UsageError(f"-p {name.strip()}={number} is given twice")
+        values.append(number)
+    return out
+
+
+def one_value_each(pins: dict[str, list[int]], command: str) -> dict[str, int]:
+    """The pins of a command that runs one combination: each param pinned once."""
+    for name, values in pins.items():
+        if len(values) > 1:
+            raise UsageError(f"-p {name}: {command} runs one param combination, and {name} is given "
+                             f"{len(values)} values ({', '.join(map(str, values))})")
+    return {name: values[0] for name, values in pins.items()}

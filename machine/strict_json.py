@@ -1,0 +1,30 @@
+"""JSON read from outside (traces, baselines, action lists, policy answers), refusing what
+`json.loads` silently accepts: an object that names a key twice keeps its last value, so
+`{"type": "abstain", "type": "finish"}` would be read as a finish. Which one the writer
+meant is ambiguous, and a verifier's input must never be read one way by one tool and
+another way by the next."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice."""
+
+
+def loads(text: str | bytes, **options: Any) -> Any:
+    """`json.loads` that raises DuplicateKeyError (a ValueError) on a repeated key;
+    `options` go to json.loads (parse_constant, ...)."""
+    return json.loads(text, object_pairs_hook=_unique, **options)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"duplicate key {key!r} in a JSON object (which value is meant "
+                                    "is ambiguous)")
+        out[key] = value
+    return out
