@@ -89,7 +89,6 @@ KEEP_GRAPH_STATES = 200      # runs up to this size keep their explored graph fo
 class RunResult:
     spec: Spec
     params: dict[str, int]
-    result: str                          # proved | violated | incomplete
     stats: dict[str, Any]
     properties: list[PropertyResult]
     coverage: dict[str, dict[str, int]]
@@ -108,21 +107,58 @@ class RunResult:
         return [n.message for n in self.notices]
 
     @property
-    def verdict(self) -> str:
-        """What this run means for the gate: pass, fail, or incomplete.
+    def result(self) -> str:
+        """proved | violated | incomplete, decided by `judge` from the run's own findings."""
+        return self._judged()[0]
 
-        Without `expect`, proved passes and violated fails. With it, the run passes only
-        when its findings are exactly the expected ones; an unexpected violation fails
-        even if the exploration stopped early; otherwise an early stop is incomplete.
-        """
-        if self.as_expected is None:
-            return {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}[self.result]
-        if self.as_expected:
-            return "pass"
-        unexpected = any(p.expected is False and p.status == VIOLATED for p in self.properties)
-        if unexpected or any(not s.ok for s in self.scenarios) or self.stopped_by is None:
-            return "fail"
-        return "incomplete"
+    @property
+    def verdict(self) -> str:
+        """What this run means for the gate: pass, fail, or incomplete (see `judge`)."""
+        return self._judged()[1]
+
+    def _judged(self) -> tuple[str, str]:
+        return judge([(p.kind, p.status, p.expected) for p in self.properties],
+                     [s.ok for s in self.scenarios], self.stopped_by, self.as_expected)
+
+
+def unsettled(properties: Sequence[tuple[str, str]], stopped_by: str | None) -> bool:
+    """Whether a run leaves something undecided that no finding explains, from its bound and
+    each property's (kind, status): a bound stopped it, or the exploration was complete but
+    a property is still unknown (a count that failed only when judged, say) while no
+    built-in property (domains, well_defined, bound_code) is violated. A violated built-in
+    is the spec's or the code's own error, and it explains every property it left unknown."""
+    if stopped_by is not None:
+        return True
+    return (any(status == UNKNOWN for _, status in properties)
+            and not any(kind == "builtin" and status == VIOLATED for kind, status in properties))
+
+
+def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequence[bool],
+          stopped_by: str | None, as_expected: bool | None) -> tuple[str, str]:
+    """A run's result (proved | violated | incomplete) and what it means for the gate (pass |
+    fail | incomplete), from each property's (kind, status, expected), whether each scenario
+    passed, the bound that stopped it and its `expect` outcome. The one place both are
+    decided: RunResult asks it, and so do the readers of the JSON report (findings.py).
+
+    A violated property or a failed scenario is violated; otherwise anything `unsettled`
+    is incomplete: a run with a property left unknown is never proved. Without `expect`,
+    proved passes and violated fails. With it, the run passes only when its findings are
+    exactly the expected ones and nothing is unsettled; an unexpected violation or a failed
+    scenario fails even if the exploration stopped early; otherwise an unsettled run is
+    incomplete, and a settled one whose expected violation did not happen fails."""
+    left_open = unsettled([(kind, status) for kind, status, _ in properties], stopped_by)
+    if any(status == VIOLATED for _, status, _ in properties) or not all(scenarios_ok):
+        result = "violated"
+    else:
+        result = "incomplete" if left_open else "proved"
+    if as_expected is None:
+        return result, {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}[result]
+    if as_expected and not left_open:
+        return result, "pass"
+    unexpected = any(expected is False and status == VIOLATED for _, status, expected in properties)
+    if unexpected or not all(scenarios_ok) or not left_open:
+        return result, "fail"
+    return result, "incomplete"
 
 
 MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
@@ -324,7 +360,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     scenarios = _scenarios(m, options, late)
     bounds = _bounds(ex, graph, m, why_end, late)
-    stopped_by, reason = ex.stopped_by, _stop_reason(ex, options)
+    stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
         stopped_by = "timeout"
         what, stop = late[0]
@@ -333,8 +369,10 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
-    violated = any(r.status == VIOLATED for r in results) or any(not s.ok for s in scenarios)
-    result = "violated" if violated else ("incomplete" if why or late else "proved")
+    left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
+    undecided = [r.name for r in results if r.status == UNKNOWN]
+    if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
+        reason = f"explored in full, but {', '.join(undecided)} could not be decided"
     as_expected = None
     if spec.expect_violated is not None:
         expect = set(spec.expect_violated)
@@ -343,13 +381,13 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         asked = set(options.properties) if options.properties else None
         judged = {r.name for r in results}
         missing = [n for n in expect if n not in judged and (asked is None or n in asked)]
-        as_expected = (ex.complete and not late and not missing and all(r.expected for r in results)
+        as_expected = (ex.complete and not left_open and not missing and all(r.expected for r in results)
                        and all(s.ok for s in scenarios)
                        and any(r.status == VIOLATED for r in results))
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
-    return RunResult(spec, m.params, result, stats, results, coverage, notices, scenarios,
+    return RunResult(spec, m.params, stats, results, coverage, notices, scenarios,
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
@@ -377,7 +415,7 @@ def _seconds(options: Options) -> str:
     return f" {options.timeout:g} s" if options.timeout is not None else ""
 
 
-def _stop_reason(ex: Exploration, options: Options) -> str | None:
+def stop_reason(ex: Exploration, options: Options) -> str | None:
     """Why the exploration stopped early, in words, with how far it got."""
     if ex.stopped_by is None:
         return None

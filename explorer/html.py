@@ -66,12 +66,10 @@ def run_verdict(run: dict[str, Any]) -> tuple[str, str]:
     if expected is None:
         key = result if result in ("proved", "violated", "incomplete") else "error"
         return key, VERDICT_TEXT[key]
-    if expected:
+    verdict = F.run_verdict(run)
+    if verdict == "pass":
         return "expected", VERDICT_TEXT["expected"]
-    props = run.get("properties") or []
-    unexpected = any(p.get("expected") is False and p.get("status") == "violated" for p in props)
-    failed_scenario = any(s.get("status") != "passed" for s in run.get("scenarios") or [])
-    if unexpected or failed_scenario or not run.get("stopped_by"):
+    if verdict == "fail":
         return "violated", f"{result}, NOT as expected"
     return "incomplete", "incomplete"
 
