@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     gr = sub.add_parser("graph", help="write the explored state space as DOT, GraphML, Mermaid or JSON")
     add_graph_arguments(gr)
+    _timeout_option(gr, "building the graph")
     return ap
 
 

@@ -545,6 +545,33 @@ def test_timeout_bounds_replay_and_conform(tmp_path):
     assert ran.stdout.rstrip().endswith("no difference found so far, which proves nothing")
 
 
+def test_timeout_bounds_graph_exploring_stuck_code(tmp_path):
+    """graph explores the bound code too: it had no --timeout, and a stuck step held it for
+    ever. At the deadline no graph is written (a graph of part of the space would read as
+    the whole), exit 3, naming what was running."""
+    path = bound_copy(tmp_path, "stuck_code:Spinning")
+    out = tmp_path / "g.dot"
+    ran = haltproof_process("graph", path, "-p", "max_steps=3", "-p", "max_retries=1", "--timeout", "2",
+                            "-o", out, cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (3, "")
+    assert ran.stderr == (f"haltproof graph: incomplete: stopped at 42 states: --timeout 2 s reached while "
+                          f"{STUCK_AT}; no graph written\n")
+    assert not out.exists()
+    ran = haltproof_process("graph", bound_copy(tmp_path, "stuck_code:SleepingInit"), "-p", "max_steps=3",
+                            "-p", "max_retries=1", "--timeout", "2", cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (3, "")
+    assert ran.stderr == ("haltproof graph: incomplete: --timeout 2 s reached while creating the adapter "
+                          "stuck_code:SleepingInit; no graph written\n")
+
+
+def test_graph_with_a_timeout_that_is_not_reached_draws_the_whole_graph(cli, tmp_path):
+    with_timeout = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--timeout", "60")
+    without = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1")
+    assert (with_timeout.code, with_timeout.err) == (0, "") and with_timeout.out == without.out
+    bad = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--timeout", "nan")
+    assert bad.code == 2 and "--timeout must be a finite number, got 'nan'" in bad.err
+
+
 # ------------------------------------------------------------------ (e) values of the wrong type
 
 TYPED = """\
