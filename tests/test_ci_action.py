@@ -201,6 +201,15 @@ def test_invalid_spec_exits_2_annotated_at_its_line_and_no_stale_report_is_left(
     assert ran.outputs == {"exit-code": "2", "result": "error", "sarif": "", "junit": "", "json": ""}
 
 
+def test_the_error_annotation_escapes_the_file_and_the_message(repo):
+    (repo / "50%,odd.yaml").write_text('machine: x\n"bo%gus": 1\n')
+    ran = run_action(repo, paths="'50%,odd.yaml'")
+    assert ran.code == 2
+    assert ("::error file=50%25%2Codd.yaml,line=2,title=haltproof%3A invalid input (exit 2)::unknown key in the "
+            "spec (allowed: ") in ran.out
+    assert ran.out.rstrip().endswith("vars): 'bo%25gus'")
+
+
 def test_error_without_a_line_and_html_in_the_summary_is_escaped(repo):
     ran = run_action(repo, paths="'specs/<b>.yaml'")
     assert ran.code == 2
