@@ -484,7 +484,8 @@ def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: 
                   holds: str) -> PropertyResult:
     f: Finding | None = ex.findings.get(name)
     if f is not None:
-        r = PropertyResult(name, kind, VIOLATED, f.message, path_trace(ex, f.state, f.step), line=line)
+        r = PropertyResult(name, kind, VIOLATED, f.message, path_trace(ex, f.state, f.step), line=line,
+                           subject=f.subject)
         if f.other is not None:
             r.other_trace = path_trace(ex, f.other.state, f.other.step)
         return r

@@ -25,8 +25,9 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail
+from machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
 from machine.usercode import OutOfTime
+from properties.kinds import Subject
 
 from .memory import current_rss
 
@@ -48,6 +49,26 @@ class Finding:
     message: str
     step: tuple | None = None       # (action index, combo index, rule, successor state) for a failing transition
     other: "Finding | None" = None  # independence: the transition it disagrees with
+    subject: Subject | None = None  # what failed to evaluate (well_defined, bound_code) or differs (independent)
+
+
+def failure(m: Machine, what: str, exc: BaseException) -> str:
+    """The message of a finding whose evaluation raised `exc`: what failed, the spec file:line
+    of the expression (when it is a spec expression), and the error. Both engines make every
+    such message here, so they say exactly the same."""
+    return f"{what}{spec_where(m, exc)}: {exc}"
+
+
+def action_subject(m: Machine, action: int, ci: int) -> Subject:
+    """An action with one combination of its choices, as a finding's subject."""
+    act = m.actions[action]
+    return Subject("action", act.name, dict(act.labels[ci]))
+
+
+def action_text(m: Machine, action: int, ci: int) -> str:
+    """`action NAME with CHOICES`, as messages name one transition of an action."""
+    act = m.actions[action]
+    return f"action {act.name} with {_fmt_choices(act.labels[ci])}"
 
 
 class _Recomputed:
@@ -163,9 +184,9 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
     m = ex.machine
     spec = m.spec
     made = [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
-    fns = [(f"count of {p.name}", m.counts[p.name]) for p in spec.properties if p.name in m.counts
-           and (spec.python or can_fail(p.count, made))]
-    fns += [(f"measure {ms.name}", m.measures[ms.name]) for ms in spec.measures
+    fns = [(f"count of {p.name}", Subject("count", p.name), m.counts[p.name]) for p in spec.properties
+           if p.name in m.counts and (spec.python or can_fail(p.count, made))]
+    fns += [(f"measure {ms.name}", Subject("measure", ms.name), m.measures[ms.name]) for ms in spec.measures
             if ms.name in m.measures and (spec.python or can_fail(ms.expr, made))]
     if not fns:
         return None
@@ -175,11 +196,12 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
             a, c, r = ex.e_action[e], ex.e_combo[e], ex.e_rule[e]
             act = m.actions[a]
             t = ex.states[ex.e_dst[e]]
-            for what, fn in fns:
+            for what, subject, fn in fns:
                 try:
                     fn(s, t, act.name, r, *act.step_args[c])
                 except _ERRORS as exc:
-                    return getattr(exc, "builtin", "well_defined"), Finding(i, f"{what}: {exc}", (a, c, r, t))
+                    return (getattr(exc, "builtin", "well_defined"),
+                            Finding(i, failure(m, what, exc), (a, c, r, t), subject=subject))
     return None
 
 
@@ -454,20 +476,22 @@ class _Sweep:
     def terminal_error(self, i: int, exc: Exception) -> None:
         """State i is not expanded: whether a run may end there is unknown, and exploring on
         from it would add states that are reachable only if it is not terminal."""
-        self.fail("well_defined", Finding(i, f"terminal: {exc}"))
+        self.fail("well_defined", Finding(i, failure(self.m, "terminal", exc), subject=Subject("terminal")))
         self.failed.add(i)
         if self.ex.terminal_unknown is None:
             self.ex.terminal_unknown = i
 
     def guard_error(self, i: int, action: int, exc: Exception) -> bool:
-        self.fail("well_defined", Finding(i, f"guard of {self.m.actions[action].name}: {exc}"))
+        name = self.m.actions[action].name
+        self.fail("well_defined", Finding(i, failure(self.m, f"guard of {name}", exc),
+                                          subject=Subject("guard", name)))
         self.failed.add(i)
         return False
 
     def step_error(self, i: int, action: int, ci: int, exc: Exception) -> None:
-        act = self.m.actions[action]
         self.fail(getattr(exc, "builtin", "well_defined"),
-                  Finding(i, f"action {act.name} with {_fmt_choices(act.labels[ci])}: {exc}", (action, ci, None, None)))
+                  Finding(i, failure(self.m, action_text(self.m, action, ci), exc), (action, ci, None, None),
+                          subject=action_subject(self.m, action, ci)))
         self.failed.add(i)
         self.tried.add(action)
 
@@ -499,11 +523,14 @@ class _Sweep:
             try:
                 ok = f(t)
             except _ERRORS as exc:
-                self.fail("well_defined", Finding(j, f"property {name}: {exc}"))
+                self.fail("well_defined", self._property_error(j, name, exc))
                 continue
             if not ok and judged:
                 self.fail(name, Finding(j, "false in this state"))
         self._check_reachables(j, t)
+
+    def _property_error(self, i: int, name: str, exc: Exception, step: tuple | None = None) -> Finding:
+        return Finding(i, failure(self.m, f"property {name}", exc), step, subject=Subject("property", name))
 
     def _check_reachables(self, j: int, t: tuple) -> None:
         watching = "well_defined" not in self.findings
@@ -515,7 +542,7 @@ class _Sweep:
                     if f(t) and fresh:
                         reached[name] = j
                 except _ERRORS as exc:
-                    self.fail("well_defined", Finding(j, f"property {name}: {exc}"))
+                    self.fail("well_defined", self._property_error(j, name, exc))
 
     def check_step(self, i: int, action: int, ci: int, r: str | None, t: tuple) -> None:
         """The step invariants and variants on one transition from state i to t."""
@@ -533,7 +560,7 @@ class _Sweep:
                 try:
                     ok = f(s, t, act.name, r, *args)
                 except _ERRORS as exc:
-                    self.fail("well_defined", Finding(i, f"property {name}: {exc}", step))
+                    self.fail("well_defined", self._property_error(i, name, exc, step))
                     continue
                 if not ok and judged:
                     self.fail(name, Finding(i, "false for this transition", step))
@@ -544,7 +571,7 @@ class _Sweep:
             try:
                 before, after = f(s), f(t)
             except _ERRORS as exc:
-                self.fail("well_defined", Finding(i, f"property {name}: {exc}", step))
+                self.fail("well_defined", self._property_error(i, name, exc, step))
                 continue
             if not judged:
                 continue
@@ -623,7 +650,7 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
             # this state up to each independence property's ignored vars, projected once
             kept = [tuple(s[v] for v in keep) for _, keep in independents]
             for k, (name, _) in enumerate(independents):
-                _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, x.fail)
+                _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, x.fail, m)
             if term:
                 if label is not None:
                     lab = label(s)
@@ -638,7 +665,7 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                     x.guard_error(i, act.index, exc)
                     continue
                 for k, (name, _) in enumerate(independents):
-                    _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, x.fail)
+                    _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, x.fail, m)
                 if not enabled:
                     continue
                 fired_here = fired.setdefault(act.index, {})
@@ -675,7 +702,7 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                     for k, (name, keep) in enumerate(independents):
                         outcome = (tuple(t[v] for v in keep), r)
                         _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
-                              (act.index, ci, r, t), name, x.fail)
+                              (act.index, ci, r, t), name, x.fail, m)
             i += 1
     except _INTERRUPTS as exc:
         x.interrupted(exc)
@@ -684,8 +711,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
 
 
 def _same(seen: dict, key: tuple, outcome: Any, state: int, step: tuple | None, name: str,
-          fail: Callable[[str, Finding], None]) -> None:
-    """Independence: the first outcome seen for `key` must be the outcome every time."""
+          fail: Callable[[str, Finding], None], m: Machine) -> None:
+    """Independence: the first outcome seen for `key` must be the outcome every time. The
+    key is the projected state and what is checked: ("terminal"), (action) for its guard,
+    (action, combo) for a transition."""
     first = seen.get(key)
     if first is None:
         seen[key] = (outcome, state, step)
@@ -699,7 +728,13 @@ def _same(seen: dict, key: tuple, outcome: Any, state: int, step: tuple | None, 
                    f"and {what[outcome]} in the other")
         else:
             msg = "the same transition up to the ignored vars has different outcomes"
-        fail(name, Finding(first[1], msg, first[2], Finding(state, msg, step)))
+        if key[-1] == "terminal":
+            subject = Subject("terminal")
+        elif len(key) == 2:
+            subject = Subject("guard", m.actions[key[1]].name)
+        else:
+            subject = action_subject(m, key[1], key[2])
+        fail(name, Finding(first[1], msg, first[2], Finding(state, msg, step), subject))
 
 
 def _fmt_choices(labels: dict) -> str:

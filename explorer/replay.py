@@ -12,15 +12,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from machine.compiled import EVAL_ERRORS, Machine, spec_line
+from machine.compiled import EVAL_ERRORS, CompiledAction, Machine, spec_where
 from machine.errors import Problem, SpecError
 from machine import strict_json
 from machine.inputs import TooLarge, read_bounded
 from machine.spec import Scenario, Spec, symlink_problem
 
-from properties.kinds import Step
+from properties.kinds import Step, Subject
 
 from .itf import ITFError, is_itf, itf_to_trace
+
+
+class Failed(Exception):
+    """An evaluation that failed on a replay (a spec expression, or the bound code): the step
+    it belongs to, what failed, and the built-in property it breaks (`well_defined`, or
+    `bound_code` for the bound code). Its text is the replay's message (see `evaluate`)."""
+
+    def __init__(self, message: str, step: int, subject: Subject, builtin: str):
+        super().__init__(message)
+        self.step, self.subject, self.builtin = step, subject, builtin
 
 
 @dataclass
@@ -31,14 +41,16 @@ class Replayed:
     lines: list[list[tuple[str, str]]] = field(default_factory=list)   # per step, the replay lines
     problem: str | None = None
     terminal: bool = False
+    # the run as the machine sees it: its states (the last one may lie outside a domain) and
+    # per transition the action, the index of its choice combination and the rule that fired
+    states: list[tuple] = field(default_factory=list)
+    moves: list[tuple[CompiledAction, int, str | None]] = field(default_factory=list)
+    failure: Failed | None = None       # the evaluation that stopped the run, if one did
+    outside: bool = False               # the run stopped because its last step left a domain
 
     @property
     def ok(self) -> bool:
         return self.problem is None
-
-
-class _Failed(Exception):
-    """Stops a replay at the step where a spec expression (or the bound code) failed."""
 
 
 def _show(value: Any) -> str:
@@ -47,18 +59,27 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _evaluate(m: Machine, n: int, what: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """fn(*args); an evaluation error stops the replay, named as the engines name it: the
-    built-in property it breaks (`well_defined`, or `bound_code` for the bound code), step n,
+def evaluate(m: Machine, n: int, subject: Subject, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args); an evaluation error raises `Failed`, named as the engines name it: step n,
+    the built-in property it breaks (`well_defined`, or `bound_code` for the bound code),
     what failed, and for a spec expression its file and line."""
     try:
         return fn(*args)
     except EVAL_ERRORS as exc:
-        from .report import shown_path       # report imports check, which imports this module
-        line = spec_line(m, exc)
-        where = f" ({shown_path(m.spec.path)}:{line})" if line is not None else ""
-        raise _Failed(f"step {n}: {getattr(exc, 'builtin', 'well_defined')}: {what}{where} fails: "
-                      f"{exc}") from None
+        builtin = getattr(exc, "builtin", "well_defined")
+        raise Failed(f"step {n}: {builtin}: {_what(subject)}{spec_where(m, exc)} fails: {exc}",
+                     n, subject, builtin) from None
+
+
+def _what(subject: Subject) -> str:
+    """What failed, as a replay's message names it."""
+    return {"terminal": "the terminal predicate", "guard": f"the guard of action {subject.name}",
+            "action": f"action {subject.name} with {_choices_text(subject.choices or {})}",
+            "replay": f"replay line {subject.name}", "property": f"property {subject.name}",
+            "count": f"count of {subject.name}", "measure": f"measure {subject.name}"}[subject.check]
+
+
+_TERMINAL = Subject("terminal")
 
 
 def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str, Any]]],
@@ -66,23 +87,24 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
     """Run `steps` (action name, choice labels) from `init`; compare with expected states if given.
 
     The run stops at the first step that does not follow the machine, or whose evaluation
-    fails (see `_evaluate`): `problem` names it, and `steps` holds the steps that ran."""
+    fails (see `evaluate`): `problem` names it, and `steps` holds the steps that ran."""
     state = tuple(init[v] for v in m.var_names)
     if state not in m.inits:
         return Replayed([Step(dict(init))], problem=_not_initial(m, init))
-    out = Replayed([Step(m.state_dict(state))])
+    out = Replayed([Step(m.state_dict(state))], states=[state])
     try:
         out.terminal = _follow(m, state, steps, expected_states, out)
-    except _Failed as exc:
+    except Failed as exc:
         out.problem = str(exc)
+        out.failure = exc
     return out
 
 
 def _follow(m: Machine, state: tuple, steps: list[tuple[str, dict[str, Any]]],
             expected_states: list[dict[str, Any] | None] | None, out: Replayed) -> bool:
     """The steps of run_steps from `state`, appended to `out`; whether the run ends terminal.
-    A step that does not follow the machine sets `out.problem`; one that fails raises _Failed."""
-    terminal = _evaluate(m, 0, "the terminal predicate", m.is_terminal, state)
+    A step that does not follow the machine sets `out.problem`; one that fails raises Failed."""
+    terminal = evaluate(m, 0, _TERMINAL, m.is_terminal, state)
     for n, (aname, choices) in enumerate(steps, start=1):
         act = next((a for a in m.actions if a.name == aname), None)
         if act is None:
@@ -91,30 +113,32 @@ def _follow(m: Machine, state: tuple, steps: list[tuple[str, dict[str, Any]]],
         if terminal:
             out.problem = f"step {n}: the run is already in a terminal state; {aname} cannot happen"
             return False
-        if act.guard is not None and not _evaluate(m, n, f"the guard of action {aname}", act.guard, state):
+        if act.guard is not None and not evaluate(m, n, Subject("guard", aname), act.guard, state):
             out.problem = f"step {n}: action {aname} is not enabled in this state"
             return False
-        ci = _combo_index(act, choices)
+        ci = combo_index(act, choices)
         if ci is None:
             out.problem = f"step {n}: {_choices_text(choices)} is not a choice of action {aname} ({_offers(act)})"
             return False
-        nxt, rule = _evaluate(m, n, f"action {aname} with {_choices_text(choices)}", act.step,
-                              state, *act.combos[ci])
+        nxt, rule = evaluate(m, n, Subject("action", aname, dict(choices)), act.step, state, *act.combos[ci])
         bad = m.domain_error(nxt)
         out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
+        out.states.append(nxt)
+        out.moves.append((act, ci, rule))
         if bad >= 0:
             out.problem = (f"step {n}: {m.var_names[bad]} = {nxt[bad]!r} is outside its domain "
                            f"{m.domain_text(bad)}")
+            out.outside = True
             return False
-        out.lines.append([(label, _display(_evaluate(m, n, f"replay line {label}", fn, state, nxt, aname, rule,
-                                                     *act.step_args[ci]), bare, act, ci))
+        out.lines.append([(label, _display(evaluate(m, n, Subject("replay", label), fn, state, nxt, aname, rule,
+                                                    *act.step_args[ci]), bare, act, ci))
                           for label, fn, bare in m.replay_lines])
         if expected_states and n < len(expected_states) and expected_states[n] is not None:
             if expected_states[n] != m.state_dict(nxt):
                 out.problem = f"step {n}: the state differs from the recorded one: " + _diff(m, expected_states[n], nxt)
                 return False
         state = nxt
-        terminal = _evaluate(m, n, "the terminal predicate", m.is_terminal, state)
+        terminal = evaluate(m, n, _TERMINAL, m.is_terminal, state)
     return terminal
 
 
@@ -149,7 +173,7 @@ def _outside(m: Machine, i: int, value: Any) -> str | None:
     return None if inside else f"outside its domain {m.domain_text(i)}"
 
 
-def _combo_index(act: Any, choices: dict[str, Any]) -> int | None:
+def combo_index(act: Any, choices: dict[str, Any]) -> int | None:
     """The combination `choices` names, compared with their kinds: true is not 1."""
     for ci, labels in enumerate(act.labels):
         if labels.keys() == choices.keys() and all(_kind(labels[k]) is _kind(choices[k]) and labels[k] == choices[k]

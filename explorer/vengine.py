@@ -23,7 +23,10 @@ import numpy as np
 from machine.vectorize import DENSE_LIMIT, VMachine
 
 from .codeset import CodeIndex
-from .engine import Exploration, Finding, ProgressFn, _Steps
+from machine.compiled import EVAL_ERRORS
+from properties.kinds import Subject
+
+from .engine import Exploration, Finding, ProgressFn, _Steps, action_subject, action_text, failure
 from .memory import current_rss
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
@@ -283,11 +286,9 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                     if np.any(unmatched):
                         ok = ~_full(unmatched, size, bool)
                         r0 = int(np.flatnonzero(~ok)[0])
-                        decided = spec.vars[spec.actions[act.index].decide.var].name
                         candidate("well_defined", (0, int(pos[r0]), k),
-                                  Finding(base + int(pos[r0]), f"action {act.name} with {_labels(m, act.index, ci)}: "
-                                          f"no rule of the decide table of action {act.name} (deciding {decided}) "
-                                          "matched", (act.index, ci, None, None)))
+                                  Finding(base + int(pos[r0]), _scalar_step_error(vm, act.index, ci, _succ(vm, G, r0)),
+                                          (act.index, ci, None, None), subject=action_subject(m, act.index, ci)))
                         errored[pos[~ok]] = 1
                     # a var the step did not assign is the very array it was given: nothing to check
                     # or encode; the successor's code is the source's plus each changed var's shift
@@ -527,14 +528,18 @@ def _indep_finding(vm: VMachine, parts: list[tuple], first: int, later: int, slo
         raise AssertionError("event out of range")
     s1, step1 = locate(first)
     s2, step2 = locate(later)
+    m = vm.machine
     if slot == 0:
         msg = "two states equal up to the ignored vars differ in being terminal"
+        subject = Subject("terminal")
     elif step2 is None:
         one, other = ("enabled", "disabled") if _enabled_first(parts, first) else ("disabled", "enabled")
         msg = f"two states equal up to the ignored vars: the action is {one} in one and {other} in the other"
+        subject = Subject("guard", m.actions[next(a for a, (g, _) in enumerate(_slots(vm)[0]) if g == slot)].name)
     else:
         msg = "the same transition up to the ignored vars has different outcomes"
-    return Finding(s1, msg, step1, Finding(s2, msg, step2))
+        subject = action_subject(m, step2[0], step2[1])
+    return Finding(s1, msg, step1, Finding(s2, msg, step2), subject)
 
 
 def _enabled_first(parts: list[tuple], k: int) -> bool:
@@ -727,7 +732,8 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
                     e = int(pos[r]) * nkeys + b.k
                     if name not in unreadable or e < unreadable[name][0]:
                         message = _scalar_error(vm, name, ai, ci, B, A, rule, r)
-                        unreadable[name] = (e, (1, int(pos[r]), b.k), Finding(base + int(pos[r]), message, step(r)))
+                        unreadable[name] = (e, (1, int(pos[r]), b.k), Finding(base + int(pos[r]), message, step(r),
+                                                                              subject=Subject("property", name)))
             if judged:
                 holds = _full(fs[ai](B, A, rule, *cargs), size, bool)
                 if need is not None:
@@ -759,14 +765,24 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
 def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: list, A: list, rule: np.ndarray, r: int) -> str:
     """The message of the scalar engine for a step property it cannot evaluate on this
     transition: its own evaluation, so both engines say exactly the same."""
-    from machine.compiled import EvalError
-    act = vm.machine.actions[ai]
+    m = vm.machine
+    act = m.actions[ai]
     try:
-        vm.machine.step_invariants[name](_succ(vm, B, r), _succ(vm, A, r), act.name, _rule(vm, rule[r]),
-                                         *act.step_args[ci])
-    except EvalError as exc:
-        return f"property {name}: {exc}"
+        m.step_invariants[name](_succ(vm, B, r), _succ(vm, A, r), act.name, _rule(vm, rule[r]), *act.step_args[ci])
+    except EVAL_ERRORS as exc:
+        return failure(m, f"property {name}", exc)
     raise AssertionError(f"the vector engine expected property {name} to read a missing choice here")
+
+
+def _scalar_step_error(vm: VMachine, ai: int, ci: int, source: tuple) -> str:
+    """The message of the scalar engine for a transition that matched no decide rule: the
+    scalar step function's own error, so both engines say exactly the same."""
+    m = vm.machine
+    try:
+        m.actions[ai].step(source, *m.actions[ai].combos[ci])
+    except EVAL_ERRORS as exc:
+        return failure(m, action_text(m, ai, ci), exc)
+    raise AssertionError(f"the vector engine expected {action_text(m, ai, ci)} to match no rule here")
 
 
 def _label_value(vm: VMachine, spec: Any, lab: Any) -> Any:
@@ -791,7 +807,3 @@ def _rule(vm: VMachine, r: Any) -> str | None:
 
 def _succ(vm: VMachine, A: list, r: int) -> tuple:
     return tuple(_raw(vm, j, A[j][r]) for j in range(len(A)))
-
-
-def _labels(m: Any, action: int, combo: int) -> str:
-    return ", ".join(f"{k}={v}" for k, v in m.actions[action].labels[combo].items()) or "no choices"

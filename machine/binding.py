@@ -93,9 +93,10 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
     return adapter
 
 
-_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in
-                  (__file__, importlib.import_module("explorer").__file__,
-                   importlib.import_module("properties").__file__))
+# haltproof's own layers sit side by side (installed under haltproof/, or as the checkout's
+# folders); the seed harness is not among them: its frames are user code in a traceback
+_LAYERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN_DIRS = tuple(os.path.join(_LAYERS, layer) + os.sep for layer in ("machine", "properties", "explorer"))
 
 
 def _user_traceback(exc: BaseException) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, value_count
+from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, shown_path, value_count
 from .usercode import OutOfTime
 
 MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
@@ -156,7 +156,10 @@ class CompiledSpec:
     def sweep_code(self) -> CodeType:
         """The generated BFS loop (see _generate_sweep), compiled the first time it is run."""
         if self._sweep_code is None:
-            self._sweep_code = compile(_generate_sweep(self.spec), f"<haltproof:{self.spec.path}:sweep>", "exec")
+            text, origin = _generate_sweep(self.spec)
+            filename = f"<haltproof:{self.spec.path}:sweep>"
+            self.generated.modules[filename] = origin      # its errors are named by spec line too
+            self._sweep_code = compile(text, filename, "exec")
         return self._sweep_code
 
     def instantiate(self, params: dict[str, int]) -> Machine:
@@ -318,12 +321,14 @@ def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequenc
 
 class Source:
     """A spec's generated module: its text, and per line of it the spec line it came from,
-    so an expression that fails to evaluate can be named by its file and line (`spec_line`)."""
+    so an expression that fails to evaluate can be named by its file and line (`spec_line`).
+    `modules` holds that map for every module generated from the spec (the BFS loop too)."""
 
     def __init__(self, path: str):
         self.filename = f"<haltproof:{path}>"
         self.chunks: list[str] = []
         self.origin: dict[int, int] = {}      # generated line -> spec line
+        self.modules: dict[str, dict[int, int]] = {self.filename: self.origin}
         self._next = 1
 
     def __call__(self, text: str, line: int | None = None) -> None:
@@ -342,17 +347,25 @@ class Source:
 
 def spec_line(m: Machine, exc: BaseException) -> int | None:
     """The spec line of the expression whose evaluation raised `exc`: the innermost frame of
-    m's generated module, mapped back. None when the error did not come from there (bound
-    code, a Python model) or the line is not known."""
+    m's generated modules (its functions, or its BFS loop), mapped back. None when the error
+    did not come from there (bound code, a Python model) or the line is not known."""
     if m.source is None:
         return None
     line = None
     tb = exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == m.source.filename:
-            line = m.source.origin.get(tb.tb_lineno, line)
+        origin = m.source.modules.get(tb.tb_frame.f_code.co_filename)
+        if origin is not None:
+            line = origin.get(tb.tb_lineno, line)
         tb = tb.tb_next
     return line
+
+
+def spec_where(m: Machine, exc: BaseException) -> str:
+    """` (file:line)` of the spec expression whose evaluation raised `exc`, for a message;
+    empty when it is not known (see spec_line)."""
+    line = spec_line(m, exc)
+    return f" ({shown_path(m.spec.path)}:{line})" if line is not None else ""
 
 
 def _generate(spec: Spec) -> Source:
@@ -371,7 +384,8 @@ def _generate(spec: Spec) -> Source:
         w("    r = None")
         for st in a.stages:
             if isinstance(st, SetStage):
-                emit_set(lambda text, st=st: w(text, _set_line(st)), st, _src)
+                for text, line in _set_code(st, "v_", _src):
+                    w("    " + text, line)
             else:
                 _decide(w, st, a.name, spec)
         w(f"    return {pack}, r\n")
@@ -384,7 +398,8 @@ def _generate(spec: Spec) -> Source:
         w(f"    {unpack} = s")
         for st in a.stages:
             if isinstance(st, SetStage):
-                emit_set(lambda text, st=st: w(text, _set_line(st)), st, _src)
+                for text, line in _set_code(st, "v_", _src):
+                    w("    " + text, line)
             else:
                 conds = ", ".join(_src(r.when) if r.when is not None else "True" for r in st.rules)
                 w(f"    return ({conds},)", st.line)
@@ -434,11 +449,18 @@ def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], 
         w(f"    {lhs} = {rhs}")
 
 
-def _set_line(st: SetStage) -> int:
-    """The line to name for a set stage (its assignments are one line of generated code)."""
+def _set_code(st: SetStage, target: str, render: Callable[[E.Expr], str]) -> list[tuple[str, int]]:
+    """A set stage as one simultaneous assignment (every right side sees the values before
+    the stage), as (line of code, spec line) pairs: with several assignments each right side
+    has a generated line of its own, so the one that fails is named by its own spec line."""
+    lines = [x.value.line or x.line or st.line for x in st.assigns]
+    if not st.assigns:
+        return []
     if len(st.assigns) == 1:
-        return st.assigns[0].value.line or st.assigns[0].line or st.line
-    return st.line
+        return [(f"{target}{st.assigns[0].var} = ({render(st.assigns[0].value)})", lines[0])]
+    out = [(", ".join(f"{target}{x.var}" for x in st.assigns) + " = (", st.line)]
+    out += [(f"    ({render(x.value)}),", line) for x, line in zip(st.assigns, lines)]
+    return out + [(")", st.line)]
 
 
 def _decide(w: Source, st: DecideStage, action: str, spec: Spec) -> None:
@@ -520,7 +542,7 @@ def _atom(node: ast.expr) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-def _generate_sweep(spec: Spec) -> str:
+def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
     """The breadth-first loop of explorer/engine.py for this spec, as one function `sweep(_x)`.
 
     Why: per state and per transition the loop then runs the spec's own expressions
@@ -537,7 +559,8 @@ def _generate_sweep(spec: Spec) -> str:
     still judged, and which failed ones are still evaluated for evaluation errors. It returns the
     number of states expanded, whether every edge led exactly one level deeper, the first
     state of the level after the one it was expanding, and per (action, rule) the number
-    of transitions that fired.
+    of transitions that fired. Returned with the loop's text: per line of it that evaluates
+    a spec expression whose error is a finding, the spec line (see Source).
     """
     n = len(spec.vars)
     V: list[ast.expr] = [ast.Name(f"v_{i}", ast.Load()) for i in range(n)]
@@ -554,9 +577,12 @@ def _generate_sweep(spec: Spec) -> str:
                + " = _x.live()") if checked else None
     steps_checked = any(p.kind in ("step_invariant", "variant") for _, p in checked)
     body: list[str] = []
+    origin: dict[int, int] = {}          # index in body -> spec line
     counters: list[tuple[int, str | None, str]] = []
 
-    def w(depth: int, text: str) -> None:
+    def w(depth: int, text: str, line: int | None = None) -> None:
+        if line:
+            origin[len(body)] = line
         body.append("    " * depth + text)
 
     def tup(mapping: list[ast.expr]) -> str:
@@ -645,9 +671,8 @@ def _generate_sweep(spec: Spec) -> str:
         if isinstance(st, SetStage):
             mapping = list(mapping)
             if st.assigns:           # simultaneous: every right side sees the values before the stage
-                lhs = ", ".join(f"u_{x.var}" for x in st.assigns)
-                rhs = ", ".join(f"({_inline(x.value, {}, current)})" for x in st.assigns)
-                w(depth, f"{lhs} = {rhs}")
+                for text, line in _set_code(st, "u_", lambda ex: _inline(ex, {}, current)):
+                    w(depth, text, line)
                 for x in st.assigns:
                     mapping[x.var] = ast.Name(f"u_{x.var}", ast.Load())
             stages(k, a, idx + 1, mapping, rule, ci, depth)
@@ -658,19 +683,19 @@ def _generate_sweep(spec: Spec) -> str:
                     w(depth, "else:")
                 inner = depth + 1 if pos else depth
             else:
-                w(depth, f"{'elif' if pos else 'if'} {_inline(r.when, {}, current)}:")
+                w(depth, f"{'elif' if pos else 'if'} {_inline(r.when, {}, current)}:", r.when.line or r.line)
                 inner = depth + 1
             decided = list(mapping)
             if isinstance(r.then.py, ast.Constant):
                 decided[st.var] = ast.Constant(r.then.py.value)
             else:
-                w(inner, f"u_{st.var} = {_inline(r.then, {}, current)}")
+                w(inner, f"u_{st.var} = {_inline(r.then, {}, current)}", r.then.line or r.line)
                 decided[st.var] = ast.Name(f"u_{st.var}", ast.Load())
             stages(k, a, idx + 1, decided, r.name, ci, inner)
             if r.when is None:
                 return
         w(depth, "else:")
-        w(depth + 1, f"raise _NoRule({a.name!r}, {spec.vars[st.var].name!r})")
+        w(depth + 1, f"raise _NoRule({a.name!r}, {spec.vars[st.var].name!r})", st.line)
 
     unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
     w(1, "while _i < _n:")
@@ -689,9 +714,9 @@ def _generate_sweep(spec: Spec) -> str:
     if t is not None:
         w(2, "try:")
         if t.when is not None:
-            w(3, f"_term = {_inline(t.when, {'s': V})}")
+            w(3, f"_term = {_inline(t.when, {'s': V})}", t.when.line or t.line)
         else:
-            w(3, f"_lab = {_inline(t.label, {'s': V})}")
+            w(3, f"_lab = {_inline(t.label, {'s': V})}", t.label.line or t.line)
             w(3, f"_term = _lab in ({', '.join(repr(v) for v in t.values)},)")
         w(2, "except _ERR as _exc:")
         w(3, "_x.terminal_error(_i, _exc)")     # not expanded: where runs end is unknown here
@@ -715,7 +740,7 @@ def _generate_sweep(spec: Spec) -> str:
                 # (the first one wins) and the failed state would be the same again
                 guards[code] = f"_g{k}"
                 w(2, "try:")
-                w(3, f"_g{k} = {code}")
+                w(3, f"_g{k} = {code}", a.guard.line or a.line)
                 w(2, "except _ERR as _exc:")
                 w(3, f"_g{k} = _x.guard_error(_i, {k}, _exc)")
             w(2, f"if {guards[code]}:")
@@ -769,4 +794,7 @@ def _generate_sweep(spec: Spec) -> str:
     loop, ret = body[:-1], body[-1]
     body = ["    try:", *("    " + line for line in loop), "    except _STOP as _exc:",
             "        _x.interrupted(_exc)", ret]
-    return "\n".join(head + body) + "\n"
+    # the loop's lines moved one down (under `try:`), the return three (after the except)
+    origin = {(k + 1 if k < len(loop) else k + 3): line for k, line in origin.items()}
+    assert not any("\n" in line for line in body), "one generated line per entry: the origins count on it"
+    return "\n".join(head + body) + "\n", {len(head) + k + 1: line for k, line in origin.items()}

@@ -67,6 +67,29 @@ class Trace:
 
 
 @dataclass
+class Subject:
+    """What a finding is about beyond its trace, at the trace's end: the check that failed to
+    evaluate there (`well_defined`, `bound_code`), or whose outcome differs between the two
+    traces (`independent`). A regression test (explorer/regress.py) re-judges exactly that."""
+
+    check: str                  # terminal | guard | action | property | count | measure
+    name: str | None = None     # the action, property or measure
+    choices: dict[str, Any] | None = None     # an action's choices
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"check": self.check}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.choices is not None:
+            out["choices"] = dict(self.choices)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Subject":
+        return cls(data["check"], data.get("name"), data.get("choices"))
+
+
+@dataclass
 class PropertyResult:
     name: str
     kind: str
@@ -79,3 +102,4 @@ class PropertyResult:
     line: int | None = None
     description: str = ""
     file: str | None = None               # the file `line` is in, when not the spec's
+    subject: Subject | None = None        # what failed or differs at the trace's end (see Subject)

@@ -33,7 +33,7 @@ def _summary(run) -> dict:
             "properties": [(p.name, p.status, p.message,
                             p.trace.to_json() if p.trace is not None else None,
                             p.other_trace.to_json() if p.other_trace is not None else None,
-                            p.witness.to_json() if p.witness is not None else None)
+                            p.witness.to_json() if p.witness is not None else None, p.subject)
                            for p in run.properties],
             "coverage": run.coverage, "notices": [n.to_json() for n in run.notices],
             "bounds": {k: (b["value"], b["exact"], b["message"],
@@ -106,8 +106,8 @@ def test_engines_agree_on_random_machines(model):
     assert [sx.states[i] for i in range(len(sx.states))] == [vx.states[i] for i in range(len(vx.states))]
     assert list(sx.parent) == list(vx.parent)
     assert list(sx.e_dst) == [int(d) for d in vx.e_dst] and list(sx.edge_start) == [int(x) for x in vx.edge_start]
-    assert {k: (f.state, f.message, f.step) for k, f in sx.findings.items()} == \
-           {k: (f.state, f.message, f.step) for k, f in vx.findings.items()}
+    assert {k: (f.state, f.message, f.step, f.subject) for k, f in sx.findings.items()} == \
+           {k: (f.state, f.message, f.step, f.subject) for k, f in vx.findings.items()}
     assert [sx.e_rule[e] for e in range(len(sx.e_rule))] == [vx.e_rule[e] for e in range(len(vx.e_dst))]
     scalar = check_machine(m, Options(engine="scalar"))
     vector = check_machine(m, Options(engine="vector"))

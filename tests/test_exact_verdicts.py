@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from machine.compiled import CompiledSpec
-from machine.spec import parse_spec
+from machine.spec import parse_spec, shown_path
 from machine.vectorize import vectorize
 
 ENGINES = ("scalar", "vector", "auto")
@@ -38,6 +38,11 @@ def _props(run: dict) -> dict[str, dict]:
 
 def _states(trace: dict) -> list[dict]:
     return [s["state"] for s in trace["steps"]]
+
+
+def _at(tmp_path: Path, line: int) -> str:
+    """`(file:line)` of the spec `_run` writes, as a well_defined message names an expression."""
+    return f"({shown_path(str(tmp_path / 'spec.yaml'))}:{line})"
 
 
 def _refused(cli, tmp_path: Path, text: str) -> None:
@@ -148,7 +153,7 @@ def test_an_evaluation_error_is_reported_after_its_property_failed(cli, tmp_path
     props = _props(run)
     wd = props["well_defined"]
     assert wd["status"] == "violated"
-    assert wd["message"] == f"{message}: integer division or modulo by zero"
+    assert wd["message"] == f"{message} {_at(tmp_path, 12)}: integer division or modulo by zero"
     states = _states(wd["trace"])
     assert len(states) == length and states[-1]["x"] == 0
     if bad is None:
@@ -194,8 +199,8 @@ def test_a_missing_choice_is_reported_after_its_property_failed(cli, tmp_path, e
     assert [s["choices"] for s in props["small_steps"]["trace"]["steps"][1:]] == [{"n": 2}]
     wd = props["well_defined"]
     assert wd["status"] == "violated"
-    assert wd["message"] == ("property small_steps: the expression reads choice n, which action stop does not "
-                             "make (guard it with action == ...)")
+    assert wd["message"] == (f"property small_steps {_at(tmp_path, 20)}: the expression reads choice n, which "
+                             "action stop does not make (guard it with action == ...)")
     assert [(s["action"], s["state"]["x"]) for s in wd["trace"]["steps"]] == [(None, 0), ("add", 1), ("stop", 4)]
 
 
@@ -240,7 +245,7 @@ def test_the_well_defined_trace_is_a_shortest_one(cli, tmp_path, engine):
     """Expanding x = 1 first finds an error on its successor (x = 2, one step); the guard
     of the next initial state, x = 0, fails with no step at all: that one is shown."""
     wd = _props(_report(cli, tmp_path, SHORTEST_SCALAR, engine, 1))["well_defined"]
-    assert wd["message"] == "guard of go: integer division or modulo by zero"
+    assert wd["message"] == f"guard of go {_at(tmp_path, 6)}: integer division or modulo by zero"
     assert _states(wd["trace"]) == [{"x": 0}]
 
 
@@ -249,8 +254,8 @@ def test_the_well_defined_trace_is_a_shortest_one_on_both_engines(cli, tmp_path,
     """Within one level: `stop` from x = 1 reads a missing choice (one step further), and
     no rule matches for `stop` at x = 0 (no step): the second is shorter."""
     wd = _props(_report(cli, tmp_path, SHORTEST_VECTOR, engine, 1))["well_defined"]
-    assert wd["message"] == ("action stop with no choices: no rule of the decide table of action stop "
-                             "(deciding x) matched")
+    assert wd["message"] == (f"action stop with no choices {_at(tmp_path, 13)}: no rule of the decide table of "
+                             "action stop (deciding x) matched")
     assert _states(wd["trace"]) == [{"x": 0}]
 
 
@@ -278,10 +283,10 @@ measures:
 
 @pytest.mark.parametrize("engine", ["scalar", "auto"])
 @pytest.mark.parametrize("count,measure,message,length", [
-    ("1 // after.x > 0", "1", "count of quick: integer division or modulo by zero", 3),
-    ("true", "1 // after.x", "measure tokens: integer division or modulo by zero", 3),
-    ("action == dec and n > 0", "n", "measure tokens: the expression reads choice n, which action back does "
-                                      "not make (guard it with action == ...)", 4),
+    ("1 // after.x > 0", "1", "count of quick {at16}: integer division or modulo by zero", 3),
+    ("true", "1 // after.x", "measure tokens {at18}: integer division or modulo by zero", 3),
+    ("action == dec and n > 0", "n", "measure tokens {at18}: the expression reads choice n, which action back "
+                                      "does not make (guard it with action == ...)", 4),
 ], ids=["count", "measure", "missing-choice"])
 def test_a_count_or_measure_that_fails_violates_well_defined(cli, tmp_path, engine, count, measure, message, length):
     """Counts and measures are evaluated after exploring, and not at all on a graph with a
@@ -289,7 +294,8 @@ def test_a_count_or_measure_that_fails_violates_well_defined(cli, tmp_path, engi
     run = _report(cli, tmp_path, COUNTED.format(count=count, measure=measure), engine, 1)
     props = _props(run)
     wd = props["well_defined"]
-    assert wd["status"] == "violated" and wd["message"] == message
+    assert wd["status"] == "violated"
+    assert wd["message"] == message.format(at16=_at(tmp_path, 16), at18=_at(tmp_path, 18))
     assert [s["state"]["x"] for s in wd["trace"]["steps"]] == [2, 1, 0, 2][:length]
     assert props["domains"]["status"] == "holds"            # nothing was cut short
     assert props["quick"]["status"] == "violated"          # the cycle 2 -> 1 -> 0 -> 2
@@ -335,7 +341,8 @@ def test_a_terminal_predicate_that_fails_leaves_termination_unknown(cli, tmp_pat
     assert run["stats"]["terminal_states"] == 0
     props = _props(run)
     wd = props["well_defined"]
-    assert wd["status"] == "violated" and wd["message"] == "terminal: integer division or modulo by zero"
+    assert wd["status"] == "violated"
+    assert wd["message"] == f"terminal {_at(tmp_path, 10)}: integer division or modulo by zero"
     assert _states(wd["trace"]) == [{"x": 1, "tag": False}, {"x": 0, "tag": False}]
     for name in ("ends", "rises"):
         assert (props[name]["status"], props[name]["message"]) == ("unknown", UNKNOWN_END), name
@@ -381,7 +388,7 @@ def test_a_guard_that_fails_is_no_deadlock(cli, tmp_path, engine):
     no deadlock, so `terminates` is unknown, not violated."""
     run = _report(cli, tmp_path, GUARD, engine, 1)
     props = _props(run)
-    assert props["well_defined"]["message"] == "guard of dec: integer division or modulo by zero"
+    assert props["well_defined"]["message"] == f"guard of dec {_at(tmp_path, 6)}: integer division or modulo by zero"
     assert [s["x"] for s in _states(props["well_defined"]["trace"])] == [2, 1, 0]
     assert props["ends"]["status"] == "unknown"
     assert props["ends"]["message"] == ("not decided: the exploration was cut short by the spec's own "
@@ -462,3 +469,65 @@ def test_the_width_of_the_vector_arrays_counts_a_decide_constant():
     assert vectorize(m).int_t is np.int64
     m = CompiledSpec(parse_spec(DECIDE.format(when="x == 3", value=9), "d.yaml")).instantiate({"top": 3})
     assert vectorize(m).int_t is np.int32
+
+
+# -- 5. a well_defined message names the file:line of the expression that failed -------------
+
+STAGES = """\
+machine: stages
+vars:
+  x: {{type: int, min: 0, max: 3, init: 1}}
+  y: {{type: int, min: 0, max: 3, init: 0}}
+  tag: {{type: bool, init: false}}
+actions:
+  go:
+    when: x > 0
+    choose: {{d: [0, 1]}}
+    do:
+      - set:
+          y: "{y}"
+          x: "{x}"
+      - decide: y
+        rules:
+          - name: low
+            when: "{when}"
+            then: "{then}"
+          - {{name: high, when: y > 1, then: 3}}
+terminal: x == 0
+properties:
+  ends: {{terminates: true}}
+{extra}"""
+
+STAGE_PARTS = {"y": "y + 1", "x": "x - 1", "when": "y <= 1", "then": "y"}
+DIVIDES = "integer division or modulo by zero"
+STAGE_CASES = {   # what fails on go with d = 0 from x = 1, y = 0: the part replaced, the line named
+    "first-assignment": ({"y": "y + 1 // d"}, 12, DIVIDES),
+    "second-assignment": ({"x": "x // d"}, 13, DIVIDES),
+    "rule-condition": ({"when": "1 // d == 1"}, 17, DIVIDES),
+    "rule-value": ({"then": "1 // d"}, 18, DIVIDES),
+    "no-rule": ({"when": "y == 1 and d == 1"}, 14,
+                "no rule of the decide table of action go (deciding y) matched"),
+}
+
+
+@pytest.mark.parametrize("loop", ["generated", "plain"])
+@pytest.mark.parametrize("case", STAGE_CASES)
+def test_a_failing_step_is_named_by_the_line_of_the_stage_part_that_failed(cli, tmp_path, case, loop):
+    """Each assignment of a set stage, each rule's condition and value has its own line; a
+    decide table with no matching rule is named at its `decide:` line. The generated loop
+    inlines the expressions, the plain loop calls the step functions: both name the line."""
+    parts, line, error = STAGE_CASES[case]
+    extra = "  plain: {independent_of: tag}\n" if loop == "plain" else ""
+    run = _report(cli, tmp_path, STAGES.format(**{**STAGE_PARTS, **parts}, extra=extra), "scalar", 1)
+    wd = _props(run)["well_defined"]
+    assert wd["message"] == f"action go with d=0 {_at(tmp_path, line)}: {error}"
+    assert _states(wd["trace"]) == [{"x": 1, "y": 0, "tag": False}]
+
+
+def test_a_well_defined_message_names_the_file_as_given_relative_to_the_working_directory(cli, tmp_path,
+                                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "term.yaml").write_text(TERMINAL.format(more="", extra=""))
+    ran = cli("check", "term.yaml")
+    assert ran.code == 1
+    assert "VIOLATED  well_defined  terminal (term.yaml:10): integer division or modulo by zero\n" in ran.out

@@ -41,7 +41,7 @@ def _fields(ex: Exploration) -> dict:
         "terminal": bytes(ex.terminal), "errored": bytes(ex.errored), "expanded": ex.expanded,
         "terminal_unknown": ex.terminal_unknown,
         "transitions": ne, "complete": ex.complete, "stopped_by": ex.stopped_by,
-        "findings": [(k, f.state, f.message, f.step) for k, f in ex.findings.items()],
+        "findings": [(k, f.state, f.message, f.step, f.subject) for k, f in ex.findings.items()],
         "reached": ex.reached, "rule_counts": list(ex.rule_counts.items()),
         "label_counts": list(ex.label_counts.items()), "forward": ex.forward, "fired": ex.fired_by_action,
         "max_depth": ex.max_depth, "terminal_states": ex.terminal_states}
@@ -55,8 +55,8 @@ def _same_both_ways(m: Machine, **bounds) -> None:
     opts = Options(max_states=bounds.get("max_states"),
                    properties=sorted(bounds["properties"]) if bounds.get("properties") else None)
     a, b = check_machine(m, opts), check_machine(_plain(m), opts)
-    assert [(p.name, p.status, p.message, p.trace and p.trace.to_json()) for p in a.properties] == \
-           [(p.name, p.status, p.message, p.trace and p.trace.to_json()) for p in b.properties]
+    assert [(p.name, p.status, p.message, p.trace and p.trace.to_json(), p.subject) for p in a.properties] == \
+           [(p.name, p.status, p.message, p.trace and p.trace.to_json(), p.subject) for p in b.properties]
     assert (a.coverage, a.notices, a.stats["states"], a.stats["max_depth"]) == \
            (b.coverage, b.notices, b.stats["states"], b.stats["max_depth"])
     assert {k: (v["value"], v["message"]) for k, v in a.bounds.items()} == \
@@ -127,20 +127,21 @@ properties:
 """
 
 
-FAILURES = {"guard": ("well_defined", "guard of bump: integer division or modulo by zero"),
-            "terminal": ("well_defined", "terminal: integer division or modulo by zero"),
-            "step": ("well_defined", "action bump with d=1: integer division or modulo by zero"),
-            "then": ("well_defined", "action tick with no choices: integer division or modulo by zero"),
-            "goes": ("well_defined", "action bump with d=2: no rule of the decide table"),
+FAILURES = {"guard": ("well_defined", "guard of bump (failing.yaml:9): integer division or modulo by zero"),
+            "terminal": ("well_defined", "terminal (failing.yaml:21): integer division or modulo by zero"),
+            "step": ("well_defined", "action bump with d=1 (failing.yaml:12): integer division or modulo by zero"),
+            "then": ("well_defined", "action tick with no choices (failing.yaml:20): integer division or modulo "
+                                     "by zero"),
+            "goes": ("well_defined", "action bump with d=2 (failing.yaml:13): no rule of the decide table"),
             "domain": ("domains", "x = 4 is outside its domain 0..3"),
-            "inv": ("well_defined", "property small: integer division or modulo by zero"),
-            "reach": ("well_defined", "property seen: integer division or modulo by zero"),
-            "stepinv": ("well_defined", "property picks: integer division or modulo by zero"),
-            "variant": ("well_defined", "property rises: integer division or modulo by zero"),
-            "inv_late": ("well_defined", "property small: integer division or modulo by zero"),
-            "reach_late": ("well_defined", "property seen: integer division or modulo by zero"),
-            "stepinv_late": ("well_defined", "property picks: integer division or modulo by zero"),
-            "variant_late": ("well_defined", "property rises: integer division or modulo by zero")}
+            "inv": ("well_defined", "property small (failing.yaml:23): integer division or modulo by zero"),
+            "reach": ("well_defined", "property seen (failing.yaml:24): integer division or modulo by zero"),
+            "stepinv": ("well_defined", "property picks (failing.yaml:25): integer division or modulo by zero"),
+            "variant": ("well_defined", "property rises (failing.yaml:26): integer division or modulo by zero"),
+            "inv_late": ("well_defined", "property small (failing.yaml:23): integer division or modulo by zero"),
+            "reach_late": ("well_defined", "property seen (failing.yaml:24): integer division or modulo by zero"),
+            "stepinv_late": ("well_defined", "property picks (failing.yaml:25): integer division or modulo by zero"),
+            "variant_late": ("well_defined", "property rises (failing.yaml:26): integer division or modulo by zero")}
 LATE = {"inv_late": "small", "reach_late": "seen", "stepinv_late": "picks", "variant_late": "rises"}
 
 
