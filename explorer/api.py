@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from machine import usercode
 from machine.spec import load_spec
+from machine.usercode import OutOfTime
 
 from . import report
 from .check import Options, RunResult, check_machine, check_spec, prepare_python
@@ -50,16 +52,27 @@ class Report:
 
 def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
-          timeout: float | None = None, model: bool = False) -> Report:
+          timeout: float | None = None, max_memory: int | str | None = None,
+          model: bool = False) -> Report:
     """Check a YAML spec (a path) or a `machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
     Options are checked before anything runs, as the command line checks its own:
-    `max_states` a positive int, `timeout` a positive finite number of seconds (ValueError
-    otherwise); each `params` value an int or a non-empty list of distinct ints that the
-    spec declares (SpecError otherwise: `True` is not 1)."""
+    `max_states` a positive int, `timeout` a positive finite number of seconds, `max_memory`
+    a positive number of bytes or a size such as "512M" (ValueError otherwise); each
+    `params` value an int or a non-empty list of distinct ints that the spec declares
+    (SpecError otherwise: `True` is not 1).
+
+    `timeout` bounds the whole check, the user's bound code or model included: hitting it
+    makes the report incomplete. When it passes while that code is still being loaded (an
+    import, creating the adapter or model), there is no report: TimeoutError."""
     options = Options(pins={} if params is None else params, properties=properties,
-                      max_states=max_states, timeout=timeout, model_only=model)
-    if isinstance(spec, type):
-        return Report([check_machine(m, options) for m in prepare_python(spec, options)])
-    return Report(check_spec(load_spec(spec), options))
+                      max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model)
+    try:
+        with usercode.deadline(options.timeout):
+            if isinstance(spec, type):
+                return Report([check_machine(m, options) for m in prepare_python(spec, options)])
+            return Report(check_spec(load_spec(spec), options))
+    except OutOfTime as stop:
+        raise TimeoutError(f"haltproof: the timeout of {options.timeout:g} s passed while "
+                           f"{stop.doing or 'running the user code'}; nothing was checked") from None

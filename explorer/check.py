@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from machine import usercode
 from machine.compiled import CompiledSpec, EvalError, Machine
 from machine.errors import Problem, SpecError
 from machine.inputs import check_number
@@ -21,12 +22,14 @@ from machine.binding import bind_machine, load_adapter
 from machine.pymodel import python_model
 from machine.vectorize import NotVectorizable, vectorize
 from machine.spec import Spec, declared_at, value_count
+from machine.usercode import OutOfTime
 from properties import termination as T
 from properties import vacuity
 from properties.vacuity import Notice
 from properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
+from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
@@ -47,7 +50,8 @@ class Options:
     pins: Pins = field(default_factory=dict)        # see sweep
     properties: list[str] | None = None
     max_states: int | None = None
-    timeout: float | None = None
+    timeout: float | None = None    # seconds for the whole check, the user's own code included
+    max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
@@ -57,6 +61,10 @@ class Options:
             self.max_states = check_number(self.max_states, "max_states", int, above=0)
         if self.timeout is not None:
             self.timeout = check_number(self.timeout, "timeout", float, above=0)
+        if isinstance(self.max_memory, str):        # a size as --max-memory takes it: "512M"
+            self.max_memory = parse_size(self.max_memory, "max_memory")
+        elif self.max_memory is not None:
+            self.max_memory = check_number(self.max_memory, "max_memory", int, above=0)
         if self.properties is not None and (isinstance(self.properties, str) or not all(
                 isinstance(n, str) for n in self.properties)):
             raise ValueError(f"properties must be a list of property names, got {self.properties!r}")
@@ -81,7 +89,6 @@ KEEP_GRAPH_STATES = 200      # runs up to this size keep their explored graph fo
 class RunResult:
     spec: Spec
     params: dict[str, int]
-    result: str                          # proved | violated | incomplete
     stats: dict[str, Any]
     properties: list[PropertyResult]
     coverage: dict[str, dict[str, int]]
@@ -93,27 +100,65 @@ class RunResult:
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)   # worst cases, see _bounds
     engine: str = "scalar"               # which engine explored it
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
+    stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
 
     @property
     def warnings(self) -> list[str]:
         return [n.message for n in self.notices]
 
     @property
-    def verdict(self) -> str:
-        """What this run means for the gate: pass, fail, or incomplete.
+    def result(self) -> str:
+        """proved | violated | incomplete, decided by `judge` from the run's own findings."""
+        return self._judged()[0]
 
-        Without `expect`, proved passes and violated fails. With it, the run passes only
-        when its findings are exactly the expected ones; an unexpected violation fails
-        even if the exploration stopped early; otherwise an early stop is incomplete.
-        """
-        if self.as_expected is None:
-            return {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}[self.result]
-        if self.as_expected:
-            return "pass"
-        unexpected = any(p.expected is False and p.status == VIOLATED for p in self.properties)
-        if unexpected or any(not s.ok for s in self.scenarios) or self.stopped_by is None:
-            return "fail"
-        return "incomplete"
+    @property
+    def verdict(self) -> str:
+        """What this run means for the gate: pass, fail, or incomplete (see `judge`)."""
+        return self._judged()[1]
+
+    def _judged(self) -> tuple[str, str]:
+        return judge([(p.kind, p.status, p.expected) for p in self.properties],
+                     [s.ok for s in self.scenarios], self.stopped_by, self.as_expected)
+
+
+def unsettled(properties: Sequence[tuple[str, str]], stopped_by: str | None) -> bool:
+    """Whether a run leaves something undecided that no finding explains, from its bound and
+    each property's (kind, status): a bound stopped it, or the exploration was complete but
+    a property is still unknown (a count that failed only when judged, say) while no
+    built-in property (domains, well_defined, bound_code) is violated. A violated built-in
+    is the spec's or the code's own error, and it explains every property it left unknown."""
+    if stopped_by is not None:
+        return True
+    return (any(status == UNKNOWN for _, status in properties)
+            and not any(kind == "builtin" and status == VIOLATED for kind, status in properties))
+
+
+def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequence[bool],
+          stopped_by: str | None, as_expected: bool | None) -> tuple[str, str]:
+    """A run's result (proved | violated | incomplete) and what it means for the gate (pass |
+    fail | incomplete), from each property's (kind, status, expected), whether each scenario
+    passed, the bound that stopped it and its `expect` outcome. The one place both are
+    decided: RunResult asks it, and so do the readers of the JSON report (findings.py).
+
+    A violated property or a failed scenario is violated; otherwise anything `unsettled`
+    is incomplete: a run with a property left unknown is never proved. Without `expect`,
+    proved passes and violated fails. With it, the run passes only when its findings are
+    exactly the expected ones and nothing is unsettled; an unexpected violation or a failed
+    scenario fails even if the exploration stopped early; otherwise an unsettled run is
+    incomplete, and a settled one whose expected violation did not happen fails."""
+    left_open = unsettled([(kind, status) for kind, status, _ in properties], stopped_by)
+    if any(status == VIOLATED for _, status, _ in properties) or not all(scenarios_ok):
+        result = "violated"
+    else:
+        result = "incomplete" if left_open else "proved"
+    if as_expected is None:
+        return result, {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}[result]
+    if as_expected and not left_open:
+        return result, "pass"
+    unexpected = any(expected is False and status == VIOLATED for _, status, expected in properties)
+    if unexpected or not all(scenarios_ok) or not left_open:
+        return result, "fail"
+    return result, "incomplete"
 
 
 MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
@@ -208,22 +253,44 @@ def _check_property_names(spec: Spec, options: Options) -> None:
 def prepare(spec: Spec, options: Options) -> list[Machine]:
     """Validate pins and property names and instantiate every combination.
 
-    Every spec error that depends on param values surfaces here, before any run."""
+    Every spec error that depends on param values surfaces here, before any run. Loading
+    a bound adapter runs the user's code: within the timeout, or OutOfTime."""
     _check_property_names(spec, options)
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
-        adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
+        with usercode.deadline(options.timeout):
+            adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
         machines = [bind_machine(m, adapter, spec.bind) for m in machines]
     return machines
 
 
 def prepare_python(cls: type, options: Options) -> list[Machine]:
-    """`prepare` for a machine declared in Python (machine.pymodel.Model)."""
-    spec, instantiate = python_model(cls)
-    _check_property_names(spec, options)
-    return [instantiate(params) for params in sweep(spec, options.pins)]
+    """`prepare` for a machine declared in Python (machine.pymodel.Model). Its params,
+    domains, initial states and properties' bounds are the user's code: within the
+    timeout, or OutOfTime."""
+    with usercode.deadline(options.timeout):
+        spec, instantiate = load_python_model(cls)
+        _check_property_names(spec, options)
+        machines = []
+        for params in sweep(spec, options.pins):
+            try:
+                machines.append(usercode.run(instantiate, params))
+            except OutOfTime as stop:
+                stop.note(f"instantiating the model {cls.__name__} with "
+                          + " ".join(f"{k}={v}" for k, v in params.items()))
+                raise
+        return machines
+
+
+def load_python_model(cls: type) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
+    """`python_model(cls)`, the user's code, within the deadline in force."""
+    try:
+        return usercode.run(python_model, cls)
+    except OutOfTime as stop:
+        stop.note(f"loading the model {cls.__name__} (creating it, its params and domains)")
+        raise
 
 
 def check_spec(spec: Spec, options: Options) -> list[RunResult]:
@@ -231,17 +298,31 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
     return [check_machine(m, options) for m in prepare(spec, options)]
 
 
+BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory"}
+
+
 def check_machine(m: Machine, options: Options) -> RunResult:
+    """Explore one machine and judge its properties. The timeout bounds the whole check:
+    inside a deadline the caller set (the CLI's, over every run), whatever is left of it."""
+    with usercode.deadline(options.timeout):
+        return _check_machine(m, options)
+
+
+def _check_machine(m: Machine, options: Options) -> RunResult:
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
     selected -= m.inactive
     progress = options.progress(spec, m.params) if options.progress else None
     ex = _explore(m, options, selected, progress)
+    late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
     spec_errors = [n for n in spec.builtins if n in ex.findings]
-    _note_count_errors(ex)                # an error there cuts no exploration short
+    try:
+        _note_count_errors(ex)            # an error there cuts no exploration short
+    except OutOfTime as stop:             # a Python model's counts and measures are its code
+        late.append(("evaluating the counts and measures on the explored transitions", stop))
     if not ex.complete:
-        why = ("the exploration stopped at --max-states" if ex.stopped_by == "max_states"
-               else "the exploration stopped at --timeout")
+        why = ("the exploration ran out of memory" if ex.out_of_memory
+               else f"the exploration stopped at {BOUND_OPTION[ex.stopped_by]}")
     elif spec_errors:
         why = f"the exploration was cut short by the spec's own errors ({', '.join(spec_errors)})"
     else:
@@ -267,23 +348,31 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         elif p.kind == "terminates":
             r = _terminates(ex, graph, p.name, why_end)
         else:
-            r = _within(ex, graph, p.name, why_end, m)
+            try:
+                r = _within(ex, graph, p.name, why_end, m)
+            except OutOfTime as stop:       # its count is the user's code
+                late.append((f"counting the transitions of {p.name}", stop))
+                r = PropertyResult(p.name, "terminates_within", UNKNOWN,
+                                   "not decided: the --timeout passed while counting its transitions")
         r.description = p.description
         r.line, r.file = p.line, p.file
         results.append(r)
 
-    scenarios = []
-    if not options.properties:
-        for sc in spec.scenarios:
-            if sc.params == m.params:
-                rep = run_scenario(m, sc)
-                scenarios.append(ScenarioResult(sc.name, rep.ok, rep.problem or "as expected",
-                                                len(rep.steps) - 1))
+    scenarios = _scenarios(m, options, late)
+    bounds = _bounds(ex, graph, m, why_end, late)
+    stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
+    if late and stopped_by is None:     # explored in full, but something was left undecided
+        stopped_by = "timeout"
+        what, stop = late[0]
+        reason = (f"--timeout{_seconds(options)} reached after the exploration, while {what}"
+                  + (f": {stop.doing}" if stop.doing else ""))
 
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
-    violated = any(r.status == VIOLATED for r in results) or any(not s.ok for s in scenarios)
-    result = "violated" if violated else ("incomplete" if why else "proved")
+    left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
+    undecided = [r.name for r in results if r.status == UNKNOWN]
+    if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
+        reason = f"explored in full, but {', '.join(undecided)} could not be decided"
     as_expected = None
     if spec.expect_violated is not None:
         expect = set(spec.expect_violated)
@@ -292,23 +381,59 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         asked = set(options.properties) if options.properties else None
         judged = {r.name for r in results}
         missing = [n for n in expect if n not in judged and (asked is None or n in asked)]
-        as_expected = (ex.complete and not missing and all(r.expected for r in results)
+        as_expected = (ex.complete and not left_open and not missing and all(r.expected for r in results)
                        and all(s.ok for s in scenarios)
                        and any(r.status == VIOLATED for r in results))
-    bounds = _bounds(ex, graph, m, why_end)
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
-    return RunResult(spec, m.params, result, stats, results, coverage, notices, scenarios,
-                     ex.stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
+    return RunResult(spec, m.params, stats, results, coverage, notices, scenarios,
+                     stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
-                     ex if ex.complete and len(ex.states) <= KEEP_GRAPH_STATES else None)
+                     ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
+                     reason)
+
+
+def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:
+    """The spec's scenarios for these params (a bound spec replays them on the code); the
+    deadline passing in one ends them: the rest are not run, and the run is incomplete."""
+    out: list[ScenarioResult] = []
+    if options.properties:
+        return out
+    for sc in m.spec.scenarios:
+        if sc.params == m.params:
+            try:
+                rep = run_scenario(m, sc)
+            except OutOfTime as stop:
+                late.append((f"replaying scenario {sc.name}", stop))
+                break
+            out.append(ScenarioResult(sc.name, rep.ok, rep.problem or "as expected", len(rep.steps) - 1))
+    return out
+
+
+def _seconds(options: Options) -> str:
+    return f" {options.timeout:g} s" if options.timeout is not None else ""
+
+
+def stop_reason(ex: Exploration, options: Options) -> str | None:
+    """Why the exploration stopped early, in words, with how far it got."""
+    if ex.stopped_by is None:
+        return None
+    head = f"stopped at {len(ex.states):,} states: "
+    if ex.stopped_by == "max_states":
+        return head + f"--max-states {options.max_states} reached"
+    if ex.stopped_by == "max_memory":
+        if ex.out_of_memory:
+            return head + "out of memory (a bound, not a bug: try --max-memory, more memory, or smaller params)"
+        return head + f"memory limit {size_text(options.max_memory)} reached"
+    text = head + f"--timeout{_seconds(options)} reached"
+    return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 
 
 def _explore(m: Machine, options: Options, selected: set[str], progress: ProgressFn | None) -> Exploration:
     """Run the engine the options ask for; `auto` takes the vector engine when it applies."""
-    bounds = dict(max_states=options.max_states, timeout=options.timeout, properties=selected,
-                  progress=progress)
+    bounds = dict(max_states=options.max_states, timeout=usercode.remaining(), max_memory=options.max_memory,
+                  properties=selected, progress=progress)
     if options.engine in ("auto", "vector"):
         try:
             vm = vectorize(m)
@@ -325,10 +450,10 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                                                                                AUTO_SCALAR_STATES)
             started = time.monotonic()
             ex = explore(m, **{**bounds, "max_states": limit})
-            if ex.complete or ex.stopped_by == "timeout" or limit == options.max_states:
+            if ex.complete or ex.stopped_by != "max_states" or limit == options.max_states:
                 return ex
-            if options.timeout is not None:
-                bounds["timeout"] = max(0.0, options.timeout - (time.monotonic() - started))
+            if bounds["timeout"] is not None:
+                bounds["timeout"] = max(0.0, bounds["timeout"] - (time.monotonic() - started))
             return explore_vector(vm, **bounds)
     return explore(m, **bounds)
 
@@ -463,8 +588,11 @@ def _longest_trace(ex: Exploration, start: int, edges: list[int] | None, end: in
     return path_trace(ex, end) if edges is None else run_trace(ex, start, edges)
 
 
-def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None) -> dict[str, dict[str, Any]]:
-    """The exact worst case over all runs of every measure (transitions always), with a witness."""
+def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None,
+            late: list[tuple[str, OutOfTime]]) -> dict[str, dict[str, Any]]:
+    """The exact worst case over all runs of every measure (transitions always), with a witness.
+    A measure of a Python model is the user's code: the deadline passing in it leaves the
+    measure not computed (and goes to `late`)."""
     g.compute()
     kinds = {ms.name: ms.kind for ms in m.spec.measures}
     out: dict[str, dict[str, Any]] = {}
@@ -478,6 +606,11 @@ def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None) -> dict[str
             value, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, fn, kinds.get(name) == "sum"))
         except (EvalError, ZeroDivisionError) as exc:
             out[name] = {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
+            continue
+        except OutOfTime as stop:
+            late.append((f"computing the bound of {name}", stop))
+            out[name] = {"value": None, "exact": False, "witness": None,
+                         "message": "not computed: the --timeout passed while computing it"}
             continue
         exact = why is None
         out[name] = {"value": value, "exact": exact, "witness": _longest_trace(ex, start, edges, end),

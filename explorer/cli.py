@@ -16,17 +16,20 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
+from machine import usercode
 from machine.binding import bind_machine, load_adapter
 from machine.compiled import CompiledSpec
 from machine.errors import Problem, SpecError
 from machine.inputs import positive
-from machine.pymodel import load_model_ref, python_model
+from machine.pymodel import load_model_ref
 from machine.spec import Spec, load_spec, symlink_problem
+from machine.usercode import OutOfTime
 
 from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
 from .graph import add_arguments as add_graph_arguments, cmd_graph
-from .check import Options, check_machine, check_pins, prepare, prepare_python
+from .check import Options, check_machine, check_pins, load_python_model, prepare, prepare_python
+from .memory import parse_size
 from .replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
 from .usage import UsageError, one_value_each, parse_pins
 
@@ -72,6 +75,20 @@ def _unusable(path: Path) -> str | None:
     return None
 
 
+def _size(text: str) -> int:
+    """An argparse `type=` for --max-memory: a size, checked by `parse_size` (check_number)."""
+    try:
+        return parse_size(text, "--max-memory")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _timeout_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS",
+                   help=f"wall-clock bound on {what}, the bound code included; hitting it gives "
+                        "incomplete (exit 3)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:     # argparse exits 2 itself; keep its message short
         self.print_usage(sys.stderr)
@@ -92,7 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--property", dest="properties", action="append", metavar="NAME",
                    help="check only this property (repeatable); built-ins are always checked")
     c.add_argument("--max-states", type=positive(int, "--max-states"), metavar="N")
-    c.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS")
+    _timeout_option(c, "the whole check")
+    c.add_argument("--max-memory", type=_size, metavar="SIZE",
+                   help="stop cleanly (incomplete) when the process holds more memory than SIZE, "
+                        "e.g. 512M or 4G (K, M, G, T are powers of 1024; plain bytes too)")
     c.add_argument("--format", choices=["text", *FORMATS], default="text",
                    help="what goes to stdout (default text)")
     for name in FILE_FORMATS:
@@ -125,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--max-depth", type=positive(int, "--max-depth"), default=50, metavar="N",
                    help="longest run to draw (default 50 steps)")
     k.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
+    _timeout_option(k, "the whole conformance test")
 
     r = sub.add_parser("replay", help="run a scenario or a saved trace step by step")
     r.add_argument("spec", metavar="SPEC")
@@ -135,9 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", action="store_true",
                    help="run the spec's own stages even when it is bound to code")
     r.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE")
+    _timeout_option(r, "the replay")
 
     gr = sub.add_parser("graph", help="write the explored state space as DOT, GraphML, Mermaid or JSON")
     add_graph_arguments(gr)
+    _timeout_option(gr, "building the graph")
     return ap
 
 
@@ -149,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SpecError, UsageError) as exc:
         print(_error_text(exc), file=sys.stderr)
         code = report.EXIT_USAGE
+    except OutOfTime as stop:        # while loading the user's code, before any result
+        print(f"haltproof: incomplete: --timeout reached while {stop.doing or 'running the user code'}",
+              file=sys.stderr)
+        code = report.EXIT_INCOMPLETE
     except KeyboardInterrupt:
         print("haltproof: interrupted", file=sys.stderr)
         code = 130
@@ -172,13 +199,11 @@ def _error_text(exc: Exception) -> str:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "check":
-        return cmd_check(args)
-    if args.command == "conform":
-        return cmd_conform(args)
     if args.command == "graph":
         return cmd_graph(args)
-    return cmd_replay(args)
+    command = {"check": cmd_check, "conform": cmd_conform, "replay": cmd_replay}[args.command]
+    with usercode.deadline(args.timeout):     # one wall-clock bound on the whole command
+        return command(args)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -199,8 +224,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     for p in paths:
         try:
             if isinstance(p, str):
-                cls = load_model_ref(p)
-                spec = python_model(cls)[0]
+                cls = _load_model_ref(p)
+                spec = load_python_model(cls)[0]
                 models[id(spec)] = cls
                 specs.append(spec)
             else:
@@ -232,7 +257,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
                        model_only=args.model, engine=args.engine,
-                       max_states=args.max_states, timeout=args.timeout,
+                       max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
                        progress=_progress if show_progress else None)
         machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)
         plans.append((machines, opts))
@@ -290,6 +315,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
+def _load_model_ref(ref: str) -> type:
+    """Import a `module:Class` model: the user's code, within the command's deadline."""
+    try:
+        return usercode.run(load_model_ref, ref)
+    except OutOfTime as stop:
+        stop.note(f"importing the model {ref}")
+        raise
+
+
 def _render(name: str, data: dict[str, Any], runs: list) -> str:
     """One format's text. HTML also draws the explored graph of each small run, which the
     check kept on its RunResult (the report dict does not hold graphs)."""
@@ -320,6 +354,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
     adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
     result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
     sys.stdout.write(to_text(result, spec.name, spec.bind))
+    if result.stopped:
+        return report.EXIT_INCOMPLETE
     return report.EXIT_OK if result.ok else report.EXIT_VIOLATED
 
 

@@ -24,8 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
+from machine import usercode
 from machine.binding import Adapter, _user_traceback, _value_checkers
 from machine.compiled import EvalError, Machine
+from machine.usercode import OutOfTime, running
 
 
 @dataclass
@@ -50,6 +52,7 @@ class ConformResult:
     params: dict[str, int] = field(default_factory=dict)
     initial: dict[str, Any] = field(default_factory=dict)
     steps: list[ConformStep] = field(default_factory=list)
+    stopped: str | None = None      # the --timeout passed while this ran: incomplete, no verdict
 
     @property
     def first_difference(self) -> ConformStep | None:
@@ -77,7 +80,8 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
         steps: list[ConformStep] = []
         last.update(params=m.params, initial=m.state_dict(s), steps=steps)
         try:
-            concrete = adapter.concretize(m.state_dict(s), dict(m.params))
+            concrete = _user(f"running the adapter's concretize() on state {m.state_dict(s)}",
+                             adapter.concretize, m.state_dict(s), dict(m.params))
         except Exception as exc:
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
                                      _raised("the adapter's concretize()", exc)))
@@ -94,7 +98,10 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
             step = ConformStep(act.name, dict(labels), {}, None, None, None, None)
             steps.append(step)
             try:
-                strategies = {name: adapter.strategy(act.name, name, label) for name, label in labels.items()}
+                strategies = _user(running(f"the adapter's strategy() for action {act.name}", labels,
+                                           m.state_dict(s)),
+                                   lambda: {name: adapter.strategy(act.name, name, label)
+                                            for name, label in labels.items()})
             except Exception as exc:
                 step.error = _raised("the adapter's strategy()", exc)
                 raise _Mismatch(step.error) from None
@@ -108,8 +115,12 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 step.error = f"the spec's own stages failed: {exc}"
                 raise _Mismatch(step.error) from None
             try:
-                concrete, code_rule = adapter.step(act.name, concrete, copy.deepcopy(values))
-                step.code_state, step.code_rule = adapter.abstract(concrete, dict(m.params)), code_rule
+                concrete, code_rule = _user(running(f"the bound code for action {act.name}", labels,
+                                                    m.state_dict(s)),
+                                            adapter.step, act.name, concrete, copy.deepcopy(values))
+                step.code_state = _user(f"running the adapter's abstract() after action {act.name}",
+                                        adapter.abstract, concrete, dict(m.params))
+                step.code_rule = code_rule
             except Exception as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
@@ -128,11 +139,22 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
             s = t
 
     try:
-        run()
+        usercode.run(run)       # the strategies draw with the user's code too
     except _Mismatch:
         return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"],
                              last["steps"])
+    except OutOfTime as stop:
+        return ConformResult(True, examples, seed, compared[0], stopped=stop.doing or "drawing the examples")
     return ConformResult(True, examples, seed, compared[0])
+
+
+def _user(doing: str, fn: Any, *args: Any) -> Any:
+    """`fn(*args)`, the adapter's code, within the command's deadline."""
+    try:
+        return usercode.run(fn, *args)
+    except OutOfTime as stop:
+        stop.note(doing)
+        raise
 
 
 def _choice_order(m: Machine, act: Any, s: tuple, data: st.DataObject) -> list[int]:
@@ -187,6 +209,10 @@ def _show_code(step: ConformStep, var: str) -> str:
 
 
 def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
+    if result.stopped:
+        return (f"conformance of {spec_name} and {bound_to}: incomplete, --timeout reached after "
+                f"{result.steps_compared} steps compared, while {result.stopped}; no difference found "
+                "so far, which proves nothing\n")
     if result.ok:
         return (f"conformance of {spec_name} and {bound_to}: {result.examples} random runs "
                 f"(seed {result.seed}), {result.steps_compared} steps compared, code and spec agree "

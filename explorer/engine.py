@@ -26,11 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
+from machine.usercode import OutOfTime
 from properties.kinds import Subject
+
+from .memory import current_rss
 
 ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
 
 _ERRORS = EVAL_ERRORS      # what a spec expression may raise on a reachable state
+# What ends an exploration in the middle of a state: the deadline passing inside the user's
+# code, or the process running out of memory. Both are bounds, not bugs: the exploration
+# stops as at --max-states, with the state it was expanding left unexpanded.
+_INTERRUPTS = (OutOfTime, MemoryError)
+MEMORY_EVERY = 4096       # states between two looks at the process's memory (--max-memory)
 
 
 @dataclass
@@ -101,7 +109,9 @@ class Exploration:
     expanded: int = 0
     transitions: int = 0
     complete: bool = False
-    stopped_by: str | None = None   # "max_states" | "timeout"
+    stopped_by: str | None = None   # "max_states" | "timeout" | "max_memory"
+    stopped_in: str | None = None   # what the user's code was running when the deadline passed in it
+    out_of_memory: bool = False     # stopped by a MemoryError (not by the --max-memory limit)
     seconds: float = 0.0
     findings: dict[str, Finding] = field(default_factory=dict)
     reached: dict[str, int] = field(default_factory=dict)           # reachable property -> first state
@@ -241,30 +251,31 @@ class _Steps:
 
 
 def explore(m: Machine, *, max_states: int | None = None, timeout: float | None = None,
-            properties: set[str] | None = None, progress: ProgressFn | None = None) -> Exploration:
+            max_memory: int | None = None, properties: set[str] | None = None,
+            progress: ProgressFn | None = None) -> Exploration:
     """Explore every state reachable in `m`, checking the online properties on the way."""
-    x = _Sweep(m, max_states, timeout, properties, progress)
+    x = _Sweep(m, max_states, timeout, max_memory, properties, progress)
     ex = x.ex
     generated = _runs_generated(m) and not x.independents
-    states, index, parent = ex.states, ex.index, ex.parent
-    for s in m.inits:
-        if s in index:
-            continue
-        index[s] = len(states)
-        states.append(s)
-        parent.append(-1)
-        if not generated:
-            ex.via_action.append(-1)
-            ex.via_combo.append(-1)
-            ex.via_rule.append(None)
-            ex.depth.append(0)
-        x.check_state(len(states) - 1, s)
-
-    expanded, forward, fired = _generated_loop(x) if generated else _plain_loop(x)
+    try:
+        _add_inits(x, generated)
+    except _INTERRUPTS as exc:
+        x.interrupted(exc)
+    if not x.cut_short:
+        expanded, forward, fired = _generated_loop(x) if generated else _plain_loop(x)
+    else:                       # stopped among the initial states: nothing expanded
+        _undo_partial(x, 0, generated, {})
+        expanded, forward, fired = 0, True, {}
+        if generated:
+            ex.depth.extend(array("i", [0]) * len(ex.states))
+    if x.stopped_by == "max_memory":
+        ex.index.clear()        # the largest structure, and no report reads it: room to report
     ex.transitions = len(ex.e_dst)
     ex.expanded = expanded
     ex.forward = forward
     ex.stopped_by = x.stopped_by
+    ex.stopped_in = x.stopped_in
+    ex.out_of_memory = x.out_of_memory
     ex.errored = bytearray(expanded)
     for i in x.failed:
         ex.errored[i] = 1
@@ -278,8 +289,58 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
     ex.complete = ex.stopped_by is None
     ex.seconds = time.monotonic() - x.started
     if progress is not None:
-        progress(len(states), ex.transitions, ex.max_depth, len(states) - ex.expanded, ex.seconds)
+        progress(len(ex.states), ex.transitions, ex.max_depth, len(ex.states) - ex.expanded, ex.seconds)
     return ex
+
+
+def _add_inits(x: "_Sweep", generated: bool) -> None:
+    ex = x.ex
+    states, index, parent = ex.states, ex.index, ex.parent
+    for s in x.m.inits:
+        if s in index:
+            continue
+        index[s] = len(states)
+        states.append(s)
+        parent.append(-1)
+        if not generated:
+            ex.via_action.append(-1)
+            ex.via_combo.append(-1)
+            ex.via_rule.append(None)
+            ex.depth.append(0)
+        x.check_state(len(states) - 1, s)
+
+
+def _undo_partial(x: "_Sweep", i: int, generated: bool, fired: dict[int, dict[str | None, int]]) -> None:
+    """After an interruption (`_INTERRUPTS`) while state i was being expanded: leave the
+    exploration as if it had stopped just before i, with i and everything found from it
+    so far unexpanded, as at --max-states. Whatever it found from i stays found (those
+    states and findings have real shortest paths); i's edges so far go, so no analysis
+    reads a partial successor list as i's whole one (a false deadlock, say). A
+    MemoryError may strike between two appends, so each list is cut to what is whole."""
+    ex = x.ex
+    per_state = [ex.states, ex.parent]
+    if not generated:
+        per_state += [ex.via_action, ex.via_combo, ex.via_rule, ex.depth]
+    n = min(len(a) for a in per_state)
+    for a in per_state:
+        del a[n:]
+    if len(ex.index) > n:       # a state entered in the index but not in the lists
+        for key in [key for key, j in ex.index.items() if j >= n]:
+            del ex.index[key]
+    cut = ex.edge_start[i] if len(ex.edge_start) > i else len(ex.e_dst)
+    if generated and len(ex.e_dst) > cut:      # the generated loop counted i's edges so far
+        for a, _, r, _ in transitions_from(x.m, ex.states[i])[:len(ex.e_dst) - cut]:
+            fired[a][r] -= 1
+    del ex.edge_start[i:]
+    del ex.terminal[i:]
+    for edges in (ex.e_dst, ex.e_action, ex.e_combo, ex.e_rule):
+        del edges[cut:]
+    if not generated:           # the plain loop's counts, recounted from the edges that stay
+        for per_rule in fired.values():
+            per_rule.clear()
+        for a, r in zip(ex.e_action, ex.e_rule):
+            fired[a][r] = fired[a].get(r, 0) + 1
+    x.failed.discard(i)
 
 
 def _runs_generated(m: Machine) -> bool:
@@ -298,7 +359,7 @@ class _Sweep:
     """One exploration in progress: what it checks, its counters, and the slow paths of
     both loops, where every finding is made (so both loops make the same findings)."""
 
-    def __init__(self, m: Machine, max_states: int | None, timeout: float | None,
+    def __init__(self, m: Machine, max_states: int | None, timeout: float | None, max_memory: int | None,
                  properties: set[str] | None, progress: ProgressFn | None):
         wanted = (lambda name: properties is None or name in properties)
         spec = m.spec
@@ -308,9 +369,13 @@ class _Sweep:
         self.started = time.monotonic()
         self.deadline = self.started + timeout if timeout is not None else None
         self.progress = progress
-        self.ticking = self.deadline is not None or progress is not None
+        self.max_memory = max_memory
+        self.ticking = self.deadline is not None or progress is not None or max_memory is not None
         self.max_states = max_states if max_states is not None else sys.maxsize
         self.stopped_by: str | None = None
+        self.stopped_in: str | None = None
+        self.out_of_memory = False
+        self.cut_short = False             # interrupted in the middle of a state (see _INTERRUPTS)
         self.invariants = [(n, f) for n, f in m.invariants.items() if wanted(n)]
         self.reachables = {n: f for n, f in m.reachables.items() if wanted(n)}
         self.step_invs = [(n, f) for n, f in m.step_invariants.items() if wanted(n)]
@@ -386,15 +451,27 @@ class _Sweep:
         return trace_length(f, 0 if p < 0 else bisect_right(self.starts, p))
 
     def tick(self, i: int, depth: int) -> bool:
-        """Every 256 states: stop at the deadline (True), report progress every 4096."""
+        """Every 256 states: stop at the deadline (True), and every 4096 at the memory
+        limit; report progress every 4096."""
         now = time.monotonic()
         if self.deadline is not None and now > self.deadline:
             self.stopped_by = "timeout"
+            return True
+        if self.max_memory is not None and (i & (MEMORY_EVERY - 1)) == 0 and current_rss() > self.max_memory:
+            self.stopped_by = "max_memory"
             return True
         if self.progress is not None and (i & 4095) == 0:
             n = len(self.states)
             self.progress(n, len(self.e_dst), depth, n - i, now - self.started)
         return False
+
+    def interrupted(self, exc: BaseException) -> None:
+        """The deadline passed in the user's code, or memory ran out: stop (see _INTERRUPTS)."""
+        self.cut_short = True
+        if isinstance(exc, OutOfTime):
+            self.stopped_by, self.stopped_in = "timeout", exc.doing
+        else:
+            self.stopped_by, self.out_of_memory = "max_memory", True
 
     def terminal_error(self, i: int, exc: Exception) -> None:
         """State i is not expanded: whether a run may end there is unknown, and exploring on
@@ -525,6 +602,8 @@ def _generated_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, in
         if c:
             per_rule = fired.setdefault(k, {})
             per_rule[rule] = per_rule.get(rule, 0) + c
+    if x.cut_short:
+        _undo_partial(x, expanded, True, fired)
     if deeper < len(ex.states):       # stopped early: found, not expanded, one level deeper
         x.starts.append(deeper)
     bounds = x.starts + [len(ex.states)]
@@ -551,79 +630,83 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     fired: dict[int, dict[str | None, int]] = {}     # every action that was enabled, with its rules
     forward = True
     i = 0
-    while i < len(states):
-        if len(states) > x.max_states:
-            x.stopped_by = "max_states"
-            break
-        if x.ticking and (i & 255) == 0 and x.tick(i, depth[i]):
-            break
-        s = states[i]
-        ex.edge_start.append(len(e_dst))
-        try:
-            term = is_terminal(s)
-        except _ERRORS as exc:
-            x.terminal_error(i, exc)            # not expanded, and no independence outcome
-            ex.terminal.append(0)
-            i += 1
-            continue
-        ex.terminal.append(1 if term else 0)
-        # this state up to each independence property's ignored vars, projected once
-        kept = [tuple(s[v] for v in keep) for _, keep in independents]
-        for k, (name, _) in enumerate(independents):
-            _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, x.fail, m)
-        if term:
-            if label is not None:
-                lab = label(s)
-                ex.label_counts[lab] = ex.label_counts.get(lab, 0) + 1
-            i += 1
-            continue
-        d_next = depth[i] + 1
-        for act in m.actions:
+    try:
+        while i < len(states):
+            if len(states) > x.max_states:
+                x.stopped_by = "max_states"
+                break
+            if x.ticking and (i & 255) == 0 and x.tick(i, depth[i]):
+                break
+            s = states[i]
+            ex.edge_start.append(len(e_dst))
             try:
-                enabled = act.guard is None or act.guard(s)
+                term = is_terminal(s)
             except _ERRORS as exc:
-                x.guard_error(i, act.index, exc)
+                x.terminal_error(i, exc)            # not expanded, and no independence outcome
+                ex.terminal.append(0)
+                i += 1
                 continue
+            ex.terminal.append(1 if term else 0)
+            # this state up to each independence property's ignored vars, projected once
+            kept = [tuple(s[v] for v in keep) for _, keep in independents]
             for k, (name, _) in enumerate(independents):
-                _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, x.fail, m)
-            if not enabled:
+                _same(seen_outcomes[k], (kept[k], "terminal"), term, i, None, name, x.fail, m)
+            if term:
+                if label is not None:
+                    lab = label(s)
+                    ex.label_counts[lab] = ex.label_counts.get(lab, 0) + 1
+                i += 1
                 continue
-            fired_here = fired.setdefault(act.index, {})
-            step = act.step
-            for ci, combo in enumerate(act.combos):
+            d_next = depth[i] + 1
+            for act in m.actions:
                 try:
-                    t, r = step(s, *combo)
+                    enabled = act.guard is None or act.guard(s)
                 except _ERRORS as exc:
-                    x.step_error(i, act.index, ci, exc)
+                    x.guard_error(i, act.index, exc)
                     continue
-                j = index.get(t)
-                if (j is None or from_code) and domain_error(t) >= 0:
-                    x.domain_fail(i, act.index, ci, r, t)
+                for k, (name, _) in enumerate(independents):
+                    _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, x.fail, m)
+                if not enabled:
                     continue
-                if j is None:
-                    j = len(states)
-                    index[t] = j
-                    states.append(t)
-                    parent.append(i)
-                    ex.via_action.append(act.index)
-                    ex.via_combo.append(ci)
-                    ex.via_rule.append(r)
-                    depth.append(d_next)
-                    x.check_state(j, t)
-                elif forward and depth[j] != d_next:
-                    forward = False
-                e_dst.append(j)
-                e_action.append(act.index)
-                e_combo.append(ci)
-                e_rule.append(r)
-                fired_here[r] = fired_here.get(r, 0) + 1
-                if step_checks:
-                    x.check_step(i, act.index, ci, r, t)
-                for k, (name, keep) in enumerate(independents):
-                    outcome = (tuple(t[v] for v in keep), r)
-                    _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
-                          (act.index, ci, r, t), name, x.fail, m)
-        i += 1
+                fired_here = fired.setdefault(act.index, {})
+                step = act.step
+                for ci, combo in enumerate(act.combos):
+                    try:
+                        t, r = step(s, *combo)
+                    except _ERRORS as exc:
+                        x.step_error(i, act.index, ci, exc)
+                        continue
+                    j = index.get(t)
+                    if (j is None or from_code) and domain_error(t) >= 0:
+                        x.domain_fail(i, act.index, ci, r, t)
+                        continue
+                    if j is None:
+                        j = len(states)
+                        index[t] = j
+                        states.append(t)
+                        parent.append(i)
+                        ex.via_action.append(act.index)
+                        ex.via_combo.append(ci)
+                        ex.via_rule.append(r)
+                        depth.append(d_next)
+                        x.check_state(j, t)
+                    elif forward and depth[j] != d_next:
+                        forward = False
+                    e_dst.append(j)
+                    e_action.append(act.index)
+                    e_combo.append(ci)
+                    e_rule.append(r)
+                    fired_here[r] = fired_here.get(r, 0) + 1
+                    if step_checks:
+                        x.check_step(i, act.index, ci, r, t)
+                    for k, (name, keep) in enumerate(independents):
+                        outcome = (tuple(t[v] for v in keep), r)
+                        _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
+                              (act.index, ci, r, t), name, x.fail, m)
+            i += 1
+    except _INTERRUPTS as exc:
+        x.interrupted(exc)
+        _undo_partial(x, i, False, fired)
     return i, forward, fired
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .check import BOUND_OPTION, judge, unsettled
+
 # What one property result means for the gate.
 PASS = "pass"            # holds (and was meant to)
 EXPECTED = "expected"    # violated, and the spec's `expect:` says it must be: a pass with a finding
 FAIL = "fail"            # violated unexpectedly, or an expected violation did not happen
-ERROR = "error"          # unknown: a bound (--max-states, --timeout) stopped the exploration
+ERROR = "error"          # unknown, and nothing found explains it: a bound (--max-states, --timeout,
+                         # --max-memory) stopped the exploration, or the property could not be decided
 UNDECIDED = "undecided"  # unknown because the spec's own error cut the exploration short: that
                          # error is the finding; this property is simply not decided
 
@@ -22,24 +25,22 @@ UNDECIDED = "undecided"  # unknown because the spec's own error cut the explorat
 def outcome(prop: dict[str, Any], run: dict[str, Any] | None = None) -> str:
     status, expected = prop.get("status"), prop.get("expected")
     if status == "unknown":
-        return ERROR if run is None or run.get("stopped_by") else UNDECIDED
+        return ERROR if run is None or unsettled(_kinds(run), run.get("stopped_by")) else UNDECIDED
     if status == "violated":
         return EXPECTED if expected is True else FAIL
     return FAIL if expected is False else PASS
 
 
 def run_verdict(run: dict[str, Any]) -> str:
-    """pass | fail | incomplete, as the gate judges the run (mirrors RunResult.verdict)."""
-    as_expected = run.get("as_expected")
-    if as_expected is None:
-        return {"proved": "pass", "violated": "fail"}.get(run["result"], "incomplete")
-    if as_expected:
-        return "pass"
-    unexpected = any(outcome(p) == FAIL and p["status"] == "violated" for p in run["properties"])
-    if unexpected or any(s["status"] != "passed" for s in run.get("scenarios", [])) \
-            or not run.get("stopped_by"):
-        return "fail"
-    return "incomplete"
+    """pass | fail | incomplete, as the gate judges the run: by check.judge, as RunResult.verdict."""
+    props = [(p.get("kind"), p.get("status"), p.get("expected")) for p in run.get("properties") or []]
+    return judge(props, [s.get("status") == "passed" for s in run.get("scenarios") or []],
+                 run.get("stopped_by"), run.get("as_expected"))[1]
+
+
+def _kinds(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each property's (kind, status), as check.unsettled reads them."""
+    return [(p.get("kind"), p.get("status")) for p in run.get("properties") or []]
 
 
 def run_result_text(run: dict[str, Any]) -> str:
@@ -134,11 +135,20 @@ def finding_text(prop: dict[str, Any]) -> str:
     return f"{prop['name']} {prop['status']}: {prop['message']}"
 
 
+def incomplete_text(run: dict[str, Any]) -> str:
+    """Why an incomplete run proves nothing: the bound that stopped it, with how far it got,
+    or (explored in full) its stop_reason, which names the properties left undecided."""
+    if run.get("stopped_by"):
+        return f"the exploration stopped at {stop_text(run)} after {run['stats']['states']:,} states"
+    return run.get("stop_reason") or "a property could not be decided"
+
+
 def stop_text(run: dict[str, Any]) -> str:
+    """The option whose bound stopped the run ("--max-memory"), or "" when none did."""
     by = run.get("stopped_by")
     if not by:
         return ""
-    return "--max-states" if by == "max_states" else "--timeout" if by == "timeout" else str(by)
+    return BOUND_OPTION.get(by, str(by))
 
 
 # ---------------------------------------------------------------- where things are

@@ -135,8 +135,7 @@ def render_github(report: dict[str, Any]) -> str:
                                           f"the spec's expect: declares. Params: {where}.",
                                  file=file, title="haltproof: not as expected"))
         else:
-            stop = F.stop_text(run) or "a bound"
-            lines.append(command("error", f"{run['machine']}: the exploration stopped at {stop}; it "
+            lines.append(command("error", f"{run['machine']}: {F.incomplete_text(run)}; it "
                                           f"proves nothing. Params: {where}.",
                                  file=file, title="haltproof: incomplete"))
     for key, entries in _group(warnings):

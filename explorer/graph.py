@@ -37,13 +37,15 @@ if TYPE_CHECKING:      # networkx is imported where a graph is built: it costs s
 
 from machine.compiled import EvalError, Machine
 from machine.errors import Problem, SpecError
+from machine import usercode
 from machine.inputs import check_number, positive
 from machine.spec import load_spec
+from machine.usercode import OutOfTime
 from properties.kinds import HOLDS, VIOLATED, Trace
 
-from .check import Options, check_machine, prepare, sweep
+from .check import Options, check_machine, prepare, stop_reason, sweep
 from .engine import Exploration, explore
-from .report import shown_path
+from .report import EXIT_INCOMPLETE, shown_path
 from .usage import UsageError, one_value_each, parse_pins
 
 FORMAT_NAMES = ("dot", "graphml", "mermaid", "json")
@@ -309,13 +311,28 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
 
 
 def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = DEFAULT_MAX_NODES,
-              highlight: str | None = None) -> tuple[nx.DiGraph, list[str]]:
+              highlight: str | None = None, timeout: float | None = None) -> tuple[nx.DiGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
     Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
-    or ValueError (max_nodes not a positive int), before anything is explored."""
+    or ValueError (max_nodes not a positive int, timeout not a positive finite number),
+    before anything is explored. `timeout` bounds it all, as `check --timeout` does, the
+    bound code included; a graph is of the whole space, so hitting it (or running out of
+    memory) raises GraphIncomplete and gives no graph."""
     if max_nodes is not None:
         max_nodes = check_number(max_nodes, "max_nodes", int, above=0)
+    if timeout is not None:
+        timeout = check_number(timeout, "timeout", float, above=0)
+    try:
+        with usercode.deadline(timeout):
+            return _graph(spec_path, pins, max_nodes, highlight, timeout)
+    except OutOfTime as stop:        # while loading the bound code, before any exploration
+        raise GraphIncomplete(f"--timeout {timeout:g} s reached while "
+                              f"{stop.doing or 'running the user code'}") from None
+
+
+def _graph(spec_path: str, pins: dict[str, int], max_nodes: int | None, highlight: str | None,
+           timeout: float | None) -> tuple[nx.DiGraph, list[str]]:
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)
     if len(combos) != 1:
@@ -323,17 +340,21 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
         example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
         raise GraphUsage(f"{spec_path}: a graph shows one param combination, and {len(combos)} are "
                          f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
-    opts = Options(pins=pins, properties=[highlight] if highlight else None)
+    opts = Options(pins=pins, properties=[highlight] if highlight else None, timeout=timeout)
     try:
         (m,) = prepare(spec, opts)
     except SpecError as exc:             # its property check names the option --property
         raise SpecError([Problem(p.file, p.line, p.message.replace("--property ", "--highlight ", 1), p.text)
                          for p in exc.problems]) from None
-    ex = explore(m)
+    ex = explore(m, timeout=usercode.remaining())
+    if not ex.complete:
+        raise GraphIncomplete(stop_reason(ex, opts))
     notes: list[str] = []
     trace = None
     if highlight:
         run = check_machine(m, opts)
+        if run.stopped_by is not None:
+            raise GraphIncomplete(run.stop_reason)
         res = next((p for p in run.properties if p.name == highlight), None)
         if res is None:
             notes.append(f"--highlight {highlight}: the property is not checked for these params "
@@ -366,12 +387,20 @@ class GraphUsage(Exception):
     """Not exactly one param combination."""
 
 
+class GraphIncomplete(Exception):
+    """The timeout passed (or memory ran out) before the whole space was explored."""
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "graph")
     try:
-        G, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight)
+        G, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
+                             timeout=args.timeout)
     except GraphUsage as exc:
         raise UsageError(str(exc)) from None
+    except GraphIncomplete as exc:
+        print(f"haltproof graph: incomplete: {exc}; no graph written", file=sys.stderr)
+        return EXIT_INCOMPLETE
     text = WRITERS[args.format](G)
     if args.output:
         try:

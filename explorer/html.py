@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any, Sequence
 
+from . import findings as F
+
 GRAPH_MAX_STATES = 200          # a run's graph is drawn only up to this many states
 GRAPH_BUDGET = 2000             # ... and at most this many states over the whole report
 DOT_TIMEOUT = 30.0              # seconds per `dot` call
@@ -64,12 +66,10 @@ def run_verdict(run: dict[str, Any]) -> tuple[str, str]:
     if expected is None:
         key = result if result in ("proved", "violated", "incomplete") else "error"
         return key, VERDICT_TEXT[key]
-    if expected:
+    verdict = F.run_verdict(run)
+    if verdict == "pass":
         return "expected", VERDICT_TEXT["expected"]
-    props = run.get("properties") or []
-    unexpected = any(p.get("expected") is False and p.get("status") == "violated" for p in props)
-    failed_scenario = any(s.get("status") != "passed" for s in run.get("scenarios") or [])
-    if unexpected or failed_scenario or not run.get("stopped_by"):
+    if verdict == "fail":
         return "violated", f"{result}, NOT as expected"
     return "incomplete", "incomplete"
 
@@ -461,7 +461,7 @@ def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph 
     stop = run.get("stopped_by")
     stop_text = ""
     if stop:
-        stop_text = f" — stopped at {'--max-states' if stop == 'max_states' else '--timeout'}: proves nothing"
+        stop_text = f" — stopped at {F.stop_text(run)}: proves nothing"
     w(f'<p class="muted"><code>{e(run.get("spec"))}</code>'
       + (f" · checked the bound {e(explored)}" if explored and explored != "model" else "")
       + f" · {stats.get('states', 0):,} states, {stats.get('transitions', 0):,} transitions, "

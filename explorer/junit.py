@@ -56,7 +56,6 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
     message, type, text (the element's body), out (system-out)."""
     params = run["params"]
     cases: list[dict[str, Any]] = []
-    stop = F.stop_text(run)
     judged = set()
     for p in run["properties"]:
         judged.add(p["name"])
@@ -82,8 +81,7 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
         elif kind == F.ERROR:
             case["kind"] = "error"
             case["type"] = "incomplete"
-            case["message"] = (f"{p['name']} unknown: the exploration stopped at {stop or 'a bound'} "
-                               f"after {run['stats']['states']:,} states; it proves nothing")
+            case["message"] = f"{p['name']} unknown: {F.incomplete_text(run)}; it proves nothing"
             case["text"] = f"{at}  [{run['machine']}]  {F.params_text(params)}\n{p['message']}\n"
         elif kind == F.UNDECIDED:
             case["kind"] = "skipped"
@@ -123,7 +121,7 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
                       "text": f"{F.spec_file(run)}  [{run['machine']}]  {F.params_text(params)}\n"})
     elif verdict == "incomplete" and not kinds & {"failure", "error"}:
         cases.append({"name": _case_name("gate", params), "kind": "error", "type": "incomplete",
-                      "message": f"the exploration stopped at {stop or 'a bound'}; it proves nothing"})
+                      "message": f"{F.incomplete_text(run)}; it proves nothing"})
     return cases
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from machine.spec import shown_path
 from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .check import RunResult
+from .check import BOUND_OPTION, RunResult
 
 SCHEMA = "haltproof-report/1"
 
@@ -64,6 +64,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
     out["warning_details"] = [n.to_json() for n in r.notices]
     if r.stopped_by:
         out["stopped_by"] = r.stopped_by
+    if r.stop_reason:
+        out["stop_reason"] = r.stop_reason
     if r.as_expected is not None:
         out["as_expected"] = r.as_expected
     return out
@@ -144,10 +146,11 @@ def to_text(runs: list[RunResult], quiet: bool = False) -> str:
             verdict = "violated as expected"
         elif r.as_expected is False:
             verdict = f"{r.result}, NOT as expected"
-        stop = f" (stopped at {'--max-states' if r.stopped_by == 'max_states' else '--timeout'})" \
-            if r.stopped_by else ""
+        stop = f" (stopped at {BOUND_OPTION[r.stopped_by]})" if r.stopped_by else ""
         w(f"  {verdict}{stop}: {s['states']:,} states, {s['transitions']:,} transitions, "
           f"{s['terminal_states']:,} terminal, depth {s['max_depth']}, {s['seconds']:.2f} s")
+        if r.stop_reason:
+            w(f"  {r.stop_reason}")
         width = max(len(p.name) for p in r.properties)
         for p in r.properties:
             status = {HOLDS: "holds", VIOLATED: "VIOLATED", UNKNOWN: "unknown"}[p.status]

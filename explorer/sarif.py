@@ -233,9 +233,8 @@ def render_sarif(report: dict[str, Any]) -> str:
             unknown = sum(1 for p in run["properties"] if p["status"] == "unknown")
             notifications.append({
                 "level": "error" if verdict == "incomplete" else "warning",
-                "message": {"text": f"{file} {where}: incomplete, the exploration stopped at "
-                                    f"{F.stop_text(run) or 'a bound'} after {run['stats']['states']:,} "
-                                    f"states; {unknown} properties unknown (it proves nothing)"},
+                "message": {"text": f"{file} {where}: incomplete, {F.incomplete_text(run)}; {unknown} "
+                                    "properties unknown (it proves nothing)"},
                 "locations": [{"physicalLocation": _physical(file, None)}],
             })
     for rule in rules.rules:

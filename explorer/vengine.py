@@ -27,6 +27,7 @@ from machine.compiled import EVAL_ERRORS
 from properties.kinds import Subject
 
 from .engine import Exploration, Finding, ProgressFn, _Steps, action_subject, action_text, failure
+from .memory import current_rss
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
@@ -127,13 +128,15 @@ class _NeedEdges(Exception):
 
 
 def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: float | None = None,
-                   properties: set[str] | None = None, progress: ProgressFn | None = None) -> VExploration:
+                   max_memory: int | None = None, properties: set[str] | None = None,
+                   progress: ProgressFn | None = None) -> VExploration:
     """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`.
 
     While every edge leads one level deeper, the termination analyses need no stored
     edges, so past KEEP_EDGES_BELOW transitions they are dropped; if a later edge breaks
     that, the exploration starts again keeping them (weighted measures keep them always)."""
-    bounds = dict(max_states=max_states, timeout=timeout, properties=properties, progress=progress)
+    bounds = dict(max_states=max_states, timeout=timeout, max_memory=max_memory, properties=properties,
+                  progress=progress)
     try:
         return _explore(vm, keep_edges=bool(vm.edge_weights), **bounds)
     except _NeedEdges:
@@ -141,7 +144,7 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
 
 
 def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout: float | None,
-             properties: set[str] | None, progress: ProgressFn | None) -> VExploration:
+             max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None) -> VExploration:
     m = vm.machine
     spec = m.spec
     wanted = (lambda name: properties is None or name in properties)
@@ -217,150 +220,167 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
         if name not in ex.findings and (name not in pending or order < pending[name][0]):
             pending[name] = (order, finding)
 
-    while True:
-        for name, (_, finding) in pending.items():    # the earliest of the level just swept
-            ex.findings.setdefault(name, finding)
-        pending.clear()
-        base, total = offsets[-2], offsets[-1]
-        frontier = levels[-1]
-        n = len(frontier)
-        if n == 0:
-            break
-        if max_states is not None and total > max_states:
-            stopped = "max_states"
-            break
-        if deadline is not None and time.monotonic() > deadline:
-            stopped = "timeout"
-            break
-        term = _full(vm.is_terminal(S), n, bool)
-        terminal_flags.append(term.astype(np.uint8))
-        if vm.label is not None and term.any():
-            labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
-            for lab, c in zip(labels, counts):
-                key = _label_value(vm, spec, lab)
-                ex.label_counts[key] = ex.label_counts.get(key, 0) + int(c)
-        if term.any():
-            live = np.flatnonzero(~term)
-            L = [a[live] for a in S]
-        else:
-            live, L = np.arange(n), S
-        errored = np.zeros(n, dtype=np.uint8)
-        blocks = []
-        key = 0
-        projected = {name: _project(vm, frontier, xs) for name, xs in indep}
-        for name, proj in projected.items():
-            events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * nslots, term.astype(np.int64),
-                                 None))
-        for act in vm.actions:
-            if act.guard is not None and len(live):
-                g = _full(act.guard(L), len(live), bool)
-                if g.all():
-                    pos, G = live, L
-                else:
-                    pos, G = live[g], [a[g] for a in L]
+    mark = None
+    try:
+        while True:
+            mark = _LevelMark(ex, levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags,
+                              weights, events, fired, transitions, forward)
+            for name, (_, finding) in pending.items():    # the earliest of the level just swept
+                ex.findings.setdefault(name, finding)
+            pending.clear()
+            base, total = offsets[-2], offsets[-1]
+            frontier = levels[-1]
+            n = len(frontier)
+            if n == 0:
+                break
+            if max_states is not None and total > max_states:
+                stopped = "max_states"
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                stopped = "timeout"
+                break
+            if max_memory is not None and current_rss() > max_memory:
+                stopped = "max_memory"
+                break
+            term = _full(vm.is_terminal(S), n, bool)
+            terminal_flags.append(term.astype(np.uint8))
+            if vm.label is not None and term.any():
+                labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
+                for lab, c in zip(labels, counts):
+                    key = _label_value(vm, spec, lab)
+                    ex.label_counts[key] = ex.label_counts.get(key, 0) + int(c)
+            if term.any():
+                live = np.flatnonzero(~term)
+                L = [a[live] for a in S]
             else:
-                g = np.ones(len(live), dtype=bool)
-                pos, G = live, L
-            gslot = slots[act.index][0]
+                live, L = np.arange(n), S
+            errored = np.zeros(n, dtype=np.uint8)
+            blocks = []
+            key = 0
+            projected = {name: _project(vm, frontier, xs) for name, xs in indep}
             for name, proj in projected.items():
-                events[name].append((base + live, np.full(len(live), gslot, np.int64),
-                                     proj[live] * nslots + gslot, g.astype(np.int64), None))
-            for ci, combo in enumerate(act.combos):
-                k, key = key, key + 1
-                if len(pos) == 0:
-                    continue
-                size = len(pos)
-                T, rule, unmatched = act.step(G, *combo)
-                rule = _full(rule, size)
-                ok = None
-                if np.any(unmatched):
-                    ok = ~_full(unmatched, size, bool)
-                    r0 = int(np.flatnonzero(~ok)[0])
-                    candidate("well_defined", (0, int(pos[r0]), k),
-                              Finding(base + int(pos[r0]), _scalar_step_error(vm, act.index, ci, _succ(vm, G, r0)),
-                                      (act.index, ci, None, None), subject=action_subject(m, act.index, ci)))
-                    errored[pos[~ok]] = 1
-                # a var the step did not assign is the very array it was given: nothing to check
-                # or encode; the successor's code is the source's plus each changed var's shift
-                codes = frontier[pos]
-                T = [t if t is G[i] else _full(t, size) for i, t in enumerate(T)]
-                for i, t in enumerate(T):
-                    if t is G[i]:
+                events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * nslots, term.astype(np.int64),
+                                     None))
+            for act in vm.actions:
+                if act.guard is not None and len(live):
+                    g = _full(act.guard(L), len(live), bool)
+                    if g.all():
+                        pos, G = live, L
+                    else:
+                        pos, G = live[g], [a[g] for a in L]
+                else:
+                    g = np.ones(len(live), dtype=bool)
+                    pos, G = live, L
+                gslot = slots[act.index][0]
+                for name, proj in projected.items():
+                    events[name].append((base + live, np.full(len(live), gslot, np.int64),
+                                         proj[live] * nslots + gslot, g.astype(np.int64), None))
+                for ci, combo in enumerate(act.combos):
+                    k, key = key, key + 1
+                    if len(pos) == 0:
                         continue
-                    if vm.kinds[i] != "int":            # typed: enums and bools cannot leave their domain
+                    size = len(pos)
+                    T, rule, unmatched = act.step(G, *combo)
+                    rule = _full(rule, size)
+                    ok = None
+                    if np.any(unmatched):
+                        ok = ~_full(unmatched, size, bool)
+                        r0 = int(np.flatnonzero(~ok)[0])
+                        candidate("well_defined", (0, int(pos[r0]), k),
+                                  Finding(base + int(pos[r0]), _scalar_step_error(vm, act.index, ci, _succ(vm, G, r0)),
+                                          (act.index, ci, None, None), subject=action_subject(m, act.index, ci)))
+                        errored[pos[~ok]] = 1
+                    # a var the step did not assign is the very array it was given: nothing to check
+                    # or encode; the successor's code is the source's plus each changed var's shift
+                    codes = frontier[pos]
+                    T = [t if t is G[i] else _full(t, size) for i, t in enumerate(T)]
+                    for i, t in enumerate(T):
+                        if t is G[i]:
+                            continue
+                        if vm.kinds[i] != "int":            # typed: enums and bools cannot leave their domain
+                            codes = codes + vm.shift(i, t, G[i])
+                            continue
+                        out = ~vm.in_domain(i, t)
+                        if ok is not None:
+                            out &= ok
+                        if out.any():
+                            r0 = int(np.flatnonzero(out)[0])
+                            value = _raw(vm, i, t[r0])
+                            candidate("domains", (1, int(pos[r0]), k),
+                                      Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
+                                              f"domain {m.domain_text(i)}",
+                                              (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
+                            errored[pos[out]] = 1
+                            ok = ~out if ok is None else ok & ~out
                         codes = codes + vm.shift(i, t, G[i])
-                        continue
-                    out = ~vm.in_domain(i, t)
+                    bpos, bG = pos, G
                     if ok is not None:
-                        out &= ok
-                    if out.any():
-                        r0 = int(np.flatnonzero(out)[0])
-                        value = _raw(vm, i, t[r0])
-                        candidate("domains", (1, int(pos[r0]), k),
-                                  Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
-                                          f"domain {m.domain_text(i)}",
-                                          (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
-                        errored[pos[out]] = 1
-                        ok = ~out if ok is None else ok & ~out
-                    codes = codes + vm.shift(i, t, G[i])
-                bpos, bG = pos, G
-                if ok is not None:
-                    sel = np.flatnonzero(ok)
-                    if not len(sel):
-                        continue
-                    bpos, codes, rule = pos[sel], codes[sel], rule[sel]
-                    T, bG = [t[sel] for t in T], [a[sel] for a in G]
-                blocks.append(_Block(bpos, k, act.index, ci, T, rule, bG, codes.astype(code_t, copy=False)))
-        errored_flags.append(errored)
-        counts = np.zeros(n, dtype=np.int32)
-        for b in blocks:
-            counts[b.pos] += 1                  # a source appears at most once per block
-        if ex.first_stuck is None:
-            stuck = np.flatnonzero((counts == 0) & ~term & (errored == 0))
-            if len(stuck):
-                ex.first_stuck = base + int(stuck[0])
-        if not dropped:
-            e_counts.append(counts)
-        if not blocks:
-            levels.append(np.zeros(0, dtype=code_t))
-            offsets.append(total)
-            continue
-        if indep:
-            _transition_events(vm, blocks, base, indep, projected, slots, nslots, events)
-        ranks = dst = None
-        if hashed:              # the hash index numbers new codes in edge order itself
-            src_o, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
-            added = visited.add_new(succ_o, total)
-            new_codes, new_parents = succ_o[added.first], src_o[added.first]
-            dst = added.index
-            level_forward = bool((dst >= total).all())
-        else:
-            new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
-            level_forward = all(b.forward for b in blocks)
-        forward = forward and level_forward      # every edge leads one level deeper
-        if not forward and dropped:
-            raise _NeedEdges()
-        levels.append(new_codes)
-        parents.append((base + new_parents).astype(np.int32))
-        offsets.append(total + len(new_codes))
-        nedges = sum(len(b.pos) for b in blocks)
-        if forward and not keep_edges and transitions + nedges > KEEP_EDGES_BELOW:
-            dropped = True
-            e_dst.clear()
-            e_counts.clear()
-        if not dropped:
-            if dst is None:
-                _, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
-                dst = index_of[succ_o]
-            e_dst.append(dst)
-        transitions += nedges
-        _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig)
-        _transition_checks(vm, ex, blocks, ranks, nkeys, base, step_props, variants, weights, spec, nedges,
-                           candidate)
-        S = vm.decode(new_codes)
-        check_states(S, total)
-        if progress is not None:
-            progress(offsets[-1], transitions, len(offsets) - 2, offsets[-1] - total, time.monotonic() - started)
+                        sel = np.flatnonzero(ok)
+                        if not len(sel):
+                            continue
+                        bpos, codes, rule = pos[sel], codes[sel], rule[sel]
+                        T, bG = [t[sel] for t in T], [a[sel] for a in G]
+                    blocks.append(_Block(bpos, k, act.index, ci, T, rule, bG, codes.astype(code_t, copy=False)))
+            errored_flags.append(errored)
+            counts = np.zeros(n, dtype=np.int32)
+            for b in blocks:
+                counts[b.pos] += 1                  # a source appears at most once per block
+            if ex.first_stuck is None:
+                stuck = np.flatnonzero((counts == 0) & ~term & (errored == 0))
+                if len(stuck):
+                    ex.first_stuck = base + int(stuck[0])
+            if not dropped:
+                e_counts.append(counts)
+            if not blocks:
+                levels.append(np.zeros(0, dtype=code_t))
+                offsets.append(total)
+                continue
+            if indep:
+                _transition_events(vm, blocks, base, indep, projected, slots, nslots, events)
+            ranks = dst = None
+            if hashed:              # the hash index numbers new codes in edge order itself
+                src_o, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+                added = visited.add_new(succ_o, total)
+                new_codes, new_parents = succ_o[added.first], src_o[added.first]
+                dst = added.index
+                level_forward = bool((dst >= total).all())
+            else:
+                new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
+                level_forward = all(b.forward for b in blocks)
+            forward = forward and level_forward      # every edge leads one level deeper
+            if not forward and dropped:
+                raise _NeedEdges()
+            levels.append(new_codes)
+            parents.append((base + new_parents).astype(np.int32))
+            offsets.append(total + len(new_codes))
+            nedges = sum(len(b.pos) for b in blocks)
+            if forward and not keep_edges and transitions + nedges > KEEP_EDGES_BELOW:
+                dropped = True
+                e_dst.clear()
+                e_counts.clear()
+            if not dropped:
+                if dst is None:
+                    _, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+                    dst = index_of[succ_o]
+                e_dst.append(dst)
+            transitions += nedges
+            _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig)
+            _transition_checks(vm, ex, blocks, ranks, nkeys, base, step_props, variants, weights, spec, nedges,
+                               candidate)
+            S = vm.decode(new_codes)
+            check_states(S, total)
+            if progress is not None:
+                progress(offsets[-1], transitions, len(offsets) - 2, offsets[-1] - total, time.monotonic() - started)
+    except MemoryError:
+        # a bound, not a bug: drop this level's big arrays first, so there is room to
+        # report, and leave the exploration as if it had stopped before the level
+        blocks = projected = S = L = G = T = codes = new_codes = dst = None
+        if mark is None:
+            raise
+        transitions, forward = mark.undo(ex, levels, parents, offsets, e_dst, e_counts, terminal_flags,
+                                         errored_flags, weights, events, fired)
+        base = offsets[-2]
+        stopped, ex.out_of_memory = "max_memory", True
     for name, (_, finding) in pending.items():
         ex.findings.setdefault(name, finding)
     ex.expanded = offsets[-2] if stopped is None else base
@@ -401,6 +421,42 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     ex.vm = vm
     ex.attach_lazy(_VSteps)
     return ex
+
+
+class _LevelMark:
+    """What the level loop has built before a level, to undo that level when memory runs
+    out in the middle of it (the lists are cut back, the small counters copied)."""
+
+    def __init__(self, ex: VExploration, *lists_and_counters: Any):
+        (levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags, weights, events,
+         fired, self.transitions, self.forward) = lists_and_counters
+        self.lengths = [len(a) for a in (levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags)]
+        self.weights = {name: len(ws) for name, ws in weights.items()}
+        self.events = {name: len(es) for name, es in events.items()}
+        self.fired = {a: dict(per_rule) for a, per_rule in fired.items()}
+        self.label_counts = dict(ex.label_counts)
+        self.first_stuck = ex.first_stuck
+
+    def undo(self, ex: VExploration, levels: list, parents: list, offsets: list, e_dst: list, e_counts: list,
+             terminal_flags: list, errored_flags: list, weights: dict, events: dict,
+             fired: dict) -> tuple[int, bool]:
+        """Cut everything back to the mark; returns the transitions and forward flag then."""
+        for a, n in zip((levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags), self.lengths):
+            del a[n:]               # a list emptied meanwhile (edges dropped) stays empty
+        for name, n in self.weights.items():
+            del weights[name][n:]
+        for name, n in self.events.items():
+            del events[name][n:]
+        fired.clear()
+        fired.update(self.fired)
+        ex.label_counts.clear()
+        ex.label_counts.update(self.label_counts)
+        ex.first_stuck = self.first_stuck
+        known = offsets[-1]         # states past the mark's levels are gone: so are findings on them
+        for found in (ex.findings, ex.reached):
+            for name in [n for n, v in found.items() if (v.state if isinstance(v, Finding) else v) >= known]:
+                del found[name]
+        return self.transitions, self.forward
 
 
 def _slots(vm: VMachine) -> tuple[list[tuple[int, list[int]]], int]:

@@ -27,8 +27,10 @@ import sys
 import traceback
 from typing import Any, Callable
 
+from . import usercode
 from .compiled import CompiledAction, EvalError, Machine
 from .errors import Problem, SpecError
+from .usercode import OutOfTime, running
 
 
 class Adapter:
@@ -65,7 +67,10 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
     if os.getcwd() not in sys.path:    # like `python -m`: the project you run in is importable
         sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
+        module = usercode.run(importlib.import_module, module_name)
+    except OutOfTime as stop:
+        stop.note(f"importing the bound module {module_name} (bind: {ref})")
+        raise
     except Exception as exc:   # the user's module may fail in any way while importing
         raise SpecError([Problem(file, line, f"cannot import the bound module: "
                                              f"{type(exc).__name__}: {exc}", ref)]) from None
@@ -75,7 +80,10 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
             raise SpecError([Problem(file, line, f"module {module_name} has no {attr!r}", ref)])
         target = getattr(target, part)
     try:
-        adapter = target() if isinstance(target, type) else target
+        adapter = usercode.run(target) if isinstance(target, type) else target
+    except OutOfTime as stop:
+        stop.note(f"creating the adapter {ref}")
+        raise
     except Exception as exc:
         raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
                                  ref)]) from None
@@ -110,11 +118,17 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
         decide = spec.actions[act.index].decide
         rules = {r.name for r in decide.rules} if decide else set()
 
-        def call(state: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        def run_code(state: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+            concrete = adapter.concretize(dict(state), params)
+            new, rule = adapter.step(act.name, concrete, copy.deepcopy(choices))
+            return adapter.abstract(new, params), rule
+
+        def call(state: dict[str, Any], choices: dict[str, Any], combo: tuple) -> tuple[dict[str, Any], Any]:
             try:
-                concrete = adapter.concretize(dict(state), params)
-                new, rule = adapter.step(act.name, concrete, copy.deepcopy(choices))
-                return adapter.abstract(new, params), rule
+                return usercode.run(run_code, state, choices)
+            except OutOfTime as stop:
+                stop.note(running(f"the bound code for action {act.name}", _choice_labels(act, combo), state))
+                raise
             except Exception as exc:
                 raise CodeError(f"the bound code raised {type(exc).__name__}: {exc}\n"
                                 f"{_user_traceback(exc)}") from None
@@ -122,13 +136,17 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
         def step(s: tuple, *combo: tuple) -> tuple[tuple, str | None]:
             state = dict(zip(var_names, s))
             try:
-                choices = {name: adapter.representative(act.name, name, item[0])
-                           for name, item in zip(act.choice_names, combo)}
+                choices = usercode.run(lambda: {name: adapter.representative(act.name, name, item[0])
+                                                for name, item in zip(act.choice_names, combo)})
+            except OutOfTime as stop:
+                stop.note(running(f"the adapter's representative() for action {act.name}",
+                                  _choice_labels(act, combo), state))
+                raise
             except Exception as exc:
                 raise CodeError(f"the adapter's representative() raised {type(exc).__name__}: {exc}\n"
                                 f"{_user_traceback(exc)}") from None
-            first = call(state, choices)
-            second = call(state, choices)
+            first = call(state, choices, combo)
+            second = call(state, choices, combo)
             if first != second:
                 raise CodeError("the bound code is nondeterministic: two calls with the same state "
                                 f"and choices gave {_show(first)} and {_show(second)}")
@@ -158,6 +176,10 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
     bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
     return bound
+
+
+def _choice_labels(act: CompiledAction, combo: tuple) -> dict[str, Any]:
+    return {name: item[0] for name, item in zip(act.choice_names, combo)}
 
 
 def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:

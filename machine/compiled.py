@@ -26,6 +26,7 @@ from typing import Any, Callable
 from . import expr as E
 from .errors import Problem, SpecError
 from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, shown_path, value_count
+from .usercode import OutOfTime
 
 MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
 
@@ -209,7 +210,7 @@ class CompiledSpec:
 
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
-                             "_ERR": EVAL_ERRORS, **pns}
+                             "_ERR": EVAL_ERRORS, "_STOP": (MemoryError, OutOfTime), **pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
@@ -759,7 +760,7 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
 
     defaults = [f"p_{p.name}=p_{p.name}" for p in spec.params]
     defaults += [f"dlo_{i}=dlo_{i}, dhi_{i}=dhi_{i}" for i, v in enumerate(spec.vars) if v.kind == "int"]
-    defaults += ["_len=_len", "_enumerate=_enumerate", "_ERR=_ERR", "_NoRule=_NoRule",
+    defaults += ["_len=_len", "_enumerate=_enumerate", "_ERR=_ERR", "_STOP=_STOP", "_NoRule=_NoRule",
                  "min=min", "max=max", "abs=abs"]
     head = [f"def sweep(_x, {', '.join(defaults)}):"]
 
@@ -788,5 +789,12 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
         h(line)
     if counters:
         h(" = ".join(c for _, _, c in counters) + " = 0")
+    # running out of memory (or time) stops the loop where it is, as a bound does: the
+    # engine is told, gets the counts so far and undoes the state left half expanded
+    loop, ret = body[:-1], body[-1]
+    body = ["    try:", *("    " + line for line in loop), "    except _STOP as _exc:",
+            "        _x.interrupted(_exc)", ret]
+    # the loop's lines moved one down (under `try:`), the return three (after the except)
+    origin = {(k + 1 if k < len(loop) else k + 3): line for k, line in origin.items()}
     assert not any("\n" in line for line in body), "one generated line per entry: the origins count on it"
     return "\n".join(head + body) + "\n", {len(head) + k + 1: line for k, line in origin.items()}

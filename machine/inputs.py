@@ -26,7 +26,7 @@ def check_number(value: Any, what: str, kind: type = int, *, least: Bound = None
     with `least <= value`, `above < value` and `value <= most`; else ValueError naming
     `what` and the range. `shown` is how the message quotes the value (the text typed,
     for an option)."""
-    shown = _shown(value) if shown is None else shown
+    shown = shown_value(value) if shown is None else shown
     wanted = numbers.Integral if kind is int else numbers.Real
     if isinstance(value, bool) or not isinstance(value, wanted):
         raise ValueError(f"{what} must be {_kind_text(kind, least, above, most)}, got {shown}")
@@ -44,7 +44,7 @@ def check_number(value: Any, what: str, kind: type = int, *, least: Bound = None
     return value
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """The value's repr, cut short: a message never writes out a 10,000-digit number."""
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"

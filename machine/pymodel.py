@@ -56,11 +56,13 @@ import sys
 from typing import Any, Callable, Iterable
 
 from . import expr as E
+from . import usercode
 from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, EvalError, Machine, _MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
                    negative_bound, value_count)
+from .usercode import OutOfTime, running
 
 
 # ---------------------------------------------------------------- declarations
@@ -393,8 +395,12 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
 
     def user(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            return usercode.run(fn, *args, **kwargs)
         except CodeError:
+            raise
+        except OutOfTime as stop:
+            state = next((a for a in args if isinstance(a, dict)), {})
+            stop.note(running(getattr(fn, "__qualname__", repr(fn)), kwargs, state))
             raise
         except Exception as exc:
             raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"

@@ -9,7 +9,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -453,6 +456,120 @@ def test_replay_of_broken_code_fails_where_the_model_passes(cli, tmp_path):
     assert ran.code == 1
     assert "# FAILED" in ran.out
     assert "decision: continue" in ran.out
+
+
+# ------------------------------------------------------------------ (g) --timeout bounds the bound code
+
+def haltproof_process(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`haltproof ARGS` in its own process, with tests/stuck_code.py importable. Code that
+    does not return would hold it: it shows as TimeoutExpired here, never as a stuck test
+    run (and a stuck thread that kept the process alive would show the same way)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    return subprocess.run([sys.executable, "-m", "explorer.cli", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+STUCK_AT = ("running the bound code for action read_task_cards (obs=failed) from state steps=1 failures=1 "
+            "phase=observed observation=failed decision=continue scenario=one_match")
+
+
+@pytest.mark.parametrize("adapter", ["Sleeping", "Spinning"])
+def test_timeout_ends_a_check_whose_bound_code_never_returns(tmp_path, adapter):
+    """decide sleeps for an hour, or spins, from the second step on: the check ends at
+    --timeout, incomplete, and says which action on which state was running."""
+    path = bound_copy(tmp_path, f"stuck_code:{adapter}")
+    ran = haltproof_process("check", path, "-p", "max_steps=3", "-p", "max_retries=1", "--timeout", "2",
+                            "--json", tmp_path / "report.json", cwd=tmp_path)
+    assert ran.returncode == 3, ran.stderr
+    reason = f"stopped at 42 states: --timeout 2 s reached while {STUCK_AT}"
+    assert f"  {reason}" in ran.stdout.splitlines()
+    assert "incomplete (stopped at --timeout): 42 states" in ran.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    (run,) = report["runs"]
+    assert (report["result"], run["result"], run["stopped_by"]) == ("incomplete", "incomplete", "timeout")
+    assert run["stop_reason"] == reason
+    assert {p["name"]: p["status"] for p in run["properties"]}["bound_code"] == "unknown"
+
+
+def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
+    """Off the main thread there is no SIGALRM: each call runs in a worker that is given up
+    at the deadline. The process still exits (the sleeping worker is a daemon)."""
+    path = bound_copy(tmp_path, "stuck_code:Sleeping")
+    script = tmp_path / "api_in_thread.py"
+    script.write_text(
+        "import json, sys, threading\n"
+        "from explorer.api import check\n"
+        "out = {}\n"
+        "def run():\n"
+        f"    report = check({str(path)!r}, params={{'max_steps': 3, 'max_retries': 1}}, timeout=2)\n"
+        "    out.update(result=report.result, code=report.exit_code, reason=report.runs[0].stop_reason)\n"
+        "worker = threading.Thread(target=run)\n"
+        "worker.start()\n"
+        "worker.join()\n"
+        "print(json.dumps(out))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    ran = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"result": "incomplete", "code": 3,
+                                      "reason": f"stopped at 42 states: --timeout 2 s reached while {STUCK_AT}"}
+
+
+def test_timeout_bounds_creating_the_adapter(tmp_path):
+    path = bound_copy(tmp_path, "stuck_code:SleepingInit")
+    ran = haltproof_process("check", path, "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3 and ran.stdout == ""
+    assert ran.stderr == "haltproof: incomplete: --timeout reached while creating the adapter stuck_code:SleepingInit\n"
+
+
+def test_timeout_bounds_importing_the_bound_module(tmp_path):
+    (tmp_path / "hp_import_spins.py").write_text("while True:\n    pass\n")
+    path = bound_copy(tmp_path, "hp_import_spins:Adapter")
+    ran = haltproof_process("check", path, "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3 and ran.stdout == ""
+    assert ran.stderr == ("haltproof: incomplete: --timeout reached while importing the bound module "
+                          "hp_import_spins (bind: hp_import_spins:Adapter)\n")
+
+
+def test_timeout_bounds_replay_and_conform(tmp_path):
+    path = bound_copy(tmp_path, "stuck_code:Spinning", keep_scenarios=True)
+    ran = haltproof_process("replay", path, "--scenario", "permanent_error", "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3
+    assert ran.stderr == ("haltproof: incomplete: --timeout reached while running the bound code for action "
+                          "read_task_cards (obs=failed) from state steps=1 failures=1 phase=observed "
+                          "observation=failed decision=continue scenario=permanent_error\n")
+    ran = haltproof_process("conform", path, "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert ran.stdout.startswith("conformance of loop_demo and stuck_code:Spinning: incomplete, --timeout "
+                                 "reached after ")
+    assert ran.stdout.rstrip().endswith("no difference found so far, which proves nothing")
+
+
+def test_timeout_bounds_graph_exploring_stuck_code(tmp_path):
+    """graph explores the bound code too: it had no --timeout, and a stuck step held it for
+    ever. At the deadline no graph is written (a graph of part of the space would read as
+    the whole), exit 3, naming what was running."""
+    path = bound_copy(tmp_path, "stuck_code:Spinning")
+    out = tmp_path / "g.dot"
+    ran = haltproof_process("graph", path, "-p", "max_steps=3", "-p", "max_retries=1", "--timeout", "2",
+                            "-o", out, cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (3, "")
+    assert ran.stderr == (f"haltproof graph: incomplete: stopped at 42 states: --timeout 2 s reached while "
+                          f"{STUCK_AT}; no graph written\n")
+    assert not out.exists()
+    ran = haltproof_process("graph", bound_copy(tmp_path, "stuck_code:SleepingInit"), "-p", "max_steps=3",
+                            "-p", "max_retries=1", "--timeout", "2", cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (3, "")
+    assert ran.stderr == ("haltproof graph: incomplete: --timeout 2 s reached while creating the adapter "
+                          "stuck_code:SleepingInit; no graph written\n")
+
+
+def test_graph_with_a_timeout_that_is_not_reached_draws_the_whole_graph(cli, tmp_path):
+    with_timeout = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--timeout", "60")
+    without = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1")
+    assert (with_timeout.code, with_timeout.err) == (0, "") and with_timeout.out == without.out
+    bad = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--timeout", "nan")
+    assert bad.code == 2 and "--timeout must be a finite number, got 'nan'" in bad.err
 
 
 # ------------------------------------------------------------------ (e) values of the wrong type

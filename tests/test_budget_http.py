@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -22,6 +24,8 @@ from harness.budget.policy_server import PolicyServer
 from harness.budget.runner import Runner
 from harness.budget.tasks import TASKS
 from harness.budget.tools import Shop, connect
+
+from conftest import ROOT
 
 CAMERA = TASKS["camera"]
 JSON = {"Content-Type": "application/json"}
@@ -209,6 +213,86 @@ def test_a_server_that_never_answers_times_out(db):
     finally:
         server.close()
     _assert_policy_error_nothing_written(run, inventory, ledger, "no answer within the timeout of 0.2 s")
+
+
+class DripServer:
+    """A TCP server on 127.0.0.1 that answers with `instant`, then sends `dripped` one byte
+    every `interval` seconds: each wait is short, the whole answer takes long. The drip is
+    finite (so a client without a total deadline ends, late, with the whole answer) and
+    stops when the client goes away."""
+
+    def __init__(self, instant: bytes, dripped: bytes, interval: float = 0.25):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.instant, self.dripped, self.interval = instant, dripped, interval
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        self.stop = threading.Event()
+        self.client_gone = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            try:
+                conn.sendall(self.instant)
+                for byte in self.dripped:
+                    if self.stop.wait(self.interval):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                self.client_gone.set()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+        self.thread.join(timeout=10)
+
+
+OK_JSON = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("instant,dripped", [
+    (OK_JSON + b"Content-Length: %d\r\n\r\n" % len(ABSTAIN), ABSTAIN),
+    (OK_JSON + b"\r\n", ABSTAIN),
+    (b"", OK_JSON + b"\r\n" + ABSTAIN),
+], ids=["body-with-length", "body-without-length", "status-and-headers"])
+def test_a_slow_drip_answer_ends_at_the_total_deadline(db, instant, dripped):
+    """Every wait is shorter than the timeout, yet the total deadline (3 x 1 s) ends the
+    exchange. Without it the run would wait for the whole drip and then abstain."""
+    server = DripServer(instant, dripped)
+    try:
+        run, inventory, ledger = run_with(db, HTTPJSONPolicy(server.url, timeout=1))
+        assert server.client_gone.wait(10)   # the connection was shut down, not left dripping
+    finally:
+        server.close()
+    _assert_policy_error_nothing_written(run, inventory, ledger,
+                                         "the policy server's answer took longer than 3.0 s in total")
+
+
+def test_a_slow_drip_answer_ends_the_cli_run_in_policy_error():
+    """A drip of 1,000 bytes takes 250 s: without the total deadline the run outlives the
+    subprocess timeout, with it the run ends in policy_error."""
+    server = DripServer(OK_JSON + b"\r\n", b" " * 1000 + ABSTAIN)
+    try:
+        ran = subprocess.run([sys.executable, "-m", "harness.budget", "run", "--policy", "http",
+                              "--url", server.url, "--timeout", "1"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    finally:
+        server.close()
+    assert ran.returncode == 1, ran.stderr
+    assert ("outcome: policy_error: the policy failed: PolicyResponseError: the policy server's answer "
+            "took longer than 3.0 s in total") in ran.stdout.splitlines()
 
 
 def test_an_http_error_status_is_refused(db):

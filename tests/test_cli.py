@@ -108,6 +108,102 @@ def test_a_violation_beats_incomplete(cli):
     assert ran.code == 3
 
 
+def _grid_file(tmp_path, n: int, properties: str):
+    from test_engines import GRID
+    path = tmp_path / "grid.yaml"
+    path.write_text(GRID.format(n=n, properties=properties))
+    return path
+
+
+@pytest.mark.parametrize("properties,code", [("holds", 3), ("early_bug", 1)])
+def test_max_memory_stops_a_large_exploration_before_it_is_done(tmp_path, properties, code):
+    """512,000 states, and a limit 48 MiB above what the process holds before it explores:
+    it stops, incomplete, and says how many states fit; a violation found by then stands."""
+    from test_engines import GRID_EARLY_BUG, GRID_HOLDS
+    spec = _grid_file(tmp_path, 79, GRID_HOLDS if properties == "holds" else GRID_EARLY_BUG)
+    script = ("import sys\n"
+              "from explorer.cli import main\n"
+              "from explorer.memory import current_rss\n"
+              "limit = (current_rss() >> 20) + 48\n"
+              f"code = main(['check', {str(spec)!r}, '--engine', 'scalar', '--format', 'json', "
+              "'--max-memory', f'{limit}M'])\n"
+              "print(limit, file=sys.stderr)\n"
+              "sys.exit(code)\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == code, ran.stderr
+    limit = int(ran.stderr.strip().splitlines()[-1])
+    (run,) = json.loads(ran.stdout)["runs"]
+    assert run["stopped_by"] == "max_memory"
+    states = run["stats"]["states"]
+    assert 0 < states < 512_000
+    assert run["stop_reason"] == f"stopped at {states:,} states: memory limit {limit}M reached"
+    if properties == "early_bug":
+        bug = next(p for p in run["properties"] if p["name"] == "not_both")
+        assert run["result"] == "violated" and bug["status"] == "violated" and len(bug["trace"]["steps"]) == 3
+    else:
+        assert run["result"] == "incomplete"
+        assert {p["status"] for p in run["properties"]} == {"unknown"}
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_running_out_of_memory_is_incomplete_not_a_bug(cli, tmp_path, monkeypatch, engine):
+    """A MemoryError in the middle of the exploration: exit 3 with what fit, never exit 4."""
+    import explorer.engine as E
+    import explorer.vengine as V
+    from test_engines import GRID_HOLDS
+    spec = _grid_file(tmp_path, 29, GRID_HOLDS)
+    if engine == "scalar":      # the plain loop checks every new state: state 5001 does not fit
+        checked = E._Sweep.check_state
+
+        def check_state(self, j, t):
+            if j == 5000:
+                raise MemoryError
+            return checked(self, j, t)
+        monkeypatch.setattr(E._Sweep, "check_state", check_state)
+        monkeypatch.setattr(E, "_runs_generated", lambda m: False)
+    else:                       # the checks of level 20's transitions do not fit
+        levels = iter(range(10**6))
+        checks = V._transition_checks
+
+        def transition_checks(*args):
+            if next(levels) == 20:
+                raise MemoryError
+            return checks(*args)
+        monkeypatch.setattr(V, "_transition_checks", transition_checks)
+    ran = cli("check", spec, "--engine", engine, "--format", "json")
+    assert ran.code == 3, ran.err
+    (run,) = ran.json()["runs"]
+    assert (run["result"], run["stopped_by"]) == ("incomplete", "max_memory")
+    states = run["stats"]["states"]
+    assert run["stop_reason"] == (f"stopped at {states:,} states: out of memory (a bound, not a bug: try "
+                                  "--max-memory, more memory, or smaller params)")
+    assert states == (5001 if engine == "scalar" else sum((d + 1) * (d + 2) // 2 for d in range(21)))
+
+
+@pytest.mark.parametrize("size,message", [
+    ("0", "must be positive, got '0'"), ("-1G", "must be positive, got '-1G'"),
+    ("0.0001K", "must be positive, got '0.0001K'"),
+    ("1.5", "must be a whole number of bytes, got '1.5'"),
+    ("12x", "must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, got '12x'"),
+    ("G", "must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, got 'G'"),
+    ("", "must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, got ''"),
+    ("9" * 400 + "G", "must be a finite number, got '" + "9" * 19 + "... (403 characters)")])
+def test_max_memory_refuses_what_is_not_a_positive_size(cli, size, message):
+    ran = cli("check", LOOP_DEMO, f"--max-memory={size}")
+    assert ran.code == 2 and ran.out == ""
+    assert f"haltproof: error: argument --max-memory: --max-memory {message}" in ran.err
+    assert "Traceback" not in ran.err
+
+
+@pytest.mark.parametrize("text,size", [("4G", 4 << 30), ("512M", 512 << 20), ("512m", 512 << 20),
+                                       ("1000000", 1_000_000), ("1.5G", 3 << 29), ("64K", 64 << 10),
+                                       ("512MiB", 512 << 20), ("2T", 2 << 40)])
+def test_max_memory_sizes(text, size):
+    from explorer.memory import parse_size, size_text
+    assert parse_size(text) == size
+    assert parse_size(size_text(size)) == size
+
+
 @pytest.mark.parametrize("args,message", [
     (["-p", "nope=1"], "no spec declares a param named 'nope'"),
     (["-p", "max_steps=9"], "not a declared value of max_steps (1..5)"),

@@ -4,6 +4,7 @@ the repository and on random machines."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from explorer.engine import explore
 from explorer.vengine import explore_vector
 from machine.compiled import CompiledSpec
 from machine.spec import load_spec, parse_spec
+from machine.usercode import OutOfTime
 from machine.vectorize import NotVectorizable, vectorize
 
 from conftest import ROOT
@@ -364,3 +366,177 @@ def test_the_fallback_orderings_change_no_result(monkeypatch, limit):
     for path, pins in BENCH:
         for scalar, vector, _ in _both(load_spec(path), pins):
             assert scalar == vector
+
+
+# -- running out of memory is a bound: the exploration stops as at --max-states
+
+GRID = """\
+machine: grid
+description: three counters, raised one at a time up to N; (N + 1)^3 states
+params:
+  N: [{n}]
+vars:
+  x: {{type: int, min: 0, max: N, init: 0}}
+  y: {{type: int, min: 0, max: N, init: 0}}
+  z: {{type: int, min: 0, max: N, init: 0}}
+actions:
+  raise_x:
+    when: x < N
+    do:
+      - set: {{x: x + 1}}
+  raise_y:
+    when: y < N
+    do:
+      - set: {{y: y + 1}}
+  raise_z:
+    when: z < N
+    do:
+      - set: {{z: z + 1}}
+terminal:
+  when: x == N and y == N and z == N
+properties:
+  {properties}
+"""
+GRID_HOLDS = "within_range: {always: x + y + z <= 3 * N}\n  terminates: {terminates: true}"
+GRID_EARLY_BUG = "not_both: {always: not (x == 1 and y == 1)}\n  terminates: {terminates: true}"
+
+
+def grid(n: int, properties: str = GRID_HOLDS):
+    return parse_spec(GRID.format(n=n, properties=properties), "grid.yaml")
+
+
+def _grid_machine(n: int = 29):
+    (m,) = prepare(grid(n, GRID_HOLDS + "\n  corner: {reachable: x == 10 and y == 5 and z == 0}"), Options())
+    return m
+
+
+def _prefix_of(part, full, half: int = 0) -> None:
+    """`part` is `full` stopped before state part.expanded: the same states in the same
+    order as far as found, the same edges for the states it expanded; `half` states were
+    found from the state it left half expanded."""
+    n, done = len(part.states), part.expanded
+    assert [part.states[i] for i in range(n)] == [full.states[i] for i in range(n)]
+    assert [int(p) for p in part.parent] == [int(p) for p in full.parent[:n]]
+    assert len(part.terminal) == done and list(part.terminal) == list(full.terminal[:done])
+    assert [int(x) for x in part.edge_start] == [int(x) for x in full.edge_start[:done + 1]]
+    assert part.transitions == int(part.edge_start[-1]) == len(part.e_dst)
+    assert [int(d) for d in part.e_dst] == [int(d) for d in full.e_dst[:part.transitions]]
+    assert n == 1 + sum(1 for p in full.parent[1:] if p < done) + half    # what expanding them finds
+
+
+@pytest.mark.parametrize("stop", ["memory", "deadline"])
+@pytest.mark.parametrize("loop", ["generated", "plain"])
+def test_stopping_in_the_middle_of_a_state_leaves_a_consistent_partial_exploration(monkeypatch, loop, stop):
+    """MemoryError, or the deadline passing in user code, while a state is half expanded
+    (raised where a new state is checked): that state goes back to unexpanded, everything
+    before it stays, and nothing is lost."""
+    import explorer.engine as E
+    m = _grid_machine()
+    if loop == "plain":
+        m = copy.copy(m)
+        m.sweep = None
+    full = explore(m)
+    hit = full.reached["corner"]
+    checked = E._Sweep.check_state
+
+    def check_state(self, j, t):
+        if j == hit:
+            raise MemoryError if stop == "memory" else OutOfTime("running corner from state x=10 y=5 z=0")
+        return checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    part = explore(m)
+    if stop == "memory":
+        assert (part.stopped_by, part.out_of_memory, part.complete) == ("max_memory", True, False)
+        assert part.index == {}                   # dropped to make room for the report
+    else:
+        assert (part.stopped_by, part.out_of_memory, part.complete) == ("timeout", False, False)
+        assert part.stopped_in == "running corner from state x=10 y=5 z=0"
+        assert len(part.index) == len(part.states)
+    assert part.expanded == full.parent[hit]      # the state being expanded when it stopped
+    assert len(part.states) == hit + 1            # the state found last stays found
+    _prefix_of(part, full, half=sum(1 for p in full.parent[:hit + 1] if p == part.expanded))
+    assert "corner" not in part.reached
+    assert sum(part.rule_counts.values()) == 0 and len(part.e_dst) > 0
+
+
+def test_memory_running_out_in_the_middle_of_a_level_undoes_the_level(monkeypatch):
+    import explorer.vengine as V
+    vm = vectorize(_grid_machine())
+    full = explore_vector(vm)
+    calls = iter(range(10**6))
+    checks = V._transition_checks
+
+    def transition_checks(*args, **kwargs):
+        if next(calls) == 12:                     # the 13th level, half swept
+            raise MemoryError
+        return checks(*args, **kwargs)
+    monkeypatch.setattr(V, "_transition_checks", transition_checks)
+    part = explore_vector(vm)
+    assert (part.stopped_by, part.out_of_memory, part.complete) == ("max_memory", True, False)
+    assert part.levels[-1][0] == part.expanded and len(part.levels) == 13     # levels 0..12, 12 unexpanded
+    _prefix_of(part, full)
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_max_memory_stops_where_the_memory_is_looked_at(monkeypatch, engine):
+    """The k-th look at the process's memory sees k MiB: with --max-memory 3M the scalar
+    engine stops at its 4th look (state 3 * 4096), the vector engine at its 4th level."""
+    import explorer.engine as E
+    import explorer.vengine as V
+    looks = iter(range(1, 10**6))
+    monkeypatch.setattr(E if engine == "scalar" else V, "current_rss", lambda: next(looks) << 20)
+    m = _grid_machine()
+    run = check_machine(m, Options(engine=engine, max_memory=3 << 20))
+    full = explore(m)
+    done = 3 * E.MEMORY_EVERY if engine == "scalar" else 10      # levels 0..2 hold 1 + 3 + 6 states
+    found = 1 + sum(1 for p in full.parent[1:] if p < done)
+    assert (run.result, run.stopped_by, run.stats["states"]) == ("incomplete", "max_memory", found)
+    assert run.stop_reason == f"stopped at {found:,} states: memory limit 3M reached"
+    assert {p.name: p.message for p in run.properties}["within_range"] == \
+        "not decided: the exploration stopped at --max-memory"
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_a_violation_found_before_the_memory_limit_stands(monkeypatch, engine):
+    """As at --max-states: what was found stays found, and a violation beats incomplete."""
+    import explorer.engine as E
+    import explorer.vengine as V
+    looks = iter(range(1, 10**6))
+    monkeypatch.setattr(E if engine == "scalar" else V, "current_rss", lambda: next(looks) << 20)
+    (m,) = prepare(grid(29, GRID_EARLY_BUG), Options())
+    run = check_machine(m, Options(engine=engine, max_memory=3 << 20))
+    assert (run.result, run.verdict, run.stopped_by) == ("violated", "fail", "max_memory")
+    bug = next(p for p in run.properties if p.name == "not_both")
+    assert bug.status == "violated" and [s.state for s in bug.trace.steps] == \
+        [{"x": 0, "y": 0, "z": 0}, {"x": 1, "y": 0, "z": 0}, {"x": 1, "y": 1, "z": 0}]
+
+
+@pytest.mark.parametrize("loop", ["generated", "plain"])
+def test_rule_counts_after_running_out_of_memory_count_the_edges_kept(monkeypatch, loop):
+    """The half-expanded state's edges are taken back, and so are their rules' counts."""
+    import explorer.engine as E
+    (m,) = prepare(load_spec(ROOT / "specs" / "loop_demo.yaml"),
+                   Options(pins={"max_steps": 5, "max_retries": 1}, model_only=True))
+    if loop == "plain":
+        m = copy.copy(m)
+        m.sweep = None
+    full = explore(m)
+    checked = E._Sweep.check_state
+    seen = []
+
+    def check_state(self, j, t):
+        if j >= 50:
+            seen.append(j)
+            raise MemoryError
+        return checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    part = explore(m)
+    (hit,) = seen
+    assert part.out_of_memory and part.expanded == full.parent[hit]
+    taken_back = list(full.e_dst[full.edge_start[part.expanded]:]).index(hit)
+    assert taken_back > 0           # the state had edges (and rules counted) before it ran out
+    _prefix_of(part, full, half=sum(1 for p in full.parent[:hit + 1] if p == part.expanded))
+    fired: dict[str, int] = {r: 0 for r in full.rule_counts}
+    for e in range(part.transitions):
+        fired[part.e_rule[e]] += 1
+    assert part.rule_counts == fired and sum(fired.values()) == part.transitions > 0

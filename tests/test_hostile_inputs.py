@@ -316,6 +316,12 @@ API_OPTIONS = [
     (dict(max_states=float("nan")), "max_states must be a positive integer, got nan"),
     (dict(properties="terminates"), "properties must be a list of property names, got 'terminates'"),
     (dict(model="yes"), "model must be True or False, got 'yes'"),
+    (dict(max_memory=0), "max_memory must be positive, got 0"),
+    (dict(max_memory=True), "max_memory must be a positive integer, got True"),
+    (dict(max_memory=1.5e9), "max_memory must be a positive integer, got 1500000000.0"),
+    (dict(max_memory="0.0001K"), "max_memory must be positive, got '0.0001K'"),
+    (dict(max_memory="lots"), "max_memory must be a size: bytes or a number with K, M, G or T, e.g. 512M or "
+                              "4G, got 'lots'"),
 ]
 
 

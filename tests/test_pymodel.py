@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,6 +180,74 @@ def test_cli_checks_module_colon_class(cli, monkeypatch):
     assert "retry_model.py  [RetryLoop]  K=3 R=1" in ran.out
     bad = cli("check", "retry_model:Nope")
     assert bad.code == 2 and "cannot load the model" in bad.err
+
+
+# ------------------------------------------------------------------ --timeout bounds the model's own code
+
+TESTS = ROOT / "tests"
+STUCK_AT = "running Retry.call_tool (outcome=error) from state calls=1 status=running"
+
+
+def _process(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Python in its own process, with tests/stuck_code.py importable: a model that never
+    returns shows as TimeoutExpired here, never as a stuck test run."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)])}
+    return subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("model", ["Retry", "SleepingRetry"], ids=["spins", "sleeps"])
+def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
+    ran = _process("-m", "explorer.cli", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
+                   cwd=tmp_path)
+    assert ran.returncode == 3, ran.stderr
+    (run,) = json.loads(ran.stdout)["runs"]
+    assert (run["result"], run["stopped_by"]) == ("incomplete", "timeout")
+    assert run["stop_reason"] == f"stopped at 4 states: --timeout 2 s reached while {STUCK_AT}"
+
+
+def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
+    script = ("import json\n"
+              "from explorer.api import check\n"
+              "from stuck_code import SleepingRetry\n"
+              "report = check(SleepingRetry, timeout=2)\n"
+              "print(json.dumps([report.result, report.exit_code, report.runs[0].stop_reason]))\n")
+    ran = _process("-c", script, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == ["incomplete", 3,
+                                      f"stopped at 4 states: --timeout 2 s reached while {STUCK_AT}"]
+
+
+def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
+    ran = _process("-m", "explorer.cli", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3 and ran.stdout == ""
+    assert ran.stderr == "haltproof: incomplete: --timeout reached while instantiating the model SpinningInit with K=3\n"
+    script = ("from explorer.api import check\n"
+              "from stuck_code import SpinningInit\n"
+              "try:\n"
+              "    check(SpinningInit, timeout=2)\n"
+              "except TimeoutError as exc:\n"
+              "    print(exc)\n")
+    ran = _process("-c", script, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == ("haltproof: the timeout of 2 s passed while instantiating the model SpinningInit "
+                          "with K=3; nothing was checked\n")
+
+
+def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_path):
+    ran = _process("-m", "explorer.cli", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
+                   cwd=tmp_path)
+    assert ran.returncode == 3, ran.stderr
+    (run,) = json.loads(ran.stdout)["runs"]
+    assert (run["result"], run["stopped_by"], run["stats"]["states"]) == ("incomplete", "timeout", 7)
+    # every explored transition's count is tried first, in BFS order (a count error is a
+    # well_defined finding): the first from the initial state spins
+    assert run["stop_reason"] == ("--timeout 2 s reached after the exploration, while evaluating the counts "
+                                  "and measures on the explored transitions: running _spinning_count from "
+                                  "state calls=0 status=running")
+    statuses = {p["name"]: (p["status"], p["message"]) for p in run["properties"]}
+    assert statuses["bound_code"][0] == "holds"
+    assert statuses["calls_bounded"] == ("unknown", "not decided: the --timeout passed while counting its "
+                                                    "transitions")
 
 
 # ---------------------------------------------------------------- inheritance (the MRO)
@@ -713,3 +784,104 @@ def test_independent_of_a_var_that_is_not_declared_is_a_spec_error():
     line = inspect.getsourcelines(Typo)[1] + 1
     assert str(caught.value) == (f"{__file__}:{line}: depends_on_y: independent_of names why, which "
                                  "domains() does not declare (its vars: x, y, done)")
+
+
+# ---------------------------------------------------------------- an unknown property is never proved
+
+def _counted(fails_after: int | None) -> type[Model]:
+    """Counter to 2 whose terminates_within counts with code that raises ZeroDivisionError:
+    on every call (fails_after None), or only after its first `fails_after` calls."""
+    calls = [0]
+
+    def count(before, after, p, action, choices, rule):
+        calls[0] += 1
+        if fails_after is None or calls[0] > fails_after:
+            return 1 // 0
+        return True
+
+    class Counted(Counter):
+        quick = terminates_within(lambda p: 5, count=count)
+    return Counted
+
+
+def test_a_count_that_always_fails_is_a_finding_so_the_run_is_violated():
+    report = check(_counted(None))
+    (run,) = report.runs
+    assert (run.result, run.verdict, report.exit_code) == ("violated", "fail", 1)
+    props = {p.name: p for p in run.properties}
+    assert props["bound_code"].status == "violated"
+    assert props["bound_code"].message.startswith("count of quick: ")
+    assert "raised ZeroDivisionError" in props["bound_code"].message
+    assert len(props["bound_code"].trace) == 1         # the first explored transition
+    assert props["quick"].status == "unknown"
+
+
+def _quiet() -> type[Model]:
+    """`_counted(2)` without the failing below_two: nothing but the unknown quick is left.
+    A fresh class (and count) each time: the count fails after its first two calls."""
+    class Quiet(_counted(2)):
+        @always
+        def below_two(self, s, p):
+            return True
+    return Quiet
+
+
+def test_a_property_left_unknown_on_a_complete_exploration_is_never_proved(cli, monkeypatch):
+    """The count passes the walk over every explored transition (two calls) and fails when
+    quick is judged: quick is unknown and no finding explains it. The run said proved,
+    exit 0 (the overall result ignored unknown properties): it is incomplete, exit 3."""
+    (run,) = check(_counted(2)).runs
+    assert (run.stopped_by, run.stats["states"]) == (None, 3)          # explored in full
+    assert statuses(run) == {"domains": "holds", "well_defined": "holds", "bound_code": "holds",
+                             "below_two": "violated", "quick": "unknown"}
+    assert (run.result, run.verdict) == ("violated", "fail")          # a violation still stands
+    report = check(_quiet())
+    (run,) = report.runs
+    assert (run.result, run.verdict, report.result, report.exit_code) == ("incomplete", "incomplete",
+                                                                          "incomplete", 3)
+    assert run.stopped_by is None
+    assert run.stop_reason == "explored in full, but quick could not be decided"
+    with pytest.raises(AssertionError, match="haltproof: incomplete"):
+        report.assert_proved()
+    data = report.to_json()
+    assert (data["result"], data["runs"][0]["result"]) == ("incomplete", "incomplete")
+    from explorer import findings as F
+    from explorer.html import run_verdict as html_verdict
+    (json_run,) = data["runs"]
+    assert json_run["stop_reason"] == "explored in full, but quick could not be decided"
+    assert F.run_verdict(json_run) == "incomplete" and html_verdict(json_run) == ("incomplete", "incomplete")
+    quick = next(p for p in json_run["properties"] if p["name"] == "quick")
+    assert F.outcome(quick, json_run) == F.ERROR          # not "undecided": nothing explains it
+    from explorer.github import render_github
+    from explorer.junit import render_junit
+    assert ('message="quick unknown: explored in full, but quick could not be decided; it proves nothing"'
+            in render_junit(data))
+    assert (",title=haltproof%3A incomplete::Quiet: explored in full, but quick could not be decided; "
+            "it proves nothing. Params: N=2." in render_github(data))
+    module = type(sys)("hp_quiet_model")
+    module.Quiet = _quiet()
+    monkeypatch.setitem(sys.modules, "hp_quiet_model", module)
+    ran = cli("check", "hp_quiet_model:Quiet")
+    assert ran.code == 3
+    assert "  explored in full, but quick could not be decided" in ran.out.splitlines()
+    assert ran.out.splitlines()[-1] == "1 runs: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
+
+
+def test_an_expected_violation_with_an_unexplained_unknown_is_not_as_expected():
+    """The gate with `expect:` passes only when every property is decided (or a violated
+    built-in explains it): a property left unknown otherwise makes the run incomplete,
+    never "as expected", in the RunResult and in every reader of the JSON report. (No
+    spec can produce it on its own: its counts cannot fail only when judged.)"""
+    from explorer import findings as F
+    from explorer import report as R
+    from explorer.html import run_verdict as html_verdict
+    from properties.kinds import UNKNOWN
+    run = check(ROOT / "specs" / "mutants" / "failure_not_a_step.yaml", params={"max_steps": 2}).runs[0]
+    assert (run.verdict, run.as_expected, run.stopped_by) == ("pass", True, None)
+    held = next(p for p in run.properties if p.name == "at_most_max_steps")
+    held.status, held.message = UNKNOWN, "not decided: its count expression failed"
+    assert run.verdict == "incomplete" and R.overall([run]) == ("incomplete", 3)
+    (json_run,) = R.to_json([run])["runs"]
+    assert F.run_verdict(json_run) == "incomplete" and html_verdict(json_run)[0] == "incomplete"
+    run.properties = [p for p in run.properties if p is not held]     # decided again: as expected
+    assert run.verdict == "pass"

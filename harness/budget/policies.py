@@ -15,7 +15,8 @@ HTTP answer is re-validated exactly like the built-in rules.
   explicitly configured URL; the answer is one action object. Boundaries: plain http
   only to a literal loopback address (127.0.0.0/8 or [::1]), https otherwise; no
   user:password@ and no #fragment in the URL; no proxies and no redirects; a finite
-  timeout per network wait plus a total deadline per request; at most 65,536 bytes;
+  timeout per network wait plus a total deadline on the whole exchange (name lookup,
+  connect, send, every read; see `_Exchange`); at most 65,536 bytes;
   a JSON content type; valid JSON. Any breach raises, and the runner ends the run
   in policy_error. Headers (e.g. a token) stay in the policy object: never in the view,
   the database or a printed step.
@@ -23,10 +24,12 @@ HTTP answer is re-validated exactly like the built-in rules.
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import json
 import math
-import time
+import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -201,7 +204,6 @@ class HTTPJSONPolicy:
             if not isinstance(k, str) or not isinstance(v, str) or any(c in k + v for c in "\r\n\0"):
                 raise PolicyConfigError("headers must be strings without line breaks")
             self._headers[k] = v
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
         self.round_trips = 0
 
     def __repr__(self) -> str:               # never shows the headers
@@ -213,11 +215,29 @@ class HTTPJSONPolicy:
         request = urllib.request.Request(self.url, data=body, method="POST",
                                          headers={**self._headers, "Content-Type": "application/json",
                                                   "Accept": "application/json"})
-        deadline = time.monotonic() + self.total_timeout
+        exchange = _Exchange()
+        data = exchange.run(lambda: self._exchange(request, exchange), self.total_timeout)
+        if data is None:
+            raise PolicyResponseError(f"the policy server's answer took longer than "
+                                      f"{self.total_timeout} s in total")
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
+            text = data.decode("utf-8")
+            return strict_json.loads(text, parse_constant=_no_constant)     # a key twice: ambiguous
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise PolicyResponseError(f"the policy server's answer is not valid JSON: {exc}") from None
+
+    __call__ = next_action
+
+    def _exchange(self, request: urllib.request.Request, exchange: "_Exchange") -> bytes:
+        """One request and its answer, every failure as a PolicyResponseError (runs in the
+        exchange's worker thread)."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(),
+                                             _HTTPHandler(exchange), _HTTPSHandler(exchange))
+        wait = min(self.timeout, self.total_timeout)
+        try:
+            with opener.open(request, timeout=wait) as response:
                 self.round_trips += 1
-                data = self._read(response, deadline)
+                return self._read(response)
         except PolicyResponseError:
             raise
         except urllib.error.HTTPError as exc:
@@ -229,17 +249,10 @@ class HTTPJSONPolicy:
             raise PolicyResponseError(f"cannot reach the policy server: {exc.reason}") from None
         except TimeoutError:
             raise PolicyResponseError(f"no answer within the timeout of {self.timeout} s") from None
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             raise PolicyResponseError(f"the connection to the policy server failed: {exc}") from None
-        try:
-            text = data.decode("utf-8")
-            return strict_json.loads(text, parse_constant=_no_constant)     # a key twice: ambiguous
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise PolicyResponseError(f"the policy server's answer is not valid JSON: {exc}") from None
 
-    __call__ = next_action
-
-    def _read(self, response: Any, deadline: float) -> bytes:
+    def _read(self, response: Any) -> bytes:
         ctype = response.headers.get_content_type()
         if ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
             raise PolicyResponseError(f"the policy server's answer has content type "
@@ -257,10 +270,107 @@ class HTTPJSONPolicy:
             size += len(chunk)
             if size > self.max_bytes:
                 raise PolicyResponseError(f"the policy server's answer is larger than {self.max_bytes:,} bytes")
-            if time.monotonic() > deadline:
-                raise PolicyResponseError(f"the policy server's answer took longer than "
-                                          f"{self.total_timeout} s in total")
         return b"".join(chunks)
+
+
+class _Exchange:
+    """One request and its answer, bounded as a whole by the total deadline.
+
+    urllib bounds each network wait by the socket timeout, but not their sum: a server
+    that sends one byte per wait keeps a single `read` (which waits for all the bytes
+    it asked for) going for hours, and the name lookup has no timeout at all. So the
+    exchange runs in a daemon worker thread and the caller waits for it until the
+    deadline, whatever the worker is blocked in. At the deadline every socket the
+    exchange opened is shut down, which ends a wait blocked on it at once, so the
+    abandoned worker exits instead of lingering (a socket opened later is shut down as
+    it is registered). The one wait this cannot end early is a TLS handshake in
+    progress (the socket being wrapped is no longer ours to shut down); that worker
+    then ends at its handshake's own per-wait timeouts, while the caller has long
+    moved on.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._expired = False
+        self._result: bytes | None = None
+        self._error: BaseException | None = None
+
+    def run(self, work: Any, seconds: float) -> bytes | None:
+        """`work()`'s result, its exception raised here, or None when the deadline passed."""
+        worker = threading.Thread(target=self._work, args=(work,), name="http-policy-exchange", daemon=True)
+        worker.start()
+        worker.join(seconds)
+        if worker.is_alive():
+            self.expire()
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def _work(self, work: Any) -> None:
+        try:
+            self._result = work()
+        except BaseException as exc:       # handed to the caller's thread, which raises it
+            self._error = exc
+        finally:
+            with self._lock:
+                self._sockets.clear()
+
+    def track(self, sock: socket.socket) -> socket.socket:
+        """Register a socket the exchange opened (shut down at once when already expired)."""
+        with self._lock:
+            if not self._expired:
+                self._sockets.append(sock)
+                return sock
+        _shut(sock)
+        return sock
+
+    def expire(self) -> None:
+        with self._lock:
+            self._expired = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    """End every wait on `sock`; a socket already closed (fd -1) or detached is left alone."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _tracked(base: type, exchange: _Exchange) -> type:
+    """`base` (an http.client connection class) registering its sockets with `exchange`."""
+    class Tracked(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = lambda *a, **k: exchange.track(socket.create_connection(*a, **k))
+
+        def connect(self) -> None:
+            super().connect()
+            exchange.track(self.sock)       # for https: the TLS socket that replaced the TCP one
+    return Tracked
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, exchange: _Exchange):
+        super().__init__()
+        self._connection = _tracked(http.client.HTTPConnection, exchange)
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._connection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, exchange: _Exchange):
+        super().__init__()
+        self._connection = _tracked(http.client.HTTPSConnection, exchange)
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._connection, req, context=self._context)
 
 
 def _seconds(value: Any, what: str) -> float:

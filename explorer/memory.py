@@ -1,0 +1,62 @@
+"""`--max-memory`: sizes as people write them, and how much memory this process holds.
+
+Running out of memory is a bound, like --max-states: the engines look at the process's
+resident memory every few thousand states (scalar) or once per BFS level (vector) and
+stop cleanly, `incomplete`, before the operating system stops them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from machine.inputs import check_number, shown_value
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(?i)\s*([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*")
+
+
+def parse_size(text: str, what: str = "--max-memory") -> int:
+    """`4G`, `512M`, `1.5G`, `64k`, `512MiB` or plain bytes (`1000000`), in binary units
+    (K = 1024), as a positive number of bytes; else ValueError naming `what`. The number's
+    range goes through the one number checker, `machine.inputs.check_number`."""
+    shown = shown_value(text)
+    m = _SIZE.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"{what} must be a size: bytes or a number with K, M, G or T, e.g. 512M "
+                         f"or 4G, got {shown}")
+    number, unit = m.group(1), m.group(2).upper()
+    if unit == "" and "." in number:
+        raise ValueError(f"{what} must be a whole number of bytes, got {shown}")
+    # finite and positive first (a size of 400 digits is no size), then whole bytes: 0.0001K is 0
+    scaled = check_number(float(number) * UNITS[unit], what, float, above=0, shown=shown)
+    size = int(scaled) if "." in number else int(number) * UNITS[unit]
+    return check_number(size, what, int, above=0, shown=shown)
+
+
+def size_text(size: int) -> str:
+    """A size as `parse_size` reads it back: the largest unit that divides it (4G, 512M)."""
+    for unit in ("T", "G", "M", "K"):
+        if size % UNITS[unit] == 0:
+            return f"{size // UNITS[unit]}{unit}"
+    return str(size)
+
+
+try:
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):
+    _PAGE = 4096
+
+
+def current_rss() -> int:
+    """This process's resident memory in bytes (cheap: one small read of /proc on Linux;
+    elsewhere the peak so far, which is never less)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        pass
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
