@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from explorer.codeset import CodeIndex  # noqa: E402
+from haltproof.explorer.codeset import CodeIndex  # noqa: E402
 
 SPACE = 1 << 25
 STATES = 7_212_107

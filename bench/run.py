@@ -37,7 +37,7 @@ import threading
 import time
 from pathlib import Path
 
-from machine.inputs import number_option
+from haltproof.machine.inputs import number_option
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"

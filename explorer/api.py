@@ -1,6 +1,6 @@
 """Using haltproof from Python and inside ordinary tests.
 
-    from explorer.api import check
+    from haltproof.explorer.api import check
 
     def test_loop_stops():
         check("specs/loop_demo.yaml").assert_proved()
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from machine import usercode
-from machine.spec import load_spec
-from machine.usercode import OutOfTime
+from haltproof.machine import usercode
+from haltproof.machine.spec import load_spec
+from haltproof.machine.usercode import OutOfTime
 
 from . import report
 from .check import Options, RunResult, check_machine, check_spec, prepare_python
@@ -54,7 +54,7 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
           model: bool = False) -> Report:
-    """Check a YAML spec (a path) or a `machine.pymodel.Model` subclass, over every param
+    """Check a YAML spec (a path) or a `haltproof.machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
     Options are checked before anything runs, as the command line checks its own:

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from machine import strict_json
-from machine.inputs import TooLarge, read_bounded
+from haltproof.machine import strict_json
+from haltproof.machine.inputs import TooLarge, read_bounded
 
 from .check import RunResult
 from .report import shown_path

@@ -14,19 +14,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from machine import usercode
-from machine.compiled import CompiledSpec, EvalError, Machine
-from machine.errors import Problem, SpecError
-from machine.inputs import check_number
-from machine.binding import bind_machine, load_adapter
-from machine.pymodel import python_model
-from machine.vectorize import NotVectorizable, vectorize
-from machine.spec import Spec, declared_at, value_count
-from machine.usercode import OutOfTime
-from properties import termination as T
-from properties import vacuity
-from properties.vacuity import Notice
-from properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
+from haltproof.machine import usercode
+from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
+from haltproof.machine.errors import Problem, SpecError
+from haltproof.machine.inputs import check_number
+from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.pymodel import python_model
+from haltproof.machine.vectorize import NotVectorizable, vectorize
+from haltproof.machine.spec import Spec, declared_at, value_count
+from haltproof.machine.usercode import OutOfTime
+from haltproof.properties import termination as T
+from haltproof.properties import vacuity
+from haltproof.properties.vacuity import Notice
+from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
 from .memory import parse_size, size_text
@@ -267,7 +267,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
 
 
 def prepare_python(cls: type, options: Options) -> list[Machine]:
-    """`prepare` for a machine declared in Python (machine.pymodel.Model). Its params,
+    """`prepare` for a machine declared in Python (haltproof.machine.pymodel.Model). Its params,
     domains, initial states and properties' bounds are the user's code: within the
     timeout, or OutOfTime."""
     with usercode.deadline(options.timeout):

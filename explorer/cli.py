@@ -16,14 +16,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-from machine import usercode
-from machine.binding import bind_machine, load_adapter
-from machine.compiled import CompiledSpec
-from machine.errors import Problem, SpecError
-from machine.inputs import positive
-from machine.pymodel import load_model_ref
-from machine.spec import Spec, load_spec, symlink_problem
-from machine.usercode import OutOfTime
+from haltproof.machine import usercode
+from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.compiled import CompiledSpec
+from haltproof.machine.errors import Problem, SpecError
+from haltproof.machine.inputs import positive
+from haltproof.machine.pymodel import load_model_ref
+from haltproof.machine.spec import Spec, load_spec, symlink_problem
+from haltproof.machine.usercode import OutOfTime
 
 from . import baseline, itf, report
 from .formats import FILE_FORMATS, FORMATS
@@ -36,7 +36,7 @@ from .usage import UsageError, one_value_each, parse_pins
 
 def bundled_specs() -> list[Path]:
     """The seed specs shipped with haltproof (not the mutants)."""
-    root = resources.files("haltproof_specs")
+    root = resources.files("haltproof.specs")
     return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
 
 
@@ -410,7 +410,7 @@ def _print_replay(m: Any, out: Replayed) -> None:
                 print(f"{label}: {value}")
     else:
         from .report import trace_table
-        from properties.kinds import Trace
+        from haltproof.properties.kinds import Trace
         for row in trace_table(Trace(out.steps)):
             print(row)
     if out.ok:
@@ -423,7 +423,7 @@ def _print_replay(m: Any, out: Replayed) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m explorer.cli` runs this file as __main__, a second copy of the module beside the
-    # `explorer.cli` the subcommand modules import: run that one, exactly as the `haltproof` script does.
-    from explorer.cli import main as script_main
+    # `python -m haltproof.explorer.cli` runs this file as __main__, a second copy of the module beside the
+    # `haltproof.explorer.cli` the subcommand modules import: run that one, exactly as the `haltproof` script does.
+    from haltproof.explorer.cli import main as script_main
     script_main()

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
-from machine import usercode
-from machine.binding import Adapter, _user_traceback, _value_checkers
-from machine.compiled import EvalError, Machine
-from machine.usercode import OutOfTime, running
+from haltproof.machine import usercode
+from haltproof.machine.binding import Adapter, _user_traceback, _value_checkers
+from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.usercode import OutOfTime, running
 
 
 @dataclass

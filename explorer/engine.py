@@ -25,9 +25,9 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
-from machine.usercode import OutOfTime
-from properties.kinds import Subject
+from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
+from haltproof.machine.usercode import OutOfTime
+from haltproof.properties.kinds import Subject
 
 from .memory import current_rss
 

@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:      # networkx is imported where a graph is built: it costs startup time
     import networkx as nx
 
-from machine.compiled import EvalError, Machine
-from machine.errors import Problem, SpecError
-from machine import usercode
-from machine.inputs import check_number, positive
-from machine.spec import load_spec
-from machine.usercode import OutOfTime
-from properties.kinds import HOLDS, VIOLATED, Trace
+from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.errors import Problem, SpecError
+from haltproof.machine import usercode
+from haltproof.machine.inputs import check_number, positive
+from haltproof.machine.spec import load_spec
+from haltproof.machine.usercode import OutOfTime
+from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
 from .check import Options, check_machine, prepare, stop_reason, sweep
 from .engine import Exploration, explore

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from machine.inputs import check_number, shown_value
+from haltproof.machine.inputs import check_number, shown_value
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"(?i)\s*([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*")
@@ -20,7 +20,7 @@ _SIZE = re.compile(r"(?i)\s*([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*")
 def parse_size(text: str, what: str = "--max-memory") -> int:
     """`4G`, `512M`, `1.5G`, `64k`, `512MiB` or plain bytes (`1000000`), in binary units
     (K = 1024), as a positive number of bytes; else ValueError naming `what`. The number's
-    range goes through the one number checker, `machine.inputs.check_number`."""
+    range goes through the one number checker, `haltproof.machine.inputs.check_number`."""
     shown = shown_value(text)
     m = _SIZE.fullmatch(text) if isinstance(text, str) else None
     if m is None:

@@ -16,10 +16,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from machine.errors import SpecError
-from machine.inputs import positive
-from machine.spec import load_spec
-from properties.kinds import HOLDS, UNKNOWN, VIOLATED
+from haltproof.machine.errors import SpecError
+from haltproof.machine.inputs import positive
+from haltproof.machine.spec import load_spec
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
 from . import report
 from .check import Options, RunResult, check_machine, prepare

@@ -33,10 +33,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from machine.binding import bind_machine, load_adapter
-from machine.compiled import CompiledSpec, Machine
-from machine.spec import Spec, load_spec
-from properties.kinds import Subject, Trace
+from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.compiled import CompiledSpec, Machine
+from haltproof.machine.spec import Spec, load_spec
+from haltproof.properties.kinds import Subject, Trace
 
 from . import report
 from .check import RunResult
@@ -375,7 +375,7 @@ def emit_tests(runs: list[RunResult], directory: str | Path) -> list[Path]:
                     "finding still stands on it; it passes once that run no longer breaks the property.\n"
                     '"""\n\n'
                     "from pathlib import Path\n\n"
-                    "from explorer.regress import assert_fixed\n\n"
+                    "from haltproof.explorer.regress import assert_fixed\n\n"
                     f"SPEC = (Path(__file__).parent / {spec_rel!r}).resolve()\n"
                     f"TRACE = {_pyjson(trace)}\n"
                     f"OTHER = {_pyjson(other)}\n"

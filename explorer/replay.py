@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from machine.compiled import EVAL_ERRORS, CompiledAction, Machine, spec_where
-from machine.errors import Problem, SpecError
-from machine import strict_json
-from machine.inputs import TooLarge, read_bounded
-from machine.spec import Scenario, Spec, symlink_problem
+from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, spec_where
+from haltproof.machine.errors import Problem, SpecError
+from haltproof.machine import strict_json
+from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.spec import Scenario, Spec, symlink_problem
 
-from properties.kinds import Step, Subject
+from haltproof.properties.kinds import Step, Subject
 
 from .itf import ITFError, is_itf, itf_to_trace
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from machine.spec import shown_path
-from properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+from haltproof.machine.spec import shown_path
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from .check import BOUND_OPTION, RunResult
 

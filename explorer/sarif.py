@@ -40,7 +40,7 @@ from pathlib import PurePosixPath, PureWindowsPath, Path
 from typing import Any
 from urllib.parse import quote
 
-from properties.kinds import BUILTIN_TEXT, KIND_TEXT
+from haltproof.properties.kinds import BUILTIN_TEXT, KIND_TEXT
 
 from . import findings as F
 

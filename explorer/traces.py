@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from properties.kinds import Step, Trace
+from haltproof.properties.kinds import Step, Trace
 
 from .engine import Exploration
 

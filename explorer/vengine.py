@@ -20,11 +20,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from machine.vectorize import DENSE_LIMIT, VMachine
+from haltproof.machine.vectorize import DENSE_LIMIT, VMachine
 
 from .codeset import CodeIndex
-from machine.compiled import EVAL_ERRORS
-from properties.kinds import Subject
+from haltproof.machine.compiled import EVAL_ERRORS
+from haltproof.properties.kinds import Subject
 
 from .engine import Exploration, Finding, ProgressFn, _Steps, action_subject, action_text, failure
 from .memory import current_rss
@@ -787,7 +787,7 @@ def _scalar_step_error(vm: VMachine, ai: int, ci: int, source: tuple) -> str:
 
 def _label_value(vm: VMachine, spec: Any, lab: Any) -> Any:
     """A terminal label as the scalar engine counts it (enum ids back to strings)."""
-    from machine.expr import BoolT, EnumT
+    from haltproof.machine.expr import BoolT, EnumT
     t = spec.terminal.label.type
     if isinstance(t, EnumT):
         return vm.lits[int(lab)]

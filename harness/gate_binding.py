@@ -1,5 +1,5 @@
-"""The adapter between specs/gate_chain.yaml and the real gate layer (harness.gates,
-harness.ledger, harness.gate_loop).
+"""The adapter between specs/gate_chain.yaml and the real gate layer (haltproof.harness.gates,
+haltproof.harness.ledger, haltproof.harness.gate_loop).
 
 For every reachable abstract state and every choice, `haltproof check` builds a real
 `GateLoop` with the real gates in a real `GateChain` (concretize), runs one real turn
@@ -37,7 +37,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from machine.binding import Adapter
+from haltproof.machine.binding import Adapter
 
 from .gate_loop import GateLoop, GateLoopConfig, Message, Tool
 from .gates import GateChain, GateContext, GateDecision, ToolCall, default_gates
@@ -191,7 +191,7 @@ OUT_STRATEGIES: dict[str, st.SearchStrategy] = {
 
 
 class GateChainAdapter(Adapter):
-    """Runs harness.gate_loop.GateLoop.step, with the real gates in a real GateChain, for
+    """Runs haltproof.harness.gate_loop.GateLoop.step, with the real gates in a real GateChain, for
     each transition. Subclasses (the tests' mutants) swap `chain_class`, `loop_class` or
     `make_gates` to put broken variants under the same proof."""
 

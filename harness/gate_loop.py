@@ -7,7 +7,7 @@ One turn = the policy proposes one tool call, the gate chain decides, then:
 - DENY: the tool does not run; the reason goes to the message store as a system
   message (that is how the model is told); `refusal_count` += 1.
 
-Either way one decision record is emitted (harness.decision_records). After the turn
+Either way one decision record is emitted (haltproof.harness.decision_records). After the turn
 the loop aborts when `refusal_count` reaches the refusal threshold A (`aborted`), else
 stops when the turn limit T is reached (`turn_limit`); a policy that proposes nothing
 ends the run (`finished`). Every run therefore ends within T turns, at most A of them
@@ -20,9 +20,9 @@ proposal may ask for less, never more; an unregistered name gets
 Demo (the seed's): three turns, the third trips the budget gate, a clean refusal,
 refusal_count > 0, exit 0:
 
-    python -m harness.gate_loop
-    python -m harness.gate_loop --records decisions.jsonl
-    python -m harness.gate_loop --script my_calls.json --budget 200 --turns 5
+    python -m haltproof.harness.gate_loop
+    python -m haltproof.harness.gate_loop --records decisions.jsonl
+    python -m haltproof.harness.gate_loop --script my_calls.json --budget 200 --turns 5
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from machine import strict_json
-from machine.inputs import TooLarge, check_number, read_bounded
+from haltproof.machine import strict_json
+from haltproof.machine.inputs import TooLarge, check_number, read_bounded
 
 from .decision_records import DECISION_EVENT, DENIED_ERROR_TYPE, END_EVENT, JsonLinesWriter, Sink
 from .gates import GateChain, GateContext, GateDecision, ToolCall, ToolCallError, build_chain
@@ -430,7 +430,7 @@ def _load_script(path: str) -> list[Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.gate_loop",
+    ap = argparse.ArgumentParser(prog="python -m haltproof.harness.gate_loop",
                                  description="Run the gated harness loop on a scripted, synthetic agent "
                                              "(default: the seed's three-turn demo).")
     ap.add_argument("--budget", type=int, default=DEMO_CONFIG.token_budget, help="token budget B (default 100)")

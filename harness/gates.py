@@ -16,7 +16,7 @@ order from a config.
 Token reservations. A gate decides *before* the tool runs, so it cannot know how many
 tokens the output will have. Every call therefore carries `max_tokens`, its token
 reservation (the harness fills it from the tool registry), and the harness clips the
-output to it before it reaches the ledger (harness.gate_loop). A call "fits" a budget
+output to it before it reaches the ledger (haltproof.harness.gate_loop). A call "fits" a budget
 when the tokens already observed plus its reservation stay within the cap; the budget
 gates allow exactly the calls that fit, so the ledger can never pass a cap.
 """

@@ -6,8 +6,8 @@ limits, never the scenario name (only the scripted environment reads that).
 
 Run a scenario and print the seed's five-line step format:
 
-    python -m harness.loop --scenario permanent_error
-    python -m harness.loop --scenario limit --policy my_stop_policy.json
+    python -m haltproof.harness.loop --scenario permanent_error
+    python -m haltproof.harness.loop --scenario limit --policy my_stop_policy.json
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from machine import strict_json
-from machine.inputs import TooLarge, check_number, read_bounded
+from haltproof.machine import strict_json
+from haltproof.machine.inputs import TooLarge, check_number, read_bounded
 
 MAX_STEPS = 5
 MAX_RETRIES = 1
@@ -187,7 +187,7 @@ def format_events(events: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.loop",
+    ap = argparse.ArgumentParser(prog="python -m haltproof.harness.loop",
                                  description="Run the chapter-2 loop on a scripted scenario.")
     ap.add_argument("--scenario", default="one_match", choices=sorted(SCENARIOS))
     ap.add_argument("--policy", metavar="FILE", help="stop policy JSON (default: the bundled 02_stop_policy.json)")

@@ -1,4 +1,4 @@
-"""The adapter between specs/loop_demo.yaml and the real chapter-2 loop in harness.loop.
+"""The adapter between specs/loop_demo.yaml and the real chapter-2 loop in haltproof.harness.loop.
 
 The spec's abstract observation classes are what `decide` can tell apart; this module
 gives each class a concrete representative (what the exhaustive check feeds the code)
@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from machine.binding import Adapter
+from haltproof.machine.binding import Adapter
 
 from . import loop
 
@@ -61,7 +61,7 @@ def classify(observation: dict[str, Any] | None) -> str:
 
 
 class LoopDemoAdapter(Adapter):
-    """Runs harness.loop's own `loop_step` (update_state + decide + stop) for each transition."""
+    """Runs haltproof.harness.loop's own `loop_step` (update_state + decide + stop) for each transition."""
 
     decide: Callable[[dict[str, Any]], str] = staticmethod(loop.decide)
 

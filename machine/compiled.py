@@ -548,7 +548,7 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
     Why: per state and per transition the loop then runs the spec's own expressions
     inline on local variables: no call, no unpacking per action, and nothing stored per
     edge but the successor's index. The contract with the engine (`_x` is its
-    explorer.engine._Sweep): the loop appends to `_x`'s states, index, parent, e_dst,
+    haltproof.explorer.engine._Sweep): the loop appends to `_x`'s states, index, parent, e_dst,
     edge_start, terminal and starts (the first state of each BFS level) and counts
     terminal labels; every unusual event goes to one of `_x`'s slow paths, which make the
     findings exactly as the engine's plain loop does: an expression that fails

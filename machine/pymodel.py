@@ -31,7 +31,7 @@ as a method decorated with `@action`, and each property as a decorated method.
         bounded = terminates_within(lambda p: p["K"])
 
 `python_model(RetryLoop)` turns it into the same `Spec`/`Machine` objects a YAML spec
-compiles to, so the engine, the properties, the reports, `explorer.api.check` and the
+compiles to, so the engine, the properties, the reports, `haltproof.explorer.api.check` and the
 command line (`haltproof check module:RetryLoop`) treat both alike. States are dicts
 in your code; a value outside its domain is a `domains` violation, an exception a
 `bound_code` finding, as for bound YAML specs. A value is in a domain when it equals
@@ -151,7 +151,7 @@ def load_model_ref(ref: str) -> type[Model]:
     except Exception as exc:
         raise SpecError([Problem(ref, None, f"cannot load the model: {type(exc).__name__}: {exc}")]) from None
     if not (isinstance(target, type) and issubclass(target, Model)):
-        raise SpecError([Problem(ref, None, "not a subclass of machine.pymodel.Model")])
+        raise SpecError([Problem(ref, None, "not a subclass of haltproof.machine.pymodel.Model")])
     return target
 
 
@@ -186,7 +186,7 @@ def _defined_at(cls: type, name: str) -> Place:
 
 
 def _decl_place(place: Place, spec_file: str) -> tuple[str | None, int]:
-    """A declaration's `file` and `line` (see machine.spec.declared_at): file None when it is
+    """A declaration's `file` and `line` (see haltproof.machine.spec.declared_at): file None when it is
     the spec's own, or when the source is unknown (line 0: no line)."""
     file, line = place
     if line is None:

@@ -218,7 +218,7 @@ class Spec:
     bind: str | None = None                  # module:Name of the adapter to real code
     bind_line: int | None = None
     measures: list[Measure] = field(default_factory=list)
-    python: bool = False                     # declared in Python (machine.pymodel): all code
+    python: bool = False                     # declared in Python (haltproof.machine.pymodel): all code
 
     @property
     def builtins(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from explorer.engine import Exploration
+from haltproof.explorer.engine import Exploration
 
 
 def _vector(ex: Exploration) -> bool:

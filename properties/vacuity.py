@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from explorer.engine import Exploration
-from machine.spec import shown_path, where_text
+from haltproof.explorer.engine import Exploration
+from haltproof.machine.spec import shown_path, where_text
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Nothing here ships. Each broken `decide` is the Python twin of a YAML mutant in
 specs/mutants/; the bound explorer must catch it exactly as the checker catches the
-mutant. The adapter runs `type(self).decide` inside harness.loop's own `loop_step`, so a
+mutant. The adapter runs `type(self).decide` inside haltproof.harness.loop's own `loop_step`, so a
 subclass of LoopDemoAdapter that overrides `decide` puts that function under proof.
 
 Specs name these adapters as `bind: broken_decides:Name` (the tests directory is on
@@ -16,8 +16,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness import loop
-from harness.loop_binding import STRATEGIES, LoopDemoAdapter
+from haltproof.harness import loop
+from haltproof.harness.loop_binding import STRATEGIES, LoopDemoAdapter
 
 State = dict[str, Any]
 

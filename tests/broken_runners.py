@@ -1,4 +1,4 @@
-"""Test-only mutants of the budgeted runner (harness.budget), and adapters that bind them.
+"""Test-only mutants of the budgeted runner (haltproof.harness.budget), and adapters that bind them.
 
 Nothing here ships. Each mutant is one of the mistakes seed S2 warns about, written the
 way it would slip into the runner: a gate function swapped, or one transition changed.
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.budget import gate as G
-from harness.budget import transitions as T
-from harness.budget.binding import BudgetRunnerAdapter
+from haltproof.harness.budget import gate as G
+from haltproof.harness.budget import transitions as T
+from haltproof.harness.budget.binding import BudgetRunnerAdapter
 
 Run = dict[str, Any]
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from explorer.cli import main
+from haltproof.explorer.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.cli import main
+from haltproof.explorer.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"

@@ -1,7 +1,7 @@
 """Test-only broken variants of the gate layer, and adapters that bind them to
 specs/gate_chain.yaml. Nothing here ships.
 
-Each adapter subclasses harness.gate_binding.GateChainAdapter and swaps one piece of
+Each adapter subclasses haltproof.harness.gate_binding.GateChainAdapter and swaps one piece of
 the real code (a gate, the chain, the loop) for a broken twin; the bound explorer must
 catch every one with a shortest counterexample. Specs name them as
 `bind: gate_mutants:Name` (the tests directory is on sys.path while pytest runs).
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.gate_binding import GateChainAdapter
-from harness.gate_loop import GateLoop, GateLoopConfig
-from harness.gates import (BudgetGate, GateChain, GateContext, GateDecision, PerToolBudgetGate, RecencyGate,
+from haltproof.harness.gate_binding import GateChainAdapter
+from haltproof.harness.gate_loop import GateLoop, GateLoopConfig
+from haltproof.harness.gates import (BudgetGate, GateChain, GateContext, GateDecision, PerToolBudgetGate, RecencyGate,
                            ToolCall)
 
 

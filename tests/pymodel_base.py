@@ -4,7 +4,7 @@ file than the spec's path (the subclass's). Nothing here ships."""
 
 from __future__ import annotations
 
-from machine.pymodel import Model, action, always, terminates, terminates_within
+from haltproof.machine.pymodel import Model, action, always, terminates, terminates_within
 
 
 class Base(Model):

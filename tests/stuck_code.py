@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness import loop
-from harness.loop_binding import LoopDemoAdapter
-from machine.pymodel import Model, action, always, terminates_within
+from haltproof.harness import loop
+from haltproof.harness.loop_binding import LoopDemoAdapter
+from haltproof.machine.pymodel import Model, action, always, terminates_within
 
 State = dict[str, Any]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from explorer.api import check
+from haltproof.explorer.api import check
 
 from conftest import LOOP_DEMO, MUTANTS
 
@@ -120,7 +120,7 @@ def test_progress_shows_rate_frontier_and_elapsed(cli):
 
 def test_baseline_records_then_catches_a_moved_figure(cli, tmp_path):
     spec = tmp_path / "loop.yaml"
-    spec.write_text(LOOP_DEMO.read_text().replace("bind: harness.loop_binding:LoopDemoAdapter\n", ""))
+    spec.write_text(LOOP_DEMO.read_text().replace("bind: haltproof.harness.loop_binding:LoopDemoAdapter\n", ""))
     base = tmp_path / "base.json"
     first = cli("check", spec, "--baseline", base, "--quiet")
     assert first.code == 0 and "baseline written" in first.err and base.exists()
@@ -163,7 +163,7 @@ def test_a_baseline_naming_a_key_twice_is_a_usage_error(cli, tmp_path):
 
 
 def test_a_baseline_past_its_size_limit_is_refused_before_anything_runs(cli, tmp_path, monkeypatch):
-    from explorer import baseline
+    from haltproof.explorer import baseline
     base = tmp_path / "base.json"
     args = (LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--baseline", base, "--quiet")
     assert cli("check", *args).code == 0                     # written

@@ -1,4 +1,4 @@
-"""Binding a spec to real code: `haltproof check` explores what harness.loop really does.
+"""Binding a spec to real code: `haltproof check` explores what haltproof.harness.loop really does.
 
 The broken and rewritten `decide` functions live in tests/broken_decides.py (never shipped);
 each spec here is a copy of loop_demo.yaml whose `bind:` names one of those adapters.
@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 
 import broken_decides
-from explorer.check import Options, check_spec, sweep
-from explorer.cli import main
-from harness.loop_binding import REPRESENTATIVES
-from machine.spec import load_spec
+from haltproof.explorer.check import Options, check_spec, sweep
+from haltproof.explorer.cli import main
+from haltproof.harness.loop_binding import REPRESENTATIVES
+from haltproof.machine.spec import load_spec
 
 from conftest import LOOP_DEMO, MUTANTS
 
 TESTS = Path(__file__).resolve().parent
-SHIPPED_BIND = "bind: harness.loop_binding:LoopDemoAdapter"
-HEADER = "(checked the bound code: harness.loop_binding:LoopDemoAdapter)"
+SHIPPED_BIND = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
+HEADER = "(checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter)"
 ALL_TEN = {(s, r) for s in range(1, 6) for r in (0, 1)}
 
 
@@ -92,7 +92,7 @@ def test_bound_check_proves_all_ten_combinations(bound_and_model):
     runs = _by_params(report)
     assert set(runs) == ALL_TEN
     for run in runs.values():
-        assert run["explored"] == "code: harness.loop_binding:LoopDemoAdapter"
+        assert run["explored"] == "code: haltproof.harness.loop_binding:LoopDemoAdapter"
         assert run["result"] == "proved"
         statuses = {p["name"]: p["status"] for p in run["properties"]}
         assert statuses.get("bound_code") == "holds"
@@ -201,7 +201,7 @@ def test_retry_past_last_step_takes_a_sixth_action_in_the_code(tmp_path):
 
 def test_the_shipped_decide_is_not_a_twin(tmp_path):
     """The comparison can fail: the real decide is proved where each mutant is caught."""
-    spec = load_spec(bound_copy(tmp_path, "harness.loop_binding:LoopDemoAdapter"))
+    spec = load_spec(bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter"))
     for run in check_spec(spec, Options(pins={"max_steps": 3})):
         assert run.result == "proved"
 
@@ -380,8 +380,8 @@ def _assert_spec_error(ran, path: Path, *words: str):
 
 @pytest.mark.parametrize("bind,words", [
     ("no_such_module_hp:Adapter", ["no_such_module_hp"]),
-    ("harness.loop_binding:NoSuchAdapter", ["NoSuchAdapter"]),
-    ("harness.loop_binding", ["module:Name"]),
+    ("haltproof.harness.loop_binding:NoSuchAdapter", ["NoSuchAdapter"]),
+    ("haltproof.harness.loop_binding", ["module:Name"]),
     ("broken_decides:InitRaises", ["no config for the adapter"]),
     ("broken_decides:NoStep", ["step"]),
 ], ids=["no-module", "no-attribute", "not-module-colon-name", "init-raises", "no-step"])
@@ -398,7 +398,7 @@ def test_module_that_fails_to_import_is_a_spec_error(cli, tmp_path, monkeypatch)
 
 
 def test_a_bad_bind_stops_the_whole_check_before_any_run(cli, tmp_path):
-    path = bound_copy(tmp_path, "harness.loop_binding:NoSuchAdapter", name="badbind")
+    path = bound_copy(tmp_path, "haltproof.harness.loop_binding:NoSuchAdapter", name="badbind")
     ran = cli("check", LOOP_DEMO, path)
     _assert_spec_error(ran, path, "NoSuchAdapter")
 
@@ -465,7 +465,7 @@ def haltproof_process(*args: str | Path, cwd: Path) -> subprocess.CompletedProce
     does not return would hold it: it shows as TimeoutExpired here, never as a stuck test
     run (and a stuck thread that kept the process alive would show the same way)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
-    return subprocess.run([sys.executable, "-m", "explorer.cli", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -498,7 +498,7 @@ def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
     script = tmp_path / "api_in_thread.py"
     script.write_text(
         "import json, sys, threading\n"
-        "from explorer.api import check\n"
+        "from haltproof.explorer.api import check\n"
         "out = {}\n"
         "def run():\n"
         f"    report = check({str(path)!r}, params={{'max_steps': 3, 'max_retries': 1}}, timeout=2)\n"

@@ -1,4 +1,4 @@
-"""`python -m harness.budget`: the worked examples from the command line, resume, serve, and
+"""`python -m haltproof.harness.budget`: the worked examples from the command line, resume, serve, and
 bad input (exit 2, a message, never a traceback)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from harness.budget.cli import main
-from harness.budget.tools import Shop, connect
+from haltproof.harness.budget.cli import main
+from haltproof.harness.budget.tools import Shop, connect
 
 from conftest import ROOT
 
@@ -23,7 +23,7 @@ def budget(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def python_m(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.budget", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "haltproof.harness.budget", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, **kw)
 
 
@@ -85,7 +85,7 @@ def test_injected_failures_are_retried(capsys):
 def test_resume_after_a_kill(tmp_path, capsys):
     db = tmp_path / "shop.sqlite"
     script = ("import os, sys\n"
-              "from harness.budget import DeterministicPolicy, Runner, Shop, connect\n"
+              "from haltproof.harness.budget import DeterministicPolicy, Runner, Shop, connect\n"
               "conn = connect(sys.argv[1]); Shop(conn).seed()\n"
               "def hook(point, run):\n"
               "    if point == 'called' and run['pending']['action']['tool'] == 'reserve':\n"
@@ -117,7 +117,7 @@ def test_run_ids_and_resume_of_a_finished_run(tmp_path, capsys):
 # ------------------------------------------------------------------ serve + the HTTP policy
 
 def test_serve_and_run_against_it():
-    server = subprocess.Popen([sys.executable, "-m", "harness.budget", "serve", "--port", "0",
+    server = subprocess.Popen([sys.executable, "-m", "haltproof.harness.budget", "serve", "--port", "0",
                                "--max-requests", "5"], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
@@ -186,7 +186,7 @@ def test_bad_action_files_exit_2(capsys, tmp_path, content, words):
 
 
 def test_an_action_file_past_its_size_limit_is_refused_before_parsing(capsys, tmp_path, monkeypatch):
-    from harness.budget import policies
+    from haltproof.harness.budget import policies
     monkeypatch.setattr(policies, "MAX_ACTIONS_BYTES", 50)
     path, db = tmp_path / "actions.json", tmp_path / "never.sqlite"
     action = '[{"type": "finish", "status": "reserved"}]'              # 42 bytes

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import budget_checks
-from harness.budget.cli import main as budget_main
+from haltproof.harness.budget.cli import main as budget_main
 
 from conftest import ROOT
 
@@ -46,8 +46,8 @@ def _free_port() -> int:
 
 def test_the_doc_has_the_commands_the_issue_asks_for():
     commands = [c for c, _ in COMMANDS]
-    assert ("python -m harness.budget run -K 4 -R 2", 0) in COMMANDS
-    assert ("python -m harness.budget run -K 2", 1) in COMMANDS
+    assert ("python -m haltproof.harness.budget run -K 4 -R 2", 0) in COMMANDS
+    assert ("python -m haltproof.harness.budget run -K 2", 1) in COMMANDS
     assert "haltproof check specs/budget_runner.yaml" in commands
     assert any(c.startswith("haltproof conform specs/budget_runner.yaml") for c in commands)
     assert any("--policy http" in c for c in commands) and any("--policy local" in c for c in commands)
@@ -69,7 +69,7 @@ def test_every_command_runs_with_its_documented_exit_code(tmp_path, monkeypatch)
                                           stderr=subprocess.PIPE, text=True)
                 assert f"http://127.0.0.1:{port}/" in server.stdout.readline()      # listening
                 continue
-            if command.startswith("python -m harness.budget "):       # in-process: the same main()
+            if command.startswith("python -m haltproof.harness.budget "):       # in-process: the same main()
                 monkeypatch.chdir(tmp_path)
                 out, err = io.StringIO(), io.StringIO()
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -91,7 +91,7 @@ def test_every_command_runs_with_its_documented_exit_code(tmp_path, monkeypatch)
 
 def test_the_sample_output_is_what_the_runner_prints():
     sample = re.search(r"Worked example 1 prints.*?```\n(.*?)```", DOC, re.S).group(1).splitlines()
-    ran = subprocess.run([sys.executable, "-m", "harness.budget", "run", "-K", "4", "-R", "2"], cwd=ROOT,
+    ran = subprocess.run([sys.executable, "-m", "haltproof.harness.budget", "run", "-K", "4", "-R", "2"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     real = ran.stdout.splitlines()
     assert len(sample) == len(real)
@@ -105,7 +105,7 @@ def test_the_sample_output_is_what_the_runner_prints():
 
 def test_the_K_2_line_quoted_in_the_doc():
     line = re.search(r"`(decision 3: stock .*? -> budget_exhausted)`", DOC).group(1)
-    ran = subprocess.run([sys.executable, "-m", "harness.budget", "run", "-K", "2"], cwd=ROOT,
+    ran = subprocess.run([sys.executable, "-m", "haltproof.harness.budget", "run", "-K", "2"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert line in ran.stdout.splitlines()
 

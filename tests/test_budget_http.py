@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from harness.budget.policies import (MAX_RESPONSE_BYTES, PROTOCOL, DeterministicPolicy, HTTPJSONPolicy,
+from haltproof.harness.budget.policies import (MAX_RESPONSE_BYTES, PROTOCOL, DeterministicPolicy, HTTPJSONPolicy,
                                      PolicyConfigError, PolicyResponseError, check_policy_url)
-from harness.budget.policy_server import PolicyServer
-from harness.budget.runner import Runner
-from harness.budget.tasks import TASKS
-from harness.budget.tools import Shop, connect
+from haltproof.harness.budget.policy_server import PolicyServer
+from haltproof.harness.budget.runner import Runner
+from haltproof.harness.budget.tasks import TASKS
+from haltproof.harness.budget.tools import Shop, connect
 
 from conftest import ROOT
 
@@ -285,7 +285,7 @@ def test_a_slow_drip_answer_ends_the_cli_run_in_policy_error():
     subprocess timeout, with it the run ends in policy_error."""
     server = DripServer(OK_JSON + b"\r\n", b" " * 1000 + ABSTAIN)
     try:
-        ran = subprocess.run([sys.executable, "-m", "harness.budget", "run", "--policy", "http",
+        ran = subprocess.run([sys.executable, "-m", "haltproof.harness.budget", "run", "--policy", "http",
                               "--url", server.url, "--timeout", "1"],
                              cwd=ROOT, capture_output=True, text=True, timeout=60)
     finally:

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from harness.budget import gate as G
-from harness.budget import transitions as T
-from harness.budget.policies import DeterministicPolicy, HTTPJSONPolicy, LocalJSONPolicy
-from harness.budget.policy_server import PolicyServer
-from harness.budget.runner import Runner
-from harness.budget.store import RunStore
-from harness.budget.tasks import TASKS
-from harness.budget.tools import Faults, Shop, connect
+from haltproof.harness.budget import gate as G
+from haltproof.harness.budget import transitions as T
+from haltproof.harness.budget.policies import DeterministicPolicy, HTTPJSONPolicy, LocalJSONPolicy
+from haltproof.harness.budget.policy_server import PolicyServer
+from haltproof.harness.budget.runner import Runner
+from haltproof.harness.budget.store import RunStore
+from haltproof.harness.budget.tasks import TASKS
+from haltproof.harness.budget.tools import Faults, Shop, connect
 
 from conftest import ROOT
 
@@ -493,7 +493,7 @@ def test_a_real_process_kill_after_the_reservation(db):
     """os._exit in the middle of the reserve attempt: no cleanup, no exception handler runs."""
     script = (
         "import os, sys\n"
-        "from harness.budget import DeterministicPolicy, Runner, connect\n"
+        "from haltproof.harness.budget import DeterministicPolicy, Runner, connect\n"
         "def hook(point, run):\n"
         "    if point == 'called' and run['pending']['action']['tool'] == 'reserve':\n"
         "        os._exit(9)\n"

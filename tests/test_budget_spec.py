@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 
 import broken_runners
 import budget_checks
-from explorer.check import Options, check_spec, prepare
-from harness.budget.binding import BudgetRunnerAdapter
-from machine.spec import load_spec
+from haltproof.explorer.check import Options, check_spec, prepare
+from haltproof.harness.budget.binding import BudgetRunnerAdapter
+from haltproof.machine.spec import load_spec
 
 from conftest import SPECS
 
 TESTS = Path(__file__).resolve().parent
 SPEC = SPECS / "budget_runner.yaml"
-SHIPPED_BIND = "bind: harness.budget.binding:BudgetRunnerAdapter"
+SHIPPED_BIND = "bind: haltproof.harness.budget.binding:BudgetRunnerAdapter"
 ALL = {(K, R) for K in range(1, 9) for R in range(3)}
 TERMINALS = ["finished_reserved", "finished_info", "policy_error", "budget_exhausted", "abstained", "error"]
 
@@ -53,7 +53,7 @@ def test_every_property_holds_for_every_K_and_R_on_the_real_code(sweep):
     runs = _runs(report)
     assert set(runs) == ALL
     for key, run in runs.items():
-        assert run["explored"] == "code: harness.budget.binding:BudgetRunnerAdapter", key
+        assert run["explored"] == "code: haltproof.harness.budget.binding:BudgetRunnerAdapter", key
         assert run["result"] == "proved", key
         statuses = {p["name"]: p["status"] for p in run["properties"]}
         assert set(statuses.values()) == {"holds"}, (key, statuses)
@@ -269,7 +269,7 @@ def test_a_rewritten_but_equivalent_budget_check_is_proved(tmp_path):
 
 def test_the_mutants_break_the_real_runner_too(tmp_path):
     """The twins are real: plugged into the SQLite runner they misbehave as the proof says."""
-    from harness.budget import DeterministicPolicy, Runner, Shop, connect
+    from haltproof.harness.budget import DeterministicPolicy, Runner, Shop, connect
     conn = connect(str(tmp_path / "m.sqlite"))
     Shop(conn).seed()
     run = Runner(conn, DeterministicPolicy(), gate=broken_runners.FinishExhaustedAtK.gate).start(
@@ -280,7 +280,7 @@ def test_the_mutants_break_the_real_runner_too(tmp_path):
 
 
 def test_the_adapter_knows_every_move_of_the_spec():
-    from harness.budget.binding import MOVES
+    from haltproof.harness.budget.binding import MOVES
     spec = load_spec(SPEC)
     (move_set,) = [cs for name, cs in spec.action("propose").choices if name == "move"]
     assert tuple(move_set.labels()) == MOVES

@@ -307,7 +307,7 @@ def fake_pip(tmp_path: Path) -> tuple[Path, Path]:
     return shim, log
 
 
-@pytest.mark.parametrize("install,target", [("", str(ROOT)), ("haltproof==0.1.0", "haltproof==0.1.0"),
+@pytest.mark.parametrize("install,target", [("", str(ROOT)), ("haltproof==0.2.0", "haltproof==0.2.0"),
                                             ("none", None)])
 def test_install_pip_installs_the_actions_own_checkout_by_default(tmp_path, fake_pip, install, target):
     shim, log = fake_pip
@@ -327,9 +327,9 @@ def test_install_that_leaves_no_haltproof_on_path_fails(tmp_path, fake_pip):
     system = os.pathsep.join(p for p in ("/usr/bin", "/bin") if Path(p).is_dir())
     if shutil.which("haltproof", path=system):
         pytest.skip("a haltproof is installed system-wide")
-    ran = run_action(tmp_path, "install", path=f"{shim}{os.pathsep}{system}", install="haltproof==0.1.0")
+    ran = run_action(tmp_path, "install", path=f"{shim}{os.pathsep}{system}", install="haltproof==0.2.0")
     assert ran.code == 2
-    assert "error: pip installed 'haltproof==0.1.0' but no haltproof command is on PATH" in ran.err
+    assert "error: pip installed 'haltproof==0.2.0' but no haltproof command is on PATH" in ran.err
 
 
 # -- .pre-commit-hooks.yaml, run the way pre-commit runs a hook ----------------------------------

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from explorer import report
+from haltproof.explorer import report
 
 DOC = (ROOT / "docs" / "ci-formats.md").read_text()
 FENCE = re.compile(r"^(```|~~~)(\w*)\n(.*?)^\1$", re.S | re.M)
@@ -90,7 +90,7 @@ def _normal(text: str) -> list[str]:
 def test_sample_output_is_what_the_command_prints(cli, docdir, command, sample):
     ran = cli(*shlex.split(command)[1:])
     real = set(_normal(ran.out))
-    sample = sample.replace('"version": "0.1.0"', f'"version": "{report.version()}"')
+    sample = sample.replace('"version": "0.2.0"', f'"version": "{report.version()}"')
     missing = [line for line in _normal(sample) if line and line != "..." and line not in real]
     assert not missing, missing[:5]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import explorer.engine
-from explorer.report import shown_path
+import haltproof.explorer.engine
+from haltproof.explorer.report import shown_path
 from conftest import LOOP_DEMO, MUTANTS
 
 
@@ -94,7 +94,7 @@ def test_max_states_gives_incomplete_and_proves_nothing(cli):
 
 def test_timeout_gives_incomplete(cli, monkeypatch):
     clock = iter(range(0, 10**9, 1000))
-    monkeypatch.setattr(explorer.engine.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(haltproof.explorer.engine.time, "monotonic", lambda: next(clock))
     ran = cli("check", LOOP_DEMO, "-p", "max_steps=5", "-p", "max_retries=1", "--timeout", "5")
     assert ran.code == 3
     assert "stopped at --timeout" in ran.out
@@ -122,8 +122,8 @@ def test_max_memory_stops_a_large_exploration_before_it_is_done(tmp_path, proper
     from test_engines import GRID_EARLY_BUG, GRID_HOLDS
     spec = _grid_file(tmp_path, 79, GRID_HOLDS if properties == "holds" else GRID_EARLY_BUG)
     script = ("import sys\n"
-              "from explorer.cli import main\n"
-              "from explorer.memory import current_rss\n"
+              "from haltproof.explorer.cli import main\n"
+              "from haltproof.explorer.memory import current_rss\n"
               "limit = (current_rss() >> 20) + 48\n"
               f"code = main(['check', {str(spec)!r}, '--engine', 'scalar', '--format', 'json', "
               "'--max-memory', f'{limit}M'])\n"
@@ -148,8 +148,8 @@ def test_max_memory_stops_a_large_exploration_before_it_is_done(tmp_path, proper
 @pytest.mark.parametrize("engine", ["scalar", "vector"])
 def test_running_out_of_memory_is_incomplete_not_a_bug(cli, tmp_path, monkeypatch, engine):
     """A MemoryError in the middle of the exploration: exit 3 with what fit, never exit 4."""
-    import explorer.engine as E
-    import explorer.vengine as V
+    import haltproof.explorer.engine as E
+    import haltproof.explorer.vengine as V
     from test_engines import GRID_HOLDS
     spec = _grid_file(tmp_path, 29, GRID_HOLDS)
     if engine == "scalar":      # the plain loop checks every new state: state 5001 does not fit
@@ -199,7 +199,7 @@ def test_max_memory_refuses_what_is_not_a_positive_size(cli, size, message):
                                        ("1000000", 1_000_000), ("1.5G", 3 << 29), ("64K", 64 << 10),
                                        ("512MiB", 512 << 20), ("2T", 2 << 40)])
 def test_max_memory_sizes(text, size):
-    from explorer.memory import parse_size, size_text
+    from haltproof.explorer.memory import parse_size, size_text
     assert parse_size(text) == size
     assert parse_size(size_text(size)) == size
 
@@ -382,7 +382,7 @@ def test_replay_trace_errors_are_usage_errors(cli, tmp_path):
 def test_an_internal_error_exits_4_and_asks_for_a_report(cli, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
-    monkeypatch.setattr("explorer.check.explore", broken)
+    monkeypatch.setattr("haltproof.explorer.check.explore", broken)
     ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0")
     assert ran.code == 4
     assert "internal error" in ran.err and "Please file it" in ran.err and "boom" in ran.err
@@ -397,7 +397,7 @@ def test_progress_goes_to_stderr_only(cli):
 
 def test_console_script_runs(tmp_path):
     """The installed `haltproof` entry point works from another directory."""
-    ran = subprocess.run([sys.executable, "-m", "explorer.cli", "check", "-p", "max_steps=1",
+    ran = subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", "check", "-p", "max_steps=1",
                           "-p", "max_retries=0"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert "loop_demo" in ran.stdout
@@ -418,10 +418,10 @@ SAME_AS_SCRIPT = [
 
 @pytest.mark.parametrize("argv", SAME_AS_SCRIPT, ids=[" ".join(map(str, a[:1] + a[2:])) for a in SAME_AS_SCRIPT])
 def test_python_m_explorer_cli_is_the_haltproof_script(argv):
-    """Under `python -m explorer.cli` the CLI module was loaded twice, and graph's UsageError
+    """Under `python -m haltproof.explorer.cli` the CLI module was loaded twice, and graph's UsageError
     (from the second copy) was a traceback instead of exit 2."""
     args = [str(a) for a in argv]
-    by_module = subprocess.run([sys.executable, "-m", "explorer.cli", *args], capture_output=True, text=True)
+    by_module = subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", *args], capture_output=True, text=True)
     by_script = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True)
     assert (by_module.returncode, by_module.stdout, by_module.stderr) == \
            (by_script.returncode, by_script.stdout, by_script.stderr)
@@ -430,7 +430,7 @@ def test_python_m_explorer_cli_is_the_haltproof_script(argv):
 
 
 def test_python_m_explorer_cli_graph_usage_error_message():
-    ran = subprocess.run([sys.executable, "-m", "explorer.cli", "graph", str(LOOP_DEMO), "-p", "max_steps=1",
+    ran = subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", "graph", str(LOOP_DEMO), "-p", "max_steps=1",
                           "-p", "max_steps=2"], capture_output=True, text=True)
     assert (ran.returncode, ran.stdout, ran.stderr) == \
            (2, "", "error: -p max_steps: graph runs one param combination, and max_steps is given 2 values "

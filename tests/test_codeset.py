@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.codeset import EMPTY, MAX_LOAD, MIN_CAPACITY, Added, CodeIndex, _mix
+from haltproof.explorer.codeset import EMPTY, MAX_LOAD, MIN_CAPACITY, Added, CodeIndex, _mix
 
 TOP = 2 ** 62
 
@@ -261,7 +261,7 @@ def test_codes_crowding_the_end_of_the_table_wrap_around_on_growth():
 
 def test_growth_with_runs_across_rehash_chunks(monkeypatch):
     # small rehash ranges, so that runs of codes straddle them when the table is moved
-    import explorer.codeset as codeset
+    import haltproof.explorer.codeset as codeset
     monkeypatch.setattr(codeset, "_REHASH_CHUNK", 64)
 
     def straddles(ix: CodeIndex) -> bool:

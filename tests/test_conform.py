@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 
 import broken_decides
-from explorer.check import Options, prepare
-from explorer.cli import main
-from explorer.conform import conform
-from harness.loop_binding import LoopDemoAdapter, classify
-from machine.spec import load_spec
+from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.cli import main
+from haltproof.explorer.conform import conform
+from haltproof.harness.loop_binding import LoopDemoAdapter, classify
+from haltproof.machine.spec import load_spec
 from test_binding import TYPED
 
 from conftest import LOOP_DEMO, MUTANTS, Ran
 
 TESTS = Path(__file__).resolve().parent
-SHIPPED_BIND = "bind: harness.loop_binding:LoopDemoAdapter"
+SHIPPED_BIND = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
 FEW = "30"          # examples for runs that must fail: a lumped class shows up at once
 
 
@@ -94,7 +94,7 @@ def _concrete_obs(step_line: str) -> dict:
 def test_conform_loop_demo_passes(cli):
     ran = cli("conform", LOOP_DEMO)
     assert ran.code == 0, ran.out + ran.err
-    assert "harness.loop_binding:LoopDemoAdapter" in ran.out
+    assert "haltproof.harness.loop_binding:LoopDemoAdapter" in ran.out
     assert "code and spec agree" in ran.out
     assert "200 random runs" in ran.out and "seed 0" in ran.out
     compared = int(re.search(r"(\d+) steps compared", ran.out).group(1))
@@ -122,7 +122,7 @@ def test_conform_pins_params(cli):
 def test_the_shipped_strategies_stay_in_their_class():
     """The adapter's own strategies draw only members of their class (classify is the inverse)."""
     from hypothesis import given, settings, strategies as st
-    from harness.loop_binding import STRATEGIES
+    from haltproof.harness.loop_binding import STRATEGIES
 
     @settings(max_examples=100, database=None, derandomize=True)
     @given(st.sampled_from(sorted(STRATEGIES)).flatmap(lambda c: st.tuples(st.just(c), STRATEGIES[c])))
@@ -193,7 +193,7 @@ def test_lumping_with_the_same_decision_is_caught_on_the_state(cli, tmp_path):
 
 def test_lumping_is_not_caught_when_the_strategy_is_the_representative_only(tmp_path):
     """The exhaustive check alone cannot see a lumped class: it feeds one representative."""
-    from explorer.check import check_spec
+    from haltproof.explorer.check import check_spec
     spec = load_spec(bound_copy(tmp_path, "broken_decides:SomeMatches"))
     assert all(r.result == "proved" for r in check_spec(spec, Options(pins={"max_steps": 2})))
 
@@ -231,7 +231,7 @@ def test_conform_traceback_has_only_the_users_frames(crashing):
 
 def test_conform_where_concretize_raises_is_a_finding(cli, tmp_path, monkeypatch):
     (tmp_path / "hp_conform_adapters.py").write_text(
-        "from harness.loop_binding import LoopDemoAdapter\n"
+        "from haltproof.harness.loop_binding import LoopDemoAdapter\n"
         "class ConcretizeRaises(LoopDemoAdapter):\n"
         "    def concretize(self, state, params):\n"
         "        raise ValueError('cannot build a concrete state')\n")
@@ -244,7 +244,7 @@ def test_conform_where_concretize_raises_is_a_finding(cli, tmp_path, monkeypatch
 
 def test_conform_where_the_strategy_raises_is_not_an_internal_error(cli, tmp_path, monkeypatch):
     (tmp_path / "hp_conform_adapters2.py").write_text(
-        "from harness.loop_binding import LoopDemoAdapter\n"
+        "from haltproof.harness.loop_binding import LoopDemoAdapter\n"
         "class StrategyRaises(LoopDemoAdapter):\n"
         "    def strategy(self, action, choice, label):\n"
         "        raise LookupError('no strategy for ' + label)\n")

@@ -22,10 +22,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.check import Options, check_machine
-from explorer.engine import explore
-from machine.compiled import CompiledSpec
-from machine.spec import parse_spec
+from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.engine import explore
+from haltproof.machine.compiled import CompiledSpec
+from haltproof.machine.spec import parse_spec
 
 ENUM_POOL = ["red", "green", "blue"]
 INT_NAMES = ["x", "y", "z"]

@@ -52,7 +52,7 @@ def test_readme_sample_output_is_what_check_prints(cli):
     ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=5", "-p", "max_retries=1")
     for line in ("proved: 322 states, 420 transitions, 238 terminal, depth 5",
                  "specs/loop_demo.yaml  [loop_demo]  max_steps=5 max_retries=1  "
-                 "(checked the bound code: harness.loop_binding:LoopDemoAdapter)"):
+                 "(checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter)"):
         assert line in README and line in ran.out
     mutant = cli("check", ROOT / "specs" / "mutants" / "limit_before_observation.yaml",
                  "-p", "max_steps=3", "-p", "max_retries=0")
@@ -84,9 +84,9 @@ def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
     import subprocess
     import sys
     commands = _doc_commands(BINDING_DOC)
-    assert "python -m harness.loop --scenario permanent_error" in commands
+    assert "python -m haltproof.harness.loop --scenario permanent_error" in commands
     for command in commands:
-        if command.startswith("python -m harness.loop"):
+        if command.startswith("python -m haltproof.harness.loop"):
             ran = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT,
                                  capture_output=True, text=True)
             assert ran.returncode == 0 and ran.stdout.startswith("step: 1\n"), command

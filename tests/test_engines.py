@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from explorer.check import Options, check_machine, prepare
-from explorer.engine import explore
-from explorer.vengine import explore_vector
-from machine.compiled import CompiledSpec
-from machine.spec import load_spec, parse_spec
-from machine.usercode import OutOfTime
-from machine.vectorize import NotVectorizable, vectorize
+from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.engine import explore
+from haltproof.explorer.vengine import explore_vector
+from haltproof.machine.compiled import CompiledSpec
+from haltproof.machine.spec import load_spec, parse_spec
+from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.vectorize import NotVectorizable, vectorize
 
 from conftest import ROOT
 from test_differential import models, render
@@ -117,7 +117,7 @@ def test_engines_agree_on_random_machines(model):
 def test_dropping_edges_of_forward_graphs_changes_no_result(monkeypatch):
     """Past KEEP_EDGES_BELOW transitions a forward graph keeps no edges; a graph that
     turns out not to be forward is explored again with them. Results never change."""
-    import explorer.vengine as V
+    import haltproof.explorer.vengine as V
     monkeypatch.setattr(V, "KEEP_EDGES_BELOW", 0)
     forward = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
     machines = prepare(forward, Options(pins={"Q": 10, "B": 90, "A": 3}))
@@ -142,7 +142,7 @@ def test_dropping_edges_of_forward_graphs_changes_no_result(monkeypatch):
 def test_a_partial_exploration_without_stored_edges(monkeypatch):
     """Edges dropped, then --max-states stops the run: termination stays undecided and the
     bounds say "at least", exactly as on the scalar engine — no crash."""
-    import explorer.vengine as V
+    import haltproof.explorer.vengine as V
     monkeypatch.setattr(V, "KEEP_EDGES_BELOW", 0)
     spec = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
     for scalar, vector, _ in _both(spec, {"Q": 10, "B": 90, "A": 3}, max_states=3000):
@@ -309,7 +309,7 @@ properties:
 def test_the_hash_index_changes_no_result(monkeypatch):
     """Every spec of the repository, the benchmark and its bug, with the visited set
     forced into the hash index: the same states, order, verdicts and traces."""
-    import explorer.vengine as V
+    import haltproof.explorer.vengine as V
     monkeypatch.setattr(V, "DENSE_LIMIT", 0)
     for path in SPECS:
         for scalar, vector, _ in _both(load_spec(path)):
@@ -358,7 +358,7 @@ def test_the_fallback_orderings_change_no_result(monkeypatch, limit):
     """A level whose (source, action-combo) keys do not fit int32 is ranked by argsort
     before it meets the index, and one with more slots than DENSE_SLOTS is ordered by
     argsort instead of a slot table; forced here on small specs, results never change."""
-    import explorer.vengine as V
+    import haltproof.explorer.vengine as V
     monkeypatch.setattr(V, limit, 0)
     for path in SPECS:
         for scalar, vector, _ in _both(load_spec(path)):
@@ -430,7 +430,7 @@ def test_stopping_in_the_middle_of_a_state_leaves_a_consistent_partial_explorati
     """MemoryError, or the deadline passing in user code, while a state is half expanded
     (raised where a new state is checked): that state goes back to unexpanded, everything
     before it stays, and nothing is lost."""
-    import explorer.engine as E
+    import haltproof.explorer.engine as E
     m = _grid_machine()
     if loop == "plain":
         m = copy.copy(m)
@@ -460,7 +460,7 @@ def test_stopping_in_the_middle_of_a_state_leaves_a_consistent_partial_explorati
 
 
 def test_memory_running_out_in_the_middle_of_a_level_undoes_the_level(monkeypatch):
-    import explorer.vengine as V
+    import haltproof.explorer.vengine as V
     vm = vectorize(_grid_machine())
     full = explore_vector(vm)
     calls = iter(range(10**6))
@@ -481,8 +481,8 @@ def test_memory_running_out_in_the_middle_of_a_level_undoes_the_level(monkeypatc
 def test_max_memory_stops_where_the_memory_is_looked_at(monkeypatch, engine):
     """The k-th look at the process's memory sees k MiB: with --max-memory 3M the scalar
     engine stops at its 4th look (state 3 * 4096), the vector engine at its 4th level."""
-    import explorer.engine as E
-    import explorer.vengine as V
+    import haltproof.explorer.engine as E
+    import haltproof.explorer.vengine as V
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(E if engine == "scalar" else V, "current_rss", lambda: next(looks) << 20)
     m = _grid_machine()
@@ -499,8 +499,8 @@ def test_max_memory_stops_where_the_memory_is_looked_at(monkeypatch, engine):
 @pytest.mark.parametrize("engine", ["scalar", "vector"])
 def test_a_violation_found_before_the_memory_limit_stands(monkeypatch, engine):
     """As at --max-states: what was found stays found, and a violation beats incomplete."""
-    import explorer.engine as E
-    import explorer.vengine as V
+    import haltproof.explorer.engine as E
+    import haltproof.explorer.vengine as V
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(E if engine == "scalar" else V, "current_rss", lambda: next(looks) << 20)
     (m,) = prepare(grid(29, GRID_EARLY_BUG), Options())
@@ -514,7 +514,7 @@ def test_a_violation_found_before_the_memory_limit_stands(monkeypatch, engine):
 @pytest.mark.parametrize("loop", ["generated", "plain"])
 def test_rule_counts_after_running_out_of_memory_count_the_edges_kept(monkeypatch, loop):
     """The half-expanded state's edges are taken back, and so are their rules' counts."""
-    import explorer.engine as E
+    import haltproof.explorer.engine as E
     (m,) = prepare(load_spec(ROOT / "specs" / "loop_demo.yaml"),
                    Options(pins={"max_steps": 5, "max_retries": 1}, model_only=True))
     if loop == "plain":

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from machine.compiled import CompiledSpec
-from machine.spec import parse_spec, shown_path
-from machine.vectorize import vectorize
+from haltproof.machine.compiled import CompiledSpec
+from haltproof.machine.spec import parse_spec, shown_path
+from haltproof.machine.vectorize import vectorize
 
 ENGINES = ("scalar", "vector", "auto")
 
@@ -103,7 +103,7 @@ def test_sum_measures_are_exact(cli, tmp_path, engine, term, value):
 
 def test_vector_totals_leave_int64_exactly_when_a_run_could_overflow_it():
     """A run has at most one edge per level of the order, plus one into an unexplored state."""
-    from properties.termination import Peeled, _total_type
+    from haltproof.properties.termination import Peeled, _total_type
     three = Peeled([np.arange(1), np.arange(1, 2), np.arange(2, 3)])
     assert _total_type(three, np.array([0, 2 ** 61 - 1, -5], dtype=np.int64)) is np.int64   # 4 (2^61 - 1) fits
     assert _total_type(three, np.array([0, -2 ** 61, 5], dtype=np.int64)) is object         # 4 * 2^61 = 2^63 does not

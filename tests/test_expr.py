@@ -1,6 +1,6 @@
 """The safe expression language (machine/expr.py): types, the whitelist, enum literals,
 chained comparisons, `in`, min/max/abs, evaluation of the compiled code, and the lines
-errors are reported at (through machine.spec.parse_spec for YAML block scalars).
+errors are reported at (through haltproof.machine.spec.parse_spec for YAML block scalars).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import itertools
 
 import pytest
 
-from machine import expr as E
-from machine.compiled import CompiledSpec
-from machine.errors import Located, SpecError
-from machine.spec import parse_spec
+from haltproof.machine import expr as E
+from haltproof.machine.compiled import CompiledSpec
+from haltproof.machine.errors import Located, SpecError
+from haltproof.machine.spec import parse_spec
 
 # ---------------------------------------------------------------- a scope to check against
 

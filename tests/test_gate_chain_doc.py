@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from harness.decision_records import CONVENTION_FIELDS, DECISION_FIELDS, END_FIELDS, OPTIONAL_DECISION_FIELDS
+from haltproof.harness.decision_records import CONVENTION_FIELDS, DECISION_FIELDS, END_FIELDS, OPTIONAL_DECISION_FIELDS
 
 DOC = (ROOT / "docs" / "gate-chain.md").read_text()
 
@@ -33,10 +33,10 @@ def _commands() -> list[tuple[str, int]]:
 
 def test_the_doc_documents_the_demo_and_the_proof():
     commands = [c for c, _ in _commands()]
-    assert "python -m harness.gate_loop" in commands
+    assert "python -m haltproof.harness.gate_loop" in commands
     assert "haltproof check specs/gate_chain.yaml" in commands
     assert "haltproof conform specs/gate_chain.yaml" in commands
-    assert ("python -m harness.gate_loop --budget -1", 2) in _commands()
+    assert ("python -m haltproof.harness.gate_loop --budget -1", 2) in _commands()
 
 
 @pytest.mark.parametrize("command, code", _commands(), ids=[c for c, _ in _commands()])
@@ -61,7 +61,7 @@ def test_doc_command_runs_with_its_exit_code(command, code, cli, tmp_path, monke
 
 def test_doc_demo_output_is_what_the_demo_prints():
     (shown,) = re.findall(r"```text\n(turn 1 .*?)```", DOC, re.S)
-    ran = subprocess.run([sys.executable, "-m", "harness.gate_loop"], cwd=ROOT, capture_output=True, text=True)
+    ran = subprocess.run([sys.executable, "-m", "haltproof.harness.gate_loop"], cwd=ROOT, capture_output=True, text=True)
     assert ran.returncode == 0
     assert ran.stdout == shown
 

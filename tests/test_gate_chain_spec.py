@@ -12,17 +12,17 @@ import pytest
 
 import gate_mutants
 from conftest import SPECS
-from explorer.check import Options, check_spec
-from explorer.cli import main
-from harness.gate_binding import CALLS, RESERVATIONS, WHITELIST
-from harness.gates import GateContext, RegexGate, ToolCall
-from harness.ledger import ObservationLedger
-from machine.spec import load_spec
+from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.cli import main
+from haltproof.harness.gate_binding import CALLS, RESERVATIONS, WHITELIST
+from haltproof.harness.gates import GateContext, RegexGate, ToolCall
+from haltproof.harness.ledger import ObservationLedger
+from haltproof.machine.spec import load_spec
 
 GATE_CHAIN = SPECS / "gate_chain.yaml"
 TESTS = Path(__file__).resolve().parent
-SHIPPED_BIND = "bind: harness.gate_binding:GateChainAdapter"
-CODE = "code: harness.gate_binding:GateChainAdapter"
+SHIPPED_BIND = "bind: haltproof.harness.gate_binding:GateChainAdapter"
+CODE = "code: haltproof.harness.gate_binding:GateChainAdapter"
 GRID = 32            # B, N, A, T, P: two values each
 
 

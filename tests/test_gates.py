@@ -11,13 +11,13 @@ import sys
 import pytest
 
 from conftest import ROOT
-from harness import gate_loop
-from harness.decision_records import (DECISION_FIELDS, END_FIELDS, OPTIONAL_DECISION_FIELDS, JsonLinesWriter)
-from harness.gate_loop import (ConfigError, GateLoop, GateLoopConfig, Tool, UnknownToolError, main,
+from haltproof.harness import gate_loop
+from haltproof.harness.decision_records import (DECISION_FIELDS, END_FIELDS, OPTIONAL_DECISION_FIELDS, JsonLinesWriter)
+from haltproof.harness.gate_loop import (ConfigError, GateLoop, GateLoopConfig, Tool, UnknownToolError, main,
                                scripted_policy)
-from harness.gates import (BudgetGate, GateChain, GateContext, GateDecision, PerToolBudgetGate, RecencyGate,
+from haltproof.harness.gates import (BudgetGate, GateChain, GateContext, GateDecision, PerToolBudgetGate, RecencyGate,
                            RegexGate, ToolCall, ToolCallError, WhitelistGate, build_chain)
-from harness.ledger import LedgerRow, ObservationLedger, clip_to_tokens, heuristic_tokens
+from haltproof.harness.ledger import LedgerRow, ObservationLedger, clip_to_tokens, heuristic_tokens
 
 
 def ctx(turn: int = 1, ledger: ObservationLedger | None = None) -> GateContext:
@@ -441,7 +441,7 @@ def test_demo_three_turns_budget_trips_on_turn_three(capsys):
 
 
 def test_demo_as_a_real_process_exits_zero():
-    ran = subprocess.run([sys.executable, "-m", "harness.gate_loop"], cwd=ROOT, capture_output=True, text=True)
+    ran = subprocess.run([sys.executable, "-m", "haltproof.harness.gate_loop"], cwd=ROOT, capture_output=True, text=True)
     assert ran.returncode == 0 and ran.stderr == ""
     assert "=> DENY by budget" in ran.stdout and "refusal_count 1" in ran.stdout
 
@@ -540,6 +540,6 @@ def test_demo_bad_script_is_exit_2(tmp_path, content, message, capsys):
 
 
 def test_demo_usage_errors_are_exit_2():
-    ran = subprocess.run([sys.executable, "-m", "harness.gate_loop", "--turns", "three"], cwd=ROOT,
+    ran = subprocess.run([sys.executable, "-m", "haltproof.harness.gate_loop", "--turns", "three"], cwd=ROOT,
                          capture_output=True, text=True)
     assert ran.returncode == 2 and "invalid int value" in ran.stderr and "Traceback" not in ran.stderr

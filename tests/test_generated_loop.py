@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from explorer.check import Options, check_machine, prepare
-from explorer.engine import Exploration, _runs_generated, explore
-from machine.compiled import CompiledSpec, Machine
-from machine.spec import load_spec, parse_spec
+from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.engine import Exploration, _runs_generated, explore
+from haltproof.machine.compiled import CompiledSpec, Machine
+from haltproof.machine.spec import load_spec, parse_spec
 
 from conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""The chapter-2 loop as real code (harness.loop, seed S1): golden scenarios, the five-line
+"""The chapter-2 loop as real code (haltproof.harness.loop, seed S1): golden scenarios, the five-line
 step format, the stop policy file, and a `decide` that never reads the scenario name."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from harness import loop
-from harness.loop import StopPolicyError, decide, load_stop_policy, run_loop
+from haltproof.harness import loop
+from haltproof.harness.loop import StopPolicyError, decide, load_stop_policy, run_loop
 
 from conftest import ROOT
 
@@ -28,7 +28,7 @@ GOLDEN = [  # (scenario, max_retries, decision, step at which the run ends) - SE
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.loop", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "haltproof.harness.loop", *args], cwd=ROOT,
                           capture_output=True, text=True)
 
 
@@ -105,7 +105,7 @@ def test_update_state_counts_steps_and_failures_and_decide_is_not_a_step():
     assert (state["steps"], state["failures"]) == (2, 1)
 
 
-# ------------------------------------------------------------------ python -m harness.loop
+# ------------------------------------------------------------------ python -m haltproof.harness.loop
 
 PERMANENT_ERROR_OUTPUT = """\
 step: 1

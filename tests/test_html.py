@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-import explorer.html as H
+import haltproof.explorer.html as H
 from conftest import LOOP_DEMO, MUTANTS, ROOT
-from explorer import report
-from explorer.check import Options, check_machine, check_spec, prepare
-from explorer.cli import main
-from explorer.formats import FILE_FORMATS, FORMATS
-from machine.spec import load_spec
+from haltproof.explorer import report
+from haltproof.explorer.check import Options, check_machine, check_spec, prepare
+from haltproof.explorer.cli import main
+from haltproof.explorer.formats import FILE_FORMATS, FORMATS
+from haltproof.machine.spec import load_spec
 
 XSS_SPEC = """\
 machine: xss_demo

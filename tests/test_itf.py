@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import LOOP_DEMO, MUTANTS
-from explorer.itf import (ITFError, decode_value, encode_value, is_itf, itf_to_trace,
+from haltproof.explorer.itf import (ITFError, decode_value, encode_value, is_itf, itf_to_trace,
                           trace_to_itf)
 
 TRACE_KEYS = ("trace", "other_trace", "witness")
@@ -232,7 +232,7 @@ def test_replay_an_itf_report_by_property_and_a_lasso_end_to_end(cli, tmp_path):
 
 @pytest.mark.parametrize("trace_format", ["json", "itf"])
 def test_a_trace_past_its_size_limit_is_refused_before_parsing(cli, tmp_path, monkeypatch, trace_format):
-    from explorer import replay
+    from haltproof.explorer import replay
     report = tmp_path / "report.json"
     spec = MUTANTS / "failure_not_a_step.yaml"
     assert cli("check", spec, "-p", "max_steps=2", "-p", "max_retries=0", "--json", report,
@@ -249,7 +249,7 @@ def test_a_trace_past_its_size_limit_is_refused_before_parsing(cli, tmp_path, mo
 
 def test_a_trace_without_a_size_is_cut_off_at_the_limit(cli, monkeypatch):
     """/dev/zero has no size to ask first: the read stops one byte past the limit."""
-    from explorer import replay
+    from haltproof.explorer import replay
     monkeypatch.setattr(replay, "MAX_TRACE_BYTES", 1_000)
     ran = cli("replay", LOOP_DEMO, "--trace", "/dev/zero")
     assert (ran.code, ran.out) == (2, "")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.check import Options, check_spec
-from machine.spec import load_spec
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import load_spec
 
 from conftest import LOOP_DEMO
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from explorer.cli import main
+from haltproof.explorer.cli import main
 
 #  1 machine: m
 #  2 params:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from explorer.check import Options, check_spec
-from machine.spec import load_spec
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import load_spec
 
 from conftest import MUTANTS, SPECS
 

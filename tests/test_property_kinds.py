@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import textwrap
 
-from explorer.check import Options, RunResult, check_spec
-from machine.spec import parse_spec
+from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.machine.spec import parse_spec
 
 
 def runs(text: str, **options) -> list[RunResult]:

@@ -1,4 +1,4 @@
-"""Machines declared in plain Python (machine.pymodel): same engine, same verdicts."""
+"""Machines declared in plain Python (haltproof.machine.pymodel): same engine, same verdicts."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.api import check
-from machine.errors import SpecError
-from machine.pymodel import (Model, action, always, independent_of, python_model, reachable, step_invariant,
+from haltproof.explorer.api import check
+from haltproof.machine.errors import SpecError
+from haltproof.machine.pymodel import (Model, action, always, independent_of, python_model, reachable, step_invariant,
                              terminates, terminates_within, variant)
 
 from conftest import ROOT
@@ -197,7 +197,7 @@ def _process(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("model", ["Retry", "SleepingRetry"], ids=["spins", "sleeps"])
 def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
-    ran = _process("-m", "explorer.cli", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
+    ran = _process("-m", "haltproof.explorer.cli", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)
     assert ran.returncode == 3, ran.stderr
     (run,) = json.loads(ran.stdout)["runs"]
@@ -207,7 +207,7 @@ def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
 
 def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
     script = ("import json\n"
-              "from explorer.api import check\n"
+              "from haltproof.explorer.api import check\n"
               "from stuck_code import SleepingRetry\n"
               "report = check(SleepingRetry, timeout=2)\n"
               "print(json.dumps([report.result, report.exit_code, report.runs[0].stop_reason]))\n")
@@ -218,10 +218,10 @@ def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
 
 
 def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
-    ran = _process("-m", "explorer.cli", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
+    ran = _process("-m", "haltproof.explorer.cli", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
     assert ran.returncode == 3 and ran.stdout == ""
     assert ran.stderr == "haltproof: incomplete: --timeout reached while instantiating the model SpinningInit with K=3\n"
-    script = ("from explorer.api import check\n"
+    script = ("from haltproof.explorer.api import check\n"
               "from stuck_code import SpinningInit\n"
               "try:\n"
               "    check(SpinningInit, timeout=2)\n"
@@ -234,7 +234,7 @@ def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
 
 
 def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_path):
-    ran = _process("-m", "explorer.cli", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
+    ran = _process("-m", "haltproof.explorer.cli", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)
     assert ran.returncode == 3, ran.stderr
     (run,) = json.loads(ran.stdout)["runs"]
@@ -481,7 +481,7 @@ def test_an_initial_state_with_a_bool_for_an_int_is_a_spec_error():
 # ---------------------------------------------------------------- the model's own code failing
 
 BAD_INIT = textwrap.dedent('''\
-    from machine.pymodel import Model, action
+    from haltproof.machine.pymodel import Model, action
 
 
     class NoStart(Model):
@@ -633,11 +633,11 @@ def test_vacuity_notices_and_results_point_into_the_base_module(monkeypatch):
 
 
 def test_ci_formats_point_at_the_base_module(monkeypatch):
-    from explorer import findings as F
-    from explorer.github import render_github, render_markdown
-    from explorer.html import render_html
-    from explorer.junit import render_junit
-    from explorer.sarif import render_sarif
+    from haltproof.explorer import findings as F
+    from haltproof.explorer.github import render_github, render_markdown
+    from haltproof.explorer.html import render_html
+    from haltproof.explorer.junit import render_junit
+    from haltproof.explorer.sarif import render_sarif
     monkeypatch.chdir(ROOT)
     data = check(FromBase).to_json()
     run = data["runs"][0]
@@ -845,15 +845,15 @@ def test_a_property_left_unknown_on_a_complete_exploration_is_never_proved(cli, 
         report.assert_proved()
     data = report.to_json()
     assert (data["result"], data["runs"][0]["result"]) == ("incomplete", "incomplete")
-    from explorer import findings as F
-    from explorer.html import run_verdict as html_verdict
+    from haltproof.explorer import findings as F
+    from haltproof.explorer.html import run_verdict as html_verdict
     (json_run,) = data["runs"]
     assert json_run["stop_reason"] == "explored in full, but quick could not be decided"
     assert F.run_verdict(json_run) == "incomplete" and html_verdict(json_run) == ("incomplete", "incomplete")
     quick = next(p for p in json_run["properties"] if p["name"] == "quick")
     assert F.outcome(quick, json_run) == F.ERROR          # not "undecided": nothing explains it
-    from explorer.github import render_github
-    from explorer.junit import render_junit
+    from haltproof.explorer.github import render_github
+    from haltproof.explorer.junit import render_junit
     assert ('message="quick unknown: explored in full, but quick could not be decided; it proves nothing"'
             in render_junit(data))
     assert (",title=haltproof%3A incomplete::Quiet: explored in full, but quick could not be decided; "
@@ -872,10 +872,10 @@ def test_an_expected_violation_with_an_unexplained_unknown_is_not_as_expected():
     built-in explains it): a property left unknown otherwise makes the run incomplete,
     never "as expected", in the RunResult and in every reader of the JSON report. (No
     spec can produce it on its own: its counts cannot fail only when judged.)"""
-    from explorer import findings as F
-    from explorer import report as R
-    from explorer.html import run_verdict as html_verdict
-    from properties.kinds import UNKNOWN
+    from haltproof.explorer import findings as F
+    from haltproof.explorer import report as R
+    from haltproof.explorer.html import run_verdict as html_verdict
+    from haltproof.properties.kinds import UNKNOWN
     run = check(ROOT / "specs" / "mutants" / "failure_not_a_step.yaml", params={"max_steps": 2}).runs[0]
     assert (run.verdict, run.as_expected, run.stopped_by) == ("pass", True, None)
     held = next(p for p in run.properties if p.name == "at_most_max_steps")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.api import check
+from haltproof.explorer.api import check
 from conftest import LOOP_DEMO, MUTANTS
 
 
@@ -104,6 +104,6 @@ def test_check_helper_in_an_ordinary_test(tmp_path):
 def test_check_helper_model_flag_explores_the_stages():
     code = check(LOOP_DEMO, params={"max_steps": 3, "max_retries": 1})
     model = check(LOOP_DEMO, params={"max_steps": 3, "max_retries": 1}, model=True)
-    assert code.runs[0].explored == "code: harness.loop_binding:LoopDemoAdapter"
+    assert code.runs[0].explored == "code: haltproof.harness.loop_binding:LoopDemoAdapter"
     assert model.runs[0].explored == "model"
     assert code.runs[0].stats["states"] == model.runs[0].stats["states"]

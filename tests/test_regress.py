@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from explorer.api import check
-from explorer.check import Options, check_spec
-from explorer.regress import assert_fixed, machine_for, still_violated
-from machine.spec import load_spec, shown_path
+from haltproof.explorer.api import check
+from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.regress import assert_fixed, machine_for, still_violated
+from haltproof.machine.spec import load_spec, shown_path
 
 from conftest import LOOP_DEMO, MUTANTS
 
@@ -233,7 +233,7 @@ def test_an_emitted_test_fails_while_its_finding_stands_and_passes_once_fixed(cl
 
 
 CODE = '''\
-from machine.binding import Adapter
+from haltproof.machine.binding import Adapter
 
 
 class Code(Adapter):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LOOP_DEMO
-from explorer.report import shown_path
+from haltproof.explorer.report import shown_path
 
 TESTS = Path(__file__).resolve().parent
 
@@ -238,7 +238,7 @@ def test_a_replay_line_dividing_by_zero_names_its_line(cli, tmp_path):
 
 def _bound_loop_demo(tmp_path: Path, adapter: str) -> Path:
     text = LOOP_DEMO.read_text()
-    shipped = "bind: harness.loop_binding:LoopDemoAdapter"
+    shipped = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
     assert text.count(shipped) == 1
     return _write(tmp_path, f"{adapter.lower()}.yaml", text.replace(shipped, f"bind: broken_decides:{adapter}"))
 

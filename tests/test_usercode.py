@@ -1,4 +1,4 @@
-"""machine.usercode: the user's code under the check's deadline, and nothing else.
+"""haltproof.machine.usercode: the user's code under the check's deadline, and nothing else.
 
 The stuck adapters and models of tests/stuck_code.py are checked end to end in
 test_binding.py and test_pymodel.py (in subprocesses); these are the mechanism's own
@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from machine import usercode
-from machine.usercode import OutOfTime
+from haltproof.machine import usercode
+from haltproof.machine.usercode import OutOfTime
 
 
 def test_without_a_deadline_user_code_is_a_plain_call():

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from machine.errors import SpecError
-from machine.spec import parse_spec
-from machine import yamlpos
-from machine.yamlpos import YList, YMap, YStr, load_yaml
+from haltproof.machine.errors import SpecError
+from haltproof.machine.spec import parse_spec
+from haltproof.machine import yamlpos
+from haltproof.machine.yamlpos import YList, YMap, YStr, load_yaml
 
 F = "f.yaml"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from machine.binding import Adapter
+from haltproof.machine.binding import Adapter
 
 
 class Honest(Adapter):

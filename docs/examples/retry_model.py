@@ -1,6 +1,6 @@
 """The retry loop of docs/examples/retry_loop.yaml, declared in plain Python."""
 
-from machine.pymodel import Model, action, always, reachable, step_invariant, terminates_within
+from haltproof.machine.pymodel import Model, action, always, reachable, step_invariant, terminates_within
 
 
 class RetryLoop(Model):

@@ -9,7 +9,7 @@ counted and stopped by the executor; real tools on SQLite; three real policies.
 - policies.py     DeterministicPolicy, LocalJSONPolicy, HTTPJSONPolicy
 - policy_server.py  a real HTTP policy service on loopback (contract tests, `serve`)
 - binding.py      the adapter that binds specs/budget_runner.yaml to this code
-- cli.py          python -m harness.budget run | resume | serve
+- cli.py          python -m haltproof.harness.budget run | resume | serve
 """
 
 from .gate import GATE, Facts, Gate, authorize, check_budget, facts_of, finalize, validate_action

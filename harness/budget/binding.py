@@ -1,7 +1,7 @@
 """The adapter between specs/budget_runner.yaml and the runner's pure code.
 
 The explorer calls `step` for every reachable abstract state and every choice; `step`
-runs harness.budget.transitions (consult -> validate_action / authorize / check_budget /
+runs haltproof.harness.budget.transitions (consult -> validate_action / authorize / check_budget /
 finalize, begin_attempt, record_attempt, recover) - the very functions the SQLite runner
 calls - on a concrete run state. The environment around that code is played here:
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from machine.binding import Adapter
+from haltproof.machine.binding import Adapter
 
 from . import transitions as T
 from .gate import GATE, TOOLS, Gate, facts_of
@@ -273,7 +273,7 @@ MOVES = ("search", "document", "stock", "reserve", "misdirected", "unknown_tool"
 
 
 class BudgetRunnerAdapter(Adapter):
-    """Runs harness.budget.transitions for each transition of specs/budget_runner.yaml.
+    """Runs haltproof.harness.budget.transitions for each transition of specs/budget_runner.yaml.
 
     Subclasses (tests/broken_runners.py) swap `gate` or one of the transition functions
     to put a mutant of the runner under the same proof."""

@@ -1,11 +1,11 @@
-"""`python -m harness.budget`: run a task with a chosen policy, K and R; print the steps.
+"""`python -m haltproof.harness.budget`: run a task with a chosen policy, K and R; print the steps.
 
-    python -m harness.budget run -K 4 -R 2                       # worked example 1
-    python -m harness.budget run -K 2                            # budget_exhausted
-    python -m harness.budget run --policy local --actions finish_first.json   # worked example 2
-    python -m harness.budget run --policy http --url http://127.0.0.1:8765/
-    python -m harness.budget run --db shop.sqlite --run-id r1 ... ; python -m harness.budget resume --db shop.sqlite --run-id r1
-    python -m harness.budget serve --port 8765                  # the default rules over HTTP, on 127.0.0.1
+    python -m haltproof.harness.budget run -K 4 -R 2                       # worked example 1
+    python -m haltproof.harness.budget run -K 2                            # budget_exhausted
+    python -m haltproof.harness.budget run --policy local --actions finish_first.json   # worked example 2
+    python -m haltproof.harness.budget run --policy http --url http://127.0.0.1:8765/
+    python -m haltproof.harness.budget run --db shop.sqlite --run-id r1 ... ; python -m haltproof.harness.budget resume --db shop.sqlite --run-id r1
+    python -m haltproof.harness.budget serve --port 8765                  # the default rules over HTTP, on 127.0.0.1
 
 Exit codes: 0 the run finished (reserved or info); 1 it ended in another terminal
 (policy_error, budget_exhausted, abstained, error) - the outcome is printed either way;
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from machine import strict_json
+from haltproof.machine import strict_json
 
 from . import transitions as T
 from .gate import Stop, validate_action
@@ -54,7 +54,7 @@ def _timeout(text: str) -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m harness.budget",
+    ap = _Parser(prog="python -m haltproof.harness.budget",
                  description="The budgeted policy runner (seed S2): real policies, real tools on SQLite.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 

@@ -1,7 +1,7 @@
 """Three real policies. Each turns the observable view (a deep copy) into ONE action proposal.
 
 A policy only proposes: it never sees the database, the tools or the run state itself,
-and whatever it returns goes through the same gate (harness.budget.gate) - a file or an
+and whatever it returns goes through the same gate (haltproof.harness.budget.gate) - a file or an
 HTTP answer is re-validated exactly like the built-in rules.
 
 - DeterministicPolicy: the fixed camera chain, from the structured task and the
@@ -36,8 +36,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from machine import strict_json
-from machine.inputs import TooLarge, read_bounded
+from haltproof.machine import strict_json
+from haltproof.machine.inputs import TooLarge, read_bounded
 
 from .gate import facts_of
 from .transitions import json_copy

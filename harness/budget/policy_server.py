@@ -20,7 +20,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Callable
 
-from machine import strict_json
+from haltproof.machine import strict_json
 
 from .policies import PROTOCOL, DeterministicPolicy
 

@@ -4,7 +4,7 @@
     run = runner.start({"goal": "reserve", "query": "camera", "quantity": 1}, K=4, R=2)
     run = runner.resume("run-1")            # after the process died at any point
 
-The loop only composes the pure transitions of harness.budget.transitions (the code
+The loop only composes the pure transitions of haltproof.harness.budget.transitions (the code
 specs/budget_runner.yaml is checked against) with I/O, saving the state after each:
 
     nothing pending   -> consult: the policy sees a deep copy of the view; the gate

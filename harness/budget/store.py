@@ -15,7 +15,7 @@ import json
 import sqlite3
 from typing import Any
 
-from machine import strict_json
+from haltproof.machine import strict_json
 
 from .tools import transaction
 

@@ -1,4 +1,4 @@
-"""Named tasks for the demo shop (harness.budget.tools.SEED_ITEMS)."""
+"""Named tasks for the demo shop (haltproof.harness.budget.tools.SEED_ITEMS)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ A run state is JSON-shaped data (it is what the SQLite store persists):
 prepared (a LocalJSONPolicy reads its list at this index); `pending` is the tool action
 being attempted, kept across failed attempts so a retry never asks the policy again;
 `started` marks an attempt that was counted (c + 1 persisted) and whose result is not
-recorded yet. The runner (harness.budget.runner) persists the state after every
-transition below; the adapter (harness.budget.binding) runs the same functions on
+recorded yet. The runner (haltproof.harness.budget.runner) persists the state after every
+transition below; the adapter (haltproof.harness.budget.binding) runs the same functions on
 every state of specs/budget_runner.yaml.
 
 Each transition returns the name of the rule that decided it (the spec's rule names).
