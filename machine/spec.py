@@ -194,7 +194,11 @@ def load_spec(path: str | Path) -> Spec:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError([Problem(shown, None, "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes().count(b"\n", 0, exc.start) + 1
+        raise SpecError([Problem(shown, line, f"not UTF-8 text: byte {exc.object[exc.start]:#04x} "
+                                              f"cannot be decoded ({exc.reason})")]) from None
+    except OSError as exc:
         raise SpecError([Problem(shown, None, f"cannot read the file: {exc}")]) from None
     return parse_spec(text, shown)
 
@@ -243,6 +247,13 @@ class _Loader:
             raise self.at(line).error(f"{what} must be a plain identifier", name)
         if name in RESERVED:
             raise self.at(line).error(f"{what} uses a reserved name", name)
+
+    def plain(self, value: Any, line: int, what: str) -> Any:
+        """A plain value (an integer, true/false or a string), not a list, mapping or null."""
+        if value is None or isinstance(value, (YMap, YList)):
+            raise self.at(line).error(f"{what} must be an integer, true/false or a string",
+                                      "null" if value is None else _short(value))
+        return value
 
     def integer(self, value: Any, line: int, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -468,6 +479,8 @@ class _Loader:
             return self.record_set(name, raw, line)
         if any(isinstance(r, (YMap, YList)) for r in raw):
             raise self.at(line).error(f"choice {name} mixes records and plain values")
+        for i, v in enumerate(raw):
+            self.plain(v, raw.line_of(i), f"a value of choice {name}")
         kinds = {type(E.type_of_value(v)) for v in raw}
         if len(kinds) != 1:
             raise self.at(line).error(f"choice {name} mixes values of different types")
@@ -724,6 +737,7 @@ class _Loader:
             raise self.at(m.line_of("values")).error("terminal values must be a non-empty list")
         out = []
         for i, v in enumerate(vals):
+            v = self.plain(v, vals.line_of(i), "a terminal value")
             t = E.type_of_value(str(v) if isinstance(v, str) else v)
             if not E.compatible(label.type, t):
                 raise self.at(vals.line_of(i)).error(
@@ -794,7 +808,7 @@ class _Loader:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
         known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | {"bound_code"}
         for i, n in enumerate(names):
-            if n not in known:
+            if not isinstance(n, str) or n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)
         return [str(n) for n in names]
 
@@ -869,7 +883,7 @@ class _Loader:
             st = self.mapping(st, sl, "a scenario step")
             self.keys(st, "a scenario step", {"action", "choices"}, {"action"})
             act = st["action"]
-            if act not in self.action_choices:
+            if not isinstance(act, str) or act not in self.action_choices:
                 raise self.at(sl).error("not an action of this machine", act)
             chs = dict(self.action_choices[act])
             given = self.mapping(st.get("choices", YMap()), st.line_of("choices"), "choices")

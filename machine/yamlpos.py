@@ -65,6 +65,9 @@ def load_yaml(text: str, file: str) -> Any:
         context = getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
         msg = getattr(exc, "problem", None) or str(exc)
+        if isinstance(exc, yaml.reader.ReaderError):      # a character YAML refuses: no mark, a position
+            line = text.count("\n", 0, exc.position) + 1
+            msg = f"unacceptable character #x{exc.character:04x}: {exc.reason}"
         opened = str(getattr(exc, "context", "") or "")
         if (context is not None and mark is not None and context.line < mark.line
                 and opened.startswith(("while parsing a flow", "while scanning a quoted"))):
@@ -116,6 +119,9 @@ def _build(node: yaml.Node, file: str, constructor: yaml.SafeLoader, source: lis
         value = constructor.construct_object(node, deep=True)
     except yaml.YAMLError as exc:
         raise SpecError([Problem(file, line, f"bad YAML value: {exc}")]) from None
+    except ValueError:       # Python refuses to convert an integer of more than 4300 digits
+        raise SpecError([Problem(file, line, f"bad YAML value: an integer of {len(node.value)} "
+                                             "characters is too long")]) from None
     if isinstance(value, str):
         s = YStr(value)
         s.line = line
