@@ -248,7 +248,7 @@ def _stage_ctx(base: Ctx, choices: list[Choice]) -> Ctx:
     return ctx
 
 
-def _value(draw, v: Var, ctx: Ctx, allow: frozenset) -> Any:
+def _value(draw, v: Var, ctx: Ctx) -> Any:
     """A new value for var v: mostly one that stays in its domain, sometimes any."""
     if v.kind == "bool":
         return draw(st.sampled_from([True, False, f"not {v.name}", "PRED"])) if ctx else True
@@ -265,21 +265,21 @@ def _value(draw, v: Var, ctx: Ctx, allow: frozenset) -> Any:
     return draw(st.sampled_from(safe if draw(st.integers(0, 7)) else risky))
 
 
-def _set_stage(draw, vars_: list[Var], ctx: Ctx, allow: frozenset) -> dict:
+def _set_stage(draw, vars_: list[Var], ctx: Ctx) -> dict:
     targets = draw(st.lists(st.sampled_from(vars_), min_size=1, max_size=min(3, len(vars_)), unique_by=lambda v: v.name))
     out = {}
     for v in targets:
         if v.name == "g":
             out["g"] = draw(st.sampled_from(["(g + 1) % 3", "0", "2", "min(g + 1, 2)"]))
             continue
-        value = _value(draw, v, ctx, allow)
+        value = _value(draw, v, ctx)
         if value == "PRED":
             value = draw(bool_expr(ctx, 1))
         out[v.name] = value
     return out
 
 
-def _decide(draw, vars_: list[Var], ctx: Ctx, names: list[str], allow: frozenset, params: dict) -> dict:
+def _decide(draw, vars_: list[Var], ctx: Ctx, names: list[str], allow: frozenset) -> dict:
     v = draw(st.sampled_from([v for v in vars_ if v.name != "g"] or vars_))
     rules = []
     n = draw(st.integers(1, 4))
@@ -295,7 +295,7 @@ def _decide(draw, vars_: list[Var], ctx: Ctx, names: list[str], allow: frozenset
             elif draw(st.booleans()):
                 rule["then"] = draw(st.integers(v.lo, v.hi_min))
             else:
-                rule["then"] = _value(draw, v, ctx, allow)
+                rule["then"] = _value(draw, v, ctx)
                 literal = str(rule["then"]).lstrip("-")
                 if literal.isdigit() and not v.lo <= int(rule["then"]) <= v.hi_min:
                     rule["then"] = v.lo       # an int literal outside the domain: decide_const_domain
@@ -389,10 +389,10 @@ def specs(draw, params: bool = True, allow: frozenset = frozenset()) -> RandomSp
         if choices:
             body["choose"] = {c.name: c.raw for c in choices}
         ctx = _stage_ctx(state, choices)
-        stages: list[dict] = [{"set": _set_stage(draw, vars_, ctx, allow)}
+        stages: list[dict] = [{"set": _set_stage(draw, vars_, ctx)}
                               for _ in range(draw(st.integers(1, 2)))]
         if draw(st.booleans()):
-            stages.insert(draw(st.integers(0, len(stages))), _decide(draw, vars_, ctx, rule_names, allow, p))
+            stages.insert(draw(st.integers(0, len(stages))), _decide(draw, vars_, ctx, rule_names, allow))
         body["do"] = stages
         actions_doc[name] = body
         actions.append((name, choices))
@@ -402,7 +402,7 @@ def specs(draw, params: bool = True, allow: frozenset = frozenset()) -> RandomSp
         others = [w for w in vars_ if w.name != v.name]
         if others and draw(st.booleans()):
             w = draw(st.sampled_from(others))
-            body["do"][0]["set"].update(_set_stage(draw, [w], state, allow))
+            body["do"][0]["set"].update(_set_stage(draw, [w], state))
         name = f"a{len(actions)}"
         actions_doc[name] = body
         actions.append((name, []))

@@ -60,6 +60,7 @@ class RefProperty:
     loop_start: int | None = None       # lassos: the state the cycle returns to
     trace_kind: str | None = None       # path | lasso
     longest: int | None = None          # terminates_within: the longest (counted) run
+    lengths: set[int] | None = None     # well_defined: the trace lengths of the errors BFS meets first
 
 
 @dataclass
@@ -362,17 +363,18 @@ def explore(m: Machine) -> RefRun:
     weighted += [(n, "count" if "count" in ms else "sum", ms.get("count", ms.get("sum"))) for n, ms in spec.measures]
 
     first_bad: dict[str, int] = {}          # property -> shortest counterexample length
-    errors: list[int] = []                  # well_defined: lengths of the traces to each error
+    # well_defined: per error, (the depth of the state BFS was expanding when it met the
+    # error, the length of the trace that shows it); a state's own properties are checked
+    # when the state is found, so from its parent (-1: an initial state)
+    errors: list[tuple[int, int]] = []
     domain_fail: list[int] = []
     reached: dict[str, int] = {}
     failed_props: set[str] = set()          # properties whose expression failed somewhere
     edges: list[list[tuple[int, dict]]] = []
     errored: list[bool] = []
     terminal: list[bool] = []
-    unknown_terminal: list[bool] = []
     outcomes: list[dict] = [dict() for _ in indeps]
     indep_bad: set[str] = set()
-    weights: dict[str, list[list[int]]] = {n: [] for n, _, _ in weighted}
     weight_failed: dict[str, int] = {}      # measure or count -> shortest trace to a failure
     rules: dict[str, int] = {}
     for _, a in spec.actions:
@@ -394,14 +396,14 @@ def explore(m: Machine) -> RefRun:
                 if not m.eval(e, env):
                     bad(name, depth[j])
             except EvalFailure:
-                errors.append(depth[j])
+                errors.append((depth[j] - 1, depth[j]))
                 failed_props.add(name)
         for name, e in reachables:
             try:
                 if m.eval(e, env) and name not in reached:
                     reached[name] = depth[j]
             except EvalFailure:
-                errors.append(depth[j])
+                errors.append((depth[j] - 1, depth[j]))
                 failed_props.add(name)
 
     def same(k: int, key: tuple, outcome: Any) -> None:
@@ -417,14 +419,12 @@ def explore(m: Machine) -> RefRun:
         d = depth[i]
         edges.append([])
         errored.append(False)
-        unknown_terminal.append(False)
         try:
             term = m.is_terminal(s)
         except EvalFailure:
             m.defects.add("terminal_error")
-            errors.append(d)
+            errors.append((d, d))
             errored[i] = True
-            unknown_terminal[i] = True
             terminal.append(False)
             i += 1
             continue
@@ -440,13 +440,13 @@ def explore(m: Machine) -> RefRun:
             continue
         for tr in m.transitions(s):
             if "guard_error" in tr:
-                errors.append(d)
+                errors.append((d, d))
                 errored[i] = True
                 continue
             for k in range(len(indeps)):
                 same(k, (kept[k], tr["ai"]), True)
             if "error" in tr:
-                errors.append(d)
+                errors.append((d, d))
                 errored[i] = True
                 continue
             t = tr["succ"]
@@ -469,13 +469,13 @@ def explore(m: Machine) -> RefRun:
                     if not m.eval(e, env):
                         bad(name, d + 1)
                 except EvalFailure:
-                    errors.append(d + 1)
+                    errors.append((d, d + 1))
                     failed_props.add(name)
             for name, e, bound in variants:
                 try:
                     before, after = m.eval(e, m.state_env(s)), m.eval(e, m.state_env(t))
                 except EvalFailure:
-                    errors.append(d + 1)
+                    errors.append((d, d + 1))
                     failed_props.add(name)
                     continue
                 if not before < after <= bound:
@@ -500,7 +500,7 @@ def explore(m: Machine) -> RefRun:
 
     if weight_failed:
         m.defects.add("measure_error")
-        errors.append(min(weight_failed.values()))
+        errors.append((min(weight_failed.values()) - 1, min(weight_failed.values())))
     masked = failed_props & (set(first_bad) | set(reached))
     if masked:
         m.defects.add("masked_error")
@@ -510,7 +510,9 @@ def explore(m: Machine) -> RefRun:
     out: dict[str, RefProperty] = {}
     out["domains"] = (RefProperty("domains", "builtin", "violated", min(domain_fail)) if domain_fail
                       else RefProperty("domains", "builtin", "unknown" if why else "holds"))
-    out["well_defined"] = (RefProperty("well_defined", "builtin", "violated", min(errors)) if errors
+    first = min((at for at, _ in errors), default=None)
+    out["well_defined"] = (RefProperty("well_defined", "builtin", "violated", min(n for _, n in errors),
+                                       lengths={n for at, n in errors if at == first}) if errors
                            else RefProperty("well_defined", "builtin", "unknown" if why else "holds"))
     n = len(states)
     deadlock = next((k for k in range(n) if not terminal[k] and not edges[k] and not errored[k]), None)

@@ -180,7 +180,7 @@ def expressions(draw, depth: int = 6) -> str:
         # (issue 11, "deep nesting RecursionError"), so the draws stay well below it.
         k = draw(st.integers(1, 40))
         return draw(st.sampled_from(["(" * k + a + ")" * k, "-" * k + a, "not " * k + a,
-                                     f"abs(" * k + a + ")" * k]))
+                                     "abs(" * k + a + ")" * k]))
     if form == "yield":
         return f"(yield {a})"
     if form == "await":
