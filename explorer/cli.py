@@ -206,6 +206,23 @@ def _main(argv: Sequence[str] | None) -> int:
         return command(args)
 
 
+def _check_report_files(args: argparse.Namespace) -> None:
+    """Every --json/--junit/--sarif/--html FILE can be written, before anything is explored: a
+    long check must not end in exit 2 for a typo in a folder name (nothing is created here)."""
+    for name in FILE_FORMATS:
+        target = getattr(args, f"{name}_file")
+        if not target:
+            continue
+        path = Path(target)
+        folder = path.parent if str(path.parent) else Path(".")
+        why = ("is a directory" if path.is_dir()
+               else f"no such directory: {folder}" if not folder.is_dir()
+               else "permission denied" if not os.access(path if path.exists() else folder, os.W_OK)
+               else None)
+        if why:
+            raise UsageError(f"--{name} {target}: cannot write the report: {why}")
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
@@ -215,6 +232,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         recorded = baseline.load(args.baseline) if args.baseline else None
     except baseline.BaselineError as exc:
         raise UsageError(str(exc)) from None
+    _check_report_files(args)
     if args.trace_format == "itf" and args.format != "json" and not getattr(args, "json_file", None):
         raise UsageError("--trace-format itf changes the traces of the JSON report only: "
                          "add --format json or --json FILE")

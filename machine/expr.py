@@ -353,7 +353,9 @@ class _Checker:
                     et, epy = self.visit(elt)
                     is_param = (isinstance(elt, ast.Name) and elt.id in self.scope.names
                                 and self.scope.names[elt.id].what == "param")
-                    if not (isinstance(epy, ast.Constant) or is_param):
+                    signed = (isinstance(epy, ast.UnaryOp) and isinstance(epy.op, (ast.USub, ast.UAdd))
+                              and isinstance(epy.operand, ast.Constant))     # -1 is a literal too
+                    if not (isinstance(epy, ast.Constant) or signed or is_param):
                         raise self.fail(elt, "the tuple after 'in' may hold only literals and params")
                     if not compatible(left_t, et):
                         raise self.fail(elt, f"can never equal the left side ({left_t}); this is {et}")

@@ -252,7 +252,9 @@ def load_spec(path: str | Path) -> Spec:
                                              else f"cannot read the file: {exc}")
         raise SpecError([Problem(shown, None, why)]) from None
     except UnicodeDecodeError as exc:
-        raise SpecError([Problem(shown, None, f"cannot read the file: {exc}")]) from None
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise SpecError([Problem(shown, line, f"not UTF-8 text: byte {exc.object[exc.start]:#04x} "
+                                              f"cannot be decoded ({exc.reason})")]) from None
     return parse_spec(text, shown)
 
 
@@ -312,6 +314,13 @@ class _Loader:
             raise self.at(line).error(f"{what} must be a plain identifier", name)
         if name in RESERVED:
             raise self.at(line).error(f"{what} uses a reserved name", name)
+
+    def plain(self, value: Any, line: int, what: str) -> Any:
+        """A plain value (an integer, true/false or a string), not a list, mapping or null."""
+        if value is None or isinstance(value, (YMap, YList)):
+            raise self.at(line).error(f"{what} must be an integer, true/false or a string",
+                                      "null" if value is None else _short(value))
+        return value
 
     def integer(self, value: Any, line: int, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -537,6 +546,8 @@ class _Loader:
             return self.record_set(name, raw, line)
         if any(isinstance(r, (YMap, YList)) for r in raw):
             raise self.at(line).error(f"choice {name} mixes records and plain values")
+        for i, v in enumerate(raw):
+            self.plain(v, raw.line_of(i), f"a value of choice {name}")
         kinds = {type(E.type_of_value(v)) for v in raw}
         if len(kinds) != 1:
             raise self.at(line).error(f"choice {name} mixes values of different types")
@@ -793,6 +804,7 @@ class _Loader:
             raise self.at(m.line_of("values")).error("terminal values must be a non-empty list")
         out = []
         for i, v in enumerate(vals):
+            v = self.plain(v, vals.line_of(i), "a terminal value")
             t = E.type_of_value(str(v) if isinstance(v, str) else v)
             if not E.compatible(label.type, t):
                 raise self.at(vals.line_of(i)).error(
@@ -867,7 +879,7 @@ class _Loader:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
         known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | {"bound_code"}
         for i, n in enumerate(names):
-            if n not in known:
+            if not isinstance(n, str) or n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)
         return [str(n) for n in names]
 
@@ -942,7 +954,7 @@ class _Loader:
             st = self.mapping(st, sl, "a scenario step")
             self.keys(st, "a scenario step", {"action", "choices"}, {"action"})
             act = st["action"]
-            if act not in self.action_choices:
+            if not isinstance(act, str) or act not in self.action_choices:
                 raise self.at(sl).error("not an action of this machine", act)
             chs = dict(self.action_choices[act])
             given = self.mapping(st.get("choices", YMap()), st.line_of("choices"), "choices")

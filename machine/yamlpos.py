@@ -63,14 +63,18 @@ ALIAS_BUDGET = 100_000      # what aliases may add: 1 per node plus the length o
 
 def load_yaml(text: str, file: str) -> Any:
     """Parse one YAML document into YMap/YList/scalars with line numbers."""
-    loader = _Composer(text, file)
+    loader = None
     try:
+        loader = _Composer(text, file)      # its reader refuses control characters right here
         node = loader.get_single_node()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         context = getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
         msg = getattr(exc, "problem", None) or str(exc)
+        if isinstance(exc, yaml.reader.ReaderError):      # a character YAML refuses: no mark, a position
+            line = text.count("\n", 0, exc.position) + 1
+            msg = f"unacceptable character #x{exc.character:04x}: {exc.reason}"
         opened = str(getattr(exc, "context", "") or "")
         if (context is not None and mark is not None and context.line < mark.line
                 and opened.startswith(("while parsing a flow", "while scanning a quoted"))):
@@ -80,7 +84,8 @@ def load_yaml(text: str, file: str) -> Any:
             line = context.line + 1
         raise SpecError([Problem(file, line, f"not valid YAML: {msg}")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if node is None:
         raise SpecError([Problem(file, 1, "the file is empty")])
     return _Builder(file, text.splitlines()).build(node, 0)
@@ -211,6 +216,9 @@ class _Builder:
             value = self.constructor.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise self.fail(line, f"bad YAML value: {exc}") from None
+        except ValueError:       # Python refuses to convert an integer of more than 4300 digits
+            raise self.fail(line, f"bad YAML value: an integer of {len(node.value)} characters "
+                                  "is too long") from None
         if isinstance(value, str):
             s = YStr(value)
             s.line = line

@@ -399,3 +399,19 @@ def test_no_run_at_all_proves_nothing():
     """`overall([])` said "proved" (exit 0) for a gate that checked nothing."""
     from haltproof.explorer.report import overall
     assert overall([]) == ("incomplete", 3)
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--sarif", "--html"])
+def test_an_unwritable_report_file_is_refused_before_anything_is_explored(cli, tmp_path, monkeypatch, option):
+    """The fuzz found `--json /missing/dir/x.json` reported only after the whole exploration."""
+    def explore(*args, **kwargs):
+        raise AssertionError("explored although the report file cannot be written")
+    monkeypatch.setattr("haltproof.explorer.check.explore", explore)
+    missing = tmp_path / "missing" / "report.out"
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", option, missing)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {option} {missing}: cannot write the report: no such directory: "
+                       f"{missing.parent}\n")
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", option, tmp_path)
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {option} {tmp_path}: cannot write the report: "
+                                                   "is a directory\n")
