@@ -39,7 +39,7 @@ def find_deadlock(ex: Exploration) -> int | None:
     return int(found[0]) if len(found) else None
 
 
-class Peeled(list):
+class Peeled(list[Any]):
     """A topological order found level by level (the vector form): `levels[k]` holds the
     states whose longest path from a source of the graph has k edges."""
 

@@ -124,7 +124,7 @@ def _single_choice(ex: Exploration, k: int) -> bool:
     return len(act.choice_names) == 1 and len(act.combos) >= 2
 
 
-def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int, list]]:
+def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int, list[Any]]]:
     """Per action and choice combo, its transitions as (source, successor, rule), in one
     pass over the edges (the engine may recompute what each edge is, source by source).
     Empty where the engine counted the choice groups while it swept."""
@@ -139,7 +139,7 @@ def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int,
     return out
 
 
-def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list]]) -> list[Notice]:
+def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list[Any]]]) -> list[Notice]:
     """Values of a single-choice action that never make a difference: in every state where
     the action runs, they lead to the same successor and rule as another value."""
     m = ex.machine
