@@ -23,7 +23,7 @@ import time
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
 from haltproof.machine.usercode import OutOfTime
@@ -88,23 +88,28 @@ class _Recomputed:
             yield self[i]
 
 
+# A per-state or per-edge column: array("q"/"i") or bytearray on this engine, a numpy array on the
+# vector engine (explorer/vengine.py). Both are read alike (len, indexing, slices), so it is Any.
+Column: TypeAlias = Any
+
+
 @dataclass
 class Exploration:
     machine: Machine
     states: list[tuple] = field(default_factory=list)
     index: dict = field(default_factory=dict)
-    parent: array = field(default_factory=lambda: array("q"))
-    via_action: array = field(default_factory=lambda: array("i"))
-    via_combo: array = field(default_factory=lambda: array("q"))
+    parent: Column = field(default_factory=lambda: array("q"))
+    via_action: Column = field(default_factory=lambda: array("i"))
+    via_combo: Column = field(default_factory=lambda: array("q"))
     via_rule: list = field(default_factory=list)
-    depth: array = field(default_factory=lambda: array("i"))         # never decreases along the states
-    edge_start: array = field(default_factory=lambda: array("q"))    # len = expanded + 1
-    e_dst: array = field(default_factory=lambda: array("q"))
-    e_action: array = field(default_factory=lambda: array("i"))
-    e_combo: array = field(default_factory=lambda: array("q"))
+    depth: Column = field(default_factory=lambda: array("i"))         # never decreases along the states
+    edge_start: Column = field(default_factory=lambda: array("q"))    # len = expanded + 1
+    e_dst: Column = field(default_factory=lambda: array("q"))
+    e_action: Column = field(default_factory=lambda: array("i"))
+    e_combo: Column = field(default_factory=lambda: array("q"))
     e_rule: list = field(default_factory=list)
-    terminal: bytearray = field(default_factory=bytearray)
-    errored: bytearray = field(default_factory=bytearray)             # some transition of it failed to evaluate
+    terminal: Column = field(default_factory=bytearray)
+    errored: Column = field(default_factory=bytearray)             # some transition of it failed to evaluate
     terminal_unknown: int | None = None   # the first state whose terminal predicate failed (not expanded)
     expanded: int = 0
     transitions: int = 0

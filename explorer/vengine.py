@@ -56,6 +56,12 @@ class VExploration(Exploration):
     the scalar step functions when a trace asks for them (engine.Exploration.attach_lazy)."""
 
     first_stuck: int | None = None   # the first expanded state with no way on (found while sweeping)
+    # set by _explore (annotations only: VExploration is not itself a dataclass)
+    codes: np.ndarray                # each state's code, in BFS order
+    levels: list[tuple[int, int]]    # per BFS level: its first and one-past-last state
+    weights: dict[str, np.ndarray]   # per measure: each edge's weight
+    precomputed: dict[str, Any]      # per-action facts the vacuity analyses read
+    vm: VMachine
 
     @property
     def max_depth(self) -> int:
@@ -135,7 +141,7 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
     While every edge leads one level deeper, the termination analyses need no stored
     edges, so past KEEP_EDGES_BELOW transitions they are dropped; if a later edge breaks
     that, the exploration starts again keeping them (weighted measures keep them always)."""
-    bounds = dict(max_states=max_states, timeout=timeout, max_memory=max_memory, properties=properties,
+    bounds: dict[str, Any] = dict(max_states=max_states, timeout=timeout, max_memory=max_memory, properties=properties,
                   progress=progress)
     try:
         return _explore(vm, keep_edges=bool(vm.edge_weights), **bounds)
@@ -199,14 +205,19 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     levels = [init_codes]
     parents = [np.full(len(init_codes), -1, dtype=np.int32)]
     if hashed:
+        assert visited is not None
         visited.add_new(init_codes, 0)
     else:
+        assert index_of is not None
         index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
     offsets = [0, len(init_codes)]
     S = vm.decode(init_codes)                  # the frontier's vars, decoded once per state
     check_states(S, 0)
     nkeys = sum(len(a.combos) for a in vm.actions)
-    e_dst, e_counts, terminal_flags, errored_flags = [], [], [], []
+    e_dst: list[np.ndarray] = []
+    e_counts: list[np.ndarray] = []
+    terminal_flags: list[np.ndarray] = []
+    errored_flags: list[np.ndarray] = []
     transitions = 0
     forward = True
     dropped = False
@@ -340,11 +351,13 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
             ranks = dst = None
             if hashed:              # the hash index numbers new codes in edge order itself
                 src_o, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+                assert visited is not None
                 added = visited.add_new(succ_o, total)
                 new_codes, new_parents = succ_o[added.first], src_o[added.first]
                 dst = added.index
                 level_forward = bool((dst >= total).all())
             else:
+                assert index_of is not None
                 new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
                 level_forward = all(b.forward for b in blocks)
             forward = forward and level_forward      # every edge leads one level deeper
@@ -361,6 +374,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
             if not dropped:
                 if dst is None:
                     _, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
+                    assert index_of is not None
                     dst = index_of[succ_o]
                 e_dst.append(dst)
             transitions += nedges
@@ -374,7 +388,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     except MemoryError:
         # a bound, not a bug: drop this level's big arrays first, so there is room to
         # report, and leave the exploration as if it had stopped before the level
-        blocks = projected = S = L = G = T = codes = new_codes = dst = None
+        blocks = projected = S = L = G = T = codes = new_codes = dst = None  # type: ignore[assignment]  # freed
         if mark is None:
             raise
         transitions, forward = mark.undo(ex, levels, parents, offsets, e_dst, e_counts, terminal_flags,
@@ -386,7 +400,7 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
     ex.expanded = offsets[-2] if stopped is None else base
     del index_of, visited
     ex.codes = _flat(levels, code_t)           # each list is joined and dropped in turn, so
-    ex.states = LazyStates(vm, ex.codes)       # the peak holds one array twice, not all of them
+    ex.states = LazyStates(vm, ex.codes)  # type: ignore[assignment]  # a read-only list of states, decoded on demand
     ex.parent = _flat(parents, np.int32)
     ex.depth = LevelDepth(offsets)
     ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
@@ -411,9 +425,9 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
                       "cond_true": cond_true, "shadowed_by": shadowed_by,
                       "choice_groups": {a: _groups(sigs) for a, sigs in choice_sig.items()}}
     for name, _ in indep:
-        finding = _first_disagreement(vm, events[name])
-        if finding is not None:
-            ex.findings.setdefault(name, finding)
+        disagreement = _first_disagreement(vm, events[name])
+        if disagreement is not None:
+            ex.findings.setdefault(name, disagreement)
     ex.transitions = transitions
     ex.stopped_by = stopped
     ex.complete = stopped is None
@@ -651,7 +665,8 @@ def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, con
         size = len(pos)
         counts = fired.setdefault(ai, {})
         act = vm.actions[ai]
-        rules = vm.machine.spec.actions[ai].decide.rules if act.conds is not None else []
+        decide = vm.machine.spec.actions[ai].decide
+        rules = decide.rules if act.conds is not None and decide is not None else []    # conds: it decides
         for r in rules:                                # a few compares beat one bincount
             hits = int(np.count_nonzero(rule == vm.gid[r.name]))
             if hits:

@@ -31,6 +31,7 @@ from . import usercode
 from .compiled import CompiledAction, EvalError, Machine
 from .errors import Problem, SpecError
 from .usercode import OutOfTime, running
+from .spec import present
 
 
 class Adapter:
@@ -202,14 +203,21 @@ def _value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
     out: list[Callable[[Any], bool]] = []
     for v, b in zip(m.spec.vars, m.bounds):
         if v.kind == "int":
-            lo, hi = b
-            out.append(lambda x, lo=lo, hi=hi: type(x) is int and lo <= x <= hi)
+            lo, hi = present(b)
+            out.append(_int_within(lo, hi))
         elif v.kind == "bool":
             out.append(lambda x: type(x) is bool)
         else:
-            values = frozenset(v.values)
-            out.append(lambda x, values=values: type(x) is str and x in values)
+            out.append(_str_among(frozenset(v.values)))
     return out
+
+
+def _int_within(lo: int, hi: int) -> Callable[[Any], bool]:
+    return lambda x: type(x) is int and lo <= x <= hi
+
+
+def _str_among(values: frozenset[str]) -> Callable[[Any], bool]:
+    return lambda x: type(x) is str and x in values
 
 
 def _show(result: tuple[dict[str, Any], Any]) -> str:

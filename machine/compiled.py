@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, shown_path, value_count
+from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
 from .usercode import OutOfTime
 
 MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
@@ -136,7 +136,7 @@ class Machine:
         """The declared domain of var i, as shown in messages."""
         var = self.spec.vars[i]
         if var.kind == "int":
-            return "{}..{}".format(*self.bounds[i])
+            return "{}..{}".format(*present(self.bounds[i]))
         if var.kind == "bool":
             return "true/false"
         return "{" + ", ".join(var.values) + "}"
@@ -183,7 +183,7 @@ class CompiledSpec:
         bounds: list[tuple[int, int] | None] = []
         for v in spec.vars:
             if v.kind == "int":
-                lo, hi = value(v.lo, v.line), value(v.hi, v.line)
+                lo, hi = value(present(v.lo), v.line), value(present(v.hi), v.line)
                 if lo > hi:
                     raise fail(v.line, f"var {v.name} has an empty domain: min {lo} > max {hi}")
                 bounds.append((lo, hi))
@@ -194,9 +194,10 @@ class CompiledSpec:
             opts = []
             for ex in v.init:
                 x = value(ex, v.line)
-                if bounds[i] is not None and not bounds[i][0] <= x <= bounds[i][1]:
+                bound = bounds[i]
+                if bound is not None and not bound[0] <= x <= bound[1]:
                     raise fail(v.line, f"initial value {x} of {v.name} is outside its domain "
-                                       f"{bounds[i][0]}..{bounds[i][1]}")
+                                       f"{bound[0]}..{bound[1]}")
                 opts.append(x)
             if len(set(opts)) != len(opts):
                 raise fail(v.line, f"init of {v.name} lists a value twice")
@@ -257,9 +258,9 @@ class CompiledSpec:
             elif p.kind == "step_invariant":
                 m.step_invariants[p.name] = g[f"prop_{k}"]
             elif p.kind == "variant":
-                m.variants[p.name] = (g[f"prop_{k}"], value(p.bound, p.line))
+                m.variants[p.name] = (g[f"prop_{k}"], value(present(p.bound), p.line))
             elif p.kind == "terminates_within":
-                m.within[p.name] = value(p.bound, p.bound_line or p.line)
+                m.within[p.name] = value(present(p.bound), p.bound_line or p.line)
                 if m.within[p.name] < 0:
                     raise fail(p.bound_line or p.line, negative_bound(p.name, m.within[p.name]))
                 if p.count is not None:
@@ -272,7 +273,7 @@ class CompiledSpec:
         m.all_invariants = ([p.name for p in spec.properties if p.kind == "invariant"], g["all_invariants"])
         for k, (label, ex) in enumerate(spec.replay):
             bare_choice = isinstance(ex.py, ast.Subscript) and isinstance(ex.py.value, ast.Name) \
-                and ex.py.value.id.startswith("c_") and ex.py.slice.value == 0 and ex.text.isidentifier()
+                and ex.py.value.id.startswith("c_") and isinstance(ex.py.slice, ast.Constant) and ex.py.slice.value == 0 and ex.text.isidentifier()
             m.replay_lines.append((label, g[f"replay_{k}"], bare_choice))
         return m
 
@@ -312,7 +313,7 @@ def _count(items: Sequence[tuple]) -> int:
 
 def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequence[tuple]:
     if cs.kind == "range":
-        lo, hi = value(cs.lo, cs.line), value(cs.hi, cs.line)
+        lo, hi = value(present(cs.lo), cs.line), value(present(cs.hi), cs.line)
         return _Items(range(lo, hi + 1))
     return list(cs.items)
 
@@ -413,8 +414,9 @@ def _generate(spec: Spec) -> Source:
         w(f"def is_terminal(s):\n    return {_src(t.when)}\n", t.when.line or t.line)
     else:
         values = ", ".join(repr(v) for v in t.values) + ","
-        w(f"def label(s):\n    return {_src(t.label)}\n", t.label.line or t.line)
-        w(f"def is_terminal(s):\n    return ({_src(t.label)}) in ({values})\n", t.label.line or t.line)
+        label = present(t.label)
+        w(f"def label(s):\n    return {_src(label)}\n", label.line or t.line)
+        w(f"def is_terminal(s):\n    return ({_src(label)}) in ({values})\n", label.line or t.line)
 
     w("def domain_error(s):")
     for i, v in enumerate(spec.vars):
@@ -424,15 +426,15 @@ def _generate(spec: Spec) -> Source:
 
     for k, p in enumerate(spec.properties):
         if p.kind in ("invariant", "reachable", "variant"):
-            w(f"def prop_{k}(s):\n    return {_src(p.expr)}\n", p.expr.line or p.line)
+            w(f"def prop_{k}(s):\n    return {_src(present(p.expr))}\n", present(p.expr).line or p.line)
         elif p.kind == "step_invariant":
-            w(f"def prop_{k}({step_params}):\n    return {_src(p.expr)}\n", p.expr.line or p.line)
+            w(f"def prop_{k}({step_params}):\n    return {_src(present(p.expr))}\n", present(p.expr).line or p.line)
         elif p.kind == "terminates_within" and p.count is not None:
             w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n", p.count.line or p.line)
     invariants = [p for p in spec.properties if p.kind == "invariant"]
     w("def all_invariants(s):")          # one call per state checks them all (the fast path)
     for k, p in enumerate(invariants):
-        w(f"    if not ({_src(p.expr)}):\n        return {k}", p.expr.line or p.line)
+        w(f"    if not ({_src(present(p.expr))}):\n        return {k}", present(p.expr).line or p.line)
     w("    return -1\n")
     for k, (_, ex) in enumerate(spec.replay):
         w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n", ex.line)
@@ -527,7 +529,7 @@ class _Holes(ast.NodeTransformer):
         self.keys.append(key)
         return ast.Name(f"{self.mark}{len(self.keys) - 1}__", ast.Load())
 
-    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         base = node.value
         if isinstance(base, ast.Name) and base.id in ("s", "b", "a") and isinstance(node.slice, ast.Constant):
             return self.hole((base.id, node.slice.value))
@@ -599,7 +601,7 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
         parts = []
         for k, p in checked:
             if p.kind in ("invariant", "reachable"):
-                code = _inline(p.expr, {'s': mapping})
+                code = _inline(present(p.expr), {'s': mapping})
                 parts.append(f"(_f{k} and not ({code}))" if p.kind == "invariant" else f"(_f{k} and ({code}))")
                 parts += watch(k, p, [code])
         if parts:
@@ -612,10 +614,10 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
         parts = []
         for pk, p in checked:
             if p.kind == "step_invariant":
-                code = _inline(p.expr, {'b': V, 'a': mapping}, names)
+                code = _inline(present(p.expr), {'b': V, 'a': mapping}, names)
                 parts += [f"(_f{pk} and not ({code}))", *watch(pk, p, [code], a)]
             elif p.kind == "variant":      # holds when it strictly increases and stays within its bound
-                before, after = _inline(p.expr, {'s': V}), _inline(p.expr, {'s': mapping})
+                before, after = _inline(present(p.expr), {'s': V}), _inline(present(p.expr), {'s': mapping})
                 parts += [f"(_f{pk} and not (({before}) < ({after}) <= _vb{pk}))", *watch(pk, p, [before, after])]
         if parts:
             check(parts, f"_x.check_step(_i, {k}, {ci}, {rule!r}, _t)", depth)
@@ -627,6 +629,7 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
         w(depth + 1, "_bad = True")
         w(depth, "if _bad:")
         w(depth + 1, slow)
+        assert refresh is not None, "parts come from checked properties"
         w(depth + 1, refresh)
 
     def commit(k: int, a: Any, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
@@ -716,7 +719,7 @@ def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
         if t.when is not None:
             w(3, f"_term = {_inline(t.when, {'s': V})}", t.when.line or t.line)
         else:
-            w(3, f"_lab = {_inline(t.label, {'s': V})}", t.label.line or t.line)
+            w(3, f"_lab = {_inline(present(t.label), {'s': V})}", present(t.label).line or t.line)
             w(3, f"_term = _lab in ({', '.join(repr(v) for v in t.values)},)")
         w(2, "except _ERR as _exc:")
         w(3, "_x.terminal_error(_i, _exc)")     # not expanded: where runs end is unknown here

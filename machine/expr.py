@@ -126,7 +126,7 @@ _EXPR_KEYWORDS = {"and", "or", "not", "if", "else", "in", "is", "True", "False",
 
 def literal_expr(value: object, text: str) -> Expr:
     """An Expr for a YAML scalar that is a literal (int, bool, or enum value)."""
-    return Expr(text, type_of_value(value), ast.fix_missing_locations(ast.Constant(value)))
+    return Expr(text, type_of_value(value), ast.fix_missing_locations(ast.Constant(value)))  # type: ignore[arg-type]  # a YAML scalar: int, bool or str
 
 
 def check(text: object, scope: Scope, loc: Located, *, line_offset_block: bool = False,
@@ -210,21 +210,22 @@ class _Locator:
         self.loc = loc
         self.block = block
         self.source = getattr(raw, "source", None)
-        self.start = getattr(raw, "line", loc.line)
-        self.end = getattr(raw, "end_line", loc.line)
+        self.start: int | None = getattr(raw, "line", loc.line)
+        self.end: int | None = getattr(raw, "end_line", loc.line)
         self.literal = block and "\n" in str(raw).strip()
 
     def __call__(self, lineno: int, segment: str | None) -> int | None:
         if self.loc.line is None:
             return None
-        if self.literal or self.source is None or self.end == self.start:
+        start, end = self.start, self.end
+        if self.literal or self.source is None or start is None or end is None or end == start:
             return _line(self.loc, lineno, self.block)
-        lines = range(self.start, min(self.end, len(self.source)) + 1)
+        lines = range(start, min(end, len(self.source)) + 1)
         if segment:
             probes = [segment.strip(), segment.strip().split()[0]]
             for probe in probes:
                 for n in lines:
-                    if probe and probe in self.source[n - 1] and (n > self.start or not self.block):
+                    if probe and probe in self.source[n - 1] and (n > start or not self.block):
                         return n
         return _line(self.loc, lineno, self.block)
 
@@ -291,6 +292,7 @@ class _Checker:
                                       f"fields: {', '.join(sorted(binding.fields))}")
             if binding.what.startswith("choice"):
                 self.choices_used.add(node.id)
+            assert binding.type is not None, "a name that is a value has a type"
             return binding.type, binding.node()
         if node.id in self.scope.literals:
             return type_of_value(node.id), ast.Constant(node.id)
@@ -340,7 +342,8 @@ class _Checker:
 
     def v_Compare(self, node: ast.Compare) -> tuple[Type, ast.expr]:
         left_t, left_py = self.visit(node.left)
-        out_ops, out_right = [], []
+        out_ops: list[ast.cmpop] = []
+        out_right: list[ast.expr] = []
         if len(node.ops) > 1 and any(isinstance(op, _CMP_IN) for op in node.ops):
             raise self.fail(node, "'in' cannot be chained with another comparison; "
                                   "join separate comparisons with 'and'")

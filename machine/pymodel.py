@@ -61,7 +61,7 @@ from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, EvalError, Machine, _MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
-                   negative_bound, value_count)
+                   SetStage, negative_bound, present, value_count)
 from .usercode import OutOfTime, running
 
 
@@ -74,7 +74,7 @@ class _Prop:
                  count: Callable | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)
-        self.name = getattr(fn, "__name__", None)
+        self.name: str = getattr(fn, "__name__", "")    # __set_name__ sets it when the class is made
         self.at = _where(fn) if fn is not None else _class_body_line()
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -118,8 +118,8 @@ def independent_of(*names: str) -> _Prop:
 def action(*, when: Callable | None = None, rules: Iterable[str] = (), **choices: Iterable) -> Callable:
     """Mark a method `fn(self, state, params, **choices) -> new_state | (new_state, rule)`."""
     def mark(fn: Callable) -> Callable:
-        fn._haltproof_action = {"when": when, "rules": list(rules),
-                                "choices": {k: list(v) for k, v in choices.items()}}
+        setattr(fn, "_haltproof_action", {"when": when, "rules": list(rules),
+                                          "choices": {k: list(v) for k, v in choices.items()}})
         return fn
     return mark
 
@@ -263,7 +263,7 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
         at, line = _decl_place(_where(fn), file)
         choices = [(c, ChoiceSet(c, "scalars", E.INT, items=[(v,) for v in vals], line=line, file=at))
                    for c, vals in meta["choices"].items()]
-        stages = []
+        stages: list[SetStage | DecideStage] = []
         if meta["rules"]:
             stages = [DecideStage(0, [Rule(r, None, E.literal_expr(True, "true"), line, at)
                                       for r in meta["rules"]], line)]
@@ -370,7 +370,7 @@ def _bound(prop: _Prop, p: dict[str, int]) -> int:
     """The bound of a variant or terminates_within for these params: an int, or a spec error."""
     file, line = prop.at
     what = f"the bound of {prop.name} with {p}"
-    value = _call(file, line, what, prop.bound, dict(p))
+    value = _call(file, line, what, present(prop.bound), dict(p))
     if type(value) is not int:
         raise SpecError([Problem(file, line, f"{what} is {value!r} ({_type_name(value)}), not an int")])
     return value
@@ -471,14 +471,13 @@ def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Calla
     p, choice_names = m.params, m.spec.choice_names
     for prop in props:
         if prop.kind == "invariant":
-            m.invariants[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
+            m.invariants[prop.name] = _state_check(present(prop.fn), model, as_dict, p, user)
         elif prop.kind == "reachable":
-            m.reachables[prop.name] = lambda s, f=prop.fn: _truth(user(f, model, as_dict(s), dict(p)), f)
+            m.reachables[prop.name] = _state_check(present(prop.fn), model, as_dict, p, user)
         elif prop.kind == "step_invariant":
-            m.step_invariants[prop.name] = _step_fn(prop.fn, model, as_dict, p, choice_names, user)
+            m.step_invariants[prop.name] = _step_fn(present(prop.fn), model, as_dict, p, choice_names, user)
         elif prop.kind == "variant":
-            m.variants[prop.name] = (lambda s, f=prop.fn: _integer(user(f, as_dict(s), dict(p)), f),
-                                     _bound(prop, p))
+            m.variants[prop.name] = (_rank(present(prop.fn), as_dict, p, user), _bound(prop, p))
         elif prop.kind == "terminates_within":
             m.within[prop.name] = _bound(prop, p)
             if m.within[prop.name] < 0:
@@ -486,6 +485,17 @@ def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Calla
                                          + f" (with {', '.join(f'{k}={v}' for k, v in p.items())})")])
             if prop.count is not None:
                 m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
+
+
+def _state_check(f: Callable, model: Model, as_dict: Callable, p: dict[str, int],
+                 user: Callable) -> Callable[[tuple], bool]:
+    """An invariant's or reachable's `f(self, state, params)` as the engine calls it: f(state)."""
+    return lambda s: _truth(user(f, model, as_dict(s), dict(p)), f)
+
+
+def _rank(f: Callable, as_dict: Callable, p: dict[str, int], user: Callable) -> Callable[[tuple], int]:
+    """A variant's `rank(state, params)` as the engine calls it: rank(state)."""
+    return lambda s: _integer(user(f, as_dict(s), dict(p)), f)
 
 
 def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, int],

@@ -12,7 +12,7 @@ scalar engine.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, cast
 
 from .spec import DecideStage, SetStage, Spec
 
@@ -101,7 +101,7 @@ class _Ranges:
                 return self.constant(self.params[node.id[2:]])
             return (-1, self.nlits)                       # rule, action: ids (-1: no rule)
         if isinstance(node, ast.Subscript):
-            base, k = node.value.id, node.slice.value
+            base, k = cast(ast.Name, node.value).id, cast(int, cast(ast.Constant, node.slice).value)  # compiled: s[k]
             if base in ("s", "a", "b"):
                 return self.domains[k]                     # reached states lie in their domains
             return self.choices.get(base[2:], {}).get(k, (0, 0))
@@ -136,18 +136,19 @@ class _Ranges:
             return _union(self.of(node.body, env), self.of(node.orelse, env))
         if isinstance(node, ast.Call):
             bounds = [self.of(x, env) for x in node.args]
-            if node.func.id == "min":
+            func = cast(ast.Name, node.func).id                # compiled calls: min, max, abs
+            if func == "min":
                 return (min(b[0] for b in bounds), min(b[1] for b in bounds))
-            if node.func.id == "max":
+            if func == "max":
                 return (max(b[0] for b in bounds), max(b[1] for b in bounds))
             lo, hi = bounds[0]                               # abs
             if lo >= 0:
                 return (lo, hi)
             return (-hi, -lo) if hi <= 0 else (0, max(-lo, hi))
         if isinstance(node, ast.Tuple):
-            out = None
+            out: tuple[int, int] | None = None
             for e in node.elts:
-                b = self.of(e, env)
-                out = b if out is None else _union(out, b)
+                bound = self.of(e, env)
+                out = bound if out is None else _union(out, bound)
             return out or (0, 0)
         raise TypeError(f"no bound for {type(node).__name__}")

@@ -13,8 +13,9 @@ import errno
 import keyword
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
@@ -46,6 +47,16 @@ def value_count(values: Sequence[int]) -> int:
         step = values.step
         return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
     return len(values)
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """A field the loader always fills for its kind of entry (an int var's bounds, a property's
+    expression, a range set's ends): None there is a bug in the loader, never the user's."""
+    assert value is not None, "the loader fills this field for this kind"
+    return value
 
 
 @dataclass
@@ -300,7 +311,7 @@ class _Loader:
             raise self.at(line).error(f"{what} must be a mapping", _short(value))
         return value
 
-    def keys(self, m: YMap, what: str, allowed: set[str], required: set[str] = frozenset()) -> None:
+    def keys(self, m: YMap, what: str, allowed: set[str], required: set[str] | frozenset[str] = frozenset()) -> None:
         for key in m:
             if key not in allowed:
                 raise self.at(m.line_of(key)).error(
@@ -351,7 +362,7 @@ class _Loader:
         if self.problems:
             raise SpecError(self.problems)
         self.vars_list = vars_
-        self.sets = sets
+        self.sets_by_name = sets      # not `self.sets`: that is the method that parsed them
 
         actions_raw = self.mapping(top["actions"], top.line_of("actions"), "actions")
         if not actions_raw:
@@ -410,7 +421,7 @@ class _Loader:
             if isinstance(value, YList):
                 if not value:
                     raise self.at(pline).error("a param needs at least one value", name)
-                values = [self.integer(v, value.line_of(i), f"a value of param {name}")
+                values: Sequence[int] = [self.integer(v, value.line_of(i), f"a value of param {name}")
                           for i, v in enumerate(value)]
             elif isinstance(value, YMap):
                 self.keys(value, f"param {name}", {"min", "max"}, {"min", "max"})
@@ -427,7 +438,7 @@ class _Loader:
         return out
 
     def param_binding(self, p: Param) -> E.Binding:
-        return E.Binding(E.INT, lambda n=p.name: ast.Name("p_" + n, ast.Load()), what="param")
+        return E.Binding(E.INT, partial(ast.Name, "p_" + p.name, ast.Load()), what="param")
 
     # -- vars
     def vars(self, raw: Any, line: int) -> list[Var]:
@@ -499,7 +510,7 @@ class _Loader:
             ex = E.check(raw, scope, self.at(line), line_offset_block=block, what=what)
         if type(ex.type) is not type(var.type):
             raise self.at(line).error(f"{what} must be {var.kind}, but this is {ex.type}", ex.text)
-        if isinstance(ex.type, E.EnumT):
+        if isinstance(ex.type, E.EnumT) and isinstance(var.type, E.EnumT):    # same kind: checked above
             outside = sorted(ex.type.values - var.type.values)
             if outside:
                 raise self.at(line).error(
@@ -525,9 +536,9 @@ class _Loader:
                 cline = ch.line_of(cname)
                 self.ident(cname, cline, "a choice name")
                 if isinstance(craw, str):
-                    if craw not in self.sets:
+                    if craw not in self.sets_by_name:
                         raise self.at(cline).error(f"no set named {craw!r} under sets", craw)
-                    craw, cline = self.sets[craw]
+                    craw, cline = self.sets_by_name[craw]
                 out.append((cname, self.choice_set(cname, craw, cline)))
         self.action_choices[aname] = out
 
@@ -562,7 +573,8 @@ class _Loader:
     def record_set(self, name: str, raw: YList, line: int) -> ChoiceSet:
         field_names: list[str] | None = None
         field_types: dict[str, E.Type] = {}
-        items, seen = [], {}
+        items: list[tuple[Any, ...]] = []
+        seen: dict[str, int] = {}
         for i, rec in enumerate(raw):
             rline = raw.line_of(i)
             if "name" not in rec or not isinstance(rec["name"], str):
@@ -589,7 +601,9 @@ class _Loader:
                 if prev is not None and type(prev) is not type(t):
                     raise self.at(rec.line_of(f)).error(
                         f"field {f} of choice {name} is {t} here but {prev} in an earlier record")
-                field_types[f] = E.unify(prev, t) if prev is not None else t
+                both = E.unify(prev, t) if prev is not None else t
+                assert both is not None, "two types of one kind unify"
+                field_types[f] = both
             items.append(tuple([rname] + [str(rec[f]) if isinstance(rec[f], str) else rec[f]
                                           for f in field_names or []]))
         fields_idx = {f: (field_types[f], i + 1) for i, f in enumerate(field_names or [])}
@@ -650,20 +664,20 @@ class _Loader:
                     "a guard is evaluated before the choices are made (test the choice in the "
                     "action's decide rules, or in a step expression)"))
         for i, v in enumerate(self.vars_list):
-            names[v.name] = E.Binding(v.type, lambda i=i: _sub("s", i), what=f"var {v.name}")
+            names[v.name] = E.Binding(v.type, partial(_sub, "s", i), what=f"var {v.name}")
         return E.Scope(names, self.literals)
 
     def action_scope(self, choices: list[tuple[str, ChoiceSet]]) -> E.Scope:
         names = {p: b for p, b in self.param_scope.names.items()}
         for i, v in enumerate(self.vars_list):
-            names[v.name] = E.Binding(v.type, lambda i=i: ast.Name(f"v_{i}", ast.Load()),
+            names[v.name] = E.Binding(v.type, partial(ast.Name, f"v_{i}", ast.Load()),
                                       what=f"var {v.name}")
         for cname, cs in choices:
             names[cname] = _choice_binding(cname, cs)
         return E.Scope(names, self.literals)
 
     def collect_rule_names(self, actions_raw: YMap) -> frozenset:
-        out = set()
+        out: set[str] = set()
         for a in actions_raw.values():
             if isinstance(a, YMap) and isinstance(a.get("do"), YList):
                 for st in a["do"]:
@@ -676,7 +690,7 @@ class _Loader:
         """Names of a step expression: before.x, after.x, choices, action, rule, params."""
         names = {p: b for p, b in self.param_scope.names.items()}
         for side, prefix in (("before", "b"), ("after", "a")):
-            fields = {v.name: (v.type, lambda i=i, pr=prefix: _sub(pr, i))
+            fields: dict[str, tuple[E.Type, Callable[[], ast.expr]]] = {v.name: (v.type, partial(_sub, prefix, i))
                       for i, v in enumerate(self.vars_list)}
             names[side] = E.Binding(None, None, fields, what=f"state {side}")
         for v in self.vars_list:
@@ -750,7 +764,8 @@ class _Loader:
         rules_raw = st["rules"]
         if not isinstance(rules_raw, YList) or not rules_raw:
             raise self.at(st.line_of("rules")).error("rules must be a non-empty list")
-        rules, seen = [], {}
+        rules: list[Rule] = []
+        seen: dict[str, int] = {}
         for i, r in enumerate(rules_raw):
             rline = rules_raw.line_of(i)
             r = self.mapping(r, rline, "a decide rule")
@@ -1015,7 +1030,8 @@ def _sub(name: str, i: int) -> ast.expr:
 def _choice_binding(cname: str, cs: ChoiceSet) -> E.Binding:
     var = "c_" + cname
     if cs.kind == "records":
-        fields = {f: (t, lambda k=k: _sub(var, k)) for f, (t, k) in cs.fields.items()}
+        fields: dict[str, tuple[E.Type, Callable[[], ast.expr]]] = {
+            f: (t, partial(_sub, var, k)) for f, (t, k) in cs.fields.items()}
         fields["name"] = (cs.type, lambda: _sub(var, 0))
         return E.Binding(cs.type, lambda: _sub(var, 0), fields, what=f"choice {cname}")
     return E.Binding(cs.type, lambda: _sub(var, 0), what=f"choice {cname}")

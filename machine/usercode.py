@@ -110,7 +110,7 @@ def deadline(seconds: float | None) -> Iterator[None]:
         if restore is not None:
             restore()
         st.deadline, st.expired, st.alarm = saved
-        if outer and st.alarm:
+        if outer and st.alarm and st.deadline is not None:     # outer: the restored deadline is set
             left = st.deadline - time.monotonic() if not st.expired else 0.0
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), REPEAT)
 
@@ -212,6 +212,7 @@ def _interrupt(worker: threading.Thread) -> None:
     """Raise OutOfTime in an abandoned worker, so a busy loop in it stops eating the CPU."""
     try:
         import ctypes
+        assert worker.ident is not None, "the worker was started"
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(OutOfTime))
     except (ImportError, AttributeError):       # not CPython: the daemon thread is left to run
         pass

@@ -23,13 +23,13 @@ import ast
 import copy
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
 from .compiled import Machine, emit_set
 from .ranges import widest_value
-from .spec import DecideStage, SetStage, Spec
+from .spec import DecideStage, SetStage, Spec, present
 
 DENSE_LIMIT = 1 << 25        # largest product space indexed by a dense array (4 bytes a slot)
 CODE_LIMIT = 1 << 62         # state codes stay below this (the hash index of explorer/codeset.py)
@@ -84,8 +84,9 @@ class VMachine:
         return code
 
     def local_index(self, i: int, a: Any) -> np.ndarray:
-        if self.local[i] is not None:
-            return self.local[i][np.asarray(a, dtype=np.int64)]
+        local = self.local[i]
+        if local is not None:
+            return local[np.asarray(a, dtype=np.int64)]
         if self.kinds[i] == "bool":
             return np.asarray(a, dtype=np.int64)
         return np.asarray(a, dtype=np.int64) - self.lows[i]     # ints, and enums whose ids are a run
@@ -97,8 +98,8 @@ class VMachine:
 
     def shift(self, i: int, new: np.ndarray, old: np.ndarray) -> np.ndarray:
         """How much a state's code moves when var i goes from `old` to `new` (both in domain)."""
-        if self.local[i] is not None:
-            local = self.local[i]
+        local = self.local[i]
+        if local is not None:
             return (local[new] - local[old]) * self.strides[i]
         if self.kinds[i] == "bool":
             return (new.astype(self.int_t) - old.astype(self.int_t)) * self.strides[i]
@@ -119,7 +120,7 @@ class VMachine:
             if self.kinds[i] == "bool":
                 out.append(idx.astype(bool))
             elif self.local[i] is not None:
-                out.append(self.values_of[i][idx])
+                out.append(present(self.values_of[i])[idx])
             else:
                 out.append(idx + self.lows[i])
         return out
@@ -141,10 +142,14 @@ def vectorize(m: Machine) -> VMachine:
         raise NotVectorizable("the spec runs real code (bound or Python); the vector engine runs YAML stages")
     lits = _literals(spec, m)
     gid = {s: i for i, s in enumerate(lits)}
-    sizes, lows, kinds, local = [], [], [], []
+    sizes: list[int] = []
+    lows: list[int] = []
+    kinds: list[str] = []
+    local: list[np.ndarray | None] = []
     for v, b in zip(spec.vars, m.bounds):
         kinds.append(v.kind)
         if v.kind == "int":
+            b = present(b)
             lows.append(b[0])
             sizes.append(b[1] - b[0] + 1)
             local.append(None)
@@ -225,9 +230,9 @@ def _literals(spec: Spec, m: Machine) -> list[str]:
                 for x in item:
                     if isinstance(x, str):
                         seen.setdefault(x)
-    for a in spec.actions:
-        if a.decide is not None:
-            for r in a.decide.rules:
+    for act in spec.actions:
+        if act.decide is not None:
+            for r in act.decide.rules:
                 seen.setdefault(r.name)
     for node in _all_exprs(spec):
         for sub in ast.walk(node):
@@ -300,7 +305,7 @@ class _Gen:
         """Code for the rows where evaluating `node` as Python does (`and`, `or` and `if`
         stop early) reads a choice `action` does not make: there the scalar engine reports
         `well_defined`. None when no row can."""
-        if isinstance(node, ast.Subscript) and node.value.id.startswith("c_"):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id.startswith("c_"):
             return "True" if node.value.id[2:] not in self.m.actions[action].choice_names else None
         if isinstance(node, ast.BoolOp):
             acc = self.need(node.values[-1], action)
@@ -368,8 +373,8 @@ class _Gen:
                 return f"_I({self.gid[self.m.actions[action].name]})"
             return node.id                          # v_i, p_x, rule, min/max/abs handled in Call
         if isinstance(node, ast.Subscript):
-            base = node.value.id
-            k = node.slice.value
+            base = cast(ast.Name, node.value).id           # compiled subscripts: s[k], c_x[k]
+            k = cast(int, cast(ast.Constant, node.slice).value)
             if base in ("s", "a", "b"):
                 return f"{base.upper()}[{k}]"
             if base.startswith("c_"):
@@ -382,8 +387,8 @@ class _Gen:
                 return f"{base}[{k}]"
             raise NotVectorizable(f"unexpected subscript of {base}")
         if isinstance(node, ast.BoolOp):
-            op = " & " if isinstance(node.op, ast.And) else " | "
-            return "(" + op.join(f"np.asarray({self.src(v, action)}, dtype=bool)" for v in node.values) + ")"
+            joiner = " & " if isinstance(node.op, ast.And) else " | "
+            return "(" + joiner.join(f"np.asarray({self.src(v, action)}, dtype=bool)" for v in node.values) + ")"
         if isinstance(node, ast.UnaryOp):
             inner = self.src(node.operand, action)
             if isinstance(node.op, ast.Not):
@@ -399,20 +404,20 @@ class _Gen:
             left = node.left
             for op, right in zip(node.ops, node.comparators):
                 if isinstance(op, (ast.In, ast.NotIn)):
-                    values = "(" + "".join(self.src(e, action) + ", " for e in right.elts) + ")"
+                    values = "(" + "".join(self.src(e, action) + ", " for e in cast(ast.Tuple, right).elts) + ")"
                     part = f"_isin({self.src(left, action)}, {values})"
                     parts.append(part if isinstance(op, ast.In) else f"np.logical_not({part})")
                 else:
-                    sym = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+                    cmp = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
                            ast.GtE: ">="}[type(op)]
-                    parts.append(f"({self.src(left, action)} {sym} {self.src(right, action)})")
+                    parts.append(f"({self.src(left, action)} {cmp} {self.src(right, action)})")
                 left = right
             return parts[0] if len(parts) == 1 else "(" + " & ".join(parts) + ")"
         if isinstance(node, ast.IfExp):
             return (f"_where({self.src(node.test, action)}, {self.src(node.body, action)}, "
                     f"{self.src(node.orelse, action)})")
         if isinstance(node, ast.Call):
-            fn = {"min": "_minimum", "max": "_maximum", "abs": "np.abs"}[node.func.id]
+            fn = {"min": "_minimum", "max": "_maximum", "abs": "np.abs"}[cast(ast.Name, node.func).id]
             return f"{fn}(" + ", ".join(self.src(a, action) for a in node.args) + ")"
         if isinstance(node, ast.Tuple):
             return "(" + "".join(self.src(e, action) + ", " for e in node.elts) + ")"
@@ -465,17 +470,18 @@ class _Gen:
             w(f"def vterminal(S):\n    return {self.src(t.when.py)}\n")
         else:
             values = tuple(self.gid[x] if isinstance(x, str) else x for x in t.values)
-            w(f"def vlabel(S):\n    return {self.src(t.label.py)}\n")
-            w(f"def vterminal(S):\n    return _isin({self.src(t.label.py)}, {values!r})\n")
+            label = present(t.label)
+            w(f"def vlabel(S):\n    return {self.src(label.py)}\n")
+            w(f"def vterminal(S):\n    return _isin({self.src(label.py)}, {values!r})\n")
         step_args = ", ".join(["B", "A", "rule"] + [f"c_{c}" for c in spec.choice_names])
         for k, p in enumerate(spec.properties):
             if p.name in m.inactive:
                 continue
             if p.kind in ("invariant", "reachable", "variant"):
-                w(f"def vprop_{k}(S):\n    return {self.src(p.expr.py)}\n")
+                w(f"def vprop_{k}(S):\n    return {self.src(present(p.expr).py)}\n")
             elif p.kind == "step_invariant":
                 for ai in range(len(m.actions)):
-                    expr = folded(p.expr.py, m.actions[ai].name)
+                    expr = folded(present(p.expr).py, m.actions[ai].name)
                     self.missing_ok = True
                     w(f"def vprop_{k}_{ai}({step_args}):\n    return {self.src(expr, ai)}\n")
                     need = self.need(expr, ai)
@@ -509,11 +515,11 @@ class _Gen:
         last = rules[-1]
         if last.when is None:
             value, rid, open_end = self.src(last.then.py), f"_I({self.gid[last.name]})", False
+            rules = rules[:-1]                  # the catch-all is the innermost value
         else:
             value, rid, open_end = var, "_I(-1)", True
-            rules = rules + [None]
-        for r in reversed(rules[:-1]):
-            w(f"    _c = {self.src(r.when.py)}")
+        for r in reversed(rules):
+            w(f"    _c = {self.src(present(r.when).py)}")     # only the last rule may go without `when`
             w(f"    _v, _r = _where(_c, {self.src(r.then.py)}, {value}), _where(_c, _I({self.gid[r.name]}), {rid})")
             value, rid = "_v", "_r"
         w(f"    {var}, rule = {value}, {rid}")
@@ -542,7 +548,7 @@ class _Fold(ast.NodeTransformer):
             return ast.Constant((self.action == right.value) == isinstance(op, ast.Eq))
         if isinstance(right, ast.Tuple) and all(isinstance(e, ast.Constant) for e in right.elts) \
                 and isinstance(op, (ast.In, ast.NotIn)):
-            hit = self.action in [e.value for e in right.elts]
+            hit = self.action in [cast(ast.Constant, e).value for e in right.elts]
             return ast.Constant(hit == isinstance(op, ast.In))
         return n
 

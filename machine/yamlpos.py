@@ -117,7 +117,7 @@ class _Composer(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             line = self.peek_event().start_mark.line + 1
-            return _Alias(super().compose_node(parent, index), line)
+            return _Alias(super().compose_node(parent, index), line)  # type: ignore[arg-type]  # an alias composes to its anchored node, never None
         if self.check_event(yaml.ScalarEvent):
             return super().compose_node(parent, index)
         self.depth += 1

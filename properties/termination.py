@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypeGuard
 
 import numpy as np
 
 from haltproof.explorer.engine import Exploration
 
+if TYPE_CHECKING:
+    from haltproof.explorer.vengine import VExploration
 
-def _vector(ex: Exploration) -> bool:
+
+def _vector(ex: Exploration) -> TypeGuard[VExploration]:
     return getattr(ex, "vm", None) is not None      # the vector engine's Exploration
 
 
@@ -36,11 +39,11 @@ def find_deadlock(ex: Exploration) -> int | None:
     return int(found[0]) if len(found) else None
 
 
-class Peeled(list):
+class Peeled(list[Any]):
     """A topological order found level by level (the vector form): `levels[k]` holds the
     states whose longest path from a source of the graph has k edges."""
 
-    def __init__(self, levels: list[np.ndarray]):
+    def __init__(self, levels: Sequence[np.ndarray | slice]):
         super().__init__()
         self.levels = levels
 
@@ -54,7 +57,7 @@ def _out_edges(ex: Exploration, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return first + np.arange(len(owner)), owner
 
 
-def _topological_vector(ex: Exploration) -> Peeled | None:
+def _topological_vector(ex: VExploration) -> Peeled | None:
     n = ex.expanded
     if getattr(ex, "forward", False):
         # every edge goes from one BFS level to the next: the levels are a topological order
@@ -62,7 +65,8 @@ def _topological_vector(ex: Exploration) -> Peeled | None:
     dst = ex.e_dst[:ex.edge_start[n]]
     indeg = np.bincount(dst[dst < n], minlength=n).astype(np.int32)
     level = np.nonzero(indeg == 0)[0]
-    levels, done = [], 0
+    levels: list[np.ndarray | slice] = []
+    done = 0
     while len(level):
         levels.append(level)
         done += len(level)
@@ -243,7 +247,7 @@ def _total_type(order: Peeled, weight: np.ndarray | None) -> Any:
     return np.int64 if heaviest * (len(order.levels) + 1) <= INT64_MAX else object
 
 
-def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, int, list[int]]:
+def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, int, list[int], int]:
     """`longest_run` on numpy arrays: best value per state, level by level from the sinks.
     `weight` is None (every edge counts 1) or an array of per-edge weights."""
     n = ex.expanded
@@ -277,15 +281,16 @@ def _longest_vector(ex: Exploration, order: Peeled, weight: Any) -> tuple[int, i
         best[level] = top
     inits = np.nonzero(ex.parent == -1)[0]
     start = int(inits[np.argmax(best[inits])])
-    edges, v = [], start
+    run: list[int] = []
+    v = start
     while v < n and best[v] > 0:          # walk down one edge that achieves the best value
         for e in ex.edges_of(v):
             d = int(ex.e_dst[e])
             w = 1 if weight is None else int(weight[e])
             if w + (int(best[d]) if d < n else 0) == best[v]:
-                edges.append(e)
+                run.append(e)
                 v = d
                 break
         else:
             raise AssertionError("no edge achieves the longest value")
-    return int(best[start]), start, edges, v
+    return int(best[start]), start, run, v

@@ -73,7 +73,9 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
     """Rules of action k that never fire, told apart: never true, or always shadowed."""
     m = ex.machine
     act = m.spec.actions[k]
-    rules = act.decide.rules
+    decide = act.decide
+    assert decide is not None, "called for actions that decide"
+    rules = decide.rules
     dead = [i for i, r in enumerate(rules) if fired.get(r.name, 0) == 0]
     if not dead:
         return []
@@ -122,13 +124,13 @@ def _single_choice(ex: Exploration, k: int) -> bool:
     return len(act.choice_names) == 1 and len(act.combos) >= 2
 
 
-def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int, list]]:
+def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int, list[Any]]]:
     """Per action and choice combo, its transitions as (source, successor, rule), in one
     pass over the edges (the engine may recompute what each edge is, source by source).
     Empty where the engine counted the choice groups while it swept."""
     if not actions or getattr(ex, "precomputed", None) is not None:
         return {}
-    out = {k: {ci: [] for ci in range(len(ex.machine.actions[k].combos))} for k in actions}
+    out: dict[int, dict[int, list[Any]]] = {k: {ci: [] for ci in range(len(ex.machine.actions[k].combos))} for k in actions}
     for i in range(ex.expanded):
         for e in ex.edges_of(i):
             per_combo = out.get(ex.e_action[e])
@@ -137,7 +139,7 @@ def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int,
     return out
 
 
-def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list]]) -> list[Notice]:
+def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list[Any]]]) -> list[Notice]:
     """Values of a single-choice action that never make a difference: in every state where
     the action runs, they lead to the same successor and rule as another value."""
     m = ex.machine
