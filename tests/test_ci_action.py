@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_reports import without_expect
+from ci_reports import assert_valid, without_expect
 from conftest import ROOT
-from test_sarif import assert_valid, validator  # noqa: F401  (validator is a fixture)
 
 ACTION_TEXT = (ROOT / "action.yml").read_text()
 ACTION = yaml.safe_load(ACTION_TEXT)
@@ -144,7 +143,7 @@ def repo(tmp_path: Path) -> Path:
 PIN = "-p max_steps=2 -p max_retries=0"
 
 
-def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validator):  # noqa: F811
+def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validator):
     ran = run_action(repo, paths="specs/loop_demo.yaml", args=PIN)
     assert ran.code == 0, ran.err
     lines = ran.out.splitlines()
@@ -162,7 +161,7 @@ def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validat
     assert ET.parse(repo / "haltproof.xml").getroot().get("failures") == "0"
 
 
-def test_violated_spec_fails_with_error_annotations_and_a_sarif_result(repo, validator):  # noqa: F811
+def test_violated_spec_fails_with_error_annotations_and_a_sarif_result(repo, validator):
     ran = run_action(repo, paths="violated.yaml", args="-p max_steps=3 -p max_retries=0")
     assert ran.code == 1, ran.err
     errors = [line for line in ran.out.splitlines() if line.startswith("::error ")]
