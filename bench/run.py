@@ -883,7 +883,7 @@ def _qs(text: str) -> list[int]:
     try:
         qs = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--q wants integers separated by commas, not {text!r}")
+        raise argparse.ArgumentTypeError(f"--q wants integers separated by commas, not {text!r}") from None
     if not qs or any(q < 1 for q in qs):
         raise argparse.ArgumentTypeError("--q wants positive integers")
     return qs

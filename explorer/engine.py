@@ -361,7 +361,8 @@ class _Sweep:
 
     def __init__(self, m: Machine, max_states: int | None, timeout: float | None, max_memory: int | None,
                  properties: set[str] | None, progress: ProgressFn | None):
-        wanted = (lambda name: properties is None or name in properties)
+        def wanted(name: str) -> bool:
+            return properties is None or name in properties
         spec = m.spec
         self.m = m
         self.ex = ex = Exploration(m)

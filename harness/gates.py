@@ -249,7 +249,7 @@ class RegexGate:
             try:
                 parts = urlsplit(m.group(0))
                 host = parts.hostname
-                parts.port           # raises ValueError on a malformed port
+                _ = parts.port       # raises ValueError on a malformed port
             except ValueError:
                 return f"a URL that cannot be parsed ({m.group(0)[:60]!r})"
             if not host:

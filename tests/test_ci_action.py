@@ -60,7 +60,7 @@ def test_action_is_composite_and_every_input_referenced_is_declared_and_used():
     for step_id, _ in re.findall(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)", ACTION_TEXT):
         assert step_id in ids
     assert {name: out["value"] for name, out in ACTION["outputs"].items()} == {
-        name: "${{ steps.check.outputs.%s }}" % name for name in OUTPUTS}
+        name: "${{ steps.check.outputs." + name + " }}" for name in OUTPUTS}
 
 
 def test_action_steps_pass_inputs_by_env_to_the_one_script():
@@ -78,11 +78,13 @@ def test_action_steps_pass_inputs_by_env_to_the_one_script():
         assert step["shell"] == "bash" and "${{" not in step["run"]
         for var, value in step["env"].items():
             name = var.removeprefix("INPUT_").lower().replace("_", "-")
-            assert value == "${{ inputs.%s }}" % name, var
+            assert value == "${{ inputs." + name + " }}", var
     # Each variable the script reads is set by the step that runs its subcommand.
     text = SCRIPT.read_text()
-    body = lambda fn: text[text.index(f"{fn}() {{"):text.index("\n}\n", text.index(f"{fn}() {{"))]
-    read = lambda fn: {"INPUT_" + v for v in re.findall(r"\b(?:need|boolean) ([A-Z_]+)", body(fn))}
+    def body(fn):
+        return text[text.index(f"{fn}() {{"):text.index("\n}\n", text.index(f"{fn}() {{"))]
+    def read(fn):
+        return {"INPUT_" + v for v in re.findall(r"\b(?:need|boolean) ([A-Z_]+)", body(fn))}
     assert set(install["env"]) == read("cmd_install") == {"INPUT_INSTALL"}
     assert set(check["env"]) == read("cmd_check") == {_var(n) for n in (
         "paths", "args", "sarif", "junit", "json", "upload-sarif", "fail-on-incomplete")}

@@ -20,7 +20,7 @@ from conftest import LOOP_DEMO, ROOT
 from test_malformed_specs import BASE, edit
 
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
-from retry_model import RetryLoop  # noqa: E402
+from retry_model import RetryLoop
 
 
 def only_error(r, line: int | None, message: str) -> None:

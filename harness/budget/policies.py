@@ -162,7 +162,7 @@ def check_policy_url(url: Any) -> str:
     if not host:
         raise PolicyConfigError(f"refused policy URL {url!r}: no host")
     try:
-        parts.port
+        _ = parts.port              # raises ValueError on a malformed port
     except ValueError:
         raise PolicyConfigError(f"refused policy URL {url!r}: the port is not a number in 0..65535") from None
     if scheme == "http":
