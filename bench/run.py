@@ -608,7 +608,7 @@ class Runner:
 
     def run(self) -> dict:
         self.haltproof_version = None
-        started = datetime.datetime.now(datetime.timezone.utc)
+        started = datetime.datetime.now(datetime.UTC)
         source_before = source_fingerprint()
         load_before = os.getloadavg()
         for name in ALL_TOOLS:
@@ -639,7 +639,7 @@ class Runner:
                     bug_rows.append(self.measure(self.haltproof_row, q, eng, True))
         if "haltproof" in self.args.tools and not self.on("haltproof"):
             self.failures.append("haltproof: " + self.tools["haltproof"]["why"])
-        finished = datetime.datetime.now(datetime.timezone.utc)
+        finished = datetime.datetime.now(datetime.UTC)
         source_after = source_fingerprint()
         load_after = os.getloadavg()
         if source_after != source_before:

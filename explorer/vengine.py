@@ -16,7 +16,8 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from dataclasses import dataclass
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -93,7 +93,7 @@ class GateDecision:
     allow: bool
     reason: str
     gate_name: str
-    trail: tuple["GateDecision", ...] = ()
+    trail: tuple[GateDecision, ...] = ()
 
     @property
     def evaluated(self) -> tuple[str, ...]:

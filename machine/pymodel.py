@@ -53,7 +53,8 @@ import inspect
 import itertools
 import os
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import expr as E
 from . import usercode

@@ -76,7 +76,7 @@ class RefRun:
     rules: dict[str, int]               # transitions per decide rule
     labels: dict[str, int]              # terminal states per label value (label form only)
     defects: set[str] = field(default_factory=set)
-    machine: "Machine | None" = None    # to check haltproof's traces against (is_run)
+    machine: Machine | None = None      # to check haltproof's traces against (is_run)
     combo: int = 0                      # which param combination, in sweep order
 
     @property

@@ -228,7 +228,7 @@ class HTTPJSONPolicy:
 
     __call__ = next_action
 
-    def _exchange(self, request: urllib.request.Request, exchange: "_Exchange") -> bytes:
+    def _exchange(self, request: urllib.request.Request, exchange: _Exchange) -> bytes:
         """One request and its answer, every failure as a PolicyResponseError (runs in the
         exchange's worker thread)."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(),

@@ -25,7 +25,8 @@ recorded) - so a test can kill the run exactly there.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import transitions as T
 from .gate import GATE, Gate
