@@ -608,7 +608,7 @@ class Runner:
 
     def run(self) -> dict:
         self.haltproof_version = None
-        started = datetime.datetime.now(datetime.timezone.utc)
+        started = datetime.datetime.now(datetime.UTC)
         source_before = source_fingerprint()
         load_before = os.getloadavg()
         for name in ALL_TOOLS:
@@ -639,7 +639,7 @@ class Runner:
                     bug_rows.append(self.measure(self.haltproof_row, q, eng, True))
         if "haltproof" in self.args.tools and not self.on("haltproof"):
             self.failures.append("haltproof: " + self.tools["haltproof"]["why"])
-        finished = datetime.datetime.now(datetime.timezone.utc)
+        finished = datetime.datetime.now(datetime.UTC)
         source_after = source_fingerprint()
         load_after = os.getloadavg()
         if source_after != source_before:
@@ -883,7 +883,7 @@ def _qs(text: str) -> list[int]:
     try:
         qs = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--q wants integers separated by commas, not {text!r}")
+        raise argparse.ArgumentTypeError(f"--q wants integers separated by commas, not {text!r}") from None
     if not qs or any(q < 1 for q in qs):
         raise argparse.ArgumentTypeError("--q wants positive integers")
     return qs

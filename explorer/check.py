@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, EvalError, Machine

@@ -12,9 +12,10 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from haltproof.machine import usercode
 from haltproof.machine.binding import bind_machine, load_adapter

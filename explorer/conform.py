@@ -100,8 +100,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
             try:
                 strategies = _user(running(f"the adapter's strategy() for action {act.name}", labels,
                                            m.state_dict(s)),
-                                   lambda: {name: adapter.strategy(act.name, name, label)
-                                            for name, label in labels.items()})
+                                   _strategies, adapter, act.name, labels)
             except Exception as exc:
                 step.error = _raised("the adapter's strategy()", exc)
                 raise _Mismatch(step.error) from None
@@ -146,6 +145,11 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     except OutOfTime as stop:
         return ConformResult(True, examples, seed, compared[0], stopped=stop.doing or "drawing the examples")
     return ConformResult(True, examples, seed, compared[0])
+
+
+def _strategies(adapter: Adapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
+    """The adapter's strategy for each choice `action` made, by choice name."""
+    return {name: adapter.strategy(action, name, label) for name, label in labels.items()}
 
 
 def _user(doing: str, fn: Any, *args: Any) -> Any:

@@ -22,8 +22,9 @@ import sys
 import time
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeAlias
+from typing import Any, TypeAlias
 
 from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
 from haltproof.machine.usercode import OutOfTime
@@ -48,7 +49,7 @@ class Finding:
     state: int                      # index of the state the trace ends in (or starts the failing step from)
     message: str
     step: tuple | None = None       # (action index, combo index, rule, successor state) for a failing transition
-    other: "Finding | None" = None  # independence: the transition it disagrees with
+    other: Finding | None = None  # independence: the transition it disagrees with
     subject: Subject | None = None  # what failed to evaluate (well_defined, bound_code) or differs (independent)
 
 
@@ -140,7 +141,7 @@ class Exploration:
         """The transitions stored for state i, in the engine's order: (action, combo, rule, successor)."""
         return transitions_from(self.machine, self.states[i])
 
-    def attach_lazy(self, steps_class: "type[_Steps] | None" = None) -> None:
+    def attach_lazy(self, steps_class: type[_Steps] | None = None) -> None:
         """Make via_* and e_action/e_combo/e_rule recompute their items when read."""
         steps = (steps_class or _Steps)(self.machine, self.states, self.parent, self.edge_start)
         n, ne = len(self.parent), self.transitions
@@ -298,7 +299,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
     return ex
 
 
-def _add_inits(x: "_Sweep", generated: bool) -> None:
+def _add_inits(x: _Sweep, generated: bool) -> None:
     ex = x.ex
     states, index, parent = ex.states, ex.index, ex.parent
     for s in x.m.inits:
@@ -315,7 +316,7 @@ def _add_inits(x: "_Sweep", generated: bool) -> None:
         x.check_state(len(states) - 1, s)
 
 
-def _undo_partial(x: "_Sweep", i: int, generated: bool, fired: dict[int, dict[str | None, int]]) -> None:
+def _undo_partial(x: _Sweep, i: int, generated: bool, fired: dict[int, dict[str | None, int]]) -> None:
     """After an interruption (`_INTERRUPTS`) while state i was being expanded: leave the
     exploration as if it had stopped just before i, with i and everything found from it
     so far unexpanded, as at --max-states. Whatever it found from i stays found (those
@@ -366,7 +367,8 @@ class _Sweep:
 
     def __init__(self, m: Machine, max_states: int | None, timeout: float | None, max_memory: int | None,
                  properties: set[str] | None, progress: ProgressFn | None):
-        wanted = (lambda name: properties is None or name in properties)
+        def wanted(name: str) -> bool:
+            return properties is None or name in properties
         spec = m.spec
         self.m = m
         self.ex = ex = Exploration(m)

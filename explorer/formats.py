@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Renderer = Callable[[dict[str, Any]], str]
 

@@ -258,7 +258,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     problems = [(run, sc) for run in runs for sc in run.get("scenarios", []) if sc["status"] != "passed"]
     if failing or problems:
         out += ["", "### Violations", ""]
-    for (file, name), entries in failing.items():
+    for (_file, name), entries in failing.items():
         run, p = entries[0]
         at, line = F.finding_location(run, p)
         out.append(f"#### `{name}` in {md_code(f'{at}:{line}' if line else at)}")

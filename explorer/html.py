@@ -24,9 +24,10 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any, Sequence
+from typing import Any
 
 from . import findings as F
 

@@ -11,8 +11,9 @@ explored once, when its first item runs. Without `--haltproof` (or the ini optio
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

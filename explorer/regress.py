@@ -30,8 +30,9 @@ import json
 import os
 import pprint
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from haltproof.machine.binding import bind_machine, load_adapter
 from haltproof.machine.compiled import CompiledSpec, Machine

@@ -8,9 +8,10 @@ recorded state matching) or stops at the first step that does not.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, spec_where
 from haltproof.machine.errors import Problem, SpecError

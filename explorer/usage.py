@@ -8,7 +8,7 @@ the second copy went past the first copy's handler as a traceback.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 class UsageError(Exception):

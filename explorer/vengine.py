@@ -16,7 +16,8 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -153,7 +154,8 @@ def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout:
              max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None) -> VExploration:
     m = vm.machine
     spec = m.spec
-    wanted = (lambda name: properties is None or name in properties)
+    def wanted(name: str) -> bool:
+        return properties is None or name in properties
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
     ex = VExploration(m)
@@ -729,13 +731,14 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         names = vm.machine.actions[ai].choice_names
         cargs = [combo[names.index(c)] if c in names else None for c in spec.choice_names]
 
+        # step and found read this block's variables (noqa: B023): both are called in this iteration only.
         def step(r: int) -> tuple:
-            return (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))
+            return (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))  # noqa: B023
 
         def found(name: str, r: int, message: str) -> None:
-            e = int(pos[r]) * nkeys + b.k        # the edge's place in the scalar engine's order
+            e = int(pos[r]) * nkeys + b.k        # noqa: B023  (the edge's place in the scalar engine's order)
             if name not in chosen or e < chosen[name][0]:
-                chosen[name] = (e, Finding(base + int(pos[r]), message, step(r)))
+                chosen[name] = (e, Finding(base + int(pos[r]), message, step(r)))  # noqa: B023
         for name, fs in step_props.items():
             judged = name not in ex.findings
             need_of = vm.step_needs[name].get(ai)
@@ -769,7 +772,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
             assert ranks is not None, "weighted measures keep every edge"
             level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
     spec_order = list(step_props)
-    for name, (e, order, finding) in sorted(unreadable.items(), key=lambda kv: (kv[1][0], spec_order.index(kv[0]))):
+    for _name, (_e, order, finding) in sorted(unreadable.items(), key=lambda kv: (kv[1][0], spec_order.index(kv[0]))):
         candidate("well_defined", order, finding)      # the first, in the scalar engine's order
     for name, (_, finding) in chosen.items():
         ex.findings.setdefault(name, finding)

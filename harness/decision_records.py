@@ -51,7 +51,8 @@ taken), `haltproof.loop.status`, `haltproof.refusal_count`, `haltproof.refusal_t
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Callable
+from collections.abc import Callable
+from typing import IO, Any
 
 DECISION_EVENT = "haltproof.gate.decision"
 END_EVENT = "haltproof.loop.end"

@@ -75,11 +75,11 @@ class CallChoice:
     args: tuple[tuple[str, str], ...]
     pick: int = 0
 
-    def __deepcopy__(self, memo: dict) -> "CallChoice":
+    def __deepcopy__(self, memo: dict) -> CallChoice:
         return self
 
     @classmethod
-    def of(cls, tool: str, args: dict[str, str], pick: int = 0) -> "CallChoice":
+    def of(cls, tool: str, args: dict[str, str], pick: int = 0) -> CallChoice:
         return cls(tool, tuple(sorted(args.items())), pick)
 
 
@@ -92,7 +92,7 @@ class OutputChoice:
     extra: int = 0
     filler: str = "lorem ipsum "
 
-    def __deepcopy__(self, memo: dict) -> "OutputChoice":
+    def __deepcopy__(self, memo: dict) -> OutputChoice:
         return self
 
 

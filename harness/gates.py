@@ -26,8 +26,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from dataclasses import dataclass
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -93,7 +93,7 @@ class GateDecision:
     allow: bool
     reason: str
     gate_name: str
-    trail: tuple["GateDecision", ...] = ()
+    trail: tuple[GateDecision, ...] = ()
 
     @property
     def evaluated(self) -> tuple[str, ...]:
@@ -249,7 +249,7 @@ class RegexGate:
             try:
                 parts = urlsplit(m.group(0))
                 host = parts.hostname
-                parts.port           # raises ValueError on a malformed port
+                _ = parts.port       # raises ValueError on a malformed port
             except ValueError:
                 return f"a URL that cannot be parsed ({m.group(0)[:60]!r})"
             if not host:

@@ -15,8 +15,8 @@ down to a token reservation whatever the counter is.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 TokenCounter = Callable[[str], int]
 

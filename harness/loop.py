@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from haltproof.machine import strict_json
 from haltproof.machine.inputs import TooLarge, check_number, read_bounded

@@ -9,7 +9,8 @@ and a Hypothesis strategy of every concrete observation in the class (what
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 

@@ -25,7 +25,8 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import usercode
 from .compiled import CompiledAction, EvalError, Machine

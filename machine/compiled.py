@@ -18,10 +18,10 @@ import copy
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any, Callable
+from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
@@ -126,8 +126,8 @@ class Machine:
     all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
     fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
-    source: "Source | None" = None                    # the generated module the functions come from
-    sweep: "GeneratedLoop | None" = None              # the whole BFS loop, generated (see _generate_sweep)
+    source: Source | None = None                      # the generated module the functions come from
+    sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (see _generate_sweep)
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
         return dict(zip(self.var_names, state))

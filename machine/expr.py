@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import difflib
 import keyword
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from .errors import Located, Problem, SpecError
 
@@ -96,7 +96,7 @@ class Scope:
     names: dict[str, Binding]
     literals: frozenset = frozenset()
 
-    def extended(self, more: dict[str, Binding]) -> "Scope":
+    def extended(self, more: dict[str, Binding]) -> Scope:
         return Scope({**self.names, **more}, self.literals)
 
 

@@ -14,8 +14,9 @@ import math
 import numbers
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 Bound = int | float | None
 

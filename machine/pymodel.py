@@ -53,7 +53,8 @@ import inspect
 import itertools
 import os
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import expr as E
 from . import usercode
@@ -118,7 +119,8 @@ def independent_of(*names: str) -> _Prop:
 def action(*, when: Callable | None = None, rules: Iterable[str] = (), **choices: Iterable) -> Callable:
     """Mark a method `fn(self, state, params, **choices) -> new_state | (new_state, rule)`."""
     def mark(fn: Callable) -> Callable:
-        setattr(fn, "_haltproof_action", {"when": when, "rules": list(rules),
+        # setattr: a function object takes the mark, but its static type (Callable) has no such attribute
+        setattr(fn, "_haltproof_action", {"when": when, "rules": list(rules),  # noqa: B010
                                           "choices": {k: list(v) for k, v in choices.items()}})
         return fn
     return mark

@@ -12,10 +12,11 @@ import difflib
 import errno
 import keyword
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
@@ -157,14 +158,14 @@ class PropertyDecl:
     file: str | None = None
 
 
-def declared_at(spec: "Spec", decl: Any) -> tuple[str, int | None]:
+def declared_at(spec: Spec, decl: Any) -> tuple[str, int | None]:
     """Where a declaration (param, action, rule, choice, terminal, property) is written:
     (file, line). A YAML spec's are all in its file; a Python model's may be in a base
     class's module (its `file`), while the spec's path is the subclass's file."""
     return decl.file or spec.path, decl.line or None
 
 
-def where_text(spec: "Spec", decl: Any) -> str:
+def where_text(spec: Spec, decl: Any) -> str:
     """A declaration's place as messages show it: `line 12` in the spec's own file, else
     `base.py:12`, so no message pairs a line with the wrong file."""
     file, line = declared_at(spec, decl)

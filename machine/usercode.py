@@ -32,8 +32,9 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 REPEAT = 0.5      # seconds between further interrupts once the deadline has passed
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import numpy as np
 

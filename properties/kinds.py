@@ -85,7 +85,7 @@ class Subject:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Subject":
+    def from_json(cls, data: dict[str, Any]) -> Subject:
         return cls(data["check"], data.get("name"), data.get("choices"))
 
 

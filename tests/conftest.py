@@ -33,7 +33,9 @@ def cli(capsys):
     return run
 
 
-pytest_plugins = ["pytester"]
+# Fixtures shared by several test files come in as plugins, not as imports: ci_reports
+# (`workdir`, `validator`), spec_checks (`check`).
+pytest_plugins = ["pytester", "ci_reports", "spec_checks"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

@@ -183,7 +183,7 @@ def test_a_wrong_content_type_is_refused(db, ctype):
 def test_a_json_content_type_with_parameters_or_suffix_is_accepted(db):
     answer = json.dumps({"type": "abstain"}).encode()
     for ctype in ("application/json; charset=utf-8", "application/vnd.hero+json"):
-        with _serve(lambda view: (200, {"Content-Type": ctype}, answer)) as server:
+        with _serve(lambda view: (200, {"Content-Type": ctype}, answer)) as server:  # noqa: B023 (this pass only)
             run, _, _ = run_with(db, HTTPJSONPolicy(server.url, timeout=5))
         assert run["terminal"]["status"] == "abstained", ctype
 

@@ -95,7 +95,7 @@ def test_every_terminal_is_reached_where_it_should_be(sweep):
 
 def test_the_bounds_are_the_derived_ones(sweep):
     _, report = sweep
-    for (K, R), run in _runs(report).items():
+    for (K, _R), run in _runs(report).items():
         p = {q["name"]: q for q in run["properties"]}
         assert f"within {K} counted transitions (the longest takes {K})" in p["tool_calls_within_K"]["message"]
         assert f"within {K + 1} counted" in p["policy_asked_at_most_K_plus_1"]["message"]

@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_reports import without_expect
+from ci_reports import assert_valid, without_expect
 from conftest import ROOT
-from test_sarif import assert_valid, validator  # noqa: F401  (validator is a fixture)
 
 ACTION_TEXT = (ROOT / "action.yml").read_text()
 ACTION = yaml.safe_load(ACTION_TEXT)
@@ -61,7 +60,7 @@ def test_action_is_composite_and_every_input_referenced_is_declared_and_used():
     for step_id, _ in re.findall(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)", ACTION_TEXT):
         assert step_id in ids
     assert {name: out["value"] for name, out in ACTION["outputs"].items()} == {
-        name: "${{ steps.check.outputs.%s }}" % name for name in OUTPUTS}
+        name: "${{ steps.check.outputs." + name + " }}" for name in OUTPUTS}
 
 
 def test_action_steps_pass_inputs_by_env_to_the_one_script():
@@ -79,11 +78,13 @@ def test_action_steps_pass_inputs_by_env_to_the_one_script():
         assert step["shell"] == "bash" and "${{" not in step["run"]
         for var, value in step["env"].items():
             name = var.removeprefix("INPUT_").lower().replace("_", "-")
-            assert value == "${{ inputs.%s }}" % name, var
+            assert value == "${{ inputs." + name + " }}", var
     # Each variable the script reads is set by the step that runs its subcommand.
     text = SCRIPT.read_text()
-    body = lambda fn: text[text.index(f"{fn}() {{"):text.index("\n}\n", text.index(f"{fn}() {{"))]
-    read = lambda fn: {"INPUT_" + v for v in re.findall(r"\b(?:need|boolean) ([A-Z_]+)", body(fn))}
+    def body(fn):
+        return text[text.index(f"{fn}() {{"):text.index("\n}\n", text.index(f"{fn}() {{"))]
+    def read(fn):
+        return {"INPUT_" + v for v in re.findall(r"\b(?:need|boolean) ([A-Z_]+)", body(fn))}
     assert set(install["env"]) == read("cmd_install") == {"INPUT_INSTALL"}
     assert set(check["env"]) == read("cmd_check") == {_var(n) for n in (
         "paths", "args", "sarif", "junit", "json", "upload-sarif", "fail-on-incomplete")}
@@ -144,7 +145,7 @@ def repo(tmp_path: Path) -> Path:
 PIN = "-p max_steps=2 -p max_retries=0"
 
 
-def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validator):  # noqa: F811
+def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validator):
     ran = run_action(repo, paths="specs/loop_demo.yaml", args=PIN)
     assert ran.code == 0, ran.err
     lines = ran.out.splitlines()
@@ -162,7 +163,7 @@ def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validat
     assert ET.parse(repo / "haltproof.xml").getroot().get("failures") == "0"
 
 
-def test_violated_spec_fails_with_error_annotations_and_a_sarif_result(repo, validator):  # noqa: F811
+def test_violated_spec_fails_with_error_annotations_and_a_sarif_result(repo, validator):
     ran = run_action(repo, paths="violated.yaml", args="-p max_steps=3 -p max_retries=0")
     assert ran.code == 1, ran.err
     errors = [line for line in ran.out.splitlines() if line.startswith("::error ")]

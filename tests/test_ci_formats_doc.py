@@ -42,7 +42,7 @@ def _commands() -> list[tuple[str, int]]:
 def _samples() -> list[tuple[str, str]]:
     """(command, sample output) for each block introduced by 'Output of `haltproof ...`'."""
     out = []
-    for lang, body, before in _blocks():
+    for _lang, body, before in _blocks():
         last = before.rstrip().splitlines()[-1]
         m = re.match(r"Output of `(haltproof [^`]+)`", last)
         if m:

@@ -60,7 +60,7 @@ def _both(spec, pins: dict | None = None, **opts) -> list[tuple[dict, dict, str]
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_engines_agree_on_every_repo_spec(path: Path):
     spec = load_spec(path)
-    for scalar, vector, engine in _both(spec):
+    for scalar, vector, _engine in _both(spec):
         assert scalar == vector
 
 

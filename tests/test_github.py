@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED, PROVED,
-                        TINY, VIOLATED, line_of, workdir)  # noqa: F401  (workdir is a fixture)
+                        TINY, VIOLATED, line_of)
 from haltproof.explorer.github import (command, escape_data, escape_property, md_cell, mermaid_text,
                              render_markdown)
 

@@ -17,10 +17,10 @@ from haltproof.machine.pymodel import terminates_within
 from haltproof.machine import compiled as compiled_module, spec as spec_module, yamlpos
 from haltproof.machine.errors import SpecError
 from conftest import LOOP_DEMO, ROOT
-from test_malformed_specs import BASE, check, edit  # noqa: F401  (check is a fixture)
+from test_malformed_specs import BASE, edit
 
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
-from retry_model import RetryLoop  # noqa: E402
+from retry_model import RetryLoop
 
 
 def only_error(r, line: int | None, message: str) -> None:

@@ -92,7 +92,7 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 
 
 class Node:
-    def __init__(self, tag: str, attrs: dict[str, str | None], parent: "Node | None"):
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None):
         self.tag, self.attrs, self.parent = tag, attrs, parent
         self.children: list[Node | str] = []
 
@@ -103,7 +103,7 @@ class Node:
     def text(self) -> str:
         return "".join(c if isinstance(c, str) else c.text() for c in self.children)
 
-    def all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list["Node"]:
+    def all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
         found = []
         for c in self.children:
             if isinstance(c, Node):
@@ -113,7 +113,7 @@ class Node:
                 found.extend(c.all(tag, cls, **attrs))
         return found
 
-    def one(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> "Node":
+    def one(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> Node:
         found = self.all(tag, cls, **attrs)
         assert len(found) == 1, (tag, cls, attrs, len(found))
         return found[0]

@@ -12,7 +12,7 @@ import junitparser
 import pytest
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, DOMAINS, PIN_PROVED, PIN_VIOLATED, PROVED, TINY,
-                        VIOLATED, line_of, workdir)  # noqa: F401  (workdir is a fixture)
+                        VIOLATED, line_of)
 from haltproof.explorer.junit import render_junit
 
 VIOLATED_PROPS = {"complete_search_always_decides", "final_answer_on_last_step_kept",

@@ -8,11 +8,9 @@ written out in each case; BASE's own line numbers are in the comment next to it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from haltproof.explorer.cli import main
+from spec_checks import Ran
 
 #  1 machine: m
 #  2 params:
@@ -75,33 +73,6 @@ def edit(*pairs: str, base: str = BASE) -> str:
 def guard(expr: str) -> str:
     """BASE with the guard of `work` (line 9) replaced."""
     return edit(GUARD, f"    when: {expr}\n")
-
-
-@dataclass
-class Ran:
-    path: str
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def check(tmp_path, monkeypatch, capsys):
-    """Write TEXT to a spec file and run `haltproof check FILE` (or COMMAND) in-process."""
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    # Run from a directory that is not above the spec, so the CLI shows the path as given.
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-
-    def run(text: str, *extra: str, name: str = "bad.yaml", command: str = "check") -> Ran:
-        path = specs / name
-        path.write_text(text, encoding="utf-8")
-        code = main([command, str(path), *extra])
-        captured = capsys.readouterr()
-        return Ran(str(path), code, captured.out, captured.err)
-    return run
 
 
 def assert_rejected(r: Ran, line: int, *fragments: str) -> None:

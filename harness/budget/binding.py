@@ -113,7 +113,7 @@ class Move:
     def __str__(self) -> str:
         return f"{self.kind}{list(self.variant) if self.variant else ''}"
 
-    def __deepcopy__(self, memo: dict) -> "Move":
+    def __deepcopy__(self, memo: dict) -> Move:
         return self                     # immutable: it copies what it hands out
 
 
@@ -151,7 +151,7 @@ class Env:
     def __str__(self) -> str:
         return f"{self.kind}{list(self.data) if self.data else ''}"
 
-    def __deepcopy__(self, memo: dict) -> "Env":
+    def __deepcopy__(self, memo: dict) -> Env:
         return self                     # immutable: result() builds a new outcome each time
 
 

@@ -19,8 +19,9 @@ the rule (the same names as the spec's decide rules):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 TOOLS = ("search", "document", "stock", "reserve")
 WRITE_TOOLS = ("reserve",)
@@ -313,7 +314,7 @@ class Gate:
     check_budget: Callable[[Run], None] = check_budget
     finalize: Callable[[Action, Run], dict[str, Any]] = finalize
 
-    def replace(self, **changes: Callable) -> "Gate":
+    def replace(self, **changes: Callable) -> Gate:
         return replace(self, **changes)
 
 

@@ -162,7 +162,7 @@ def check_policy_url(url: Any) -> str:
     if not host:
         raise PolicyConfigError(f"refused policy URL {url!r}: no host")
     try:
-        parts.port
+        _ = parts.port              # raises ValueError on a malformed port
     except ValueError:
         raise PolicyConfigError(f"refused policy URL {url!r}: the port is not a number in 0..65535") from None
     if scheme == "http":
@@ -228,7 +228,7 @@ class HTTPJSONPolicy:
 
     __call__ = next_action
 
-    def _exchange(self, request: urllib.request.Request, exchange: "_Exchange") -> bytes:
+    def _exchange(self, request: urllib.request.Request, exchange: _Exchange) -> bytes:
         """One request and its answer, every failure as a PolicyResponseError (runs in the
         exchange's worker thread)."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(),

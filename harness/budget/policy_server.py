@@ -17,8 +17,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from haltproof.machine import strict_json
 
@@ -55,7 +56,7 @@ class PolicyServer:
         action = self.policy.next_action(view)
         return 200, {"Content-Type": "application/json"}, json.dumps(action).encode("utf-8")
 
-    def start(self) -> "PolicyServer":
+    def start(self) -> PolicyServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="policy-server", daemon=True)
         self._thread.start()
@@ -72,7 +73,7 @@ class PolicyServer:
             self._thread.join(timeout=5)
         self._httpd.server_close()
 
-    def __enter__(self) -> "PolicyServer":
+    def __enter__(self) -> PolicyServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

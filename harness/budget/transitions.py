@@ -20,7 +20,8 @@ Each transition returns the name of the rule that decided it (the spec's rule na
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .gate import GATE, GOALS, MAX_QUANTITY, Gate, Run, Stop, _text
 
