@@ -1,0 +1,206 @@
+"""Single-line bugs on the verdict path that the rest of the suite let through (issue 18).
+
+Each test here was written against a planted bug that survived: it fails with that line
+mutated and passes on the real code (docs/mutation.md lists the mutation each one kills).
+Every verdict is checked on the three ways a spec can run: the scalar engine's generated
+loop, its plain loop (the one for independence properties and bound code) and the vector
+engine, down to the trace — a bug in one of them must not hide behind the others.
+"""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+
+import numpy as np
+import pytest
+
+from explorer.check import Options, RunResult, check_machine, prepare
+from machine.compiled import Machine
+from machine.spec import parse_spec
+from machine.vectorize import vectorize
+
+pytestmark = pytest.mark.verdict
+
+WAYS = ("generated", "plain", "vector")
+
+
+def _machine(text: str) -> Machine:
+    [m] = prepare(parse_spec(textwrap.dedent(text), "kills.yaml"), Options(model_only=True))
+    return m
+
+
+def _plain(m: Machine) -> Machine:
+    """The same machine without its generated loop: the scalar engine's plain loop runs it."""
+    out = copy.copy(m)
+    out.sweep = None
+    return out
+
+
+def each_way(text: str) -> dict[str, RunResult]:
+    """The check of a one-instance spec on every engine and loop, keyed by WAYS."""
+    m = _machine(text)
+    return {"generated": check_machine(m, Options(engine="scalar")),
+            "plain": check_machine(_plain(m), Options(engine="scalar")),
+            "vector": check_machine(m, Options(engine="vector"))}
+
+
+def prop(r: RunResult, name: str):
+    [p] = [p for p in r.properties if p.name == name]
+    return p
+
+
+def states(trace, var: str) -> list:
+    return [s.state[var] for s in trace.steps]
+
+
+# ---------------------------------------------------------------- array widths
+# machine/ranges.py `_Ranges.of`: the widest value is max(|low|, |high|) of every bound;
+# with |low| dropped, x * -2^32 (bounds -3 * 2^32 .. 0) looks small, runs in int32,
+# wraps to 0 and proves `> -5` while Python ints say -2^32.
+
+NEGATIVE = """\
+machine: negative
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  above: {always: x * -1073741824 * 4 > -5}
+"""
+
+
+def test_a_large_negative_intermediate_widens_the_arrays_to_64_bits():
+    assert vectorize(_machine(NEGATIVE)).int_t is np.int64
+    for way, r in each_way(NEGATIVE).items():
+        p = prop(r, "above")
+        assert (r.engine, p.status) == ("vector" if way == "vector" else "scalar", "violated"), way
+        assert states(p.trace, "x") == [0, 1], way
+
+
+NEGATIVE_DOMAIN = """\
+machine: negative_domain
+vars: {x: {type: int, min: -3000000000, max: 0, init: 0}}
+actions:
+  dec: {when: x > -3, do: [{set: {x: x - 1}}]}
+terminal: x == -3
+properties:
+  small: {always: x > -2}
+"""
+
+
+def test_a_domain_with_a_low_end_past_32_bits_runs_in_64_bits():
+    """The decoding adds the low end of a domain: -3 * 10^9 does not fit int32."""
+    assert vectorize(_machine(NEGATIVE_DOMAIN)).int_t is np.int64
+    for way, r in each_way(NEGATIVE_DOMAIN).items():
+        p = prop(r, "small")
+        assert p.status == "violated" and states(p.trace, "x") == [0, -1, -2], way
+
+
+# ---------------------------------------------------------------- range choices
+# machine/compiled.py `_choice_items`: a range choice is inclusive of its max; without it
+# k = 2 is never tried, x never reaches 3, and `x != 3` is proved.
+
+RANGE_CHOICE = """\
+machine: ranged
+vars: {x: {type: int, min: 0, max: 4, init: 0}}
+actions:
+  add:
+    when: x < 2
+    choose:
+      k: {min: 1, max: 2}
+    do: [{set: {x: x + k}}]
+terminal: x >= 2
+properties:
+  never_three: {always: x != 3}
+  two_in_one_step: {reachable: x == 2}
+"""
+
+
+def test_a_range_choice_takes_both_of_its_ends():
+    for way, r in each_way(RANGE_CHOICE).items():
+        bad = prop(r, "never_three")
+        assert bad.status == "violated", way
+        assert states(bad.trace, "x") == [0, 1, 3], way
+        assert [s.choices for s in bad.trace.steps] == [{}, {"k": 1}, {"k": 2}], way
+        witness = prop(r, "two_in_one_step").witness
+        assert states(witness, "x") == [0, 2] and witness.steps[-1].choices == {"k": 2}, way
+        assert r.stats["states"] == 4 and r.stats["transitions"] == 4, way   # 0 -> 1, 2; 1 -> 2, 3
+        assert r.stats["terminal_states"] == 2, way                          # x = 2 and x = 3
+
+
+# ---------------------------------------------------------------- independence
+# explorer/engine.py and explorer/vengine.py: independence compares, per state up to the
+# ignored vars, being terminal first. Here lab = q ends the run at x = 1, lab = p does not:
+# the terminal check is the only place the two states differ (a terminal state has no
+# guard or transition to compare).
+
+TERMINAL_BY_LABEL = """\
+machine: labelled
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+  lab: {type: enum, values: [p, q], init: {one_of: [p, q]}}
+actions:
+  go: {when: x < 2, do: [{set: {x: x + 1}}]}
+terminal: x == 2 or (x == 1 and lab == q)
+properties:
+  ignores_lab: {independent_of: lab}
+"""
+
+
+def test_independence_sees_a_difference_in_being_terminal():
+    for way, r in each_way(TERMINAL_BY_LABEL).items():
+        p = prop(r, "ignores_lab")
+        assert p.status == "violated", way
+        assert p.message == "two states equal up to the ignored vars differ in being terminal", way
+        assert [s.state for s in p.trace.steps] == [{"x": 0, "lab": "p"}, {"x": 1, "lab": "p"}], way
+        assert [s.state for s in p.other_trace.steps] == [{"x": 0, "lab": "q"}, {"x": 1, "lab": "q"}], way
+
+
+def test_independence_holds_when_the_terminal_ignores_the_var():
+    text = TERMINAL_BY_LABEL.replace("x == 2 or (x == 1 and lab == q)", "x == 2 or (x == 1 and lab == lab)")
+    for way, r in each_way(text).items():
+        assert prop(r, "ignores_lab").status == "holds" and r.result == "proved", way
+
+
+# ---------------------------------------------------------------- before and after
+# A step property sees the state before the transition as `before` and the one after as
+# `after`. Every step below decreases n, so `after.n <= before.n` holds and
+# `after.n >= before.n` does not: swapping the two states anywhere (the generated loop's
+# inline check, the slow path that makes the finding, the vector engine's arrays) turns
+# one verdict into the other. One property per run: the generated loop checks them all
+# on the slow path as soon as one looks false, which would hide a swap in the others.
+
+SHRINKING = """\
+machine: shrinking
+vars: {n: {type: int, min: 0, max: 3, init: 3}}
+actions:
+  shrink:
+    when: n > 0
+    choose:
+      by: [1, 2]
+    do: [{set: {n: "max(n - by, 0)"}}]
+terminal: n == 0
+properties:
+  only: {step: "%s"}
+"""
+
+
+@pytest.mark.parametrize("step", ["after.n <= before.n", "before.n - after.n == by or after.n == 0",
+                                  "after.n != 1 or before.n > 1"])
+def test_a_step_property_that_holds_reads_before_and_after_the_right_way_round(step):
+    for way, r in each_way(SHRINKING % step).items():
+        assert prop(r, "only").status == "holds" and r.result == "proved", way
+
+
+@pytest.mark.parametrize("step,path", [
+    ("after.n >= before.n", [3, 2]),          # the first transition: 3 -by=1-> 2
+    ("before.n == 3", [3, 2, 1]),             # the first step from n = 2
+    ("after.n - before.n == by", [3, 2]),
+])
+def test_a_step_property_that_breaks_reads_before_and_after_the_right_way_round(step, path):
+    for way, r in each_way(SHRINKING % step).items():
+        p = prop(r, "only")
+        assert p.status == "violated" and p.message == "false for this transition", way
+        assert states(p.trace, "n") == path, way
+        assert p.trace.steps[-1].choices == {"by": 1}, way
