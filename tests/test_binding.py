@@ -22,6 +22,8 @@ from machine.spec import load_spec
 
 from conftest import LOOP_DEMO, MUTANTS
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 TESTS = Path(__file__).resolve().parent
 SHIPPED_BIND = "bind: harness.loop_binding:LoopDemoAdapter"
 HEADER = "(checked the bound code: harness.loop_binding:LoopDemoAdapter)"

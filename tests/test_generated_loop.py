@@ -20,7 +20,7 @@ from explorer.engine import Exploration, _runs_generated, explore
 from machine.compiled import CompiledSpec, Machine
 from machine.spec import load_spec, parse_spec
 
-from conftest import ROOT
+from conftest import ROOT, verdict_specs
 
 SPECS = sorted((ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
 
@@ -62,7 +62,7 @@ def _same_both_ways(m: Machine, **bounds) -> None:
            {k: (v["value"], v["message"]) for k, v in b.bounds.items()}
 
 
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", verdict_specs(SPECS), ids=lambda p: str(p.relative_to(ROOT)))
 def test_generated_and_plain_loops_agree_on_every_repo_spec(path: Path):
     spec = load_spec(path)
     names = [p.name for p in spec.properties]
@@ -73,6 +73,7 @@ def test_generated_and_plain_loops_agree_on_every_repo_spec(path: Path):
     _same_both_ways(machines[-1], properties=set(names[::2]))
 
 
+@pytest.mark.verdict
 def test_bound_code_never_runs_the_generated_loop():
     (m,) = prepare(load_spec(ROOT / "specs" / "budget_runner.yaml"), Options(pins={"K": 1, "R": 0}))
     assert m.bound_to and not _runs_generated(m)
@@ -131,6 +132,7 @@ FAILURES = {"guard": ("well_defined", "guard of bump: integer division or modulo
             "variant": ("well_defined", "property rises: integer division or modulo by zero")}
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("where", FAILURES)
 def test_generated_and_plain_loops_agree_where_an_expression_fails(where: str):
     m = CompiledSpec(parse_spec(_failing(where), "failing.yaml")).instantiate({})

@@ -10,6 +10,8 @@ from machine.spec import load_spec
 
 from conftest import LOOP_DEMO
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 
 @pytest.fixture(scope="module")
 def runs():

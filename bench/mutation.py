@@ -1,0 +1,179 @@
+"""Mutation testing of the verdict path (issue 18): mutmut over the modules that decide a
+verdict, each mutant judged by the fast `verdict`-marked tests, and a report of the score
+per module with every survivor.
+
+Run from the repository root, with the extra installed (`pip install -e '.[test,mutation]'`):
+
+    python -m bench.mutation                      # the whole verdict path, then the report
+    python -m bench.mutation --module machine/ranges.py      # one module at a time
+    python -m bench.mutation --report-only        # the report of the last run, no run
+
+What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
+tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
+copies the tree into `mutants/` (git-ignored) and keeps each mutant's result there, so an
+interrupted run goes on where it stopped. The report goes to stdout and to
+bench/results/mutation.md; docs/mutation.md says why each accepted survivor is accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "mutation.md"
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}   # the tests stopped the mutant
+
+
+def verdict_path(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
+    """The files mutated: `only_mutate` of `[tool.mutmut]`."""
+    return list(tomllib.loads(pyproject.read_text())["tool"]["mutmut"]["only_mutate"])
+
+
+def mutant_prefix(path: str) -> str:
+    """mutmut's names of the mutants of `path` start with its module name and a dot."""
+    return path.removesuffix(".py").replace("/", ".") + "."
+
+
+@dataclass
+class Mutant:
+    name: str
+    module: str
+    status: str
+    line: int | None = None
+    removed: str = ""
+    added: str = ""
+
+    @property
+    def description(self) -> str:
+        return f"`{self.removed}` -> `{self.added}`" if self.removed or self.added else "(no diff)"
+
+
+def run_mutmut(modules: list[str], workers: int) -> int:
+    """One `mutmut run` (re-running only the mutants without a result yet)."""
+    names = [mutant_prefix(m) + "*" for m in modules]
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
+    print("$", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=REPO)
+
+
+def collect(modules: list[str]) -> list[Mutant]:
+    """Every mutant of `modules` with its status, and for a survivor its diff and line."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+
+    out = []
+    for module in modules:
+        meta = REPO / "mutants" / (module + ".meta")
+        if not meta.exists():
+            continue
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        for name in sorted(codes, key=_natural):
+            m = Mutant(name, module, status_by_exit_code[codes[name]])
+            if m.status not in KILLED:
+                _describe(m, get_diff_for_mutant(name, path=Path(module)))
+            out.append(m)
+    return out
+
+
+def _natural(name: str) -> tuple:
+    head, _, n = name.rpartition("_")
+    return (head, int(n) if n.isdigit() else 0)
+
+
+def _describe(m: Mutant, diff: str) -> None:
+    """The changed lines of a mutant's diff, and the changed line's number in the source."""
+    lines = diff.splitlines()[2:]
+    m.removed = " / ".join(x[1:].strip() for x in lines if x.startswith("-"))
+    m.added = " / ".join(x[1:].strip() for x in lines if x.startswith("+"))
+    first = next((x[1:] for x in lines if x.startswith("-")), None)
+    if first is not None:
+        m.line = _line_of(m.module, m.name, first)
+
+
+def _line_of(module: str, mutant: str, text: str) -> int | None:
+    """Where `text` (a line of the original function named in `mutant`) is in `module`."""
+    key = mutant[len(mutant_prefix(module)):].rpartition("__mutmut_")[0]   # x_func or xǁClassǁmethod
+    func = key.split("ǁ")[-1] if key.startswith("xǁ") else key.removeprefix("x_")
+    source = (REPO / module).read_text()
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
+            for k in range(node.lineno - 1, node.end_lineno or node.lineno):
+                if lines[k].strip() == text.strip():
+                    return k + 1
+    return None
+
+
+def report(mutants: list[Mutant], modules: list[str], seconds: float | None) -> str:
+    """The score per module and the survivors, as markdown."""
+    rows = ["| module | mutants | killed | survived | no test | score |", "|---|---:|---:|---:|---:|---:|"]
+    total = killed = 0
+    for module in modules:
+        ms = [m for m in mutants if m.module == module]
+        k = sum(m.status in KILLED for m in ms)
+        none = sum(m.status == "no tests" for m in ms)
+        rows.append(f"| {module} | {len(ms)} | {k} | {len(ms) - k - none} | {none} | {_pct(k, len(ms))} |")
+        total, killed = total + len(ms), killed + k
+    rows.append(f"| **verdict path** | {total} | {killed} | {total - killed} | | **{_pct(killed, total)}** |")
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = [f"# Mutation testing of the verdict path ({when})", "",
+            "Made by `python -m bench.mutation`; what the numbers mean and why each accepted survivor",
+            "is accepted: docs/mutation.md.", ""]
+    if seconds is not None:
+        head += [f"Run time: {seconds / 60:.1f} minutes.", ""]
+    survivors = [m for m in mutants if m.status not in KILLED]
+    body = ["", f"## Survivors ({len(survivors)})", "",
+            "| module | line | mutant | status | mutation |", "|---|---:|---|---|---|"]
+    body += [f"| {m.module} | {m.line or ''} | {m.name[len(mutant_prefix(m.module)):]} | {m.status} | "
+             f"{_cell(m.description)} |" for m in survivors]
+    return "\n".join(head + rows + body) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:.1f}%" if n else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", action="append", help="a verdict-path file to mutate (repeatable; default all)")
+    ap.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1)")
+    ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
+    ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
+    args = ap.parse_args(argv)
+    os.chdir(REPO)                         # mutmut reads pyproject.toml and writes mutants/ here
+    every = verdict_path()
+    modules = args.module or every
+    unknown = [m for m in modules if m not in every]
+    if unknown:
+        ap.error(f"not on the verdict path (pyproject.toml [tool.mutmut] only_mutate): {', '.join(unknown)}")
+    seconds = None
+    if not args.report_only:
+        started = time.monotonic()
+        code = run_mutmut(modules, args.workers)
+        seconds = time.monotonic() - started
+        if code != 0:
+            print(f"mutmut exited with {code}", file=sys.stderr)
+            return code
+    text = report(collect(modules), modules, seconds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
