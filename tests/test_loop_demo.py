@@ -10,8 +10,6 @@ from machine.spec import load_spec
 
 from conftest import LOOP_DEMO
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
-
 
 @pytest.fixture(scope="module")
 def runs():

@@ -20,7 +20,6 @@ def test_there_are_mutants_for_each_warned_mistake():
             "empty_search_continues"} <= names
 
 
-@pytest.mark.verdict
 @pytest.mark.parametrize("path", ALL_MUTANTS, ids=lambda p: p.stem)
 def test_mutant_is_caught_in_every_run(path: Path):
     first = path.read_text().splitlines()[0]
