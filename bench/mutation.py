@@ -6,13 +6,16 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
 
     python -m bench.mutation                      # the whole verdict path, then the report
     python -m bench.mutation --module machine/ranges.py      # one module at a time
+    python -m bench.mutation --resume             # go on with the mutants not tested yet
     python -m bench.mutation --report-only        # the report of the last run, no run
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
 tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
-copies the tree into `mutants/` (git-ignored) and keeps each mutant's result there, so an
-interrupted run goes on where it stopped. The report goes to stdout and to
-bench/results/mutation.md; docs/mutation.md says why each accepted survivor is accepted.
+copies the tree into `mutants/` (git-ignored) and keeps each mutant's result there. A run
+tests again every mutant of the modules it names (so the results follow the current
+tests); --resume tests only those without a result (an interrupted campaign). The report
+goes to stdout and to bench/results/mutation.md; docs/mutation.md says why each accepted
+survivor is accepted.
 """
 
 from __future__ import annotations
@@ -58,9 +61,9 @@ class Mutant:
         return f"`{self.removed}` -> `{self.added}`" if self.removed or self.added else "(no diff)"
 
 
-def run_mutmut(modules: list[str], workers: int) -> int:
-    """One `mutmut run` (re-running only the mutants without a result yet)."""
-    names = [mutant_prefix(m) + "*" for m in modules]
+def run_mutmut(modules: list[str], workers: int, resume: bool) -> int:
+    """One `mutmut run`: every mutant of `modules`, or (resume) those not tested yet."""
+    names = [] if resume else [mutant_prefix(m) + "*" for m in modules]
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
     print("$", " ".join(cmd), flush=True)
     return subprocess.call(cmd, cwd=REPO)
@@ -78,6 +81,8 @@ def collect(modules: list[str]) -> list[Mutant]:
             continue
         codes = json.loads(meta.read_text())["exit_code_by_key"]
         for name in sorted(codes, key=_natural):
+            if codes[name] is None:                 # not tested yet: no status to count
+                continue
             m = Mutant(name, module, status_by_exit_code[codes[name]])
             if m.status not in KILLED:
                 _describe(m, get_diff_for_mutant(name, path=Path(module)))
@@ -151,19 +156,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--module", action="append", help="a verdict-path file to mutate (repeatable; default all)")
     ap.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1)")
+    ap.add_argument("--resume", action="store_true", help="test only the mutants without a result yet")
     ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
     args = ap.parse_args(argv)
     os.chdir(REPO)                         # mutmut reads pyproject.toml and writes mutants/ here
     every = verdict_path()
     modules = args.module or every
+    if args.resume and args.module:
+        ap.error("--resume goes on with the whole verdict path: no --module with it")
     unknown = [m for m in modules if m not in every]
     if unknown:
         ap.error(f"not on the verdict path (pyproject.toml [tool.mutmut] only_mutate): {', '.join(unknown)}")
     seconds = None
     if not args.report_only:
         started = time.monotonic()
-        code = run_mutmut(modules, args.workers)
+        code = run_mutmut(modules, args.workers, args.resume)
         seconds = time.monotonic() - started
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
