@@ -61,6 +61,20 @@ properties:
     ("x // 2 + 7", 10),                    # // never beyond an operand: (-3, 3), + 7 is (4, 10)
     ("x % 2 + 7", 10),                     # the same for %
     ("100 if x > 1 else -200", 200),       # the union of both branches: (-200, 100)
+    ("100 if 1 < x else -200", 200),       # a var on the right of a comparison
+    # each end of each operation where it decides the result, not an operand
+    ("(x - 20) + (x - 20)", 40),           # the low ends added: (-40, -34)
+    ("10 - x", 10),                        # (10 - 3, 10 - 0); a + for the low end gives 13
+    ("x - 5", 5),                          # (0 - 5, 3 - 5); a + for the high end gives 8
+    ("(x - 9) // 2 * 100", 900),           # |-9|, the left operand's low end
+    ("(x + 5) // 2 * 100", 800),           # 8, the left operand's high end
+    ("2 // (x - 9) * 100", 900),           # |-9|, the right operand's low end
+    ("2 // (x + 9) * 100", 1200),          # 12, the right operand's high end
+    ("x // 2 - 100", 103),                 # (-3, 3) - 100: -103
+    ("min(x - 9, 0 - x) * 100", 900),      # min of (-9, -6) and (-3, 0) is (-9, -6)
+    ("max(x - 9, 0 - x) * 100", 300),      # max of (-9, -6) and (-3, 0) is (-3, 0)
+    ("(abs(x - 5) - 9) * 100", 700),       # abs of (-5, -2) is (2, 5): (2 - 9) * 100
+    ("(abs(x - 2) - 9) * 100", 900),       # abs of (-2, 1) is (0, 2): (0 - 9) * 100
 ])
 def test_the_exact_bound_of_a_set_stage(update, expect):
     assert widest(COUNTER % update) == expect
@@ -91,8 +105,8 @@ def test_params_and_choices_are_bounded_by_their_values():
     text = "params: {K: 1000}\n" + COUNTER % "x + 1" + "properties:\n  small: {always: x * K < 99999}\n"
     assert widest(text) == 99999
     assert widest("params: {K: 1000}\n" + COUNTER % "x + 1" + "properties:\n  small: {always: x * K < 9}\n") == 3000
-    chosen = COUNTER.replace("do:", "choose: {k: [1, 2000]}, do:") % "min(x + k, 3)"
-    assert widest(chosen) == 2003                       # k is (1, 2000); x + k is (1, 2003)
+    chosen = COUNTER.replace("do:", "choose: {k: [2000, 1]}, do:") % "min(x + k, 3)"
+    assert widest(chosen) == 2003                       # k is (1, 2000), not its last value; x + k is (1, 2003)
     ranged = COUNTER.replace("do:", "choose: {k: {min: -700, max: 1}}, do:") % "max(x + k, 0)"
     assert widest(ranged) == 700                        # x + k is (-700, 4)
 

@@ -97,6 +97,28 @@ def test_a_domain_with_a_low_end_past_32_bits_runs_in_64_bits():
         assert p.status == "violated" and states(p.trace, "x") == [0, -1, -2], way
 
 
+FAR_DOMAIN = """\
+machine: far
+vars:
+  y: {type: int, min: 3000000000, max: 3000000003, init: 3000000002}
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  small: {always: x < 3}
+"""
+
+
+def test_a_far_domain_of_a_var_no_expression_reads_widens_the_arrays():
+    """y is never read, only decoded: its domain alone must make the arrays int64 (a widest
+    value kept per var instead of over all of them left y's 3 * 10^9 to int32)."""
+    assert vectorize(_machine(FAR_DOMAIN)).int_t is np.int64
+    for way, r in each_way(FAR_DOMAIN).items():
+        p = prop(r, "small")
+        assert p.status == "violated" and [s.state for s in p.trace.steps][-1] == {"y": 3000000002, "x": 3}, way
+
+
 # ---------------------------------------------------------------- range choices
 # machine/compiled.py `_choice_items`: a range choice is inclusive of its max; without it
 # k = 2 is never tried, x never reaches 3, and `x != 3` is proved.
