@@ -7,6 +7,7 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
     python -m bench.mutation                      # the whole verdict path, then the report
     python -m bench.mutation --module machine/ranges.py      # one module at a time
     python -m bench.mutation --resume             # go on with the mutants not tested yet
+    python -m bench.mutation --survivors          # test again only the last run's survivors
     python -m bench.mutation --report-only        # the report of the last run, no run
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
@@ -61,9 +62,8 @@ class Mutant:
         return f"`{self.removed}` -> `{self.added}`" if self.removed or self.added else "(no diff)"
 
 
-def run_mutmut(modules: list[str], workers: int, resume: bool) -> int:
-    """One `mutmut run`: every mutant of `modules`, or (resume) those not tested yet."""
-    names = [] if resume else [mutant_prefix(m) + "*" for m in modules]
+def run_mutmut(names: list[str], workers: int) -> int:
+    """One `mutmut run` of the mutants `names` (globs allowed); none: those not tested yet."""
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
     print("$", " ".join(cmd), flush=True)
     return subprocess.call(cmd, cwd=REPO)
@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", action="append", help="a verdict-path file to mutate (repeatable; default all)")
     ap.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1)")
     ap.add_argument("--resume", action="store_true", help="test only the mutants without a result yet")
+    ap.add_argument("--survivors", action="store_true", help="test again only the last run's survivors")
     ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
     args = ap.parse_args(argv)
@@ -171,7 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     seconds = None
     if not args.report_only:
         started = time.monotonic()
-        code = run_mutmut(modules, args.workers, args.resume)
+        if args.resume:
+            names = []
+        elif args.survivors:
+            names = [m.name for m in collect(modules) if m.status not in KILLED]
+            if not names:
+                print("no survivors to test again")
+        else:
+            names = [mutant_prefix(m) + "*" for m in modules]
+        code = run_mutmut(names, args.workers) if names or args.resume else 0
         seconds = time.monotonic() - started
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)

@@ -53,6 +53,8 @@ properties:
     ("-x + 10", 10),                       # -x is (-3, 0), + 10 is (7, 10); a flipped sign gives 13
     ("x * -1000 + 5000", 5000),            # (-3000, 0), then (2000, 5000)
     ("(x - 7) * (x - 1)", 14),             # (-7, -4) * (-1, 2): products 7, -14, 4, -8
+    ("(x + 1) * (x + 2)", 20),             # (1, 4) * (2, 5): the high ends' product
+    ("+x + 10", 13),                       # a unary plus keeps (0, 3); only minus flips
     ("min(x, 1) * 1000", 1000),            # min of (0, 3) and (1, 1) is (0, 1)
     ("max(x, 2) * 100", 300),              # max of (0, 3) and (2, 2) is (2, 3)
     ("abs(x) * 100", 300),                 # (0, 3) stays
