@@ -155,3 +155,16 @@ actions:
 terminal: x == 3
 """
     assert widest(textwrap.dedent(text)) == 450         # t is (0, 150) after the first stage
+
+
+def test_enum_ids_count_up_to_the_number_of_literals():
+    text = """\
+machine: modes
+vars:
+  m: {type: enum, values: [a, b, c], init: a}
+  n: {type: enum, values: [a, b, c], init: b}
+actions:
+  go: {when: m != n, do: [{set: {m: n}}]}
+terminal: m == n
+"""
+    assert widest(text) == NLITS                        # no literal read: the domains alone
