@@ -37,12 +37,26 @@ def _plain(m: Machine) -> Machine:
     return out
 
 
-def each_way(text: str) -> dict[str, RunResult]:
-    """The check of a one-instance spec on every engine and loop, keyed by WAYS."""
+def each_way(text: str, vector: bool = True, **options) -> dict[str, RunResult]:
+    """The check of a one-instance spec on every engine and loop, keyed by WAYS; all of them
+    must agree on the counts, coverage, bounds and every property's verdict and trace.
+    vector=False: a spec the vector engine does not run (`//` that may divide by zero)."""
     m = _machine(text)
-    return {"generated": check_machine(m, Options(engine="scalar")),
-            "plain": check_machine(_plain(m), Options(engine="scalar")),
-            "vector": check_machine(m, Options(engine="vector"))}
+    runs = {"generated": check_machine(m, Options(engine="scalar", **options)),
+            "plain": check_machine(_plain(m), Options(engine="scalar", **options))}
+    if vector:
+        runs["vector"] = check_machine(m, Options(engine="vector", **options))
+    first = _summary(runs["generated"])
+    for way, r in runs.items():
+        assert _summary(r) == first, way
+    return runs
+
+
+def _summary(r: RunResult) -> dict:
+    return {"result": r.result, "stats": {k: v for k, v in r.stats.items() if k != "seconds"},
+            "coverage": r.coverage, "bounds": {k: (b["value"], b["message"]) for k, b in r.bounds.items()},
+            "properties": [(p.name, p.status, p.message, p.trace and p.trace.to_json(),
+                            p.other_trace and p.other_trace.to_json()) for p in r.properties]}
 
 
 def prop(r: RunResult, name: str):
@@ -226,3 +240,133 @@ def test_a_step_property_that_breaks_reads_before_and_after_the_right_way_round(
         assert p.status == "violated" and p.message == "false for this transition", way
         assert states(p.trace, "n") == path, way
         assert p.trace.steps[-1].choices == {"by": 1}, way
+
+
+# ---------------------------------------------------------------- every property, every state
+# explorer/engine.py `check_state` and `check_step` skip a property once it has failed (or
+# failed to evaluate) and go on with the next: a `break` there would never check the
+# properties after it again, and one that fails later would be proved.
+
+LATER = """\
+machine: later
+vars: {x: {type: int, min: 0, max: 4, init: 0}}
+actions:
+  inc: {when: x < 4, do: [{set: {x: x + 1}}]}
+terminal: x == 4
+properties:
+%s
+"""
+
+
+@pytest.mark.parametrize("first", ["early: {always: x < 1}", "early: {step: after.x != 1}",
+                                   "early: {variant: x, bound: 1}",
+                                   # raises exactly where `late` fails (a well_defined finding)
+                                   "broken: {always: 1 // (x - 3) > -5}", "broken: {step: 1 // (after.x - 3) > -5}"])
+@pytest.mark.parametrize("late,path", [("late: {always: x < 3}", [0, 1, 2, 3]),
+                                       ("late: {step: after.x != 3}", [0, 1, 2, 3]),
+                                       ("late: {variant: x, bound: 2}", [0, 1, 2, 3])])
+def test_a_property_that_fails_first_does_not_stop_the_others(first, late, path):
+    for way, r in each_way(LATER % ("  " + first + "\n  " + late), vector="//" not in first).items():
+        p = prop(r, "late")
+        assert p.status == "violated" and states(p.trace, "x") == path, way
+
+
+# ---------------------------------------------------------------- where an expression fails
+# The finding of an expression that raises carries its step: the trace ends with the
+# transition that raised, or at the state whose check raised.
+
+FAILING = """\
+machine: failing
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: "%s"}}]}
+terminal: "%s"
+properties:
+  p: {step: "%s"}
+"""
+
+
+def test_a_step_property_that_raises_ends_its_trace_with_the_step():
+    for way, r in each_way(FAILING % ("x + 1", "x == 3", "1 // (before.x - 1) > -5"), vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated" and "property p: " in wd.message, way
+        assert states(wd.trace, "x") == [0, 1, 2], way            # the step 1 -> 2 raised
+
+
+def test_an_action_that_raises_is_shown_at_the_state_it_raised_in():
+    for way, r in each_way(FAILING % ("x + 1 + 0 // (x - 1)", "x == 3", "True"), vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated" and wd.message.startswith("action inc with no choices: "), way
+        assert states(wd.trace, "x") == [0, 1], way
+        assert wd.trace.steps[-1].action == "inc", way
+        assert r.stats["states"] == 2 and r.stats["transitions"] == 1, way
+
+
+def test_a_terminal_that_raises_leaves_the_state_expanded():
+    for way, r in each_way(FAILING % ("x + 1", "x == 3 or 1 // (x - 1) == 7", "True"), vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated" and wd.message.startswith("terminal: "), way
+        assert states(wd.trace, "x") == [0, 1], way
+        assert r.stats["states"] == 4 and r.stats["transitions"] == 3, way   # x = 1 still steps on
+
+
+# ---------------------------------------------------------------- independence, messages
+
+def test_independence_says_which_state_enables_the_action():
+    text = TERMINAL_BY_LABEL.replace("x == 2 or (x == 1 and lab == q)", "x == 2").replace(
+        "when: x < 2", "when: x < 2 and (x == 0 or lab == p)")
+    for way, r in each_way(text).items():
+        p = prop(r, "ignores_lab")
+        assert p.message == ("two states equal up to the ignored vars: the action is enabled in one "
+                             "and disabled in the other"), way
+        assert [s.state for s in p.trace.steps][-1] == {"x": 1, "lab": "p"}, way
+        assert [s.state for s in p.other_trace.steps][-1] == {"x": 1, "lab": "q"}, way
+
+
+# ---------------------------------------------------------------- labelled terminals
+
+def test_terminal_labels_are_counted_on_every_loop():
+    text = """\
+machine: ends
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  status: {type: enum, values: [running, ok, failed], init: running}
+actions:
+  finish: {when: status == running, choose: {how: [ok, failed]}, do: [{set: {status: how, x: x + 1}}]}
+terminal: {label: status, values: [ok, failed]}
+properties:
+  any: {independent_of: x}
+"""
+    for way, r in each_way(text).items():
+        assert r.coverage["terminals"] == {"ok": 1, "failed": 1}, way
+
+
+# ---------------------------------------------------------------- a timeout, and progress
+
+BIG = """\
+machine: big
+vars: {x: {type: int, min: 0, max: 5000, init: 0}}
+actions:
+  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
+terminal: x == 5000
+properties:
+  small: {always: x < 5000}
+"""
+
+
+def test_a_timeout_leaves_the_check_incomplete():
+    m = _machine(BIG)
+    for way, machine in (("generated", m), ("plain", _plain(m))):
+        r = check_machine(machine, Options(engine="scalar", timeout=0.0))
+        assert (r.result, r.stopped_by) == ("incomplete", "timeout"), way
+        assert prop(r, "small").status == "unknown", way
+
+
+def test_progress_is_told_the_exploration_as_it_goes_and_at_its_end():
+    m = _machine(BIG)
+    for way, machine in (("generated", m), ("plain", _plain(m))):
+        calls: list[tuple] = []
+        r = check_machine(machine, Options(engine="scalar", progress=lambda spec, params: lambda *a: calls.append(a)))
+        assert r.result == "violated", way
+        # (states, transitions, depth, frontier): at states 0 and 4096, then the end
+        assert [c[:4] for c in calls] == [(1, 0, 0, 1), (4097, 4096, 4096, 1), (5001, 5000, 5000, 0)], way
