@@ -370,3 +370,28 @@ def test_progress_is_told_the_exploration_as_it_goes_and_at_its_end():
         assert r.result == "violated", way
         # (states, transitions, depth, frontier): at states 0 and 4096, then the end
         assert [c[:4] for c in calls] == [(1, 0, 0, 1), (4097, 4096, 4096, 1), (5001, 5000, 5000, 0)], way
+
+
+# ---------------------------------------------------------------- coverage and selection
+
+def test_a_rule_name_two_actions_share_counts_both():
+    text = """\
+machine: shared
+vars: {x: {type: int, min: 0, max: 3, init: 0}, d: {type: bool, init: false}}
+actions:
+  a: {when: x < 3, do: [{set: {x: x + 1}}, {decide: d, rules: [{name: go, then: true}]}]}
+  b: {when: x < 3, do: [{set: {x: x + 1}}, {decide: d, rules: [{name: go, then: false}]}]}
+terminal: x == 3
+"""
+    for way, r in each_way(text).items():
+        assert r.coverage["rules"] == {"go": 10}, way        # 5 expanded states, 2 actions each
+
+
+def test_only_the_selected_properties_are_evaluated():
+    """`--property fine`: a property that raises but was not asked for is not evaluated,
+    so it makes no well_defined finding."""
+    text = LATER % "  broken: {always: 1 // (x - 3) > -5}\n  fine: {always: x < 9}"
+    for way, r in each_way(text, vector=False, properties=["fine"]).items():
+        assert r.result == "proved", way
+        assert [(p.name, p.status) for p in r.properties] == [
+            ("domains", "holds"), ("well_defined", "holds"), ("fine", "holds")], way
