@@ -100,23 +100,27 @@ def _describe(m: Mutant, diff: str) -> None:
     lines = diff.splitlines()[2:]
     m.removed = " / ".join(x[1:].strip() for x in lines if x.startswith("-"))
     m.added = " / ".join(x[1:].strip() for x in lines if x.startswith("+"))
-    first = next((x[1:] for x in lines if x.startswith("-")), None)
-    if first is not None:
-        m.line = _line_of(m.module, m.name, first)
+    first = next((k for k, x in enumerate(lines) if x.startswith("-")), None)
+    if first is not None and lines and lines[0].startswith("@@"):
+        hunk = int(lines[0].split()[1].split(",")[0].lstrip("-"))      # "@@ -45,7 +45,7 @@"
+        m.line = _line_of(m.module, m.name, lines[first][1:], hunk - 1 + first - 1)
 
 
-def _line_of(module: str, mutant: str, text: str) -> int | None:
-    """Where `text` (a line of the original function named in `mutant`) is in `module`."""
+def _line_of(module: str, mutant: str, text: str, offset: int = 0) -> int | None:
+    """Where `text` (a line of the original function named in `mutant`, about `offset`
+    lines into it) is in `module`: the nearest such line when the function has several."""
     key = mutant[len(mutant_prefix(module)):].rpartition("__mutmut_")[0]   # x_func or xǁClassǁmethod
     func = key.split("ǁ")[-1] if key.startswith("xǁ") else key.removeprefix("x_")
     source = (REPO / module).read_text()
     lines = source.splitlines()
+    found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
-            for k in range(node.lineno - 1, node.end_lineno or node.lineno):
-                if lines[k].strip() == text.strip():
-                    return k + 1
-    return None
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            found += [(abs(k - (start - 1 + offset)), k + 1)
+                      for k in range(start - 1, node.end_lineno or node.lineno)
+                      if lines[k].strip() == text.strip()]
+    return min(found)[1] if found else None
 
 
 def report(mutants: list[Mutant], modules: list[str], seconds: float | None) -> str:

@@ -261,7 +261,8 @@ properties:
 @pytest.mark.parametrize("first", ["early: {always: x < 1}", "early: {step: after.x != 1}",
                                    "early: {variant: x, bound: 1}",
                                    # raises exactly where `late` fails (a well_defined finding)
-                                   "broken: {always: 1 // (x - 3) > -5}", "broken: {step: 1 // (after.x - 3) > -5}"])
+                                   "broken: {always: 1 // (x - 3) > -5}", "broken: {step: 1 // (after.x - 3) > -5}",
+                                   "broken: {variant: x + 0 * (1 // (x - 3)), bound: 9}"])
 @pytest.mark.parametrize("late,path", [("late: {always: x < 3}", [0, 1, 2, 3]),
                                        ("late: {step: after.x != 3}", [0, 1, 2, 3]),
                                        ("late: {variant: x, bound: 2}", [0, 1, 2, 3])])
@@ -395,3 +396,19 @@ def test_only_the_selected_properties_are_evaluated():
         assert r.result == "proved", way
         assert [(p.name, p.status) for p in r.properties] == [
             ("domains", "holds"), ("well_defined", "holds"), ("fine", "holds")], way
+
+
+def test_a_disabled_action_or_a_value_outside_its_domain_skips_only_itself():
+    """The plain loop goes on with the next action after a disabled one, and with the next
+    choice after one that leaves the domain (0 -k=5-> 5 is outside 0..4, k = 1 is not)."""
+    text = """\
+machine: skips
+vars: {x: {type: int, min: 0, max: 4, init: 0}}
+actions:
+  first: {when: x == 3, do: [{set: {x: 4}}]}
+  then: {when: x < 3, choose: {k: [5, 1]}, do: [{set: {x: "min(x + k, 5) if x == 0 else x + 1"}}]}
+terminal: x == 4
+"""
+    for way, r in each_way(text).items():
+        assert prop(r, "domains").status == "violated", way
+        assert r.stats["states"] == 5 and r.stats["transitions"] == 6, way    # both choices step 1 -> 2, 2 -> 3
