@@ -412,3 +412,31 @@ terminal: x == 4
     for way, r in each_way(text).items():
         assert prop(r, "domains").status == "violated", way
         assert r.stats["states"] == 5 and r.stats["transitions"] == 6, way    # both choices step 1 -> 2, 2 -> 3
+
+
+def test_a_spec_without_a_terminal_predicate():
+    text = """\
+machine: endless
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+properties:
+  small: {always: x < 9}
+"""
+    for way, r in each_way(text).items():
+        assert r.result == "proved" and r.stats["states"] == 4 and r.stats["terminal_states"] == 0, way
+
+
+def test_a_timeout_not_reached_changes_nothing():
+    m = _machine(BIG)
+    for way, machine in (("generated", m), ("plain", _plain(m))):
+        r = check_machine(machine, Options(engine="scalar", timeout=3600.0))
+        assert (r.result, r.stopped_by, r.stats["states"]) == ("violated", None, 5001), way
+
+
+def test_a_variant_that_raises_ends_its_trace_with_the_step():
+    text = FAILING.replace('p: {step: "%s"}', 'p: {variant: "x + 0 * (1 // (x - 2))", bound: 9}')
+    for way, r in each_way(text % ("x + 1", "x == 3"), vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated" and "property p: " in wd.message, way
+        assert states(wd.trace, "x") == [0, 1, 2], way            # the step 1 -> 2 raised
