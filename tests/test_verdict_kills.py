@@ -440,3 +440,20 @@ def test_a_variant_that_raises_ends_its_trace_with_the_step():
         wd = prop(r, "well_defined")
         assert wd.status == "violated" and "property p: " in wd.message, way
         assert states(wd.trace, "x") == [0, 1, 2], way            # the step 1 -> 2 raised
+
+
+# ---------------------------------------------------------------- the trace as reported
+# properties/kinds.py: the JSON of a trace is the report schema (DESIGN.md), and a trace
+# of zero transitions (a bad initial state) is still a trace.
+
+def test_a_bad_initial_state_has_a_trace_of_zero_transitions_in_the_report_schema():
+    text = LATER % "  never: {always: x > 0}"
+    for way, r in each_way(text).items():
+        p = prop(r, "never")
+        assert p.status == "violated" and p.trace and len(p.trace) == 0, way
+        assert p.trace.to_json({"K": 1}) == {
+            "kind": "path", "loop_start": None, "params": {"K": 1},
+            "steps": [{"state": {"x": 0}, "action": None, "choices": {}, "rule": None}]}, way
+        assert "params" not in p.trace.to_json()
+    step = prop(each_way(RANGE_CHOICE)["plain"], "never_three").trace.steps[-1]
+    assert step.to_json() == {"state": {"x": 3}, "action": "add", "choices": {"k": 2}, "rule": None}
