@@ -170,8 +170,13 @@ def _where(obj: Any) -> Place:
 
 def _class_body_line() -> Place:
     """Where a property without a function of its own is declared (`stops = terminates()`):
-    the class-body line that called the public constructor, which called _Prop()."""
-    frame = sys._getframe(3)          # 0 here, 1 _Prop.__init__, 2 terminates() etc., 3 the class body
+    the class-body line that called the public constructor, which called _Prop(): the first
+    frame outside this module (not a fixed depth: a wrapper such as a mutation-testing
+    trampoline may stand between them)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and (frame.f_code.co_filename == __file__
+                                        or frame.f_globals.get("__name__", "").startswith("mutmut.")):
+        frame = frame.f_back
     return frame.f_code.co_filename, frame.f_lineno
 
 

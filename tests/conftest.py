@@ -51,3 +51,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         for line in missing:
             terminalreporter.write_line(line)
         terminalreporter.write_line("scripts/test installs them with apt-get where it can.")
+
+
+SLOW_SPECS = {"budget_runner.yaml", "gate_chain.yaml"}     # seconds each on every engine
+
+
+def verdict_specs(paths: list[Path]) -> list:
+    """`paths` as parameters, each marked `verdict` (the per-mutant selection of
+    docs/mutation.md) unless it is one of the slow specs."""
+    return [pytest.param(p, marks=() if p.name in SLOW_SPECS else pytest.mark.verdict) for p in paths]

@@ -17,6 +17,7 @@ def loop_runs():
     return check(LOOP_DEMO).runs
 
 
+@pytest.mark.verdict
 def test_loop_demo_bounds_equal_max_steps_for_every_combination(loop_runs):
     for r in loop_runs:
         b = r.bounds["transitions"]
@@ -36,6 +37,7 @@ def test_bounds_in_json_and_text(cli):
     assert "  bounds: transitions at most 3, failed_reads at most 2" in text
 
 
+@pytest.mark.verdict
 def test_bounds_of_a_cycle_and_of_a_partial_exploration():
     (run,) = check(MUTANTS / "failure_not_a_step.yaml", params={"max_steps": 2, "max_retries": 0}).runs
     assert run.bounds["transitions"]["value"] is None
@@ -45,6 +47,7 @@ def test_bounds_of_a_cycle_and_of_a_partial_exploration():
     assert b["exact"] is False and b["message"].startswith(f"at least {b['value']} (")
 
 
+@pytest.mark.verdict
 def test_a_sum_measure_tracks_the_worst_cumulative_value(tmp_path):
     spec = tmp_path / "tokens.yaml"
     spec.write_text(
@@ -69,6 +72,7 @@ def test_measure_errors_are_spec_errors(cli, tmp_path):
     assert ran.code == 2 and "'transitions' is always measured" in ran.err
 
 
+@pytest.mark.verdict
 def test_rule_analysis_tells_never_true_from_shadowed(loop_runs):
     r = next(r for r in loop_runs if r.params == {"max_steps": 1, "max_retries": 1})
     by_name = {n.name: n for n in r.notices if n.kind == "rule"}
@@ -78,6 +82,7 @@ def test_rule_analysis_tells_never_true_from_shadowed(loop_runs):
     assert by_name["continue"].summary.endswith("never fires") and by_name["continue"].line
 
 
+@pytest.mark.verdict
 def test_choice_values_that_never_matter_are_reported(tmp_path):
     spec = tmp_path / "same.yaml"
     spec.write_text(

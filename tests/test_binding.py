@@ -114,6 +114,7 @@ def test_bound_and_model_explore_the_same_space(bound_and_model):
     assert code_runs[(5, 1)]["stats"]["states"] == 322 and code_runs[(5, 1)]["stats"]["transitions"] == 420
 
 
+@pytest.mark.verdict
 def test_bound_check_runs_the_real_decide(tmp_path):
     """Every reachable state and choice goes through the code: count the calls."""
     broken_decides.CALLS.clear()
@@ -181,6 +182,7 @@ def test_broken_decide_is_caught_like_its_yaml_mutant(tmp_path, adapter, mutant)
         assert next(p for p in c.properties if p.name == "bound_code").status != "violated"
 
 
+@pytest.mark.verdict
 def test_limit_first_trace_is_the_success_on_the_last_step(tmp_path):
     (c,) = check_spec(load_spec(bound_copy(tmp_path, "broken_decides:LimitFirst")),
                       Options(pins={"max_steps": 5, "max_retries": 1}))
@@ -261,6 +263,7 @@ def test_code_that_raises_is_bound_code_violated_with_its_traceback(cli, tmp_pat
     assert "obs=failed" in msg
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("adapter,length", [("Crashing", 0), ("CrashingLate", 1)])
 def test_the_trace_of_code_that_raises_ends_where_it_raised(tmp_path, adapter, length):
     params = {"max_steps": 3, "max_retries": 1}

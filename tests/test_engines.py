@@ -19,7 +19,7 @@ from haltproof.machine.spec import load_spec, parse_spec
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 
-from conftest import ROOT
+from conftest import ROOT, verdict_specs
 from test_differential import models, render
 
 SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
@@ -57,13 +57,14 @@ def _both(spec, pins: dict | None = None, **opts) -> list[tuple[dict, dict, str]
     return out
 
 
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", verdict_specs(SPECS), ids=lambda p: str(p.relative_to(ROOT)))
 def test_engines_agree_on_every_repo_spec(path: Path):
     spec = load_spec(path)
     for scalar, vector, _engine in _both(spec):
         assert scalar == vector
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("path,pins", BENCH, ids=lambda x: str(x))
 def test_engines_agree_on_the_benchmark_model(path, pins):
     for scalar, vector, engine in _both(load_spec(path), pins):
@@ -71,6 +72,7 @@ def test_engines_agree_on_the_benchmark_model(path, pins):
         assert scalar == vector
 
 
+@pytest.mark.verdict
 def test_engines_agree_when_the_exploration_is_cut_short():
     spec = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
     for scalar, vector, _ in _both(spec, {"Q": 10, "B": 90, "A": 3}, max_states=500):
@@ -114,6 +116,7 @@ def test_engines_agree_on_random_machines(model):
     assert _summary(scalar) == _summary(vector)
 
 
+@pytest.mark.verdict
 def test_dropping_edges_of_forward_graphs_changes_no_result(monkeypatch):
     """Past KEEP_EDGES_BELOW transitions a forward graph keeps no edges; a graph that
     turns out not to be forward is explored again with them. Results never change."""
@@ -139,6 +142,7 @@ def test_dropping_edges_of_forward_graphs_changes_no_result(monkeypatch):
         assert scalar == vector
 
 
+@pytest.mark.verdict
 def test_a_partial_exploration_without_stored_edges(monkeypatch):
     """Edges dropped, then --max-states stops the run: termination stays undecided and the
     bounds say "at least", exactly as on the scalar engine — no crash."""
@@ -192,6 +196,7 @@ properties:
 """
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("text,steps", [(WIDE_PROPERTY, 1), (STAGED, 2)], ids=["property", "between-stages"])
 def test_values_past_32_bits_run_in_64_bits_and_are_caught(text, steps):
     """x * 2^32 and a var read between stages while outside its domain (tmp = 10^6 before
@@ -204,6 +209,7 @@ def test_values_past_32_bits_run_in_64_bits_and_are_caught(text, steps):
         assert len(bad) == 1 and len(bad[0][3]["steps"]) - 1 == steps
 
 
+@pytest.mark.verdict
 def test_values_past_64_bits_run_on_the_scalar_engine(cli, tmp_path):
     text = WIDE_PROPERTY.replace("x * 1073741824 * 4 < 5", "x * 1099511627776 * 1073741824 * 4 < 5")
     with pytest.raises(NotVectorizable, match="beyond exact 64-bit arithmetic"):
@@ -217,6 +223,7 @@ def test_values_past_64_bits_run_on_the_scalar_engine(cli, tmp_path):
     assert forced.code == 2 and "beyond exact 64-bit arithmetic" in forced.err
 
 
+@pytest.mark.verdict
 def test_small_values_run_in_32_bits():
     spec = load_spec(ROOT / "bench" / "specs" / "gate_budget.yaml")
     vm = vectorize(prepare(spec, Options(pins={"Q": 100, "B": 900, "A": 3}))[0])
@@ -249,6 +256,7 @@ properties:
 """
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("step,expect", [
     # guarded: `stop` never reads n, so this holds on both engines
     ("action == stop or n <= 2", {"small_steps": "holds", "well_defined": "holds"}),
@@ -274,6 +282,7 @@ def test_a_missing_choice_is_reported_the_same_on_both_engines(step, expect):
             assert "reads choice n, which action stop does not make" in wd[2]
 
 
+@pytest.mark.verdict
 def test_enum_vars_sharing_values_keep_their_own_encoding():
     """`mode`'s values are not a run of literal ids (`idle` and `done` come from `phase`),
     so its code digit goes through a lookup table rather than arithmetic."""

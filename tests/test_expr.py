@@ -15,6 +15,8 @@ from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.spec import parse_spec
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 # ---------------------------------------------------------------- a scope to check against
 
 COLOR = E.EnumT(frozenset({"red", "green"}), "color")

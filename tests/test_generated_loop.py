@@ -74,6 +74,7 @@ def test_generated_and_plain_loops_agree_on_every_repo_spec(path: Path):
     _same_both_ways(machines[-1], properties=set(names[::2]))
 
 
+@pytest.mark.verdict
 def test_bound_code_never_runs_the_generated_loop():
     (m,) = prepare(load_spec(ROOT / "specs" / "budget_runner.yaml"), Options(pins={"K": 1, "R": 0}))
     assert m.bound_to and not _runs_generated(m)
@@ -145,6 +146,7 @@ FAILURES = {"guard": ("well_defined", "guard of bump (failing.yaml:9): integer d
 LATE = {"inv_late": "small", "reach_late": "seen", "stepinv_late": "picks", "variant_late": "rises"}
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("where", FAILURES)
 def test_generated_and_plain_loops_agree_where_an_expression_fails(where: str):
     m = CompiledSpec(parse_spec(_failing(where), "failing.yaml")).instantiate({})

@@ -12,6 +12,8 @@ import pytest
 
 from spec_checks import Ran
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 #  1 machine: m
 #  2 params:
 #  3   n: {min: 1, max: 3}

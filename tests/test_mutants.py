@@ -43,6 +43,7 @@ def _prop(path: str, params: dict, name: str):
     return next(p for p in run.properties if p.name == name)
 
 
+@pytest.mark.verdict
 def test_limit_before_observation_shortest_trace():
     p = _prop("limit_before_observation.yaml", {"max_steps": 5, "max_retries": 1},
               "final_answer_on_last_step_kept")
@@ -52,6 +53,7 @@ def test_limit_before_observation_shortest_trace():
     assert last.rule == "limit" and last.state["decision"] == "limit" and last.state["steps"] == 5
 
 
+@pytest.mark.verdict
 def test_decide_counts_as_step_overflows_the_counter():
     p = _prop("decide_counts_as_step.yaml", {"max_steps": 1, "max_retries": 0}, "domains")
     assert len(p.trace) == 1
@@ -59,6 +61,7 @@ def test_decide_counts_as_step_overflows_the_counter():
     assert "outside its domain 0..1" in p.message
 
 
+@pytest.mark.verdict
 def test_retry_past_last_step_is_a_sixth_action():
     p = _prop("retry_past_last_step.yaml", {"max_steps": 5, "max_retries": 1},
               "continue_only_below_max_steps")
@@ -70,6 +73,7 @@ def test_retry_past_last_step_is_a_sixth_action():
     assert len(d.trace) == 6 and d.trace.steps[-1].state["steps"] == 6
 
 
+@pytest.mark.verdict
 def test_empty_search_continues_shortest_trace():
     p = _prop("empty_search_continues.yaml", {"max_steps": 3, "max_retries": 0},
               "complete_search_always_decides")
@@ -78,6 +82,7 @@ def test_empty_search_continues_shortest_trace():
     assert p.trace.steps[-1].rule == "continue"
 
 
+@pytest.mark.verdict
 def test_decide_reads_scenario_is_an_independence_violation():
     p = _prop("decide_reads_scenario.yaml", {"max_steps": 4, "max_retries": 0}, "decide_ignores_scenario")
     assert p.trace is not None and p.other_trace is not None
@@ -88,6 +93,7 @@ def test_decide_reads_scenario_is_an_independence_violation():
     assert "limit" in {p.trace.steps[0].state["scenario"], p.other_trace.steps[0].state["scenario"]}
 
 
+@pytest.mark.verdict
 def test_failure_not_a_step_loops_forever():
     p = _prop("failure_not_a_step.yaml", {"max_steps": 3, "max_retries": 0}, "terminates")
     assert p.trace.kind == "lasso"

@@ -8,10 +8,14 @@ warnings and coverage counts.
 
 from __future__ import annotations
 
+import pytest
+
 import textwrap
 
 from haltproof.explorer.check import Options, RunResult, check_spec
 from haltproof.machine.spec import parse_spec
+
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
 
 
 def runs(text: str, **options) -> list[RunResult]:

@@ -24,6 +24,8 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
 from retry_model import RetryLoop
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 
 def test_python_model_matches_the_yaml_spec_state_for_state():
     py = check(RetryLoop)

@@ -1,0 +1,244 @@
+"""Mutation testing of the verdict path (issue 18): mutmut over the modules that decide a
+verdict, each mutant judged by the fast `verdict`-marked tests, and a report of the score
+per module with every survivor.
+
+Run from the repository root, with the extra installed (`pip install -e '.[test,mutation]'`):
+
+    python -m bench.mutation                      # the whole verdict path, then the report
+    python -m bench.mutation --module machine/ranges.py      # one module at a time
+    python -m bench.mutation --resume             # go on with the mutants not tested yet
+    python -m bench.mutation --survivors          # test again only the last run's survivors
+    python -m bench.mutation --report-only        # the report of the last run, no run
+
+What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
+tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
+copies the tree into `mutants/` (git-ignored) and keeps each mutant's result there. A run
+tests again every mutant of the modules it names (so the results follow the current
+tests); --resume tests only those without a result (an interrupted campaign). The report
+goes to stdout and to bench/results/mutation.md; docs/mutation.md says why each accepted
+survivor is accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "mutation.md"
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}   # the tests stopped the mutant
+
+
+# mutmut names a mutant after its file's path (`src.` stripped) and matches it against the
+# module the tests imported; the checkout's folders become haltproof.machine, ... only through
+# setuptools' package-dir mapping, which mutmut does not read. So it works in a staged copy laid
+# out as the installed package: src/haltproof/machine/spec.py is haltproof.machine.spec there.
+STAGE = REPO / "build" / "mutation"                     # git-ignored
+LAYERS = ["machine", "properties", "explorer", "harness", "specs"]
+STAGED = {"src/haltproof": "src/haltproof", **{f"src/haltproof/{layer}": layer for layer in LAYERS}}
+
+
+def _top_level() -> list[str]:
+    """The checkout's tracked top-level entries but the layers: tests read many of them."""
+    names = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return sorted({n.split("/")[0] for n in names.splitlines()} - set(LAYERS) - {"src", "pyproject.toml"})
+
+
+def verdict_path(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
+    """The files mutated (checkout paths): `only_mutate` of `[tool.mutmut]`."""
+    return list(tomllib.loads(pyproject.read_text())["tool"]["mutmut"]["only_mutate"])
+
+
+def staged(path: str) -> str:
+    """Where a checkout file of a layer lies in the staged tree."""
+    return f"src/haltproof/{path}"
+
+
+def mutant_prefix(path: str) -> str:
+    """mutmut's names of the mutants of `path` start with its module name and a dot."""
+    return "haltproof." + path.removesuffix(".py").replace("/", ".") + "."
+
+
+def stage() -> None:
+    """Copy the checkout into STAGE as the installed layout, with a pyproject.toml whose
+    `[tool.mutmut]` names the staged files. Copies keep their times, so mutmut keeps the
+    mutants of every file that did not change."""
+    tops = _top_level()
+    for dst, src in {**STAGED, **{name: name for name in tops}}.items():
+        source, target = REPO / src, STAGE / dst
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True, copy_function=shutil.copy2,
+                            ignore=shutil.ignore_patterns("__pycache__", "results"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    text = (REPO / "pyproject.toml").read_text()
+    for path in verdict_path():
+        text = text.replace(f'"{path}"', f'"{staged(path)}"')
+    text = text.replace('source_paths = ["machine", "properties", "explorer"]', 'source_paths = ["src"]')
+    text = text.replace('also_copy = ["specs", "docs", "bench", "harness", "README.md"]',
+                        f"also_copy = {json.dumps(tops)}")
+    (STAGE / "pyproject.toml").write_text(text)
+
+
+@dataclass
+class Mutant:
+    name: str
+    module: str
+    status: str
+    line: int | None = None
+    removed: str = ""
+    added: str = ""
+
+    @property
+    def description(self) -> str:
+        return f"`{self.removed}` -> `{self.added}`" if self.removed or self.added else "(no diff)"
+
+
+def run_mutmut(names: list[str], workers: int) -> int:
+    """One `mutmut run` of the mutants `names` (globs allowed); none: those not tested yet."""
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
+    print("$", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=STAGE)
+
+
+def collect(modules: list[str]) -> list[Mutant]:
+    """Every mutant of `modules` with its status, and for a survivor its diff and line."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+
+    out = []
+    for module in modules:
+        meta = STAGE / "mutants" / (staged(module) + ".meta")
+        if not meta.exists():
+            continue
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        for name in sorted(codes, key=_natural):
+            if codes[name] is None:                 # not tested yet: no status to count
+                continue
+            m = Mutant(name, module, status_by_exit_code[codes[name]])
+            if m.status not in KILLED:
+                _describe(m, get_diff_for_mutant(name, path=Path(staged(module))))
+            out.append(m)
+    return out
+
+
+def _natural(name: str) -> tuple:
+    head, _, n = name.rpartition("_")
+    return (head, int(n) if n.isdigit() else 0)
+
+
+def _describe(m: Mutant, diff: str) -> None:
+    """The changed lines of a mutant's diff, and the changed line's number in the source."""
+    lines = diff.splitlines()[2:]
+    m.removed = " / ".join(x[1:].strip() for x in lines if x.startswith("-"))
+    m.added = " / ".join(x[1:].strip() for x in lines if x.startswith("+"))
+    first = next((k for k, x in enumerate(lines) if x.startswith("-")), None)
+    if first is not None and lines and lines[0].startswith("@@"):
+        hunk = int(lines[0].split()[1].split(",")[0].lstrip("-"))      # "@@ -45,7 +45,7 @@"
+        m.line = _line_of(m.module, m.name, lines[first][1:], hunk - 1 + first - 1)
+
+
+def _line_of(module: str, mutant: str, text: str, offset: int = 0) -> int | None:
+    """Where `text` (a line of the original function named in `mutant`, about `offset`
+    lines into it) is in `module`: the nearest such line when the function has several."""
+    key = mutant[len(mutant_prefix(module)):].rpartition("__mutmut_")[0]   # x_func or xǁClassǁmethod
+    func = key.split("ǁ")[-1] if key.startswith("xǁ") else key.removeprefix("x_")
+    source = (REPO / module).read_text()
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            found += [(abs(k - (start - 1 + offset)), k + 1)
+                      for k in range(start - 1, node.end_lineno or node.lineno)
+                      if lines[k].strip() == text.strip()]
+    return min(found)[1] if found else None
+
+
+def report(mutants: list[Mutant], modules: list[str], seconds: float | None) -> str:
+    """The score per module and the survivors, as markdown."""
+    rows = ["| module | mutants | killed | survived | no test | score |", "|---|---:|---:|---:|---:|---:|"]
+    total = killed = 0
+    for module in modules:
+        ms = [m for m in mutants if m.module == module]
+        k = sum(m.status in KILLED for m in ms)
+        none = sum(m.status == "no tests" for m in ms)
+        rows.append(f"| {module} | {len(ms)} | {k} | {len(ms) - k - none} | {none} | {_pct(k, len(ms))} |")
+        total, killed = total + len(ms), killed + k
+    rows.append(f"| **verdict path** | {total} | {killed} | {total - killed} | | **{_pct(killed, total)}** |")
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = [f"# Mutation testing of the verdict path ({when})", "",
+            "Made by `python -m bench.mutation`; what the numbers mean and why each accepted survivor",
+            "is accepted: docs/mutation.md.", ""]
+    if seconds is not None:
+        head += [f"Run time: {seconds / 60:.1f} minutes.", ""]
+    survivors = [m for m in mutants if m.status not in KILLED]
+    body = ["", f"## Survivors ({len(survivors)})", "",
+            "| module | line | mutant | status | mutation |", "|---|---:|---|---|---|"]
+    body += [f"| {m.module} | {m.line or ''} | {m.name[len(mutant_prefix(m.module)):]} | {m.status} | "
+             f"{_cell(m.description)} |" for m in survivors]
+    return "\n".join(head + rows + body) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:.1f}%" if n else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", action="append", help="a verdict-path file to mutate (repeatable; default all)")
+    ap.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1)")
+    ap.add_argument("--resume", action="store_true", help="test only the mutants without a result yet")
+    ap.add_argument("--survivors", action="store_true", help="test again only the last run's survivors")
+    ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
+    ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
+    args = ap.parse_args(argv)
+    stage()
+    os.chdir(STAGE)                        # mutmut reads pyproject.toml and writes mutants/ here
+    every = verdict_path()
+    modules = args.module or every
+    if args.resume and args.module:
+        ap.error("--resume goes on with the whole verdict path: no --module with it")
+    unknown = [m for m in modules if m not in every]
+    if unknown:
+        ap.error(f"not on the verdict path (pyproject.toml [tool.mutmut] only_mutate): {', '.join(unknown)}")
+    seconds = None
+    if not args.report_only:
+        started = time.monotonic()
+        if args.resume:
+            names = []
+        elif args.survivors:
+            names = [m.name for m in collect(modules) if m.status not in KILLED]
+            if not names:
+                print("no survivors to test again")
+        else:
+            names = [mutant_prefix(m) + "*" for m in modules]
+        code = run_mutmut(names, args.workers) if names or args.resume else 0
+        seconds = time.monotonic() - started
+        if code != 0:
+            print(f"mutmut exited with {code}", file=sys.stderr)
+            return code
+    text = report(collect(modules), modules, seconds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
