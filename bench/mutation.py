@@ -12,7 +12,7 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
 tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
-copies the tree into `mutants/` (git-ignored) and keeps each mutant's result there. A run
+works in build/mutation/ (git-ignored; see STAGE below) and keeps each mutant's result there. A run
 tests again every mutant of the modules it names (so the results follow the current
 tests); --resume tests only those without a result (an interrupted campaign). The report
 goes to stdout and to bench/results/mutation.md; docs/mutation.md says why each accepted
@@ -177,7 +177,7 @@ def report(mutants: list[Mutant], modules: list[str], seconds: float | None) -> 
         rows.append(f"| {module} | {len(ms)} | {k} | {len(ms) - k - none} | {none} | {_pct(k, len(ms))} |")
         total, killed = total + len(ms), killed + k
     rows.append(f"| **verdict path** | {total} | {killed} | {total - killed} | | **{_pct(killed, total)}** |")
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# Mutation testing of the verdict path ({when})", "",
             "Made by `python -m bench.mutation`; what the numbers mean and why each accepted survivor",
             "is accepted: docs/mutation.md.", ""]

@@ -13,7 +13,7 @@ from conftest import ROOT
 if str(ROOT) not in sys.path:  # bench/ is not installed: it runs from the repo root
     sys.path.insert(0, str(ROOT))
 
-from bench import mutation  # noqa: E402
+from bench import mutation
 
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MUTMUT = CONFIG["tool"]["mutmut"]

@@ -368,7 +368,8 @@ def test_progress_is_told_the_exploration_as_it_goes_and_at_its_end():
     m = _machine(BIG)
     for way, machine in (("generated", m), ("plain", _plain(m))):
         calls: list[tuple] = []
-        r = check_machine(machine, Options(engine="scalar", progress=lambda spec, params: lambda *a: calls.append(a)))
+        r = check_machine(machine, Options(engine="scalar",
+                                           progress=lambda spec, params, seen=calls: lambda *a: seen.append(a)))
         assert r.result == "violated", way
         # (states, transitions, depth, frontier): at states 0 and 4096, then the end
         assert [c[:4] for c in calls] == [(1, 0, 0, 1), (4097, 4096, 4096, 1), (5001, 5000, 5000, 0)], way
