@@ -15,6 +15,8 @@ from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.spec import parse_spec, shown_path
 from haltproof.machine.vectorize import vectorize
 
+from test_engines import READS as ENGINE_READS
+
 ENGINES = ("scalar", "vector", "auto")
 
 
@@ -166,28 +168,8 @@ def test_a_division_spec_is_refused_by_the_vector_engine(cli, tmp_path):
     _refused(cli, tmp_path, MASKED.format(prop=MASKED_CASES["invariant"][0], extra=""))
 
 
-READS = """\
-machine: reads
-vars:
-  x: {type: int, min: 0, max: 4, init: 0}
-actions:
-  add:
-    when: x < 4
-    choose:
-      n: [1, 2]
-    do:
-      - set:
-          x: "min(x + n, 4)"
-  stop:
-    when: x >= 1
-    do:
-      - set:
-          x: 4
-terminal: x == 4
-properties:
-  small_steps:
-    step: "n < 2 if action == add else n > 0"
-"""
+# the engines test's spec whose step property reads a choice `stop` does not make
+READS = ENGINE_READS.format(step="n < 2 if action == add else n > 0")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
