@@ -114,7 +114,7 @@ def test_a_domain_with_a_low_end_past_32_bits_runs_in_64_bits():
 FAR_DOMAIN = """\
 machine: far
 vars:
-  y: {type: int, min: 3000000000, max: 3000000003, init: 3000000002}
+  y: {type: int, min: %d, max: %d, init: %d}
   x: {type: int, min: 0, max: 3, init: 0}
 actions:
   inc: {when: x < 3, do: [{set: {x: x + 1}}]}
@@ -124,13 +124,18 @@ properties:
 """
 
 
-def test_a_far_domain_of_a_var_no_expression_reads_widens_the_arrays():
-    """y is never read, only decoded: its domain alone must make the arrays int64 (a widest
-    value kept per var instead of over all of them left y's 3 * 10^9 to int32)."""
-    assert vectorize(_machine(FAR_DOMAIN)).int_t is np.int64
-    for way, r in each_way(FAR_DOMAIN).items():
+@pytest.mark.parametrize("low,high", [(3000000000, 3000000003), (-2147483649, -2147483647),
+                                      (2147483647, 2147483649)], ids=["far", "low-end", "high-end"])
+def test_a_far_domain_of_a_var_no_expression_reads_widens_the_arrays(low, high):
+    """y is never read, only decoded: its domain alone must make the arrays int64. Each
+    of these has few values (the product of the domains stays small) and one end past
+    32 bits; a widest value kept per var instead of over all of them, or a domain's
+    widest value without its low or its high end, left it to int32."""
+    text = FAR_DOMAIN % (low, high, low + 1)
+    assert vectorize(_machine(text)).int_t is np.int64
+    for way, r in each_way(text).items():
         p = prop(r, "small")
-        assert p.status == "violated" and [s.state for s in p.trace.steps][-1] == {"y": 3000000002, "x": 3}, way
+        assert p.status == "violated" and [s.state for s in p.trace.steps][-1] == {"y": low + 1, "x": 3}, way
 
 
 # ---------------------------------------------------------------- range choices
