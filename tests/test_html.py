@@ -420,7 +420,7 @@ def test_run_verdict_matches_the_gate(tmp_path):
     for path in (LOOP_DEMO, plain, MUTANTS / "retry_past_last_step.yaml", MUTANTS / "failure_not_a_step.yaml"):
         for opts in (Options(), Options(max_states=150), Options(max_states=20)):
             runs = check_spec(load_spec(path), opts)
-            for r, rd in zip(runs, report.to_json(runs)["runs"]):
+            for r, rd in zip(runs, report.to_json(runs)["runs"], strict=True):
                 key = H.run_verdict(rd)[0]
                 assert key in gate[r.verdict], (path, r.params, r.verdict, key)
                 seen.add((r.verdict, key))
@@ -465,7 +465,7 @@ def test_state_graphs_are_the_checked_graphs():
     runs = [check_machine(m, opts) for m in machines]
     data = report.to_json(runs)
     graphs = H.state_graphs(runs, data)
-    for g, run in zip(graphs, data["runs"]):
+    for g, run in zip(graphs, data["runs"], strict=True):
         if run["stats"]["states"] <= H.GRAPH_MAX_STATES:
             assert isinstance(g, H.StateGraph)
             assert len(g.states) == run["stats"]["states"] and g.transitions == run["stats"]["transitions"]

@@ -144,10 +144,10 @@ def test_trace_format_itf_rewrites_every_trace_and_keeps_every_key(cli):
     assert itf["trace_format"] == "itf" and "trace_format" not in plain
     assert set(plain) <= set(itf)
     seen = set()
-    for run_p, run_i in zip(plain["runs"], itf["runs"]):
+    for run_p, run_i in zip(plain["runs"], itf["runs"], strict=True):
         assert set(run_p) == set(run_i)
         assert run_p["stats"]["states"] == run_i["stats"]["states"]
-        for p, q in zip(run_p["properties"], run_i["properties"]):
+        for p, q in zip(run_p["properties"], run_i["properties"], strict=True):
             assert set(p) == set(q)                      # trace: null stays null
             for key in TRACE_KEYS:
                 if p.get(key) is None:
