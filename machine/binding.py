@@ -147,16 +147,12 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
             except Exception as exc:
                 raise CodeError(f"the adapter's representative() raised {type(exc).__name__}: {exc}\n"
                                 f"{_user_traceback(exc)}") from None
-            first = call(state, choices, combo)
-            second = call(state, choices, combo)
+            first = _plain_result(call(state, choices, combo), var_names)
+            second = _plain_result(call(state, choices, combo), var_names)
             if first != second:
                 raise CodeError("the bound code is nondeterministic: two calls with the same state "
                                 f"and choices gave {_show(first)} and {_show(second)}")
             result, rule = first
-            if not isinstance(result, dict) or set(result) != set(var_names):
-                got = sorted(result) if isinstance(result, dict) else type(result).__name__
-                raise CodeError(f"abstract() must return a dict with exactly the vars "
-                                f"{sorted(var_names)}, got {got}")
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
@@ -182,6 +178,31 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
 
 def _choice_labels(act: CompiledAction, combo: tuple) -> dict[str, Any]:
     return {name: item[0] for name, item in zip(act.choice_names, combo)}
+
+
+# Builtin scalars: hashing, comparing and printing them runs none of the user's code.
+_PLAIN = (int, bool, str, float, type(None))
+
+
+def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
+    """The code's (abstract state, rule), checked to hold only builtin values before haltproof
+    hashes, compares or prints any of it: a value of the user's own class would run its
+    __eq__/__hash__/__repr__ outside the deadline, where a loop in them would hang the check."""
+    result, rule = out
+    if type(result) is not dict or any(type(k) is not str for k in result):
+        got = type(result).__name__ if type(result) is not dict else "keys that are not all strings"
+        raise CodeError(f"abstract() must return a dict with exactly the vars {sorted(var_names)}, got {got}")
+    if set(result) != set(var_names):
+        raise CodeError(f"abstract() must return a dict with exactly the vars {sorted(var_names)}, "
+                        f"got {sorted(result)}")
+    for name in var_names:
+        if type(result[name]) not in _PLAIN:
+            raise CodeError(f"abstract() gave var {name} a value of type {type(result[name]).__name__}; "
+                            "abstract states hold ints, bools and strings")
+    if rule is not None and type(rule) is not str:
+        raise CodeError(f"the bound code reports a rule of type {type(rule).__name__}; a rule is "
+                        "the name of a decide rule (a string) or None")
+    return result, rule
 
 
 def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:

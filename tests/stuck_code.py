@@ -118,3 +118,27 @@ class SpinningCount(Retry):
         return {"calls": calls, "status": "running"}, "retry"
 
     calls_bounded = terminates_within(lambda p: p["K"], count=_spinning_count)
+
+
+class _Endless:
+    """A value whose hash, equality and repr never return."""
+
+    def __hash__(self) -> int:
+        _stuck("spin")
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        _stuck("spin")
+        return False
+
+    def __repr__(self) -> str:
+        _stuck("spin")
+        return ""
+
+
+class EndlessValue(LoopDemoAdapter):
+    """abstract() hands back a value of the user's own class, whose methods never return."""
+
+    def abstract(self, concrete: Any, params: dict[str, int]) -> dict[str, Any]:
+        state = super().abstract(concrete, params)
+        return {**state, "observation": _Endless()}

@@ -619,3 +619,18 @@ def test_a_value_of_the_wrong_type_from_the_code_is_a_domains_violation(tmp_path
     assert [s.action for s in p.trace.steps] == [None, action]            # the shortest trace
     assert repr(p.trace.steps[-1].state[var]) == shown
     assert next(p for p in run.properties if p.name == "bound_code").status != "violated"
+
+
+def test_a_value_whose_own_methods_never_return_is_a_finding_not_a_hang(tmp_path):
+    """haltproof hashed and compared the code's values (the determinism check) outside the
+    deadline: a user class whose __eq__ or __hash__ loops hung the check. Only builtin
+    values are ever hashed, compared or printed now."""
+    path = bound_copy(tmp_path, "stuck_code:EndlessValue")
+    ran = haltproof_process("check", path, "-p", "max_steps=2", "-p", "max_retries=0", "--timeout", "30",
+                            "--json", tmp_path / "report.json", cwd=tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    (run,) = json.loads((tmp_path / "report.json").read_text())["runs"]
+    bound = {p["name"]: p for p in run["properties"]}["bound_code"]
+    assert bound["status"] == "violated"
+    assert bound["message"].endswith("abstract() gave var observation a value of type _Endless; abstract states "
+                                     "hold ints, bools and strings")
