@@ -30,7 +30,8 @@ def test_readme_opens_with_the_two_fresh_machine_commands():
     assert "pip install . && haltproof check" in blocks[0]
     assert blocks[1].strip() == "scripts/test"
     # CI runs the very same script, and the script installs the test extra and runs pytest.
-    ci = (ROOT / ".ci" / "run").read_text()
+    ci = "\n".join(line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+                   if not line.lstrip().startswith("#"))
     assert "exec scripts/test" in ci and "pytest" not in ci and "apt-get" not in ci
     script = (ROOT / "scripts" / "test").read_text()
     assert "pip install --quiet '.[test]'" in script and 'python -m pytest -q "$@"' in script
