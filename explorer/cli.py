@@ -212,8 +212,10 @@ def _check_report_files(args: argparse.Namespace) -> None:
     long check must not end in exit 2 for a typo in a folder name (nothing is created here)."""
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")
-        if not target:
+        if target is None:
             continue
+        if not target.strip():              # `--json=` would otherwise write nothing, silently
+            raise UsageError(f"--{name} needs a file name")
         path = Path(target)
         folder = path.parent if str(path.parent) else Path(".")
         why = ("is a directory" if path.is_dir()

@@ -415,3 +415,10 @@ def test_an_unwritable_report_file_is_refused_before_anything_is_explored(cli, t
     ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", option, tmp_path)
     assert (ran.code, ran.out, ran.err) == (2, "", f"error: {option} {tmp_path}: cannot write the report: "
                                                    "is a directory\n")
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--sarif", "--html"])
+def test_an_empty_report_file_name_is_refused(cli, option):
+    """`--json=` used to be taken as no --json at all: the report was silently not written."""
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", f"{option}=")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {option} needs a file name\n")
