@@ -109,7 +109,7 @@ def _hashable(value: Any) -> Any:
 
 def spec_info(spec: Any, **extra: Any) -> dict[str, Any]:
     """What trace_to_itf needs to know about a spec: its file, machine name, vars and their types."""
-    from .report import shown_path
+    from haltproof.reports.report import shown_path
     info = {"source": shown_path(spec.path), "machine": spec.name,
             "vars": [v.name for v in spec.vars],
             "varTypes": {v.name: _VAR_TYPES.get(v.kind, "Str") for v in spec.vars}}

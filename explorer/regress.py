@@ -39,7 +39,7 @@ from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.spec import Spec, load_spec
 from haltproof.properties.kinds import Subject, Trace
 
-from . import report
+from haltproof.reports import report
 from .check import RunResult
 from .replay import Failed, Replayed, combo_index, evaluate, run_steps
 

@@ -1,8 +1,8 @@
 """Usage errors and the `-p NAME=VALUE` options, shared by every subcommand module.
 
-They live apart from explorer/cli.py so that there is one UsageError class: under
-`python -m haltproof.explorer.cli` the CLI module is loaded twice (as `__main__`, and as
-`haltproof.explorer.cli` when a subcommand module imports it), and a subcommand's UsageError from
+They live apart from cli/main.py so that there is one UsageError class: under
+`python -m haltproof.cli.main` the CLI module is loaded twice (as `__main__`, and as
+`haltproof.cli.main` when a subcommand module imports it), and a subcommand's UsageError from
 the second copy went past the first copy's handler as a traceback.
 """
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 
 
 @dataclass

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from haltproof.explorer.api import check
+from haltproof.api import check
 
 from conftest import LOOP_DEMO, MUTANTS
 

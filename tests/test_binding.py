@@ -19,7 +19,7 @@ import pytest
 
 import broken_decides
 from haltproof.explorer.check import Options, check_spec, sweep
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 from haltproof.harness.loop_binding import REPRESENTATIVES
 from haltproof.machine.spec import load_spec
 
@@ -468,7 +468,7 @@ def haltproof_process(*args: str | Path, cwd: Path) -> subprocess.CompletedProce
     does not return would hold it: it shows as TimeoutExpired here, never as a stuck test
     run (and a stuck thread that kept the process alive would show the same way)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
-    return subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "haltproof.cli.main", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -501,7 +501,7 @@ def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
     script = tmp_path / "api_in_thread.py"
     script.write_text(
         "import json, sys, threading\n"
-        "from haltproof.explorer.api import check\n"
+        "from haltproof.api import check\n"
         "out = {}\n"
         "def run():\n"
         f"    report = check({str(path)!r}, params={{'max_steps': 3, 'max_retries': 1}}, timeout=2)\n"

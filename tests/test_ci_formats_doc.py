@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from haltproof.explorer import report
+from haltproof.reports import report
 
 DOC = (ROOT / "docs" / "ci-formats.md").read_text()
 FENCE = re.compile(r"^(```|~~~)(\w*)\n(.*?)^\1$", re.S | re.M)

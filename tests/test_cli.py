@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import haltproof.explorer.engine
-from haltproof.explorer.report import shown_path
+from haltproof.reports.report import shown_path
 from conftest import LOOP_DEMO, MUTANTS
 
 
@@ -122,7 +122,7 @@ def test_max_memory_stops_a_large_exploration_before_it_is_done(tmp_path, proper
     from test_engines import GRID_EARLY_BUG, GRID_HOLDS
     spec = _grid_file(tmp_path, 79, GRID_HOLDS if properties == "holds" else GRID_EARLY_BUG)
     script = ("import sys\n"
-              "from haltproof.explorer.cli import main\n"
+              "from haltproof.cli.main import main\n"
               "from haltproof.explorer.memory import current_rss\n"
               "limit = (current_rss() >> 20) + 48\n"
               f"code = main(['check', {str(spec)!r}, '--engine', 'scalar', '--format', 'json', "
@@ -397,7 +397,7 @@ def test_progress_goes_to_stderr_only(cli):
 
 def test_console_script_runs(tmp_path):
     """The installed `haltproof` entry point works from another directory."""
-    ran = subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", "check", "-p", "max_steps=1",
+    ran = subprocess.run([sys.executable, "-m", "haltproof.cli.main", "check", "-p", "max_steps=1",
                           "-p", "max_retries=0"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert "loop_demo" in ran.stdout
@@ -418,10 +418,10 @@ SAME_AS_SCRIPT = [
 
 @pytest.mark.parametrize("argv", SAME_AS_SCRIPT, ids=[" ".join(map(str, a[:1] + a[2:])) for a in SAME_AS_SCRIPT])
 def test_python_m_explorer_cli_is_the_haltproof_script(argv):
-    """Under `python -m haltproof.explorer.cli` the CLI module was loaded twice, and graph's UsageError
+    """Under `python -m haltproof.cli.main` the CLI module was loaded twice, and graph's UsageError
     (from the second copy) was a traceback instead of exit 2."""
     args = [str(a) for a in argv]
-    by_module = subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", *args], capture_output=True, text=True)
+    by_module = subprocess.run([sys.executable, "-m", "haltproof.cli.main", *args], capture_output=True, text=True)
     by_script = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True)
     assert (by_module.returncode, by_module.stdout, by_module.stderr) == \
            (by_script.returncode, by_script.stdout, by_script.stderr)
@@ -430,7 +430,7 @@ def test_python_m_explorer_cli_is_the_haltproof_script(argv):
 
 
 def test_python_m_explorer_cli_graph_usage_error_message():
-    ran = subprocess.run([sys.executable, "-m", "haltproof.explorer.cli", "graph", str(LOOP_DEMO), "-p", "max_steps=1",
+    ran = subprocess.run([sys.executable, "-m", "haltproof.cli.main", "graph", str(LOOP_DEMO), "-p", "max_steps=1",
                           "-p", "max_steps=2"], capture_output=True, text=True)
     assert (ran.returncode, ran.stdout, ran.stderr) == \
            (2, "", "error: -p max_steps: graph runs one param combination, and max_steps is given 2 values "

@@ -17,7 +17,7 @@ import pytest
 
 import broken_decides
 from haltproof.explorer.check import Options, prepare
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 from haltproof.explorer.conform import conform
 from haltproof.harness.loop_binding import LoopDemoAdapter, classify
 from haltproof.machine.spec import load_spec

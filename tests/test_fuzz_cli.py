@@ -25,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 
 from conftest import ROOT
 from test_fuzz_specs import BASE, HANG_SECONDS, Hang, _watchdog

@@ -29,7 +29,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 
 from random_specs import specs
 

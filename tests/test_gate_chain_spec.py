@@ -13,7 +13,7 @@ import pytest
 import gate_mutants
 from conftest import SPECS
 from haltproof.explorer.check import Options, check_spec
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 from haltproof.harness.gate_binding import CALLS, RESERVATIONS, WHITELIST
 from haltproof.harness.gates import GateContext, RegexGate, ToolCall
 from haltproof.harness.ledger import ObservationLedger

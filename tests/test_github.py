@@ -11,7 +11,7 @@ import pytest
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED, PROVED,
                         TINY, VIOLATED, line_of)
-from haltproof.explorer.github import (command, escape_data, escape_property, md_cell, mermaid_text,
+from haltproof.reports.github import (command, escape_data, escape_property, md_cell, mermaid_text,
                              render_markdown)
 
 VIOLATED_PROPS = ["limit_only_when_observation_allows_going_on", "complete_search_always_decides",

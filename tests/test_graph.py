@@ -19,7 +19,7 @@ import pytest
 
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 from dot_grammar import DotSyntaxError, parse_dot
-from haltproof.explorer.graph import dot_quote, graph_for, mermaid_text, to_dot
+from haltproof.reports.graph import dot_quote, graph_for, mermaid_text, to_dot
 
 RETRY = ROOT / "docs" / "examples" / "retry_loop.yaml"
 DOC = ROOT / "docs" / "traces-and-graphs.md"

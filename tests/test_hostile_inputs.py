@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from haltproof.explorer import check as check_module
-from haltproof.explorer.api import check as api_check
+from haltproof.api import check as api_check
 from haltproof.machine.pymodel import terminates_within
 from haltproof.machine import compiled as compiled_module, spec as spec_module, yamlpos
 from haltproof.machine.errors import SpecError
@@ -397,7 +397,7 @@ def test_an_api_pin_of_a_huge_range_is_refused_without_listing_it():
 
 def test_no_run_at_all_proves_nothing():
     """`overall([])` said "proved" (exit 0) for a gate that checked nothing."""
-    from haltproof.explorer.report import overall
+    from haltproof.reports.report import overall
     assert overall([]) == ("incomplete", 3)
 
 

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-import haltproof.explorer.html as H
+import haltproof.reports.html as H
 from conftest import LOOP_DEMO, MUTANTS, ROOT
-from haltproof.explorer import report
+from haltproof.reports import report
 from haltproof.explorer.check import Options, check_machine, check_spec, prepare
-from haltproof.explorer.cli import main
-from haltproof.explorer.formats import FILE_FORMATS, FORMATS
+from haltproof.cli.main import main
+from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.machine.spec import load_spec
 
 XSS_SPEC = """\

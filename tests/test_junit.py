@@ -13,7 +13,7 @@ import pytest
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, DOMAINS, PIN_PROVED, PIN_VIOLATED, PROVED, TINY,
                         VIOLATED, line_of)
-from haltproof.explorer.junit import render_junit
+from haltproof.reports.junit import render_junit
 
 VIOLATED_PROPS = {"complete_search_always_decides", "final_answer_on_last_step_kept",
                   "limit_only_when_observation_allows_going_on"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from haltproof.explorer.api import check
+from haltproof.api import check
 from haltproof.machine.errors import SpecError
 from haltproof.machine.pymodel import (Model, action, always, independent_of, python_model, reachable, step_invariant,
                              terminates, terminates_within, variant)
@@ -199,7 +199,7 @@ def _process(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("model", ["Retry", "SleepingRetry"], ids=["spins", "sleeps"])
 def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
-    ran = _process("-m", "haltproof.explorer.cli", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
+    ran = _process("-m", "haltproof.cli.main", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)
     assert ran.returncode == 3, ran.stderr
     (run,) = json.loads(ran.stdout)["runs"]
@@ -209,7 +209,7 @@ def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
 
 def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
     script = ("import json\n"
-              "from haltproof.explorer.api import check\n"
+              "from haltproof.api import check\n"
               "from stuck_code import SleepingRetry\n"
               "report = check(SleepingRetry, timeout=2)\n"
               "print(json.dumps([report.result, report.exit_code, report.runs[0].stop_reason]))\n")
@@ -220,10 +220,10 @@ def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
 
 
 def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
-    ran = _process("-m", "haltproof.explorer.cli", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
+    ran = _process("-m", "haltproof.cli.main", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
     assert ran.returncode == 3 and ran.stdout == ""
     assert ran.stderr == "haltproof: incomplete: --timeout reached while instantiating the model SpinningInit with K=3\n"
-    script = ("from haltproof.explorer.api import check\n"
+    script = ("from haltproof.api import check\n"
               "from stuck_code import SpinningInit\n"
               "try:\n"
               "    check(SpinningInit, timeout=2)\n"
@@ -236,7 +236,7 @@ def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
 
 
 def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_path):
-    ran = _process("-m", "haltproof.explorer.cli", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
+    ran = _process("-m", "haltproof.cli.main", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)
     assert ran.returncode == 3, ran.stderr
     (run,) = json.loads(ran.stdout)["runs"]
@@ -636,11 +636,11 @@ def test_vacuity_notices_and_results_point_into_the_base_module(monkeypatch):
 
 
 def test_ci_formats_point_at_the_base_module(monkeypatch):
-    from haltproof.explorer import findings as F
-    from haltproof.explorer.github import render_github, render_markdown
-    from haltproof.explorer.html import render_html
-    from haltproof.explorer.junit import render_junit
-    from haltproof.explorer.sarif import render_sarif
+    from haltproof.reports import findings as F
+    from haltproof.reports.github import render_github, render_markdown
+    from haltproof.reports.html import render_html
+    from haltproof.reports.junit import render_junit
+    from haltproof.reports.sarif import render_sarif
     monkeypatch.chdir(ROOT)
     data = check(FromBase).to_json()
     run = data["runs"][0]
@@ -848,15 +848,15 @@ def test_a_property_left_unknown_on_a_complete_exploration_is_never_proved(cli, 
         report.assert_proved()
     data = report.to_json()
     assert (data["result"], data["runs"][0]["result"]) == ("incomplete", "incomplete")
-    from haltproof.explorer import findings as F
-    from haltproof.explorer.html import run_verdict as html_verdict
+    from haltproof.reports import findings as F
+    from haltproof.reports.html import run_verdict as html_verdict
     (json_run,) = data["runs"]
     assert json_run["stop_reason"] == "explored in full, but quick could not be decided"
     assert F.run_verdict(json_run) == "incomplete" and html_verdict(json_run) == ("incomplete", "incomplete")
     quick = next(p for p in json_run["properties"] if p["name"] == "quick")
     assert F.outcome(quick, json_run) == F.ERROR          # not "undecided": nothing explains it
-    from haltproof.explorer.github import render_github
-    from haltproof.explorer.junit import render_junit
+    from haltproof.reports.github import render_github
+    from haltproof.reports.junit import render_junit
     assert ('message="quick unknown: explored in full, but quick could not be decided; it proves nothing"'
             in render_junit(data))
     assert (",title=haltproof%3A incomplete::Quiet: explored in full, but quick could not be decided; "
@@ -875,9 +875,9 @@ def test_an_expected_violation_with_an_unexplained_unknown_is_not_as_expected():
     built-in explains it): a property left unknown otherwise makes the run incomplete,
     never "as expected", in the RunResult and in every reader of the JSON report. (No
     spec can produce it on its own: its counts cannot fail only when judged.)"""
-    from haltproof.explorer import findings as F
-    from haltproof.explorer import report as R
-    from haltproof.explorer.html import run_verdict as html_verdict
+    from haltproof.reports import findings as F
+    from haltproof.reports import report as R
+    from haltproof.reports.html import run_verdict as html_verdict
     from haltproof.properties.kinds import UNKNOWN
     run = check(ROOT / "specs" / "mutants" / "failure_not_a_step.yaml", params={"max_steps": 2}).runs[0]
     assert (run.verdict, run.as_expected, run.stopped_by) == ("pass", True, None)

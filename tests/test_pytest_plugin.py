@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from haltproof.explorer.api import check
+from haltproof.api import check
 from conftest import LOOP_DEMO, MUTANTS
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.api import check
+from haltproof.api import check
 from haltproof.explorer.check import Options, check_spec
 from haltproof.explorer.regress import assert_fixed, machine_for, still_violated
 from haltproof.machine.spec import load_spec, shown_path

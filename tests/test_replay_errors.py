@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LOOP_DEMO
-from haltproof.explorer.report import shown_path
+from haltproof.reports.report import shown_path
 
 TESTS = Path(__file__).resolve().parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, DOMAINS, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED,
                         PROVED, TINY, VIOLATED, assert_valid, line_of)
-from haltproof.explorer.sarif import FINGERPRINT, artifact_location, render_sarif
+from haltproof.reports.sarif import FINGERPRINT, artifact_location, render_sarif
 
 VIOLATED_PROPS = {"complete_search_always_decides", "final_answer_on_last_step_kept",
                   "limit_only_when_observation_allows_going_on"}

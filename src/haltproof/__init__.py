@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from haltproof.explorer.api import Report, check
+from haltproof.api import Report, check
 from haltproof.explorer.check import RunResult
 from haltproof.machine.binding import Adapter
 from haltproof.machine.errors import Problem, SpecError

@@ -1,5 +1,5 @@
 """`python -m haltproof ARGS` is the `haltproof ARGS` command."""
 
-from haltproof.explorer.cli import main
+from haltproof.cli.main import main
 
 raise SystemExit(main())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .check import BOUND_OPTION, judge, unsettled
+from haltproof.explorer.check import BOUND_OPTION, judge, unsettled
 
 # What one property result means for the gate.
 PASS = "pass"            # holds (and was meant to)

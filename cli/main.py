@@ -26,13 +26,14 @@ from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec, symlink_problem
 from haltproof.machine.usercode import OutOfTime
 
-from . import baseline, itf, report
-from .formats import FILE_FORMATS, FORMATS
-from .graph import add_arguments as add_graph_arguments, cmd_graph
-from .check import Options, check_machine, check_pins, load_python_model, prepare, prepare_python
-from .memory import parse_size
-from .replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
-from .usage import UsageError, one_value_each, parse_pins
+from haltproof.explorer import baseline, itf
+from haltproof.reports import report
+from haltproof.reports.formats import FILE_FORMATS, FORMATS
+from haltproof.reports.graph import add_arguments as add_graph_arguments, cmd_graph
+from haltproof.explorer.check import Options, check_machine, check_pins, load_python_model, prepare, prepare_python
+from haltproof.explorer.memory import parse_size
+from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
+from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
 
 
 def bundled_specs() -> list[Path]:
@@ -299,7 +300,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise UsageError(f"--{name} {target}: cannot write the report: {exc.strerror}") from None
     if args.format == "github":     # the job summary, when GitHub Actions gives a file for it
-        from .github import append_step_summary
+        from haltproof.reports.github import append_step_summary
         try:
             append_step_summary(data)
         except OSError as exc:
@@ -320,7 +321,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if moved and code == report.EXIT_OK:
             code = report.EXIT_VIOLATED
     if args.emit_tests:
-        from .regress import emit_tests
+        from haltproof.explorer.regress import emit_tests
         try:
             written = emit_tests(runs, args.emit_tests)
         except OSError as exc:
@@ -349,7 +350,7 @@ def _render(name: str, data: dict[str, Any], runs: list) -> str:
     """One format's text. HTML also draws the explored graph of each small run, which the
     check kept on its RunResult (the report dict does not hold graphs)."""
     if name == "html":
-        from .html import render_html, state_graphs
+        from haltproof.reports.html import render_html, state_graphs
         return render_html(data, state_graphs(runs, data))
     return FORMATS[name](data)
 
@@ -366,7 +367,7 @@ def _progress(spec: Spec, params: dict[str, int]):
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
-    from .conform import conform, to_text
+    from haltproof.explorer.conform import conform, to_text
     spec = load_spec(args.spec)
     if not spec.bind:
         raise UsageError(f"{args.spec}: the spec is not bound to code (it has no 'bind:'), "
@@ -430,7 +431,7 @@ def _print_replay(m: Any, out: Replayed) -> None:
             for label, value in lines:
                 print(f"{label}: {value}")
     else:
-        from .report import trace_table
+        from haltproof.reports.report import trace_table
         from haltproof.properties.kinds import Trace
         for row in trace_table(Trace(out.steps)):
             print(row)
@@ -444,7 +445,7 @@ def _print_replay(m: Any, out: Replayed) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m haltproof.explorer.cli` runs this file as __main__, a second copy of the module beside the
-    # `haltproof.explorer.cli` the subcommand modules import: run that one, exactly as the `haltproof` script does.
-    from haltproof.explorer.cli import main as script_main
+    # `python -m haltproof.cli.main` runs this file as __main__, a second copy of the module beside the
+    # `haltproof.cli.main` the subcommand modules import: run that one, exactly as the `haltproof` script does.
+    from haltproof.cli.main import main as script_main
     script_main()

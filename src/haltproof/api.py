@@ -1,6 +1,6 @@
 """Using haltproof from Python and inside ordinary tests.
 
-    from haltproof.explorer.api import check
+    from haltproof.api import check
 
     def test_loop_stops():
         check("specs/loop_demo.yaml").assert_proved()
@@ -20,8 +20,8 @@ from haltproof.machine import usercode
 from haltproof.machine.spec import load_spec
 from haltproof.machine.usercode import OutOfTime
 
-from . import report
-from .check import Options, RunResult, check_machine, check_spec, prepare_python
+from haltproof.reports import report
+from haltproof.explorer.check import Options, RunResult, check_machine, check_spec, prepare_python
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 from haltproof.machine.spec import shown_path
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .check import BOUND_OPTION, RunResult
+from haltproof.explorer.check import BOUND_OPTION, RunResult
 
 SCHEMA = "haltproof-report/1"
 

@@ -44,10 +44,10 @@ from haltproof.machine.spec import load_spec
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
-from .check import Options, check_machine, prepare, stop_reason, sweep
-from .engine import Exploration, explore
+from haltproof.explorer.check import Options, check_machine, prepare, stop_reason, sweep
+from haltproof.explorer.engine import Exploration, explore
 from .report import EXIT_INCOMPLETE, shown_path
-from .usage import UsageError, one_value_each, parse_pins
+from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
 
 FORMAT_NAMES = ("dot", "graphml", "mermaid", "json")
 DEFAULT_MAX_NODES = 500

@@ -22,8 +22,8 @@ from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
-from . import report
-from .check import Options, RunResult, check_machine, prepare
+from haltproof.reports import report
+from haltproof.explorer.check import Options, RunResult, check_machine, prepare
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

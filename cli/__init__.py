@@ -1,0 +1,1 @@
+"""The `haltproof` command line."""
