@@ -31,7 +31,7 @@ as a method decorated with `@action`, and each property as a decorated method.
         bounded = terminates_within(lambda p: p["K"])
 
 `python_model(RetryLoop)` turns it into the same `Spec`/`Machine` objects a YAML spec
-compiles to, so the engine, the properties, the reports, `haltproof.explorer.api.check` and the
+compiles to, so the engine, the properties, the reports, `haltproof.api.check` and the
 command line (`haltproof check module:RetryLoop`) treat both alike. States are dicts
 in your code; a value outside its domain is a `domains` violation, an exception a
 `bound_code` finding, as for bound YAML specs. A value is in a domain when it equals
