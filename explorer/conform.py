@@ -9,7 +9,7 @@ and the abstract state through the spec's own stages, and compares the abstracte
 state and the rule after every step. A mismatch is shrunk to a minimal run.
 
 The comparison counts the type, as the exhaustive check does (machine/binding.py,
-`_value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
+`value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
 int (or an int where it has a bool) is a disagreement, shown with the domain it leaves.
 """
 
@@ -25,7 +25,7 @@ from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
 from haltproof.machine import usercode
-from haltproof.machine.binding import Adapter, _user_traceback, _value_checkers
+from haltproof.machine.binding import Adapter, user_traceback, value_checkers
 from haltproof.machine.compiled import EvalError, Machine
 from haltproof.machine.usercode import OutOfTime, running
 
@@ -68,7 +68,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
     last: dict[str, Any] = {}
     compared = [0]
-    checkers = {id(m): _value_checkers(m) for m in machines}
+    checkers = {id(m): value_checkers(m) for m in machines}
 
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck))
@@ -193,7 +193,7 @@ def _outside(m: Machine, checkers: list, state: dict[str, Any]) -> dict[str, str
 
 
 def _raised(who: str, exc: Exception) -> str:
-    return f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
+    return f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}"
 
 
 def _show(value: Any) -> str:

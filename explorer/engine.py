@@ -21,13 +21,17 @@ import gc
 import sys
 import time
 from array import array
-from bisect import bisect_right
-from collections.abc import Callable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
+import numpy as np
+
+from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, MissingChoice, can_fail, spec_where
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties import termination, vacuity
+from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
 from .memory import current_rss
@@ -137,13 +141,45 @@ class Exploration:
     def terminal_states(self) -> int:
         return self.terminal.count(1)
 
+    # What the property analyses ask of an explored graph (properties/exploration.py,
+    # ExploredGraph): this engine keeps every edge in Python arrays, so it answers by walking them.
+
+    def first_deadlock(self) -> int | None:
+        """The first expanded non-terminal state with no successor and no failed transition."""
+        n = self.expanded
+        starts = np.asarray(self.edge_start)[:n + 1]
+        stuck = ((np.asarray(self.terminal)[:n] == 0) & (np.asarray(self.errored)[:n] == 0)
+                 & (np.diff(starts) == 0))
+        found = np.flatnonzero(stuck)
+        return int(found[0]) if len(found) else None
+
+    def first_deepest(self) -> int:
+        """The first state of the deepest level (depths never decrease along the states)."""
+        return bisect_left(self.depth, self.depth[-1]) if len(self.depth) else 0
+
+    def topological_order(self) -> Sequence[int] | None:
+        """Kahn's algorithm over the stored edges (the BFS order itself when forward)."""
+        return termination.kahn_order(self)
+
+    def cyclic_candidates(self) -> list[int]:
+        """Every expanded state: peeling the acyclic part first would cost more than it saves here."""
+        return list(range(self.expanded))
+
+    def rule_facts(self, action: int, dead: Sequence[int]) -> RuleFacts:
+        """The rule conditions evaluated on the stored transitions of the action."""
+        return vacuity.rule_facts_from_edges(self, action, dead)
+
+    def choice_groups(self, actions: Sequence[int]) -> dict[int, list[list[int]]]:
+        """The choice combinations grouped by their stored transitions, in one pass over the edges."""
+        return vacuity.choice_groups_from_edges(self, actions)
+
     def transitions_from(self, i: int) -> list[tuple[int, int, str | None, tuple]]:
         """The transitions stored for state i, in the engine's order: (action, combo, rule, successor)."""
         return transitions_from(self.machine, self.states[i])
 
-    def attach_lazy(self, steps_class: type[_Steps] | None = None) -> None:
+    def attach_lazy(self, steps_class: type[StepFinder] | None = None) -> None:
         """Make via_* and e_action/e_combo/e_rule recompute their items when read."""
-        steps = (steps_class or _Steps)(self.machine, self.states, self.parent, self.edge_start)
+        steps = (steps_class or StepFinder)(self.machine, self.states, self.parent, self.edge_start)
         n, ne = len(self.parent), self.transitions
         self.via_action = _Recomputed(steps.via, n, 0)
         self.via_combo = _Recomputed(steps.via, n, 1)
@@ -218,7 +254,7 @@ def trace_length(f: Finding, depth: int) -> int:
     return depth + (1 if f.step is not None and f.step[3] is not None else 0)
 
 
-class _Steps:
+class StepFinder:
     """What an edge or a first visit was (action, combo, rule), recomputed from its source
     state. It holds the exploration's arrays, not the exploration, so no reference cycle
     keeps a large exploration alive once it is dropped."""
@@ -433,9 +469,9 @@ class _Sweep:
         """Whether property `name` may fail to evaluate (then a failed one is still evaluated)."""
         return self.m.fallible is None or name in self.m.fallible
 
-    def missing(self, action: int, choice: str) -> _MissingChoice:
+    def missing(self, action: int, choice: str) -> MissingChoice:
         """What a step invariant reads for a choice this action does not make."""
-        return _MissingChoice(choice, self.m.actions[action].name)
+        return MissingChoice(choice, self.m.actions[action].name)
 
     def bound(self, k: int) -> int:
         """The bound of variant property k (spec order), 0 where it is not checked."""

@@ -101,7 +101,7 @@ _LAYERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OWN_DIRS = tuple(os.path.join(_LAYERS, layer) + os.sep for layer in ("machine", "properties", "explorer"))
 
 
-def _user_traceback(exc: BaseException) -> str:
+def user_traceback(exc: BaseException) -> str:
     """The traceback without haltproof's own frames: the part the user can act on."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(_OWN_DIRS)]
@@ -114,7 +114,7 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
     spec = m.spec
     var_names = m.var_names
     params = dict(m.params)
-    values_ok = _value_checkers(m)
+    values_ok = value_checkers(m)
 
     def make_step(act: CompiledAction) -> Callable[..., tuple[tuple, str | None]]:
         decide = spec.actions[act.index].decide
@@ -133,7 +133,7 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
                 raise
             except Exception as exc:
                 raise CodeError(f"the bound code raised {type(exc).__name__}: {exc}\n"
-                                f"{_user_traceback(exc)}") from None
+                                f"{user_traceback(exc)}") from None
 
         def step(s: tuple, *combo: tuple) -> tuple[tuple, str | None]:
             state = dict(zip(var_names, s))
@@ -146,7 +146,7 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
                 raise
             except Exception as exc:
                 raise CodeError(f"the adapter's representative() raised {type(exc).__name__}: {exc}\n"
-                                f"{_user_traceback(exc)}") from None
+                                f"{user_traceback(exc)}") from None
             first = _plain_result(call(state, choices, combo), var_names)
             second = _plain_result(call(state, choices, combo), var_names)
             if first != second:
@@ -156,7 +156,7 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
-            return _hashable(tuple(result[v] for v in var_names), var_names, "abstract()"), rule
+            return checked_hashable(tuple(result[v] for v in var_names), var_names, "abstract()"), rule
         return step
 
     actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
@@ -205,7 +205,7 @@ def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
     return result, rule
 
 
-def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:
+def checked_hashable(state: tuple, var_names: list[str], what: str) -> tuple:
     """States are set members: a dict or list slipping into one is the code's mistake."""
     for name, value in zip(var_names, state):
         try:
@@ -217,7 +217,7 @@ def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:
     return state
 
 
-def _value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
+def value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
     """Per var, whether a value the code produced lies in the declared domain (type included:
     `type(x) is int`, not isinstance, since True is an int to isinstance, and True == 1 == 1.0
     would pass a plain range or membership test). The engine runs these on every state the

@@ -25,6 +25,7 @@ from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
+from .fold import folded
 from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
 from .usercode import OutOfTime
 
@@ -45,7 +46,7 @@ class _NoRule(EvalError):
         super().__init__(f"no rule of the decide table of action {action} (deciding {var}) matched")
 
 
-class _MissingChoice:
+class MissingChoice:
     """Stands for a choice the current action does not make; reading it is an error."""
 
     __slots__ = ("name", "action")
@@ -73,7 +74,6 @@ def can_fail(ex: E.Expr, actions: list[tuple[str, set[str]]]) -> bool:
             return True
     if not _choices_read(ex.py):
         return False
-    from .vectorize import folded        # vectorize imports this module
     return any(_choices_read(folded(ex.py, name)) - made for name, made in actions)
 
 
@@ -237,7 +237,7 @@ class CompiledSpec:
             step_args = []
             for combo in combos:
                 mine = dict(zip(names, combo))
-                step_args.append(tuple(mine.get(n, _MissingChoice(n, a.name)) for n in spec.choice_names))
+                step_args.append(tuple(mine.get(n, MissingChoice(n, a.name)) for n in spec.choice_names))
             fields = {c: [f for f, _ in sorted(cs.fields.items(), key=lambda kv: kv[1][1])]
                       for c, cs in a.choices if cs.kind == "records"}
             actions.append(CompiledAction(a.name, ai, g.get(f"guard_{ai}"), g[f"step_{ai}"], combos,
