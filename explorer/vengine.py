@@ -103,7 +103,7 @@ class VExploration(Exploration):
         rules = self.machine.spec.actions[action].decide
         names = [r.name for r in rules.rules] if rules is not None else []
         shadowed = pre["shadowed_by"].get(action, {})
-        return RuleFacts(frozenset(pre["cond_true"].get(action, set())),
+        return RuleFacts(frozenset(j for j in pre["cond_true"].get(action, set()) if j in dead),
                          {d: frozenset(names[j] for j in shadowed.get(d, set())) for d in dead})
 
     def choice_groups(self, actions: Sequence[int]) -> dict[int, list[list[int]]]:
