@@ -19,7 +19,8 @@ import pytest
 
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 from dot_grammar import DotSyntaxError, parse_dot
-from haltproof.reports.graph import dot_quote, graph_for, mermaid_text, to_dot
+from haltproof.cli.graph import graph_for
+from haltproof.reports.graph import dot_quote, mermaid_text, to_dot
 
 RETRY = ROOT / "docs" / "examples" / "retry_loop.yaml"
 DOC = ROOT / "docs" / "traces-and-graphs.md"
