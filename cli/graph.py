@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from haltproof.machine import usercode
+from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number, positive
 from haltproof.machine.spec import load_spec
@@ -18,13 +19,10 @@ from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 from haltproof.explorer.check import Options, check_machine, prepare, stop_reason, sweep
 from haltproof.explorer.engine import explore
 from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
-from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, build_graph
+from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
 from haltproof.reports.report import EXIT_INCOMPLETE, shown_path
 
 from .common import timeout_option
-
-if TYPE_CHECKING:      # networkx is imported where a graph is built: it costs startup time
-    import networkx as nx
 
 
 def add_parser(sub: Any) -> None:
@@ -41,7 +39,7 @@ def add_parser(sub: Any) -> None:
                    help="highlight the counterexample of PROPERTY (or the witness of a reachable one)")
     timeout_option(g, "building the graph")
 def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = DEFAULT_MAX_NODES,
-              highlight: str | None = None, timeout: float | None = None) -> tuple[nx.DiGraph, list[str]]:
+              highlight: str | None = None, timeout: float | None = None) -> tuple[StateGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
     Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
@@ -62,7 +60,7 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
 
 
 def _graph(spec_path: str, pins: dict[str, int], max_nodes: int | None, highlight: str | None,
-           timeout: float | None) -> tuple[nx.DiGraph, list[str]]:
+           timeout: float | None) -> tuple[StateGraph, list[str]]:
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)
     if len(combos) != 1:
@@ -79,38 +77,35 @@ def _graph(spec_path: str, pins: dict[str, int], max_nodes: int | None, highligh
     ex = explore(m, timeout=usercode.remaining())
     if not ex.complete:
         raise GraphIncomplete(stop_reason(ex, opts))
-    notes: list[str] = []
-    trace: Trace | None = None
-    if highlight:
-        run = check_machine(m, opts)
-        if run.stopped_by is not None:
-            raise GraphIncomplete(run.stop_reason)
-        res = next((p for p in run.properties if p.name == highlight), None)
-        if res is None:
-            notes.append(f"--highlight {highlight}: the property is not checked for these params "
-                         "(its `when` is false): nothing highlighted")
-        elif res.status == VIOLATED and res.trace is not None:
-            trace = res.trace
-            notes.append(f"--highlight {highlight}: violated; its counterexample "
-                         f"({_n(len(trace), 'transition')}) is highlighted")
-        elif res.witness is not None:
-            trace = res.witness
-            notes.append(f"--highlight {highlight}: holds; its witness ({_n(len(trace), 'transition')}) "
-                         "is highlighted")
-        else:
-            what = "holds" if res.status == HOLDS else res.status
-            notes.append(f"--highlight {highlight}: {what}, no trace: nothing highlighted")
-    G = build_graph(ex, max_nodes=max_nodes, highlight=trace, name=spec.name,
+    trace, told = _highlighted(m, opts, highlight) if highlight else (None, "")
+    g = build_graph(ex, max_nodes=max_nodes, highlight=[] if trace is None else [trace], name=spec.name,
                     source=shown_path(spec.path))
-    G.graph["params"] = " ".join(f"{k}={v}" for k, v in m.params.items())
-    if highlight:
-        G.graph["highlight"] = highlight
-        lines = G.graph["note"].split("\n")
-        marked = [n for n in lines if n.startswith("highlighted:")]
-        lines = [n for n in lines if not n.startswith("highlighted:")]
-        G.graph["note"] = "\n".join(lines + [notes[0] + "".join(f"; {n}" for n in marked)])
-    told = [n for n in G.graph["note"].split("\n") if not n.startswith("complete:")]
-    return G, told
+    if highlight:       # one note for the option: what the property gave, and how much of it is shown
+        g.highlight = highlight
+        marked = [n for n in g.notes if n.startswith("highlighted:")]
+        g.notes = [n for n in g.notes if not n.startswith("highlighted:")]
+        g.notes.append(told + "".join(f"; {n}" for n in marked))
+    return g, [n for n in g.notes if not n.startswith("complete:")]
+
+
+def _highlighted(m: Machine, opts: Options, highlight: str) -> tuple[Trace | None, str]:
+    """The trace --highlight PROPERTY marks (its counterexample, or a reachable one's
+    witness), and what to tell the user about it."""
+    run = check_machine(m, opts)
+    if run.stopped_by is not None:
+        raise GraphIncomplete(run.stop_reason)
+    res = next((p for p in run.properties if p.name == highlight), None)
+    if res is None:
+        return None, (f"--highlight {highlight}: the property is not checked for these params "
+                      "(its `when` is false): nothing highlighted")
+    if res.status == VIOLATED and res.trace is not None:
+        return res.trace, (f"--highlight {highlight}: violated; its counterexample "
+                           f"({_n(len(res.trace), 'transition')}) is highlighted")
+    if res.witness is not None:
+        return res.witness, (f"--highlight {highlight}: holds; its witness ({_n(len(res.witness), 'transition')}) "
+                             "is highlighted")
+    what = "holds" if res.status == HOLDS else res.status
+    return None, f"--highlight {highlight}: {what}, no trace: nothing highlighted"
 
 
 class GraphUsage(Exception):
@@ -124,14 +119,14 @@ class GraphIncomplete(Exception):
 def cmd_graph(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "graph")
     try:
-        G, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
+        g, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
                              timeout=args.timeout)
     except GraphUsage as exc:
         raise UsageError(str(exc)) from None
     except GraphIncomplete as exc:
         print(f"haltproof graph: incomplete: {exc}; no graph written", file=sys.stderr)
         return EXIT_INCOMPLETE
-    text = WRITERS[args.format](G)
+    text = WRITERS[args.format](g)
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
