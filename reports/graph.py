@@ -324,7 +324,8 @@ def _comment_lines(g: StateGraph, prefix: str) -> list[str]:
         if g.params:
             head += f", {_params_text(g.params)}"
         head += ")"
-    return [f"{prefix} {line}" for line in [head, *"\n".join(g.notes).split("\n")]]
+    # every line break starts a new comment line: a name, path or value never ends the comment
+    return [f"{prefix} {line}" for text in [head, *g.notes] for line in text.splitlines() or [""]]
 
 
 def _display(g: StateGraph, i: int, compact: bool = False) -> str:
@@ -393,7 +394,7 @@ def mermaid_text(text: Any) -> str:
     for ch, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
                      ("`", "#96;")):
         t = t.replace(ch, code)
-    return t.replace("\r\n", "\n").replace("\n", "<br/>")
+    return t.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br/>")
 
 
 def to_mermaid(g: StateGraph) -> str:

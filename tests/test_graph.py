@@ -274,6 +274,27 @@ def test_an_ampersand_in_a_value_is_an_entity_so_graphviz_shows_it_as_written():
         assert f"{g.var_names[0]}=x&lt;y&z" in line
 
 
+def test_a_line_break_in_the_machine_name_never_ends_a_comment(cli, tmp_path):
+    """The DOT and Mermaid headers are comments: a name with a line break wrote its second
+    line as DOT (`}` ended the graph) or as a Mermaid statement."""
+    spec = tmp_path / "name.yaml"
+    spec.write_text('machine: "two\\n} digraph x {\\rclassDef s fill:red"\n'
+                    "vars:\n  n: {type: int, min: 0, max: 1, init: 0}\n"
+                    "actions:\n  go: {when: n < 1, do: [{set: {n: n + 1}}]}\n"
+                    "terminal: n == 1\n")
+    dot = cli("graph", spec)
+    assert dot.code == 0, dot.err
+    parsed = parse_dot(dot.out)
+    assert parsed.name == "two\n} digraph x {\nclassDef s fill:red"        # \\r is written as a line break
+    assert len(parsed.nodes) == 2 and len(parsed.edges) == 1
+    assert dot.out.splitlines()[:3] == ["// haltproof state graph of two", "// } digraph x {",
+                                        f"// classDef s fill:red ({spec})"]
+    mermaid = cli("graph", spec, "--format", "mermaid")
+    assert mermaid.code == 0 and mermaid.out.splitlines()[1:4] == [
+        "  %% haltproof state graph of two", "  %% } digraph x {", f"  %% classDef s fill:red ({spec})"]
+    assert mermaid_text("a\rb") == "a<br/>b"
+
+
 def test_the_dot_checks_have_teeth():
     """An unescaped quote in a label is caught by the grammar check (and by Graphviz)."""
     broken = 'digraph "g" {\n  "s0" [label="a "quoted" label"];\n}\n'
