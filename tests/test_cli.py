@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
+import importlib
 import json
 import re
 import subprocess
@@ -12,7 +15,8 @@ import pytest
 
 import haltproof.explorer.engine
 from haltproof.reports.report import shown_path
-from conftest import LOOP_DEMO, MUTANTS
+from haltproof.cli.main import build_parser
+from conftest import LOOP_DEMO, MUTANTS, ROOT
 
 
 def test_check_with_no_arguments_checks_the_bundled_specs(cli):
@@ -454,3 +458,47 @@ def test_unwritable_json_file_is_a_usage_error(cli, tmp_path):
               "--json", tmp_path / "no" / "such" / "dir.json")
     assert ran.code == 2 and "cannot write the report" in ran.err
     assert ran.out == ""
+
+
+# ---------------------------------------------------------------- the shape of the CLI (issue 12)
+
+SUBCOMMANDS = ("check", "conform", "replay", "graph")
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module a file imports, relative imports of the cli package resolved."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ("haltproof.cli." if node.level else "") + (node.module or "")
+            out.add(base.rstrip("."))
+            out.update(f"{base.rstrip('.')}.{a.name}" if node.level and not node.module else ""
+                       for a in node.names)
+    return out - {""}
+
+
+def test_one_module_per_subcommand_none_importing_the_dispatcher():
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert tuple(sub.choices) == SUBCOMMANDS
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"haltproof.cli.{name}")
+        assert callable(getattr(module, f"cmd_{name}")) and callable(module.add_parser)
+        assert "haltproof.cli.main" not in _imported(ROOT / "cli" / f"{name}.py"), name
+    assert not {m for m in _imported(ROOT / "cli" / "common.py") if m.startswith("haltproof.cli")}
+
+
+def test_the_graph_format_parses_no_arguments_and_imports_no_cli():
+    """argparse and exit codes belong to cli/graph.py, not to the report format."""
+    imported = _imported(ROOT / "reports" / "graph.py")
+    assert "argparse" not in imported and "sys" not in imported
+    assert not [m for m in imported if m.startswith("haltproof.cli")]
+
+
+def test_no_cli_function_is_longer_than_80_lines():
+    for path in sorted((ROOT / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno + 1 <= 80, f"{path.name}: {node.name}"
