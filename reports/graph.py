@@ -99,7 +99,7 @@ class StateGraph:
     complete: bool = True
     notes: list[str] = field(default_factory=list)
     highlight: str = ""                         # the highlighted property's name (`graph --highlight`)
-    highlight_path: list[int | None] | None = None   # the trace's states (None: not a state of the space)
+    highlight_path: list[int | None] | None = None   # the last trace's states (None: not a state of the space)
 
     @property
     def transitions(self) -> int:
