@@ -12,7 +12,7 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number, positive
-from haltproof.machine.spec import load_spec
+from haltproof.machine.spec import load_spec, shown_path
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
@@ -20,7 +20,7 @@ from haltproof.explorer.check import Options, check_machine, prepare, stop_reaso
 from haltproof.explorer.engine import explore
 from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
-from haltproof.reports.report import EXIT_INCOMPLETE, shown_path
+from haltproof.reports.report import EXIT_INCOMPLETE
 
 from .common import timeout_option
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from haltproof.machine import usercode
 from haltproof.machine.errors import SpecError
+from haltproof.machine.spec import shown_path
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer.usage import UsageError
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error_text(exc: Exception) -> str:
     if isinstance(exc, SpecError):
-        return "\n".join(f"error: {report.shown_path(p.file)}" + str(p)[len(p.file):] for p in exc.problems)
+        return "\n".join(f"error: {shown_path(p.file)}" + str(p)[len(p.file):] for p in exc.problems)
     return f"error: {exc}"
 
 
