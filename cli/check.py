@@ -101,6 +101,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _checked_options(args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
     """The options that need no spec, checked before anything is loaded; returns the recorded
     baseline (None when there is none yet, or no --baseline)."""
+    for option, value, what in (("--baseline", args.baseline, "a file name"),
+                                ("--emit-tests", args.emit_tests, "a directory name")):
+        if value is not None and not value.strip():      # `--baseline=` would otherwise skip it, silently
+            raise UsageError(f"{option} needs {what}")
     if args.update_baseline and not args.baseline:
         raise UsageError("--update-baseline needs --baseline FILE")
     try:     # read before exploring anything: a bad baseline is a usage error, nothing runs

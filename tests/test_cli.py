@@ -502,3 +502,14 @@ def test_no_cli_function_is_longer_than_80_lines():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 assert node.end_lineno - node.lineno + 1 <= 80, f"{path.name}: {node.name}"
+
+
+@pytest.mark.parametrize("option, what", [("--baseline", "a file name"), ("--emit-tests", "a directory name")])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_baseline_or_tests_directory_is_refused(cli, tmp_path, monkeypatch, option, what, value):
+    """`--baseline=` (an unset CI variable) used to be taken as no --baseline: the gate compared
+    nothing and exited 0; `--emit-tests=` wrote no tests; `--baseline " "` wrote a file named " "."""
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", f"{option}={value}")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {option} needs {what}\n")
+    assert list(tmp_path.iterdir()) == []
