@@ -68,7 +68,7 @@ def _graph(spec_path: str, pins: dict[str, int], max_nodes: int | None, highligh
         example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
         raise GraphUsage(f"{spec_path}: a graph shows one param combination, and {len(combos)} are "
                          f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
-    opts = Options(pins=pins, properties=[highlight] if highlight else None, timeout=timeout)
+    opts = Options(pins=pins, properties=None if highlight is None else [highlight], timeout=timeout)
     try:
         (m,) = prepare(spec, opts)
     except SpecError as exc:             # its property check names the option --property
@@ -77,10 +77,10 @@ def _graph(spec_path: str, pins: dict[str, int], max_nodes: int | None, highligh
     ex = explore(m, timeout=usercode.remaining())
     if not ex.complete:
         raise GraphIncomplete(stop_reason(ex, opts))
-    trace, told = _highlighted(m, opts, highlight) if highlight else (None, "")
+    trace, told = (None, "") if highlight is None else _highlighted(m, opts, highlight)
     g = build_graph(ex, max_nodes=max_nodes, highlight=[] if trace is None else [trace], name=spec.name,
                     source=shown_path(spec.path))
-    if highlight:       # one note for the option: what the property gave, and how much of it is shown
+    if highlight is not None:       # one note for the option: what the property gave, and how much of it is shown
         g.highlight = highlight
         marked = [n for n in g.notes if n.startswith("highlighted:")]
         g.notes = [n for n in g.notes if not n.startswith("highlighted:")]
@@ -118,6 +118,8 @@ class GraphIncomplete(Exception):
 
 def cmd_graph(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "graph")
+    if args.output is not None and not args.output.strip():     # `-o ""` would write to stdout instead
+        raise UsageError("-o needs a file name")
     try:
         g, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
                              timeout=args.timeout)

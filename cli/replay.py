@@ -36,6 +36,8 @@ def add_parser(sub: Any) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "replay")
+    if args.trace is not None and not args.trace.strip():
+        raise UsageError("--trace needs a file name")
     spec = load_spec(args.spec)
     compiled = CompiledSpec(spec)
     if args.scenario is not None:

@@ -513,3 +513,10 @@ def test_an_empty_baseline_or_tests_directory_is_refused(cli, tmp_path, monkeypa
     ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", f"{option}={value}")
     assert (ran.code, ran.out, ran.err) == (2, "", f"error: {option} needs {what}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_replay_refuses_an_empty_trace_file_name(cli, value):
+    """`--trace=` was read as the current directory: "error: : not a JSON trace: [Errno 21] ..."."""
+    ran = cli("replay", LOOP_DEMO, f"--trace={value}", "-p", "max_steps=1", "-p", "max_retries=0")
+    assert (ran.code, ran.out, ran.err) == (2, "", "error: --trace needs a file name\n")

@@ -400,6 +400,10 @@ def test_mermaid_flowchart_styles_terminals_and_the_highlighted_path(cli):
     (["no/such/spec.yaml"], "no/such/spec.yaml: no such file"),
     ([RETRY, "-p", "K=1", "-p", "R=0", "-o", "/no/such/dir/g.dot"],
      "-o /no/such/dir/g.dot: cannot write the graph"),
+    # an empty -o wrote the graph to stdout; an empty --highlight highlighted nothing, silently
+    ([RETRY, "-p", "K=1", "-p", "R=0", "-o", ""], "error: -o needs a file name\n"),
+    ([RETRY, "-p", "K=1", "-p", "R=0", "--highlight="],
+     "retry_loop.yaml: --highlight : the spec has no such property (it has: bounded, "),
 ])
 def test_usage_errors_exit_2_with_a_message_and_no_traceback(cli, args, message):
     ran = cli("graph", *args)
