@@ -8,16 +8,14 @@ loop, so they do no checking the type system already did: only int ranges are ch
 at run time (`domain_error`), because arithmetic, or a decide rule's constant, can leave
 a range (a constant outside it is a `domains` violation only where its rule fires). For the scalar
 engine the whole breadth-first loop is generated as well, with the expressions inline
-(`_generate_sweep`), and compiled the first time it runs.
+(machine/sweep.py, built as an AST), and compiled the first time it runs.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
 import itertools
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
@@ -25,7 +23,9 @@ from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
+from .fold import can_fail
 from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
+from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
 
 MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
@@ -45,7 +45,7 @@ class _NoRule(EvalError):
         super().__init__(f"no rule of the decide table of action {action} (deciding {var}) matched")
 
 
-class _MissingChoice:
+class MissingChoice:
     """Stands for a choice the current action does not make; reading it is an error."""
 
     __slots__ = ("name", "action")
@@ -61,25 +61,6 @@ class _MissingChoice:
 
 def _src(ex: E.Expr) -> str:
     return ast.unparse(ex.py)
-
-
-def can_fail(ex: E.Expr, actions: list[tuple[str, set[str]]]) -> bool:
-    """Whether evaluating ex can raise: only `//` and `%` (by zero) can, and a step
-    expression reading a choice that one of `actions` (name, the choices it makes) does
-    not make, once `action == ...` is decided for that action. The type checker rules out
-    every other failure."""
-    for node in ast.walk(ex.py):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
-            return True
-    if not _choices_read(ex.py):
-        return False
-    from .vectorize import folded        # vectorize imports this module
-    return any(_choices_read(folded(ex.py, name)) - made for name, made in actions)
-
-
-def _choices_read(node: ast.AST) -> set[str]:
-    return {n.value.id[2:] for n in ast.walk(node)
-            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id.startswith("c_")}
 
 
 def _made(spec: Spec) -> list[tuple[str, set[str]]]:
@@ -127,7 +108,7 @@ class Machine:
     fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
     source: Source | None = None                      # the generated module the functions come from
-    sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (see _generate_sweep)
+    sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 
     def state_dict(self, state: tuple) -> dict[str, Any]:
         return dict(zip(self.var_names, state))
@@ -154,12 +135,12 @@ class CompiledSpec:
 
     @property
     def sweep_code(self) -> CodeType:
-        """The generated BFS loop (see _generate_sweep), compiled the first time it is run."""
+        """The generated BFS loop (machine/sweep.py), compiled the first time it is run."""
         if self._sweep_code is None:
-            text, origin = _generate_sweep(self.spec)
+            module, origin = generate_sweep(self.spec)
             filename = f"<haltproof:{self.spec.path}:sweep>"
             self.generated.modules[filename] = origin      # its errors are named by spec line too
-            self._sweep_code = compile(text, filename, "exec")
+            self._sweep_code = compile(ast.fix_missing_locations(module), filename, "exec")
         return self._sweep_code
 
     def instantiate(self, params: dict[str, int]) -> Machine:
@@ -237,7 +218,7 @@ class CompiledSpec:
             step_args = []
             for combo in combos:
                 mine = dict(zip(names, combo))
-                step_args.append(tuple(mine.get(n, _MissingChoice(n, a.name)) for n in spec.choice_names))
+                step_args.append(tuple(mine.get(n, MissingChoice(n, a.name)) for n in spec.choice_names))
             fields = {c: [f for f, _ in sorted(cs.fields.items(), key=lambda kv: kv[1][1])]
                       for c, cs in a.choices if cs.kind == "records"}
             actions.append(CompiledAction(a.name, ai, g.get(f"guard_{ai}"), g[f"step_{ai}"], combos,
@@ -285,10 +266,11 @@ class GeneratedLoop:
     def __init__(self, compiled: CompiledSpec, namespace: dict[str, Any]):
         self.compiled, self.namespace = compiled, namespace
 
-    def __call__(self, x: Any) -> tuple:
+    def __call__(self, x: SweepTarget) -> SweepResult:
         if "sweep" not in self.namespace:
             exec(self.compiled.sweep_code, self.namespace)
-        return self.namespace["sweep"](x)
+        result: SweepResult = self.namespace["sweep"](x)
+        return result
 
 
 class _Items(Sequence):
@@ -482,322 +464,3 @@ def _decide(w: Source, st: DecideStage, action: str, spec: Spec) -> None:
         w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
         first = False
     w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})", st.line)
-
-
-# ---------------------------------------------------------------- the generated BFS loop
-
-SWEEP_KINDS = ("invariant", "reachable", "step_invariant", "variant")   # checked inside the loop
-
-
-class _Template:
-    """An expression's code with a numbered hole at every read of a state var (`s[i]`,
-    `b[i]`, `a[i]`) and at every name (`v_i` included), so the generated loop can fill in
-    its own locals or constants without rendering the expression again."""
-
-    def __init__(self, ex: E.Expr):
-        plain = ast.unparse(ex.py)
-        mark = "__hp"
-        while mark in plain:               # a marker no string in the expression contains
-            mark += "x"
-        self.keys: list[tuple[str, Any]] = []
-        tree = _Holes(self.keys, mark).visit(copy.deepcopy(ex.py))
-        self.parts = re.split(re.escape(mark) + r"(\d+)__", ast.unparse(tree))
-
-    def render(self, states: dict[str, list[ast.expr]], names: dict[str, ast.expr]) -> str:
-        """The code with `states[base][i]` for each state read, `names[n]` for name n, and
-        the original text for the rest. Every substitute is a name or a literal."""
-        out = []
-        for n, part in enumerate(self.parts):
-            if n % 2 == 0:
-                out.append(part)
-                continue
-            kind, what = self.keys[int(part)]
-            if kind == "name":
-                out.append(_atom(names[what]) if what in names else what)
-            elif kind in states:
-                out.append(_atom(states[kind][what]))
-            else:
-                out.append(f"{kind}[{what}]")
-        return "".join(out)
-
-
-class _Holes(ast.NodeTransformer):
-    def __init__(self, keys: list[tuple[str, Any]], mark: str):
-        self.keys, self.mark = keys, mark
-
-    def hole(self, key: tuple[str, Any]) -> ast.Name:
-        self.keys.append(key)
-        return ast.Name(f"{self.mark}{len(self.keys) - 1}__", ast.Load())
-
-    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in ("s", "b", "a") and isinstance(node.slice, ast.Constant):
-            return self.hole((base.id, node.slice.value))
-        return self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        return self.hole(("name", node.id))
-
-
-def _atom(node: ast.expr) -> str:
-    text = ast.unparse(node)
-    return f"({text})" if text.startswith("-") else text
-
-
-def _generate_sweep(spec: Spec) -> tuple[str, dict[int, int]]:
-    """The breadth-first loop of explorer/engine.py for this spec, as one function `sweep(_x)`.
-
-    Why: per state and per transition the loop then runs the spec's own expressions
-    inline on local variables: no call, no unpacking per action, and nothing stored per
-    edge but the successor's index. The contract with the engine (`_x` is its
-    haltproof.explorer.engine._Sweep): the loop appends to `_x`'s states, index, parent, e_dst,
-    edge_start, terminal and starts (the first state of each BFS level) and counts
-    terminal labels; every unusual event goes to one of `_x`'s slow paths, which make the
-    findings exactly as the engine's plain loop does: an expression that fails
-    (terminal_error, guard_error, step_error), a new successor outside its domain
-    (domain_fail), or a property that does not plainly hold or cannot be evaluated
-    (check_state, check_step: the loop itself only sees that every property it still
-    checks holds, or not). After a slow path `_x.live()` says again which properties are
-    still judged, and which failed ones are still evaluated for evaluation errors. It returns the
-    number of states expanded, whether every edge led exactly one level deeper, the first
-    state of the level after the one it was expanding, and per (action, rule) the number
-    of transitions that fired. Returned with the loop's text: per line of it that evaluates
-    a spec expression whose error is a finding, the spec line (see Source).
-    """
-    n = len(spec.vars)
-    V: list[ast.expr] = [ast.Name(f"v_{i}", ast.Load()) for i in range(n)]
-    templates: dict[int, _Template] = {}
-
-    def _inline(ex: E.Expr, states: dict[str, list[ast.expr]], names: dict[str, ast.expr] | None = None) -> str:
-        if id(ex) not in templates:
-            templates[id(ex)] = _Template(ex)
-        return templates[id(ex)].render(states, names or {})
-
-    checked = [(k, p) for k, p in enumerate(spec.properties) if p.kind in SWEEP_KINDS]
-    # _f{k}: property k is still judged; _w{k}: it is only evaluated, for evaluation errors
-    refresh = (", ".join([f"_f{k}" for k, _ in checked] + [f"_w{k}" for k, _ in checked])
-               + " = _x.live()") if checked else None
-    steps_checked = any(p.kind in ("step_invariant", "variant") for _, p in checked)
-    body: list[str] = []
-    origin: dict[int, int] = {}          # index in body -> spec line
-    counters: list[tuple[int, str | None, str]] = []
-
-    def w(depth: int, text: str, line: int | None = None) -> None:
-        if line:
-            origin[len(body)] = line
-        body.append("    " * depth + text)
-
-    def tup(mapping: list[ast.expr]) -> str:
-        return "(" + ", ".join(ast.unparse(x) for x in mapping) + ("," if n == 1 else "") + ")"
-
-    def watch(k: int, p: Any, codes: list[str], action: Any = None) -> list[str]:
-        """For a property that may fail to evaluate (in `action`'s steps): evaluate the codes
-        and ignore their values (a tuple is true, so the part is false); only an evaluation
-        error, caught by `check`, takes the slow path. Nothing for one that cannot fail."""
-        made = [] if action is None else [(action.name, {c for c, _ in action.choices})]
-        return [f"(_w{k} and ({', '.join(codes)},) and False)"] if can_fail(p.expr, made) else []
-
-    def state_check(mapping: list[ast.expr], depth: int) -> None:
-        parts = []
-        for k, p in checked:
-            if p.kind in ("invariant", "reachable"):
-                code = _inline(present(p.expr), {'s': mapping})
-                parts.append(f"(_f{k} and not ({code}))" if p.kind == "invariant" else f"(_f{k} and ({code}))")
-                parts += watch(k, p, [code])
-        if parts:
-            check(parts, "_x.check_state(_j, _t)", depth)
-
-    def step_check(k: int, a: Any, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
-        own = {c for c, _ in a.choices}
-        names: dict[str, ast.expr] = {"action": ast.Constant(a.name), "rule": ast.Constant(rule)}
-        names.update({f"c_{c}": ast.Name(f"_miss_{k}_{c}", ast.Load()) for c in spec.choice_names if c not in own})
-        parts = []
-        for pk, p in checked:
-            if p.kind == "step_invariant":
-                code = _inline(present(p.expr), {'b': V, 'a': mapping}, names)
-                parts += [f"(_f{pk} and not ({code}))", *watch(pk, p, [code], a)]
-            elif p.kind == "variant":      # holds when it strictly increases and stays within its bound
-                before, after = _inline(present(p.expr), {'s': V}), _inline(present(p.expr), {'s': mapping})
-                parts += [f"(_f{pk} and not (({before}) < ({after}) <= _vb{pk}))", *watch(pk, p, [before, after])]
-        if parts:
-            check(parts, f"_x.check_step(_i, {k}, {ci}, {rule!r}, _t)", depth)
-
-    def check(parts: list[str], slow: str, depth: int) -> None:
-        w(depth, "try:")
-        w(depth + 1, f"_bad = {' or '.join(parts)}")
-        w(depth, "except _ERR:")
-        w(depth + 1, "_bad = True")
-        w(depth, "if _bad:")
-        w(depth + 1, slow)
-        assert refresh is not None, "parts come from checked properties"
-        w(depth + 1, refresh)
-
-    def commit(k: int, a: Any, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
-        """The successor is complete: find or add it, record the edge, count its rule."""
-        counter = f"_c{len(counters)}"
-        counters.append((k, rule, counter))
-        # only an int var the action assigned can leave its domain; a decided constant may
-        # lie outside it too (a `domains` violation when its rule fires)
-        ranges = [f"dlo_{i} <= {ast.unparse(x)} <= dhi_{i}" for i, x in enumerate(mapping)
-                  if spec.vars[i].kind == "int" and (isinstance(x, ast.Constant)
-                                                     or isinstance(x, ast.Name) and x.id.startswith("u_"))]
-        w(depth, f"_t = {tup(mapping)}")
-        w(depth, "_j = _add(_t, _n)")        # one hash: a new state is added at once ...
-        w(depth, "if _j == _n:")
-        inner = depth + 1
-        if ranges:
-            w(depth + 1, f"if {' and '.join(ranges)}:")
-            inner = depth + 2
-        for line in ("_n += 1", "_st_add(_t)", "_par_add(_i)"):
-            w(inner, line)
-        state_check(mapping, inner)
-        w(inner, "_e_add(_j)")
-        w(inner, f"{counter} += 1")
-        step_check(k, a, mapping, rule, ci, inner)
-        if ranges:
-            w(depth + 1, "else:")
-            w(depth + 2, "del _index[_t]")          # ... and taken out again if it is no state
-            w(depth + 2, f"_x.domain_fail(_i, {k}, {ci}, {rule!r}, _t)")
-        w(depth, "else:")
-        w(depth + 1, "if _j < _next:")
-        w(depth + 2, "_fwd = False")
-        w(depth + 1, "_e_add(_j)")
-        w(depth + 1, f"{counter} += 1")
-        step_check(k, a, mapping, rule, ci, depth + 1)
-
-    def stages(k: int, a: Any, idx: int, mapping: list[ast.expr], rule: str | None, ci: str, depth: int) -> None:
-        if idx == len(a.stages):
-            commit(k, a, mapping, rule, ci, depth)
-            return
-        st = a.stages[idx]
-        current = {f"v_{i}": x for i, x in enumerate(mapping)}
-        if isinstance(st, SetStage):
-            mapping = list(mapping)
-            if st.assigns:           # simultaneous: every right side sees the values before the stage
-                for text, line in _set_code(st, "u_", lambda ex: _inline(ex, {}, current)):
-                    w(depth, text, line)
-                for x in st.assigns:
-                    mapping[x.var] = ast.Name(f"u_{x.var}", ast.Load())
-            stages(k, a, idx + 1, mapping, rule, ci, depth)
-            return
-        for pos, r in enumerate(st.rules):     # first match wins; each rule goes on on its own
-            if r.when is None:
-                if pos:
-                    w(depth, "else:")
-                inner = depth + 1 if pos else depth
-            else:
-                w(depth, f"{'elif' if pos else 'if'} {_inline(r.when, {}, current)}:", r.when.line or r.line)
-                inner = depth + 1
-            decided = list(mapping)
-            if isinstance(r.then.py, ast.Constant):
-                decided[st.var] = ast.Constant(r.then.py.value)
-            else:
-                w(inner, f"u_{st.var} = {_inline(r.then, {}, current)}", r.then.line or r.line)
-                decided[st.var] = ast.Name(f"u_{st.var}", ast.Load())
-            stages(k, a, idx + 1, decided, r.name, ci, inner)
-            if r.when is None:
-                return
-        w(depth, "else:")
-        w(depth + 1, f"raise _NoRule({a.name!r}, {spec.vars[st.var].name!r})", st.line)
-
-    unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
-    w(1, "while _i < _n:")
-    w(2, "if _i == _next:")            # a new BFS level starts here
-    w(3, "_d += 1")
-    w(3, "_next = _n")
-    w(3, "_starts_add(_i)")
-    w(2, "if _n > _max:")
-    w(3, "_x.stopped_by = 'max_states'")
-    w(3, "break")
-    w(2, "if _ticking and not _i & 255 and _x.tick(_i, _d):")
-    w(3, "break")
-    w(2, f"{unpack} = _states[_i]")
-    w(2, "_es_add(_len(_e_dst))")
-    t = spec.terminal
-    if t is not None:
-        w(2, "try:")
-        if t.when is not None:
-            w(3, f"_term = {_inline(t.when, {'s': V})}", t.when.line or t.line)
-        else:
-            w(3, f"_lab = {_inline(present(t.label), {'s': V})}", present(t.label).line or t.line)
-            w(3, f"_term = _lab in ({', '.join(repr(v) for v in t.values)},)")
-        w(2, "except _ERR as _exc:")
-        w(3, "_x.terminal_error(_i, _exc)")     # not expanded: where runs end is unknown here
-        w(3, "_term_add(0)")
-        w(3, "_i += 1")
-        w(3, "continue")
-        w(2, "if _term:")
-        w(3, "_term_add(1)")
-        if t.when is None:
-            w(3, "_labels[_lab] = _labels.get(_lab, 0) + 1")
-        w(3, "_i += 1")
-        w(3, "continue")
-    w(2, "_term_add(0)")
-    guards: dict[str, str] = {}          # a guard's code -> the local holding its value for this state
-    for k, a in enumerate(spec.actions):
-        depth = 2
-        if a.guard is not None:
-            code = _inline(a.guard, {'s': V})
-            if code not in guards:
-                # an action with the same guard reads its value: had it failed, the finding
-                # (the first one wins) and the failed state would be the same again
-                guards[code] = f"_g{k}"
-                w(2, "try:")
-                w(3, f"_g{k} = {code}", a.guard.line or a.line)
-                w(2, "except _ERR as _exc:")
-                w(3, f"_g{k} = _x.guard_error(_i, {k}, _exc)")
-            w(2, f"if {guards[code]}:")
-            depth = 3
-        ci = "0"
-        if a.choices:
-            names = ", ".join(f"c_{c}" for c, _ in a.choices) + ("," if len(a.choices) == 1 else "")
-            w(depth, f"for _ci, ({names}) in _enumerate(_combos_{k}):")
-            depth += 1
-            ci = "_ci"
-        w(depth, "try:")
-        stages(k, a, 0, list(V), None, ci, depth + 1)
-        w(depth, "except _ERR as _exc:")
-        w(depth + 1, f"_x.step_error(_i, {k}, {ci}, _exc)")
-    w(2, "_i += 1")
-    w(1, "return _i, _fwd, _next, (" + "".join(f"({k}, {r!r}, {c}), " for k, r, c in counters) + ")")
-
-    defaults = [f"p_{p.name}=p_{p.name}" for p in spec.params]
-    defaults += [f"dlo_{i}=dlo_{i}, dhi_{i}=dhi_{i}" for i, v in enumerate(spec.vars) if v.kind == "int"]
-    defaults += ["_len=_len", "_enumerate=_enumerate", "_ERR=_ERR", "_STOP=_STOP", "_NoRule=_NoRule",
-                 "min=min", "max=max", "abs=abs"]
-    head = [f"def sweep(_x, {', '.join(defaults)}):"]
-
-    def h(text: str) -> None:
-        head.append("    " + text)
-    for line in ("_states = _x.states", "_index = _x.index", "_add = _index.setdefault", "_st_add = _states.append",
-                 "_par_add = _x.parent.append", "_e_dst = _x.e_dst", "_e_add = _e_dst.append",
-                 "_es_add = _x.edge_start.append", "_term_add = _x.terminal.append",
-                 "_starts_add = _x.starts.append", "_labels = _x.label_counts",
-                 "_max = _x.max_states", "_ticking = _x.ticking"):
-        h(line)
-    for k, a in enumerate(spec.actions):
-        if a.choices:
-            h(f"_combos_{k} = _x.combos[{k}]")
-        if steps_checked:
-            own = {c for c, _ in a.choices}
-            for c in spec.choice_names:
-                if c not in own:
-                    h(f"_miss_{k}_{c} = _x.missing({k}, {c!r})")
-    for k, p in checked:
-        if p.kind == "variant":
-            h(f"_vb{k} = _x.bound({k})")
-    if refresh:
-        h(refresh)
-    for line in ("_n = _len(_states)", "_i = 0", "_next = _n", "_d = 0", "_fwd = True"):
-        h(line)
-    if counters:
-        h(" = ".join(c for _, _, c in counters) + " = 0")
-    # running out of memory (or time) stops the loop where it is, as a bound does: the
-    # engine is told, gets the counts so far and undoes the state left half expanded
-    loop, ret = body[:-1], body[-1]
-    body = ["    try:", *("    " + line for line in loop), "    except _STOP as _exc:",
-            "        _x.interrupted(_exc)", ret]
-    # the loop's lines moved one down (under `try:`), the return three (after the except)
-    origin = {(k + 1 if k < len(loop) else k + 3): line for k, line in origin.items()}
-    assert not any("\n" in line for line in body), "one generated line per entry: the origins count on it"
-    return "\n".join(head + body) + "\n", {len(head) + k + 1: line for k, line in origin.items()}

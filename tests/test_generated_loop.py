@@ -1,4 +1,4 @@
-"""The scalar engine's generated loop (machine/compiled.py, `_generate_sweep`) against its
+"""The scalar engine's generated loop (machine/sweep.py, `generate_sweep`) against its
 plain loop (explorer/engine.py, `_plain_loop`): the same exploration, field for field —
 states, parents, depths, edges, what each edge and first visit was, terminal and error
 flags, findings with their messages, coverage counts, forwardness — on every repo spec,
