@@ -16,13 +16,13 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from haltproof.machine.vectorize import DENSE_LIMIT, VAction, VMachine
+from haltproof.machine.vectorize import DENSE_LIMIT, Arrays, VAction, VMachine
 
 from .codeset import CodeIndex
 from haltproof.machine.compiled import EVAL_ERRORS
@@ -30,6 +30,10 @@ from haltproof.properties.kinds import Subject
 
 from .engine import Exploration, Finding, ProgressFn, _Steps, action_subject, action_text, failure
 from .memory import current_rss
+
+# independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
+Event: TypeAlias = tuple[Any, ...]
+Fired: TypeAlias = dict[int, dict[str, int]]     # per action that fired, per rule its transitions
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
@@ -43,11 +47,11 @@ class LazyStates:
     def __len__(self) -> int:
         return len(self.codes)
 
-    def __getitem__(self, i: int) -> tuple:
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
         arrays = self.vm.decode(self.codes[i:i + 1].astype(np.int64))
         return tuple(self.vm.to_python(k, a[0]) for k, a in enumerate(arrays))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         for i in range(len(self.codes)):
             yield self[i]
 
@@ -67,7 +71,8 @@ class VExploration(Exploration):
 
     @property
     def max_depth(self) -> int:
-        return self.depth.max()
+        deepest: int = self.depth.max()
+        return deepest
 
     def edges_of(self, i: int) -> range:
         return range(int(self.edge_start[i]), int(self.edge_start[i + 1]))
@@ -125,7 +130,7 @@ class _Block:
 
     __slots__ = ("pos", "k", "ai", "ci", "T", "rule", "G", "codes", "forward")
 
-    def __init__(self, pos: np.ndarray, k: int, ai: int, ci: int, T: list, rule: np.ndarray, G: list,
+    def __init__(self, pos: np.ndarray, k: int, ai: int, ci: int, T: Arrays, rule: np.ndarray, G: Arrays,
                  codes: np.ndarray):
         self.pos, self.k, self.ai, self.ci, self.T, self.rule, self.G, self.codes = pos, k, ai, ci, T, rule, G, codes
         self.forward = True
@@ -189,10 +194,10 @@ class _VSweep:
             (p.name, p.vars) for p in self.spec.properties
             if p.kind == "independent" and p.name not in self.m.inactive and wanted(p.name)]
         self.slots, self.nslots = _slots(vm)
-        self.events: dict[str, list[tuple[Any, ...]]] = {name: [] for name, _ in self.indep}   # (state, slot, group, outcome, step)
-        self.fired: dict[int, dict[str, int]] = {}
+        self.events: dict[str, list[Event]] = {name: [] for name, _ in self.indep}
+        self.fired: Fired = {}
         self.cond_true: dict[int, set[int]] = {}
-        self.shadowed_by: dict[int, dict[int, set[str]]] = {}
+        self.shadowed_by: dict[int, dict[int, set[int]]] = {}
         self.choice_sig: dict[int, dict[int, list[Any]]] = {}
         self.weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
         # the visited set: a dense index over the whole product space while it is small enough
@@ -553,11 +558,13 @@ class _LevelMark:
         self.label_counts = dict(ex.label_counts)
         self.first_stuck = ex.first_stuck
 
-    def undo(self, ex: VExploration, levels: list, parents: list, offsets: list, e_dst: list, e_counts: list,
-             terminal_flags: list, errored_flags: list, weights: dict, events: dict,
-             fired: dict) -> tuple[int, bool]:
+    def undo(self, ex: VExploration, levels: list[np.ndarray], parents: list[np.ndarray], offsets: list[int],
+             e_dst: list[np.ndarray], e_counts: list[np.ndarray], terminal_flags: list[np.ndarray],
+             errored_flags: list[np.ndarray], weights: dict[str, list[np.ndarray]], events: dict[str, list[Event]],
+             fired: Fired) -> tuple[int, bool]:
         """Cut everything back to the mark; returns the transitions and forward flag then."""
-        for a, n in zip((levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags), self.lengths):
+        lists: tuple[list[Any], ...] = (levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags)
+        for a, n in zip(lists, self.lengths):
             del a[n:]               # a list emptied meanwhile (edges dropped) stays empty
         for name, n in self.weights.items():
             del weights[name][n:]
@@ -593,8 +600,9 @@ def _project(vm: VMachine, codes: np.ndarray, ignored: list[int]) -> np.ndarray:
     return c
 
 
-def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: list,
-                       projected: dict, slots: list, nslots: int, events: dict) -> None:
+def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: list[tuple[str, list[int]]],
+                       projected: dict[str, np.ndarray], slots: list[tuple[int, list[int]]], nslots: int,
+                       events: dict[str, list[Event]]) -> None:
     width = len(vm.lits) + 1
     for b in blocks:
         size = len(b.pos)
@@ -605,7 +613,7 @@ def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: lis
                                  projected[name][b.pos] * nslots + slot, outcome, (b.ai, b.ci, b.rule, b.T)))
 
 
-def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
+def _first_disagreement(vm: VMachine, parts: list[Event]) -> Finding | None:
     """The scalar engine's independence finding: the earliest check (in state, slot order)
     whose outcome differs from the first outcome seen for the same projected check."""
     if not parts:
@@ -631,8 +639,8 @@ def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
     return _indep_finding(vm, parts, order[first], order[later], int(slot[order[later]]))
 
 
-def _indep_finding(vm: VMachine, parts: list[tuple], first: int, later: int, slot: int) -> Finding:
-    def locate(k: int) -> tuple[int, tuple | None]:
+def _indep_finding(vm: VMachine, parts: list[Event], first: int, later: int, slot: int) -> Finding:
+    def locate(k: int) -> tuple[int, tuple[Any, ...] | None]:
         for p in parts:
             if k < len(p[0]):
                 step = None
@@ -658,7 +666,7 @@ def _indep_finding(vm: VMachine, parts: list[tuple], first: int, later: int, slo
     return Finding(s1, msg, step1, Finding(s2, msg, step2), subject)
 
 
-def _enabled_first(parts: list[tuple], k: int) -> bool:
+def _enabled_first(parts: list[Event], k: int) -> bool:
     for p in parts:
         if k < len(p[0]):
             return bool(p[3][k])
@@ -752,15 +760,15 @@ def _edge_order(blocks: list[_Block], n: int, nkeys: int, code_t: Any,
     return flat[order] // nkeys, np.concatenate([b.codes for b in blocks])[order], np.split(rank, cuts)
 
 
-def _flat(parts: list, dtype: Any) -> np.ndarray:
+def _flat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     """Join a list of arrays and empty the list, freeing the parts."""
     out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
     parts.clear()
     return out
 
 
-def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, cond_true: dict,
-                 shadowed_by: dict, choice_sig: dict) -> None:
+def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: Fired, cond_true: dict[int, set[int]],
+                 shadowed_by: dict[int, dict[int, set[int]]], choice_sig: dict[int, dict[int, list[Any]]]) -> None:
     """Coverage facts the vacuity analysis needs, gathered while the blocks are at hand."""
     for b in blocks:
         pos, ai, ci, rule, G = b.pos, b.ai, b.ci, b.rule, b.G
@@ -799,16 +807,18 @@ def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, con
                 sig[1] = np.uint64(sig[1] + np.add.reduce(h * _MIX[0], dtype=np.uint64))
 
 
-def _groups(sigs: dict[int, list]) -> list[list[int]]:
+def _groups(sigs: dict[int, list[Any]]) -> list[list[int]]:
     """Choice combos whose transitions were the same multiset of (source, successor, rule)."""
-    by: dict[tuple, list[int]] = {}
+    by: dict[tuple[Any, ...], list[int]] = {}
     for ci, (count, h) in sorted(sigs.items()):
         by.setdefault((count, int(h)), []).append(ci)
     return list(by.values())
 
 
-def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ranks: list | None, nkeys: int,
-                       base: int, step_props: dict, variants: dict, weights: dict, spec: Any, nedges: int,
+def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ranks: list[np.ndarray] | None,
+                       nkeys: int, base: int, step_props: dict[str, dict[int, Callable[..., Any]]],
+                       variants: dict[str, tuple[Callable[[Arrays], Any], int]], weights: dict[str, list[np.ndarray]],
+                       spec: Any, nedges: int,
                        candidate: Callable[[str, tuple[int, int, int], Finding], None]) -> None:
     """Step invariants, variants and edge weights over this level's transitions; a
     violation found is the first in edge order (the scalar engine's order). `ranks`
@@ -832,7 +842,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         cargs = [combo[names.index(c)] if c in names else None for c in spec.choice_names]
 
         # step and found read this block's variables (noqa: B023): both are called in this iteration only.
-        def step(r: int) -> tuple:
+        def step(r: int) -> tuple[Any, ...]:
             return (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))  # noqa: B023
 
         def found(name: str, r: int, message: str) -> None:
@@ -880,7 +890,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         weights[name].append(w)
 
 
-def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: list, A: list, rule: np.ndarray, r: int) -> str:
+def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: Arrays, A: Arrays, rule: np.ndarray, r: int) -> str:
     """The message of the scalar engine for a step property it cannot evaluate on this
     transition: its own evaluation, so both engines say exactly the same."""
     m = vm.machine
@@ -892,7 +902,7 @@ def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: list, A: list, r
     raise AssertionError(f"the vector engine expected property {name} to read a missing choice here")
 
 
-def _scalar_step_error(vm: VMachine, ai: int, ci: int, source: tuple) -> str:
+def _scalar_step_error(vm: VMachine, ai: int, ci: int, source: tuple[Any, ...]) -> str:
     """The message of the scalar engine for a transition that matched no decide rule: the
     scalar step function's own error, so both engines say exactly the same."""
     m = vm.machine
@@ -923,5 +933,5 @@ def _rule(vm: VMachine, r: Any) -> str | None:
     return None if int(r) < 0 else vm.lits[int(r)]
 
 
-def _succ(vm: VMachine, A: list, r: int) -> tuple:
+def _succ(vm: VMachine, A: Arrays, r: int) -> tuple[Any, ...]:
     return tuple(_raw(vm, j, A[j][r]) for j in range(len(A)))

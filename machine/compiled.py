@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any
+from typing import Any, TypeAlias
 
 from . import expr as E
 from .errors import Problem, SpecError
@@ -27,6 +27,9 @@ from .fold import can_fail
 from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
+
+State: TypeAlias = tuple[Any, ...]    # a state: one value per var, in var order
+Combo: TypeAlias = tuple[Any, ...]    # one item per choice (item 0 of each is its label)
 
 MAX_PRODUCT = 1_000_000     # initial states, and choice combinations of one action per step
 
@@ -72,11 +75,11 @@ def _made(spec: Spec) -> list[tuple[str, set[str]]]:
 class CompiledAction:
     name: str
     index: int
-    guard: Callable[[tuple], bool] | None
-    step: Callable[..., tuple[tuple, str | None]]
-    combos: list[tuple]                       # one tuple of choice items per combination
+    guard: Callable[[State], bool] | None
+    step: Callable[..., tuple[State, str | None]]
+    combos: list[Combo]                       # one tuple of choice items per combination
     labels: list[dict[str, Any]]              # {choice name: label} per combination
-    step_args: list[tuple]                    # per combination: every spec choice, missing ones as sentinels
+    step_args: list[tuple[Any, ...]]                    # per combination: every spec choice, missing ones as sentinels
     choice_names: list[str]
     record_fields: dict[str, list[str]] = field(default_factory=dict)   # record choices: field names
 
@@ -88,29 +91,29 @@ class Machine:
     spec: Spec
     params: dict[str, int]
     var_names: list[str]
-    inits: list[tuple]
+    inits: list[State]
     actions: list[CompiledAction]
-    is_terminal: Callable[[tuple], bool]
-    label: Callable[[tuple], Any] | None
-    domain_error: Callable[[tuple], int]
+    is_terminal: Callable[[State], bool]
+    label: Callable[[State], Any] | None
+    domain_error: Callable[[State], int]
     bounds: list[tuple[int, int] | None]       # per var: (lo, hi) for ints
-    invariants: dict[str, Callable[[tuple], bool]] = field(default_factory=dict)
-    reachables: dict[str, Callable[[tuple], bool]] = field(default_factory=dict)
+    invariants: dict[str, Callable[[State], bool]] = field(default_factory=dict)
+    reachables: dict[str, Callable[[State], bool]] = field(default_factory=dict)
     step_invariants: dict[str, Callable[..., bool]] = field(default_factory=dict)
     counts: dict[str, Callable[..., bool]] = field(default_factory=dict)
-    variants: dict[str, tuple[Callable[[tuple], int], int]] = field(default_factory=dict)
+    variants: dict[str, tuple[Callable[[State], int], int]] = field(default_factory=dict)
     within: dict[str, int] = field(default_factory=dict)
     replay_lines: list[tuple[str, Callable[..., Any], bool]] = field(default_factory=list)
     inactive: set[str] = field(default_factory=set)   # properties whose `when` is false here
     measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
-    rule_conditions: dict[int, Callable[..., tuple]] = field(default_factory=dict)  # action -> each rule's `when`
-    all_invariants: tuple[list[str], Callable[[tuple], int]] | None = None  # names, first failing or -1
+    rule_conditions: dict[int, Callable[..., tuple[bool, ...]]] = field(default_factory=dict)  # action -> each rule's `when`
+    all_invariants: tuple[list[str], Callable[[State], int]] | None = None  # names, first failing or -1
     fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 
-    def state_dict(self, state: tuple) -> dict[str, Any]:
+    def state_dict(self, state: State) -> dict[str, Any]:
         return dict(zip(self.var_names, state))
 
     def domain_text(self, i: int) -> str:
@@ -273,7 +276,7 @@ class GeneratedLoop:
         return result
 
 
-class _Items(Sequence):
+class _Items(Sequence[Combo]):
     """The items `(x,)` of a range choice, built one at a time: its size is checked against
     MAX_PRODUCT before anything iterates it, so `{min: 0, max: 10**12}` costs nothing."""
 
@@ -289,11 +292,11 @@ class _Items(Sequence):
         return (self.values[i],)
 
 
-def _count(items: Sequence[tuple]) -> int:
+def _count(items: Sequence[Combo]) -> int:
     return value_count(items.values) if isinstance(items, _Items) else len(items)
 
 
-def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequence[tuple]:
+def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequence[Combo]:
     if cs.kind == "range":
         lo, hi = value(present(cs.lo), cs.line), value(present(cs.hi), cs.line)
         return _Items(range(lo, hi + 1))

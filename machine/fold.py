@@ -36,7 +36,9 @@ def folded(node: ast.expr, action: str | None) -> ast.expr:
     """`node` with `action == 'x'` decided for this action and and/or/not/if simplified
     (anywhere in the tree), so a step expression guarded by the action name never reads
     another action's choices."""
-    return _Fold(action).visit(copy.deepcopy(node))
+    out = _Fold(action).visit(copy.deepcopy(node))
+    assert isinstance(out, ast.expr), "folding keeps an expression an expression"
+    return out
 
 
 class _Fold(ast.NodeTransformer):
@@ -81,7 +83,8 @@ class _Fold(ast.NodeTransformer):
     def visit_IfExp(self, n: ast.IfExp) -> ast.AST:
         test = self.visit(n.test)
         if isinstance(test, ast.Constant) and isinstance(test.value, bool):
-            return self.visit(n.body if test.value else n.orelse)
+            chosen: ast.AST = self.visit(n.body if test.value else n.orelse)
+            return chosen
         n.test = test
         n.body = self.visit(n.body)
         n.orelse = self.visit(n.orelse)

@@ -18,11 +18,13 @@ import ast
 import copy
 import itertools
 from collections.abc import MutableSequence, Sequence
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from . import expr as E
 from .fold import can_fail
 from .spec import Action, DecideStage, PropertyDecl, Rule, SetStage, Spec, present
+
+Node = TypeVar("Node", bound=ast.AST)
 
 SWEEP_KINDS = ("invariant", "reachable", "step_invariant", "variant")   # checked inside the loop
 
@@ -162,8 +164,10 @@ class _Inline(ast.NodeTransformer):
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         base = node.value
-        if isinstance(base, ast.Name) and base.id in self.states and isinstance(node.slice, ast.Constant):
-            return copy.deepcopy(self.states[base.id][node.slice.value])
+        at = node.slice
+        if isinstance(base, ast.Name) and base.id in self.states and isinstance(at, ast.Constant) \
+                and isinstance(at.value, int):
+            return copy.deepcopy(self.states[base.id][at.value])
         return self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -196,7 +200,7 @@ class _SweepBuilder:
         self.marks: dict[int, int] = {}
         self.marked: list[ast.AST] = []
 
-    def at(self, node: Any, line: int | None) -> Any:
+    def at(self, node: Node, line: int | None) -> Node:
         """`node`, noted as evaluating the spec's line `line` (when known)."""
         if line:
             self.marks[id(node)] = line
@@ -392,7 +396,7 @@ class _SweepBuilder:
         ci: ast.expr = _const(0)
         if a.choices:
             ci = _load("_ci")
-        failed = [_method("_x", "step_error", _load("_i"), _const(k), copy.deepcopy(ci), _load("_exc"))]
+        failed: list[ast.stmt] = [_method("_x", "step_error", _load("_i"), _const(k), copy.deepcopy(ci), _load("_exc"))]
         body: list[ast.stmt] = [_try(self.stages(k, a, 0, list(self.V), None, ci), "_ERR", failed, "_exc")]
         if not a.choices:
             return body

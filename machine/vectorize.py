@@ -23,7 +23,7 @@ import ast
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 
@@ -37,6 +37,8 @@ CODE_LIMIT = 1 << 62         # state codes stay below this (the hash index of ex
 WIDE_LIMIT = 1 << 62         # no intermediate value may reach this: int64 arithmetic stays exact
 NARROW_LIMIT = 1 << 31       # below this everywhere, int32 arithmetic is exact too
 
+Arrays: TypeAlias = list[np.ndarray]    # one array per var, row k of each together making a state
+
 
 class NotVectorizable(Exception):
     """Why a spec runs on the scalar engine instead."""
@@ -46,10 +48,10 @@ class NotVectorizable(Exception):
 class VAction:
     name: str
     index: int
-    guard: Callable[[list], Any] | None
-    step: Callable[..., tuple[list, Any, Any]]          # (vars, *choice tuples) -> (vars, rule ids, unmatched)
-    conds: Callable[..., list] | None                    # each decide rule's condition
-    combos: list[tuple]                                  # choice tuples with string fields as ids
+    guard: Callable[[Arrays], Any] | None
+    step: Callable[..., tuple[Arrays, Any, Any]]          # (vars, *choice tuples) -> (vars, rule ids, unmatched)
+    conds: Callable[..., list[Any]] | None                    # each decide rule's condition
+    combos: list[tuple[Any, ...]]                                  # choice tuples with string fields as ids
 
 
 @dataclass
@@ -68,17 +70,17 @@ class VMachine:
     space: int
     int_t: Any                            # np.int32 or np.int64: wide enough for every expression
     actions: list[VAction]
-    is_terminal: Callable[[list], Any]
-    label: Callable[[list], Any] | None
-    invariants: dict[str, Callable[[list], Any]] = field(default_factory=dict)
-    reachables: dict[str, Callable[[list], Any]] = field(default_factory=dict)
+    is_terminal: Callable[[Arrays], Any]
+    label: Callable[[Arrays], Any] | None
+    invariants: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)
+    reachables: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)
     step_props: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # name -> action -> fn
     step_needs: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # rows reading a missing choice
-    variants: dict[str, tuple[Callable[[list], Any], int]] = field(default_factory=dict)
+    variants: dict[str, tuple[Callable[[Arrays], Any], int]] = field(default_factory=dict)
     edge_weights: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)  # measures + counts
 
     # -- the encoding
-    def encode(self, arrays: list) -> np.ndarray:
+    def encode(self, arrays: list[Any]) -> np.ndarray:
         code = np.zeros(len(arrays[0]) if len(arrays) else 0, dtype=np.int64)
         for i, a in enumerate(arrays):
             code += self.local_index(i, a) * self.strides[i]
@@ -100,11 +102,14 @@ class VMachine:
     def shift(self, i: int, new: np.ndarray, old: np.ndarray) -> np.ndarray:
         """How much a state's code moves when var i goes from `old` to `new` (both in domain)."""
         local = self.local[i]
+        delta: np.ndarray
         if local is not None:
-            return (local[new] - local[old]) * self.strides[i]
-        if self.kinds[i] == "bool":
-            return (new.astype(self.int_t) - old.astype(self.int_t)) * self.strides[i]
-        return (new - old) * self.strides[i]
+            delta = local[new] - local[old]
+        elif self.kinds[i] == "bool":
+            delta = new.astype(self.int_t) - old.astype(self.int_t)
+        else:
+            delta = new - old
+        return delta * self.strides[i]
 
     def decode(self, codes: np.ndarray) -> list[np.ndarray]:
         """One array per var (ints and enum ids as `int_t`, bools as bool). Digits are
@@ -270,7 +275,7 @@ def _where(c: Any, x: Any, y: Any) -> Any:
     return np.where(c, x, y)
 
 
-def _isin(x: Any, values: tuple) -> Any:
+def _isin(x: Any, values: tuple[Any, ...]) -> Any:
     out = np.zeros(np.shape(x), dtype=bool)
     for v in values:
         out = out | (x == v)
