@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
-from .spec import ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
+from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
 
@@ -147,92 +147,133 @@ class CompiledSpec:
         return self._sweep_code
 
     def instantiate(self, params: dict[str, int]) -> Machine:
+        """The spec for one parameter combination: its domains, initial states and choices
+        evaluated and checked, the generated module run with the params bound as globals,
+        and every function the explorer calls picked out of it."""
         spec = self.spec
-        shown = ", ".join(f"{k}={v}" for k, v in params.items())
-        where = f" (with {shown})" if shown else ""
-
-        def fail(line: int | None, message: str, text: object = None) -> SpecError:
-            return SpecError([Problem(spec.path, line, message + where,
-                                      None if text is None else str(text))])
-
-        pns = {"p_" + k: v for k, v in params.items()}
-
-        def value(ex: E.Expr, line: int) -> Any:
-            try:
-                return eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<param>", "eval"),
-                            {"__builtins__": {}, "min": min, "max": max, "abs": abs}, pns)
-            except ZeroDivisionError:
-                raise fail(line, "division by zero", ex.text) from None
-
-        bounds: list[tuple[int, int] | None] = []
-        for v in spec.vars:
-            if v.kind == "int":
-                lo, hi = value(present(v.lo), v.line), value(present(v.hi), v.line)
-                if lo > hi:
-                    raise fail(v.line, f"var {v.name} has an empty domain: min {lo} > max {hi}")
-                bounds.append((lo, hi))
-            else:
-                bounds.append(None)
-        init_options = []
-        for i, v in enumerate(spec.vars):
-            opts = []
-            for ex in v.init:
-                x = value(ex, v.line)
-                bound = bounds[i]
-                if bound is not None and not bound[0] <= x <= bound[1]:
-                    raise fail(v.line, f"initial value {x} of {v.name} is outside its domain "
-                                       f"{bound[0]}..{bound[1]}")
-                opts.append(x)
-            if len(set(opts)) != len(opts):
-                raise fail(v.line, f"init of {v.name} lists a value twice")
-            init_options.append(opts)
-        if math.prod(map(len, init_options)) > MAX_PRODUCT:
-            widest = max(range(len(spec.vars)), key=lambda i: len(init_options[i]))
-            raise fail(spec.vars[widest].line, f"the vars' init values make "
-                                               f"{math.prod(map(len, init_options)):,} initial states, "
-                                               f"more than the limit of {MAX_PRODUCT:,}")
-        inits = [tuple(c) for c in itertools.product(*init_options)]
-
+        at = _Params(spec, params)
+        bounds = at.bounds()
+        inits = at.inits(bounds)
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
-                             "_ERR": EVAL_ERRORS, "_STOP": (MemoryError, OutOfTime), **pns}
+                             "_ERR": EVAL_ERRORS, "_STOP": (MemoryError, OutOfTime), **at.pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
         exec(self.code, g)
-
-        actions = []
-        for ai, a in enumerate(spec.actions):
-            items_per_choice = []
-            for cname, cs in a.choices:
-                items = _choice_items(cs, value)
-                if _count(items) == 0:
-                    raise fail(cs.line, f"choice {cname} of action {a.name} is an empty set")
-                items_per_choice.append(items)
-            sizes = [_count(items) for items in items_per_choice]
-            if math.prod(sizes) > MAX_PRODUCT:
-                widest = max(range(len(sizes)), key=sizes.__getitem__)
-                raise fail(a.choices[widest][1].line, f"action {a.name} makes {math.prod(sizes):,} "
-                                                      f"choice combinations per step, more than the "
-                                                      f"limit of {MAX_PRODUCT:,}")
-            combos = list(itertools.product(*items_per_choice))
-            names = [c for c, _ in a.choices]
-            labels = [{n: item[0] for n, item in zip(names, combo)} for combo in combos]
-            step_args = []
-            for combo in combos:
-                mine = dict(zip(names, combo))
-                step_args.append(tuple(mine.get(n, MissingChoice(n, a.name)) for n in spec.choice_names))
-            fields = {c: [f for f, _ in sorted(cs.fields.items(), key=lambda kv: kv[1][1])]
-                      for c, cs in a.choices if cs.kind == "records"}
-            actions.append(CompiledAction(a.name, ai, g.get(f"guard_{ai}"), g[f"step_{ai}"], combos,
-                                          labels, step_args, names, fields))
-
+        actions = [at.action(ai, a, g) for ai, a in enumerate(spec.actions)]
         m = Machine(spec, dict(params), [v.name for v in spec.vars], inits, actions,
                     g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g),
                     source=self.generated)
+        at.properties(m, g)
+        for k, ms in enumerate(spec.measures):
+            m.measures[ms.name] = g[f"measure_{k}"]
+        for ai, a in enumerate(spec.actions):
+            if a.decide is not None:
+                m.rule_conditions[ai] = g[f"conds_{ai}"]
+        m.all_invariants = ([p.name for p in spec.properties if p.kind == "invariant"], g["all_invariants"])
+        for k, (label, ex) in enumerate(spec.replay):
+            m.replay_lines.append((label, g[f"replay_{k}"], _bare_choice(ex)))
+        return m
+
+
+def _bare_choice(ex: E.Expr) -> bool:
+    """Whether a replay line shows just a choice's label (`c_x[0]` written as `x`)."""
+    py = ex.py
+    return isinstance(py, ast.Subscript) and isinstance(py.value, ast.Name) and py.value.id.startswith("c_") \
+        and isinstance(py.slice, ast.Constant) and py.slice.value == 0 and ex.text.isidentifier()
+
+
+class _Params:
+    """One parameter combination of a spec: evaluates the spec's parameter expressions
+    (bounds, init values, choice sets, `when` and bounds of properties) and refuses, as a
+    SpecError naming the combination, what makes no machine."""
+
+    def __init__(self, spec: Spec, params: dict[str, int]):
+        self.spec = spec
+        shown = ", ".join(f"{k}={v}" for k, v in params.items())
+        self.where = f" (with {shown})" if shown else ""
+        self.pns = {"p_" + k: v for k, v in params.items()}
+
+    def fail(self, line: int | None, message: str, text: object = None) -> SpecError:
+        return SpecError([Problem(self.spec.path, line, message + self.where,
+                                  None if text is None else str(text))])
+
+    def value(self, ex: E.Expr, line: int) -> Any:
+        try:
+            return eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<param>", "eval"),
+                        {"__builtins__": {}, "min": min, "max": max, "abs": abs}, self.pns)
+        except ZeroDivisionError:
+            raise self.fail(line, "division by zero", ex.text) from None
+
+    def bounds(self) -> list[tuple[int, int] | None]:
+        """Per var, (lo, hi) for an int, None for the others."""
+        bounds: list[tuple[int, int] | None] = []
+        for v in self.spec.vars:
+            if v.kind == "int":
+                lo, hi = self.value(present(v.lo), v.line), self.value(present(v.hi), v.line)
+                if lo > hi:
+                    raise self.fail(v.line, f"var {v.name} has an empty domain: min {lo} > max {hi}")
+                bounds.append((lo, hi))
+            else:
+                bounds.append(None)
+        return bounds
+
+    def inits(self, bounds: list[tuple[int, int] | None]) -> list[State]:
+        """Every initial state: the product of the vars' init values, each in its domain."""
+        spec = self.spec
+        init_options = []
+        for i, v in enumerate(spec.vars):
+            opts = []
+            for ex in v.init:
+                x = self.value(ex, v.line)
+                bound = bounds[i]
+                if bound is not None and not bound[0] <= x <= bound[1]:
+                    raise self.fail(v.line, f"initial value {x} of {v.name} is outside its domain "
+                                            f"{bound[0]}..{bound[1]}")
+                opts.append(x)
+            if len(set(opts)) != len(opts):
+                raise self.fail(v.line, f"init of {v.name} lists a value twice")
+            init_options.append(opts)
+        if math.prod(map(len, init_options)) > MAX_PRODUCT:
+            widest = max(range(len(spec.vars)), key=lambda i: len(init_options[i]))
+            raise self.fail(spec.vars[widest].line, f"the vars' init values make "
+                                                    f"{math.prod(map(len, init_options)):,} initial states, "
+                                                    f"more than the limit of {MAX_PRODUCT:,}")
+        return [tuple(c) for c in itertools.product(*init_options)]
+
+    def action(self, ai: int, a: Action, g: dict[str, Any]) -> CompiledAction:
+        """Action `a` with its choice combinations (at most MAX_PRODUCT) and functions."""
+        items_per_choice = []
+        for cname, cs in a.choices:
+            items = _choice_items(cs, self.value)
+            if _count(items) == 0:
+                raise self.fail(cs.line, f"choice {cname} of action {a.name} is an empty set")
+            items_per_choice.append(items)
+        sizes = [_count(items) for items in items_per_choice]
+        if math.prod(sizes) > MAX_PRODUCT:
+            widest = max(range(len(sizes)), key=sizes.__getitem__)
+            raise self.fail(a.choices[widest][1].line, f"action {a.name} makes {math.prod(sizes):,} "
+                                                       f"choice combinations per step, more than the "
+                                                       f"limit of {MAX_PRODUCT:,}")
+        combos = list(itertools.product(*items_per_choice))
+        names = [c for c, _ in a.choices]
+        labels = [{n: item[0] for n, item in zip(names, combo)} for combo in combos]
+        step_args = []
+        for combo in combos:
+            mine = dict(zip(names, combo))
+            step_args.append(tuple(mine.get(n, MissingChoice(n, a.name)) for n in self.spec.choice_names))
+        fields = {c: [f for f, _ in sorted(cs.fields.items(), key=lambda kv: kv[1][1])]
+                  for c, cs in a.choices if cs.kind == "records"}
+        return CompiledAction(a.name, ai, g.get(f"guard_{ai}"), g[f"step_{ai}"], combos,
+                              labels, step_args, names, fields)
+
+    def properties(self, m: Machine, g: dict[str, Any]) -> None:
+        """Each property active for these params, with its function and evaluated bound."""
+        spec = self.spec
         m.fallible = {p.name for p in spec.properties if p.expr is not None and can_fail(p.expr, _made(spec))}
         for k, p in enumerate(spec.properties):
-            if p.when is not None and not value(p.when, p.line):
+            if p.when is not None and not self.value(p.when, p.line):
                 m.inactive.add(p.name)
                 continue            # not judged here: its bound may not even be defined here
             if p.kind == "invariant":
@@ -242,24 +283,13 @@ class CompiledSpec:
             elif p.kind == "step_invariant":
                 m.step_invariants[p.name] = g[f"prop_{k}"]
             elif p.kind == "variant":
-                m.variants[p.name] = (g[f"prop_{k}"], value(present(p.bound), p.line))
+                m.variants[p.name] = (g[f"prop_{k}"], self.value(present(p.bound), p.line))
             elif p.kind == "terminates_within":
-                m.within[p.name] = value(present(p.bound), p.bound_line or p.line)
+                m.within[p.name] = self.value(present(p.bound), p.bound_line or p.line)
                 if m.within[p.name] < 0:
-                    raise fail(p.bound_line or p.line, negative_bound(p.name, m.within[p.name]))
+                    raise self.fail(p.bound_line or p.line, negative_bound(p.name, m.within[p.name]))
                 if p.count is not None:
                     m.counts[p.name] = g[f"count_{k}"]
-        for k, ms in enumerate(spec.measures):
-            m.measures[ms.name] = g[f"measure_{k}"]
-        for ai, a in enumerate(spec.actions):
-            if a.decide is not None:
-                m.rule_conditions[ai] = g[f"conds_{ai}"]
-        m.all_invariants = ([p.name for p in spec.properties if p.kind == "invariant"], g["all_invariants"])
-        for k, (label, ex) in enumerate(spec.replay):
-            bare_choice = isinstance(ex.py, ast.Subscript) and isinstance(ex.py.value, ast.Name) \
-                and ex.py.value.id.startswith("c_") and isinstance(ex.py.slice, ast.Constant) and ex.py.slice.value == 0 and ex.text.isidentifier()
-            m.replay_lines.append((label, g[f"replay_{k}"], bare_choice))
-        return m
 
 
 class GeneratedLoop:

@@ -148,6 +148,39 @@ def vectorize(m: Machine) -> VMachine:
         raise NotVectorizable("the spec runs real code (bound or Python); the vector engine runs YAML stages")
     lits = _literals(spec, m)
     gid = {s: i for i, s in enumerate(lits)}
+    sizes, lows, kinds, local = _digits(spec, m, lits, gid)
+    strides, space = _strides(sizes)
+    if space >= CODE_LIMIT:
+        raise NotVectorizable(f"the product of the domains ({space:,} states) does not fit a "
+                              f"state code (below 2^62)")
+    widest = widest_value(spec, m, len(lits))
+    if widest >= WIDE_LIMIT:
+        raise NotVectorizable(f"an expression can reach {widest:,}, beyond exact 64-bit arithmetic")
+    int_t = np.int32 if widest < NARROW_LIMIT and space < NARROW_LIMIT else np.int64
+    gen = _Gen(spec, m, gid, int_t)
+    try:
+        g = gen.compile()
+    except RecursionError:      # `a or b or ...` thousands long is flat for Python, a deep `|` chain here
+        raise NotVectorizable("an expression is too long for the generated array code (Python's "
+                              "compiler nests too deeply)") from None
+    actions = []
+    for ai, a in enumerate(m.actions):
+        combos = [tuple(tuple(gid[x] if isinstance(x, str) else x for x in item) for item in combo)
+                  for combo in a.combos]
+        actions.append(VAction(a.name, ai, g.get(f"vguard_{ai}"), g[f"vstep_{ai}"], g.get(f"vconds_{ai}"),
+                               combos))
+    values_of = [np.array([gid[x] for x in v.values], dtype=int_t) if v.kind == "enum" else None
+                 for v in spec.vars]
+    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, values_of, space, int_t, actions,
+                  g["vterminal"], g.get("vlabel"))
+    _attach(vm, g)
+    return vm
+
+
+def _digits(spec: Spec, m: Machine, lits: list[str],
+            gid: dict[str, int]) -> tuple[list[int], list[int], list[str], list[np.ndarray | None]]:
+    """Per var, its digit in a state's code: the number of values, the value of digit 0,
+    the kind and, for an enum whose ids are not a run, the table from id to digit."""
     sizes: list[int] = []
     lows: list[int] = []
     kinds: list[str] = []
@@ -175,35 +208,24 @@ def vectorize(m: Machine) -> VMachine:
                 for k, value in enumerate(v.values):
                     table[gid[value]] = k
                 local.append(table)
+    return sizes, lows, kinds, local
+
+
+def _strides(sizes: list[int]) -> tuple[list[int], int]:
+    """Each var's stride in the mixed-radix code (the last var varies fastest), and the
+    size of the whole product space."""
     space = 1
     strides = []
     for size in reversed(sizes):
         strides.append(space)
         space *= size
     strides.reverse()
-    if space >= CODE_LIMIT:
-        raise NotVectorizable(f"the product of the domains ({space:,} states) does not fit a "
-                              f"state code (below 2^62)")
-    widest = widest_value(spec, m, len(lits))
-    if widest >= WIDE_LIMIT:
-        raise NotVectorizable(f"an expression can reach {widest:,}, beyond exact 64-bit arithmetic")
-    int_t = np.int32 if widest < NARROW_LIMIT and space < NARROW_LIMIT else np.int64
-    gen = _Gen(spec, m, gid, int_t)
-    try:
-        g = gen.compile()
-    except RecursionError:      # `a or b or ...` thousands long is flat for Python, a deep `|` chain here
-        raise NotVectorizable("an expression is too long for the generated array code (Python's "
-                              "compiler nests too deeply)") from None
-    actions = []
-    for ai, a in enumerate(m.actions):
-        combos = [tuple(tuple(gid[x] if isinstance(x, str) else x for x in item) for item in combo)
-                  for combo in a.combos]
-        actions.append(VAction(a.name, ai, g.get(f"vguard_{ai}"), g[f"vstep_{ai}"], g.get(f"vconds_{ai}"),
-                               combos))
-    values_of = [np.array([gid[x] for x in v.values], dtype=int_t) if v.kind == "enum" else None
-                 for v in spec.vars]
-    vm = VMachine(m, lits, gid, sizes, strides, lows, kinds, local, values_of, space, int_t, actions,
-                  g["vterminal"], g.get("vlabel"))
+    return strides, space
+
+
+def _attach(vm: VMachine, g: dict[str, Any]) -> None:
+    """The generated functions of each active property and measure, by name."""
+    m, spec = vm.machine, vm.machine.spec
     for k, p in enumerate(spec.properties):
         if p.name in m.inactive:
             continue
@@ -221,7 +243,6 @@ def vectorize(m: Machine) -> VMachine:
             vm.edge_weights[p.name] = {ai: g[f"vcount_{k}_{ai}"] for ai in range(len(m.actions))}
     for k, ms in enumerate(spec.measures):
         vm.edge_weights[ms.name] = {ai: g[f"vmeasure_{k}_{ai}"] for ai in range(len(m.actions))}
-    return vm
 
 
 def _literals(spec: Spec, m: Machine) -> list[str]:
