@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, TypeAlias
 
+from . import astgen as A
 from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
@@ -60,10 +61,6 @@ class MissingChoice:
     def __getitem__(self, _index: int) -> Any:
         raise EvalError(f"the expression reads choice {self.name}, which action {self.action} "
                         "does not make (guard it with action == ...)")
-
-
-def _src(ex: E.Expr) -> str:
-    return ast.unparse(ex.py)
 
 
 def _made(spec: Spec) -> list[tuple[str, set[str]]]:
@@ -132,8 +129,7 @@ class CompiledSpec:
     def __init__(self, spec: Spec):
         self.spec = spec
         self.generated = _generate(spec)
-        self.source = self.generated.text
-        self.code = compile(self.source, self.generated.filename, "exec")
+        self.code = compile(ast.fix_missing_locations(self.generated.module), self.generated.filename, "exec")
         self._sweep_code: CodeType | None = None
 
     @property
@@ -336,29 +332,15 @@ def _choice_items(cs: ChoiceSet, value: Callable[[E.Expr, int], Any]) -> Sequenc
 # ---------------------------------------------------------------- code generation
 
 class Source:
-    """A spec's generated module: its text, and per line of it the spec line it came from,
+    """A spec's generated module (an AST), and per line of it the spec line it came from,
     so an expression that fails to evaluate can be named by its file and line (`spec_line`).
     `modules` holds that map for every module generated from the spec (the BFS loop too)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, module: ast.Module, origin: dict[int, int]):
         self.filename = f"<haltproof:{path}>"
-        self.chunks: list[str] = []
-        self.origin: dict[int, int] = {}      # generated line -> spec line
-        self.modules: dict[str, dict[int, int]] = {self.filename: self.origin}
-        self._next = 1
-
-    def __call__(self, text: str, line: int | None = None) -> None:
-        """Append `text` (one or more lines), written for the spec's line `line` if known."""
-        count = text.count("\n") + 1
-        if line:
-            for k in range(count):
-                self.origin[self._next + k] = line
-        self.chunks.append(text)
-        self._next += count
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.chunks) + "\n"
+        self.module = module
+        self.origin = origin                  # generated line -> spec line
+        self.modules: dict[str, dict[int, int]] = {self.filename: origin}
 
 
 def spec_line(m: Machine, exc: BaseException) -> int | None:
@@ -385,115 +367,139 @@ def spec_where(m: Machine, exc: BaseException) -> str:
 
 
 def _generate(spec: Spec) -> Source:
-    n = len(spec.vars)
-    unpack = ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "")
-    pack = "(" + ", ".join(f"v_{i}" for i in range(n)) + ("," if n == 1 else "") + ")"
-    step_params = ", ".join(["b", "a", "action", "rule"] + [f"c_{c}" for c in spec.choice_names])
-    w = Source(spec.path)
-
-    for ai, a in enumerate(spec.actions):
-        if a.guard is not None:
-            w(f"def guard_{ai}(s):\n    return {_src(a.guard)}\n", a.guard.line or a.line)
-        args = ", ".join(["s"] + [f"c_{c}" for c, _ in a.choices])
-        w(f"def step_{ai}({args}):")
-        w(f"    {unpack} = s")
-        w("    r = None")
-        for st in a.stages:
-            if isinstance(st, SetStage):
-                for text, line in _set_code(st, "v_", _src):
-                    w("    " + text, line)
-            else:
-                _decide(w, st, a.name, spec)
-        w(f"    return {pack}, r\n")
-
-    for ai, a in enumerate(spec.actions):
-        if a.decide is None:
-            continue
-        args = ", ".join(["s"] + [f"c_{c}" for c, _ in a.choices])
-        w(f"def conds_{ai}({args}):")
-        w(f"    {unpack} = s")
-        for st in a.stages:
-            if isinstance(st, SetStage):
-                for text, line in _set_code(st, "v_", _src):
-                    w("    " + text, line)
-            else:
-                conds = ", ".join(_src(r.when) if r.when is not None else "True" for r in st.rules)
-                w(f"    return ({conds},)", st.line)
-                break
-        w("")
-
-    t = spec.terminal
-    if t is None:
-        w("def is_terminal(s):\n    return False\n")
-    elif t.when is not None:
-        w(f"def is_terminal(s):\n    return {_src(t.when)}\n", t.when.line or t.line)
-    else:
-        values = ", ".join(repr(v) for v in t.values) + ","
-        label = present(t.label)
-        w(f"def label(s):\n    return {_src(label)}\n", label.line or t.line)
-        w(f"def is_terminal(s):\n    return ({_src(label)}) in ({values})\n", label.line or t.line)
-
-    w("def domain_error(s):")
-    for i, v in enumerate(spec.vars):
-        if v.kind == "int":
-            w(f"    if not (dlo_{i} <= s[{i}] <= dhi_{i}):\n        return {i}")
-    w("    return -1\n")
-
-    for k, p in enumerate(spec.properties):
-        if p.kind in ("invariant", "reachable", "variant"):
-            w(f"def prop_{k}(s):\n    return {_src(present(p.expr))}\n", present(p.expr).line or p.line)
-        elif p.kind == "step_invariant":
-            w(f"def prop_{k}({step_params}):\n    return {_src(present(p.expr))}\n", present(p.expr).line or p.line)
-        elif p.kind == "terminates_within" and p.count is not None:
-            w(f"def count_{k}({step_params}):\n    return {_src(p.count)}\n", p.count.line or p.line)
-    invariants = [p for p in spec.properties if p.kind == "invariant"]
-    w("def all_invariants(s):")          # one call per state checks them all (the fast path)
-    for k, p in enumerate(invariants):
-        w(f"    if not ({_src(present(p.expr))}):\n        return {k}", present(p.expr).line or p.line)
-    w("    return -1\n")
-    for k, (_, ex) in enumerate(spec.replay):
-        w(f"def replay_{k}({step_params}):\n    return {_src(ex)}\n", ex.line)
-    for k, ms in enumerate(spec.measures):
-        w(f"def measure_{k}({step_params}):\n    return {_src(ms.expr)}\n", ms.expr.line or ms.line)
-    return w
+    """The spec's functions (steps, guards, decide conditions, terminal, domains, every
+    property, replay lines and measures) as one module, built as an AST."""
+    builder = _ModuleBuilder(spec)
+    module = ast.Module(builder.functions(), [])
+    return Source(spec.path, module, A.number_lines(module, builder.lines))
 
 
-def emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], str]) -> None:
-    """A set stage as one simultaneous tuple assignment (every right side sees the old values)."""
-    if st.assigns:
-        lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
-        rhs = ", ".join(f"({render(x.value)})" for x in st.assigns)
-        w(f"    {lhs} = {rhs}")
+class _ModuleBuilder:
+    """Builds the functions of a spec's module; `lines` notes the spec line of each node
+    that evaluates a spec expression."""
 
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self.lines = A.Lines()
+        self.at = self.lines.at
+        self.step_params = ["b", "a", "action", "rule"] + [f"c_{c}" for c in spec.choice_names]
 
-def _set_code(st: SetStage, target: str, render: Callable[[E.Expr], str]) -> list[tuple[str, int]]:
-    """A set stage as one simultaneous assignment (every right side sees the values before
-    the stage), as (line of code, spec line) pairs: with several assignments each right side
-    has a generated line of its own, so the one that fails is named by its own spec line."""
-    lines = [x.value.line or x.line or st.line for x in st.assigns]
-    if not st.assigns:
-        return []
-    if len(st.assigns) == 1:
-        return [(f"{target}{st.assigns[0].var} = ({render(st.assigns[0].value)})", lines[0])]
-    out = [(", ".join(f"{target}{x.var}" for x in st.assigns) + " = (", st.line)]
-    out += [(f"    ({render(x.value)}),", line) for x, line in zip(st.assigns, lines)]
-    return out + [(")", st.line)]
+    def functions(self) -> list[ast.stmt]:
+        spec = self.spec
+        out: list[ast.stmt] = []
+        for ai, a in enumerate(spec.actions):
+            if a.guard is not None:
+                out.append(self.returning(f"guard_{ai}", ["s"], a.guard, a.guard.line or a.line))
+            out.append(self.step(ai, a))
+        out += [self.conds(ai, a) for ai, a in enumerate(spec.actions) if a.decide is not None]
+        out += self.terminal()
+        out.append(self.domain_error())
+        for k, p in enumerate(spec.properties):
+            if p.kind in ("invariant", "reachable", "variant", "step_invariant"):
+                params = ["s"] if p.kind != "step_invariant" else self.step_params
+                out.append(self.returning(f"prop_{k}", params, present(p.expr), present(p.expr).line or p.line))
+            elif p.kind == "terminates_within" and p.count is not None:
+                out.append(self.returning(f"count_{k}", self.step_params, p.count, p.count.line or p.line))
+        out.append(self.all_invariants())
+        out += [self.returning(f"replay_{k}", self.step_params, ex, ex.line) for k, (_, ex) in enumerate(spec.replay)]
+        out += [self.returning(f"measure_{k}", self.step_params, ms.expr, ms.expr.line or ms.line)
+                for k, ms in enumerate(spec.measures)]
+        return out
 
+    @staticmethod
+    def function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+        args = ast.arguments([], [ast.arg(p) for p in params], None, [], [], None, [])
+        return ast.FunctionDef(name, args, body, [], None, None)
 
-def _decide(w: Source, st: DecideStage, action: str, spec: Spec) -> None:
-    var = f"v_{st.var}"
-    first = True
-    for r in st.rules:
+    def returning(self, name: str, params: list[str], ex: E.Expr, line: int | None) -> ast.FunctionDef:
+        """`def name(params): return ex`, the return noted as the spec's line `line`."""
+        return self.function(name, params, [self.at(ast.Return(A.inline(ex)), line)])
+
+    def unpack(self) -> ast.Assign:
+        """`v_0, v_1, ... = s`."""
+        return A.assign(A.names([f"v_{i}" for i in range(len(self.spec.vars))], ast.Store()), A.load("s"))
+
+    def set_stage(self, st: SetStage) -> list[ast.stmt]:
+        """A set stage as one simultaneous assignment (every right side sees the values
+        before the stage); each right side is named by its own spec line."""
+        if not st.assigns:
+            return []
+        lines = [x.value.line or x.line or st.line for x in st.assigns]
+        values = [self.at(A.inline(x.value), line) for x, line in zip(st.assigns, lines)]
+        if len(st.assigns) == 1:
+            return [self.at(A.assign(f"v_{st.assigns[0].var}", values[0]), lines[0])]
+        targets = A.names([f"v_{x.var}" for x in st.assigns], ast.Store())
+        return [self.at(A.assign(targets, A.tuple_of(values)), st.line)]
+
+    def decide(self, st: DecideStage, action: str, pos: int = 0) -> list[ast.stmt]:
+        """Rules `pos`.. of a decide stage: the first that matches sets the var and `r`."""
+        if pos == len(st.rules):
+            no_rule = A.call(A.load("_NoRule"), A.const(action), A.const(self.spec.vars[st.var].name))
+            return [self.at(ast.Raise(no_rule, None), st.line)]
+        r = st.rules[pos]
         then = r.then.line or r.line
+        body: list[ast.stmt] = [self.at(A.assign(f"v_{st.var}", A.inline(r.then)), then),
+                                self.at(A.assign("r", A.const(r.name)), then)]
         if r.when is None:
-            if first:
-                w(f"    {var} = {_src(r.then)}; r = {r.name!r}", then)
-            else:
-                w("    else:", r.line)
-                w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
-            return
-        kw = "if" if first else "elif"
-        w(f"    {kw} {_src(r.when)}:", r.when.line or r.line)
-        w(f"        {var} = {_src(r.then)}; r = {r.name!r}", then)
-        first = False
-    w(f"    else:\n        raise _NoRule({action!r}, {spec.vars[st.var].name!r})", st.line)
+            return body
+        test = A.inline(r.when)
+        return [self.at(ast.If(test, body, self.decide(st, action, pos + 1)), r.when.line or r.line)]
+
+    def step(self, ai: int, a: Action) -> ast.FunctionDef:
+        """`step_i(s, choices...)`: the successor of s and the rule that fired (or None)."""
+        body: list[ast.stmt] = [self.unpack(), A.assign("r", A.const(None))]
+        for st in a.stages:
+            body += self.set_stage(st) if isinstance(st, SetStage) else self.decide(st, a.name)
+        state = A.tuple_of([A.load(f"v_{i}") for i in range(len(self.spec.vars))])
+        body.append(ast.Return(A.tuple_of([state, A.load("r")])))
+        return self.function(f"step_{ai}", ["s"] + [f"c_{c}" for c, _ in a.choices], body)
+
+    def conds(self, ai: int, a: Action) -> ast.FunctionDef:
+        """`conds_i(s, choices...)`: each rule's `when` of the action's decide table, on the
+        values the stages before it leave."""
+        body: list[ast.stmt] = [self.unpack()]
+        for st in a.stages:
+            if isinstance(st, SetStage):
+                body += self.set_stage(st)
+                continue
+            conds = [A.inline(r.when) if r.when is not None else A.const(True) for r in st.rules]
+            body.append(self.at(ast.Return(A.tuple_of(conds)), st.line))
+            break
+        return self.function(f"conds_{ai}", ["s"] + [f"c_{c}" for c, _ in a.choices], body)
+
+    def terminal(self) -> list[ast.stmt]:
+        """`is_terminal(s)`, and `label(s)` for a terminal label."""
+        t = self.spec.terminal
+        if t is None:
+            return [self.function("is_terminal", ["s"], [ast.Return(A.const(False))])]
+        if t.when is not None:
+            return [self.returning("is_terminal", ["s"], t.when, t.when.line or t.line)]
+        label = present(t.label)
+        line = label.line or t.line
+        values = A.tuple_of([A.const(v) for v in t.values])
+        ends = ast.Compare(A.inline(label), [ast.In()], [values])
+        return [self.returning("label", ["s"], label, line),
+                self.function("is_terminal", ["s"], [self.at(ast.Return(ends), line)])]
+
+    def domain_error(self) -> ast.FunctionDef:
+        """`domain_error(s)`: the first int var outside its domain, or -1."""
+        body: list[ast.stmt] = []
+        for i, v in enumerate(self.spec.vars):
+            if v.kind == "int":
+                read = ast.Subscript(A.load("s"), A.const(i), ast.Load())
+                inside = ast.Compare(A.load(f"dlo_{i}"), [ast.LtE(), ast.LtE()], [read, A.load(f"dhi_{i}")])
+                body.append(ast.If(A.negate(inside), [ast.Return(A.const(i))], []))
+        body.append(ast.Return(A.const(-1)))
+        return self.function("domain_error", ["s"], body)
+
+    def all_invariants(self) -> ast.FunctionDef:
+        """`all_invariants(s)`: the first invariant false in s, or -1 (one call per state
+        checks them all: the fast path)."""
+        body: list[ast.stmt] = []
+        invariants = [p for p in self.spec.properties if p.kind == "invariant"]
+        for k, p in enumerate(invariants):
+            line = present(p.expr).line or p.line
+            body.append(self.at(ast.If(A.negate(A.inline(present(p.expr))),
+                                       [self.at(ast.Return(A.const(k)), line)], []), line))
+        body.append(ast.Return(A.const(-1)))
+        return self.function("all_invariants", ["s"], body)

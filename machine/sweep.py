@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import ast
 import copy
-import itertools
 from collections.abc import MutableSequence, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias
 
-from . import expr as E
+from . import astgen as A
 from .fold import can_fail
 from .spec import Action, DecideStage, PropertyDecl, Rule, SetStage, Spec, present
-
-Node = TypeVar("Node", bound=ast.AST)
 
 SWEEP_KINDS = ("invariant", "reachable", "step_invariant", "variant")   # checked inside the loop
 
@@ -96,88 +93,7 @@ def generate_sweep(spec: Spec) -> tuple[ast.Module, dict[int, int]]:
     builder = _SweepBuilder(spec)
     fn = builder.function()
     module = ast.Module(body=[fn], type_ignores=[])
-    return module, _number_lines(fn, builder.marks)
-
-
-# ---------------------------------------------------------------- small node builders
-
-def _load(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
-
-
-def _store(name: str) -> ast.Name:
-    return ast.Name(name, ast.Store())
-
-
-def _const(value: Any) -> ast.Constant:
-    return ast.Constant(value)
-
-
-def _attr(obj: str, name: str) -> ast.Attribute:
-    return ast.Attribute(_load(obj), name, ast.Load())
-
-
-def _call(func: ast.expr, *args: ast.expr) -> ast.Call:
-    return ast.Call(func, list(args), [])
-
-
-def _method(obj: str, name: str, *args: ast.expr) -> ast.Expr:
-    """`obj.name(args)` as a statement."""
-    return ast.Expr(_call(_attr(obj, name), *args))
-
-
-def _assign(target: str | ast.expr, value: ast.expr) -> ast.Assign:
-    return ast.Assign([_store(target) if isinstance(target, str) else target], value)
-
-
-def _tuple(items: Sequence[ast.expr], ctx: ast.expr_context | None = None) -> ast.Tuple:
-    return ast.Tuple(list(items), ctx or ast.Load())
-
-
-def _names(names: Sequence[str], ctx: ast.expr_context) -> ast.Tuple:
-    return _tuple([ast.Name(n, ctx) for n in names], ctx)
-
-
-def _and(*values: ast.expr) -> ast.expr:
-    return ast.BoolOp(ast.And(), list(values))
-
-
-def _not(value: ast.expr) -> ast.UnaryOp:
-    return ast.UnaryOp(ast.Not(), value)
-
-
-def _incr(name: str) -> ast.AugAssign:
-    return ast.AugAssign(_store(name), ast.Add(), _const(1))
-
-
-def _try(body: list[ast.stmt], errors: str, handler: list[ast.stmt], bind: str | None = None) -> ast.Try:
-    """`try: body` / `except errors [as bind]: handler`."""
-    return ast.Try(body, [ast.ExceptHandler(_load(errors), bind, handler)], [], [])
-
-
-class _Inline(ast.NodeTransformer):
-    """A spec expression with each read of a state var (`s[i]`, `b[i]`, `a[i]`) replaced by
-    the loop's own local or constant, and each name found in `names` replaced."""
-
-    def __init__(self, states: dict[str, list[ast.expr]], names: dict[str, ast.expr]):
-        self.states, self.names = states, names
-
-    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        base = node.value
-        at = node.slice
-        if isinstance(base, ast.Name) and base.id in self.states and isinstance(at, ast.Constant) \
-                and isinstance(at.value, int):
-            return copy.deepcopy(self.states[base.id][at.value])
-        return self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return copy.deepcopy(self.names[node.id]) if node.id in self.names else node
-
-
-def _inline(ex: E.Expr, states: dict[str, list[ast.expr]], names: dict[str, ast.expr] | None = None) -> ast.expr:
-    tree = _Inline(states, names or {}).visit(copy.deepcopy(ex.py))
-    assert isinstance(tree, ast.expr), "an expression stays an expression"
-    return tree
+    return module, A.number_lines(module, builder.lines)
 
 
 def _made(action: Action) -> set[str]:
@@ -187,31 +103,24 @@ def _made(action: Action) -> set[str]:
 # ---------------------------------------------------------------- the loop
 
 class _SweepBuilder:
-    """Builds `sweep(_x)` for one spec; `marks` holds per node that evaluates a spec
-    expression (kept alive in `marked`, so ids stay unique) the spec line it came from."""
+    """Builds `sweep(_x)` for one spec; `lines` notes the spec line of each node that
+    evaluates a spec expression."""
 
     def __init__(self, spec: Spec):
         self.spec = spec
         self.n = len(spec.vars)
-        self.V: list[ast.expr] = [_load(f"v_{i}") for i in range(self.n)]
+        self.V: list[ast.expr] = [A.load(f"v_{i}") for i in range(self.n)]
         self.checked = [(k, p) for k, p in enumerate(spec.properties) if p.kind in SWEEP_KINDS]
         self.steps_checked = any(p.kind in ("step_invariant", "variant") for _, p in self.checked)
         self.counters: list[tuple[int, str | None, str]] = []
-        self.marks: dict[int, int] = {}
-        self.marked: list[ast.AST] = []
-
-    def at(self, node: Node, line: int | None) -> Node:
-        """`node`, noted as evaluating the spec's line `line` (when known)."""
-        if line:
-            self.marks[id(node)] = line
-            self.marked.append(node)
-        return node
+        self.lines = A.Lines()
+        self.at = self.lines.at
 
     def refresh(self) -> ast.Assign:
         """`_f{k}, ..., _w{k}, ... = _x.live()`: _f{k}, property k is still judged; _w{k}, it
         is only evaluated, for evaluation errors."""
         names = [f"_f{k}" for k, _ in self.checked] + [f"_w{k}" for k, _ in self.checked]
-        return _assign(_names(names, ast.Store()), _call(_attr("_x", "live")))
+        return A.assign(A.names(names, ast.Store()), A.call(A.attr("_x", "live")))
 
     # ------------------------------------------------------------ property checks
 
@@ -222,49 +131,49 @@ class _SweepBuilder:
         made = [] if action is None else [(action.name, _made(action))]
         if not can_fail(present(p.expr), made):
             return []
-        return [_and(_load(f"_w{k}"), _tuple([copy.deepcopy(c) for c in codes]), _const(False))]
+        return [A.all_of(A.load(f"_w{k}"), A.tuple_of([copy.deepcopy(c) for c in codes]), A.const(False))]
 
     def check(self, parts: list[ast.expr], slow: ast.stmt) -> list[ast.stmt]:
         """`_bad = any part` (an evaluation error counts as bad); if bad, the slow path."""
         bad = parts[0] if len(parts) == 1 else ast.BoolOp(ast.Or(), parts)
-        return [_try([_assign("_bad", bad)], "_ERR", [_assign("_bad", _const(True))]),
-                ast.If(_load("_bad"), [slow, self.refresh()], [])]
+        return [A.try_except([A.assign("_bad", bad)], "_ERR", [A.assign("_bad", A.const(True))]),
+                ast.If(A.load("_bad"), [slow, self.refresh()], [])]
 
     def state_check(self, mapping: list[ast.expr]) -> list[ast.stmt]:
         parts: list[ast.expr] = []
         for k, p in self.checked:
             if p.kind in ("invariant", "reachable"):
-                code = _inline(present(p.expr), {"s": mapping})
-                parts.append(_and(_load(f"_f{k}"), _not(code) if p.kind == "invariant" else code))
+                code = A.inline(present(p.expr), {"s": mapping})
+                parts.append(A.all_of(A.load(f"_f{k}"), A.negate(code) if p.kind == "invariant" else code))
                 parts += self.watch(k, p, [code])
         if not parts:
             return []
-        return self.check(parts, _method("_x", "check_state", _load("_j"), _load("_t")))
+        return self.check(parts, A.method("_x", "check_state", A.load("_j"), A.load("_t")))
 
     def step_check(self, k: int, a: Action, mapping: list[ast.expr], rule: str | None,
                    ci: ast.expr) -> list[ast.stmt]:
         own = _made(a)
-        names: dict[str, ast.expr] = {"action": _const(a.name), "rule": _const(rule)}
-        names.update({f"c_{c}": _load(f"_miss_{k}_{c}") for c in self.spec.choice_names if c not in own})
+        names: dict[str, ast.expr] = {"action": A.const(a.name), "rule": A.const(rule)}
+        names.update({f"c_{c}": A.load(f"_miss_{k}_{c}") for c in self.spec.choice_names if c not in own})
         parts: list[ast.expr] = []
         for pk, p in self.checked:
             if p.kind == "step_invariant":
-                code = _inline(present(p.expr), {"b": self.V, "a": mapping}, names)
-                parts += [_and(_load(f"_f{pk}"), _not(code)), *self.watch(pk, p, [code], a)]
+                code = A.inline(present(p.expr), {"b": self.V, "a": mapping}, names)
+                parts += [A.all_of(A.load(f"_f{pk}"), A.negate(code)), *self.watch(pk, p, [code], a)]
             elif p.kind == "variant":      # holds when it strictly increases and stays within its bound
-                before = _inline(present(p.expr), {"s": self.V})
-                after = _inline(present(p.expr), {"s": mapping})
-                rises = ast.Compare(before, [ast.Lt(), ast.LtE()], [after, _load(f"_vb{pk}")])
-                parts += [_and(_load(f"_f{pk}"), _not(rises)), *self.watch(pk, p, [before, after])]
+                before = A.inline(present(p.expr), {"s": self.V})
+                after = A.inline(present(p.expr), {"s": mapping})
+                rises = ast.Compare(before, [ast.Lt(), ast.LtE()], [after, A.load(f"_vb{pk}")])
+                parts += [A.all_of(A.load(f"_f{pk}"), A.negate(rises)), *self.watch(pk, p, [before, after])]
         if not parts:
             return []
-        slow = _method("_x", "check_step", _load("_i"), _const(k), copy.deepcopy(ci), _const(rule), _load("_t"))
+        slow = A.method("_x", "check_step", A.load("_i"), A.const(k), copy.deepcopy(ci), A.const(rule), A.load("_t"))
         return self.check(parts, slow)
 
     # ------------------------------------------------------------ one transition
 
     def counted_edge(self, counter: str) -> list[ast.stmt]:
-        return [ast.Expr(_call(_load("_e_add"), _load("_j"))), _incr(counter)]
+        return [ast.Expr(A.call(A.load("_e_add"), A.load("_j"))), A.incr(counter)]
 
     def commit(self, k: int, a: Action, mapping: list[ast.expr], rule: str | None, ci: ast.expr) -> list[ast.stmt]:
         """The successor is complete: find or add it, record the edge, count its rule."""
@@ -273,26 +182,26 @@ class _SweepBuilder:
         # only an int var the action assigned can leave its domain; a decided constant may
         # lie outside it too (a `domains` violation when its rule fires)
         ranges: list[ast.expr] = [
-            ast.Compare(_load(f"dlo_{i}"), [ast.LtE(), ast.LtE()], [copy.deepcopy(x), _load(f"dhi_{i}")])
+            ast.Compare(A.load(f"dlo_{i}"), [ast.LtE(), ast.LtE()], [copy.deepcopy(x), A.load(f"dhi_{i}")])
             for i, x in enumerate(mapping)
             if self.spec.vars[i].kind == "int"
             and (isinstance(x, ast.Constant) or isinstance(x, ast.Name) and x.id.startswith("u_"))]
-        new: list[ast.stmt] = [_incr("_n"), ast.Expr(_call(_load("_st_add"), _load("_t"))),
-                               ast.Expr(_call(_load("_par_add"), _load("_i"))),
+        new: list[ast.stmt] = [A.incr("_n"), ast.Expr(A.call(A.load("_st_add"), A.load("_t"))),
+                               ast.Expr(A.call(A.load("_par_add"), A.load("_i"))),
                                *self.state_check(mapping), *self.counted_edge(counter),
                                *self.step_check(k, a, mapping, rule, ci)]
         if ranges:
             outside: list[ast.stmt] = [
-                ast.Delete([ast.Subscript(_load("_index"), _load("_t"), ast.Del())]),   # it is no state
-                _method("_x", "domain_fail", _load("_i"), _const(k), copy.deepcopy(ci), _const(rule), _load("_t"))]
-            inside = ranges[0] if len(ranges) == 1 else _and(*ranges)
+                ast.Delete([ast.Subscript(A.load("_index"), A.load("_t"), ast.Del())]),   # it is no state
+                A.method("_x", "domain_fail", A.load("_i"), A.const(k), copy.deepcopy(ci), A.const(rule), A.load("_t"))]
+            inside = ranges[0] if len(ranges) == 1 else A.all_of(*ranges)
             new = [ast.If(inside, new, outside)]
         known: list[ast.stmt] = [
-            ast.If(ast.Compare(_load("_j"), [ast.Lt()], [_load("_next")]), [_assign("_fwd", _const(False))], []),
+            ast.If(ast.Compare(A.load("_j"), [ast.Lt()], [A.load("_next")]), [A.assign("_fwd", A.const(False))], []),
             *self.counted_edge(counter), *self.step_check(k, a, mapping, rule, ci)]
-        return [_assign("_t", _tuple([copy.deepcopy(x) for x in mapping])),
-                _assign("_j", _call(_load("_add"), _load("_t"), _load("_n"))),   # one hash: a new state is added at once
-                ast.If(ast.Compare(_load("_j"), [ast.Eq()], [_load("_n")]), new, known)]
+        return [A.assign("_t", A.tuple_of([copy.deepcopy(x) for x in mapping])),
+                A.assign("_j", A.call(A.load("_add"), A.load("_t"), A.load("_n"))),   # one hash: a new state is added at once
+                ast.If(ast.Compare(A.load("_j"), [ast.Eq()], [A.load("_n")]), new, known)]
 
     def stages(self, k: int, a: Action, idx: int, mapping: list[ast.expr], rule: str | None,
                ci: ast.expr) -> list[ast.stmt]:
@@ -307,30 +216,31 @@ class _SweepBuilder:
             mapping = list(mapping)
             code = self.set_stage(st, current)
             for x in st.assigns:
-                mapping[x.var] = _load(f"u_{x.var}")
+                mapping[x.var] = A.load(f"u_{x.var}")
             return [code, *self.stages(k, a, idx + 1, mapping, rule, ci)]
         return self.rules(k, a, idx, st, 0, mapping, ci, current)
 
     def set_stage(self, st: SetStage, current: dict[str, ast.expr]) -> ast.stmt:
         """A set stage as one simultaneous assignment (every right side sees the values
         before the stage); each right side is named by its own spec line."""
-        values = [self.at(_inline(x.value, {}, current), x.value.line or x.line or st.line) for x in st.assigns]
+        lines = [x.value.line or x.line or st.line for x in st.assigns]
+        values = [self.at(A.inline(x.value, {}, current), line) for x, line in zip(st.assigns, lines)]
         if len(st.assigns) == 1:
-            return _assign(f"u_{st.assigns[0].var}", values[0])
-        targets = _names([f"u_{x.var}" for x in st.assigns], ast.Store())
-        return self.at(_assign(targets, _tuple(values)), st.line)
+            return self.at(A.assign(f"u_{st.assigns[0].var}", values[0]), lines[0])
+        targets = A.names([f"u_{x.var}" for x in st.assigns], ast.Store())
+        return self.at(A.assign(targets, A.tuple_of(values)), st.line)
 
     def rules(self, k: int, a: Action, idx: int, st: DecideStage, pos: int, mapping: list[ast.expr],
               ci: ast.expr, current: dict[str, ast.expr]) -> list[ast.stmt]:
         """Rules `pos`.. of a decide stage: the first that matches wins; each goes on on its own."""
         if pos == len(st.rules):
-            no_rule = _call(_load("_NoRule"), _const(a.name), _const(self.spec.vars[st.var].name))
+            no_rule = A.call(A.load("_NoRule"), A.const(a.name), A.const(self.spec.vars[st.var].name))
             return [self.at(ast.Raise(no_rule, None), st.line)]
         r = st.rules[pos]
         body = self.rule_body(k, a, idx, st, r, mapping, ci, current)
         if r.when is None:
             return body
-        test = _inline(r.when, {}, current)
+        test = A.inline(r.when, {}, current)
         rest = self.rules(k, a, idx, st, pos + 1, mapping, ci, current)
         return [self.at(ast.If(test, body, rest), r.when.line or r.line)]
 
@@ -339,10 +249,10 @@ class _SweepBuilder:
         decided = list(mapping)
         code: list[ast.stmt] = []
         if isinstance(r.then.py, ast.Constant):
-            decided[st.var] = _const(r.then.py.value)
+            decided[st.var] = A.const(r.then.py.value)
         else:
-            code.append(self.at(_assign(f"u_{st.var}", _inline(r.then, {}, current)), r.then.line or r.line))
-            decided[st.var] = _load(f"u_{st.var}")
+            code.append(self.at(A.assign(f"u_{st.var}", A.inline(r.then, {}, current)), r.then.line or r.line))
+            decided[st.var] = A.load(f"u_{st.var}")
         return code + self.stages(k, a, idx + 1, decided, r.name, ci)
 
     # ------------------------------------------------------------ one state
@@ -353,22 +263,22 @@ class _SweepBuilder:
         if t is None:
             return []
         if t.when is not None:
-            test: list[ast.stmt] = [self.at(_assign("_term", _inline(t.when, {"s": self.V})), t.when.line or t.line)]
+            test: list[ast.stmt] = [self.at(A.assign("_term", A.inline(t.when, {"s": self.V})), t.when.line or t.line)]
         else:
             label = present(t.label)
-            values = _tuple([_const(v) for v in t.values])
-            test = [self.at(_assign("_lab", _inline(label, {"s": self.V})), label.line or t.line),
-                    _assign("_term", ast.Compare(_load("_lab"), [ast.In()], [values]))]
+            values = A.tuple_of([A.const(v) for v in t.values])
+            test = [self.at(A.assign("_lab", A.inline(label, {"s": self.V})), label.line or t.line),
+                    A.assign("_term", ast.Compare(A.load("_lab"), [ast.In()], [values]))]
         failed: list[ast.stmt] = [   # not expanded: where runs end is unknown here
-            _method("_x", "terminal_error", _load("_i"), _load("_exc")),
-            ast.Expr(_call(_load("_term_add"), _const(0))), _incr("_i"), ast.Continue()]
-        ends: list[ast.stmt] = [ast.Expr(_call(_load("_term_add"), _const(1)))]
+            A.method("_x", "terminal_error", A.load("_i"), A.load("_exc")),
+            ast.Expr(A.call(A.load("_term_add"), A.const(0))), A.incr("_i"), ast.Continue()]
+        ends: list[ast.stmt] = [ast.Expr(A.call(A.load("_term_add"), A.const(1)))]
         if t.when is None:
-            count = _call(ast.Attribute(_load("_labels"), "get", ast.Load()), _load("_lab"), _const(0))
-            ends.append(_assign(ast.Subscript(_load("_labels"), _load("_lab"), ast.Store()),
-                                ast.BinOp(count, ast.Add(), _const(1))))
-        ends += [_incr("_i"), ast.Continue()]
-        return [_try(test, "_ERR", failed, "_exc"), ast.If(_load("_term"), ends, [])]
+            count = A.call(ast.Attribute(A.load("_labels"), "get", ast.Load()), A.load("_lab"), A.const(0))
+            ends.append(A.assign(ast.Subscript(A.load("_labels"), A.load("_lab"), ast.Store()),
+                                ast.BinOp(count, ast.Add(), A.const(1))))
+        ends += [A.incr("_i"), ast.Continue()]
+        return [A.try_except(test, "_ERR", failed, "_exc"), ast.If(A.load("_term"), ends, [])]
 
     def actions(self) -> list[ast.stmt]:
         """Every action's transitions from the state, behind its guard."""
@@ -379,51 +289,51 @@ class _SweepBuilder:
             if a.guard is None:
                 out += body
                 continue
-            code = _inline(a.guard, {"s": self.V})
+            code = A.inline(a.guard, {"s": self.V})
             key = ast.dump(code)
             if key not in guards:
                 # an action with the same guard reads its value: had it failed, the finding
                 # (the first one wins) and the failed state would be the same again
                 guards[key] = f"_g{k}"
-                error = _call(_attr("_x", "guard_error"), _load("_i"), _const(k), _load("_exc"))
-                out.append(_try([self.at(_assign(f"_g{k}", code), a.guard.line or a.line)],
-                                "_ERR", [_assign(f"_g{k}", error)], "_exc"))
-            out.append(ast.If(_load(guards[key]), body, []))
+                error = A.call(A.attr("_x", "guard_error"), A.load("_i"), A.const(k), A.load("_exc"))
+                out.append(A.try_except([self.at(A.assign(f"_g{k}", code), a.guard.line or a.line)],
+                                "_ERR", [A.assign(f"_g{k}", error)], "_exc"))
+            out.append(ast.If(A.load(guards[key]), body, []))
         return out
 
     def action(self, k: int, a: Action) -> list[ast.stmt]:
         """One action's transitions from the state, for each combination of its choices."""
-        ci: ast.expr = _const(0)
+        ci: ast.expr = A.const(0)
         if a.choices:
-            ci = _load("_ci")
-        failed: list[ast.stmt] = [_method("_x", "step_error", _load("_i"), _const(k), copy.deepcopy(ci), _load("_exc"))]
-        body: list[ast.stmt] = [_try(self.stages(k, a, 0, list(self.V), None, ci), "_ERR", failed, "_exc")]
+            ci = A.load("_ci")
+        failed: list[ast.stmt] = [A.method("_x", "step_error", A.load("_i"), A.const(k), copy.deepcopy(ci), A.load("_exc"))]
+        body: list[ast.stmt] = [A.try_except(self.stages(k, a, 0, list(self.V), None, ci), "_ERR", failed, "_exc")]
         if not a.choices:
             return body
-        target = _tuple([_store("_ci"), _names([f"c_{c}" for c, _ in a.choices], ast.Store())], ast.Store())
-        combos = _call(_load("_enumerate"), _load(f"_combos_{k}"))
+        target = A.tuple_of([A.store("_ci"), A.names([f"c_{c}" for c, _ in a.choices], ast.Store())], ast.Store())
+        combos = A.call(A.load("_enumerate"), A.load(f"_combos_{k}"))
         return [ast.For(target, combos, body, [])]
 
     def loop(self) -> ast.While:
         """`while _i < _n:` expand state _i."""
-        level: list[ast.stmt] = [_incr("_d"), _assign("_next", _load("_n")),      # a new BFS level starts here
-                                 ast.Expr(_call(_load("_starts_add"), _load("_i")))]
-        stop = ast.Attribute(_load("_x"), "stopped_by", ast.Store())
-        full: list[ast.stmt] = [_assign(stop, _const("max_states")), ast.Break()]
-        tick = _and(_load("_ticking"), _not(ast.BinOp(_load("_i"), ast.BitAnd(), _const(255))),
-                    _call(_attr("_x", "tick"), _load("_i"), _load("_d")))
+        level: list[ast.stmt] = [A.incr("_d"), A.assign("_next", A.load("_n")),      # a new BFS level starts here
+                                 ast.Expr(A.call(A.load("_starts_add"), A.load("_i")))]
+        stop = ast.Attribute(A.load("_x"), "stopped_by", ast.Store())
+        full: list[ast.stmt] = [A.assign(stop, A.const("max_states")), ast.Break()]
+        tick = A.all_of(A.load("_ticking"), A.negate(ast.BinOp(A.load("_i"), ast.BitAnd(), A.const(255))),
+                    A.call(A.attr("_x", "tick"), A.load("_i"), A.load("_d")))
         body: list[ast.stmt] = [
-            ast.If(ast.Compare(_load("_i"), [ast.Eq()], [_load("_next")]), level, []),
-            ast.If(ast.Compare(_load("_n"), [ast.Gt()], [_load("_max")]), full, []),
+            ast.If(ast.Compare(A.load("_i"), [ast.Eq()], [A.load("_next")]), level, []),
+            ast.If(ast.Compare(A.load("_n"), [ast.Gt()], [A.load("_max")]), full, []),
             ast.If(tick, [ast.Break()], []),
-            _assign(_names([f"v_{i}" for i in range(self.n)], ast.Store()),
-                    ast.Subscript(_load("_states"), _load("_i"), ast.Load())),
-            ast.Expr(_call(_load("_es_add"), _call(_load("_len"), _load("_e_dst")))),
+            A.assign(A.names([f"v_{i}" for i in range(self.n)], ast.Store()),
+                    ast.Subscript(A.load("_states"), A.load("_i"), ast.Load())),
+            ast.Expr(A.call(A.load("_es_add"), A.call(A.load("_len"), A.load("_e_dst")))),
             *self.terminal(),
-            ast.Expr(_call(_load("_term_add"), _const(0))),
+            ast.Expr(A.call(A.load("_term_add"), A.const(0))),
             *self.actions(),
-            _incr("_i")]
-        return ast.While(ast.Compare(_load("_i"), [ast.Lt()], [_load("_n")]), body, [])
+            A.incr("_i")]
+        return ast.While(ast.Compare(A.load("_i"), [ast.Lt()], [A.load("_n")]), body, [])
 
     # ------------------------------------------------------------ the function
 
@@ -432,7 +342,7 @@ class _SweepBuilder:
         the choices' combinations, the stand-ins for missing choices, the variants' bounds,
         which properties are live, and the counters (set by building the loop first)."""
         def path(*names: str) -> ast.expr:
-            node: ast.expr = _load(names[0])
+            node: ast.expr = A.load(names[0])
             for name in names[1:]:
                 node = ast.Attribute(node, name, ast.Load())
             return node
@@ -442,22 +352,22 @@ class _SweepBuilder:
                    "_es_add": ("_x", "edge_start", "append"), "_term_add": ("_x", "terminal", "append"),
                    "_starts_add": ("_x", "starts", "append"), "_labels": ("_x", "label_counts"),
                    "_max": ("_x", "max_states"), "_ticking": ("_x", "ticking")}
-        out: list[ast.stmt] = [_assign(local, path(*where)) for local, where in aliases.items()]
+        out: list[ast.stmt] = [A.assign(local, path(*where)) for local, where in aliases.items()]
         for k, a in enumerate(self.spec.actions):
             if a.choices:
-                out.append(_assign(f"_combos_{k}", ast.Subscript(_attr("_x", "combos"), _const(k), ast.Load())))
+                out.append(A.assign(f"_combos_{k}", ast.Subscript(A.attr("_x", "combos"), A.const(k), ast.Load())))
             if self.steps_checked:
                 own = _made(a)
-                out += [_assign(f"_miss_{k}_{c}", _call(_attr("_x", "missing"), _const(k), _const(c)))
+                out += [A.assign(f"_miss_{k}_{c}", A.call(A.attr("_x", "missing"), A.const(k), A.const(c)))
                         for c in self.spec.choice_names if c not in own]
-        out += [_assign(f"_vb{k}", _call(_attr("_x", "bound"), _const(k)))
+        out += [A.assign(f"_vb{k}", A.call(A.attr("_x", "bound"), A.const(k)))
                 for k, p in self.checked if p.kind == "variant"]
         if self.checked:
             out.append(self.refresh())
-        out += [_assign("_n", _call(_load("_len"), _load("_states"))), _assign("_i", _const(0)),
-                _assign("_next", _load("_n")), _assign("_d", _const(0)), _assign("_fwd", _const(True))]
+        out += [A.assign("_n", A.call(A.load("_len"), A.load("_states"))), A.assign("_i", A.const(0)),
+                A.assign("_next", A.load("_n")), A.assign("_d", A.const(0)), A.assign("_fwd", A.const(True))]
         if self.counters:
-            out.append(ast.Assign([_store(c) for _, _, c in self.counters], _const(0)))
+            out.append(ast.Assign([A.store(c) for _, _, c in self.counters], A.const(0)))
         return out
 
     def function(self) -> ast.FunctionDef:
@@ -471,34 +381,10 @@ class _SweepBuilder:
                 bound += [f"dlo_{i}", f"dhi_{i}"]
         bound += ["_len", "_enumerate", "_ERR", "_STOP", "_NoRule", "min", "max", "abs"]
         args = ast.arguments([], [ast.arg("_x"), *(ast.arg(b) for b in bound)], None, [], [], None,
-                             [_load(b) for b in bound])
-        counts = _tuple([_tuple([_const(k), _const(r), _load(c)]) for k, r, c in self.counters])
+                             [A.load(b) for b in bound])
+        counts = A.tuple_of([A.tuple_of([A.const(k), A.const(r), A.load(c)]) for k, r, c in self.counters])
         body: list[ast.stmt] = [
             *self.head(),
-            _try([loop], "_STOP", [_method("_x", "interrupted", _load("_exc"))], "_exc"),
-            ast.Return(_tuple([_load("_i"), _load("_fwd"), _load("_next"), counts]))]
+            A.try_except([loop], "_STOP", [A.method("_x", "interrupted", A.load("_exc"))], "_exc"),
+            ast.Return(A.tuple_of([A.load("_i"), A.load("_fwd"), A.load("_next"), counts]))]
         return ast.FunctionDef("sweep", args, body, [], None, None)
-
-
-def _number_lines(fn: ast.FunctionDef, marks: dict[int, int]) -> dict[int, int]:
-    """Give every statement, and every expression noted in `marks`, a line of its own (its
-    other expressions share it), so a traceback names it; returns generated line -> spec line."""
-    origin: dict[int, int] = {}
-    lines = itertools.count(1)
-
-    def place(node: ast.AST, line: int) -> int:
-        spec_line = marks.get(id(node))
-        if isinstance(node, (ast.stmt, ast.excepthandler)) or spec_line is not None:
-            line = next(lines)
-            if spec_line is not None:
-                origin[line] = spec_line
-        last = line
-        for child in ast.iter_child_nodes(node):
-            last = max(last, place(child, line))
-        if isinstance(node, (ast.stmt, ast.expr, ast.excepthandler, ast.arg)):
-            node.lineno, node.end_lineno = line, last
-            node.col_offset = node.end_col_offset = 0
-        return last
-
-    place(fn, 0)
-    return origin

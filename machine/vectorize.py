@@ -27,7 +27,8 @@ from typing import Any, TypeAlias, cast
 
 import numpy as np
 
-from .compiled import Machine, emit_set
+from . import expr as E
+from .compiled import Machine
 from .fold import folded
 from .ranges import widest_value
 from .spec import DecideStage, SetStage, Spec, present
@@ -469,7 +470,7 @@ class _Gen:
             for st in a.stages:
                 if isinstance(st, SetStage):
                     self.share(w, [x.value.py for x in st.assigns])
-                    emit_set(w, st, lambda ex: self.src(ex.py))
+                    _emit_set(w, st, lambda ex: self.src(ex.py))
                 else:
                     self.share(w, [r.then.py for r in st.rules] + [r.when.py for r in st.rules if r.when])
                     self._decide(w, st, a.name)
@@ -482,7 +483,7 @@ class _Gen:
                 for st in a.stages:
                     if isinstance(st, SetStage):
                         self.share(w, [x.value.py for x in st.assigns])
-                        emit_set(w, st, lambda ex: self.src(ex.py))
+                        _emit_set(w, st, lambda ex: self.src(ex.py))
                         self.shared = {}
                     else:
                         conds = ", ".join(self.src(r.when.py) if r.when is not None else "True"
@@ -551,3 +552,11 @@ class _Gen:
             value, rid = "_v", "_r"
         w(f"    {var}, rule = {value}, {rid}")
         w(f"    unmatched = {'rule < 0' if open_end else 'False'}")
+
+
+def _emit_set(w: Callable[[str], None], st: SetStage, render: Callable[[E.Expr], str]) -> None:
+    """A set stage as one simultaneous tuple assignment (every right side sees the old values)."""
+    if st.assigns:
+        lhs = ", ".join(f"v_{x.var}" for x in st.assigns)
+        rhs = ", ".join(f"({render(x.value)})" for x in st.assigns)
+        w(f"    {lhs} = {rhs}")
