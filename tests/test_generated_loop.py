@@ -266,8 +266,9 @@ def test_the_engine_gives_the_generated_loop_every_member_of_its_sweep_target():
 
 
 def test_the_loop_is_built_as_an_ast_and_names_the_failing_spec_line():
-    """Every statement of the generated loop has a line of its own; a set stage's right
-    sides each map to their own spec line (so a failing one is named by its line)."""
+    """Every statement of the generated code has a line of its own; a set stage's right
+    sides each map to their own spec line (so a failing one is named by its line), in the
+    BFS loop and in the step functions the plain loop calls."""
     spec = parse_spec("""
 machine: lines
 vars:
@@ -286,9 +287,9 @@ terminal: x == 3
     module, origin = generate_sweep(spec)
     assert sorted(set(origin.values())) == [8, 10, 11, 12, 13]   # guard, the set, its two right sides, terminal
     m = CompiledSpec(spec).instantiate({})
-    ex = explore(m)
-    assert ex.findings["well_defined"].message == ("action go with no choices (lines.yaml:12): integer "
-                                                   "division or modulo by zero")
+    for machine in (m, _plain(m)):           # the loop's AST, and the step functions' module
+        assert explore(machine).findings["well_defined"].message == (
+            "action go with no choices (lines.yaml:12): integer division or modulo by zero")
 
 
 def test_the_compilers_import_no_engine_and_not_each_other():
