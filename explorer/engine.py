@@ -186,7 +186,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
     `count` of terminates_within or a measure cannot be evaluated: (built-in property,
     finding). The engines do not evaluate those while exploring (the analyses do, and
     only on an acyclic graph), yet such an error is a `well_defined` violation like any
-    other. Only expressions that can fail are tried (see compiled.can_fail): none of a
+    other. Only expressions that can fail are tried (see fold.can_fail): none of a
     vectorized spec's can, so a vector exploration, whose edges may be dropped, is never
     walked here."""
     m = ex.machine
