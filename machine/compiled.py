@@ -1,7 +1,8 @@
 """Compile a validated spec into plain Python step functions.
 
-The checked expression ASTs are rendered into one Python module per spec (compiled
-once), then executed once per parameter combination with the params bound as globals.
+The checked expression ASTs are assembled into one Python module per spec, built as an
+AST (machine/astgen.py; no code is written as text) and compiled once, then executed once
+per parameter combination with the params bound as globals.
 States are tuples of ints, bools and strings in var order; choices are tuples whose
 item 0 is the label shown in traces. The explorer calls these functions in its inner
 loop, so they do no checking the type system already did: only int ranges are checked

@@ -1,6 +1,6 @@
 """Compile a spec into numpy functions that expand a whole BFS level at once.
 
-The same checked expressions as `compiled.py`, rendered over arrays: a var is an int64
+The same checked expressions as `compiled.py`, built (as an AST) over arrays: a var is an int64
 array (enum values as global string ids, so any two enum values compare as ints) or a
 bool array; `and`/`or`/`not` become element-wise logic, `x if c else y` a `where`, a
 decide table a `select` whose unmatched rows are reported. States are encoded as one
