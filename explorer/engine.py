@@ -6,7 +6,7 @@ transition is stored (compressed: the edges of state i are contiguous because st
 are expanded in index order), so termination, lassos and longest runs can be computed
 on the explored graph afterwards.
 
-A compiled spec runs its generated loop (machine/compiled.py, `_generate_sweep`): the
+A compiled spec runs its generated loop (machine/sweep.py, `generate_sweep`): the
 spec's expressions inline, and per edge only its successor stored. What an edge or a
 first visit was (action, choices, rule) is recomputed from its source state when a
 trace or an analysis asks (`Exploration.attach_lazy`). Bound code, Python models and
@@ -28,7 +28,9 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, MissingChoice, can_fail, spec_where
+from haltproof.machine.compiled import EVAL_ERRORS, Machine, MissingChoice, spec_where
+from haltproof.machine.fold import can_fail
+from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.spec import present
 from haltproof.properties import termination, vacuity
@@ -226,7 +228,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
     `count` of terminates_within or a measure cannot be evaluated: (built-in property,
     finding). The engines do not evaluate those while exploring (the analyses do, and
     only on an acyclic graph), yet such an error is a `well_defined` violation like any
-    other. Only expressions that can fail are tried (see compiled.can_fail): none of a
+    other. Only expressions that can fail are tried (see fold.can_fail): none of a
     vectorized spec's can, so a vector exploration, whose edges may be dropped, is never
     walked here."""
     m = ex.machine
@@ -445,7 +447,7 @@ class _Sweep:
         if spec.terminal is not None and spec.terminal.label is not None:
             for v in spec.terminal.values:
                 ex.label_counts.setdefault(v, 0)
-        # what the generated loop reads (machine/compiled.py, _generate_sweep)
+        # what the generated loop reads: this class is its SweepTarget (machine/sweep.py)
         self.states, self.index, self.parent = ex.states, ex.index, ex.parent
         self.e_dst, self.edge_start, self.terminal = ex.e_dst, ex.edge_start, ex.terminal
         self.label_counts = ex.label_counts

@@ -1,10 +1,7 @@
-"""Deciding `action == ...` for one action, and simplifying what that settles.
-
-A step expression shared by several actions often guards a choice read with the action's
-name (`action == 'retry' and c_attempt > 1`). Folded for one action, the guard becomes a
-constant and the and/or/not/if around it simplify, so what is left reads only the choices
-that action makes. Both the scalar compiler (which asks whether an expression can fail)
-and the vector compiler (which generates code per action) fold; neither depends on the other.
+"""Static facts about checked expressions, shared by the compilers (compiled.py, sweep.py,
+vectorize.py): `folded` decides `action == ...` for one action, and `can_fail` says
+whether evaluating an expression can raise. It imports nothing from the compilers, so
+each of them can use it without importing another.
 """
 
 from __future__ import annotations
@@ -13,12 +10,35 @@ import ast
 import copy
 from typing import cast
 
+from . import expr as E
+
+
+def can_fail(ex: E.Expr, actions: list[tuple[str, set[str]]]) -> bool:
+    """Whether evaluating ex can raise: only `//` and `%` (by zero) can, and a step
+    expression reading a choice that one of `actions` (name, the choices it makes) does
+    not make, once `action == ...` is decided for that action. The type checker rules out
+    every other failure."""
+    for node in ast.walk(ex.py):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            return True
+    if not choices_read(ex.py):
+        return False
+    return any(choices_read(folded(ex.py, name)) - made for name, made in actions)
+
+
+def choices_read(node: ast.AST) -> set[str]:
+    """The names of the choices `node` reads (the loader writes choice x as `c_x[...]`)."""
+    return {n.value.id[2:] for n in ast.walk(node)
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id.startswith("c_")}
+
 
 def folded(node: ast.expr, action: str | None) -> ast.expr:
     """`node` with `action == 'x'` decided for this action and and/or/not/if simplified
     (anywhere in the tree), so a step expression guarded by the action name never reads
     another action's choices."""
-    return _Fold(action).visit(copy.deepcopy(node))
+    out = _Fold(action).visit(copy.deepcopy(node))
+    assert isinstance(out, ast.expr), "folding keeps an expression an expression"
+    return out
 
 
 class _Fold(ast.NodeTransformer):
@@ -63,7 +83,8 @@ class _Fold(ast.NodeTransformer):
     def visit_IfExp(self, n: ast.IfExp) -> ast.AST:
         test = self.visit(n.test)
         if isinstance(test, ast.Constant) and isinstance(test.value, bool):
-            return self.visit(n.body if test.value else n.orelse)
+            chosen: ast.AST = self.visit(n.body if test.value else n.orelse)
+            return chosen
         n.test = test
         n.body = self.visit(n.body)
         n.orelse = self.visit(n.orelse)
