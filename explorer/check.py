@@ -102,6 +102,7 @@ class RunResult:
     engine: str = "scalar"               # which engine explored it
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
+    binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
 
     @property
     def warnings(self) -> list[str]:
@@ -261,9 +262,9 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
-        with usercode.deadline(options.timeout):
+        with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
             adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
-        machines = [bind_machine(m, adapter, spec.bind) for m in machines]
+            machines = [bind_machine(m, adapter, spec.bind) for m in machines]
     return machines
 
 
@@ -392,7 +393,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason)
+                     reason, m.binding() if m.binding is not None else None)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:

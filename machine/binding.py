@@ -1,7 +1,10 @@
 """Binding a spec to real Python code, so the proof is about the code, not a copy of it.
 
-A spec names an adapter with `bind: module:Name`. The adapter translates between the
-spec's abstract states and choices and the concrete values the user's code takes:
+A spec names an adapter with `bind: module:Name`. A live adapter (machine/live.py:
+`start`, `step`, `abstract`) starts and advances real runs, and haltproof reaches each
+abstract state by snapshot, copy or replay. A state adapter (`Adapter`, below)
+translates between the spec's abstract states and choices and the concrete values the
+user's code takes:
 
 - `concretize(state, params)`: a concrete state for an abstract one;
 - `representative(action, choice, label)`: one concrete value of an abstract choice
@@ -15,7 +18,9 @@ spec's abstract states and choices and the concrete values the user's code takes
 When a spec is bound, `haltproof check` calls the adapter (and so the user's code) for
 every reachable state and every choice. An exception, a result that is not a valid
 state, an unknown rule name, or two calls that disagree are findings of the built-in
-property `bound_code`, reported with the trace and the user's traceback.
+property `bound_code`, reported with the trace and the user's traceback, unless the
+spec declares the exception an outcome of the action (`raises:`, machine/outcomes.py).
+Any adapter method may be `async def`: it runs on one event loop per run (live.Driver).
 """
 
 from __future__ import annotations
@@ -25,14 +30,20 @@ import importlib
 import os
 import sys
 import traceback
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from . import usercode
 from .compiled import CompiledAction, EvalError, Machine
 from .errors import Problem, SpecError
+from .live import STATE, Driver, LiveAdapter, LiveRuns, is_live
+from .outcomes import outcome_of, resolve
 from .usercode import OutOfTime, running
 from .spec import present
+
+T = TypeVar("T")
+__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine"]
 
 
 class Adapter:
@@ -61,7 +72,7 @@ class CodeError(EvalError):
     builtin = "bound_code"
 
 
-def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
+def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter:
     """Import `module:Name` and return an adapter instance (a class is instantiated)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
@@ -89,10 +100,12 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
     except Exception as exc:
         raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
                                  ref)]) from None
-    missing = [m for m in ("concretize", "step", "abstract") if not callable(getattr(adapter, m, None))]
+    needed = ("start", "step", "abstract") if is_live(adapter) else ("concretize", "step", "abstract")
+    missing = [m for m in needed if not callable(getattr(adapter, m, None))]
     if missing:
         raise SpecError([Problem(file, line, f"the adapter has no {', '.join(missing)} method", ref)])
-    return adapter
+    checked: Adapter | LiveAdapter = adapter      # the user's object: its methods are checked above
+    return checked
 
 
 # haltproof's own layers sit side by side (installed under haltproof/, or as the checkout's
@@ -109,46 +122,75 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip()
 
 
-def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
-    """A copy of `m` whose actions run the bound code instead of the spec's stages."""
+def bind_machine(m: Machine, adapter: Any, ref: str) -> Machine:
+    """A copy of `m` whose actions run the bound code instead of the spec's stages.
+
+    The declared exceptions (`raises:`) are imported here, the user's modules: call it
+    under the check's deadline."""
     spec = m.spec
     var_names = m.var_names
     params = dict(m.params)
     values_ok = _value_checkers(m)
+    driver = Driver()
+    outcomes = {a.name: resolve(a.raises, spec.path) for a in spec.actions}
 
-    def make_step(act: CompiledAction) -> Callable[..., tuple[tuple, str | None]]:
+    def advance(live: Any, action: str, choices: dict[str, Any]) -> None:
+        """One transition of a live run while replaying a path: a declared exception is
+        the outcome it was when the path was found."""
+        try:
+            driver.call(adapter.step, live, action, choices)
+        except Exception as exc:
+            if outcome_of(exc, outcomes[action]) is None:
+                raise
+
+    runs = LiveRuns(adapter, driver, params, var_names, m.inits, advance, _read_back) if is_live(adapter) else None
+
+    def make_step(act: CompiledAction) -> Callable[..., tuple[tuple[Any, ...], str | None]]:
         decide = spec.actions[act.index].decide
         rules = {r.name for r in decide.rules} if decide else set()
+        declared = outcomes[act.name]
 
-        def run_code(state: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-            concrete = adapter.concretize(dict(state), params)
-            new, rule = adapter.step(act.name, concrete, copy.deepcopy(choices))
-            return adapter.abstract(new, params), rule
-
-        def call(state: dict[str, Any], choices: dict[str, Any], combo: tuple) -> tuple[dict[str, Any], Any]:
+        def outcome(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+            """The rule `run` reports, or the one its declared exception stands for, with the
+            var values that exception sets."""
             try:
-                return usercode.run(run_code, state, choices)
-            except OutOfTime as stop:
-                stop.note(running(f"the bound code for action {act.name}", _choice_labels(act, combo), state))
-                raise
+                return run(), {}
             except Exception as exc:
-                raise CodeError(f"the bound code raised {type(exc).__name__}: {exc}\n"
-                                f"{_user_traceback(exc)}") from None
+                said = outcome_of(exc, declared)
+                if said is None:
+                    raise
+                return said.rule, said.sets
 
-        def step(s: tuple, *combo: tuple) -> tuple[tuple, str | None]:
+        def by_state(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+            held = [driver.call(adapter.concretize, dict(state), params)]
+
+            def run() -> Any:      # a declared exception leaves the concrete state as the step left it
+                held[0], rule = driver.call(adapter.step, act.name, held[0], choices)
+                return rule
+            rule, sets = outcome(run)
+            return _with(driver.call(adapter.abstract, held[0], params), sets), rule, None
+
+        def by_live(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+            assert runs is not None, "a live adapter has its runs"
+            live = runs.fresh(s)
+            rule, sets = outcome(lambda: driver.call(adapter.step, live, act.name, choices))
+            return _with(driver.call(adapter.abstract, live), sets), rule, live
+        run_code = by_live if runs is not None else by_state
+
+        def call(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
+                 combo: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+            return _user(lambda: run_code(s, state, copy.deepcopy(choices)), "the bound code",
+                         f"the bound code for action {act.name}", act, combo, state)
+
+        def step(s: tuple[Any, ...], *combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
             state = dict(zip(var_names, s))
-            try:
-                choices = usercode.run(lambda: {name: adapter.representative(act.name, name, item[0])
-                                                for name, item in zip(act.choice_names, combo)})
-            except OutOfTime as stop:
-                stop.note(running(f"the adapter's representative() for action {act.name}",
-                                  _choice_labels(act, combo), state))
-                raise
-            except Exception as exc:
-                raise CodeError(f"the adapter's representative() raised {type(exc).__name__}: {exc}\n"
-                                f"{_user_traceback(exc)}") from None
-            first = _plain_result(call(state, choices, combo), var_names)
-            second = _plain_result(call(state, choices, combo), var_names)
+            choices = _user(lambda: {name: adapter.representative(act.name, name, item[0])
+                                     for name, item in zip(act.choice_names, combo)},
+                            "the adapter's representative()",
+                            f"the adapter's representative() for action {act.name}", act, combo, state)
+            *first_out, live = call(s, state, choices, combo)
+            first = _plain_result(tuple(first_out), var_names)
+            second = _plain_result(tuple(call(s, state, choices, combo)[:2]), var_names)
             if first != second:
                 raise CodeError("the bound code is nondeterministic: two calls with the same state "
                                 f"and choices gave {_show(first)} and {_show(second)}")
@@ -156,13 +198,17 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
-            return _hashable(tuple(result[v] for v in var_names), var_names, "abstract()"), rule
+            t = _hashable(tuple(result[v] for v in var_names), var_names, "abstract()")
+            if runs is not None and not runs.known(t):
+                _user(lambda: runs.keep(s, act.name, choices, t, live), "the adapter's snapshot()",
+                      f"keeping the live run after action {act.name}", act, combo, state)
+            return t, rule
         return step
 
     actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
                               a.choice_names, a.record_fields) for a in m.actions]
 
-    def domain_error(t: tuple) -> int:
+    def domain_error(t: tuple[Any, ...]) -> int:
         for i, ok in enumerate(values_ok):
             if not ok(t[i]):
                 return i
@@ -173,10 +219,57 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
     bound.domain_error = domain_error
     bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
+    bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
+    weakref.finalize(bound, driver.close)
     return bound
 
 
-def _choice_labels(act: CompiledAction, combo: tuple) -> dict[str, Any]:
+def _with(result: Any, sets: dict[str, Any]) -> Any:
+    """The abstract state the code reports, with a declared exception's values on top."""
+    return {**result, **sets} if sets and type(result) is dict else result
+
+
+def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str) -> None:
+    """A live run handed to a transition must be in the state it stands for (machine/live.py)."""
+    got = _plain_result((runs.driver.call(runs.adapter.abstract, live), None), runs.var_names)[0]
+    if got == dict(zip(runs.var_names, s)):
+        return
+    shown = " ".join(f"{k}={_value_text(v)}" for k, v in got.items())
+    if how == "start":
+        raise CodeError(f"start() for this initial state gives a run in state {shown}")
+    if how == "snapshot":
+        why = "restore(snapshot(...)) does not give back the run the snapshot was taken of"
+    elif how == "copy":
+        why = ("copy.deepcopy does not copy this live run (it shares state with the original): "
+               "give the adapter snapshot()/restore(), or set copyable = False")
+    else:
+        why = (f"replaying its path of {runs.path_length(s)} transitions from start() leads elsewhere: "
+               "the bound code is nondeterministic (time, randomness, iteration order, or state kept "
+               "between runs)")
+    raise CodeError(f"the live run for this state is in state {shown}: {why}")
+
+
+def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo: tuple[Any, ...],
+          state: dict[str, Any]) -> T:
+    """`fn()`, the user's code, under the deadline: its exception is a `bound_code` finding
+    with the user's traceback, the deadline passing in it says what was running."""
+    try:
+        result: T = usercode.run(fn)
+        return result
+    except OutOfTime as stop:
+        stop.note(running(doing, _choice_labels(act, combo), state))
+        raise
+    except CodeError:
+        raise
+    except Exception as exc:
+        raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}") from None
+
+
+def _value_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _choice_labels(act: CompiledAction, combo: tuple[Any, ...]) -> dict[str, Any]:
     return {name: item[0] for name, item in zip(act.choice_names, combo)}
 
 
@@ -205,7 +298,7 @@ def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
     return result, rule
 
 
-def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:
+def _hashable(state: tuple[Any, ...], var_names: list[str], what: str) -> tuple[Any, ...]:
     """States are set members: a dict or list slipping into one is the code's mistake."""
     for name, value in zip(var_names, state):
         try:

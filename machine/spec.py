@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from . import expr as E
 from .errors import Located, Problem, SpecError
 from .inputs import TooLarge, read_bounded, too_large
+from .outcomes import Outcome, VarShape, parse_raises
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -128,6 +129,7 @@ class Action:
     stages: list[SetStage | DecideStage]
     line: int
     file: str | None = None
+    raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
 
     @property
     def decide(self) -> DecideStage | None:
@@ -363,6 +365,7 @@ class _Loader:
         if self.problems:
             raise SpecError(self.problems)
         self.vars_list = vars_
+        self.bound = top.get("bind") is not None
         self.sets_by_name = sets      # not `self.sets`: that is the method that parsed them
 
         actions_raw = self.mapping(top["actions"], top.line_of("actions"), "actions")
@@ -529,7 +532,7 @@ class _Loader:
     def action_choice_sets(self, aname: str, raw: Any, line: int) -> None:
         self.ident(aname, line, "an action name")
         a = self.mapping(raw, line, f"action {aname}")
-        self.keys(a, f"action {aname}", {"when", "choose", "do", "description"})
+        self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises"})
         out = []
         if "choose" in a:
             ch = self.mapping(a["choose"], a.line_of("choose"), f"choose of action {aname}")
@@ -742,7 +745,19 @@ class _Loader:
                 stages.append(self.decide_stage(st, sline, scope, name))
             else:
                 raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
-        return Action(name, guard, choices, stages, line)
+        raises = self.action_raises(name, raw, stages) if "raises" in raw else []
+        return Action(name, guard, choices, stages, line, raises=raises)
+
+    def action_raises(self, name: str, raw: YMap, stages: list[SetStage | DecideStage]) -> list[Outcome]:
+        """An action's `raises:` (machine/outcomes.py): it describes the bound code, so it needs `bind:`."""
+        line = raw.line_of("raises")
+        if not self.bound:
+            raise self.at(line).error(f"raises of action {name} describes the exceptions of bound code, "
+                                      "but the spec has no bind:")
+        decide = next((s for s in stages if isinstance(s, DecideStage)), None)
+        rules = [r.name for r in decide.rules] if decide else []
+        shapes = {v.name: VarShape(v.kind, tuple(v.values)) for v in self.vars_list}
+        return parse_raises(raw["raises"], line, self.file, name, rules, shapes)
 
     def var_by_name(self, name: Any, line: int) -> tuple[int, Var]:
         for i, v in enumerate(self.vars_list):

@@ -1,0 +1,165 @@
+"""Live binding (machine/live.py): the code's own runs, reached by snapshot, copy or replay.
+
+The adapters live in tests/live_agents.py; AGENT_SPEC is the agent loop they bind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import live_agents
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import load_spec
+
+TESTS = Path(__file__).resolve().parent
+
+AGENT_SPEC = """\
+machine: agent
+bind: live_agents:{adapter}
+params:
+  N: [2, 3]
+vars:
+  steps: {{type: int, min: 0, max: N, init: 0}}
+  status: {{type: enum, values: [running, done, limit], init: running}}
+actions:
+  work:
+    when: status == running
+    choose:
+      tool: [ok, fail]
+    do:
+      - set: {{steps: steps + 1}}
+      - decide: status
+        rules:
+          - {{name: finished, when: tool == ok, then: done}}
+          - {{name: out_of_steps, when: steps >= N, then: limit}}
+          - {{name: again, then: running}}
+terminal: status != running
+properties:
+  stops:
+    terminates: true
+  within_limit:
+    always: steps <= N
+"""
+
+
+@pytest.fixture(autouse=True)
+def _tests_importable(monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+
+
+def agent_spec(tmp_path: Path, adapter: str) -> Path:
+    path = tmp_path / f"{adapter.lower()}.yaml"
+    path.write_text(AGENT_SPEC.format(adapter=adapter))
+    return path
+
+
+def runs_of(path: Path, **options) -> list:
+    return check_spec(load_spec(path), Options(**options))
+
+
+def props(run) -> dict:
+    return {p.name: p for p in run.properties}
+
+
+MODEL_STATES = {2: 5, 3: 7}     # the spec's own stages: steps 0..N-1 running, plus done/limit ends
+
+
+def test_model_state_counts_are_the_reference(tmp_path):
+    runs = runs_of(agent_spec(tmp_path, "AgentAdapter"), model_only=True)
+    assert {r.params["N"]: r.stats["states"] for r in runs} == MODEL_STATES
+    assert [r.binding for r in runs] == [None, None]
+
+
+@pytest.mark.parametrize("adapter, mode", [("AgentAdapter", "snapshot"), ("ReplayedAdapter", "replay"),
+                                           ("SnapshotAdapter", "snapshot"), ("GeneratorAdapter", "replay")])
+def test_each_mode_proves_the_agent_with_the_model_s_states(tmp_path, adapter, mode):
+    runs = runs_of(agent_spec(tmp_path, adapter))
+    assert [(r.params["N"], r.result, r.binding) for r in runs] == [(2, "proved", mode), (3, "proved", mode)]
+    assert {r.params["N"]: r.stats["states"] for r in runs} == MODEL_STATES
+    assert {r.params["N"]: r.stats["transitions"] for r in runs} == {2: 4, 3: 6}
+
+
+def test_snapshot_adapter_takes_one_snapshot_per_state(tmp_path):
+    live_agents.SnapshotAdapter.taken = 0
+    runs_of(agent_spec(tmp_path, "SnapshotAdapter"), pins={"N": 3})
+    assert live_agents.SnapshotAdapter.taken == MODEL_STATES[3]
+
+
+def test_replay_mode_finds_the_real_violation_with_the_shortest_trace(tmp_path):
+    (run,) = runs_of(agent_spec(tmp_path, "ReplayedMutant"), pins={"N": 2})
+    assert run.binding == "replay"
+    found = props(run)
+    assert run.result == "violated"
+    assert found["domains"].status == "violated"      # steps reaches 3 > N = 2
+    trace = found["domains"].trace
+    assert [s.state["steps"] for s in trace.steps] == [0, 1, 2, 3]
+    assert [s.choices for s in trace.steps[1:]] == [{"tool": "fail"}, {"tool": "fail"}, {"tool": "ok"}]
+
+
+def test_a_restore_that_forgets_is_a_bound_code_finding(tmp_path):
+    (run,) = runs_of(agent_spec(tmp_path, "ForgetfulRestore"), pins={"N": 3})
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message == ("action work with tool=ok: the live run for this state is in state "
+                               "steps=0 status=running: "
+                               "restore(snapshot(...)) does not give back the run the snapshot was taken of")
+    assert [s.state["steps"] for s in finding.trace.steps] == [0, 1]
+
+
+def test_a_copy_that_shares_state_is_a_bound_code_finding(tmp_path):
+    (run,) = runs_of(agent_spec(tmp_path, "SharedCopyAdapter"), pins={"N": 3})
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert "copy.deepcopy does not copy this live run (it shares state with the original)" in finding.message
+
+
+def test_a_replay_that_leads_elsewhere_is_a_bound_code_finding(tmp_path):
+    live_agents.LeakyReplay.calls = 0
+    (run,) = runs_of(agent_spec(tmp_path, "LeakyReplay"), pins={"N": 3})
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message.startswith("action work with tool=ok: the live run for this state is in "
+                                      "state steps=2 status=running: ")
+    assert ("replaying its path of 1 transitions from start() leads elsewhere: the bound code is "
+            "nondeterministic" in finding.message)
+
+
+def test_start_in_the_wrong_state_is_a_bound_code_finding(tmp_path):
+    (run,) = runs_of(agent_spec(tmp_path, "WrongStart"), pins={"N": 2})
+    finding = props(run)["bound_code"]
+    assert finding.message == "action work with tool=ok: start() for this initial state gives a run in state steps=1 status=running"
+    assert len(finding.trace.steps) == 1
+
+
+def test_json_and_text_report_the_binding(tmp_path, cli):
+    spec = agent_spec(tmp_path, "ReplayedAdapter")
+    ran = cli("check", spec, "-p", "N=2", "--format", "json")
+    assert ran.code == 0
+    assert [r["binding"] for r in ran.json()["runs"]] == ["replay"]
+    text = cli("check", spec, "-p", "N=2")
+    assert "(checked the bound code: live_agents:ReplayedAdapter)  [binding: replay]" in text.out
+    model = cli("check", spec, "-p", "N=2", "--model", "--format", "json")
+    assert "binding" not in model.json()["runs"][0]
+
+
+def test_a_state_adapter_is_reported_as_state(cli):
+    ran = cli("check", TESTS.parent / "specs" / "loop_demo.yaml", "-p", "max_steps=1", "-p", "max_retries=0",
+              "--format", "json")
+    assert [r["binding"] for r in ran.json()["runs"]] == ["state"]
+
+
+def test_a_live_adapter_without_abstract_is_a_spec_error(tmp_path, cli):
+    (tmp_path / "halfway.py").write_text("class Half:\n    def start(self, p, i): return 0\n"
+                                         "    def step(self, live, a, c): return None\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(AGENT_SPEC.format(adapter="X").replace("live_agents:X", "halfway:Half"))
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    try:
+        ran = cli("check", spec)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert ran.code == 2
+    assert f"{spec}:2: the adapter has no abstract method: 'halfway:Half'" in ran.err
