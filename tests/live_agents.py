@@ -215,3 +215,37 @@ class HangingAsync(AsyncAdapter):
     async def step(self, live: AsyncRun, action: str, choices: dict[str, Any]) -> str:
         await asyncio.Event().wait()
         return "again"
+
+
+# ---------------------------------------------------------------- exceptions as outcomes
+
+
+class StepLimitExceeded(Exception):
+    pass
+
+
+class ToolError(Exception):
+    pass
+
+
+class RaisingAgent(Agent):
+    """Signals its limit with an exception, as frameworks do, and its tool can fail."""
+
+    def work(self, tool: str) -> str:
+        if self.steps >= self.limit:
+            raise StepLimitExceeded(f"hit the limit of {self.limit} steps")
+        self.steps += 1
+        if tool == "crash":
+            raise ToolError("the tool crashed")
+        if tool == "ok":
+            self.status = "done"
+            return "finished"
+        return "again"
+
+
+class RaisingAdapter(ReplayedAdapter):
+    agent = RaisingAgent
+
+
+class RaisingCopied(AgentAdapter):
+    agent = RaisingAgent

@@ -163,3 +163,24 @@ def test_a_live_adapter_without_abstract_is_a_spec_error(tmp_path, cli):
         sys.path.remove(str(tmp_path))
     assert ran.code == 2
     assert f"{spec}:2: the adapter has no abstract method: 'halfway:Half'" in ran.err
+
+
+# ---------------------------------------------------------------- async
+
+
+def test_an_async_adapter_runs_on_one_event_loop_and_is_replayed(tmp_path):
+    live_agents.LOOPS_SEEN.clear()
+    (run,) = runs_of(agent_spec(tmp_path, "AsyncAdapter"), pins={"N": 3})
+    assert (run.result, run.binding) == ("proved", "replay")     # an async generator cannot be copied
+    assert run.stats["states"] == MODEL_STATES[3]
+    assert len(live_agents.LOOPS_SEEN) == 1
+
+
+def test_an_async_step_that_never_returns_ends_in_a_clean_timeout(tmp_path, cli):
+    ran = cli("check", agent_spec(tmp_path, "HangingAsync"), "-p", "N=2", "--timeout", "1", "--format", "json")
+    assert ran.code == 3
+    (run,) = ran.json()["runs"]
+    assert run["stopped_by"] == "timeout"
+    assert run["stop_reason"] == ("stopped at 1 states: --timeout 1 s reached while running the bound code "
+                                  "for action work (tool=ok) from state steps=0 status=running")
+    assert "Traceback" not in ran.err
