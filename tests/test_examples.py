@@ -89,3 +89,9 @@ def test_the_off_by_one_mutant_is_caught_with_its_shortest_trace(monkeypatch):
         ({"move": "tool_ok"}, "continue", {"steps": 1, "retries": 0, "status": "running"}),
         ({"move": "answer"}, "answered", {"steps": 2, "retries": 0, "status": "answered"}),
     ]
+
+
+def test_the_binding_doc_shows_the_shipped_adapter():
+    doc = (ROOT / "docs" / "binding.md").read_text()
+    assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
+    assert "cd examples/agent_loop && haltproof check agent.yaml" in doc
