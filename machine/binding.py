@@ -172,6 +172,9 @@ def bind_machine(m: Machine, adapter: Any, ref: str) -> Machine:
 
         def by_live(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
             assert runs is not None, "a live adapter has its runs"
+            if not runs.known(s):
+                raise CodeError("a live run reaches a state only along a path from an initial state, "
+                                "and none has led to this one")
             live = runs.fresh(s)
             rule, sets = outcome(lambda: driver.call(adapter.step, live, act.name, choices))
             return _with(driver.call(adapter.abstract, live), sets), rule, live

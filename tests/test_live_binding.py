@@ -184,3 +184,12 @@ def test_an_async_step_that_never_returns_ends_in_a_clean_timeout(tmp_path, cli)
     assert run["stop_reason"] == ("stopped at 1 states: --timeout 1 s reached while running the bound code "
                                   "for action work (tool=ok) from state steps=0 status=running")
     assert "Traceback" not in ran.err
+
+
+def test_conform_refuses_a_live_adapter_instead_of_failing_on_it(tmp_path, cli):
+    spec = agent_spec(tmp_path, "AgentAdapter")
+    ran = cli("conform", spec, "--examples", "3")
+    assert ran.code == 2
+    assert (f"{spec}: conform needs a state adapter (concretize); live_agents:AgentAdapter is a live "
+            "adapter, whose runs `haltproof check` explores") in ran.err
+    assert ran.out == ""
