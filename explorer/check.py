@@ -20,6 +20,7 @@ from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
 from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.spec import Spec, declared_at, value_count
@@ -55,6 +56,7 @@ class Options:
     max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
+    paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     def __post_init__(self) -> None:
@@ -71,6 +73,7 @@ class Options:
             raise ValueError(f"properties must be a list of property names, got {self.properties!r}")
         if not isinstance(self.model_only, bool):
             raise ValueError(f"model must be True or False, got {self.model_only!r}")
+        self.paths = check_number(self.paths, "paths", int, above=0)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
@@ -258,13 +261,21 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
     Every spec error that depends on param values surfaces here, before any run. Loading
     a bound adapter runs the user's code: within the timeout, or OutOfTime."""
     _check_property_names(spec, options)
+    if options.paths > 1 and (not spec.bind or options.model_only):
+        raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
+                                 "code into a state: " + ("--model explores the spec's own stages" if spec.bind
+                                                          else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
         with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
             adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
-            machines = [bind_machine(m, adapter, spec.bind) for m in machines]
+            if options.paths > 1 and not is_live(adapter):
+                raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
+                                         "state, which needs a live adapter (start); this one rebuilds states "
+                                         "(concretize)", spec.bind)])
+            machines = [bind_machine(m, adapter, spec.bind, options.paths) for m in machines]
     return machines
 
 
@@ -275,6 +286,9 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
     with usercode.deadline(options.timeout):
         spec, instantiate = load_python_model(cls)
         _check_property_names(spec, options)
+        if options.paths > 1:
+            raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
+                                     "code into a state: a Python model has no bound code")])
         machines = []
         for params in sweep(spec, options.pins):
             try:

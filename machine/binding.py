@@ -122,11 +122,12 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip()
 
 
-def bind_machine(m: Machine, adapter: Any, ref: str) -> Machine:
+def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     """A copy of `m` whose actions run the bound code instead of the spec's stages.
 
     The declared exceptions (`raises:`) are imported here, the user's modules: call it
-    under the check's deadline."""
+    under the check's deadline. `paths` > 1 (a live adapter only) compares up to that
+    many paths into each abstract state (`same_after`)."""
     spec = m.spec
     var_names = m.var_names
     params = dict(m.params)
@@ -170,15 +171,18 @@ def bind_machine(m: Machine, adapter: Any, ref: str) -> Machine:
             rule, sets = outcome(run)
             return _with(driver.call(adapter.abstract, held[0], params), sets), rule, None
 
+        def on_live(live: Any, choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+            rule, sets = outcome(lambda: driver.call(adapter.step, live, act.name, choices))
+            return _with(driver.call(adapter.abstract, live), sets), rule, live
+
         def by_live(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
             assert runs is not None, "a live adapter has its runs"
             if not runs.known(s):
                 raise CodeError("a live run reaches a state only along a path from an initial state, "
                                 "and none has led to this one")
-            live = runs.fresh(s)
-            rule, sets = outcome(lambda: driver.call(adapter.step, live, act.name, choices))
-            return _with(driver.call(adapter.abstract, live), sets), rule, live
+            return on_live(runs.fresh(s), choices)
         run_code = by_live if runs is not None else by_state
+        on_live_of[act.name] = on_live
 
         def call(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
                  combo: tuple[Any, ...]) -> tuple[Any, Any, Any]:
@@ -202,14 +206,44 @@ def bind_machine(m: Machine, adapter: Any, ref: str) -> Machine:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
             t = _hashable(tuple(result[v] for v in var_names), var_names, "abstract()")
+            way = (s, act.index, combo)
             if runs is not None and not runs.known(t):
-                _user(lambda: runs.keep(s, act.name, choices, t, live), "the adapter's snapshot()",
+                _user(lambda: runs.keep(s, act.name, choices, t, live, way), "the adapter's snapshot()",
                       f"keeping the live run after action {act.name}", act, combo, state)
+            elif runs is not None and runs.another_path(t, way, paths):
+                _user(lambda: same_after(s, act.name, choices, t), "the bound code",
+                      f"comparing two paths into a state after action {act.name}", act, combo, state)
             return t, rule
         return step
 
+    on_live_of: dict[str, Callable[[Any, dict[str, Any]], tuple[Any, Any, Any]]] = {}
     actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
                               a.choice_names, a.record_fields) for a in m.actions]
+
+    def same_after(s: tuple[Any, ...], action: str, choices: dict[str, Any], t: tuple[Any, ...]) -> None:
+        """`--paths`: the run that reached `t` from `s` by `action` must go on as the run that
+        reached `t` first does, for every transition enabled in `t`; if not, the abstract
+        state leaves out something the code acts on."""
+        assert runs is not None, "only live runs have paths"
+        if m.is_terminal(t):
+            return
+        for act in m.actions:
+            if act.guard is not None and not act.guard(t):
+                continue
+            for combo in act.combos:
+                choices_t = {name: adapter.representative(act.name, name, item[0])
+                             for name, item in zip(act.choice_names, combo)}
+                first = _plain_result(on_live_of[act.name](runs.fresh(t), copy.deepcopy(choices_t))[:2], var_names)
+                other = runs.fresh(s)
+                advance(other, action, copy.deepcopy(choices))
+                then = _plain_result(on_live_of[act.name](other, copy.deepcopy(choices_t))[:2], var_names)
+                if first != then:
+                    labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in zip(act.choice_names, combo))
+                    raise CodeError(
+                        f"this path reaches a state another path reached first, but the two runs then "
+                        f"differ: action {act.name}{f' ({labels})' if labels else ''} gives {_show(then)} "
+                        f"after this path and {_show(first)} after the first: the abstract state leaves "
+                        "out something the code acts on (--paths)")
 
     def domain_error(t: tuple[Any, ...]) -> int:
         for i, ok in enumerate(values_ok):

@@ -115,6 +115,19 @@ class LiveRuns:
         else:
             self.how = "replay"
         self.fallback: str | None = None        # why copying gave way to replay
+        self.first_way: dict[tuple[Any, ...], Any] = {}       # the transition that first reached a state
+        self.others: dict[tuple[Any, ...], set[Any]] = {}     # --paths: the other ways into it, compared
+
+    def another_path(self, s: tuple[Any, ...], way: Any, paths: int) -> bool:
+        """Whether `way` (a transition into the known state `s`) is a path into it that
+        `--paths N` has not compared yet and still has room for (N-1 besides the first)."""
+        if paths <= 1 or way == self.first_way.get(s):
+            return False
+        seen = self.others.setdefault(s, set())
+        if way in seen or len(seen) >= paths - 1:
+            return False
+        seen.add(way)
+        return True
 
     @property
     def mode(self) -> str:
@@ -143,11 +156,13 @@ class LiveRuns:
         return self._replay(s), "replay"
 
     def keep(self, parent: tuple[Any, ...], action: str, choices: dict[str, Any],
-             s: tuple[Any, ...], live: Any) -> None:
-        """Remember how `s` was first reached (and, snapshotting, the run that reached it)."""
+             s: tuple[Any, ...], live: Any, way: Any = None) -> None:
+        """Remember how `s` was first reached (and, snapshotting, the run that reached it);
+        `way` names that transition for `another_path`."""
         if s in self.origin:
             return
         self.origin[s] = (parent, action, copy.deepcopy(choices))
+        self.first_way[s] = way
         if self.how != "replay":
             self._save(s, live)
 

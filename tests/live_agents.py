@@ -249,3 +249,33 @@ class RaisingAdapter(ReplayedAdapter):
 
 class RaisingCopied(AgentAdapter):
     agent = RaisingAgent
+
+
+class Trail:
+    def __init__(self) -> None:
+        self.x, self.via = 0, ""
+
+
+class TrailAdapter(LiveAdapter):
+    """The abstraction is too coarse for this code: `finish` acts on the way the run came
+    (`via`), which the abstract state (x alone) leaves out."""
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> Trail:
+        return Trail()
+
+    def step(self, live: Trail, action: str, choices: dict[str, Any]) -> None:
+        if action == "go":
+            live.x, live.via = 1, choices["via"]
+        else:
+            live.x = 2 if live.via == "a" else 3
+
+    def abstract(self, live: Trail) -> dict[str, Any]:
+        return {"x": live.x}
+
+
+class TrailOk(TrailAdapter):
+    def step(self, live: Trail, action: str, choices: dict[str, Any]) -> None:
+        if action == "go":
+            live.x, live.via = 1, choices["via"]
+        else:
+            live.x = 2

@@ -193,3 +193,68 @@ def test_conform_refuses_a_live_adapter_instead_of_failing_on_it(tmp_path, cli):
     assert (f"{spec}: conform needs a state adapter (concretize); live_agents:AgentAdapter is a live "
             "adapter, whose runs `haltproof check` explores") in ran.err
     assert ran.out == ""
+
+
+# ---------------------------------------------------------------- --paths
+
+TRAIL_SPEC = """\
+machine: trail
+bind: live_agents:{adapter}
+vars:
+  x: {{type: int, min: 0, max: 3, init: 0}}
+actions:
+  go:
+    when: x == 0
+    choose:
+      via: [a, b]
+    do:
+      - set: {{x: 1}}
+  finish:
+    when: x == 1
+    do:
+      - set: {{x: 2}}
+terminal: x >= 2
+properties:
+  ends_at_two:
+    always: x <= 2
+"""
+
+
+def trail_spec(tmp_path: Path, adapter: str) -> Path:
+    path = tmp_path / f"{adapter.lower()}.yaml"
+    path.write_text(TRAIL_SPEC.format(adapter=adapter))
+    return path
+
+
+def test_one_path_per_state_misses_what_the_abstraction_leaves_out(tmp_path):
+    (run,) = runs_of(trail_spec(tmp_path, "TrailAdapter"))
+    assert run.result == "proved"           # only the path through via=a reaches x=1's finish
+
+
+def test_paths_2_finds_two_paths_into_one_state_that_behave_differently(tmp_path, cli):
+    spec = trail_spec(tmp_path, "TrailAdapter")
+    (run,) = runs_of(spec, paths=2)
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message == (
+        "action go with via=b: this path reaches a state another path reached first, but the two runs then "
+        "differ: action finish gives {'x': 3} (rule None) after this path and {'x': 2} (rule None) after the "
+        "first: the abstract state leaves out something the code acts on (--paths)")
+    # a failing step's trace ends in the state it starts from; the message names the step
+    assert [(s.action, s.state) for s in finding.trace.steps] == [(None, {"x": 0})]
+    assert cli("check", spec, "--paths", "2").code == 1
+
+
+def test_paths_2_proves_code_whose_paths_agree(tmp_path):
+    (run,) = runs_of(trail_spec(tmp_path, "TrailOk"), paths=2)
+    assert run.result == "proved"
+
+
+def test_paths_needs_a_live_adapter(tmp_path, cli):
+    ran = cli("check", TESTS.parent / "specs" / "loop_demo.yaml", "--paths", "2")
+    assert ran.code == 2
+    assert "--paths 2 compares paths into a state, which needs a live adapter (start)" in ran.err
+    model = cli("check", trail_spec(tmp_path, "TrailOk"), "--paths", "2", "--model")
+    assert model.code == 2
+    assert "--paths 2 compares the paths of live-bound code into a state: --model explores" in model.err
+    assert cli("check", trail_spec(tmp_path, "TrailOk"), "--paths", "0").code == 2
