@@ -19,7 +19,6 @@ from typing import Any
 
 from haltproof.machine import usercode
 from haltproof.machine.binding import bind_machine, load_adapter
-from haltproof.machine.live import is_live
 from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import positive
@@ -377,9 +376,6 @@ def cmd_conform(args: argparse.Namespace) -> int:
                          "so there is nothing to compare it with")
     machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True))
     adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
-    if is_live(adapter):       # conform threads concrete values it draws through concretize()
-        raise UsageError(f"{args.spec}: conform needs a state adapter (concretize); {spec.bind} is a live "
-                         "adapter, whose runs `haltproof check` explores (docs/binding.md)")
     result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
     sys.stdout.write(to_text(result, spec.name, spec.bind))
     if result.stopped:

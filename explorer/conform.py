@@ -25,7 +25,7 @@ from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
 from haltproof.machine import usercode
-from haltproof.machine.binding import Adapter, _user_traceback, _value_checkers
+from haltproof.machine.binding import Adapter, Runner, _user_traceback, _value_checkers
 from haltproof.machine.compiled import EvalError, Machine
 from haltproof.machine.usercode import OutOfTime, running
 
@@ -69,6 +69,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     last: dict[str, Any] = {}
     compared = [0]
     checkers = {id(m): _value_checkers(m) for m in machines}
+    runners = {id(m): Runner(m, adapter) for m in machines}     # the same calls `check` makes
 
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck))
@@ -79,13 +80,14 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
         s = data.draw(st.sampled_from(m.inits), label="initial state")
         steps: list[ConformStep] = []
         last.update(params=m.params, initial=m.state_dict(s), steps=steps)
+        runner = runners[id(m)]
         try:
-            concrete = _user(f"running the adapter's concretize() on state {m.state_dict(s)}",
-                             adapter.concretize, m.state_dict(s), dict(m.params))
+            concrete = _user(f"running the adapter's {runner.starts} on state {m.state_dict(s)}",
+                             runner.begin, m.state_dict(s))
         except Exception as exc:
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
-                                     _raised("the adapter's concretize()", exc)))
-            raise _Mismatch("concretize failed") from None
+                                     _raised(f"the adapter's {runner.starts}", exc)))
+            raise _Mismatch(f"{runner.starts} failed") from None
         for _ in range(max_depth):
             if m.is_terminal(s):
                 return
@@ -114,12 +116,9 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 step.error = f"the spec's own stages failed: {exc}"
                 raise _Mismatch(step.error) from None
             try:
-                concrete, code_rule = _user(running(f"the bound code for action {act.name}", labels,
-                                                    m.state_dict(s)),
-                                            adapter.step, act.name, concrete, copy.deepcopy(values))
-                step.code_state = _user(f"running the adapter's abstract() after action {act.name}",
-                                        adapter.abstract, concrete, dict(m.params))
-                step.code_rule = code_rule
+                concrete, step.code_state, step.code_rule = _user(
+                    running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
+                    runner.advance, concrete, act.name, copy.deepcopy(values))
             except Exception as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None

@@ -122,6 +122,50 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip()
 
 
+class Runner:
+    """The bound code's transitions on one concrete run, as `check` and `conform` make them:
+    the live or the state API, sync or async (one event loop), declared exceptions taken
+    for the outcomes they stand for. Its methods are the user's code: callers run them
+    under the deadline. Creating it imports the declared exceptions' modules."""
+
+    def __init__(self, m: Machine, adapter: Any) -> None:
+        self.adapter, self.params, self.live = adapter, dict(m.params), is_live(adapter)
+        self.driver = Driver()
+        self.outcomes = {a.name: resolve(a.raises, m.spec.path) for a in m.spec.actions}
+        self.starts = "start()" if self.live else "concretize()"     # what begin() calls, for messages
+
+    def begin(self, state: dict[str, Any]) -> Any:
+        """A concrete run in the abstract state `state` (live: an initial state)."""
+        if self.live:
+            return self.driver.call(self.adapter.start, dict(self.params), dict(state))
+        return self.driver.call(self.adapter.concretize, dict(state), self.params)
+
+    def advance(self, concrete: Any, action: str, choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """One transition: (the concrete run after it, its abstract state, the rule). A declared
+        exception fires its rule, and its values go on top of what abstract() reads from
+        the run as the exception left it."""
+        holder = [concrete]
+        rule, sets = self._outcome(action, lambda: self._step(holder, action, choices))
+        got = (self.driver.call(self.adapter.abstract, holder[0]) if self.live
+               else self.driver.call(self.adapter.abstract, holder[0], self.params))
+        return holder[0], _with(got, sets), rule
+
+    def _step(self, holder: list[Any], action: str, choices: dict[str, Any]) -> Any:
+        if self.live:            # the live run advances in place
+            return self.driver.call(self.adapter.step, holder[0], action, choices)
+        holder[0], rule = self.driver.call(self.adapter.step, action, holder[0], choices)
+        return rule
+
+    def _outcome(self, action: str, run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+        try:
+            return run(), {}
+        except Exception as exc:
+            said = outcome_of(exc, self.outcomes[action])
+            if said is None:
+                raise
+            return said.rule, said.sets
+
+
 def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     """A copy of `m` whose actions run the bound code instead of the spec's stages.
 
@@ -130,50 +174,27 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     many paths into each abstract state (`same_after`)."""
     spec = m.spec
     var_names = m.var_names
-    params = dict(m.params)
     values_ok = _value_checkers(m)
-    driver = Driver()
-    outcomes = {a.name: resolve(a.raises, spec.path) for a in spec.actions}
+    runner = Runner(m, adapter)
+    driver = runner.driver
 
     def advance(live: Any, action: str, choices: dict[str, Any]) -> None:
-        """One transition of a live run while replaying a path: a declared exception is
-        the outcome it was when the path was found."""
-        try:
-            driver.call(adapter.step, live, action, choices)
-        except Exception as exc:
-            if outcome_of(exc, outcomes[action]) is None:
-                raise
+        """One transition of a live run while replaying a path."""
+        runner.advance(live, action, choices)
 
-    runs = LiveRuns(adapter, driver, params, var_names, m.inits, advance, _read_back) if is_live(adapter) else None
+    runs = (LiveRuns(adapter, driver, dict(m.params), var_names, m.inits, advance, _read_back)
+            if runner.live else None)
 
     def make_step(act: CompiledAction) -> Callable[..., tuple[tuple[Any, ...], str | None]]:
         decide = spec.actions[act.index].decide
         rules = {r.name for r in decide.rules} if decide else set()
-        declared = outcomes[act.name]
-
-        def outcome(run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-            """The rule `run` reports, or the one its declared exception stands for, with the
-            var values that exception sets."""
-            try:
-                return run(), {}
-            except Exception as exc:
-                said = outcome_of(exc, declared)
-                if said is None:
-                    raise
-                return said.rule, said.sets
 
         def by_state(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
-            held = [driver.call(adapter.concretize, dict(state), params)]
-
-            def run() -> Any:      # a declared exception leaves the concrete state as the step left it
-                held[0], rule = driver.call(adapter.step, act.name, held[0], choices)
-                return rule
-            rule, sets = outcome(run)
-            return _with(driver.call(adapter.abstract, held[0], params), sets), rule, None
+            concrete = runner.begin(state)
+            return runner.advance(concrete, act.name, choices)[1:] + (None,)
 
         def on_live(live: Any, choices: dict[str, Any]) -> tuple[Any, Any, Any]:
-            rule, sets = outcome(lambda: driver.call(adapter.step, live, act.name, choices))
-            return _with(driver.call(adapter.abstract, live), sets), rule, live
+            return runner.advance(live, act.name, choices)[1:] + (live,)
 
         def by_live(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
             assert runs is not None, "a live adapter has its runs"

@@ -61,6 +61,11 @@ class LiveAdapter:
     def representative(self, action: str, choice: str, label: Any) -> Any:
         return label
 
+    def strategy(self, action: str, choice: str, label: Any) -> Any:
+        """Concrete values of an abstract choice for `haltproof conform` (Hypothesis)."""
+        from hypothesis import strategies as st     # only conform needs Hypothesis
+        return st.just(self.representative(action, choice, label))
+
 
 def is_live(adapter: object) -> bool:
     """A live adapter starts runs (`start`); a state adapter rebuilds them (`concretize`)."""

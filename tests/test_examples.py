@@ -95,3 +95,19 @@ def test_the_binding_doc_shows_the_shipped_adapter():
     doc = (ROOT / "docs" / "binding.md").read_text()
     assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
     assert "cd examples/agent_loop && haltproof check agent.yaml" in doc
+
+
+def test_conform_agrees_with_the_example_and_catches_the_mutant(cli, monkeypatch):
+    ok = cli("conform", "agent.yaml", "--examples", "60")
+    assert ok.code == 0, ok.out
+    for name in ("agent", "adapter"):
+        sys.modules.pop(name, None)
+    install_mutant((EXAMPLE / "agent.py").read_text(), monkeypatch)
+    caught = cli("conform", "agent.yaml", "--examples", "200", "-p", "max_steps=1", "-p", "max_retries=0")
+    assert caught.code == 1
+    assert caught.out.endswith(
+        "  step 1: step with move=tool_ok  concrete: move=\"tool_ok\"\n"
+        "  step 2: step with move=answer  concrete: move=\"answer\"\n"
+        "    rule: spec 'step_limit', code 'answered'\n"
+        "    steps: spec 1, code 2 (int), outside its domain 0..1\n"
+        "    status: spec step_limit, code answered\n"), caught.out

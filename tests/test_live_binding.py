@@ -186,13 +186,17 @@ def test_an_async_step_that_never_returns_ends_in_a_clean_timeout(tmp_path, cli)
     assert "Traceback" not in ran.err
 
 
-def test_conform_refuses_a_live_adapter_instead_of_failing_on_it(tmp_path, cli):
-    spec = agent_spec(tmp_path, "AgentAdapter")
-    ran = cli("conform", spec, "--examples", "3")
-    assert ran.code == 2
-    assert (f"{spec}: conform needs a state adapter (concretize); live_agents:AgentAdapter is a live "
-            "adapter, whose runs `haltproof check` explores") in ran.err
-    assert ran.out == ""
+def test_conform_threads_one_live_run_through_the_code(tmp_path, cli):
+    ran = cli("conform", agent_spec(tmp_path, "AgentAdapter"), "--examples", "20")
+    assert ran.code == 0, ran.out
+    assert ran.out.startswith("conformance of agent and live_agents:AgentAdapter: 20 random runs")
+
+
+def test_conform_catches_a_live_mutant(tmp_path, cli):
+    ran = cli("conform", agent_spec(tmp_path, "ReplayedMutant"), "--examples", "50", "-p", "N=2")
+    assert ran.code == 1
+    assert "rule: spec 'out_of_steps', code 'again'" in ran.out
+    assert "status: spec limit, code running" in ran.out
 
 
 # ---------------------------------------------------------------- --paths

@@ -26,12 +26,12 @@ actions:
     choose:
       tool: [ok, fail{extra_tool}]
     do:
-      - set: {{steps: steps + 1}}
       - decide: status
         rules:
+          - {{name: out_of_steps, when: steps >= N, then: limit}}
           - {{name: finished, when: tool == ok, then: done}}
-          - {{name: out_of_steps, when: steps > N, then: limit}}
           - {{name: again, then: running}}
+      - set: {{steps: steps + (0 if status == limit else 1)}}
 {raises}terminal: status != running
 properties:
   stops:
@@ -122,7 +122,7 @@ def problems(text: str) -> list[str]:
     ("match: 'limit of \\d+ steps'", "s.yaml:22: match is not a valid regular expression "
                                      "(missing ), unterminated subpattern at position 0): '(limit'"),
     ("rule: out_of_steps", "s.yaml:23: rule must name a decide rule of action work "
-                           "(finished, out_of_steps, again): 'nope'"),
+                           "(out_of_steps, finished, again): 'nope'"),
     ("set: {status: limit}", "s.yaml:24: set gives status a value that is not one of "
                              "running, done, limit, broken: 'stopped'"),
     ("class: live_agents.StepLimitExceeded", "s.yaml:21: class must be the exception's dotted path, "
@@ -161,3 +161,14 @@ def test_a_builtin_class_by_bare_name(tmp_path):
         "        match: 'limit of \\d+ steps'\n", "        match: 'limit'\n")
     (run,) = check_text(tmp_path, spec_text(raises=raises))
     assert run.result == "proved"
+
+
+def test_conform_takes_declared_exceptions_as_outcomes_too(tmp_path, cli):
+    spec = tmp_path / "raising.yaml"
+    spec.write_text(spec_text())
+    ran = cli("conform", spec, "--examples", "30")
+    assert ran.code == 0, ran.out
+    spec.write_text(spec_text(raises=""))
+    undeclared = cli("conform", spec, "--examples", "30")
+    assert undeclared.code == 1
+    assert "the code raised StepLimitExceeded: hit the limit of 2 steps" in undeclared.out
