@@ -131,6 +131,7 @@ class Runner:
     def __init__(self, m: Machine, adapter: Any) -> None:
         self.adapter, self.params, self.live = adapter, dict(m.params), is_live(adapter)
         self.driver = Driver()
+        weakref.finalize(self, self.driver.close)       # its event loop lives as long as the runner
         self.outcomes = {a.name: resolve(a.raises, m.spec.path) for a in m.spec.actions}
         self.starts = "start()" if self.live else "concretize()"     # what begin() calls, for messages
 
@@ -278,7 +279,6 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
     bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
-    weakref.finalize(bound, driver.close)
     return bound
 
 

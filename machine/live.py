@@ -119,7 +119,6 @@ class LiveRuns:
             self.how = "copy"
         else:
             self.how = "replay"
-        self.fallback: str | None = None        # why copying gave way to replay
         self.first_way: dict[tuple[Any, ...], Any] = {}       # the transition that first reached a state
         self.others: dict[tuple[Any, ...], set[Any]] = {}     # --paths: the other ways into it, compared
 
@@ -156,8 +155,8 @@ class LiveRuns:
         if self.how == "copy":
             try:
                 return copy.deepcopy(self.saved[s]), "copy"
-            except Exception as exc:    # any failure to copy means: replay instead
-                self._give_up_copying(exc)
+            except Exception:     # any failure to copy means: replay instead
+                self._give_up_copying()
         return self._replay(s), "replay"
 
     def keep(self, parent: tuple[Any, ...], action: str, choices: dict[str, Any],
@@ -177,13 +176,13 @@ class LiveRuns:
             return
         try:
             self.saved[s] = copy.deepcopy(live)
-        except Exception as exc:       # any failure to copy means: replay instead
-            self._give_up_copying(exc)
+        except Exception:          # any failure to copy means: replay instead
+            self._give_up_copying()
 
-    def _give_up_copying(self, exc: Exception) -> None:
+    def _give_up_copying(self) -> None:
+        """For good: the report says `replay` (docs/binding.md), and no state is skipped."""
         self.how = "replay"
         self.saved.clear()
-        self.fallback = f"copy.deepcopy of the live run failed ({type(exc).__name__}: {exc}): replaying instead"
 
     def _replay(self, s: tuple[Any, ...]) -> Any:
         """Start a run in the initial state `s` leads back to and run its path again."""

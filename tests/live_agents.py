@@ -279,3 +279,13 @@ class TrailOk(TrailAdapter):
             live.x, live.via = 1, choices["via"]
         else:
             live.x = 2
+
+
+class LateUncopyable(AgentAdapter):
+    """Copyable at first; from its second step on, the run holds a generator (which Python
+    refuses to deepcopy): haltproof must switch to replay there, skipping nothing."""
+
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        if live.steps >= 1:
+            live.pending = (n for n in range(3))      # type: ignore[attr-defined]
+        return live.work(choices["tool"])

@@ -81,6 +81,12 @@ def test_each_mode_proves_the_agent_with_the_model_s_states(tmp_path, adapter, m
     assert {r.params["N"]: r.stats["transitions"] for r in runs} == {2: 4, 3: 6}
 
 
+def test_a_run_that_stops_being_copyable_is_replayed_from_there(tmp_path):
+    (run,) = runs_of(agent_spec(tmp_path, "LateUncopyable"), pins={"N": 3})
+    assert (run.result, run.binding) == ("proved", "replay")
+    assert (run.stats["states"], run.stats["transitions"]) == (MODEL_STATES[3], 6)
+
+
 def test_snapshot_adapter_takes_one_snapshot_per_state(tmp_path):
     live_agents.SnapshotAdapter.taken = 0
     runs_of(agent_spec(tmp_path, "SnapshotAdapter"), pins={"N": 3})
