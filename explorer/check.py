@@ -30,7 +30,8 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
+from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
+                     trace_length)
 from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
@@ -332,6 +333,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     ex = _explore(m, options, selected, progress)
     late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
     spec_errors = [n for n in spec.builtins if n in ex.findings]
+    _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
     try:
         _note_count_errors(ex)            # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
@@ -490,6 +492,20 @@ def _note_count_errors(ex: Exploration) -> None:
         return trace_length(f, int(ex.depth[f.state]))
     if old is None or length(finding) < length(old):
         ex.findings[name] = finding
+
+
+def _note_drift(m: Machine, ex: Exploration) -> None:
+    """`code_matches_spec`: the first explored transition (in BFS order: a shortest trace) on
+    which the bound code and the spec's own stages disagreed, both results in the message."""
+    found = m.drift() if m.drift is not None else None
+    if found is None:
+        return
+    s, action, ci, rule, t, differs = found
+    i = ex.index.get(s)
+    if i is None:                          # the index is dropped when memory ran out
+        i = next(j for j, state in enumerate(ex.states) if state == s)
+    ex.findings["code_matches_spec"] = Finding(i, f"{action_text(m, action, ci)}: {differs}", (action, ci, rule, t),
+                                               subject=action_subject(m, action, ci))
 
 
 def _n(count: int, noun: str) -> str:

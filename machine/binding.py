@@ -43,6 +43,8 @@ from .usercode import OutOfTime, running
 from .spec import present
 
 T = TypeVar("T")
+# code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
+Drift = tuple[tuple[Any, ...], int, int, str | None, tuple[Any, ...], str]
 __all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine"]
 
 
@@ -185,10 +187,12 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
 
     runs = (LiveRuns(adapter, driver, dict(m.params), var_names, m.inits, advance, _read_back)
             if runner.live else None)
+    drift: list[Drift] = []      # the first transition on which the code and the spec's stages disagree
 
     def make_step(act: CompiledAction) -> Callable[..., tuple[tuple[Any, ...], str | None]]:
         decide = spec.actions[act.index].decide
         rules = {r.name for r in decide.rules} if decide else set()
+        stages = act.step if spec.actions[act.index].stages else None     # the spec's own, compiled
 
         def by_state(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
             concrete = runner.begin(state)
@@ -228,6 +232,10 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
             t = _hashable(tuple(result[v] for v in var_names), var_names, "abstract()")
+            if stages is not None:
+                rule, differs = _matching(stages(s, *combo), t, rule, var_names)
+                if differs and not drift:
+                    drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
             way = (s, act.index, combo)
             if runs is not None and not runs.known(t):
                 _user(lambda: runs.keep(s, act.name, choices, t, live, way), "the adapter's snapshot()",
@@ -279,7 +287,28 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
     bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
+    bound.drift = lambda: drift[0] if drift else None
     return bound
+
+
+def _matching(spec_out: tuple[tuple[Any, ...], str | None], t: tuple[Any, ...], rule: str | None,
+              var_names: list[str]) -> tuple[str | None, str | None]:
+    """The transition's rule, and how the code's result `t` and `rule` differ from the spec's
+    own stages' (`spec_out`), None when they agree: then the spec names the rule if the
+    code gives none. A difference cuts nothing short: the code's result is explored."""
+    spec_t, spec_rule = spec_out
+    said = rule if rule is not None else spec_rule
+    if _typed(spec_t) == _typed(t) and said == spec_rule:
+        return said, None
+    parts = [f"rule: code {rule!r}, spec {spec_rule!r}"] if said != spec_rule else []
+    parts += [f"{name}: code {_value_text(a)}, spec {_value_text(b)}"
+              for name, a, b in zip(var_names, t, spec_t) if (type(a), a) != (type(b), b)]
+    return rule, "the code and the spec's own stages disagree: " + "; ".join(parts)
+
+
+def _typed(state: tuple[Any, ...]) -> tuple[tuple[type, Any], ...]:
+    """True, 1 and 1.0 are three values here, as in the domain checks."""
+    return tuple((type(v), v) for v in state)
 
 
 def _with(result: Any, sets: dict[str, Any]) -> Any:

@@ -127,6 +127,7 @@ class Machine:
     fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
     binding: Callable[[], str] | None = None          # bound: how the code reaches a state (machine/live.py)
+    drift: Callable[[], tuple[Any, ...] | None] | None = None   # bound: where code and stages first disagree
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (see _generate_sweep)
 

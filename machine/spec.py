@@ -26,6 +26,7 @@ from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
 BUILTIN_PROPERTIES = ("domains", "well_defined")
+CODE_BUILTINS = ("bound_code", "code_matches_spec")      # built-ins of specs bound to code
 
 
 # ---------------------------------------------------------------- the model
@@ -237,7 +238,12 @@ class Spec:
     @property
     def builtins(self) -> tuple[str, ...]:
         """The built-in properties checked on this spec."""
-        return BUILTIN_PROPERTIES + (("bound_code",) if self.bind or self.python else ())
+        if self.python:
+            return BUILTIN_PROPERTIES + ("bound_code",)
+        if self.bind:       # the code is compared with the spec's stages where an action has some
+            compared = any(a.stages for a in self.actions)
+            return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1]
+        return BUILTIN_PROPERTIES
 
     def action(self, name: str) -> Action | None:
         return next((a for a in self.actions if a.name == name), None)
@@ -859,7 +865,7 @@ class _Loader:
 
     def property(self, name: str, raw: Any, line: int) -> PropertyDecl:
         self.ident(name, line, "a property name")
-        if name in BUILTIN_PROPERTIES or name == "bound_code":
+        if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS:
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
         kinds = [k for k in m if k in self.KINDS]
@@ -908,7 +914,7 @@ class _Loader:
         names = m["violated"]
         if not isinstance(names, YList) or not names:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
-        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | {"bound_code"}
+        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | set(CODE_BUILTINS)
         for i, n in enumerate(names):
             if not isinstance(n, str) or n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)

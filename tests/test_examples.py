@@ -81,10 +81,13 @@ def test_the_off_by_one_mutant_is_caught_with_its_shortest_trace(monkeypatch):
     install_mutant((EXAMPLE / "agent.py").read_text(), monkeypatch)
     (run,) = check(pins={"max_steps": 1, "max_retries": 0})
     assert run.result == "violated"
-    found = {p.name: p for p in run.properties}
-    assert found["domains"].status == "violated"
-    trace = found["domains"].trace
-    assert [(s.choices, s.rule, s.state) for s in trace.steps] == [
+    finding = {p.name: p for p in run.properties}["code_matches_spec"]
+    assert finding.status == "violated"
+    assert finding.message == (
+        "action step with move=answer: the code and the spec's own stages disagree: "
+        "rule: code 'answered', spec 'step_limit'; steps: code 2, spec 1; status: code answered, spec step_limit")
+    # the trace ends with the drifting step as the code took it
+    assert [(s.choices, s.rule, s.state) for s in finding.trace.steps] == [
         ({}, None, {"steps": 0, "retries": 0, "status": "running"}),
         ({"move": "tool_ok"}, "continue", {"steps": 1, "retries": 0, "status": "running"}),
         ({"move": "answer"}, "answered", {"steps": 2, "retries": 0, "status": "answered"}),

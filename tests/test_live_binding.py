@@ -98,10 +98,22 @@ def test_replay_mode_finds_the_real_violation_with_the_shortest_trace(tmp_path):
     assert run.binding == "replay"
     found = props(run)
     assert run.result == "violated"
-    assert found["domains"].status == "violated"      # steps reaches 3 > N = 2
-    trace = found["domains"].trace
-    assert [s.state["steps"] for s in trace.steps] == [0, 1, 2, 3]
-    assert [s.choices for s in trace.steps[1:]] == [{"tool": "fail"}, {"tool": "fail"}, {"tool": "ok"}]
+    finding = found["code_matches_spec"]
+    assert finding.status == "violated"
+    assert finding.message == ("action work with tool=fail: the code and the spec's own stages disagree: "
+                               "rule: code 'again', spec 'out_of_steps'; status: code running, spec limit")
+    # the trace ends with the drifting step, as the code took it (the message has the spec's side)
+    assert [(s.choices, s.rule, s.state) for s in finding.trace.steps] == [
+        ({}, None, {"steps": 0, "status": "running"}),
+        ({"tool": "fail"}, "again", {"steps": 1, "status": "running"}),
+        ({"tool": "fail"}, "again", {"steps": 2, "status": "running"})]
+    # a drift cuts nothing short: the code's own run goes on, out of its domain
+    assert found["domains"].status == "violated"
+
+
+def test_the_model_alone_cannot_see_the_mutant(tmp_path):
+    (run,) = runs_of(agent_spec(tmp_path, "ReplayedMutant"), pins={"N": 2}, model_only=True)
+    assert run.result == "proved"
 
 
 def test_a_restore_that_forgets_is_a_bound_code_finding(tmp_path):
@@ -268,3 +280,26 @@ def test_paths_needs_a_live_adapter(tmp_path, cli):
     assert model.code == 2
     assert "--paths 2 compares the paths of live-bound code into a state: --model explores" in model.err
     assert cli("check", trail_spec(tmp_path, "TrailOk"), "--paths", "0").code == 2
+
+
+# ---------------------------------------------------------------- code_matches_spec
+
+
+def test_a_spec_without_stages_has_no_code_matches_spec(tmp_path):
+    text = AGENT_SPEC.format(adapter="ReplayedMutant")
+    text = text[:text.index("    do:\n")] + text[text.index("terminal:"):]
+    path = tmp_path / "nostages.yaml"
+    path.write_text(text)
+    (run,) = runs_of(path, pins={"N": 2})
+    assert [p.name for p in run.properties if p.kind == "builtin"] == ["domains", "well_defined", "bound_code"]
+    # the code alone says what it does (here: rule names the spec has no decide table for)
+    assert props(run)["bound_code"].message.endswith("the bound code reports rule 'finished', which action "
+                                                     "work's decide table does not have (none)")
+
+
+def test_code_matches_spec_is_a_reserved_property_name(tmp_path, cli):
+    path = tmp_path / "s.yaml"
+    path.write_text(AGENT_SPEC.format(adapter="AgentAdapter") + "  code_matches_spec:\n    always: steps >= 0\n")
+    ran = cli("check", path)
+    assert ran.code == 2
+    assert f"{path}:26: code_matches_spec is a built-in property and always checked" in ran.err

@@ -29,7 +29,7 @@ actions:
       - decide: status
         rules:
           - {{name: out_of_steps, when: steps >= N, then: limit}}
-          - {{name: finished, when: tool == ok, then: done}}
+          - {{name: finished, when: tool == ok, then: done}}{crash_rule}
           - {{name: again, then: running}}
       - set: {{steps: steps + (0 if status == limit else 1)}}
 {raises}terminal: status != running
@@ -52,8 +52,13 @@ def _tests_importable(monkeypatch):
     monkeypatch.syspath_prepend(str(TESTS))
 
 
+CRASHED = "\n          - {name: crashed, when: tool == crash, then: broken}"
+
+
 def spec_text(adapter: str = "RaisingAdapter", raises: str = RAISES, extra_tool: str = "") -> str:
-    return SPEC.format(adapter=adapter, raises=raises, extra_tool=extra_tool)
+    """The spec; `extra_tool` adds the tool `crash` (and its rule, for the stages to match the code)."""
+    return SPEC.format(adapter=adapter, raises=raises, extra_tool=extra_tool,
+                       crash_rule=CRASHED if extra_tool else "")
 
 
 def check_text(tmp_path: Path, text: str) -> list:
@@ -107,9 +112,10 @@ def test_the_tool_error_declared_as_its_own_outcome(tmp_path):
 """
     (run,) = check_text(tmp_path, spec_text(raises=raises, extra_tool=", crash"))
     assert run.result == "proved"
-    # a crash leaves steps as the tool left it (counted) with status broken, and fires no rule
+    # a crash leaves steps as the tool left it (counted) with status broken; the code names
+    # no rule for it, so the spec's stages do (crashed)
     assert (run.stats["states"], run.stats["transitions"]) == (8, 9)
-    assert run.coverage["rules"] == {"finished": 2, "out_of_steps": 3, "again": 2}
+    assert run.coverage["rules"] == {"finished": 2, "out_of_steps": 3, "again": 2, "crashed": 2}
 
 
 def problems(text: str) -> list[str]:
