@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from haltproof.machine import usercode
 from haltproof.machine.binding import Adapter, Runner, _user_traceback, _value_checkers
 from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.live import LiveAdapter
 from haltproof.machine.usercode import OutOfTime, running
 
 
@@ -63,7 +64,7 @@ class _Mismatch(AssertionError):
     pass
 
 
-def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, seed: int = 0,
+def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples: int = 200, seed: int = 0,
             max_depth: int = 50) -> ConformResult:
     """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
     last: dict[str, Any] = {}
@@ -146,7 +147,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     return ConformResult(True, examples, seed, compared[0])
 
 
-def _strategies(adapter: Adapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
+def _strategies(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
     """The adapter's strategy for each choice `action` made, by choice name."""
     return {name: adapter.strategy(action, name, label) for name, label in labels.items()}
 
