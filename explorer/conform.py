@@ -127,6 +127,9 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                 step.error = (f"the adapter's abstract() must return a dict over the spec's vars "
                               f"{m.var_names}, got {type(step.code_state).__name__}")
                 raise _Mismatch(step.error)
+            for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
+                if v.ghost and step.spec_state is not None:
+                    step.code_state.setdefault(v.name, step.spec_state[v.name])
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)
             if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:

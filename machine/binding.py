@@ -177,6 +177,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     many paths into each abstract state (`same_after`)."""
     spec = m.spec
     var_names = m.var_names
+    code_vars = [v.name for v in spec.vars if not v.ghost]      # what abstract() gives; ghosts: the stages
     values_ok = _value_checkers(m)
     runner = Runner(m, adapter)
     driver = runner.driver
@@ -185,7 +186,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
         """One transition of a live run while replaying a path."""
         runner.advance(live, action, choices)
 
-    runs = (LiveRuns(adapter, driver, dict(m.params), var_names, m.inits, advance, _read_back)
+    runs = (LiveRuns(adapter, driver, dict(m.params), var_names, m.inits, advance, _read_back, code_vars)
             if runner.live else None)
     drift: list[Drift] = []      # the first transition on which the code and the spec's stages disagree
 
@@ -222,8 +223,8 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
                             "the adapter's representative()",
                             f"the adapter's representative() for action {act.name}", act, combo, state)
             *first_out, live = call(s, state, choices, combo)
-            first = _plain_result(tuple(first_out), var_names)
-            second = _plain_result(tuple(call(s, state, choices, combo)[:2]), var_names)
+            first = _plain_result(tuple(first_out), code_vars)
+            second = _plain_result(tuple(call(s, state, choices, combo)[:2]), code_vars)
             if first != second:
                 raise CodeError("the bound code is nondeterministic: two calls with the same state "
                                 f"and choices gave {_show(first)} and {_show(second)}")
@@ -231,9 +232,12 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
-            t = _hashable(tuple(result[v] for v in var_names), var_names, "abstract()")
-            if stages is not None:
-                rule, differs = _matching(stages(s, *combo), t, rule, var_names)
+            spec_out = stages(s, *combo) if stages is not None else None
+            ghosts = dict(zip(var_names, spec_out[0] if spec_out is not None else s))
+            t = _hashable(tuple(result[v] if v in result else ghosts[v] for v in var_names), var_names,
+                          "abstract()")
+            if spec_out is not None:
+                rule, differs = _matching(spec_out, t, rule, var_names)
                 if differs and not drift:
                     drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
             way = (s, act.index, combo)
@@ -263,10 +267,10 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
             for combo in act.combos:
                 choices_t = {name: adapter.representative(act.name, name, item[0])
                              for name, item in zip(act.choice_names, combo)}
-                first = _plain_result(on_live_of[act.name](runs.fresh(t), copy.deepcopy(choices_t))[:2], var_names)
+                first = _plain_result(on_live_of[act.name](runs.fresh(t), copy.deepcopy(choices_t))[:2], code_vars)
                 other = runs.fresh(s)
                 advance(other, action, copy.deepcopy(choices))
-                then = _plain_result(on_live_of[act.name](other, copy.deepcopy(choices_t))[:2], var_names)
+                then = _plain_result(on_live_of[act.name](other, copy.deepcopy(choices_t))[:2], code_vars)
                 if first != then:
                     labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in zip(act.choice_names, combo))
                     raise CodeError(
@@ -318,8 +322,8 @@ def _with(result: Any, sets: dict[str, Any]) -> Any:
 
 def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str) -> None:
     """A live run handed to a transition must be in the state it stands for (machine/live.py)."""
-    got = _plain_result((runs.driver.call(runs.adapter.abstract, live), None), runs.var_names)[0]
-    if got == dict(zip(runs.var_names, s)):
+    got = _plain_result((runs.driver.call(runs.adapter.abstract, live), None), runs.code_vars)[0]
+    if got == {k: v for k, v in zip(runs.var_names, s) if k in got}:
         return
     shown = " ".join(f"{k}={_value_text(v)}" for k, v in got.items())
     if how == "start":

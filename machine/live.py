@@ -107,8 +107,9 @@ class LiveRuns:
     def __init__(self, adapter: Any, driver: Driver, params: dict[str, Any], var_names: list[str],
                  inits: list[tuple[Any, ...]],
                  advance: Callable[[Any, str, dict[str, Any]], None],
-                 verify: Callable[[LiveRuns, Any, tuple[Any, ...], str], None]) -> None:
+                 verify: Callable[[LiveRuns, Any, tuple[Any, ...], str], None], code_vars: list[str]) -> None:
         self.adapter, self.driver, self.params, self.var_names = adapter, driver, params, var_names
+        self.code_vars = code_vars      # the vars abstract() reads (the spec's ghost vars are not among them)
         self.advance = advance          # one transition on a live run, declared exceptions allowed
         self.verify = verify            # a live run must be in the state it stands for: raises if not
         self.origin: dict[tuple[Any, ...], Origin] = {s: (None, "", {}) for s in inits}

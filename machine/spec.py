@@ -72,6 +72,7 @@ class Var:
     values: tuple[str, ...] = ()   # enum values, in declared order
     init: list[E.Expr] = field(default_factory=list)   # one or more initial values
     line: int = 0
+    ghost: bool = False            # computed by the spec's stages alone, not read from bound code
 
 
 @dataclass
@@ -366,12 +367,12 @@ class _Loader:
             raise SpecError(self.problems)
         self.param_scope = E.Scope({p.name: self.param_binding(p) for p in params})
         self.params_by_name = {p.name: p for p in params}
+        self.bound_spec = top.get("bind") is not None
         vars_ = self.attempt(self.vars, top["vars"], top.line_of("vars")) or []
         sets = self.attempt(self.sets, top.get("sets", YMap()), top.line_of("sets")) or {}
         if self.problems:
             raise SpecError(self.problems)
         self.vars_list = vars_
-        self.bound = top.get("bind") is not None
         self.sets_by_name = sets      # not `self.sets`: that is the method that parsed them
 
         actions_raw = self.mapping(top["actions"], top.line_of("actions"), "actions")
@@ -467,13 +468,13 @@ class _Loader:
         d = self.mapping(raw, line, f"var {name}")
         kind = d.get("type")
         if kind == "int":
-            self.keys(d, f"int var {name}", {"type", "min", "max", "init", "description"},
+            self.keys(d, f"int var {name}", {"type", "min", "max", "init", "description", "ghost"},
                       {"min", "max", "init"})
             lo = self.int_expr(d["min"], self.param_scope, d.line_of("min"), f"min of {name}")
             hi = self.int_expr(d["max"], self.param_scope, d.line_of("max"), f"max of {name}")
             var = Var(name, "int", E.INT, lo, hi, line=line)
         elif kind == "enum":
-            self.keys(d, f"enum var {name}", {"type", "values", "init", "description"},
+            self.keys(d, f"enum var {name}", {"type", "values", "init", "description", "ghost"},
                       {"values", "init"})
             vals = d["values"]
             if not isinstance(vals, YList) or not vals:
@@ -486,7 +487,7 @@ class _Loader:
             var = Var(name, "enum", E.EnumT(frozenset(str(v) for v in vals), name), None, None,
                       tuple(str(v) for v in vals), line=line)
         elif kind == "bool":
-            self.keys(d, f"bool var {name}", {"type", "init", "description"}, {"init"})
+            self.keys(d, f"bool var {name}", {"type", "init", "description", "ghost"}, {"init"})
             var = Var(name, "bool", E.BOOL, None, None, line=line)
         else:
             raise self.at(d.line_of("type") if "type" in d else line).error(
@@ -502,7 +503,19 @@ class _Loader:
                         for i, o in enumerate(opts)]
         else:
             var.init = [self.value_expr(init, var, self.param_scope, iline, f"init of {name}")]
+        if "ghost" in d:
+            var.ghost = self.ghost(d["ghost"], d.line_of("ghost"), name)
         return var
+
+    def ghost(self, raw: Any, line: int, name: str) -> bool:
+        """`ghost: true`: the spec's stages alone compute the var (machine/binding.py), so the
+        bound code need not have it; without bound code there is nothing it could be missing from."""
+        if type(raw) is not bool:
+            raise self.at(line).error(f"ghost of {name} must be true or false", raw)
+        if raw and not self.bound_spec:
+            raise self.at(line).error(f"ghost var {name} is one the bound code does not have, "
+                                      "but the spec has no bind:")
+        return raw
 
     def value_expr(self, raw: Any, var: Var, scope: E.Scope, line: int, what: str) -> E.Expr:
         """An expression whose value is stored into `var`: checked against its domain."""
@@ -757,7 +770,7 @@ class _Loader:
     def action_raises(self, name: str, raw: YMap, stages: list[SetStage | DecideStage]) -> list[Outcome]:
         """An action's `raises:` (machine/outcomes.py): it describes the bound code, so it needs `bind:`."""
         line = raw.line_of("raises")
-        if not self.bound:
+        if not self.bound_spec:
             raise self.at(line).error(f"raises of action {name} describes the exceptions of bound code, "
                                       "but the spec has no bind:")
         decide = next((s for s in stages if isinstance(s, DecideStage)), None)

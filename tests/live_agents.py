@@ -289,3 +289,10 @@ class LateUncopyable(AgentAdapter):
         if live.steps >= 1:
             live.pending = (n for n in range(3))      # type: ignore[attr-defined]
         return live.work(choices["tool"])
+
+
+class GhostReader(AgentAdapter):
+    """Reads back a var the spec declares ghost (the code has no business giving it)."""
+
+    def abstract(self, live: Agent) -> dict[str, Any]:
+        return {"steps": live.steps, "status": live.status, "fails": 0}

@@ -303,3 +303,40 @@ def test_code_matches_spec_is_a_reserved_property_name(tmp_path, cli):
     ran = cli("check", path)
     assert ran.code == 2
     assert f"{path}:26: code_matches_spec is a built-in property and always checked" in ran.err
+
+
+# ---------------------------------------------------------------- ghost vars
+
+
+def ghost_spec(tmp_path: Path, adapter: str, bind: bool = True) -> Path:
+    text = AGENT_SPEC.format(adapter=adapter).replace(
+        "  status: {type: enum",
+        "  fails: {type: int, min: 0, max: N, init: 0, ghost: true}\n  status: {type: enum").replace(
+        "      - set: {steps: steps + 1}", "      - set: {steps: steps + 1, fails: fails + (1 if tool == fail else 0)}"
+    ) + "  fails_counted:\n    always: fails <= steps\n"
+    if not bind:
+        text = text.replace(f"bind: live_agents:{adapter}\n", "")
+    path = tmp_path / "ghost.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_ghost_var_is_computed_by_the_stages_alone(tmp_path):
+    spec = ghost_spec(tmp_path, "AgentAdapter")
+    code, model = runs_of(spec), runs_of(spec, model_only=True)
+    assert [(r.result, r.stats["states"], r.stats["transitions"]) for r in code] == \
+           [(r.result, r.stats["states"], r.stats["transitions"]) for r in model] == [("proved", 5, 4), ("proved", 7, 6)]
+    assert props(code[1])["code_matches_spec"].status == "holds"
+
+
+def test_a_ghost_var_returned_by_the_code_is_a_bound_code_finding(tmp_path):
+    (run,) = runs_of(ghost_spec(tmp_path, "GhostReader"), pins={"N": 2})
+    assert props(run)["bound_code"].message.endswith(
+        "abstract() must return a dict with exactly the vars ['status', 'steps'], got ['fails', 'status', 'steps']")
+
+
+def test_a_ghost_var_needs_bind(tmp_path, cli):
+    path = ghost_spec(tmp_path, "AgentAdapter", bind=False)
+    ran = cli("check", path)
+    assert ran.code == 2
+    assert f"{path}:6: ghost var fails is one the bound code does not have, but the spec has no bind:" in ran.err
