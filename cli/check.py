@@ -61,6 +61,8 @@ def add_parser(sub: Any) -> None:
                         "Trace Format of Apalache and Quint")
     c.add_argument("--model", action="store_true",
                    help="explore the spec's own stages even when it is bound to code")
+    c.add_argument("--paths", type=positive(int, "--paths"), default=1, metavar="N",
+                   help="live binding: compare up to N paths into each abstract state (default 1: off)")
     c.add_argument("--engine", choices=["auto", "scalar", "vector"], default="auto",
                    help="auto (default): the numpy level-by-level engine when the spec allows it, "
                         "else the scalar one")
@@ -196,7 +198,7 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]
             if not props:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
-                       model_only=args.model, engine=args.engine,
+                       model_only=args.model, engine=args.engine, paths=args.paths,
                        max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
                        progress=_progress if show_progress else None)
         machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)

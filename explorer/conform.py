@@ -25,8 +25,9 @@ from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
 from haltproof.machine import usercode
-from haltproof.machine.binding import Adapter, _user_traceback, _value_checkers
+from haltproof.machine.binding import Adapter, Runner, _user_traceback, _value_checkers
 from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.live import LiveAdapter
 from haltproof.machine.usercode import OutOfTime, running
 
 
@@ -63,12 +64,13 @@ class _Mismatch(AssertionError):
     pass
 
 
-def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, seed: int = 0,
+def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples: int = 200, seed: int = 0,
             max_depth: int = 50) -> ConformResult:
     """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
     last: dict[str, Any] = {}
     compared = [0]
     checkers = {id(m): _value_checkers(m) for m in machines}
+    runners = {id(m): Runner(m, adapter) for m in machines}     # the same calls `check` makes
 
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck))
@@ -79,13 +81,14 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
         s = data.draw(st.sampled_from(m.inits), label="initial state")
         steps: list[ConformStep] = []
         last.update(params=m.params, initial=m.state_dict(s), steps=steps)
+        runner = runners[id(m)]
         try:
-            concrete = _user(f"running the adapter's concretize() on state {m.state_dict(s)}",
-                             adapter.concretize, m.state_dict(s), dict(m.params))
+            concrete = _user(f"running the adapter's {runner.starts} on state {m.state_dict(s)}",
+                             runner.begin, m.state_dict(s))
         except Exception as exc:
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
-                                     _raised("the adapter's concretize()", exc)))
-            raise _Mismatch("concretize failed") from None
+                                     _raised(f"the adapter's {runner.starts}", exc)))
+            raise _Mismatch(f"{runner.starts} failed") from None
         for _ in range(max_depth):
             if m.is_terminal(s):
                 return
@@ -114,12 +117,9 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 step.error = f"the spec's own stages failed: {exc}"
                 raise _Mismatch(step.error) from None
             try:
-                concrete, code_rule = _user(running(f"the bound code for action {act.name}", labels,
-                                                    m.state_dict(s)),
-                                            adapter.step, act.name, concrete, copy.deepcopy(values))
-                step.code_state = _user(f"running the adapter's abstract() after action {act.name}",
-                                        adapter.abstract, concrete, dict(m.params))
-                step.code_rule = code_rule
+                concrete, step.code_state, step.code_rule = _user(
+                    running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
+                    runner.advance, concrete, act.name, copy.deepcopy(values))
             except Exception as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
@@ -127,6 +127,9 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 step.error = (f"the adapter's abstract() must return a dict over the spec's vars "
                               f"{m.var_names}, got {type(step.code_state).__name__}")
                 raise _Mismatch(step.error)
+            for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
+                if v.ghost and step.spec_state is not None:
+                    step.code_state.setdefault(v.name, step.spec_state[v.name])
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)
             if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
@@ -147,7 +150,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     return ConformResult(True, examples, seed, compared[0])
 
 
-def _strategies(adapter: Adapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
+def _strategies(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
     """The adapter's strategy for each choice `action` made, by choice name."""
     return {name: adapter.strategy(action, name, label) for name, label in labels.items()}
 

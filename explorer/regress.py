@@ -43,7 +43,7 @@ from haltproof.reports import report
 from .check import RunResult
 from .replay import Failed, Replayed, combo_index, evaluate, run_steps
 
-BUILTINS = ("domains", "well_defined", "bound_code")
+BUILTINS = ("domains", "well_defined", "bound_code", "code_matches_spec")
 Verdict = tuple[bool, str]      # (the test must fail, why)
 
 

@@ -68,6 +68,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         out["stop_reason"] = r.stop_reason
     if r.as_expected is not None:
         out["as_expected"] = r.as_expected
+    if r.binding is not None:
+        out["binding"] = r.binding
     return out
 
 
@@ -139,6 +141,8 @@ def to_text(runs: list[RunResult], quiet: bool = False) -> str:
         head = f"{shown_path(r.spec.path)}  [{r.spec.name}]  {_params_text(r.params)}"
         if r.explored != "model":
             head += f"  (checked the bound {r.explored})"
+        if r.binding is not None:
+            head += f"  [binding: {r.binding}]"
         w(head)
         s = r.stats
         verdict = r.result

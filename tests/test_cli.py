@@ -324,7 +324,8 @@ def test_property_filter_checks_only_that_property_and_the_builtins(cli):
               "--format", "json")
     assert ran.code == 0
     (run,) = ran.json()["runs"]
-    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "bound_code", "terminates"]
+    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "bound_code", "code_matches_spec",
+                                                      "terminates"]
 
 
 def test_json_file_matches_stdout_report(cli, tmp_path):
@@ -446,7 +447,7 @@ def test_property_filter_over_several_specs(cli, tmp_path):
               "--format", "json")
     rep = ran.json()
     assert len(rep["runs"]) == 10 + 6
-    builtins = {"loop_demo": ["domains", "well_defined", "bound_code"],
+    builtins = {"loop_demo": ["domains", "well_defined", "bound_code", "code_matches_spec"],
                 "loop_decide_counts_as_step": ["domains", "well_defined"]}
     assert all([p["name"] for p in r["properties"]] == builtins[r["machine"]] for r in rep["runs"])
     ran = cli("check", LOOP_DEMO, MUTANTS / "decide_counts_as_step.yaml", "--property", "nope")

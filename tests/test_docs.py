@@ -94,8 +94,8 @@ def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
         elif command.startswith("haltproof check specs/loop_demo.yaml") or command.startswith("haltproof conform"):
             monkeypatch.chdir(ROOT)
             assert cli(*shlex.split(command)[1:]).code == 0, command
-        elif command.startswith("cd docs/examples && "):
-            monkeypatch.chdir(ROOT / "docs" / "examples")
+        elif command.startswith(("cd docs/examples && ", "cd examples/agent_loop && ")):
+            monkeypatch.chdir(ROOT / command.split()[1])
             assert cli(*shlex.split(command.split("&& ", 1)[1])[1:]).code == 0, command
         elif command == "pytest --haltproof specs/":
             ran = subprocess.run([sys.executable, "-m", "pytest", "--haltproof", "specs/", "-q",

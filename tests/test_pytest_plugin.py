@@ -18,9 +18,9 @@ def _copy(pytester: pytest.Pytester, src, name: str, cut_expect: bool = False) -
 def test_specs_become_items_that_pass(pytester):
     _copy(pytester, LOOP_DEMO, "loop_demo.yaml")
     result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider")
-    # 10 combinations x (3 built-ins + 17 declared properties), error_reachable inactive at
-    # max_steps=1 max_retries=1, plus the 8 scenarios
-    result.assert_outcomes(passed=10 * 3 + 10 * 17 - 1 + 8)
+    # 10 combinations x (4 built-ins, code_matches_spec among them, + 17 declared properties),
+    # error_reachable inactive at max_steps=1 max_retries=1, plus the 8 scenarios
+    result.assert_outcomes(passed=10 * 4 + 10 * 17 - 1 + 8)
 
 
 def test_plugin_is_inert_without_the_flag(pytester):
