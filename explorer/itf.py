@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from haltproof.machine.spec import shown_path
+
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 _VAR_TYPES = {"int": "Int", "enum": "Str", "bool": "Bool"}
 
@@ -109,7 +111,6 @@ def _hashable(value: Any) -> Any:
 
 def spec_info(spec: Any, **extra: Any) -> dict[str, Any]:
     """What trace_to_itf needs to know about a spec: its file, machine name, vars and their types."""
-    from haltproof.reports.report import shown_path
     info = {"source": shown_path(spec.path), "machine": spec.name,
             "vars": [v.name for v in spec.vars],
             "varTypes": {v.name: _VAR_TYPES.get(v.kind, "Str") for v in spec.vars}}
