@@ -29,6 +29,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.explorer import baseline, itf
 from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
+from haltproof.reports.text import render_text
 from haltproof.reports.graph import add_arguments as add_graph_arguments, cmd_graph
 from haltproof.explorer.check import Options, check_machine, check_pins, load_python_model, prepare, prepare_python
 from haltproof.explorer.memory import parse_size
@@ -291,7 +292,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     data = report.to_json(runs)
     shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
         if args.trace_format == "itf" else {}
-    text = report.to_text(runs, quiet=args.quiet) if args.format == "text" else _render(args.format, shown.get(args.format, data), runs)
+    text = render_text(data, verbose=True, quiet=args.quiet) if args.format == "text" else _render(args.format, shown.get(args.format, data), runs)
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")
         if target:
@@ -426,19 +427,19 @@ def _params_text(params: dict[str, int]) -> str:
 
 
 def _print_replay(m: Any, out: Replayed) -> None:
+    from haltproof.machine.text import assignments_text, trace_table
     if m.replay_lines:
         for lines in out.lines:
             for label, value in lines:
                 print(f"{label}: {value}")
     else:
-        from haltproof.reports.report import trace_table
         from haltproof.properties.kinds import Trace
-        for row in trace_table(Trace(out.steps)):
+        for row in trace_table(Trace(out.steps).to_json()):
             print(row)
     if out.ok:
         end = out.steps[-1].state
         print(f"# ok: {len(out.steps) - 1} steps, final state "
-              + " ".join(f"{k}={report._v(v)}" for k, v in end.items())
+              + assignments_text(end)
               + ("" if out.terminal else " (not terminal)"))
     else:
         print(f"# FAILED: {out.problem}")

@@ -46,7 +46,8 @@ from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
 from haltproof.explorer.check import Options, check_machine, prepare, stop_reason, sweep
 from haltproof.explorer.engine import Exploration, explore
-from .report import EXIT_INCOMPLETE, shown_path
+from haltproof.machine.spec import shown_path
+from .report import EXIT_INCOMPLETE
 from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
 
 FORMAT_NAMES = ("dot", "graphml", "mermaid", "json")

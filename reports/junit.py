@@ -178,8 +178,8 @@ def render_junit(report: dict[str, Any]) -> str:
     for runs in by_spec.values():
         suite = _suite_of(runs)
         for k in totals:
-            totals[k] += int(suite.get(k))
-        seconds += float(suite.get("time"))
+            totals[k] += int(suite.attrib[k])
+        seconds += float(suite.attrib["time"])
         root.append(suite)
     # junit-10.xsd allows no `skipped` on <testsuites>; each <testsuite> carries its own.
     root.attrib.update({k: str(v) for k, v in totals.items() if k != "skipped"})

@@ -19,10 +19,10 @@ import pytest
 
 from haltproof.machine.errors import SpecError
 from haltproof.machine.inputs import positive
-from haltproof.machine.spec import load_spec
+from haltproof.machine.spec import load_spec, shown_path
+from haltproof.machine.text import trace_table
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
-from haltproof.reports import report
 from haltproof.explorer.check import Options, RunResult, check_machine, prepare
 
 
@@ -110,7 +110,7 @@ class PropertyItem(_Item):
     def runtest(self) -> None:
         run = self.parent.result(self.index, self.machine)
         prop = next(p for p in run.properties if p.name == self.prop_name)
-        where = f"{report.shown_path(run.spec.path)}:{prop.line or 1}"
+        where = f"{shown_path(run.spec.path)}:{prop.line or 1}"
         if prop.expected is True:
             return
         if prop.expected is False:
@@ -122,10 +122,10 @@ class PropertyItem(_Item):
             raise HaltproofFailure(f"{where}: {prop.name} is not proved: {prop.message}")
         lines = [f"{where}: {prop.name} is violated: {prop.message}"]
         if prop.trace is not None:
-            lines += ["  " + row for row in report.trace_table(prop.trace)]
+            lines += ["  " + row for row in trace_table(prop.trace.to_json())]
         if prop.other_trace is not None:
             lines.append("  ... and the run it disagrees with:")
-            lines += ["  " + row for row in report.trace_table(prop.other_trace)]
+            lines += ["  " + row for row in trace_table(prop.other_trace.to_json())]
         raise HaltproofFailure("\n".join(lines))
 
 
@@ -138,5 +138,5 @@ class ScenarioItem(_Item):
         run = self.parent.result(self.index, self.machine)
         sc = next(s for s in run.scenarios if s.name == self.scenario)
         if not sc.ok:
-            raise HaltproofFailure(f"{report.shown_path(run.spec.path)}:{self.line}: scenario "
+            raise HaltproofFailure(f"{shown_path(run.spec.path)}:{self.line}: scenario "
                                    f"{self.scenario}: {sc.message}")
