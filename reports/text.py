@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.machine.text import trace_table
-
 from . import findings as F
 
 _STATUS_WORD = {"holds": "holds", "violated": "VIOLATED", "unknown": "unknown"}
@@ -115,10 +113,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     for p in props:
         lines.append(f"  {_status_word(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
-            lines += ["      " + row for row in trace_table(p["trace"])]
-            if p.get("other_trace") is not None:
-                lines.append("      ... while this run, equal up to the ignored vars, does differently:")
-                lines += ["      " + row for row in trace_table(p["other_trace"])]
+            lines += ["      " + row for row in F.trace_text(p).splitlines()]
     if full and run.get("bounds"):
         lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
     scenarios = run.get("scenarios") or []
