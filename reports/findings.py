@@ -98,6 +98,19 @@ def incomplete_text(run: dict[str, Any]) -> str:
     return run.get("stop_reason") or "a property could not be decided"
 
 
+def proves_nothing_text(run: dict[str, Any]) -> str:
+    """The finding of an incomplete run, as every format words it."""
+    return f"{incomplete_text(run)}; it proves nothing"
+
+
+NOT_AS_EXPECTED = "its findings are not exactly the ones the spec's expect: declares"
+
+
+def not_as_expected_text(run: dict[str, Any]) -> str:
+    """The finding of a run that fails against its `expect:`: `proved, NOT as expected: its findings ...`."""
+    return f"{run_result_text(run)}: {NOT_AS_EXPECTED}"
+
+
 def stop_text(run: dict[str, Any]) -> str:
     """The option whose bound stopped the run ("--max-memory"), or "" when none did."""
     by = run.get("stopped_by")

@@ -136,12 +136,10 @@ def render_github(report: dict[str, Any]) -> str:
                                  file=file, line=F.scenario_line(run, sc["name"]),
                                  title=f"haltproof: scenario {sc['name']} failed"))
         elif key[0] == "expect":
-            lines.append(command("error", f"{run['machine']}: the findings are not exactly the ones "
-                                          f"the spec's expect: declares. Params: {where}.",
+            lines.append(command("error", f"{run['machine']}: {F.NOT_AS_EXPECTED}. Params: {where}.",
                                  file=file, title="haltproof: not as expected"))
         else:
-            lines.append(command("error", f"{run['machine']}: {F.incomplete_text(run)}; it "
-                                          f"proves nothing. Params: {where}.",
+            lines.append(command("error", f"{run['machine']}: {F.proves_nothing_text(run)}. Params: {where}.",
                                  file=file, title="haltproof: incomplete"))
     for key, entries in _group(warnings):
         _, file, line, message = key

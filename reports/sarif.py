@@ -229,8 +229,7 @@ def render_sarif(report: dict[str, Any]) -> str:
         if verdict == "fail" and not failed_here:
             rules.add(EXPECT_RULE, "expect", "a spec's findings are exactly the ones its expect: declares")
             results.append(_result(rules, EXPECT_RULE,
-                                   f"{where} is {F.run_result_text(run)}: its findings are not exactly "
-                                   "the ones the spec's expect: declares", file, None, "expect", run, {}))
+                                   f"{where} is {F.not_as_expected_text(run)}", file, None, "expect", run, {}))
         if run["result"] == "incomplete" or run.get("stopped_by"):
             unknown = sum(1 for p in run["properties"] if p["status"] == "unknown")
             notifications.append({
