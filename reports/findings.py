@@ -58,6 +58,12 @@ def run_result_text(run: dict[str, Any]) -> str:
     return "incomplete"
 
 
+def run_result_stop_text(run: dict[str, Any]) -> str:
+    """run_result_text, with the bound that stopped the run: `incomplete (stopped at --timeout)`."""
+    word = run_result_text(run)
+    return f"{word} (stopped at {stop_text(run)})" if run.get("stopped_by") else word
+
+
 def params_label(params: dict[str, Any]) -> str:
     """`K=2,R=1`: the params as a compact, stable label (empty when there are none)."""
     return assignments_text(params, ",")
@@ -214,6 +220,13 @@ def warnings_with_lines(run: dict[str, Any]) -> list[dict[str, Any]]:
     if details is not None:
         return details
     return [{"message": w, "line": None, "kind": "other"} for w in run.get("warnings", [])]
+
+
+def totals_text(report: dict[str, Any]) -> str:
+    """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
+    c = counts(report["runs"])
+    return (f"{len(report['runs'])} runs: {c['proved']} proved, {c['as expected']} violated as expected, "
+            f"{c['failed']} failed, {c['incomplete']} incomplete -> {report['result']}")
 
 
 def counts(runs: list[dict[str, Any]]) -> dict[str, int]:

@@ -149,9 +149,7 @@ def render_github(report: dict[str, Any]) -> str:
         lines.append(command("warning", f"{message} (params: {_params_list(entries)})",
                              file=file, line=line, title="haltproof: vacuous" if "vacuous" in message
                              else "haltproof: warning"))
-    c = F.counts(report["runs"])
-    lines.append(f"haltproof: {len(report['runs'])} runs: {c['proved']} proved, {c['as expected']} violated "
-                 f"as expected, {c['failed']} failed, {c['incomplete']} incomplete -> {report['result']}")
+    lines.append(f"haltproof: {F.totals_text(report)}")
     return "\n".join(lines) + "\n"
 
 
@@ -242,9 +240,7 @@ def render_markdown(report: dict[str, Any]) -> str:
            "|---|---|---|---:|---:|---:|"]
     for run in runs:
         verdict = F.run_verdict(run)
-        result = F.run_result_text(run)
-        if run.get("stopped_by"):
-            result += f" (stopped at {F.stop_text(run)})"
+        result = F.run_result_stop_text(run)
         mark = {"pass": "✅", "fail": "❌", "incomplete": "⚠️"}[verdict]
         s = run["stats"]
         out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "

@@ -36,23 +36,15 @@ def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = Fal
         else:
             lines.append("")
         lines += _hidden_warnings(runs)
-    lines.append(totals_line(report))
+    lines.append(F.totals_text(report))
     return "\n".join(lines) + "\n"
-
-
-def totals_line(report: dict[str, Any]) -> str:
-    """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
-    runs = report["runs"]
-    c = F.counts(runs)
-    return (f"{len(runs)} runs: {c['proved']} proved, {c['as expected']} violated as expected, "
-            f"{c['failed']} failed, {c['incomplete']} incomplete -> {report['result']}")
 
 
 # ---------------------------------------------------------------- default: one line a run
 
 def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
     """Each run on one line, the verdict first and aligned: `proved  spec [machine] K=1: ...`."""
-    words = [_stopped(run, F.run_result_text(run)) for run in runs]
+    words = [F.run_result_stop_text(run) for run in runs]
     width = max(map(len, words), default=0)
     return [f"{word:<{width}}  {_run_line(run)}" for word, run in zip(words, runs)]
 
@@ -72,11 +64,6 @@ def _run_line(run: dict[str, Any]) -> str:
         count = len(run["warnings"])
         out += f", {count} warning{'s' if count != 1 else ''}"
     return out
-
-
-def _stopped(run: dict[str, Any], word: str) -> str:
-    """The verdict word, with the bound that stopped the run: `incomplete (stopped at --timeout)`."""
-    return f"{word} (stopped at {F.stop_text(run)})" if run.get("stopped_by") else word
 
 
 def _is_finding(prop: dict[str, Any]) -> bool:
@@ -103,7 +90,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     head = f"{run['spec']}  [{run['machine']}]  {F.params_text(run['params'])}"
     if run.get("explored", "model") != "model":
         head += f"  (checked the bound {run['explored']})"
-    lines = [head, f"  {_stopped(run, F.run_result_text(run))}: {stats['states']:,} states, "
+    lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
                    f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
     if run.get("stop_reason"):
