@@ -55,6 +55,9 @@ def add_parser(sub: Any) -> None:
                         "a difference exits 1")
     c.add_argument("--update-baseline", action="store_true",
                    help="with --baseline: rewrite FILE with this check's figures")
+    c.add_argument("--verbose", action="store_true",
+                   help="the full text report: every property, bound, scenario, warning and trace of "
+                        "every run, and the sweep tables (default: a line per run, the findings, the totals)")
     c.add_argument("--quiet", action="store_true",
                    help="no progress, and the text report shrinks to its verdict line")
     c.add_argument("--trace-format", choices=["json", "itf"], default="json",
@@ -221,7 +224,7 @@ def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict
     data = report.to_json(runs)
     shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
         if args.trace_format == "itf" else {}
-    text = render_text(data, verbose=True, quiet=args.quiet) if args.format == "text" \
+    text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")
