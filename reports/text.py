@@ -71,6 +71,11 @@ def _is_finding(prop: dict[str, Any]) -> bool:
     return prop["status"] != "holds" or prop.get("expected") is False
 
 
+def _stopped_left_it(prop: dict[str, Any]) -> bool:
+    """An unknown the bound that stopped the run explains (and that no `expect:` is about)."""
+    return prop["status"] == "unknown" and prop.get("expected") is not False
+
+
 def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
     """Where the default listing leaves warnings out, a line saying how many and how to see them."""
     count = sum(len(run["warnings"]) for run in runs)
@@ -96,7 +101,13 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if run.get("stop_reason"):
         lines.append(f"  {run['stop_reason']}")
     props = [p for p in run["properties"] if full or _is_finding(p)]
+    undecided = [] if full or not run.get("stopped_by") else [p for p in props if _stopped_left_it(p)]
+    props = [p for p in props if p not in undecided]
     width = max((len(p["name"]) for p in props), default=0)
+    if undecided:               # the bound is the finding; its every unknown says the same
+        count = len(undecided)
+        lines.append(f"  {'unknown':<9} {count} propert{'y' if count == 1 else 'ies'}, not decided as the "
+                     "exploration stopped (--verbose lists them)")
     for p in props:
         lines.append(f"  {_status_word(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:

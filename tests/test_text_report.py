@@ -107,6 +107,31 @@ def test_expected_violations_are_one_line_each_unless_verbose(tmp_path: Path,
     assert "\n".join("      " + row for row in TABLE) in verbose
 
 
+def test_a_stopped_run_counts_its_unknowns_and_shows_its_violations_in_full(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is the finding of a stopped run: its unknowns are one line, not one each;
+    a violation found before the stop is still shown with its trace."""
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY.replace("N: [1, 2]", "N: [2]"))
+    data = check("tiny.yaml", max_states=2).to_json()
+    assert _seconds_out(render_text(data)).splitlines() == [
+        "violated (stopped at --max-states)  tiny.yaml [tiny] N=2: 3 states, T s",
+        "",
+        "findings:",
+        "",
+        "tiny.yaml  [tiny]  N=2",
+        "  violated (stopped at --max-states): 3 states, 2 transitions, 0 terminal, depth 2, T s",
+        "  stopped at 3 states: --max-states 2 reached",
+        "  unknown   2 properties, not decided as the exploration stopped (--verbose lists them)",
+        "  VIOLATED  below_two  false in this state",
+        *("      " + row for row in TABLE),
+        "",
+        "1 runs: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+    ]
+    verbose = render_text(data, verbose=True)
+    assert "\n  unknown   domains       not decided: the exploration stopped at --max-states\n" in verbose
+
+
 def test_an_incomplete_run_is_not_called_not_as_expected(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Stopped by --max-states before its expected violation: the gate says incomplete (exit 3),
