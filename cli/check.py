@@ -116,6 +116,11 @@ def _checked_options(args: argparse.Namespace) -> dict[str, dict[str, Any]] | No
     except baseline.BaselineError as exc:
         raise UsageError(str(exc)) from None
     _check_report_files(args)
+    if args.verbose and args.quiet:
+        raise UsageError("--verbose and --quiet ask for opposite text reports: give one of them")
+    if args.verbose and args.format != "text":
+        raise UsageError(f"--verbose lengthens the text report only, not --format {args.format}: "
+                         "drop it, or leave out --format")
     if args.trace_format == "itf" and args.format != "json" and not getattr(args, "json_file", None):
         raise UsageError("--trace-format itf changes the traces of the JSON report only: "
                          "add --format json or --json FILE")

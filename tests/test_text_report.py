@@ -199,3 +199,20 @@ def test_one_trace_table_for_every_layer() -> None:
         "1     go         c=true   r     x=1  <- loop starts",
         "2     stay                      (no change)  -> back to step 1",
     ]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--verbose", "--quiet"], "--verbose and --quiet ask for opposite text reports: give one of them"),
+    (["--verbose", "--format", "json"], "--verbose lengthens the text report only, not --format json: "
+                                        "drop it, or leave out --format"),
+])
+def test_verbose_is_never_ignored_silently(cli: Any, tiny: dict[str, Any], args: list[str], message: str) -> None:
+    ran = cli("check", "tiny.yaml", *args)
+    assert (ran.code, ran.out) == (2, "")
+    assert message in ran.err
+
+
+def test_check_prints_the_short_report_and_verbose_the_full_one(cli: Any, tiny: dict[str, Any]) -> None:
+    assert _seconds_out(cli("check", "tiny.yaml").out) == _seconds_out(render_text(tiny))
+    assert _seconds_out(cli("check", "tiny.yaml", "--verbose").out) == _seconds_out(render_text(tiny, verbose=True))
+
