@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from haltproof.machine import usercode
 from haltproof.machine.binding import Adapter, _user_traceback, _value_checkers
 from haltproof.machine.compiled import EvalError, Machine
-from haltproof.machine.text import value_text
+from haltproof.machine.text import assignments_text, value_text
 from haltproof.machine.usercode import OutOfTime, running
 
 
@@ -219,9 +219,9 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
     lines = [f"conformance of {spec_name} and {bound_to} FAILED (seed {result.seed}): the minimal run "
              "on which the code and the spec disagree:",
              "  params: " + " ".join(f"{k}={v}" for k, v in result.params.items()),
-             "  initial state: " + " ".join(f"{k}={value_text(v)}" for k, v in result.initial.items())]
+             "  initial state: " + assignments_text(result.initial)]
     for n, st_ in enumerate(result.steps, start=1):
-        classes = ", ".join(f"{k}={value_text(v)}" for k, v in st_.labels.items()) or "no choices"
+        classes = assignments_text(st_.labels, ", ") or "no choices"
         concrete = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
                              for k, v in st_.concrete.items())
         lines.append(f"  step {n}: {st_.action} with {classes}" + (f"  concrete: {concrete}" if concrete else ""))
