@@ -64,6 +64,19 @@ def run_result_stop_text(run: dict[str, Any]) -> str:
     return f"{word} (stopped at {stop_text(run)})" if run.get("stopped_by") else word
 
 
+_STATUS_WORD = {"holds": "holds", "violated": "VIOLATED", "unknown": "unknown"}
+
+
+def status_text(prop: dict[str, Any]) -> str:
+    """A property's status as the text and HTML reports word it, against the spec's `expect:`:
+    `holds`, `VIOLATED`, `unknown`, `violated as expected`, `holds (NOT as expected)`."""
+    status = prop.get("status", "unknown")
+    if prop.get("expected") is True and status == "violated":
+        return "violated as expected"
+    word = _STATUS_WORD.get(status, str(status))
+    return f"{word} (NOT as expected)" if prop.get("expected") is False else word
+
+
 def params_label(params: dict[str, Any]) -> str:
     """`K=2,R=1`: the params as a compact, stable label (empty when there are none)."""
     return assignments_text(params, ",")

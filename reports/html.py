@@ -79,14 +79,15 @@ def run_verdict(run: dict[str, Any]) -> tuple[str, str]:
 
 
 def _prop_status(p: dict[str, Any]) -> tuple[str, str]:
+    """(css key, words) of a property's status; the words are the text report's (F.status_text)."""
     status = p.get("status", "unknown")
     if p.get("expected") is True and status == "violated":
-        return "expected", "violated as expected"
-    key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
-    text = {"holds": "holds", "violated": "VIOLATED"}.get(status, status)
-    if p.get("expected") is False:
-        key, text = "violated", f"{text} (NOT as expected)"
-    return key, text
+        key = "expected"
+    elif p.get("expected") is False:
+        key = "violated"
+    else:
+        key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
+    return key, F.status_text(p)
 
 
 # ---------------------------------------------------------------- state graphs

@@ -14,9 +14,6 @@ from typing import Any
 
 from . import findings as F
 
-_STATUS_WORD = {"holds": "holds", "violated": "VIOLATED", "unknown": "unknown"}
-
-
 def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = False) -> str:
     """The report as text: the run lines, findings and totals (see the module's docstring)."""
     runs: list[dict[str, Any]] = report["runs"]
@@ -109,7 +106,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         lines.append(f"  {'unknown':<9} {count} propert{'y' if count == 1 else 'ies'}, not decided as the "
                      "exploration stopped (--verbose lists them)")
     for p in props:
-        lines.append(f"  {_status_word(p):<9} {p['name']:<{width}}  {p['message']}")
+        lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
             lines += ["      " + row for row in F.trace_text(p).splitlines()]
     if full and run.get("bounds"):
@@ -121,15 +118,6 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if full:
         lines += [f"  warning: {warning}" for warning in run["warnings"]]
     return lines
-
-
-def _status_word(prop: dict[str, Any]) -> str:
-    status = _STATUS_WORD[prop["status"]]
-    if prop.get("expected") is True and prop["status"] == "violated":
-        return "violated as expected"
-    if prop.get("expected") is False:
-        return status + " (NOT as expected)"
-    return status
 
 
 # ---------------------------------------------------------------- sweeps (verbose)
