@@ -14,6 +14,7 @@ from typing import Any
 
 from . import findings as F
 
+
 def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = False) -> str:
     """The report as text: the run lines, findings and totals (see the module's docstring)."""
     runs: list[dict[str, Any]] = report["runs"]
@@ -64,8 +65,9 @@ def _run_line(run: dict[str, Any]) -> str:
 
 
 def _is_finding(prop: dict[str, Any]) -> bool:
-    """A property result the default listing shows in full: anything but `holds` as expected."""
-    return prop["status"] != "holds" or prop.get("expected") is False
+    """A property result the default listing shows in full: anything but what the spec says
+    (holding, or violated as its `expect:` declares)."""
+    return F.outcome(prop) not in (F.PASS, F.EXPECTED)
 
 
 def _stopped_left_it(prop: dict[str, Any]) -> bool:

@@ -107,6 +107,25 @@ def test_expected_violations_are_one_line_each_unless_verbose(tmp_path: Path,
     assert "\n".join("      " + row for row in TABLE) in verbose
 
 
+def test_a_failing_run_shows_what_went_wrong_not_what_it_expected(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY.replace("N: [1, 2]", "N: [2]")
+                                 + "  below_one:\n    always: x < 1\nexpect:\n  violated: [below_two]\n")
+    assert _seconds_out(render_text(check("tiny.yaml").to_json())).splitlines() == [
+        "violated, NOT as expected  tiny.yaml [tiny] N=2: 3 states, T s",
+        "",
+        "findings:",
+        "",
+        "tiny.yaml  [tiny]  N=2",
+        "  violated, NOT as expected: 3 states, 2 transitions, 1 terminal, depth 2, T s",
+        "  VIOLATED (NOT as expected) below_one  false in this state",
+        *("      " + row for row in TABLE[:3]),
+        "",
+        "1 runs: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+    ]
+
+
 def test_a_stopped_run_counts_its_unknowns_and_shows_its_violations_in_full(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The bound is the finding of a stopped run: its unknowns are one line, not one each;
