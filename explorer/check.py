@@ -24,6 +24,7 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.spec import Spec, declared_at, value_count
+from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
@@ -180,7 +181,7 @@ def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
     if total > MAX_COMBINATIONS:
         wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
                       key=lambda p: (p.name in pins, -p.count))
-        have = ", ".join(f"{p.name} has {_values_text(p.values)}" for p in wide if p.name not in pins)
+        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in pins)
         given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
                           if p.name in pins)
         raise SpecError([Problem(spec.path, wide[0].line,
@@ -233,19 +234,7 @@ def check_pins(spec: Spec, pins: Pins) -> None:
             if value not in declared[name].values:
                 raise SpecError([Problem(*declared_at(spec, declared[name]),
                                          f"-p {name}={value}: not a declared value of {name} "
-                                         f"({_values_text(declared[name].values)})")])
-
-
-def _values_text(values: Sequence[int]) -> str:
-    """`1..5` for a run of consecutive values, else the list; never materializes a range."""
-    count = value_count(values)
-    consecutive = (values.step == 1 if isinstance(values, range)
-                   else all(b == a + 1 for a, b in zip(values, values[1:])))
-    if consecutive and count > 2:
-        return f"{values[0]}..{values[-1]}"
-    if count > 10:              # a Python model's range(0, 10**12, 2) is not written out either
-        return f"{values[0]}, {values[1]}, ..., {values[-1]} ({count:,} values)"
-    return ", ".join(map(str, values))
+                                         f"({values_text(declared[name].values)})")])
 
 
 def _check_property_names(spec: Spec, options: Options) -> None:

@@ -28,6 +28,7 @@ from haltproof.machine import usercode
 from haltproof.machine.binding import Adapter, Runner, _user_traceback, _value_checkers
 from haltproof.machine.compiled import EvalError, Machine
 from haltproof.machine.live import LiveAdapter
+from haltproof.machine.text import assignments_text, value_text
 from haltproof.machine.usercode import OutOfTime, running
 
 
@@ -199,12 +200,6 @@ def _raised(who: str, exc: Exception) -> str:
     return f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _show_code(step: ConformStep, var: str) -> str:
     """The code's value of `var`, with its type and domain when it lies outside the domain."""
     if var not in step.code_state:
@@ -212,7 +207,7 @@ def _show_code(step: ConformStep, var: str) -> str:
     value = step.code_state[var]
     if var in step.outside:
         return f"{value!r} ({type(value).__name__}), outside its domain {step.outside[var]}"
-    return _show(value)
+    return value_text(value)
 
 
 def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
@@ -227,9 +222,9 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
     lines = [f"conformance of {spec_name} and {bound_to} FAILED (seed {result.seed}): the minimal run "
              "on which the code and the spec disagree:",
              "  params: " + " ".join(f"{k}={v}" for k, v in result.params.items()),
-             "  initial state: " + " ".join(f"{k}={_show(v)}" for k, v in result.initial.items())]
+             "  initial state: " + assignments_text(result.initial)]
     for n, st_ in enumerate(result.steps, start=1):
-        classes = ", ".join(f"{k}={_show(v)}" for k, v in st_.labels.items()) or "no choices"
+        classes = assignments_text(st_.labels, ", ") or "no choices"
         concrete = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
                              for k, v in st_.concrete.items())
         lines.append(f"  step {n}: {st_.action} with {classes}" + (f"  concrete: {concrete}" if concrete else ""))
@@ -242,7 +237,7 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
             if st_.code_rule != st_.spec_rule:
                 lines.append(f"    rule: spec {st_.spec_rule!r}, code {st_.code_rule!r}")
             for k in diff:
-                lines.append(f"    {k}: spec {_show(st_.spec_state[k])}, code {_show_code(st_, k)}")
+                lines.append(f"    {k}: spec {value_text(st_.spec_state[k])}, code {_show_code(st_, k)}")
             extra = sorted(set(st_.code_state) - set(st_.spec_state))
             if extra:
                 lines.append(f"    the code's abstract state has vars the spec lacks: {', '.join(extra)}")

@@ -72,7 +72,7 @@ def bound_and_model():
 
 
 def test_check_says_it_checked_the_bound_code(cli):
-    ran = cli("check", LOOP_DEMO)
+    ran = cli("check", LOOP_DEMO, "--verbose")
     assert ran.code == 0, ran.out[-3000:]
     headers = [ln for ln in ran.out.splitlines() if ln.startswith("specs/loop_demo.yaml") or "[loop_demo]" in ln]
     assert len(headers) == 10

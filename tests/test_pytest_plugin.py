@@ -50,6 +50,19 @@ def test_violations_fail_with_the_counterexample(pytester):
     assert "Traceback" not in result.stdout.str()
 
 
+def test_an_independence_violation_shows_both_runs_as_the_text_report_does(pytester):
+    _copy(pytester, MUTANTS / "decide_reads_scenario.yaml", "reads.yaml", cut_expect=True)
+    result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider",
+                                "reads.yaml::decide_ignores_scenario[max_steps=3,max_retries=0]")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*reads.yaml:*: decide_ignores_scenario is violated: *",
+        "  step  action*",
+        "  ... while this run, equal up to the ignored vars, does differently:",
+        "  step  action*",
+    ])
+
+
 def test_expected_violations_pass(pytester):
     _copy(pytester, MUTANTS / "failure_not_a_step.yaml", "mutant.yaml")
     result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider")
