@@ -36,14 +36,14 @@ from typing import Any
 
 from haltproof.machine.binding import bind_machine, load_adapter
 from haltproof.machine.compiled import CompiledSpec, Machine
-from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.spec import Spec, load_spec, shown_path
+from haltproof.machine.text import trace_table
 from haltproof.properties.kinds import Subject, Trace
 
-from haltproof.reports import report
 from .check import RunResult
 from .replay import Failed, Replayed, combo_index, evaluate, run_steps
 
-BUILTINS = ("domains", "well_defined", "bound_code")
+BUILTINS = ("domains", "well_defined", "bound_code", "code_matches_spec")
 Verdict = tuple[bool, str]      # (the test must fail, why)
 
 
@@ -344,7 +344,7 @@ def assert_fixed(spec_path: str | Path, name: str, trace: dict[str, Any],
     broken, why = still_violated(m, name, trace, other, subject)
     if broken:
         replay = _replay(m, trace)
-        table = ("\n".join("  " + row for row in report.trace_table(Trace(replay.steps)))
+        table = ("\n".join("  " + row for row in trace_table(Trace(replay.steps).to_json()))
                  if isinstance(replay, Replayed) else "")
         raise AssertionError(f"{name} is not fixed: {why}\n{table}")
 
@@ -370,7 +370,7 @@ def emit_tests(runs: list[RunResult], directory: str | Path) -> list[Path]:
             subject = json.dumps(p.subject.to_json()) if p.subject is not None else "None"
             params_text = " ".join(f"{k}={v}" for k, v in r.params.items()) or "(no params)"
             text = (f'"""Regression test written by `haltproof check --emit-tests`.\n\n'
-                    f"Spec {report.shown_path(r.spec.path)}, property {p.name}, {params_text}:\n"
+                    f"Spec {shown_path(r.spec.path)}, property {p.name}, {params_text}:\n"
                     f"{p.message}\n\n"
                     "It replays the counterexample against the current code and fails while the\n"
                     "finding still stands on it; it passes once that run no longer breaks the property.\n"
