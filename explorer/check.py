@@ -23,7 +23,8 @@ from haltproof.machine.binding import bind_machine, load_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
-from haltproof.machine.spec import Spec, declared_at, value_count
+from haltproof.machine.inputs import value_count
+from haltproof.machine.spec import Spec, declared_at
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T

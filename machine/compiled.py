@@ -26,7 +26,8 @@ from . import astgen as A
 from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
-from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
+from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path
+from .inputs import value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
-from .inputs import TooLarge, read_bounded, too_large
+from .inputs import TooLarge, read_bounded, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
 from .yamlpos import YList, YMap, YStr, load_yaml
 
@@ -42,14 +42,6 @@ class Param:
     def count(self) -> int:
         """How many values: `len` of a range fails past sys.maxsize, arithmetic does not."""
         return value_count(self.values)
-
-
-def value_count(values: Sequence[int]) -> int:
-    """The number of values in a list or a range of any size."""
-    if isinstance(values, range):
-        step = values.step
-        return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
-    return len(values)
 
 
 T = TypeVar("T")

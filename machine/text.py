@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .spec import value_count
+from .inputs import value_count
 
 
 def value_text(value: Any) -> str:

@@ -157,7 +157,9 @@ def test_json_and_text_report_the_binding(tmp_path, cli):
     assert ran.code == 0
     assert [r["binding"] for r in ran.json()["runs"]] == ["replay"]
     text = cli("check", spec, "-p", "N=2")
-    assert "(checked the bound code: live_agents:ReplayedAdapter)  [binding: replay]" in text.out
+    assert "states" in text.out and ", checked the bound code (replay binding)" in text.out
+    full = cli("check", spec, "-p", "N=2", "--verbose")
+    assert "(checked the bound code: live_agents:ReplayedAdapter)  [binding: replay]" in full.out
     model = cli("check", spec, "-p", "N=2", "--model", "--format", "json")
     assert "binding" not in model.json()["runs"][0]
 
