@@ -90,7 +90,7 @@ def _bound(spec: Spec, m: Machine, model_only: bool) -> Machine:
 
 
 def _params_text(params: dict[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items()) or "no params"
+    return assignments_text(params) or "no params"
 
 
 def _print_replay(m: Machine, out: Replayed) -> None:

@@ -57,7 +57,8 @@ def load(path: str | Path) -> dict[str, dict[str, Any]] | None:
         raise BaselineError(f"--baseline {path}: cannot read it: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
         raise BaselineError(f"--baseline {path}: not a haltproof baseline (schema {SCHEMA})")
-    return data["runs"]
+    runs: dict[str, dict[str, Any]] = data["runs"]
+    return runs
 
 
 def save(path: str | Path, runs: list[RunResult]) -> None:
