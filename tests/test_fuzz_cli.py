@@ -144,14 +144,13 @@ def _known_defect(argv: list[str]) -> bool:
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    cwd = os.getcwd()
     saved = os.environ.pop("GITHUB_STEP_SUMMARY", None)
-    os.chdir(_ROOT)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _watchdog(HANG_SECONDS):
+        # contextlib.chdir, not monkeypatch: Hypothesis runs many examples per test function
+        with contextlib.chdir(_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _watchdog(HANG_SECONDS):
             code = main(argv)
     finally:
-        os.chdir(cwd)
         if saved is not None:
             os.environ["GITHUB_STEP_SUMMARY"] = saved
     return code, out.getvalue(), err.getvalue()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
 import signal
 import tempfile
@@ -71,13 +70,10 @@ def run_check(content: str | bytes, *extra: str) -> tuple[str, int, str, str]:
     else:
         path.write_text(content, encoding="utf-8", errors="surrogatepass")
     out, err = io.StringIO(), io.StringIO()
-    cwd = os.getcwd()
-    os.chdir(_ROOT / "elsewhere")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _watchdog(HANG_SECONDS):
-            code = main(["check", str(path), *LIMITS, *extra])
-    finally:
-        os.chdir(cwd)
+    # contextlib.chdir, not monkeypatch: Hypothesis runs many examples per test function
+    with contextlib.chdir(_ROOT / "elsewhere"), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            _watchdog(HANG_SECONDS):
+        code = main(["check", str(path), *LIMITS, *extra])
     return str(path), code, out.getvalue(), err.getvalue()
 
 

@@ -34,10 +34,12 @@ def test_the_version_is_the_distributions():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
-    # a copy of the checkout: a `build/` left by an older install would leak into the wheel
+    # a copy of the checkout: a `build/` left by an older install would leak into the wheel. The
+    # caches are left out too: other test processes (pytest -n) write into them during the copy.
     src = out / "src"
     shutil.copytree(ROOT, src, ignore=lambda folder, names: [
-        n for n in names if n in {".git", ".venv", "build", "__pycache__", ".hypothesis"}
+        n for n in names if n in {".git", ".venv", "build", "__pycache__", ".hypothesis", ".mypy_cache",
+                                  ".pytest_cache", ".ruff_cache"}
         or n.endswith(".egg-info") or (Path(folder) == ROOT and n == "mutants")])
     ran = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                           "-q", "-w", str(out), str(src)], capture_output=True, text=True)
