@@ -518,6 +518,7 @@ def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
                                       "reason": f"stopped at 42 states: --timeout 2 s reached while {STUCK_AT}"}
 
 
+@pytest.mark.slow
 def test_timeout_bounds_creating_the_adapter(tmp_path):
     path = bound_copy(tmp_path, "stuck_code:SleepingInit")
     ran = haltproof_process("check", path, "--timeout", "2", cwd=tmp_path)
@@ -534,6 +535,7 @@ def test_timeout_bounds_importing_the_bound_module(tmp_path):
                           "hp_import_spins (bind: hp_import_spins:Adapter)\n")
 
 
+@pytest.mark.slow
 def test_timeout_bounds_replay_and_conform(tmp_path):
     path = bound_copy(tmp_path, "stuck_code:Spinning", keep_scenarios=True)
     ran = haltproof_process("replay", path, "--scenario", "permanent_error", "--timeout", "2", cwd=tmp_path)
@@ -548,6 +550,7 @@ def test_timeout_bounds_replay_and_conform(tmp_path):
     assert ran.stdout.rstrip().endswith("no difference found so far, which proves nothing")
 
 
+@pytest.mark.slow
 def test_timeout_bounds_graph_exploring_stuck_code(tmp_path):
     """graph explores the bound code too: it had no --timeout, and a stuck step held it for
     ever. At the deadline no graph is written (a graph of part of the space would read as

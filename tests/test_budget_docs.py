@@ -46,6 +46,8 @@ def test_the_doc_has_the_commands_the_issue_asks_for():
     assert any("--policy http" in c for c in commands) and any("--policy local" in c for c in commands)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("budget_runner")     # budget_checks' cached sweep, with test_budget_spec
 def test_every_command_runs_with_its_documented_exit_code(tmp_path, monkeypatch):
     port = None         # the server's own: it binds port 0 (a free one) and says which it got
     server = None
@@ -108,6 +110,8 @@ def test_the_K_2_line_quoted_in_the_doc():
     assert line in ran.stdout.splitlines()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("budget_runner")     # budget_checks' cached sweep, with test_budget_spec
 def test_the_numbers_quoted_are_the_checkers():
     code, _, _, report = budget_checks.haltproof("check", "specs/budget_runner.yaml")
     assert code == 0

@@ -15,6 +15,7 @@ from haltproof.reports.report import shown_path
 from conftest import LOOP_DEMO, MUTANTS
 
 
+@pytest.mark.slow
 def test_check_with_no_arguments_checks_the_bundled_specs(cli):
     ran = cli("check")
     assert ran.code == 0
@@ -395,6 +396,7 @@ def test_progress_goes_to_stderr_only(cli):
     assert "\r" not in ran.out
 
 
+@pytest.mark.slow
 def test_console_script_runs(tmp_path):
     """The installed `haltproof` entry point works from another directory."""
     ran = subprocess.run([sys.executable, "-m", "haltproof.cli.main", "check", "-p", "max_steps=1",

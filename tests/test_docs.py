@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, doc_commands
 
 README = (ROOT / "README.md").read_text()
 SPEC_DOC = (ROOT / "docs" / "spec-language.md").read_text()
@@ -66,7 +66,7 @@ def test_the_readmes_quick_run_leaves_out_a_registered_marker():
     assert marker == "slow" and any(m.startswith("slow: ") for m in options["markers"])
 
 
-@pytest.mark.parametrize("command", _commands())
+@pytest.mark.parametrize("command", doc_commands(_commands()))
 def test_readme_command_runs(cli, command, tmp_path, monkeypatch):
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
     monkeypatch.chdir(tmp_path)
@@ -110,6 +110,7 @@ def _doc_commands(text: str) -> list[str]:
             for ln in block.splitlines() if ln.strip()]
 
 
+@pytest.mark.slow
 def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
     import subprocess
     import sys

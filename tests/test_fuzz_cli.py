@@ -21,6 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -176,6 +177,7 @@ def test_the_prepared_files_are_real():
 
 @settings(max_examples=350, **SETTINGS)
 @given(argvs())
+@pytest.mark.slow
 def test_random_argv(argv: list[str]):
     assume(not _known_defect(argv))
     try:

@@ -268,6 +268,7 @@ def test_the_checks_catch_a_missing_line():
 
 @settings(max_examples=300, **SETTINGS)
 @given(st.sampled_from(SLOTS), expressions())
+@pytest.mark.slow
 def test_any_expression_in_any_place(slot: tuple, expr: str):
     text = _dump(_put(BASE, slot, expr))
     assert_clean(run_check(text), text)
@@ -312,6 +313,7 @@ def spec_shaped(draw) -> dict:
 
 @settings(max_examples=150, **SETTINGS)
 @given(spec_shaped())
+@pytest.mark.slow
 def test_random_yaml_shaped_like_a_spec(doc: dict):
     assume(not _huge_param_range(doc))
     text = yaml.safe_dump(doc, allow_unicode=True)
@@ -363,6 +365,7 @@ def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
 
 @settings(max_examples=250, **SETTINGS)
 @given(damaged_specs())
+@pytest.mark.slow
 def test_valid_specs_with_damaged_parts(text: str):
     assert_clean(run_check(text), text)
 
@@ -375,6 +378,7 @@ def test_valid_specs_with_damaged_parts(text: str):
                  st.builds(lambda t, cut, junk: t[:cut] + junk,
                            st.just(_dump(BASE)), st.integers(0, 1200), st.binary(max_size=20).map(
                                lambda b: b.decode("latin-1")))))
+@pytest.mark.slow
 def test_random_bytes(content: str | bytes):
     assert_clean(run_check(content), content)
 

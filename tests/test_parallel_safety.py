@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, doc_commands, sweeps_seed_systems
 
 TESTS = sorted((ROOT / "tests").glob("*.py"))
 
@@ -94,3 +94,17 @@ def test_the_checks_find_what_they_look_for():
         "    return ['serve', '--port', '0'], ['serve', '--port', '70000'], s.getsockname()\n")
     assert [n.lineno for n in port_probes(sample)] == [5, 7, 8]
     assert [n.lineno for n in chdir_calls(sample)] == [10]
+
+
+def test_the_documented_sweeps_of_the_seed_systems_are_the_slow_commands():
+    """What `scripts/test -m "not slow"` leaves out of the doc-command tests: the whole bundled
+    specs, or a whole slow spec; a pinned or single small spec stays in the quick run."""
+    slow = ["haltproof check", "haltproof check specs", "haltproof check specs/ --format github",
+            "haltproof check specs/gate_chain.yaml --model", "haltproof conform specs/budget_runner.yaml",
+            "cd docs && haltproof check specs"]
+    quick = ["haltproof check specs/loop_demo.yaml", "haltproof check specs/gate_chain.yaml -p B=2",
+             "haltproof replay specs/gate_chain.yaml --scenario s", "python -m haltproof.harness.gate_loop",
+             "haltproof graph specs/gate_chain.yaml"]
+    assert [c for c in slow + quick if sweeps_seed_systems(c)] == slow
+    (param,) = doc_commands([("haltproof check specs", 0)])
+    assert param.values == ("haltproof check specs", 0) and [m.name for m in param.marks] == ["slow"]
