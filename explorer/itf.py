@@ -28,7 +28,10 @@ and ends in the last state".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from haltproof.machine.spec import Spec, shown_path
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 _VAR_TYPES = {"int": "Int", "enum": "Str", "bool": "Bool"}
@@ -107,9 +110,8 @@ def _hashable(value: Any) -> Any:
 
 # ---------------------------------------------------------------- traces
 
-def spec_info(spec: Any, **extra: Any) -> dict[str, Any]:
+def spec_info(spec: Spec, **extra: Any) -> dict[str, Any]:
     """What trace_to_itf needs to know about a spec: its file, machine name, vars and their types."""
-    from haltproof.reports.report import shown_path
     info = {"source": shown_path(spec.path), "machine": spec.name,
             "vars": [v.name for v in spec.vars],
             "varTypes": {v.name: _VAR_TYPES.get(v.kind, "Str") for v in spec.vars}}
@@ -190,7 +192,7 @@ def itf_to_trace(itf: dict[str, Any]) -> dict[str, Any]:
     states = itf.get("states")
     if not isinstance(states, list) or not states:
         raise ITFError("'states' must be a non-empty list of states")
-    steps = []
+    steps: list[dict[str, Any]] = []
     for n, st in enumerate(states):
         if not isinstance(st, dict):
             raise ITFError(f"state {n} is not an object")
@@ -242,7 +244,7 @@ def itf_to_trace(itf: dict[str, Any]) -> dict[str, Any]:
 TRACE_KEYS = ("trace", "other_trace", "witness")
 
 
-def report_with_itf_traces(report: dict[str, Any], specs: list[Any]) -> dict[str, Any]:
+def report_with_itf_traces(report: dict[str, Any], specs: Sequence[Spec]) -> dict[str, Any]:
     """A copy of a `haltproof-report/1` dict whose traces (`trace`, `other_trace`, `witness`)
     are ITF documents; `specs[i]` is the Spec of `report["runs"][i]`. Keys are kept."""
     out = dict(report)

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from haltproof.machine.binding import Adapter
 
 from .gate_loop import GateLoop, GateLoopConfig, Message, Tool
-from .gates import GateChain, GateContext, GateDecision, ToolCall, default_gates
+from .gates import Gate, GateChain, GateContext, GateDecision, ToolCall, default_gates
 
 # The spec's tools: reservation (the spec's `cost`) and whitelist (the spec's `listed`).
 RESERVATIONS = {"read_file": 1, "shell": 2, "http_get": 2, "deploy": 1}
@@ -75,7 +75,7 @@ class CallChoice:
     args: tuple[tuple[str, str], ...]
     pick: int = 0
 
-    def __deepcopy__(self, memo: dict) -> CallChoice:
+    def __deepcopy__(self, memo: dict[int, Any]) -> CallChoice:
         return self
 
     @classmethod
@@ -92,7 +92,7 @@ class OutputChoice:
     extra: int = 0
     filler: str = "lorem ipsum "
 
-    def __deepcopy__(self, memo: dict) -> OutputChoice:
+    def __deepcopy__(self, memo: dict[int, Any]) -> OutputChoice:
         return self
 
 
@@ -124,7 +124,7 @@ class Environment:
 class CountingGate:
     """A real gate, evaluated as is; only counts that it ran."""
 
-    def __init__(self, gate: Any, env: Environment) -> None:
+    def __init__(self, gate: Gate, env: Environment) -> None:
         self.gate, self.env, self.name = gate, env, gate.name
 
     def evaluate(self, call: ToolCall, ctx: GateContext) -> GateDecision:
@@ -199,14 +199,14 @@ class GateChainAdapter(Adapter):
     loop_class: type = GateLoop
 
     def __init__(self) -> None:
-        self._gates: dict[tuple, tuple[GateLoopConfig, list[Any]]] = {}
+        self._gates: dict[tuple[tuple[str, int], ...], tuple[GateLoopConfig, list[Gate]]] = {}
 
     def config(self, params: dict[str, int]) -> GateLoopConfig:
         return GateLoopConfig(whitelist=WHITELIST, token_budget=params["B"], window=params["N"],
                               refusal_threshold=params["A"], turn_limit=params["T"],
                               per_tool_budgets={CAPPED_TOOL: params["P"]}, default_max_tokens=1)
 
-    def make_gates(self, config: GateLoopConfig) -> list[Any]:
+    def make_gates(self, config: GateLoopConfig) -> list[Gate]:
         return default_gates(config.whitelist, config.token_budget, config.window, config.per_tool_budgets)
 
     def concretize(self, state: dict[str, Any], params: dict[str, int]) -> BoundRun:

@@ -32,7 +32,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from haltproof.machine import strict_json
@@ -129,7 +129,7 @@ class MessageStore:
     def visible(self, turn: int, window: int) -> list[Message]:
         return [m for m in self.messages if turn - window <= m.turn < turn]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Message]:
         return iter(self.messages)
 
     def __len__(self) -> int:
@@ -184,6 +184,12 @@ class GateLoop:
     # -- one turn
     def prepare(self, proposal: ToolCall | Mapping[str, Any], turn: int) -> ToolCall:
         """The ToolCall for a proposal: its reservation from the registry, its call id."""
+        # A mapping's fields are what the model wrote, of any type: ToolCall.__post_init__ checks them.
+        tool: Any
+        args: Any
+        asked: Any
+        extends: Any
+        call_id: Any
         if isinstance(proposal, ToolCall):
             tool, args, asked, extends, call_id = (proposal.tool, proposal.args, proposal.max_tokens,
                                                    proposal.extends, proposal.call_id)
@@ -365,7 +371,7 @@ def demo_tools(files: Mapping[str, str] = DEMO_FILES) -> dict[str, Tool]:
     (the harness has it) but the demo's whitelist leaves it out of the contract."""
 
     def read_file(args: Mapping[str, Any]) -> str:
-        path = args.get("path")
+        path: Any = args.get("path")        # any JSON value: only a file's name is found
         if path not in files:
             raise FileNotFoundError(f"no such file: {path}")
         return files[path]

@@ -36,7 +36,7 @@ class BoolT:
 class EnumT:
     """A finite set of string values; a string literal is the one-value enum."""
 
-    values: frozenset
+    values: frozenset[str]
     desc: str = ""
 
     def __str__(self) -> str:
@@ -45,6 +45,7 @@ class EnumT:
 
 
 Type = IntT | BoolT | EnumT
+Value = bool | int | str      # a value a spec writes: of BOOL, INT or an EnumT
 INT = IntT()
 BOOL = BoolT()
 
@@ -94,7 +95,7 @@ class Scope:
     """The names an expression may use, plus the enum values usable unquoted."""
 
     names: dict[str, Binding]
-    literals: frozenset = frozenset()
+    literals: frozenset[str] = frozenset()
 
     def extended(self, more: dict[str, Binding]) -> Scope:
         return Scope({**self.names, **more}, self.literals)
@@ -107,7 +108,7 @@ class Expr:
     text: str
     type: Type
     py: ast.expr
-    choices_used: frozenset = frozenset()
+    choices_used: frozenset[str] = frozenset()
     line: int | None = None         # where the spec wrote it, to name it when it fails to evaluate
 
     @property
@@ -262,7 +263,7 @@ class _Checker:
         return SpecError([Problem(self.loc.file, line, message, text)])
 
     def visit(self, node: ast.AST) -> tuple[Type, ast.expr]:
-        method = getattr(self, "v_" + type(node).__name__, None)
+        method: Callable[[ast.AST], tuple[Type, ast.expr]] | None = getattr(self, "v_" + type(node).__name__, None)
         if method is None:
             raise self.fail(node, f"not allowed in a spec expression ({_describe(node)})")
         return method(node)

@@ -16,13 +16,22 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 Bound = int | float | None
 
 
-def check_number(value: Any, what: str, kind: type = int, *, least: Bound = None, above: Bound = None,
-                 most: Bound = None, shown: str | None = None) -> Any:
+Number = TypeVar("Number", int, float)   # the two kinds of number a check can ask for
+
+
+@overload
+def check_number(value: object, what: str, *, least: Bound = None, above: Bound = None,
+                 most: Bound = None, shown: str | None = None) -> int: ...
+@overload
+def check_number(value: object, what: str, kind: type[Number], *, least: Bound = None,
+                 above: Bound = None, most: Bound = None, shown: str | None = None) -> Number: ...
+def check_number(value: Any, what: str, kind: type[int] | type[float] = int, *, least: Bound = None,
+                 above: Bound = None, most: Bound = None, shown: str | None = None) -> int | float:
     """`value` as a `kind` (int: an integer; float: any finite real number; never a bool)
     with `least <= value`, `above < value` and `value <= most`; else ValueError naming
     `what` and the range. `shown` is how the message quotes the value (the text typed,
@@ -38,11 +47,11 @@ def check_number(value: Any, what: str, kind: type = int, *, least: Bound = None
             value = math.inf
         if not math.isfinite(value):
             raise ValueError(f"{what} must be a finite number, got {shown}")
-    value = kind(value)
-    if ((least is not None and value < least) or (above is not None and value <= above)
-            or (most is not None and value > most)):
+    number = kind(value)
+    if ((least is not None and number < least) or (above is not None and number <= above)
+            or (most is not None and number > most)):
         raise ValueError(f"{what} must be {_range_text(least, above, most)}, got {shown}")
-    return value
+    return number
 
 
 def shown_value(value: Any) -> str:
@@ -61,7 +70,7 @@ def _range_text(least: Bound, above: Bound, most: Bound) -> str:
     return f"at least {least}" if least is not None else f"at most {most}"
 
 
-def _kind_text(kind: type, least: Bound, above: Bound, most: Bound) -> str:
+def _kind_text(kind: type[int] | type[float], least: Bound, above: Bound, most: Bound) -> str:
     """`an integer in 1..5`, `a positive number`: what a value of the wrong type should be."""
     noun = "integer" if kind is int else "number"
     if least is None and above is None and most is None:
@@ -72,9 +81,9 @@ def _kind_text(kind: type, least: Bound, above: Bound, most: Bound) -> str:
     return f"{'an' if kind is int else 'a'} {noun} {bounds}"
 
 
-def number_option(kind: type, what: str, **bounds: Bound) -> Callable[[str], Any]:
+def number_option(kind: type[Number], what: str, **bounds: Bound) -> Callable[[str], Number]:
     """An argparse `type=` for a number option, checked by `check_number` (same bounds)."""
-    def parse(text: str) -> Any:
+    def parse(text: str) -> Number:
         try:
             value = kind(text)
         except ValueError:
@@ -86,7 +95,7 @@ def number_option(kind: type, what: str, **bounds: Bound) -> Callable[[str], Any
     return parse
 
 
-def positive(kind: type, what: str) -> Callable[[str], Any]:
+def positive(kind: type[Number], what: str) -> Callable[[str], Number]:
     """An argparse `type=` for a positive count or number of seconds."""
     return number_option(kind, what, above=0)
 

@@ -54,7 +54,7 @@ import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 from . import expr as E
 from . import usercode
@@ -68,11 +68,35 @@ from .usercode import OutOfTime, running
 
 # ---------------------------------------------------------------- declarations
 
+# A function of the user's model (a property, guard, bound, rank or action). The docstrings
+# give each one's arguments; its results are checked when it runs (`_truth`, `_integer`,
+# `_bound`, `as_tuple`), so its static type promises nothing about them.
+UserFn = Callable[..., Any]
+State = tuple[Any, ...]             # the engine's state: the vars' values in the spec's order
+Params = dict[str, int]
+_Method = TypeVar("_Method", bound=UserFn)
+_MARK = "_haltproof_action"         # the attribute @action sets on a method
+
+
+class _ActionMeta(TypedDict):
+    """What @action records on a method."""
+
+    when: UserFn | None
+    rules: list[str]
+    choices: dict[str, list[Any]]
+
+
+def _meta(method: object) -> _ActionMeta:
+    """The record @action left on `method`."""
+    meta: _ActionMeta = getattr(method, _MARK)
+    return meta
+
+
 class _Prop:
     """A property declared on a Model class."""
 
-    def __init__(self, kind: str, fn: Callable | None = None, *, bound: Callable | None = None,
-                 count: Callable | None = None, vars: Iterable[str] = ()):
+    def __init__(self, kind: str, fn: UserFn | None = None, *, bound: UserFn | None = None,
+                 count: UserFn | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)
         self.name: str = getattr(fn, "__name__", "")    # __set_name__ sets it when the class is made
@@ -82,17 +106,17 @@ class _Prop:
         self.name = name
 
 
-def always(fn: Callable) -> _Prop:
+def always(fn: UserFn) -> _Prop:
     """Invariant: `fn(self, state, params)` is true in every reachable state."""
     return _Prop("invariant", fn)
 
 
-def step_invariant(fn: Callable) -> _Prop:
+def step_invariant(fn: UserFn) -> _Prop:
     """`fn(self, before, after, params, action, choices, rule)` is true for every transition."""
     return _Prop("step_invariant", fn)
 
 
-def reachable(fn: Callable) -> _Prop:
+def reachable(fn: UserFn) -> _Prop:
     """Some reachable state satisfies `fn(self, state, params)`."""
     return _Prop("reachable", fn)
 
@@ -101,13 +125,13 @@ def terminates() -> _Prop:
     return _Prop("terminates")
 
 
-def terminates_within(bound: Callable[[dict], int], count: Callable | None = None) -> _Prop:
+def terminates_within(bound: Callable[[Params], int], count: UserFn | None = None) -> _Prop:
     """Every run ends within `bound(params)` transitions (those `count(before, after, params,
     action, choices, rule)` selects, when given)."""
     return _Prop("terminates_within", bound=bound, count=count)
 
 
-def variant(rank: Callable, bound: Callable[[dict], int]) -> _Prop:
+def variant(rank: UserFn, bound: Callable[[Params], int]) -> _Prop:
     """`rank(state, params)` strictly increases on every non-terminal transition, within `bound`."""
     return _Prop("variant", rank, bound=bound)
 
@@ -116,12 +140,14 @@ def independent_of(*names: str) -> _Prop:
     return _Prop("independent", vars=names)
 
 
-def action(*, when: Callable | None = None, rules: Iterable[str] = (), **choices: Iterable) -> Callable:
+def action(*, when: UserFn | None = None, rules: Iterable[str] = (),
+           **choices: Iterable[Any]) -> Callable[[_Method], _Method]:
     """Mark a method `fn(self, state, params, **choices) -> new_state | (new_state, rule)`."""
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: _Method) -> _Method:
         # setattr: a function object takes the mark, but its static type (Callable) has no such attribute
-        setattr(fn, "_haltproof_action", {"when": when, "rules": list(rules),  # noqa: B010
-                                          "choices": {k: list(v) for k, v in choices.items()}})
+        meta: _ActionMeta = {"when": when, "rules": list(rules),
+                             "choices": {k: list(v) for k, v in choices.items()}}
+        setattr(fn, _MARK, meta)
         return fn
     return mark
 
@@ -131,7 +157,7 @@ class Model:
 
     params: dict[str, Iterable[int]] = {}
 
-    def domains(self, p: dict[str, int]) -> dict[str, Iterable]:
+    def domains(self, p: dict[str, int]) -> dict[str, Iterable[Any]]:
         raise NotImplementedError
 
     def init(self, p: dict[str, int]) -> Iterable[dict[str, Any]]:
@@ -216,7 +242,7 @@ def _declarations(cls: type) -> dict[str, Any]:
     return out
 
 
-def _call(file: str, line: int | None, what: str, fn: Callable, *args: Any) -> Any:
+def _call(file: str, line: int | None, what: str, fn: UserFn, *args: Any) -> Any:
     """Call the user's code while the model is being built: what it raises is the model's
     mistake, a spec error (exit 2) naming `what` with the user's traceback, not a crash."""
     try:
@@ -243,7 +269,7 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
             problems.append(Problem(*places["params"], f"param {name} needs a non-empty list of integers"))
         params.append(Param(name, vals, params_line, params_at))
     declared = _declarations(cls)
-    methods = [(n, v) for n, v in declared.items() if hasattr(v, "_haltproof_action")]
+    methods: list[tuple[str, UserFn]] = [(n, v) for n, v in declared.items() if hasattr(v, _MARK)]
     if not methods:
         problems.append(Problem(file, cls_line, f"model {cls.__name__} has no @action method"))
     props = [v for v in declared.values() if isinstance(v, _Prop)]
@@ -266,7 +292,7 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
                                  tuple(map(str, values)), line=cls_line or 0))
     actions = []
     for name, fn in methods:
-        meta = fn._haltproof_action
+        meta = _meta(fn)
         at, line = _decl_place(_where(fn), file)
         choices = [(c, ChoiceSet(c, "scalars", E.INT, items=[(v,) for v in vals], line=line, file=at))
                    for c, vals in meta["choices"].items()]
@@ -288,7 +314,7 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
         decls.append(decl)
     at, line = _decl_place(places["terminal"], file)
     terminal = Terminal(E.literal_expr(True, "terminal"), None, [], line, at)
-    choice_names = sorted({c for _, fn in methods for c in fn._haltproof_action["choices"]})
+    choice_names = sorted({c for _, fn in methods for c in _meta(fn)["choices"]})
     spec = Spec(path=file, name=cls.__name__, description=inspect.getdoc(cls) or "", params=params,
                 vars=spec_vars, actions=actions, terminal=terminal, properties=decls, scenarios=[],
                 expect_violated=None, replay=[], choice_names=choice_names, bind=None, python=True)
@@ -298,7 +324,7 @@ def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Mac
     return spec, instantiate
 
 
-def _kind(values: list) -> str:
+def _kind(values: list[Any]) -> str:
     """A var's kind from its domain: bool, int (never a bool), else enum."""
     if all(type(v) is bool for v in values):
         return "bool"
@@ -307,8 +333,8 @@ def _kind(values: list) -> str:
     return "enum"
 
 
-def _same_vars(model: Model, spec: Spec, doms: dict[str, list], p: dict[str, int], first: dict[str, int],
-               place: Place) -> dict[str, list]:
+def _same_vars(model: Model, spec: Spec, doms: dict[str, list[Any]], p: dict[str, int], first: dict[str, int],
+               place: Place) -> dict[str, list[Any]]:
     """This combination's domains in the spec's var order, when they declare the spec's vars
     with the same kinds as the first combination (which the spec was made from): states are
     tuples read by position (independence ignores vars by index), and the reports, traces
@@ -332,7 +358,7 @@ def _same_vars(model: Model, spec: Spec, doms: dict[str, list], p: dict[str, int
     return {n: doms[n] for n in names}
 
 
-def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list]:
+def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list[Any]]:
     file, line = place
     what = f"{type(model).__name__}.domains() with {p}"
     raw = _call(file, line, what, model.domains, dict(p))
@@ -355,7 +381,7 @@ def _type_name(value: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _truth(value: Any, fn: Callable) -> bool:
+def _truth(value: Any, fn: UserFn) -> bool:
     """What a property, guard or terminal returned, when it is a real bool. Anything else
     ("yes", 1, None, numpy.bool_) is the code's mistake, a `well_defined` finding: taken
     for its truth value, a predicate returning None would hold everywhere."""
@@ -365,7 +391,7 @@ def _truth(value: Any, fn: Callable) -> bool:
                     "not a bool: it must return True or False")
 
 
-def _integer(value: Any, fn: Callable) -> int:
+def _integer(value: Any, fn: UserFn) -> int:
     """A variant's rank must be an int (not a bool) to be compared and bounded."""
     if type(value) is int:
         return value
@@ -383,7 +409,7 @@ def _bound(prop: _Prop, p: dict[str, int]) -> int:
     return value
 
 
-def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dict[str, int],
+def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[str, UserFn]], p: dict[str, int],
              places: dict[str, Place], first: dict[str, int]) -> Machine:
     doms = _same_vars(model, spec, _domains(model, p, places["domains"]), p, first, places["domains"])
     names = list(doms)
@@ -391,16 +417,16 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
     # float into an int domain (or 1 into a bool one); the type must match a declared value's
     allowed = [frozenset((type(v), v) for v in d) for d in doms.values()]
 
-    def as_dict(s: tuple) -> dict[str, Any]:
+    def as_dict(s: State) -> dict[str, Any]:
         return dict(zip(names, s))
 
-    def as_tuple(d: Any, what: str) -> tuple:
+    def as_tuple(d: Any, what: str) -> State:
         if not isinstance(d, dict) or set(d) != set(names):
             got = sorted(d) if isinstance(d, dict) else type(d).__name__
             raise CodeError(f"{what} must return a dict with exactly the vars {sorted(names)}, got {got}")
         return _hashable(tuple(d[n] for n in names), names, what)
 
-    def user(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    def user(fn: UserFn, *args: Any, **kwargs: Any) -> Any:
         try:
             return usercode.run(fn, *args, **kwargs)
         except CodeError:
@@ -413,7 +439,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
             raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"
                             f"{_user_traceback(exc)}") from None
 
-    def domain_error(t: tuple) -> int:
+    def domain_error(t: State) -> int:
         for i, (v, ok) in enumerate(zip(t, allowed)):
             if (type(v), v) not in ok:
                 return i
@@ -436,18 +462,18 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
 
     actions = []
     for index, (name, fn) in enumerate(methods):
-        meta = fn._haltproof_action
+        meta = _meta(fn)
         cnames = list(meta["choices"])
         combos = [tuple((v,) for v in c) for c in itertools.product(*meta["choices"].values())]
         labels = [{c: item[0] for c, item in zip(cnames, combo)} for combo in combos]
         rules = set(meta["rules"])
         when = meta["when"]
 
-        def guard(s: tuple, when: Callable | None = when) -> bool:
+        def guard(s: State, when: UserFn | None = when) -> bool:
             return True if when is None else _truth(user(when, as_dict(s), dict(p)), when)
 
-        def step(s: tuple, *combo: tuple, fn: Callable = fn, cnames: list = cnames, rules: set = rules,
-                 aname: str = name) -> tuple[tuple, str | None]:
+        def step(s: State, *combo: tuple[Any, ...], fn: UserFn = fn, cnames: list[str] = cnames,
+                 rules: set[str] = rules, aname: str = name) -> tuple[State, str | None]:
             kwargs = {c: item[0] for c, item in zip(cnames, combo)}
             first = user(fn, model, as_dict(s), dict(p), **kwargs)
             second = user(fn, model, as_dict(s), dict(p), **kwargs)
@@ -473,7 +499,8 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list, p: dic
     return m
 
 
-def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable, user: Callable) -> None:
+def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Callable[[State], dict[str, Any]],
+                    user: UserFn) -> None:
     """Give the machine each property's check, calling the user's functions through `user`."""
     p, choice_names = m.params, m.spec.choice_names
     for prop in props:
@@ -494,21 +521,22 @@ def _add_properties(m: Machine, model: Model, props: list[_Prop], as_dict: Calla
                 m.counts[prop.name] = _step_fn(prop.count, None, as_dict, p, choice_names, user)
 
 
-def _state_check(f: Callable, model: Model, as_dict: Callable, p: dict[str, int],
-                 user: Callable) -> Callable[[tuple], bool]:
+def _state_check(f: UserFn, model: Model, as_dict: Callable[[State], dict[str, Any]], p: dict[str, int],
+                 user: UserFn) -> Callable[[State], bool]:
     """An invariant's or reachable's `f(self, state, params)` as the engine calls it: f(state)."""
     return lambda s: _truth(user(f, model, as_dict(s), dict(p)), f)
 
 
-def _rank(f: Callable, as_dict: Callable, p: dict[str, int], user: Callable) -> Callable[[tuple], int]:
+def _rank(f: UserFn, as_dict: Callable[[State], dict[str, Any]], p: dict[str, int],
+          user: UserFn) -> Callable[[State], int]:
     """A variant's `rank(state, params)` as the engine calls it: rank(state)."""
     return lambda s: _integer(user(f, as_dict(s), dict(p)), f)
 
 
-def _step_fn(fn: Callable, model: Model | None, as_dict: Callable, p: dict[str, int],
-             choice_names: list[str], user: Callable) -> Callable[..., bool]:
+def _step_fn(fn: UserFn, model: Model | None, as_dict: Callable[[State], dict[str, Any]], p: dict[str, int],
+             choice_names: list[str], user: UserFn) -> Callable[..., bool]:
     """Adapt a Python step predicate to the engine's (before, after, action, rule, *choices) call."""
-    def call(b: tuple, a: tuple, action: str, rule: str | None, *choices: Any) -> bool:
+    def call(b: State, a: State, action: str, rule: str | None, *choices: Any) -> bool:
         chosen = {n: c[0] for n, c in zip(choice_names, choices) if not isinstance(c, _MissingChoice)}
         args = (as_dict(b), as_dict(a), dict(p), action, chosen, rule)
         return _truth(user(fn, model, *args) if model is not None else user(fn, *args), fn)

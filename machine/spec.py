@@ -67,7 +67,7 @@ class Var:
     type: E.Type
     lo: E.Expr | None              # int bounds, expressions over params
     hi: E.Expr | None
-    values: tuple = ()             # enum values, in declared order
+    values: tuple[str, ...] = ()   # enum values, in declared order
     init: list[E.Expr] = field(default_factory=list)   # one or more initial values
     line: int = 0
 
@@ -79,14 +79,14 @@ class ChoiceSet:
     name: str
     kind: str                      # "records" | "scalars" | "range"
     type: E.Type                   # type of the bare choice name
-    items: list[tuple] = field(default_factory=list)   # records: (name, *fields); scalars: (value,)
+    items: list[tuple[Any, ...]] = field(default_factory=list)   # records: (name, *fields); scalars: (value,)
     fields: dict[str, tuple[E.Type, int]] = field(default_factory=dict)
     lo: E.Expr | None = None
     hi: E.Expr | None = None
     line: int = 0
     file: str | None = None
 
-    def labels(self) -> list:
+    def labels(self) -> list[Any]:
         """The names that traces and scenarios use for the items."""
         return [item[0] for item in self.items]
 
@@ -138,7 +138,7 @@ class Action:
 class Terminal:
     when: E.Expr | None            # terminal iff this holds ...
     label: E.Expr | None           # ... or iff this value is one of `values`
-    values: list = field(default_factory=list)
+    values: list[E.Value] = field(default_factory=list)
     line: int = 0
     file: str | None = None
 
@@ -299,7 +299,7 @@ class _Loader:
     def add(self, line: int | None, message: str, text: object = None) -> None:
         self.problems.append(Problem(self.file, line, message, None if text is None else str(text)))
 
-    def attempt(self, fn, *args):
+    def attempt(self, fn: Callable[..., T], *args: Any) -> T | None:
         """Run one part of the validation; keep its problems and go on with the next part."""
         try:
             return fn(*args)
@@ -615,7 +615,7 @@ class _Loader:
                          items=items, fields=fields_idx, line=line)
 
     # -- names
-    def collect_literals(self, actions_raw: YMap, top: YMap) -> frozenset:
+    def collect_literals(self, actions_raw: YMap, top: YMap) -> frozenset[str]:
         lits: set[str] = set()
         for v in self.vars_list:
             lits.update(v.values)
@@ -677,7 +677,7 @@ class _Loader:
             names[cname] = _choice_binding(cname, cs)
         return E.Scope(names, self.literals)
 
-    def collect_rule_names(self, actions_raw: YMap) -> frozenset:
+    def collect_rule_names(self, actions_raw: YMap) -> frozenset[str]:
         out: set[str] = set()
         for a in actions_raw.values():
             if isinstance(a, YMap) and isinstance(a.get("do"), YList):
@@ -1018,8 +1018,9 @@ def _constant(ex: E.Expr) -> int | None:
     if any(isinstance(n, ast.Name) and n.id not in ("min", "max", "abs") for n in ast.walk(ex.py)):
         return None
     try:
-        return eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<bound>", "eval"),
-                    {"__builtins__": {}, "min": min, "max": max, "abs": abs})
+        value: int = eval(compile(ast.fix_missing_locations(ast.Expression(ex.py)), "<bound>", "eval"),
+                          {"__builtins__": {}, "min": min, "max": max, "abs": abs})     # an INT expression
+        return value
     except ZeroDivisionError:
         return None                # reported with the params, like any other division by zero
 

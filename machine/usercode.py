@@ -174,7 +174,7 @@ def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return _in_worker(fn, args, kwargs, st.deadline)
 
 
-def _call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The frame the SIGALRM handler looks for: below it runs user code."""
     if _state.expired:
         raise OutOfTime()
@@ -184,7 +184,7 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 _CALL = _call.__code__
 
 
-def _in_worker(fn: Callable[..., Any], args: tuple, kwargs: dict, end: float) -> Any:
+def _in_worker(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], end: float) -> Any:
     left = end - time.monotonic()
     if _state.expired or left <= 0:
         _state.expired = True

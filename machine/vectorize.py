@@ -240,9 +240,9 @@ def _literals(spec: Spec, m: Machine) -> list[str]:
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 seen.setdefault(sub.value)
     if spec.terminal is not None:
-        for x in spec.terminal.values:
-            if isinstance(x, str):
-                seen.setdefault(x)
+        for value in spec.terminal.values:
+            if isinstance(value, str):
+                seen.setdefault(value)
     return list(seen)
 
 

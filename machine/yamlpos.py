@@ -8,6 +8,7 @@ build plain dicts/lists that remember the line of each key and item.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -27,21 +28,21 @@ _SAFE_TAGS = {
 _AS_TEXT = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
 
 
-class YMap(dict):
+class YMap(dict[str, Any]):
     """A mapping that remembers its own line and the line of each value."""
 
     line: int
-    lines: dict
+    lines: dict[str, int]
 
     def line_of(self, key: str) -> int:
         return self.lines.get(key, self.line)
 
 
-class YList(list):
+class YList(list[Any]):
     """A sequence that remembers its own line and the line of each item."""
 
     line: int
-    lines: list
+    lines: list[int]
 
     def line_of(self, index: int) -> int:
         return self.lines[index] if index < len(self.lines) else self.line
@@ -53,7 +54,7 @@ class YStr(str):
     line: int
     block: bool  # literal/folded block scalar: its text starts on the next line
     end_line: int
-    source: list  # the file's lines, to find where in a folded scalar a piece of text is
+    source: list[str]  # the file's lines, to find where in a folded scalar a piece of text is
 
 
 # Limits that keep a hostile file from exhausting memory or the stack (docs/spec-language.md).
@@ -116,17 +117,24 @@ class _Composer(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            line = self.peek_event().start_mark.line + 1
+            line = self.next_line()
             return _Alias(super().compose_node(parent, index), line)  # type: ignore[arg-type]  # an alias composes to its anchored node, never None
         if self.check_event(yaml.ScalarEvent):
             return super().compose_node(parent, index)
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
-                raise _too_deep(self.file, self.peek_event().start_mark.line + 1)
+                raise _too_deep(self.file, self.next_line())
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+    def next_line(self) -> int:
+        """The line where the next event starts (types-PyYAML leaves `peek_event` unannotated)."""
+        peek: Callable[[], yaml.Event] = self.peek_event
+        mark = peek().start_mark
+        assert mark is not None, "the parser marks where each event starts"
+        return mark.line + 1
 
 
 class _Builder:

@@ -10,11 +10,12 @@ property table, each counterexample as a step table (changed vars highlighted, a
 lasso's loop marked), coverage (rule and terminal counts, vacuity warnings), and the
 explored state graph as inline SVG.
 
-The graph is not in the report dict. `state_graphs` re-explores the same instantiated
-machines for the runs small enough to draw (no property is judged; the state and
-transition counts must equal the run's), and `render_html(report, graphs=...)` draws
-them with Graphviz `dot` when it is installed. Rendered from the report dict alone,
-or without `dot`, the page says why the graph is missing instead of drawing it.
+The graph is not in the report dict. `state_graphs` builds the one graph model
+(reports/graph.py) from the exploration the check kept for each run small enough to
+draw, with the run's counterexamples highlighted, and `render_html(report, graphs=...)`
+draws it through the same DOT writer as `haltproof graph`, with Graphviz `dot` when it
+is installed. Rendered from the report dict alone, or without `dot`, the page says why
+the graph is missing instead of drawing it.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ import re
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from html.parser import HTMLParser
 from typing import Any
 
+from haltproof.properties.kinds import VIOLATED, Trace
+
 from . import findings as F
+from .graph import PAGE_VIEW, StateGraph, build_graph, to_dot
 
 GRAPH_MAX_STATES = 200          # a run's graph is drawn only up to this many states
 GRAPH_BUDGET = 2000             # ... and at most this many states over the whole report
@@ -88,22 +92,6 @@ def _prop_status(p: dict[str, Any]) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- state graphs
 
-@dataclass
-class StateGraph:
-    """An explored state space, small enough to draw."""
-
-    var_names: list[str]
-    states: list[tuple]
-    initial: set[int] = field(default_factory=set)
-    terminal: set[int] = field(default_factory=set)
-    # (src, dst, action, rule) -> the choices of every transition merged into that edge
-    edges: dict[tuple[int, int, str, str | None], list[str]] = field(default_factory=dict)
-
-    @property
-    def transitions(self) -> int:
-        return sum(len(c) for c in self.edges.values())
-
-
 def state_graphs(runs: Sequence[Any], report: dict[str, Any],
                  limit: int = GRAPH_MAX_STATES) -> list[StateGraph | str]:
     """Per run of the report (same order as `runs`, the check's RunResults), its graph or
@@ -123,66 +111,20 @@ def _graph_of(result: Any, run: dict[str, Any], limit: int) -> StateGraph | str:
     ex = getattr(result, "exploration", None)
     if n > limit or ex is None:
         return f"state graph: not drawn ({n:,} states; it is drawn for runs of at most {limit} states)"
-    m = ex.machine
-    g = StateGraph(list(m.var_names), list(ex.states))
-    g.initial = {i for i in range(len(ex.states)) if ex.parent[i] == -1}
-    g.terminal = {i for i in range(ex.expanded) if ex.terminal[i]}
-    for i in range(ex.expanded):
-        for k in ex.edges_of(i):
-            act = m.actions[ex.e_action[k]]
-            labels = act.labels[ex.e_combo[k]]
-            choice = " ".join(f"{a}={_v(b)}" for a, b in dict(labels).items()) or "(no choices)"
-            g.edges.setdefault((i, ex.e_dst[k], act.name, ex.e_rule[k]), []).append(choice)
-    return g
+    return build_graph(ex, highlight=_counterexamples(result), name=run.get("machine", ""))
+
+
+def _counterexamples(result: Any) -> list[Trace]:
+    """The traces the page shows for a run, to draw in red on its graph."""
+    out: list[Trace] = []
+    for p in getattr(result, "properties", None) or []:
+        if p.status == VIOLATED and p.trace is not None:
+            out += [p.trace] + ([p.other_trace] if p.other_trace is not None else [])
+    return out
 
 
 def find_dot() -> str | None:
     return shutil.which("dot")
-
-
-def _dot_text(s: str) -> str:
-    """A DOT double-quoted string. `&` is written as an entity so that dot, which passes
-    entities through to SVG, shows a user's `&lt;` literally."""
-    s = s.replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + s.replace("\r", "").replace("\n", "\\n") + '"'
-
-
-def graph_dot(g: StateGraph, prefix: str, on_trace: set[int], trace_edges: set[tuple]) -> str:
-    """The graph in DOT: BFS index labels, full states as tooltips; small graphs show the
-    states and the edge labels too."""
-    small = len(g.states) <= 30
-    out = ["digraph haltproof {",
-           f'  graph [id="{prefix}", rankdir=LR, bgcolor="transparent", nodesep=0.12, ranksep=0.45, '
-           'fontname="Helvetica"];',
-           '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", color="#57606a", '
-           'fontname="Helvetica", fontsize=10, height=0.2, margin="0.06,0.02"];',
-           '  edge [fontname="Helvetica", fontsize=8, color="#8c959f", fontcolor="#57606a", '
-           'arrowsize=0.6];']
-    for i, st in enumerate(g.states):
-        full = "\n".join(f"{k}={_v(v)}" for k, v in zip(g.var_names, st))
-        label = f"#{i}\n{full}" if small else f"{i}"
-        attrs = [f"label={_dot_text(label)}", f"tooltip={_dot_text(f'state {i}' + chr(10) + full)}",
-                 f'id="{prefix}-s{i}"']
-        if i in g.terminal:
-            attrs.append('fillcolor="#dafbe1"')
-        if i in on_trace:
-            attrs += ['color="#cf222e"', 'penwidth=2']
-            if i not in g.terminal:
-                attrs.append('fillcolor="#ffebe9"')
-        if i in g.initial:
-            attrs.append('peripheries=2')
-        out.append(f"  s{i} [{', '.join(attrs)}];")
-    for k, ((src, dst, action, rule), choices) in enumerate(g.edges.items()):
-        what = action + (f" / {rule}" if rule else "")
-        tip = f"{what}: " + ", ".join(choices)
-        attrs = [f"tooltip={_dot_text(tip)}", f'id="{prefix}-e{k}"']
-        if small:
-            attrs.append(f"label={_dot_text(what)}")
-        if (src, dst, action) in trace_edges:
-            attrs += ['color="#cf222e"', 'penwidth=1.6']
-        out.append(f"  s{src} -> s{dst} [{', '.join(attrs)}];")
-    out.append("}")
-    return "\n".join(out) + "\n"
 
 
 _SVG_ELEMENTS = {"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text", "a",
@@ -470,21 +412,17 @@ def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph 
         f"{float(stats.get('seconds', 0) or 0):.2f} s{e(stop_text)}</p>")
     props = run.get("properties") or []
     _properties(w, n, props)
-    on_trace: set[tuple] = set()
-    trace_edges: set[tuple] = set()
     for p in props:
         if p.get("status") == "violated" and p.get("trace"):
             w(f'<h4 id="run-{n}-{e(p.get("name"))}">counterexample: {e(p.get("name"))} '
               f'<span class="muted">— {e(p.get("message"))}</span></h4>')
             _trace(w, p["trace"])
-            _collect(p["trace"], on_trace, trace_edges)
             if p.get("other_trace"):
                 w('<p class="muted">… while this run, equal up to the ignored vars, does differently:</p>')
                 _trace(w, p["other_trace"])
-                _collect(p["other_trace"], on_trace, trace_edges)
     _scenarios(w, run.get("scenarios") or [])
     _coverage(w, run)
-    _graph(w, n, graph, skipped, dot, on_trace, trace_edges, open_=single)
+    _graph(w, n, graph, skipped, dot, open_=single)
     w("</section>")
 
 
@@ -510,20 +448,6 @@ def _properties(w, n: int, props: list[dict[str, Any]]) -> None:
 def _line_cell(p: dict[str, Any]) -> Any:
     """A property's line; with its file when that is not the spec's (a Python model's base class)."""
     return f"{p['file']}:{p.get('line')}" if p.get("file") else p.get("line")
-
-
-def _state_key(state: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, _v(v)) for k, v in state.items()))
-
-
-def _collect(trace: dict[str, Any], on_trace: set[tuple], trace_edges: set[tuple]) -> None:
-    prev = None
-    for step in trace.get("steps") or []:
-        cur = _state_key(step.get("state") or {})
-        on_trace.add(cur)
-        if prev is not None:
-            trace_edges.add((prev, cur, step.get("action")))
-        prev = cur
 
 
 def _trace(w, trace: dict[str, Any]) -> None:
@@ -600,8 +524,7 @@ def _coverage(w, run: dict[str, Any]) -> None:
         w('<p class="muted">no vacuity warnings: every decide rule fires, every terminal and action is reached</p>')
 
 
-def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None,
-           on_trace: set[tuple], trace_edges: set[tuple], open_: bool) -> None:
+def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None, open_: bool) -> None:
     if isinstance(graph, str):
         w(f'<p class="note graph-note">{e(graph)}</p>')
         return
@@ -612,18 +535,14 @@ def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | N
         w('<p class="note graph-note">state graph: not drawn (Graphviz <code>dot</code> is not '
           "installed; install Graphviz, e.g. <code>apt-get install graphviz</code>, to include it)</p>")
         return
-    keys = [_state_key(dict(zip(graph.var_names, st))) for st in graph.states]
-    on = {i for i, k in enumerate(keys) if k in on_trace}
-    edges = {(graph_src, graph_dst, action) for (graph_src, graph_dst, action, _rule) in graph.edges
-             if (keys[graph_src], keys[graph_dst], action) in trace_edges}
-    svg, note = graph_svg(graph_dot(graph, f"g{n}", on, edges), dot)
+    svg, note = graph_svg(to_dot(graph, replace(PAGE_VIEW, id_prefix=f"g{n}")), dot)
     if svg is None:
         w(f'<p class="note graph-note">{e(note)}</p>')
         return
     w(f'<details class="graph-box"{" open" if open_ else ""}><summary>state graph '
       f"({len(graph.states):,} states, {graph.transitions:,} transitions)</summary>")
-    w('<p class="muted legend">double border: initial · green: terminal · red: on a counterexample · '
-      "hover a state or an edge for its values</p>")
+    w('<p class="muted legend">bold border: initial · green, double border: terminal · red fill: deadlock '
+      "or spec error · red outline: on a counterexample · hover a state or an edge for its values</p>")
     w(f'<div class="graph" id="graph-{n}">{svg}</div></details>')
 
 

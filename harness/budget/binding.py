@@ -31,7 +31,7 @@ from haltproof.machine.binding import Adapter
 from . import transitions as T
 from .gate import GATE, TOOLS, Gate, facts_of
 
-TASKS = {
+TASKS: dict[str, dict[str, Any]] = {
     "reserve": {"goal": "reserve", "query": "camera", "quantity": 1},
     "info": {"goal": "info", "query": "camera"},
 }
@@ -64,7 +64,7 @@ class Move:
     among concrete proposals of the same class (conform draws them)."""
 
     kind: str
-    variant: tuple = ()
+    variant: tuple[Any, ...] = ()
 
     def __call__(self, view: dict[str, Any]) -> Any:
         task = view["task"]
@@ -113,7 +113,7 @@ class Move:
     def __str__(self) -> str:
         return f"{self.kind}{list(self.variant) if self.variant else ''}"
 
-    def __deepcopy__(self, memo: dict) -> Move:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Move:
         return self                     # immutable: it copies what it hands out
 
 
@@ -125,7 +125,7 @@ class Env:
     crash_before | crash_after; data: the concrete payload (hits, text, numbers)."""
 
     kind: str
-    data: tuple = ()
+    data: tuple[Any, ...] = ()
 
     def result(self, run: dict[str, Any]) -> dict[str, Any]:
         """The outcome a real tool returns for the pending action."""
@@ -151,7 +151,7 @@ class Env:
     def __str__(self) -> str:
         return f"{self.kind}{list(self.data) if self.data else ''}"
 
-    def __deepcopy__(self, memo: dict) -> Env:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Env:
         return self                     # immutable: result() builds a new outcome each time
 
 

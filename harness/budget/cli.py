@@ -20,7 +20,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from haltproof.machine import strict_json
 
@@ -40,7 +40,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:          # exit 2 with a message, like every other bad input
+    def error(self, message: str) -> NoReturn:      # exit 2 with a message, like every other bad input
         self.print_usage(sys.stderr)
         raise UsageError(message)
 
@@ -116,7 +116,8 @@ def _faults(specs: list[str]) -> Faults:
         raise UsageError(f"--fail: {exc}") from None
 
 
-def _task(args: argparse.Namespace) -> dict[str, Any]:
+def _task(args: argparse.Namespace) -> object:
+    """The task as given, for T.check_task to judge (--task-json may be any JSON)."""
     if args.task_json is None:
         return dict(TASKS[args.task])
     try:
@@ -221,10 +222,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return _serve(args)
     policy = _policy(args)
     faults = _faults(args.fail)
-    task = _task(args) if args.command == "run" else None
+    raw_task = _task(args) if args.command == "run" else None
+    task: dict[str, Any] | None = None          # a run's task; a resume has the run's own
     if args.command == "run":
         T.check_limits(args.K, args.R)
-        task = T.check_task(task)
+        task = T.check_task(raw_task)
     if args.command == "resume":
         _check_resumable(args.db, args.run_id)
     try:
@@ -240,7 +242,7 @@ def _main(argv: Sequence[str] | None) -> int:
     out = sys.stdout
     printer = Printer(out)
     runner = Runner(conn, policy, faults=faults, on_event=None if args.json else printer)
-    if args.command == "run":
+    if task is not None:
         run = runner.start(task, args.K, args.R, run_id=args.run_id)
     else:
         run = runner.resume(args.run_id)

@@ -146,7 +146,7 @@ def _int(value: Any, what: str, lo: int, hi: int) -> int:
     return value
 
 
-def _keys(raw: dict, allowed: set[str], required: set[str], what: str) -> None:
+def _keys(raw: dict[str, Any], allowed: set[str], required: set[str], what: str) -> None:
     extra = sorted(k for k in raw if k not in allowed)
     if extra:
         raise _malformed(f"{what} has the unexpected field {_show(extra[0])} "
@@ -314,7 +314,7 @@ class Gate:
     check_budget: Callable[[Run], None] = check_budget
     finalize: Callable[[Action, Run], dict[str, Any]] = finalize
 
-    def replace(self, **changes: Callable) -> Gate:
+    def replace(self, **changes: Callable[..., Any]) -> Gate:
         return replace(self, **changes)
 
 

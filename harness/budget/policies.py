@@ -29,12 +29,15 @@ import ipaddress
 import json
 import math
 import socket
+import ssl
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from email.message import Message as HTTPMessage
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from haltproof.machine import strict_json
 from haltproof.machine.inputs import TooLarge, read_bounded
@@ -180,7 +183,8 @@ def check_policy_url(url: Any) -> str:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """A redirect could lead the view to another address: refuse it."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: HTTPMessage, newurl: str) -> urllib.request.Request | None:
         raise PolicyResponseError(f"the policy server answered with a redirect ({code}) to "
                                   f"{newurl!r}; redirects are refused")
 
@@ -342,9 +346,9 @@ def _shut(sock: socket.socket) -> None:
         pass
 
 
-def _tracked(base: type, exchange: _Exchange) -> type:
+def _tracked(base: type[http.client.HTTPConnection], exchange: _Exchange) -> Callable[..., http.client.HTTPConnection]:
     """`base` (an http.client connection class) registering its sockets with `exchange`."""
-    class Tracked(base):  # type: ignore[misc, valid-type]
+    class Tracked(base):  # type: ignore[misc, valid-type]  # a base chosen at run time is not a static type
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._create_connection = lambda *a, **k: exchange.track(socket.create_connection(*a, **k))
@@ -370,7 +374,9 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self._connection = _tracked(http.client.HTTPSConnection, exchange)
 
     def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(self._connection, req, context=self._context)
+        # HTTPSHandler.__init__ keeps its SSL context in _context, which typeshed does not declare
+        context: ssl.SSLContext | None = getattr(self, "_context", None)
+        return self.do_open(self._connection, req, context=context)
 
 
 def _seconds(value: Any, what: str) -> float:

@@ -50,6 +50,7 @@ class PolicyServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str), "an HTTPServer listens on an IP address"
         return f"http://{host}:{port}/" if ":" not in host else f"http://[{host}]:{port}/"
 
     def _answer(self, view: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:

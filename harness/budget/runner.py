@@ -91,9 +91,9 @@ class Runner:
                                "proposal": proposals[0] if proposals else None, "rule": rule,
                                "action": run["pending"]["action"] if run["pending"] else None})
                 continue
-            rule = T.begin_attempt(run, self.gate)
+            ended = T.begin_attempt(run, self.gate)      # the rule when the run ends instead
             self._save(run)                              # c + 1 is durable before the call
-            if rule is not None:
+            if ended is not None:
                 break
             pending = run["pending"]
             self.hooks("counted", run)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-TASKS: dict[str, dict] = {
+from typing import Any
+
+TASKS: dict[str, dict[str, Any]] = {
     # the worked examples: one camera, four tool calls
     "camera": {"goal": "reserve", "query": "camera", "quantity": 1},
     # read-only: a unique hit and its document support `finish info`

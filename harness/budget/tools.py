@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS catalogue (
@@ -103,7 +104,7 @@ class Shop:
         conn.executescript(SCHEMA)
 
     # -- setup and inspection
-    def seed(self, items: list[tuple] | None = None) -> None:
+    def seed(self, items: list[tuple[Any, ...]] | None = None) -> None:
         """Fill an empty catalogue with the demo items (a no-op if it has items)."""
         if self.conn.execute("SELECT COUNT(*) FROM catalogue").fetchone()[0]:
             return
@@ -206,6 +207,7 @@ class transaction:
         self.conn.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
         return self.conn
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
         return False

@@ -96,9 +96,11 @@ def _key(k: Any) -> str:
 def observable_view(run: Run) -> dict[str, Any]:
     """What a policy sees: a deep copy of the task, observations, pending call and counters.
     Changing it changes nothing in the run."""
-    return json_copy({"run_id": run["run_id"], "task": run["task"], "observations": run["observations"],
-                      "pending": run["pending"], "calls": run["calls"], "decisions": run["decisions"],
-                      "K": run["K"], "R": run["R"]})
+    view: dict[str, Any] = json_copy({"run_id": run["run_id"], "task": run["task"],
+                                      "observations": run["observations"], "pending": run["pending"],
+                                      "calls": run["calls"], "decisions": run["decisions"],
+                                      "K": run["K"], "R": run["R"]})
+    return view
 
 
 def _end(run: Run, status: str, rule: str, reason: str, **extra: Any) -> str:
@@ -128,7 +130,8 @@ def judge(run: Run, raw: Any, gate: Gate = GATE) -> str:
         if action["type"] == "finish":
             terminal = gate.finalize(action, run)
             run["terminal"] = terminal
-            return terminal["rule"]
+            rule: str = terminal["rule"]
+            return rule
         gate.authorize(action, run)
         gate.check_budget(run)
     except Stop as stop:

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import SpecError
 from haltproof.machine.inputs import positive
-from haltproof.machine.spec import load_spec
+from haltproof.machine.spec import load_spec, shown_path
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
 from haltproof.reports import report
 from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+
+if TYPE_CHECKING:
+    # the types of Item.repr_failure's signature, which pytest does not export under public names
+    from _pytest._code.code import TerminalRepr, TracebackStyle
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,23 +85,30 @@ class SpecFile(pytest.File):
                     yield ScenarioItem.from_parent(self, name=f"scenario:{sc.name}{suffix}", machine=m,
                                                    index=k, scenario=sc.name, line=sc.line)
 
-    def result(self, index: int, machine: Any) -> RunResult:
+    def result(self, index: int, machine: Machine) -> RunResult:
         if index not in self._results:
             self._results[index] = check_machine(machine, self.options)
         return self._results[index]
 
 
 class _Item(pytest.Item):
-    def __init__(self, *, machine: Any, index: int, line: int | None, **kwargs: Any):
+    def __init__(self, *, machine: Machine, index: int, line: int | None, **kwargs: Any):
         super().__init__(**kwargs)
         self.machine = machine
         self.index = index
         self.line = line
 
+    def result(self) -> RunResult:
+        """This item's param combination, explored once by its spec file (the item's parent)."""
+        spec_file = self.parent
+        assert isinstance(spec_file, SpecFile), "SpecFile.collect makes every item"
+        return spec_file.result(self.index, self.machine)
+
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, (self.line - 1) if self.line else None, f"haltproof: {self.name}"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, HaltproofFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -108,9 +120,9 @@ class PropertyItem(_Item):
         self.prop_name = prop_name
 
     def runtest(self) -> None:
-        run = self.parent.result(self.index, self.machine)
+        run = self.result()
         prop = next(p for p in run.properties if p.name == self.prop_name)
-        where = f"{report.shown_path(run.spec.path)}:{prop.line or 1}"
+        where = f"{shown_path(run.spec.path)}:{prop.line or 1}"
         if prop.expected is True:
             return
         if prop.expected is False:
@@ -135,8 +147,8 @@ class ScenarioItem(_Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
-        run = self.parent.result(self.index, self.machine)
+        run = self.result()
         sc = next(s for s in run.scenarios if s.name == self.scenario)
         if not sc.ok:
-            raise HaltproofFailure(f"{report.shown_path(run.spec.path)}:{self.line}: scenario "
+            raise HaltproofFailure(f"{shown_path(run.spec.path)}:{self.line}: scenario "
                                    f"{self.scenario}: {sc.message}")
