@@ -13,11 +13,13 @@ fixed elsewhere are left out of the draws, with a comment naming the defect (iss
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -37,6 +39,8 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
                                        HealthCheck.filter_too_much, HealthCheck.nested_given])
 
 _ROOT = Path(tempfile.mkdtemp(prefix="haltproof-cli-fuzz-"))
+# every pytest-xdist worker imports this module: each removes its own directory when it exits
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 SPEC = _ROOT / "spec.yaml"
 SPEC.write_text(yaml.safe_dump({**BASE, "properties": {**BASE["properties"], "small": {"always": "steps < 1"}},
                                 "scenarios": {"once": {"params": {"n": 1}, "steps": [

@@ -15,10 +15,12 @@ of the draws, each with a comment naming the defect (issue 11).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import re
 import signal
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,8 @@ def _watchdog(seconds: int):
 
 
 _ROOT = Path(tempfile.mkdtemp(prefix="haltproof-fuzz-"))
+# every pytest-xdist worker imports this module: each removes its own directory when it exits
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 (_ROOT / "specs").mkdir()
 (_ROOT / "elsewhere").mkdir()
 

@@ -7,6 +7,9 @@ the rule fails every run, not one run in fifty."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,3 +111,14 @@ def test_the_documented_sweeps_of_the_seed_systems_are_the_slow_commands():
     assert [c for c in slow + quick if sweeps_seed_systems(c)] == slow
     (param,) = doc_commands([("haltproof check specs", 0)])
     assert param.values == ("haltproof check specs", 0) and [m.name for m in param.marks] == ["slow"]
+
+
+def test_the_fuzzers_scratch_directories_are_removed_when_the_process_ends():
+    """The fuzz modules make their scratch directory on import, in every xdist worker; none is left behind."""
+    script = "import test_fuzz_specs, test_fuzz_cli; print(test_fuzz_specs._ROOT); print(test_fuzz_cli._ROOT)"
+    ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "tests", capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
+    assert ran.returncode == 0, ran.stderr
+    made = [Path(line) for line in ran.stdout.split()]
+    assert len(made) == 2 and all(p.name.startswith(("haltproof-fuzz-", "haltproof-cli-fuzz-")) for p in made)
+    assert [p for p in made if p.exists()] == []
