@@ -477,6 +477,7 @@ STUCK_AT = ("running the bound code for action read_task_cards (obs=failed) from
 
 
 @pytest.mark.parametrize("adapter", ["Sleeping", "Spinning"])
+@pytest.mark.slow
 def test_timeout_ends_a_check_whose_bound_code_never_returns(tmp_path, adapter):
     """decide sleeps for an hour, or spins, from the second step on: the check ends at
     --timeout, incomplete, and says which action on which state was running."""
@@ -494,6 +495,7 @@ def test_timeout_ends_a_check_whose_bound_code_never_returns(tmp_path, adapter):
     assert {p["name"]: p["status"] for p in run["properties"]}["bound_code"] == "unknown"
 
 
+@pytest.mark.slow
 def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
     """Off the main thread there is no SIGALRM: each call runs in a worker that is given up
     at the deadline. The process still exits (the sleeping worker is a daemon)."""
@@ -526,6 +528,7 @@ def test_timeout_bounds_creating_the_adapter(tmp_path):
     assert ran.stderr == "haltproof: incomplete: --timeout reached while creating the adapter stuck_code:SleepingInit\n"
 
 
+@pytest.mark.slow
 def test_timeout_bounds_importing_the_bound_module(tmp_path):
     (tmp_path / "hp_import_spins.py").write_text("while True:\n    pass\n")
     path = bound_copy(tmp_path, "hp_import_spins:Adapter")

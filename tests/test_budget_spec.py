@@ -139,6 +139,7 @@ def test_the_sweep_size(sweep):
     assert sum(r["stats"]["transitions"] for r in runs) == 43_035
 
 
+@pytest.mark.slow
 def test_conformance_of_the_code_and_the_spec():
     code, out, err, _ = budget_checks.haltproof("conform", "specs/budget_runner.yaml")   # as documented
     assert code == 0, out + err

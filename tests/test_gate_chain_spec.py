@@ -124,6 +124,7 @@ def test_the_real_chain_is_evaluated_for_every_state_and_choice():
     assert set(gate_mutants.CHAIN_CALLS) == {"chain", "whitelist", "regex", "recency", "per_tool_budget", "budget"}
 
 
+@pytest.mark.slow
 def test_conformance_of_code_and_spec(cli):
     ran = cli("conform", GATE_CHAIN, "--seed", "5")
     assert ran.code == 0, ran.out

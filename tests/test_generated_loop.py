@@ -225,6 +225,7 @@ def _random_spec(r: random.Random) -> str:
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.slow
 def test_generated_and_plain_loops_agree_on_random_specs(seed: int):
     r = random.Random(seed)
     checked = 0

@@ -534,6 +534,7 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; "
                                              ".ci/run installs it): the page is not rendered in a browser")
+@pytest.mark.slow
 def test_chromium_renders_the_trace_the_violation_and_the_sweep(mixed, tmp_path):
     page_file = mixed["dir"] / "report.html"
     done = _chromium(tmp_path, "--dump-dom", page_file.as_uri())

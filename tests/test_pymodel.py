@@ -238,6 +238,7 @@ def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
                           "with K=3; nothing was checked\n")
 
 
+@pytest.mark.slow
 def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_path):
     ran = _process("-m", "haltproof.cli.main", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)
