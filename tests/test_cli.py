@@ -34,6 +34,7 @@ def test_check_with_no_arguments_is_one_line_a_run_then_the_totals(cli):
     assert lines[68:] == ["66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
 
 
+@pytest.mark.slow
 def test_check_with_no_arguments_checks_the_bundled_specs(cli):
     ran = cli("check", "--verbose")
     assert ran.code == 0
