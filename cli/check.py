@@ -22,7 +22,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.explorer import baseline, itf
 from haltproof.explorer.check import Options, RunResult, check_machine, load_python_model, prepare, prepare_python
 from haltproof.explorer.engine import ProgressFn
-from haltproof.explorer.usage import UsageError, parse_pins
+from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
