@@ -24,7 +24,7 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import Spec, declared_at
+from haltproof.machine.spec import CODE_BUILTINS, Spec, declared_at
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
@@ -241,6 +241,10 @@ def check_pins(spec: Spec, pins: Pins) -> None:
 def _check_property_names(spec: Spec, options: Options) -> None:
     known = {p.name for p in spec.properties} | set(spec.builtins)
     for name in options.properties or []:
+        if name in CODE_BUILTINS and spec.bind and options.model_only:
+            raise SpecError([Problem(spec.path, None, f"--property {name}: --model explores the spec's own "
+                                                       "stages and runs none of the bound code, so it cannot "
+                                                       f"check {name}")])
         if name not in known:
             raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
                                                        f"property (it has: {', '.join(sorted(known))})")])
@@ -315,6 +319,14 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         return _check_machine(m, options)
 
 
+def judged_builtins(m: Machine) -> tuple[str, ...]:
+    """The built-ins a run judges: a bound spec explored with `--model` runs none of its code,
+    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"."""
+    if m.spec.bind and not m.bound_to:
+        return tuple(n for n in m.spec.builtins if n not in CODE_BUILTINS)
+    return m.spec.builtins
+
+
 def _check_machine(m: Machine, options: Options) -> RunResult:
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
@@ -342,7 +354,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                    "so whether runs end there is unknown and nothing beyond it was explored")
 
     results: list[PropertyResult] = []
-    for name in spec.builtins:
+    for name in judged_builtins(m):
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
     for p in spec.properties:

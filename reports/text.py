@@ -57,6 +57,8 @@ def _run_line(run: dict[str, Any]) -> str:
         out += ", checked the bound code"
         if run.get("binding"):
             out += f" ({run['binding']} binding)"
+    elif run.get("code_not_run"):
+        out += ", the spec's stages only (--model: the bound code did not run)"
     expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
     if expected and F.run_verdict(run) == "pass":
         out += f" ({', '.join(expected)})"
@@ -89,6 +91,13 @@ def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------- a run in full
 
+def _not_run_text(not_run: dict[str, Any]) -> str:
+    """What a --model run of a bound spec explored, and what it therefore did not check."""
+    return (f"explored the spec's own stages; the bound code {not_run['bind']} did not run, so "
+            f"{' and '.join(not_run['not_checked'])} {'were' if len(not_run['not_checked']) > 1 else 'was'} "
+            "not checked")
+
+
 def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     """A run's head, verdict and stats, then its property results with their traces: in
     full every one, and its bounds, scenarios and warnings; else only the findings."""
@@ -98,6 +107,8 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         head += f"  (checked the bound {run['explored']})"
     if run.get("binding"):
         head += f"  [binding: {run['binding']}]"
+    if run.get("code_not_run"):
+        head += f"  (--model: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
                    f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
