@@ -19,7 +19,7 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
-from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
@@ -60,6 +60,7 @@ class Options:
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
+    determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     def __post_init__(self) -> None:
@@ -79,6 +80,8 @@ class Options:
         self.paths = check_number(self.paths, "paths", int, above=0)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.determinism not in DETERMINISM:
+            raise ValueError(f"determinism must be one of {', '.join(DETERMINISM)}, got {self.determinism!r}")
 
 
 @dataclass
@@ -109,6 +112,7 @@ class RunResult:
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
     binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
+    determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
 
     @property
     def warnings(self) -> list[str]:
@@ -270,7 +274,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
                                          "state, which needs a live adapter (start); this one rebuilds states "
                                          "(concretize)", spec.bind)])
-            machines = [bind_machine(m, adapter, spec.bind, options.paths) for m in machines]
+            machines = [bind_machine(m, adapter, spec.bind, options.paths, options.determinism) for m in machines]
     return machines
 
 
@@ -411,7 +415,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason, m.binding() if m.binding is not None else None)
+                     reason, m.binding() if m.binding is not None else None,
+                     m.determinism() if m.determinism is not None else None)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:

@@ -57,6 +57,8 @@ def _run_line(run: dict[str, Any]) -> str:
         out += ", checked the bound code"
         if run.get("binding"):
             out += f" ({run['binding']} binding)"
+        if run.get("determinism"):
+            out += f", {determinism_text(run['determinism'])}"
     elif run.get("code_not_run"):
         out += ", the spec's stages only (--model: the bound code did not run)"
     expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
@@ -91,6 +93,15 @@ def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------- a run in full
 
+def determinism_text(d: dict[str, Any]) -> str:
+    """How a bound run checked that its code is deterministic, and what that cost."""
+    if d["mode"] == "off":
+        return "determinism off: nondeterminism was not checked"
+    how = "every transition" if d["mode"] == "full" else "each state's first transition"
+    return (f"determinism {d['mode']} ({how} run twice): {d['extra_calls']:,} extra code "
+            f"call{'s' if d['extra_calls'] != 1 else ''}, {d['seconds']:.2f} s")
+
+
 def _not_run_text(not_run: dict[str, Any]) -> str:
     """What a --model run of a bound spec explored, and what it therefore did not check."""
     return (f"explored the spec's own stages; the bound code {not_run['bind']} did not run, so "
@@ -107,6 +118,8 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         head += f"  (checked the bound {run['explored']})"
     if run.get("binding"):
         head += f"  [binding: {run['binding']}]"
+    if run.get("determinism"):
+        head += f"  [{determinism_text(run['determinism'])} ({run['determinism']['why']})]"
     if run.get("code_not_run"):
         head += f"  (--model: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
