@@ -93,13 +93,15 @@ def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------- a run in full
 
-def determinism_text(d: dict[str, Any]) -> str:
-    """How a bound run checked that its code is deterministic, and what that cost."""
+def determinism_text(d: dict[str, Any], full: bool = False) -> str:
+    """How a bound run checked that its code is deterministic, and what that cost (`full`:
+    also which transitions ran twice, and why this mode)."""
     if d["mode"] == "off":
-        return "determinism off: nondeterminism was not checked"
-    how = "every transition" if d["mode"] == "full" else "each state's first transition"
-    return (f"determinism {d['mode']} ({how} run twice): {d['extra_calls']:,} extra code "
-            f"call{'s' if d['extra_calls'] != 1 else ''}, {d['seconds']:.2f} s")
+        return "determinism off: nondeterminism was not checked" + (f" ({d['why']})" if full else "")
+    how = ("every transition" if d["mode"] == "full" else "each state's first transition") + " run twice; "
+    calls = f"{d['extra_calls']:,} extra code call{'s' if d['extra_calls'] != 1 else ''}"
+    return (f"determinism {d['mode']} ({how if full else ''}{calls}, {d['seconds']:.2f} s"
+            + (f"; {d['why']})" if full else ")"))
 
 
 def _not_run_text(not_run: dict[str, Any]) -> str:
@@ -119,7 +121,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if run.get("binding"):
         head += f"  [binding: {run['binding']}]"
     if run.get("determinism"):
-        head += f"  [{determinism_text(run['determinism'])} ({run['determinism']['why']})]"
+        head += f"  [{determinism_text(run['determinism'], full=True)}]"
     if run.get("code_not_run"):
         head += f"  (--model: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "

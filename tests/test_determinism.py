@@ -4,6 +4,7 @@ that costs, and that a nondeterministic adapter is still caught (machine/binding
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -80,8 +81,12 @@ def test_off_says_plainly_that_nondeterminism_was_not_checked(cli, tmp_path):
 
 def test_text_says_the_mode_and_its_cost(cli):
     ran = cli("check", LOOP_DEMO, *PINS, "--determinism", "sample")
-    assert ("checked the bound code (state binding), determinism sample (each state's first transition "
-            "run twice): 21 extra code calls, ") in ran.out
+    assert "checked the bound code (state binding), determinism sample (21 extra code calls, " in ran.out
+    full = cli("check", LOOP_DEMO, *PINS, "--verbose")
+    assert re.search(r"\[determinism full \(every transition run twice; 105 extra code calls, \d+\.\d\d s; "
+                     r"auto: 4,536 declared states, at most 100,000\)\]", full.out)
+    off = cli("check", LOOP_DEMO, *PINS, "--determinism", "off", "--verbose")
+    assert "[determinism off: nondeterminism was not checked (--determinism off)]" in off.out
 
 
 def test_a_wrong_mode_is_a_usage_error(cli):
