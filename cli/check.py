@@ -186,7 +186,7 @@ def _load_model_ref(ref: str) -> type:
     return cls
 
 
-def _check_names(specs: list[Spec], pins: dict[str, list[int]], wanted: list[str] | None) -> None:
+def _check_names(specs: list[Spec], pins: dict[str, list[int | str]], wanted: list[str] | None) -> None:
     """Every pinned param and every --property names something some spec declares."""
     if pins:
         unknown = [n for n in pins if not any(n in {p.name for p in s.params} for s in specs)]
@@ -200,7 +200,7 @@ def _check_names(specs: list[Spec], pins: dict[str, list[int]], wanted: list[str
             raise UsageError(f"--property {missing[0]}: no spec has a property with this name")
 
 
-def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]],
+def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int | str]],
            args: argparse.Namespace, show_progress: bool) -> list[Plan]:
     """Validate every spec and combination before exploring anything (exit 2, no partial report)."""
     wanted: list[str] | None = args.properties

@@ -40,7 +40,7 @@ from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
 
 
-Pins = Mapping[str, int | Sequence[int]]     # NAME -> a value, or values swept in this order
+Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept in this order
 
 
 ENGINES = ("auto", "scalar", "vector")
@@ -176,19 +176,19 @@ def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequ
 MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
 
 
-def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
+def sweep(spec: Spec, pins: Pins) -> list[dict[str, Any]]:
     """Every combination of declared param values, a pinned param taking only its pinned
     values; refused past MAX_COMBINATIONS before any is built (a `{min, max}` param may
     declare 10^12 values)."""
-    check_pins(spec, pins)
-    lists = [pinned(pins[p.name]) if p.name in pins else p.values for p in spec.params]
+    typed = check_pins(spec, pins)
+    lists = [typed[p.name] if p.name in typed else p.values for p in spec.params]
     total = math.prod(value_count(values) for values in lists)
     if total > MAX_COMBINATIONS:
         wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
-                      key=lambda p: (p.name in pins, -p.count))
-        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in pins)
-        given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
-                          if p.name in pins)
+                      key=lambda p: (p.name in typed, -p.count))
+        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in typed)
+        given = ", ".join(f"-p gives {p.name} {len(typed[p.name])} values" for p in wide
+                          if p.name in typed)
         raise SpecError([Problem(spec.path, wide[0].line,
                                  f"the params make {total:,} combinations, more than the "
                                  f"{MAX_COMBINATIONS:,} a check sweeps: pin params with -p NAME=VALUE, "
@@ -196,50 +196,48 @@ def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
     return [dict(zip([p.name for p in spec.params], combo)) for combo in itertools.product(*lists)]
 
 
-def pinned(value: int | Sequence[int]) -> list[int]:
-    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int).
-    Only after check_pins: it has refused anything else."""
-    return [value] if isinstance(value, int) else list(value)
-
-
-def _pin_values(name: str, value: Any) -> list[int]:
-    """The values a pin gives, each an int given once: ValueError for anything else. An
-    empty list would sweep no combination, and a check of nothing proves nothing; `True`
-    would pass for 1, and the string "12" for the values "1" and "2"."""
+def _pin_values(name: str, value: Any) -> list[Any]:
+    """The values a pin gives, each given once: ValueError for anything else. An empty
+    list would sweep no combination, and a check of nothing proves nothing. Their type is
+    the param's to check (Param.pinned): `True` must not pass for 1."""
     if isinstance(value, range) and value_count(value) > MAX_COMBINATIONS:     # never listed out
         raise ValueError(f"-p {name}={value!r} gives {value_count(value):,} values, more than the "
                          f"{MAX_COMBINATIONS:,} combinations a check sweeps")
     given = list(value) if isinstance(value, (list, tuple, range)) else [value]
     if not given:
         raise ValueError(f"-p {name}: no value given (an empty list pins no combination)")
-    out: list[int] = []
+    out: list[Any] = []
     for v in given:
-        v = check_number(v, f"-p {name}", int)
-        if v in out:
+        if any(type(v) is type(w) and v == w for w in out):
             raise ValueError(f"-p {name}={v} is given twice")
         out.append(v)
     return out
 
 
-def check_pins(spec: Spec, pins: Pins) -> None:
-    """Every pinned param is declared, with values it declares, each an int given once."""
+def check_pins(spec: Spec, pins: Pins) -> dict[str, list[Any]]:
+    """Every pinned param is declared and given values of its type and range, each once
+    (an int param declared `{min, max, values}` takes any int between min and max);
+    returns the pins as the params' values (`-p flag=true` is True)."""
     if not isinstance(pins, Mapping):
         raise SpecError([Problem(spec.path, None, "the params to pin must be a mapping of param names "
                                                   f"to values, got {type(pins).__name__}")])
     declared = {p.name: p for p in spec.params}
+    out: dict[str, list[Any]] = {}
     for name, values in pins.items():
         try:
-            values = _pin_values(name, values)
+            given = _pin_values(name, values)
         except ValueError as exc:
             raise SpecError([Problem(spec.path, None, str(exc))]) from None
-        for value in values:
-            if name not in declared:
-                raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
-                                                           f"{name} (it has: {', '.join(declared) or 'none'})")])
-            if value not in declared[name].values:
-                raise SpecError([Problem(*declared_at(spec, declared[name]),
-                                         f"-p {name}={value}: not a declared value of {name} "
-                                         f"({values_text(declared[name].values)})")])
+        if name not in declared:
+            raise SpecError([Problem(spec.path, None, f"-p {name}={given[0]}: the spec has no param "
+                                                       f"{name} (it has: {', '.join(declared) or 'none'})")])
+        try:
+            out[name] = [declared[name].pinned(v) for v in given]
+        except TypeError as exc:        # not even of the param's type
+            raise SpecError([Problem(spec.path, None, str(exc))]) from None
+        except ValueError as exc:       # of its type, but not a value it declares
+            raise SpecError([Problem(*declared_at(spec, declared[name]), str(exc))]) from None
+    return out
 
 
 def _check_property_names(spec: Spec, options: Options) -> None:
