@@ -119,6 +119,7 @@ class RunResult:
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
     binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
     determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
+    representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
 
     @property
     def warnings(self) -> list[str]:
@@ -422,7 +423,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
                      reason, m.binding() if m.binding is not None else None,
-                     m.determinism() if m.determinism is not None else None)
+                     m.determinism() if m.determinism is not None else None,
+                     m.representatives() if m.representatives is not None else None)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:

@@ -8,7 +8,8 @@ user's code takes:
 
 - `concretize(state, params)`: a concrete state for an abstract one;
 - `representative(action, choice, label)`: one concrete value of an abstract choice
-  (the observation the exhaustive exploration feeds the code);
+  (the observation the exhaustive exploration feeds the code); or, optionally,
+  `representatives(action, choice, label)`: a finite list of them, all run (`Classes`);
 - `step(action, concrete, choices)`: run the user's code for one transition and return
   the new concrete state and the name of the decide rule that fired (or None);
 - `abstract(concrete, params)`: the abstract state (a dict over the spec's vars);
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import itertools
 import math
 import os
 import sys
@@ -215,6 +217,34 @@ class Runner:
             return said.rule, said.sets
 
 
+class Classes:
+    """The concrete values `check` feeds the code for each abstract choice: all of the
+    adapter's `representatives(action, choice, label)` (a finite, non-empty list) when it
+    has that method, else its one `representative()`. Counts what each class had, for the
+    report. Its methods are the user's code: callers run them under the deadline."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+        self.many = callable(getattr(adapter, "representatives", None))
+        self.counts: dict[str, dict[str, dict[str, int]]] = {}    # action -> choice -> label -> how many
+
+    def of(self, action: str, choice: str, label: Any) -> list[Any]:
+        if not self.many:
+            return [self.adapter.representative(action, choice, label)]
+        got = self.adapter.representatives(action, choice, label)
+        if type(got) not in (list, tuple) or not got:
+            shown = f"an empty {type(got).__name__}" if type(got) in (list, tuple) else type(got).__name__
+            raise CodeError(f"representatives() for {choice}={_value_text(label)} of action {action} must give "
+                            f"a non-empty list of concrete values, got {shown}")
+        self.counts.setdefault(action, {}).setdefault(choice, {})[_value_text(label)] = len(got)
+        return list(got)
+
+    def choices(self, act: CompiledAction, combo: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Every combination of concrete values for one abstract combination of choices."""
+        lists = [self.of(act.name, name, item[0]) for name, item in zip(act.choice_names, combo)]
+        return [dict(zip(act.choice_names, values)) for values in itertools.product(*lists)]
+
+
 def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism: str = "auto") -> Machine:
     """A copy of `m` whose actions run the bound code instead of the spec's stages.
 
@@ -223,6 +253,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
     many paths into each abstract state (`same_after`). `determinism` (DETERMINISM) says
     which transitions run the code twice to compare (`Determinism`)."""
     checking = determinism_for(m, determinism)
+    classes = Classes(adapter)
     rechecked: set[tuple[Any, ...]] = set()      # sample: the states whose first transition ran twice
     spec = m.spec
     var_names = m.var_names
@@ -267,10 +298,10 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
 
         def step(s: tuple[Any, ...], *combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
             state = dict(zip(var_names, s))
-            choices = _user(lambda: {name: adapter.representative(act.name, name, item[0])
-                                     for name, item in zip(act.choice_names, combo)},
-                            "the adapter's representative()",
-                            f"the adapter's representative() for action {act.name}", act, combo, state)
+            who = "the adapter's representatives()" if classes.many else "the adapter's representative()"
+            concrete = _user(lambda: classes.choices(act, combo), who, f"{who} for action {act.name}",
+                             act, combo, state)
+            choices = concrete[0]
             *first_out, live = call(s, state, choices, combo)
             first = _plain_result(tuple(first_out), code_vars)
             if checking.mode == "full" or (checking.mode == "sample" and s not in rechecked):
@@ -284,6 +315,14 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
                 if first != second:
                     raise CodeError("the bound code is nondeterministic: two calls with the same state "
                                     f"and choices gave {_show(first)} and {_show(second)}")
+            for k, other in enumerate(concrete[1:], start=2):      # every other value of the class
+                got = _plain_result(tuple(call(s, state, other, combo)[:2]), code_vars)
+                if got != first:
+                    labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in zip(act.choice_names, combo))
+                    raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
+                                    f"representative 1 gives {_show(first)}, representative {k} (of "
+                                    f"{len(concrete)}) gives {_show(got)}: the code tells apart values the "
+                                    "abstraction puts in one class")
             result, rule = first
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
@@ -349,6 +388,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
     bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
     bound.drift = lambda: drift[0] if drift else None
     bound.determinism = checking.to_json
+    bound.representatives = (lambda: classes.counts) if classes.many else None
     return bound
 
 

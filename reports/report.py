@@ -73,6 +73,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         out["binding"] = r.binding
     if r.determinism is not None:
         out["determinism"] = r.determinism
+    if r.representatives is not None:
+        out["representatives"] = r.representatives
     if r.spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
         out["code_not_run"] = {"bind": r.spec.bind,
                                "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS]}

@@ -129,6 +129,10 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
     if run.get("stop_reason"):
         lines.append(f"  {run['stop_reason']}")
+    for action, choices in (run.get("representatives") or {}).items():
+        for choice, counts in choices.items():
+            lines.append(f"  concrete values per class of {action} {choice}: "
+                         + ", ".join(f"{label} {n}" for label, n in counts.items()))
     props = [p for p in run["properties"] if full or _is_finding(p)]
     undecided = [] if full or not run.get("stopped_by") else [p for p in props if _stopped_left_it(p)]
     props = [p for p in props if p not in undecided]
