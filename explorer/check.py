@@ -269,6 +269,10 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
         raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
                                  "code into a state: " + ("--model explores the spec's own stages" if spec.bind
                                                           else "the spec is not bound to code (no bind:)"))])
+    if options.determinism != "auto" and (not spec.bind or options.model_only):
+        raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound code "
+                                 "runs twice: " + ("--model explores the spec's own stages" if spec.bind
+                                                   else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
@@ -293,6 +297,9 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
         if options.paths > 1:
             raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
                                      "code into a state: a Python model has no bound code")])
+        if options.determinism != "auto":
+            raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound "
+                                     "code runs twice: a Python model's actions always run twice")])
         machines = []
         for params in sweep(spec, options.pins):
             try:

@@ -104,3 +104,22 @@ def test_the_model_has_no_determinism_check(cli):
 def test_the_python_api_takes_the_mode():
     (run,) = check_spec(load_spec(LOOP_DEMO), Options(pins={"max_steps": 2, "max_retries": 1}, determinism="off"))
     assert run.determinism is not None and run.determinism["extra_calls"] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--model",), "--determinism off says how often bound code runs twice: --model explores the spec's "
+                   "own stages"),
+    ((), "--determinism off says how often bound code runs twice: the spec is not bound to code (no bind:)"),
+])
+def test_a_mode_for_no_bound_code_is_refused(cli, tmp_path, args, message):
+    spec = LOOP_DEMO if args else bound_copy(tmp_path, "")
+    ran = cli("check", spec, *PINS, "--determinism", "off", *args)
+    assert (ran.code, ran.out) == (2, "")
+    assert message in ran.err
+
+
+def test_a_mode_for_a_python_model_is_refused(cli, monkeypatch):
+    monkeypatch.chdir(TESTS.parent / "docs" / "examples")
+    ran = cli("check", "retry_model:RetryLoop", "-p", "K=2", "--determinism", "sample")
+    assert ran.code == 2
+    assert "--determinism sample says how often bound code runs twice: a Python model's actions always run twice" in ran.err
