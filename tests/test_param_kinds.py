@@ -141,3 +141,16 @@ def test_replay_takes_a_recorded_int_inside_the_bounds(tmp_path, cli):
 def test_the_spec_language_doc_shows_the_example():
     doc = (ROOT / "docs" / "spec-language.md").read_text()
     assert "```yml\n" + EXAMPLE.read_text() + "```" in doc     # yml: the ```yaml blocks are retry_loop's
+
+
+def test_too_many_combinations_names_enum_params_by_their_values(tmp_path, cli):
+    """The sweep limit's message lists an enum param's names (it once added 1 to a name)."""
+    names = ", ".join(f"m{i}" for i in range(12))
+    spec = tmp_path / "s.yaml"
+    spec.write_text(EXAMPLE.read_text().replace("policy: [patient, hasty]", f"policy: [patient, hasty, {names}]")
+                    .replace("R: {min: 0, max: 100, values: [1, 2]}", "R: {min: 0, max: 1000}"))
+    ran = cli("check", spec)
+    assert ran.code == 2 and ran.out == ""
+    assert ("the params make 28,028 combinations, more than the 10,000 a check sweeps: pin params with "
+            "-p NAME=VALUE, e.g. -p R=0 (R has 0..1000, policy has patient, hasty, ..., m11 (14 values), "
+            "log_failures has false, true)") in ran.err
