@@ -19,12 +19,12 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
-from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import Spec, declared_at
+from haltproof.machine.spec import CODE_BUILTINS, Spec, declared_at
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
@@ -40,7 +40,7 @@ from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
 
 
-Pins = Mapping[str, int | Sequence[int]]     # NAME -> a value, or values swept in this order
+Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept in this order
 
 
 ENGINES = ("auto", "scalar", "vector")
@@ -60,6 +60,7 @@ class Options:
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
+    determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     @property
@@ -85,6 +86,8 @@ class Options:
         self.paths = check_number(self.paths, "paths", int, above=0)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.determinism not in DETERMINISM:
+            raise ValueError(f"determinism must be one of {', '.join(DETERMINISM)}, got {self.determinism!r}")
 
 
 @dataclass
@@ -115,6 +118,8 @@ class RunResult:
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
     binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
+    determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
+    representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
 
     @property
     def warnings(self) -> list[str]:
@@ -178,19 +183,19 @@ def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequ
 MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
 
 
-def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
+def sweep(spec: Spec, pins: Pins) -> list[dict[str, Any]]:
     """Every combination of declared param values, a pinned param taking only its pinned
     values; refused past MAX_COMBINATIONS before any is built (a `{min, max}` param may
     declare 10^12 values)."""
-    check_pins(spec, pins)
-    lists = [pinned(pins[p.name]) if p.name in pins else p.values for p in spec.params]
+    typed = check_pins(spec, pins)
+    lists = [typed[p.name] if p.name in typed else p.values for p in spec.params]
     total = math.prod(value_count(values) for values in lists)
     if total > MAX_COMBINATIONS:
         wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
-                      key=lambda p: (p.name in pins, -p.count))
-        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in pins)
-        given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
-                          if p.name in pins)
+                      key=lambda p: (p.name in typed, -p.count))
+        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in typed)
+        given = ", ".join(f"-p gives {p.name} {len(typed[p.name])} values" for p in wide
+                          if p.name in typed)
         raise SpecError([Problem(spec.path, wide[0].line,
                                  f"the params make {total:,} combinations, more than the "
                                  f"{MAX_COMBINATIONS:,} a check sweeps: pin params with -p NAME=VALUE, "
@@ -198,55 +203,57 @@ def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
     return [dict(zip([p.name for p in spec.params], combo)) for combo in itertools.product(*lists)]
 
 
-def pinned(value: int | Sequence[int]) -> list[int]:
-    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int).
-    Only after check_pins: it has refused anything else."""
-    return [value] if isinstance(value, int) else list(value)
-
-
-def _pin_values(name: str, value: Any) -> list[int]:
-    """The values a pin gives, each an int given once: ValueError for anything else. An
-    empty list would sweep no combination, and a check of nothing proves nothing; `True`
-    would pass for 1, and the string "12" for the values "1" and "2"."""
+def _pin_values(name: str, value: Any) -> list[Any]:
+    """The values a pin gives, each given once: ValueError for anything else. An empty
+    list would sweep no combination, and a check of nothing proves nothing. Their type is
+    the param's to check (Param.pinned): `True` must not pass for 1."""
     if isinstance(value, range) and value_count(value) > MAX_COMBINATIONS:     # never listed out
         raise ValueError(f"-p {name}={value!r} gives {value_count(value):,} values, more than the "
                          f"{MAX_COMBINATIONS:,} combinations a check sweeps")
     given = list(value) if isinstance(value, (list, tuple, range)) else [value]
     if not given:
         raise ValueError(f"-p {name}: no value given (an empty list pins no combination)")
-    out: list[int] = []
+    out: list[Any] = []
     for v in given:
-        v = check_number(v, f"-p {name}", int)
-        if v in out:
+        if any(type(v) is type(w) and v == w for w in out):
             raise ValueError(f"-p {name}={v} is given twice")
         out.append(v)
     return out
 
 
-def check_pins(spec: Spec, pins: Pins) -> None:
-    """Every pinned param is declared, with values it declares, each an int given once."""
+def check_pins(spec: Spec, pins: Pins) -> dict[str, list[Any]]:
+    """Every pinned param is declared and given values of its type and range, each once
+    (an int param declared `{min, max, values}` takes any int between min and max);
+    returns the pins as the params' values (`-p flag=true` is True)."""
     if not isinstance(pins, Mapping):
         raise SpecError([Problem(spec.path, None, "the params to pin must be a mapping of param names "
                                                   f"to values, got {type(pins).__name__}")])
     declared = {p.name: p for p in spec.params}
+    out: dict[str, list[Any]] = {}
     for name, values in pins.items():
         try:
-            values = _pin_values(name, values)
+            given = _pin_values(name, values)
         except ValueError as exc:
             raise SpecError([Problem(spec.path, None, str(exc))]) from None
-        for value in values:
-            if name not in declared:
-                raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
-                                                           f"{name} (it has: {', '.join(declared) or 'none'})")])
-            if value not in declared[name].values:
-                raise SpecError([Problem(*declared_at(spec, declared[name]),
-                                         f"-p {name}={value}: not a declared value of {name} "
-                                         f"({values_text(declared[name].values)})")])
+        if name not in declared:
+            raise SpecError([Problem(spec.path, None, f"-p {name}={given[0]}: the spec has no param "
+                                                       f"{name} (it has: {', '.join(declared) or 'none'})")])
+        try:
+            out[name] = [declared[name].pinned(v) for v in given]
+        except TypeError as exc:        # not even of the param's type
+            raise SpecError([Problem(spec.path, None, str(exc))]) from None
+        except ValueError as exc:       # of its type, but not a value it declares
+            raise SpecError([Problem(*declared_at(spec, declared[name]), str(exc))]) from None
+    return out
 
 
 def _check_property_names(spec: Spec, options: Options) -> None:
     known = {p.name for p in spec.properties} | set(spec.builtins)
     for name in options.properties or []:
+        if name in CODE_BUILTINS and spec.bind and options.model_only:
+            raise SpecError([Problem(spec.path, None, f"--property {name}: --model explores the spec's own "
+                                                       "stages and runs none of the bound code, so it cannot "
+                                                       f"check {name}")])
         if name not in known:
             raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
                                                        f"property (it has: {', '.join(sorted(known))})")])
@@ -262,6 +269,10 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
         raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
                                  "code into a state: " + ("--model explores the spec's own stages" if spec.bind
                                                           else "the spec is not bound to code (no bind:)"))])
+    if options.determinism != "auto" and (not spec.bind or options.model_only):
+        raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound code "
+                                 "runs twice: " + ("--model explores the spec's own stages" if spec.bind
+                                                   else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
@@ -272,7 +283,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
                                          "state, which needs a live adapter (start); this one rebuilds states "
                                          "(concretize)", spec.bind)])
-            machines = [bind_machine(m, adapter, spec.bind, options.paths) for m in machines]
+            machines = [bind_machine(m, adapter, spec.bind, options.paths, options.determinism) for m in machines]
     return machines
 
 
@@ -286,6 +297,9 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
         if options.paths > 1:
             raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
                                      "code into a state: a Python model has no bound code")])
+        if options.determinism != "auto":
+            raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound "
+                                     "code runs twice: a Python model's actions always run twice")])
         machines = []
         for params in sweep(spec, options.pins):
             try:
@@ -322,6 +336,14 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         return _check_machine(m, options)
 
 
+def judged_builtins(m: Machine) -> tuple[str, ...]:
+    """The built-ins a run judges: a bound spec explored with `--model` runs none of its code,
+    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"."""
+    if m.spec.bind and not m.bound_to:
+        return tuple(n for n in m.spec.builtins if n not in CODE_BUILTINS)
+    return m.spec.builtins
+
+
 def _check_machine(m: Machine, options: Options) -> RunResult:
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
@@ -350,7 +372,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                    "so whether runs end there is unknown and nothing beyond it was explored")
 
     results: list[PropertyResult] = []
-    for name in spec.builtins:
+    for name in judged_builtins(m):
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
     for p in spec.properties:
@@ -407,7 +429,9 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason, m.binding() if m.binding is not None else None)
+                     reason, m.binding() if m.binding is not None else None,
+                     m.determinism() if m.determinism is not None else None,
+                     m.representatives() if m.representatives is not None else None)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:

@@ -8,7 +8,8 @@ user's code takes:
 
 - `concretize(state, params)`: a concrete state for an abstract one;
 - `representative(action, choice, label)`: one concrete value of an abstract choice
-  (the observation the exhaustive exploration feeds the code);
+  (the observation the exhaustive exploration feeds the code); or, optionally,
+  `representatives(action, choice, label)`: a finite list of them, all run (`Classes`);
 - `step(action, concrete, choices)`: run the user's code for one transition and return
   the new concrete state and the name of the decide rule that fired (or None);
 - `abstract(concrete, params)`: the abstract state (a dict over the spec's vars);
@@ -27,11 +28,15 @@ from __future__ import annotations
 
 import copy
 import importlib
+import itertools
+import math
 import os
 import sys
+import time
 import traceback
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import usercode
@@ -45,7 +50,50 @@ from .spec import present
 T = TypeVar("T")
 # code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
 Drift = tuple[tuple[Any, ...], int, int, str | None, tuple[Any, ...], str]
-__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine"]
+__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine", "DETERMINISM"]
+
+DETERMINISM = ("auto", "full", "sample", "off")
+# auto: full when the spec's declared state space (the product of its vars' domain sizes for
+# these params) is at most this many states, else sample
+FULL_UP_TO = 100_000
+
+
+@dataclass
+class Determinism:
+    """How a bound run checked that the code is deterministic, and what that cost: every
+    checked transition runs the code a second time and compares the two results.
+
+    full: every transition; sample: the first transition explored out of each state (so
+    every reachable state's code is re-run once); off: none, nondeterminism not checked."""
+
+    mode: str
+    why: str                       # why this mode: asked for, or auto's size rule
+    extra_calls: int = 0           # transitions run a second time
+    seconds: float = 0.0           # spent in those second runs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "why": self.why, "extra_calls": self.extra_calls,
+                "seconds": round(self.seconds, 4)}
+
+
+def declared_states(m: Machine) -> int:
+    """The size of the spec's declared state space for these params: the product of every
+    var's domain size (ints by their bounds, bools 2, enums their values)."""
+    sizes = [(present(b)[1] - present(b)[0] + 1) if v.kind == "int" else 2 if v.kind == "bool" else len(v.values)
+             for v, b in zip(m.spec.vars, m.bounds)]
+    return math.prod(sizes)
+
+
+def determinism_for(m: Machine, asked: str) -> Determinism:
+    """The mode a run uses: the one asked for, or auto's choice by the declared size."""
+    if asked not in DETERMINISM:
+        raise ValueError(f"determinism must be one of {', '.join(DETERMINISM)}, got {asked!r}")
+    if asked != "auto":
+        return Determinism(asked, f"--determinism {asked}")
+    size = declared_states(m)
+    if size <= FULL_UP_TO:
+        return Determinism("full", f"auto: {size:,} declared states, at most {FULL_UP_TO:,}")
+    return Determinism("sample", f"auto: {size:,} declared states, more than {FULL_UP_TO:,}")
 
 
 class Adapter:
@@ -169,12 +217,44 @@ class Runner:
             return said.rule, said.sets
 
 
-def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
+class Classes:
+    """The concrete values `check` feeds the code for each abstract choice: all of the
+    adapter's `representatives(action, choice, label)` (a finite, non-empty list) when it
+    has that method, else its one `representative()`. Counts what each class had, for the
+    report. Its methods are the user's code: callers run them under the deadline."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+        self.many = callable(getattr(adapter, "representatives", None))
+        self.counts: dict[str, dict[str, dict[str, int]]] = {}    # action -> choice -> label -> how many
+
+    def of(self, action: str, choice: str, label: Any) -> list[Any]:
+        if not self.many:
+            return [self.adapter.representative(action, choice, label)]
+        got = self.adapter.representatives(action, choice, label)
+        if type(got) not in (list, tuple) or not got:
+            shown = f"an empty {type(got).__name__}" if type(got) in (list, tuple) else type(got).__name__
+            raise CodeError(f"representatives() for {choice}={_value_text(label)} of action {action} must give "
+                            f"a non-empty list of concrete values, got {shown}")
+        self.counts.setdefault(action, {}).setdefault(choice, {})[_value_text(label)] = len(got)
+        return list(got)
+
+    def choices(self, act: CompiledAction, combo: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Every combination of concrete values for one abstract combination of choices."""
+        lists = [self.of(act.name, name, item[0]) for name, item in zip(act.choice_names, combo)]
+        return [dict(zip(act.choice_names, values)) for values in itertools.product(*lists)]
+
+
+def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism: str = "auto") -> Machine:
     """A copy of `m` whose actions run the bound code instead of the spec's stages.
 
     The declared exceptions (`raises:`) are imported here, the user's modules: call it
     under the check's deadline. `paths` > 1 (a live adapter only) compares up to that
-    many paths into each abstract state (`same_after`)."""
+    many paths into each abstract state (`same_after`). `determinism` (DETERMINISM) says
+    which transitions run the code twice to compare (`Determinism`)."""
+    checking = determinism_for(m, determinism)
+    classes = Classes(adapter)
+    rechecked: set[tuple[Any, ...]] = set()      # sample: the states whose first transition ran twice
     spec = m.spec
     var_names = m.var_names
     code_vars = [v.name for v in spec.vars if not v.ghost]      # what abstract() gives; ghosts: the stages
@@ -218,16 +298,31 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
 
         def step(s: tuple[Any, ...], *combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
             state = dict(zip(var_names, s))
-            choices = _user(lambda: {name: adapter.representative(act.name, name, item[0])
-                                     for name, item in zip(act.choice_names, combo)},
-                            "the adapter's representative()",
-                            f"the adapter's representative() for action {act.name}", act, combo, state)
+            who = "the adapter's representatives()" if classes.many else "the adapter's representative()"
+            concrete = _user(lambda: classes.choices(act, combo), who, f"{who} for action {act.name}",
+                             act, combo, state)
+            choices = concrete[0]
             *first_out, live = call(s, state, choices, combo)
             first = _plain_result(tuple(first_out), code_vars)
-            second = _plain_result(tuple(call(s, state, choices, combo)[:2]), code_vars)
-            if first != second:
-                raise CodeError("the bound code is nondeterministic: two calls with the same state "
-                                f"and choices gave {_show(first)} and {_show(second)}")
+            if checking.mode == "full" or (checking.mode == "sample" and s not in rechecked):
+                rechecked.add(s)
+                began = time.perf_counter()
+                try:
+                    second = _plain_result(tuple(call(s, state, choices, combo)[:2]), code_vars)
+                finally:
+                    checking.extra_calls += 1
+                    checking.seconds += time.perf_counter() - began
+                if first != second:
+                    raise CodeError("the bound code is nondeterministic: two calls with the same state "
+                                    f"and choices gave {_show(first)} and {_show(second)}")
+            for k, other in enumerate(concrete[1:], start=2):      # every other value of the class
+                got = _plain_result(tuple(call(s, state, other, combo)[:2]), code_vars)
+                if got != first:
+                    labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in zip(act.choice_names, combo))
+                    raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
+                                    f"representative 1 gives {_show(first)}, representative {k} (of "
+                                    f"{len(concrete)}) gives {_show(got)}: the code tells apart values the "
+                                    "abstraction puts in one class")
             result, rule = first
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
@@ -292,6 +387,8 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     bound.bound_to = ref
     bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
     bound.drift = lambda: drift[0] if drift else None
+    bound.determinism = checking.to_json
+    bound.representatives = (lambda: classes.counts) if classes.many else None
     return bound
 
 

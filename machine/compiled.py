@@ -111,6 +111,8 @@ class Machine:
     bound_to: str | None = None                       # the adapter whose code the actions run
     binding: Callable[[], str] | None = None          # bound: how the code reaches a state (machine/live.py)
     drift: Callable[[], tuple[Any, ...] | None] | None = None   # bound: where code and stages first disagree
+    determinism: Callable[[], dict[str, Any]] | None = None    # bound: how determinism was checked, its cost
+    representatives: Callable[[], dict[str, dict[str, dict[str, int]]]] | None = None   # bound: values per class
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 

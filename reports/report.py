@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.machine.spec import shown_path
+from haltproof.machine.spec import CODE_BUILTINS, shown_path
 from haltproof.properties.kinds import VIOLATED, PropertyResult
 
 from haltproof.explorer.check import RunResult
@@ -71,6 +71,13 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         out["as_expected"] = r.as_expected
     if r.binding is not None:
         out["binding"] = r.binding
+    if r.determinism is not None:
+        out["determinism"] = r.determinism
+    if r.representatives is not None:
+        out["representatives"] = r.representatives
+    if r.spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
+        out["code_not_run"] = {"bind": r.spec.bind,
+                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS]}
     return out
 
 

@@ -57,6 +57,10 @@ def _run_line(run: dict[str, Any]) -> str:
         out += ", checked the bound code"
         if run.get("binding"):
             out += f" ({run['binding']} binding)"
+        if run.get("determinism"):
+            out += f", {determinism_text(run['determinism'])}"
+    elif run.get("code_not_run"):
+        out += ", the spec's stages only (--model: the bound code did not run)"
     expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
     if expected and F.run_verdict(run) == "pass":
         out += f" ({', '.join(expected)})"
@@ -89,6 +93,24 @@ def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------- a run in full
 
+def determinism_text(d: dict[str, Any], full: bool = False) -> str:
+    """How a bound run checked that its code is deterministic, and what that cost (`full`:
+    also which transitions ran twice, and why this mode)."""
+    if d["mode"] == "off":
+        return "determinism off: nondeterminism was not checked" + (f" ({d['why']})" if full else "")
+    how = ("every transition" if d["mode"] == "full" else "each state's first transition") + " run twice; "
+    calls = f"{d['extra_calls']:,} extra code call{'s' if d['extra_calls'] != 1 else ''}"
+    return (f"determinism {d['mode']} ({how if full else ''}{calls}, {d['seconds']:.2f} s"
+            + (f"; {d['why']})" if full else ")"))
+
+
+def _not_run_text(not_run: dict[str, Any]) -> str:
+    """What a --model run of a bound spec explored, and what it therefore did not check."""
+    return (f"explored the spec's own stages; the bound code {not_run['bind']} did not run, so "
+            f"{' and '.join(not_run['not_checked'])} {'were' if len(not_run['not_checked']) > 1 else 'was'} "
+            "not checked")
+
+
 def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     """A run's head, verdict and stats, then its property results with their traces: in
     full every one, and its bounds, scenarios and warnings; else only the findings."""
@@ -98,11 +120,19 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         head += f"  (checked the bound {run['explored']})"
     if run.get("binding"):
         head += f"  [binding: {run['binding']}]"
+    if run.get("determinism"):
+        head += f"  [{determinism_text(run['determinism'], full=True)}]"
+    if run.get("code_not_run"):
+        head += f"  (--model: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
                    f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
     if run.get("stop_reason"):
         lines.append(f"  {run['stop_reason']}")
+    for action, choices in (run.get("representatives") or {}).items():
+        for choice, counts in choices.items():
+            lines.append(f"  concrete values per class of {action} {choice}: "
+                         + ", ".join(f"{label} {n}" for label, n in counts.items()))
     props = [p for p in run["properties"] if full or _is_finding(p)]
     undecided = [] if full or not run.get("stopped_by") else [p for p in props if _stopped_left_it(p)]
     props = [p for p in props if p not in undecided]

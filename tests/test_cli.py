@@ -227,7 +227,7 @@ def test_max_memory_sizes(text, size):
 @pytest.mark.parametrize("args,message", [
     (["-p", "nope=1"], "no spec declares a param named 'nope'"),
     (["-p", "max_steps=9"], "not a declared value of max_steps (1..5)"),
-    (["-p", "max_steps=two"], "the value must be an integer"),
+    (["-p", "max_steps=two"], "-p max_steps must be an integer, got 'two'"),
     (["-p", "max_steps"], "write -p NAME=VALUE"),
     (["--property", "nope"], "no such property"),
     (["--max-states", "0"], "must be positive"),
