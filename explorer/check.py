@@ -29,6 +29,7 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
+from .outcomes import Chances
 from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
 from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
@@ -102,6 +103,7 @@ class RunResult:
     engine: str = "scalar"               # which engine explored it
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
+    outcomes: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/outcomes.py)
 
     @property
     def warnings(self) -> list[str]:
@@ -338,6 +340,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     for name in spec.builtins:
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
+    kinds = {ms.name: ms.kind for ms in spec.measures}
+    chances = Chances(ex, m, why_end, lambda name: _weight(ex, name, m.measures.get(name), kinds.get(name) == "sum"))
     for p in spec.properties:
         if p.name not in selected:
             continue
@@ -348,6 +352,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
             r = _reachable(ex, p.name, why)
         elif p.kind == "terminates":
             r = _terminates(ex, graph, p.name, why_end)
+        elif p.kind in ("probability", "expected"):
+            r = chances.result(p)
         else:
             try:
                 r = _within(ex, graph, p.name, why_end, m)
@@ -361,6 +367,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     scenarios = _scenarios(m, options, late)
     bounds = _bounds(ex, graph, m, why_end, late)
+    outcomes = chances.table() if spec.probabilities else None
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
         stopped_by = "timeout"
@@ -392,7 +399,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason)
+                     reason, outcomes)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:

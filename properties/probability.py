@@ -198,7 +198,8 @@ def optimize(mdp: MDP, sense: str, fixed: Values, allowed: dict[int, list[int]],
     successors are in `allowed` or `fixed`), optimal for `sense`, and a policy attaining them."""
     values: Values = dict(fixed)
     policy: Policy = {}
-    better = (lambda a, b: a < b) if sense == "min" else (lambda a, b: a > b)
+    def better(a: Fraction, b: Fraction) -> bool:
+        return a < b if sense == "min" else a > b
 
     def q(s: int, ci: int) -> Fraction:
         total = rewards[s][ci] if rewards is not None else ZERO

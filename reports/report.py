@@ -11,6 +11,7 @@ from haltproof.machine.spec import shown_path
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
 
 from haltproof.explorer.check import BOUND_OPTION, RunResult
+from haltproof.explorer.outcomes import table_text
 
 SCHEMA = "haltproof-report/1"
 
@@ -60,6 +61,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
     out["bounds"] = {name: {"value": b["value"], "exact": b["exact"], "message": b["message"],
                             "witness": b["witness"].to_json(r.params) if b["witness"] is not None else None}
                      for name, b in r.bounds.items()}
+    if r.outcomes is not None:
+        out["outcomes"] = r.outcomes
     out["source"] = _source(r)
     out["warning_details"] = [n.to_json() for n in r.notices]
     if r.stopped_by:
@@ -115,6 +118,10 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
         out["other_trace"] = p.other_trace.to_json(params)
     if p.witness is not None:
         out["witness"] = p.witness.to_json(params)
+    if p.value is not None:
+        out.update(p.value)
+    if p.policy is not None:
+        out["policy"] = p.policy
     if p.expected is not None:
         out["expected"] = p.expected
     return out
@@ -166,6 +173,8 @@ def to_text(runs: list[RunResult], quiet: bool = False) -> str:
                     lines.extend("      " + t for t in trace_table(p.other_trace))
         if r.bounds:
             w("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in r.bounds.items()))
+        if r.outcomes is not None:
+            lines.extend(table_text(r.outcomes))
         for sc in r.scenarios:
             if not sc.ok:
                 w(f"  FAILED    scenario {sc.name}: {sc.message}")
