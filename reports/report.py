@@ -171,6 +171,8 @@ def to_text(runs: list[RunResult], quiet: bool = False) -> str:
                 if p.other_trace is not None:
                     w("      ... while this run, equal up to the ignored vars, does differently:")
                     lines.extend("      " + t for t in trace_table(p.other_trace))
+            if p.status == VIOLATED and p.policy:
+                w("      witness policy: " + "; ".join(_decision_text(d) for d in p.policy))
         if r.bounds:
             w("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in r.bounds.items()))
         if r.outcomes is not None:
@@ -196,6 +198,11 @@ def to_text(runs: list[RunResult], quiet: bool = False) -> str:
     w(f"{len(runs)} runs: {counts['proved']} proved, {counts['as expected']} violated as expected, "
       f"{counts['violated']} failed, {counts['incomplete']} incomplete -> {result}")
     return "\n".join(lines) + "\n"
+
+
+def _decision_text(d: dict[str, Any]) -> str:
+    """A witness policy's decision in one state: `step tool=guess`."""
+    return " ".join([d["action"], *(f"{k}={_v(v)}" for k, v in d["choices"].items())])
 
 
 _VERDICT_WORD = {"pass": "proved", "fail": "FAILED", "incomplete": "incomplete"}

@@ -195,3 +195,21 @@ def test_text_report_prints_the_value_beside_the_verdict(check):
     assert r.code == 0
     assert ("  holds     cost          the expected transitions until a terminal state is 2 under every "
             "policy: at most 2\n") in r.out
+
+
+def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
+    """docs/spec-language.md shows docs/examples/agent_odds.yaml and what checking it prints."""
+    import re
+
+    from conftest import ROOT
+    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    section = doc[doc.index("## probabilities: how likely"):]
+    example = (ROOT / "docs" / "examples" / "agent_odds.yaml").read_text()
+    assert "```yaml\n" + example + "```" in section
+    shown = section[section.index("```text\n") + 8:]
+    shown = shown[:shown.index("```\n")].splitlines()
+    assert shown[0] == "$ haltproof check docs/examples/agent_odds.yaml"
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "docs/examples/agent_odds.yaml")
+    assert ran.code == 1
+    assert re.sub(r", [0-9.]+ s$", ", 0.01 s", ran.out, flags=re.M).splitlines() == shown[1:]
