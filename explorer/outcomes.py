@@ -69,7 +69,8 @@ def build_mdp(ex: Exploration, m: Machine) -> MDP:
             groups.setdefault(key, []).append((int(ex.e_dst[e]), p, e))
         row = []
         for (action, free), outcomes in groups.items():
-            if sum((p for _, p, _ in outcomes), Fraction(0)) != 1:
+            whole = outcomes[0][1] == 1 if len(outcomes) == 1 else sum((p for _, p, _ in outcomes), Fraction(0)) == 1
+            if not whole:
                 raise NotAnalysable(f"the transitions of action {action} from a state do not cover "
                                     "every weighted value")
             row.append(Choice(Decision(action, free), [o for o in outcomes if o[1] > 0]))

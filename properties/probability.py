@@ -45,6 +45,16 @@ class Choice:
 
     label: object                                   # what the decision is, for the caller
     outcomes: list[tuple[int, Fraction, int]]
+    dist: list[tuple[int, Fraction]] = field(init=False)    # per successor, its probability
+    targets: list[int] = field(init=False)                  # the successors, each once
+
+    def __post_init__(self) -> None:
+        merged: dict[int, Fraction] = {}
+        for t, p, _ in self.outcomes:
+            if p:                                   # an impossible outcome leads nowhere
+                merged[t] = merged[t] + p if t in merged else p
+        self.dist = list(merged.items())
+        self.targets = list(merged)
 
 
 @dataclass
@@ -167,10 +177,16 @@ def _expected(mdp: MDP, reward: Callable[[int], Fraction], sense: str, finite: s
     fixed: Values = {s: ZERO for s in finite if mdp.terminal[s]}
     allowed = {s: [ci for ci, c in enumerate(mdp.choices[s]) if all(t in finite for t in _succ(c))]
                for s in finite if s not in fixed}
-    rewards = {s: [sum((p * reward(e) for _, p, e in mdp.choices[s][ci].outcomes), ZERO) for ci in range(len(mdp.choices[s]))]
-               for s in allowed}
+    rewards = {s: [_mean(c, reward) for c in mdp.choices[s]] for s in allowed}
     start = _attractor(mdp, fixed, allowed) if sense == "min" else {}
     return optimize(mdp, sense, fixed, allowed, rewards, start)
+
+
+def _mean(c: Choice, reward: Callable[[int], Fraction]) -> Fraction:
+    """A choice's expected reward for one step."""
+    if len(c.outcomes) == 1:
+        return reward(c.outcomes[0][2])
+    return sum((p * reward(e) for _, p, e in c.outcomes if p), ZERO)
 
 
 def _attractor(mdp: MDP, fixed: Values, allowed: dict[int, list[int]]) -> Policy:
@@ -198,24 +214,35 @@ def optimize(mdp: MDP, sense: str, fixed: Values, allowed: dict[int, list[int]],
     successors are in `allowed` or `fixed`), optimal for `sense`, and a policy attaining them."""
     values: Values = dict(fixed)
     policy: Policy = {}
+
     def better(a: Fraction, b: Fraction) -> bool:
         return a < b if sense == "min" else a > b
 
     def q(s: int, ci: int) -> Fraction:
+        """The value of choice ci in state s, given the values so far (Fractions are slow:
+        a choice with one successor, the common case, adds without multiplying)."""
+        dist = mdp.choices[s][ci].dist
         total = rewards[s][ci] if rewards is not None else ZERO
-        return total + sum((p * values[t] for t, p, _ in mdp.choices[s][ci].outcomes), ZERO)
+        if len(dist) == 1:
+            return total + values[dist[0][0]]
+        for t, p in dist:
+            v = values[t]
+            if v:
+                total += p * v
+        return total
 
-    def edges(s: int) -> list[int]:
-        return [t for ci in allowed[s] for t in _succ(mdp.choices[s][ci]) if t in allowed]
+    inner = {s: [t for ci in allowed[s] for t in mdp.choices[s][ci].targets if t in allowed] for s in allowed}
+    edges = inner.__getitem__
 
     for scc in _sccs(list(allowed), edges):
         if len(scc) == 1 and scc[0] not in edges(scc[0]):
             s = scc[0]
-            best = allowed[s][0]
+            best, best_value = allowed[s][0], q(s, allowed[s][0])
             for ci in allowed[s][1:]:
-                if better(q(s, ci), q(s, best)):
-                    best = ci
-            values[s], policy[s] = q(s, best), best
+                value = q(s, ci)
+                if better(value, best_value):
+                    best, best_value = ci, value
+            values[s], policy[s] = best_value, best
             continue
         members = set(scc)
         local = {s: start[s] if s in start else allowed[s][0] for s in scc}
@@ -241,7 +268,7 @@ def _evaluate(mdp: MDP, policy: Policy, members: set[int], outside: Values,
     reaches anything: 0 (only a probability can be asked there; an expected total is asked
     only under policies that terminate)."""
     def step(s: int) -> list[tuple[int, Fraction]]:
-        return _merged(mdp.choices[s][policy[s]])
+        return mdp.choices[s][policy[s]].dist
 
     def inner(s: int) -> list[int]:
         return [t for t, _ in step(s) if t in members]
@@ -316,15 +343,7 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
 # ---------------------------------------------------------------- graph helpers
 
 def _succ(c: Choice) -> list[int]:
-    return [t for t, _, _ in c.outcomes]
-
-
-def _merged(c: Choice) -> list[tuple[int, Fraction]]:
-    """A choice's distribution over successors (two edges to one state add up)."""
-    out: dict[int, Fraction] = {}
-    for t, p, _ in c.outcomes:
-        out[t] = out.get(t, ZERO) + p
-    return list(out.items())
+    return c.targets
 
 
 def _predecessors(mdp: MDP) -> list[list[tuple[int, int]]]:
@@ -332,7 +351,7 @@ def _predecessors(mdp: MDP) -> list[list[tuple[int, int]]]:
     preds: list[list[tuple[int, int]]] = [[] for _ in range(mdp.n)]
     for s, choices in enumerate(mdp.choices):
         for ci, c in enumerate(choices):
-            for t in {t for t, p, _ in c.outcomes if p > 0}:
+            for t in c.targets:
                 preds[t].append((s, ci))
     return preds
 

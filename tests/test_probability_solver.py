@@ -103,3 +103,12 @@ def test_a_component_too_large_is_refused_not_estimated(monkeypatch):
     m = mdp({s: {"w": [((s + 1) % 3, "1/2"), (3, "1/2")]} for s in range(3)}, [False] * 3 + [True])
     with pytest.raises(P.TooLarge, match="3 states under one policy, more than the 2"):
         P.reach(m, m.terminal)
+
+
+def test_min_expected_starts_from_a_policy_that_terminates():
+    # `spin` is listed first: the solver must not start the minimum from the policy that loops
+    m = mdp({0: {"spin": [(0, 1)], "work": [(1, 1)]}, 1: {"spin": [(1, 1)], "stop": [(2, 1)]}},
+            [False, False, True])
+    cost = P.expected_total(m, one)
+    assert (cost.min, cost.max) == (F(2), None)
+    assert [m.choices[s][cost.min_policy[s]].label for s in (0, 1)] == ["work", "stop"]
