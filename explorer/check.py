@@ -340,8 +340,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     for name in spec.builtins:
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
-    kinds = {ms.name: ms.kind for ms in spec.measures}
-    chances = Chances(ex, m, why_end, lambda name: _weight(ex, name, m.measures.get(name), kinds.get(name) == "sum"))
+    chances = Chances(ex, m, why_end, edge_weights(ex, m))
     for p in spec.properties:
         if p.name not in selected:
             continue
@@ -572,6 +571,12 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
                               f"not decided (longest so far: {longest} {what}): {why}")
     return PropertyResult(name, "terminates_within", HOLDS,
                           f"every run ends within {bound} {what} (the longest takes {longest})")
+
+
+def edge_weights(ex: Exploration, m: Machine) -> Callable[[str], Any]:
+    """Per measure name (`transitions` too), how much each edge counts, as `_weight` gives it."""
+    kinds = {ms.name: ms.kind for ms in m.spec.measures}
+    return lambda name: _weight(ex, name, m.measures.get(name), kinds.get(name) == "sum")
 
 
 def _weight(ex: Exploration, name: str, fn: Callable[..., Any] | None, as_int: bool) -> Any:

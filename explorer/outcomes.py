@@ -134,8 +134,7 @@ class Chances:
     def _judge(self, p: PropertyDecl) -> PropertyResult:
         chance = present(p.chance)
         if p.kind == "probability":
-            fn = self.m.chances[p.name]
-            target = [bool(fn(self.ex.states[s])) for s in range(len(self.ex.states))]
+            target = self.target(p.name)
             e = P.reach(self.mdp, target)
             what = "the probability of reaching it"
         else:
@@ -238,24 +237,37 @@ class Chances:
         except EVAL_ERRORS as exc:
             return {"message": f"not computed: {exc}"}
 
-    def _table(self) -> dict[str, Any]:
+    def ends(self) -> dict[str, list[bool]]:
+        """The states each terminal label value ends in (or `terminal`, for a predicate)."""
         mdp, states = self.mdp, self.ex.states
-        ends: dict[str, list[bool]] = {}
-        if self.m.label is not None:
-            label = self.m.label
-            for value in present(self.m.spec.terminal).values:
-                ends[str(value)] = [mdp.terminal[s] and label(states[s]) == value for s in range(mdp.n)]
-        else:
-            ends["terminal"] = list(mdp.terminal)
-        deadlock = [not mdp.terminal[s] and not mdp.choices[s] for s in range(mdp.n)]
-        out: dict[str, Any] = {"ends": {k: value_json(P.reach(mdp, t)) for k, t in ends.items()}}
+        if self.m.label is None:
+            return {"terminal": list(mdp.terminal)}
+        label = self.m.label
+        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in range(mdp.n)]
+                for value in present(self.m.spec.terminal).values}
+
+    def deadlocks(self) -> list[bool]:
+        return [not self.mdp.terminal[s] and not self.mdp.choices[s] for s in range(self.mdp.n)]
+
+    def target(self, name: str) -> list[bool]:
+        """The states where a `probability` property's `reach` predicate holds."""
+        fn = self.m.chances[name]
+        return [bool(fn(self.ex.states[s])) for s in range(len(self.ex.states))]
+
+    def measures(self) -> list[str]:
+        return ["transitions", *self.m.measures]
+
+    def _table(self) -> dict[str, Any]:
+        mdp = self.mdp
+        deadlock = self.deadlocks()
+        out: dict[str, Any] = {"ends": {k: value_json(P.reach(mdp, t)) for k, t in self.ends().items()}}
         out["ends"]["deadlock"] = value_json(P.reach(mdp, deadlock))
         ended = P.reach(mdp, [mdp.terminal[s] or deadlock[s] for s in range(mdp.n)])
         never = Extremes(None if ended.max is None else 1 - ended.max,
                          None if ended.min is None else 1 - ended.min)
         out["ends"]["never_terminating"] = value_json(never)
         out["expected"] = {}
-        for name in ["transitions", *self.m.measures]:
+        for name in self.measures():
             try:
                 out["expected"][name] = value_json(P.expected_total(mdp, self.edge_reward(name)))
             except NotAnalysable as exc:

@@ -213,3 +213,23 @@ def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
     ran = cli("check", "docs/examples/agent_odds.yaml")
     assert ran.code == 1
     assert re.sub(r", [0-9.]+ s$", ", 0.01 s", ran.out, flags=re.M).splitlines() == shown[1:]
+
+
+def test_weights_on_a_spec_bound_to_code(check):
+    """The seed loop, checked on its bound code: the transitions the code makes are what is weighed.
+    max_steps=2, max_retries=0: success 6/10 + 1/10 * 6/10 = 33/50, limit 1/10 * 1/10 (incomplete
+    twice), 1 + 1/10 transitions on average (only `incomplete` goes on)."""
+    from conftest import ROOT
+    text = (ROOT / "specs" / "loop_demo.yaml").read_text() + """
+probabilities:
+  read_task_cards:
+    obs: {failed: 0.1, one_match: 0.6, zero_matches: 0.1, many_matches: 0.1, incomplete: 0.1}
+"""
+    code, data = report(check, text, "-p", "max_steps=2", "-p", "max_retries=0")
+    assert code == 0
+    run = data["runs"][0]
+    assert run["explored"] == "code: haltproof.harness.loop_binding:LoopDemoAdapter"
+    ends = {k: v["exact"]["min"] + " " + v["exact"]["max"] for k, v in run["outcomes"]["ends"].items()}
+    assert ends == {"success": "33/50 33/50", "needs_input": "11/50 11/50", "error": "11/100 11/100",
+                    "limit": "1/100 1/100", "deadlock": "0 0", "never_terminating": "0 0"}
+    assert run["outcomes"]["expected"]["transitions"]["exact"] == {"min": "11/10", "max": "11/10"}
