@@ -24,6 +24,7 @@ from haltproof.explorer.engine import ProgressFn
 from haltproof.explorer.usage import UsageError, parse_pins
 from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
+from haltproof.reports.text import render_text
 
 from .common import collect_specs, pins_option, size, timeout_option
 
@@ -54,6 +55,9 @@ def add_parser(sub: Any) -> None:
                         "a difference exits 1")
     c.add_argument("--update-baseline", action="store_true",
                    help="with --baseline: rewrite FILE with this check's figures")
+    c.add_argument("--verbose", action="store_true",
+                   help="the full text report: every property, bound, scenario, warning and trace of "
+                        "every run, and the sweep tables (default: a line per run, the findings, the totals)")
     c.add_argument("--quiet", action="store_true",
                    help="no progress, and the text report shrinks to its verdict line")
     c.add_argument("--trace-format", choices=["json", "itf"], default="json",
@@ -61,6 +65,8 @@ def add_parser(sub: Any) -> None:
                         "Trace Format of Apalache and Quint")
     c.add_argument("--model", action="store_true",
                    help="explore the spec's own stages even when it is bound to code")
+    c.add_argument("--paths", type=positive(int, "--paths"), default=1, metavar="N",
+                   help="live binding: compare up to N paths into each abstract state (default 1: off)")
     c.add_argument("--engine", choices=["auto", "scalar", "vector"], default="auto",
                    help="auto (default): the numpy level-by-level engine when the spec allows it, "
                         "else the scalar one")
@@ -112,6 +118,11 @@ def _checked_options(args: argparse.Namespace) -> dict[str, dict[str, Any]] | No
     except baseline.BaselineError as exc:
         raise UsageError(str(exc)) from None
     _check_report_files(args)
+    if args.verbose and args.quiet:
+        raise UsageError("--verbose and --quiet ask for opposite text reports: give one of them")
+    if args.verbose and args.format != "text":
+        raise UsageError(f"--verbose lengthens the text report only, not --format {args.format}: "
+                         "drop it, or leave out --format")
     if args.trace_format == "itf" and args.format != "json" and not getattr(args, "json_file", None):
         raise UsageError("--trace-format itf changes the traces of the JSON report only: "
                          "add --format json or --json FILE")
@@ -196,7 +207,7 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]
             if not props:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
-                       model_only=args.model, engine=args.engine,
+                       model_only=args.model, engine=args.engine, paths=args.paths,
                        max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
                        progress=_progress if show_progress else None)
         machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)
@@ -220,7 +231,7 @@ def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict
     data = report.to_json(runs)
     shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
         if args.trace_format == "itf" else {}
-    text = report.to_text(runs, quiet=args.quiet) if args.format == "text" \
+    text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)
     for name in FILE_FORMATS:
         target = getattr(args, f"{name}_file")

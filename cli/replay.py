@@ -8,14 +8,13 @@ from typing import Any
 from haltproof.machine.binding import bind_machine, load_adapter
 from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.text import assignments_text, trace_table
 from haltproof.properties.kinds import Trace
 
 from haltproof.explorer.check import check_pins
 from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
 from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
-from haltproof.reports.findings import value_text
-from haltproof.reports.report import trace_table
 
 from .common import pins_option, timeout_option
 
@@ -100,12 +99,12 @@ def _print_replay(m: Machine, out: Replayed) -> None:
             for label, value in lines:
                 print(f"{label}: {value}")
     else:
-        for row in trace_table(Trace(out.steps)):
+        for row in trace_table(Trace(out.steps).to_json()):
             print(row)
     if out.ok:
         end = out.steps[-1].state
         print(f"# ok: {len(out.steps) - 1} steps, final state "
-              + " ".join(f"{k}={value_text(v)}" for k, v in end.items())
+              + assignments_text(end)
               + ("" if out.terminal else " (not terminal)"))
     else:
         print(f"# FAILED: {out.problem}")

@@ -26,7 +26,8 @@ from . import astgen as A
 from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
-from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path, value_count
+from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path
+from .inputs import value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
 
@@ -109,6 +110,8 @@ class Machine:
     all_invariants: tuple[list[str], Callable[[State], int]] | None = None  # names, first failing or -1
     fallible: set[str] | None = None                  # properties that may fail to evaluate (None: any)
     bound_to: str | None = None                       # the adapter whose code the actions run
+    binding: Callable[[], str] | None = None          # bound: how the code reaches a state (machine/live.py)
+    drift: Callable[[], tuple[Any, ...] | None] | None = None   # bound: where code and stages first disagree
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 

@@ -62,7 +62,8 @@ from .binding import CodeError, _hashable, _user_traceback
 from .compiled import CompiledAction, EvalError, Machine, MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
-                   SetStage, negative_bound, present, value_count)
+                   SetStage, negative_bound, present)
+from .inputs import value_count
 from .usercode import OutOfTime, running
 
 

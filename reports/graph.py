@@ -32,18 +32,13 @@ if TYPE_CHECKING:      # networkx is imported where a graph is exported: it cost
     import networkx as nx
 
 from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.text import assignments_text, value_text
 from haltproof.properties.kinds import Trace
 
 from haltproof.explorer.engine import Exploration
 
 FORMAT_NAMES = ("dot", "graphml", "mermaid", "json")
 DEFAULT_MAX_NODES = 500
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _scalar(value: Any) -> str | int | bool:
@@ -65,7 +60,7 @@ class Transition:
 
     @property
     def choices_text(self) -> str:
-        return " ".join(f"{k}={_text(v)}" for k, v in self.choices)
+        return " ".join(f"{k}={value_text(v)}" for k, v in self.choices)
 
     @property
     def label(self) -> str:
@@ -116,7 +111,7 @@ class StateGraph:
 
     def state_text(self, i: int) -> str:
         """The state's vars, one `name=value` a line."""
-        return "\n".join(f"{k}={_text(v)}" for k, v in zip(self.var_names, self.states[i]))
+        return "\n".join(f"{k}={value_text(v)}" for k, v in zip(self.var_names, self.states[i]))
 
     def edge_label(self, key: tuple[int, int]) -> str:
         return "\n".join(t.label for t in self.edges[key])
@@ -170,7 +165,7 @@ def _terminal_label(m: Machine, state: tuple[Any, ...]) -> str:
     if m.label is None:
         return ""
     try:
-        return _text(m.label(state))
+        return value_text(m.label(state))
     except (EvalError, ZeroDivisionError):    # a label that fails to evaluate: unknown
         return "?"
 
@@ -232,7 +227,7 @@ def to_networkx(g: StateGraph) -> nx.DiGraph:
         for t in transitions:         # a choice's values over the merged transitions that have it
             for k, v in t.choices:
                 key = f"choice.{k}"
-                d[key] = f"{d[key]} | {_text(v)}" if key in d else _text(v)
+                d[key] = f"{d[key]} | {value_text(v)}" if key in d else value_text(v)
     G.graph.update(_graph_attrs(g))
     return G
 
@@ -251,14 +246,10 @@ def _graph_attrs(g: StateGraph) -> dict[str, Any]:
         "left_out_transitions": g.total_transitions - g.transitions, "complete": g.complete}
     if g.highlight_path is not None:
         out["highlight_path"] = ",".join("" if i is None else str(i) for i in g.highlight_path)
-    out.update(note="\n".join(g.notes), params=_params_text(g.params))
+    out.update(note="\n".join(g.notes), params=assignments_text(g.params))
     if g.highlight:
         out["highlight"] = g.highlight
     return out
-
-
-def _params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 def to_graphml(g: StateGraph) -> str:
@@ -322,7 +313,7 @@ def _comment_lines(g: StateGraph, prefix: str) -> list[str]:
     if g.source:
         head += f" ({g.source}"
         if g.params:
-            head += f", {_params_text(g.params)}"
+            head += f", {assignments_text(g.params)}"
         head += ")"
     # every line break starts a new comment line: a name, path or value never ends the comment
     return [f"{prefix} {line}" for text in [head, *g.notes] for line in text.splitlines() or [""]]
@@ -348,7 +339,7 @@ def to_dot(g: StateGraph, view: DotView = FILE_VIEW) -> str:
     if view.id_prefix:
         top["id"] = view.id_prefix
     if view.titled:
-        top.update(label=f"{g.name}  {_params_text(g.params)}".strip(), labelloc="t")
+        top.update(label=f"{g.name}  {assignments_text(g.params)}".strip(), labelloc="t")
     top.update(comment="\n".join(g.notes), **dict(view.graph_defaults))
     out.append(f"  graph {_dot_attrs(top)};")
     out.append(f"  node {_dot_attrs({'shape': 'box', 'style': 'rounded', 'fontname': 'Helvetica', 'fontsize': '10', **dict(view.node_defaults)})};")

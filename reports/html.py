@@ -25,11 +25,12 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from html.parser import HTMLParser
 from typing import Any
 
+from haltproof.machine.text import assignments_text, value_text
 from haltproof.properties.kinds import VIOLATED, Trace
 
 from . import findings as F
@@ -49,45 +50,44 @@ def e(value: Any) -> str:
 
 
 def _v(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    """A value in a cell: blank when absent, a record as JSON, else as every format shows it."""
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return str(value)
+    return value_text(value)
+
+
+Writer = Callable[[str], None]      # appends one piece of the page
 
 
 # ---------------------------------------------------------------- verdicts
 
+_VERDICT_KEY = {"pass": "proved", "fail": "violated", "incomplete": "incomplete"}
+# the legend's and the counts' words for each css key (the keys F.counts counts under)
 VERDICT_TEXT = {"proved": "proved", "violated": "violated", "expected": "violated as expected",
-                "incomplete": "incomplete", "error": "error"}
+                "incomplete": "incomplete"}
+_COUNTED = {"proved": "proved", "expected": "as expected", "violated": "failed", "incomplete": "incomplete"}
 
 
 def run_verdict(run: dict[str, Any]) -> tuple[str, str]:
-    """(css key, text) of a run's verdict, the same judgement as `RunResult.verdict`."""
-    result = run.get("result", "error")
-    expected = run.get("as_expected")
-    if expected is None:
-        key = result if result in ("proved", "violated", "incomplete") else "error"
-        return key, VERDICT_TEXT[key]
+    """(css key, text) of a run's verdict: the gate's judgement (findings.run_verdict, which is
+    check.judge) in the text report's words (findings.run_result_text)."""
     verdict = F.run_verdict(run)
-    if verdict == "pass":
-        return "expected", VERDICT_TEXT["expected"]
-    if verdict == "fail":
-        return "violated", f"{result}, NOT as expected"
-    return "incomplete", "incomplete"
+    key = "expected" if verdict == "pass" and run.get("as_expected") else _VERDICT_KEY[verdict]
+    return key, F.run_result_text(run)
 
 
 def _prop_status(p: dict[str, Any]) -> tuple[str, str]:
+    """(css key, words) of a property's status; the words are the text report's (F.status_text)."""
     status = p.get("status", "unknown")
     if p.get("expected") is True and status == "violated":
-        return "expected", "violated as expected"
-    key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
-    text = {"holds": "holds", "violated": "VIOLATED"}.get(status, status)
-    if p.get("expected") is False:
-        key, text = "violated", f"{text} (NOT as expected)"
-    return key, text
+        key = "expected"
+    elif p.get("expected") is False:
+        key = "violated"
+    else:
+        key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
+    return key, F.status_text(p)
 
 
 # ---------------------------------------------------------------- state graphs
@@ -242,18 +242,13 @@ def _badge(key: str, text: str, cls: str = "") -> str:
     return f'<span class="badge v-{key}{" " + cls if cls else ""}">{e(text)}</span>'
 
 
-def _params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={_v(v)}" for k, v in params.items()) or "(no params)"
-
-
 def render_html(report: dict[str, Any], graphs: Sequence[StateGraph | str] | None = None,
                 *, dot: str | None | bool = True) -> str:
     """The whole page. `graphs`: per run, from `state_graphs` (None: no graphs in the
     report dict, so the page says so). `dot`: the Graphviz binary; True finds it on PATH,
     None/False means it is not installed."""
     runs = report.get("runs") or []
-    if dot is True:
-        dot = find_dot()
+    binary = find_dot() if dot is True else dot or None
     if graphs is None or len(graphs) != len(runs):
         graphs = [NOT_INCLUDED] * len(runs)
     verdicts = [run_verdict(r) for r in runs]
@@ -275,7 +270,7 @@ def render_html(report: dict[str, Any], graphs: Sequence[StateGraph | str] | Non
     _sweeps(w, runs, verdicts)
     w('<h2 id="runs">Runs</h2>')
     for n, (run, (key, text)) in enumerate(zip(runs, verdicts)):
-        _run(w, n, run, key, text, graphs[n], budget.get(n), dot, single=len(runs) == 1)
+        _run(w, n, run, key, text, graphs[n], budget.get(n), binary, single=len(runs) == 1)
     tool = report.get("tool") or {}
     w(f'<footer>{e(tool.get("name", "haltproof"))} {e(tool.get("version", ""))} · report schema '
       f'{e(report.get("schema", ""))} · a self-contained page: no scripts, no network</footer>')
@@ -307,13 +302,12 @@ def _graph_budget(runs: list[dict[str, Any]], graphs: Sequence[StateGraph | str]
     return skipped
 
 
-def _summary(w, report: dict[str, Any], runs: list[dict[str, Any]],
+def _summary(w: Writer, report: dict[str, Any], runs: list[dict[str, Any]],
              verdicts: list[tuple[str, str]]) -> None:
     result = report.get("result", "error")
     key = result if result in ("proved", "violated", "incomplete") else "error"
-    counts = {k: 0 for k in ("proved", "expected", "violated", "incomplete", "error")}
-    for k, _ in verdicts:
-        counts[k] += 1
+    counted = F.counts(runs)
+    counts = {k: counted[c] for k, c in _COUNTED.items()}
     specs = list(dict.fromkeys(r.get("spec", "?") for r in runs))
     states = sum((r.get("stats") or {}).get("states", 0) for r in runs)
     w('<section id="summary"><h2>Summary</h2><div class="summary">')
@@ -329,15 +323,15 @@ def _summary(w, report: dict[str, Any], runs: list[dict[str, Any]],
     for k in ("proved", "expected", "violated", "incomplete"):
         w(f'<td id="count-{k}">{counts[k]}</td>')
     w("</tr></table>")
-    failing = [n for n, (k, _) in enumerate(verdicts) if k in ("violated", "error")]
+    failing = [n for n, (k, _) in enumerate(verdicts) if k == "violated"]
     if failing:
         w("<p>Failing runs: " + ", ".join(
-            f'<a href="#run-{n}">{e(runs[n].get("machine"))} {e(_params_text(runs[n].get("params") or {}))}</a>'
+            f'<a href="#run-{n}">{e(runs[n].get("machine"))} {e(F.params_text(runs[n].get("params") or {}))}</a>'
             for n in failing) + "</p>")
     w("</section>")
 
 
-def _sweeps(w, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> None:
+def _sweeps(w: Writer, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> None:
     w('<section id="sweep"><h2>Sweep</h2>')
     w('<p class="legend">' + " ".join(_badge(k, VERDICT_TEXT[k])
                                       for k in ("proved", "violated", "expected", "incomplete"))
@@ -355,8 +349,8 @@ def _sweeps(w, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> N
 def _cell(n: int, run: dict[str, Any], verdict: tuple[str, str]) -> str:
     key, text = verdict
     stats = run.get("stats") or {}
-    tip = f"{_params_text(run.get('params') or {})}: {text}, {stats.get('states', 0):,} states"
-    return (f'<td class="cell v-{key}" data-params="{e(_params_text(run.get("params") or {}))}">'
+    tip = f"{F.params_text(run.get('params') or {})}: {text}, {stats.get('states', 0):,} states"
+    return (f'<td class="cell v-{key}" data-params="{e(F.params_text(run.get("params") or {}))}">'
             f'<a href="#run-{n}" title="{e(tip)}">{e(text)}</a></td>')
 
 
@@ -393,12 +387,12 @@ def _matrix(g: int, spec: str, names: list[str], members: list[int], runs: list[
     return "\n".join(rows)
 
 
-def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph | str,
+def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph | str,
          skipped: str | None, dot: str | None, single: bool) -> None:
     params = run.get("params") or {}
     stats = run.get("stats") or {}
     w(f'<section class="run v-{key}" id="run-{n}">')
-    w(f'<h3>{e(run.get("machine"))} <span class="mono">{e(_params_text(params))}</span> '
+    w(f'<h3>{e(run.get("machine"))} <span class="mono">{e(F.params_text(params))}</span> '
       f'{_badge(key, text, "verdict")}</h3>')
     explored = run.get("explored")
     stop = run.get("stopped_by")
@@ -426,7 +420,7 @@ def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph 
     w("</section>")
 
 
-def _properties(w, n: int, props: list[dict[str, Any]]) -> None:
+def _properties(w: Writer, n: int, props: list[dict[str, Any]]) -> None:
     w(f'<table class="props" id="props-{n}"><tr><th>property</th><th>kind</th><th>status</th>'
       "<th>message</th><th>expected</th><th>line</th></tr>")
     for p in props:
@@ -450,7 +444,7 @@ def _line_cell(p: dict[str, Any]) -> Any:
     return f"{p['file']}:{p.get('line')}" if p.get("file") else p.get("line")
 
 
-def _trace(w, trace: dict[str, Any]) -> None:
+def _trace(w: Writer, trace: dict[str, Any]) -> None:
     steps = trace.get("steps") or []
     names = list(dict.fromkeys(k for s in steps for k in (s.get("state") or {})))
     lasso = trace.get("kind") == "lasso"
@@ -469,7 +463,7 @@ def _trace(w, trace: dict[str, Any]) -> None:
         if lasso and i == len(steps) - 1 and i != start:
             cls.append("loop-back")
             mark = f" ↩ back to step {_v(start)}"
-        choices = " ".join(f"{k}={_v(v)}" for k, v in (s.get("choices") or {}).items())
+        choices = assignments_text(s.get("choices") or {})
         cells = []
         for k in names:
             changed = prev is not None and (k not in prev or prev.get(k) != state.get(k))
@@ -482,7 +476,7 @@ def _trace(w, trace: dict[str, Any]) -> None:
     w("</table>")
 
 
-def _scenarios(w, scenarios: list[dict[str, Any]]) -> None:
+def _scenarios(w: Writer, scenarios: list[dict[str, Any]]) -> None:
     if not scenarios:
         return
     bad = [s for s in scenarios if s.get("status") != "passed"]
@@ -498,7 +492,7 @@ def _scenarios(w, scenarios: list[dict[str, Any]]) -> None:
     w("</table>")
 
 
-def _coverage(w, run: dict[str, Any]) -> None:
+def _coverage(w: Writer, run: dict[str, Any]) -> None:
     cov = run.get("coverage") or {}
     rules, terminals = cov.get("rules") or {}, cov.get("terminals") or {}
     lines = {r: line for table in ((run.get("source") or {}).get("rules") or {}).values()
@@ -524,7 +518,7 @@ def _coverage(w, run: dict[str, Any]) -> None:
         w('<p class="muted">no vacuity warnings: every decide rule fires, every terminal and action is reached</p>')
 
 
-def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None, open_: bool) -> None:
+def _graph(w: Writer, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None, open_: bool) -> None:
     if isinstance(graph, str):
         w(f'<p class="note graph-note">{e(graph)}</p>')
         return

@@ -19,8 +19,22 @@ from haltproof.cli.main import build_parser
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 
 
-def test_check_with_no_arguments_checks_the_bundled_specs(cli):
+def test_check_with_no_arguments_is_one_line_a_run_then_the_totals(cli):
+    """Quiet by default: the bundled check fits on a screen, one line per spec x params."""
     ran = cli("check")
+    assert ran.code == 0
+    lines = ran.out.splitlines()
+    runs = [ln for ln in lines if re.fullmatch(r"proved  specs/\w+\.yaml \[\w+\] \S.*: [\d,]+ states, \d+\.\d\d s.*", ln)]
+    assert len(runs) == 66 and lines[:66] == runs
+    assert sum("[loop_demo]" in ln for ln in runs) == 10
+    assert lines[66] == ""
+    assert re.fullmatch(r"\d+ warnings in \d+ runs \(vacuity: parts of a spec that never matter\): "
+                        r"--verbose lists them", lines[67])
+    assert lines[68:] == ["66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
+
+
+def test_check_with_no_arguments_checks_the_bundled_specs(cli):
+    ran = cli("check", "--verbose")
     assert ran.code == 0
     assert "loop_demo" in ran.out
     demo = [ln for ln in ran.out.splitlines() if "[loop_demo]" in ln]
@@ -72,7 +86,7 @@ def test_text_output_shows_stats_statuses_and_counterexample_table(cli, tmp_path
     text = (MUTANTS / "limit_before_observation.yaml").read_text()
     spec = tmp_path / "m.yaml"
     spec.write_text(text[:text.index("\nexpect:")] + "\n")
-    ran = cli("check", spec, "-p", "max_steps=3", "-p", "max_retries=0")
+    ran = cli("check", spec, "-p", "max_steps=3", "-p", "max_retries=0", "--verbose")
     assert ran.code == 1
     out = ran.out
     assert "max_steps=3 max_retries=0" in out
@@ -324,7 +338,8 @@ def test_property_filter_checks_only_that_property_and_the_builtins(cli):
               "--format", "json")
     assert ran.code == 0
     (run,) = ran.json()["runs"]
-    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "bound_code", "terminates"]
+    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "bound_code", "code_matches_spec",
+                                                      "terminates"]
 
 
 def test_json_file_matches_stdout_report(cli, tmp_path):
@@ -446,7 +461,7 @@ def test_property_filter_over_several_specs(cli, tmp_path):
               "--format", "json")
     rep = ran.json()
     assert len(rep["runs"]) == 10 + 6
-    builtins = {"loop_demo": ["domains", "well_defined", "bound_code"],
+    builtins = {"loop_demo": ["domains", "well_defined", "bound_code", "code_matches_spec"],
                 "loop_decide_counts_as_step": ["domains", "well_defined"]}
     assert all([p["name"] for p in r["properties"]] == builtins[r["machine"]] for r in rep["runs"])
     ran = cli("check", LOOP_DEMO, MUTANTS / "decide_counts_as_step.yaml", "--property", "nope")

@@ -1,5 +1,5 @@
 """`probability` and `expected` properties and the outcome table, through the real CLI on
-both engines, with values checked by hand (explorer/outcomes.py, properties/probability.py)."""
+both engines, with values checked by hand (explorer/chances.py, properties/probability.py)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_outcome_table(check):
         "never_terminating": {"min": "0", "max": "0"}}
     assert {k: v["exact"] for k, v in out["expected"].items()} == {
         "transitions": {"min": "139/100", "max": "61/25"}, "searches": {"min": "0", "max": "139/100"}}
-    text = check(AGENT + "  ok: {always: steps <= 3}\n").out
+    text = check(AGENT + "  ok: {always: steps <= 3}\n", "--verbose").out
     assert "    limit                27/1000 (0.027) .. 64/125 (0.512)\n" in text
     assert "    transitions          139/100 (1.39) .. 61/25 (2.44)\n" in text
 
@@ -191,7 +191,7 @@ def test_not_decided_on_a_partial_exploration(check):
 
 
 def test_text_report_prints_the_value_beside_the_verdict(check):
-    r = check(RETRY)
+    r = check(RETRY, "--verbose")
     assert r.code == 0
     assert ("  holds     cost          the expected transitions until a terminal state is 2 under every "
             "policy: at most 2\n") in r.out
@@ -208,9 +208,9 @@ def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
     assert "```yaml\n" + example + "```" in section
     shown = section[section.index("```text\n") + 8:]
     shown = shown[:shown.index("```\n")].splitlines()
-    assert shown[0] == "$ haltproof check docs/examples/agent_odds.yaml"
+    assert shown[0] == "$ haltproof check docs/examples/agent_odds.yaml --verbose"
     monkeypatch.chdir(ROOT)
-    ran = cli("check", "docs/examples/agent_odds.yaml")
+    ran = cli("check", "docs/examples/agent_odds.yaml", "--verbose")
     assert ran.code == 1
     assert re.sub(r", [0-9.]+ s$", ", 0.01 s", ran.out, flags=re.M).splitlines() == shown[1:]
 

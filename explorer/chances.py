@@ -273,22 +273,3 @@ class Chances:
             except NotAnalysable as exc:
                 out["expected"][name] = {"message": f"not computed: {exc}"}
         return out
-
-
-def table_text(table: dict[str, Any]) -> list[str]:
-    """The outcome table as text lines: each end and each expected total, [min, max]."""
-    if "message" in table:
-        return [f"  outcomes: {table['message']}"]
-    lines = ["  outcomes (probability, min..max over policies):"]
-    for name, v in table["ends"].items():
-        lines.append(f"    {name:<20} {_range(v)}")
-    lines.append("  expected until a terminal state:")
-    for name, v in table["expected"].items():
-        lines.append(f"    {name:<20} {v['message'] if 'message' in v else _range(v)}")
-    return lines
-
-
-def _range(v: dict[str, Any]) -> str:
-    lo, hi = v["exact"]["min"], v["exact"]["max"]
-    show = [number(None if x == "inf" else Fraction(x)) for x in (lo, hi)]
-    return show[0] if lo == hi else f"{show[0]} .. {show[1]}"
