@@ -143,11 +143,21 @@ def _outcome_lines(table: dict[str, Any]) -> list[str]:
     """A weighted spec's outcome table: each way a run ends and each expected total, min..max."""
     if "message" in table:
         return [f"  outcomes: {table['message']}"]
+    rows = outcome_rows(table)
+    ends = [(name, span) for name, span in rows if not name.startswith("expected ")]
     lines = ["  outcomes (probability, min..max over policies):"]
-    lines += [f"    {name:<20} {_span(v)}" for name, v in table["ends"].items()]
+    lines += [f"    {name:<20} {span}" for name, span in ends]
     lines.append("  expected until a terminal state:")
-    lines += [f"    {name:<20} {v['message'] if 'message' in v else _span(v)}" for name, v in table["expected"].items()]
+    lines += [f"    {name.removeprefix('expected '):<20} {span}" for name, span in rows[len(ends):]]
     return lines
+
+
+def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
+    """The outcome table as (what, min..max) rows: each end, then `expected MEASURE`."""
+    rows = [(name, _span(v)) for name, v in table["ends"].items()]
+    rows += [(f"expected {name}", v["message"] if "message" in v else _span(v))
+             for name, v in table["expected"].items()]
+    return rows
 
 
 def _span(v: dict[str, Any]) -> str:

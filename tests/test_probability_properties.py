@@ -233,3 +233,18 @@ probabilities:
     assert ends == {"success": "33/50 33/50", "needs_input": "11/50 11/50", "error": "11/100 11/100",
                     "limit": "1/100 1/100", "deadlock": "0 0", "never_terminating": "0 0"}
     assert run["outcomes"]["expected"]["transitions"]["exact"] == {"min": "11/10", "max": "11/10"}
+
+
+def test_markdown_lists_the_outcome_table(check):
+    r = check(AGENT + "  ok: {always: steps <= 3}\n", "--format", "markdown")
+    assert r.code == 0
+    section = r.out[r.out.index("### Outcomes"):]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
+    assert [ln.split(" | ")[2:] for ln in rows] == [
+        ["success", "0 .. 139/200 (0.695) |"],
+        ["limit", "27/1000 (0.027) .. 64/125 (0.512) |"],
+        ["error", "139/500 (0.278) .. 61/125 (0.488) |"],
+        ["deadlock", "0 |"],
+        ["never\\_terminating", "0 |"],
+        ["expected transitions", "139/100 (1.39) .. 61/25 (2.44) |"],
+        ["expected searches", "0 .. 139/100 (1.39) |"]]
