@@ -456,8 +456,11 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                 raise SpecError([Problem(m.spec.path, None, f"--engine vector cannot run this spec: {why}")]) \
                     from None
         else:
+            # the probability analyses read every edge: the vector engine must keep them
+            keep = bool(m.spec.probabilities) or any(p.chance is not None and p.name in selected
+                                                     for p in m.spec.properties)
             if options.engine == "vector":
-                return explore_vector(vm, **bounds)
+                return explore_vector(vm, **bounds, keep_edges=keep)
             # numpy pays per BFS level and per action, so small spaces go faster on the scalar
             # engine: try it first, and switch only when the space turns out to be large
             limit = AUTO_SCALAR_STATES if options.max_states is None else min(options.max_states,
@@ -468,7 +471,7 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                 return ex
             if bounds["timeout"] is not None:
                 bounds["timeout"] = max(0.0, bounds["timeout"] - (time.monotonic() - started))
-            return explore_vector(vm, **bounds)
+            return explore_vector(vm, **bounds, keep_edges=keep)
     return explore(m, **bounds)
 
 

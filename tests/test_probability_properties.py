@@ -248,3 +248,15 @@ def test_markdown_lists_the_outcome_table(check):
         ["never\\_terminating", "0 |"],
         ["expected transitions", "139/100 (1.39) .. 61/25 (2.44) |"],
         ["expected searches", "0 .. 139/100 (1.39) |"]]
+
+
+def test_the_vector_engine_keeps_the_edges_the_analysis_reads(check, monkeypatch):
+    """Past KEEP_EDGES_BELOW transitions of a forward graph the vector engine drops its edges;
+    with a probability property or weights it must keep them (here the limit is made tiny)."""
+    from haltproof.explorer import vengine
+    monkeypatch.setattr(vengine, "KEEP_EDGES_BELOW", 4)
+    text = AGENT.replace("measures:\n  searches: {count: tool == search}\n", "")    # a measure keeps them anyway
+    code, data = report(check, text + "  cheap: {expected: {measure: transitions, at_most: 2.44}}\n",
+                        "--engine", "vector")
+    assert code == 0, prop(data, "cheap")["message"]
+    assert prop(data, "cheap")["exact"] == {"min": "139/100", "max": "61/25"}
