@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 # An agent step: the policy picks the tool, the environment the observation (weighted).
 # With `search` every step: success 1/2 + 3/10 * 1/2 + 9/100 * 1/2 = 139/200, limit (3/10)^3,
 # 1 + 3/10 + 9/100 = 139/100 transitions on average. With `guess` (never succeeds): limit

@@ -7,6 +7,8 @@ import pytest
 from haltproof.properties import probability as P
 from haltproof.properties.probability import MDP, Choice
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 
 def mdp(choices, terminal, initial=(0,)):
     """Build an MDP from {state: {label: [(successor, probability), ...]}}; edges numbered in order."""

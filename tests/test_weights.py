@@ -12,6 +12,8 @@ from haltproof.machine.spec import parse_spec
 
 from test_malformed_specs import BASE, assert_rejected, edit
 
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
 #  21 probabilities:
 #  22   work:
 #  23     obs: {good: 0.9, bad: 0.1}
