@@ -18,10 +18,10 @@ from typing import Any
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
 from haltproof.properties import probability as P
-from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes
 
-from .engine import Exploration
+from .engine import Exploration, Finding, failure
 from .traces import run_trace
 
 EdgeWeight = Any     # as check._weight gives it: None (1 per edge), a callable (src, edge) or a per-edge array
@@ -77,6 +77,27 @@ def build_mdp(ex: Exploration, m: Machine) -> MDP:
         choices.append(row)
     initial = [s for s in range(n) if int(ex.parent[s]) < 0]
     return MDP(choices, [bool(ex.terminal[s]) for s in range(n)], initial)
+
+
+def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Finding] | None:
+    """The first explored state, in BFS order (a shortest trace), where the `reach` predicate
+    of a selected `probability` property cannot be evaluated: a `well_defined` violation (or
+    `bound_code`, for a Python model's), as for an invariant. The engines never evaluate these
+    predicates; only those that can fail (Machine.fallible) are tried here."""
+    m = ex.machine
+    fns = [(name, fn) for name, fn in m.chances.items()
+           if name in selected and (m.fallible is None or name in m.fallible)]
+    if not fns:
+        return None
+    for i in range(len(ex.states)):
+        state = ex.states[i]
+        for name, fn in fns:
+            try:
+                fn(state)
+            except EVAL_ERRORS as exc:
+                return (getattr(exc, "builtin", "well_defined"),
+                        Finding(i, failure(m, f"property {name}", exc), subject=Subject("property", name)))
+    return None
 
 
 def number(x: Fraction | None) -> str:

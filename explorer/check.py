@@ -32,7 +32,7 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .chances import Chances
+from .chances import Chances, first_chance_error
 from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
                      trace_length)
 from .memory import parse_size, size_text
@@ -327,7 +327,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     spec_errors = [n for n in spec.builtins if n in ex.findings]
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
     try:
-        _note_count_errors(ex)            # an error there cuts no exploration short
+        _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         late.append(("evaluating the counts and measures on the explored transitions", stop))
     if not ex.complete:
@@ -478,19 +478,21 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
 
 
-def _note_count_errors(ex: Exploration) -> None:
-    """A count or measure that cannot be evaluated on an explored transition violates
-    `well_defined` (or `bound_code`), kept if its trace is shorter than the engine's finding."""
-    found = first_count_error(ex)
-    if found is None:
-        return
-    name, finding = found
-    old = ex.findings.get(name)
+def _note_count_errors(ex: Exploration, selected: set[str]) -> None:
+    """A count, measure or `probability` target that cannot be evaluated on an explored
+    transition or state violates `well_defined` (or `bound_code`), kept if its trace is
+    shorter than the engine's finding."""
+    for found in (first_count_error(ex), first_chance_error(ex, selected)):
+        if found is None:
+            continue
+        name, finding = found
+        old = ex.findings.get(name)
+        if old is None or _length(ex, finding) < _length(ex, old):
+            ex.findings[name] = finding
 
-    def length(f: Finding) -> int:
-        return trace_length(f, int(ex.depth[f.state]))
-    if old is None or length(finding) < length(old):
-        ex.findings[name] = finding
+
+def _length(ex: Exploration, f: Finding) -> int:
+    return trace_length(f, int(ex.depth[f.state]))
 
 
 def _note_drift(m: Machine, ex: Exploration) -> None:

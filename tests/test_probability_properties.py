@@ -262,3 +262,28 @@ def test_the_vector_engine_keeps_the_edges_the_analysis_reads(check, monkeypatch
                         "--engine", "vector")
     assert code == 0, prop(data, "cheap")["message"]
     assert prop(data, "cheap")["exact"] == {"min": "139/100", "max": "61/25"}
+
+
+def test_a_target_that_cannot_be_evaluated_violates_well_defined(check):
+    """As for an invariant: the shortest run to the state where `reach` fails, its file:line."""
+    code, data = report(check, """\
+machine: z
+vars:
+  x: {type: int, min: 0, max: 2, init: 2}
+actions:
+  down:
+    when: x > 0
+    do:
+      - set: {x: x - 1}
+terminal: x == 0
+properties:
+  p: {probability: {reach: 6 // x == 3, at_least: 0.5}}
+""")
+    assert code == 1
+    wd = prop(data, "well_defined")
+    assert wd["status"] == "violated"
+    assert wd["message"].endswith("bad.yaml:11): integer division or modulo by zero")
+    assert wd["message"].startswith("property p (")
+    assert [s["state"]["x"] for s in wd["trace"]["steps"]] == [2, 1, 0]
+    p = prop(data, "p")
+    assert p["status"] == "unknown" and "value" not in p
