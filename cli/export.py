@@ -16,7 +16,7 @@ from haltproof.machine.spec import load_spec, shown_path
 from haltproof.explorer.check import Options, edge_weights, prepare, stop_reason, sweep
 from haltproof.explorer.engine import explore
 from haltproof.explorer.chances import Chances
-from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
+from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.prism import ident, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 

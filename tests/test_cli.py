@@ -502,7 +502,9 @@ def test_one_module_per_subcommand_none_importing_the_dispatcher():
         module = importlib.import_module(f"haltproof.cli.{name}")
         assert callable(getattr(module, f"cmd_{name}")) and callable(module.add_parser)
         assert "haltproof.cli.main" not in _imported(ROOT / "cli" / f"{name}.py"), name
-    assert not {m for m in _imported(ROOT / "cli" / "common.py") if m.startswith("haltproof.cli")}
+    # common.py imports no subcommand and not the dispatcher: only the leaf module of usage errors
+    assert {m for m in _imported(ROOT / "cli" / "common.py") if m.startswith("haltproof.cli")} == {"haltproof.cli.usage"}
+    assert not {m for m in _imported(ROOT / "cli" / "usage.py") if m.startswith("haltproof")}
 
 
 def test_the_graph_format_parses_no_arguments_and_imports_no_cli():
