@@ -45,11 +45,11 @@ def write_prism(mdp: MDP, name: str, labels: Mapping[str, Sequence[bool]],
     for measure, reward in rewards.items():
         w("")
         w(f'rewards "{measure}"')
-        for s, choices in enumerate(mdp.choices):
-            for k, c in enumerate(choices):
-                total = sum((p * reward(e) for _, p, e in c.outcomes if p), Fraction(0))
-                if total:
-                    w(f"  [c{k}] s={s} : {_num(total)};")
+        items = [(s, k, sum((p * reward(e) for _, p, e in c.outcomes if p), Fraction(0)))
+                 for s, choices in enumerate(mdp.choices) for k, c in enumerate(choices)]
+        out += [f"  [c{k}] s={s} : {_num(total)};" for s, k, total in items if total]
+        if not any(total for _, _, total in items):
+            w("  true : 0;")               # PRISM and Storm refuse a reward structure with no item
         w("endrewards")
     return "\n".join(out) + "\n"
 

@@ -57,6 +57,17 @@ def test_export_writes_the_explored_mdp(check, tmp_path):
     assert r.out.replace(r.path, "bad.yaml") == RETRY_PRISM
 
 
+def test_a_measure_that_is_always_0_still_makes_a_reward_structure(check):
+    """An empty `rewards ... endrewards` is a parse error in PRISM and Storm."""
+    text = RETRY.replace("probabilities:", "measures:\n  waits: {count: action == wait}\nprobabilities:")
+    text = text.replace("terminal:", WAIT.replace("when: status == trying", "when: status == done") + "terminal:")
+    r = check(text, command="export")
+    assert r.code == 0, r.err
+    assert 'rewards "waits"\n  true : 0;\nendrewards\n' in r.out
+    if stormpy is not None:
+        assert storm(r.out, 'R{"waits"}max=? [F "terminal"]') == [Fraction(0)]
+
+
 def test_export_needs_one_param_combination(check):
     r = check((ROOT / "docs" / "examples" / "retry_loop.yaml").read_text(), command="export")
     assert r.code == 2 and r.out == ""
