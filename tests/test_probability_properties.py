@@ -218,21 +218,19 @@ def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
 
 
 def test_weights_on_a_spec_bound_to_code(check):
-    """The seed loop, checked on its bound code: the transitions the code makes are what is weighed.
-    max_steps=2, max_retries=0: success 6/10 + 1/10 * 6/10 = 33/50, limit 1/10 * 1/10 (incomplete
+    """The seed loop (its weights: failed 1/20, one_match 3/5, zero and many matches 1/4 together,
+    incomplete 1/10), checked on its bound code: the transitions the code makes are what is
+    weighed. max_steps=2, max_retries=0: success 3/5 + 1/10 * 3/5 = 33/50, needs_input
+    1/4 + 1/10 * 1/4 = 11/40, error 1/20 + 1/10 * 1/20 = 11/200, limit 1/10 * 1/10 (incomplete
     twice), 1 + 1/10 transitions on average (only `incomplete` goes on)."""
     from conftest import ROOT
-    text = (ROOT / "specs" / "loop_demo.yaml").read_text() + """
-probabilities:
-  read_task_cards:
-    obs: {failed: 0.1, one_match: 0.6, zero_matches: 0.1, many_matches: 0.1, incomplete: 0.1}
-"""
-    code, data = report(check, text, "-p", "max_steps=2", "-p", "max_retries=0")
+    code, data = report(check, (ROOT / "specs" / "loop_demo.yaml").read_text(),
+                        "-p", "max_steps=2", "-p", "max_retries=0")
     assert code == 0
     run = data["runs"][0]
     assert run["explored"] == "code: haltproof.harness.loop_binding:LoopDemoAdapter"
     ends = {k: v["exact"]["min"] + " " + v["exact"]["max"] for k, v in run["outcomes"]["ends"].items()}
-    assert ends == {"success": "33/50 33/50", "needs_input": "11/50 11/50", "error": "11/100 11/100",
+    assert ends == {"success": "33/50 33/50", "needs_input": "11/40 11/40", "error": "11/200 11/200",
                     "limit": "1/100 1/100", "deadlock": "0 0", "never_terminating": "0 0"}
     assert run["outcomes"]["expected"]["transitions"]["exact"] == {"min": "11/10", "max": "11/10"}
 
@@ -287,3 +285,21 @@ properties:
     assert [s["state"]["x"] for s in wd["trace"]["steps"]] == [2, 1, 0]
     p = prop(data, "p")
     assert p["status"] == "unknown" and "value" not in p
+
+
+def test_the_readme_outcome_table_of_the_seed_loop(cli):
+    """README's table of specs/loop_demo.yaml's endings per max_steps is what check reports."""
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    head = "| `max_steps` | success | needs_input | error | limit | expected steps |\n|---|---|---|---|---|---|\n"
+    table = readme[readme.index(head) + len(head):]
+    rows = [ln.strip("| ").split(" | ") for ln in table[:table.index("\n\n")].splitlines()]
+    for row in rows:
+        ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", f"max_steps={row[0]}", "-p", "max_retries=1",
+                  "--format", "json")
+        assert ran.code == 0, ran.err
+        out = json.loads(ran.out)["runs"][0]["outcomes"]
+        got = [out["ends"][k]["exact"] for k in ("success", "needs_input", "error", "limit")]
+        got.append(out["expected"]["transitions"]["exact"])
+        assert all(g["min"] == g["max"] for g in got)        # nothing is left to a policy here
+        assert [cell.split(" ")[0] for cell in row[1:]] == [g["min"] for g in got]
