@@ -37,6 +37,7 @@ from haltproof.properties import termination, vacuity
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
+from . import messages
 from .memory import current_rss
 
 State: TypeAlias = tuple[Any, ...]       # one value per var, in the spec's order
@@ -549,8 +550,7 @@ class _Sweep:
     def domain_fail(self, i: int, action: int, ci: int, rule: str | None, t: State) -> None:
         m = self.m
         bad = m.domain_error(t)
-        self.fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]!r} is outside its "
-                                        f"domain {m.domain_text(bad)}", (action, ci, rule, t)))
+        self.fail("domains", Finding(i, messages.outside_domain(m, bad, t[bad]), (action, ci, rule, t)))
         self.failed.add(i)
         self.tried.add(action)
 
@@ -577,7 +577,7 @@ class _Sweep:
                 self.fail("well_defined", self._property_error(j, name, exc))
                 continue
             if not ok and judged:
-                self.fail(name, Finding(j, "false in this state"))
+                self.fail(name, Finding(j, messages.FALSE_IN_STATE))
         self._check_reachables(j, t)
 
     def _property_error(self, i: int, name: str, exc: Exception, step: StepTaken | None = None) -> Finding:
@@ -614,7 +614,7 @@ class _Sweep:
                     self.fail("well_defined", self._property_error(i, name, exc, step))
                     continue
                 if not ok and judged:
-                    self.fail(name, Finding(i, "false for this transition", step))
+                    self.fail(name, Finding(i, messages.FALSE_FOR_TRANSITION, step))
         for name, variant, bound in self.variants:
             judged = name not in findings
             if not (judged or watching and self._fallible(name)):
@@ -775,13 +775,11 @@ def _same(seen: dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]], key: t
         return
     if first[0] != outcome:
         if key[-1] == "terminal":
-            msg = "two states equal up to the ignored vars differ in being terminal"
+            msg = messages.TERMINAL_DIFFERS
         elif isinstance(outcome, bool):
-            what = {True: "enabled", False: "disabled"}
-            msg = (f"two states equal up to the ignored vars: the action is {what[first[0]]} in one "
-                   f"and {what[outcome]} in the other")
+            msg = messages.guard_differs(bool(first[0]))
         else:
-            msg = "the same transition up to the ignored vars has different outcomes"
+            msg = messages.OUTCOMES_DIFFER
         if key[-1] == "terminal":
             subject = Subject("terminal")
         elif len(key) == 2:

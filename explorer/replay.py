@@ -22,6 +22,7 @@ from haltproof.machine.text import value_text, values_text
 
 from haltproof.properties.kinds import Step, Subject
 
+from . import messages
 from .itf import ITFError, is_itf, itf_to_trace
 
 
@@ -122,8 +123,7 @@ def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str,
         out.states.append(nxt)
         out.moves.append((act, ci, rule))
         if bad >= 0:
-            out.problem = (f"step {n}: {m.var_names[bad]} = {nxt[bad]!r} is outside its domain "
-                           f"{m.domain_text(bad)}")
+            out.problem = f"step {n}: {messages.outside_domain(m, bad, nxt[bad])}"
             out.outside = True
             return False
         out.lines.append([(label, _display(evaluate(m, n, Subject("replay", label), fn, state, nxt, aname, rule,
