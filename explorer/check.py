@@ -32,6 +32,7 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
+from .chances import Chances, first_chance_error
 from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
                      trace_length)
 from .memory import parse_size, size_text
@@ -120,6 +121,7 @@ class RunResult:
     binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
     determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
     representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
+    odds: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/chances.py)
 
     @property
     def warnings(self) -> list[str]:
@@ -354,7 +356,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     spec_errors = [n for n in spec.builtins if n in ex.findings]
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
     try:
-        _note_count_errors(ex)            # an error there cuts no exploration short
+        _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         late.append(("evaluating the counts and measures on the explored transitions", stop))
     if not ex.complete:
@@ -375,6 +377,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     for name in judged_builtins(m):
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
+    chances = Chances(ex, m, why_end, edge_weights(ex, m))
     for p in spec.properties:
         if p.name not in selected:
             continue
@@ -385,6 +388,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
             r = _reachable(ex, p.name, why)
         elif p.kind == "terminates":
             r = _terminates(ex, graph, p.name, why_end)
+        elif p.kind in ("probability", "expected"):
+            r = chances.result(p)
         else:
             try:
                 r = _within(ex, graph, p.name, why_end, m)
@@ -398,6 +403,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     scenarios = _scenarios(m, options, late)
     bounds = _bounds(ex, graph, m, why_end, late)
+    odds = chances.table() if spec.probabilities else None
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
         stopped_by = "timeout"
@@ -431,7 +437,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
                      reason, m.binding() if m.binding is not None else None,
                      m.determinism() if m.determinism is not None else None,
-                     m.representatives() if m.representatives is not None else None)
+                     m.representatives() if m.representatives is not None else None, odds)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:
@@ -483,9 +489,12 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                 raise SpecError([Problem(m.spec.path, None, f"--engine vector cannot run this spec: {why}")]) \
                     from None
         else:
+            # the probability analyses read every edge: the vector engine must keep them
+            keep = bool(m.spec.probabilities) or any(p.chance is not None and p.name in selected
+                                                     for p in m.spec.properties)
             if options.engine == "vector":
                 return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
-                                      properties=selected, progress=progress)
+                                      properties=selected, progress=progress, keep_edges=keep)
             # numpy pays per BFS level and per action, so small spaces go faster on the scalar
             # engine: try it first, and switch only when the space turns out to be large
             limit = AUTO_SCALAR_STATES if options.max_states is None else min(options.max_states,
@@ -498,7 +507,7 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
             if timeout is not None:
                 timeout = max(0.0, timeout - (time.monotonic() - started))
             return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
-                                  properties=selected, progress=progress)
+                                  properties=selected, progress=progress, keep_edges=keep)
     return explore(m, max_states=options.max_states, timeout=timeout, max_memory=memory, properties=selected,
                    progress=progress)
 
@@ -506,19 +515,21 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
 
 
-def _note_count_errors(ex: Exploration) -> None:
-    """A count or measure that cannot be evaluated on an explored transition violates
-    `well_defined` (or `bound_code`), kept if its trace is shorter than the engine's finding."""
-    found = first_count_error(ex)
-    if found is None:
-        return
-    name, finding = found
-    old = ex.findings.get(name)
+def _note_count_errors(ex: Exploration, selected: set[str]) -> None:
+    """A count, measure or `probability` target that cannot be evaluated on an explored
+    transition or state violates `well_defined` (or `bound_code`), kept if its trace is
+    shorter than the engine's finding."""
+    for found in (first_count_error(ex), first_chance_error(ex, selected)):
+        if found is None:
+            continue
+        name, finding = found
+        old = ex.findings.get(name)
+        if old is None or _length(ex, finding) < _length(ex, old):
+            ex.findings[name] = finding
 
-    def length(f: Finding) -> int:
-        return trace_length(f, int(ex.depth[f.state]))
-    if old is None or length(finding) < length(old):
-        ex.findings[name] = finding
+
+def _length(ex: Exploration, f: Finding) -> int:
+    return trace_length(f, int(ex.depth[f.state]))
 
 
 def _note_drift(m: Machine, ex: Exploration) -> None:
@@ -624,6 +635,12 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
                               f"not decided (longest so far: {longest} {what}): {why}")
     return PropertyResult(name, "terminates_within", HOLDS,
                           f"every run ends within {bound} {what} (the longest takes {longest})")
+
+
+def edge_weights(ex: Exploration, m: Machine) -> Callable[[str], Any]:
+    """Per measure name (`transitions` too), how much each edge counts, as `_weight` gives it."""
+    kinds = {ms.name: ms.kind for ms in m.spec.measures}
+    return lambda name: _weight(ex, name, m.measures.get(name), kinds.get(name) == "sum")
 
 
 def _weight(ex: Exploration, name: str, fn: Callable[..., Any] | None, as_int: bool) -> Any:

@@ -178,16 +178,17 @@ class _NeedEdges(Exception):
 
 def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: float | None = None,
                    max_memory: int | None = None, properties: set[str] | None = None,
-                   progress: ProgressFn | None = None) -> VExploration:
+                   progress: ProgressFn | None = None, keep_edges: bool = False) -> VExploration:
     """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`.
 
     While every edge leads one level deeper, the termination analyses need no stored
     edges, so past KEEP_EDGES_BELOW transitions they are dropped; if a later edge breaks
-    that, the exploration starts again keeping them (weighted measures keep them always)."""
+    that, the exploration starts again keeping them (weighted measures keep them always,
+    and so does `keep_edges`: the probability analyses read every edge)."""
     bounds: dict[str, Any] = dict(max_states=max_states, timeout=timeout, max_memory=max_memory, properties=properties,
                   progress=progress)
     try:
-        return _explore(vm, keep_edges=bool(vm.edge_weights), **bounds)
+        return _explore(vm, keep_edges=keep_edges or bool(vm.edge_weights), **bounds)
     except _NeedEdges:
         return _explore(vm, keep_edges=True, **bounds)
 

@@ -23,6 +23,7 @@ from .errors import Located, Problem, SpecError
 from .inputs import TooLarge, read_bounded, shown_value, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
 from .text import values_text
+from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -208,6 +209,7 @@ class PropertyDecl:
     description: str = ""
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
     file: str | None = None
+    chance: Chance | None = None   # probability / expected: the bound and what it bounds
 
 
 def declared_at(spec: Spec, decl: Any) -> tuple[str, int | None]:
@@ -283,6 +285,7 @@ class Spec:
     bind_line: int | None = None
     measures: list[Measure] = field(default_factory=list)
     python: bool = False                     # declared in Python (haltproof.machine.pymodel): all code
+    probabilities: list[ChoiceWeights] = field(default_factory=list)   # weighted choices (machine/weights.py)
 
     @property
     def builtins(self) -> tuple[str, ...]:
@@ -340,7 +343,7 @@ def parse_spec(text: str, file: str) -> Spec:
     """Validate a spec's YAML text; `file` is the name its problems are reported under."""
     if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
         raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
-    data = load_yaml(text, file)
+    data = load_yaml(text, file, decimal_allowed)
     return _Loader(file).load(data, text)
 
 
@@ -401,7 +404,7 @@ class _Loader:
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
                                      "terminal", "properties", "scenarios", "expect", "replay", "bind",
-                                     "measures"},
+                                     "measures", "probabilities"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -460,6 +463,11 @@ class _Loader:
         measures = self.attempt(self.measures, top.get("measures", YMap()), top.line_of("measures")) or []
         scenarios = self.attempt(self.scenarios, top.get("scenarios", YMap()),
                                  top.line_of("scenarios"), params, vars_) or []
+        weights: list[ChoiceWeights] = []
+        if "probabilities" in top:
+            weights = self.attempt(parse_probabilities, top["probabilities"], top.line_of("probabilities"),
+                                   self.file, self.choice_labels()) or []
+        self.attempt(self.check_chance_measures, props, measures)
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
             self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
@@ -470,7 +478,20 @@ class _Loader:
                     properties=props, scenarios=scenarios, expect_violated=expect,
                     replay=replay, choice_names=sorted(self.step_choices), text=text,
                     bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
-                    measures=measures)
+                    measures=measures, probabilities=weights)
+
+    def choice_labels(self) -> dict[str, dict[str, tuple[str, list[Any]]]]:
+        """Each action's choices as machine/weights.py checks weights against them."""
+        return {a: {c: (cs.kind, cs.labels()) for c, cs in chs} for a, chs in self.action_choices.items()}
+
+    def check_chance_measures(self, props: list[PropertyDecl], measures: list[Measure]) -> None:
+        """An `expected` property names `transitions` or a declared measure."""
+        known = ["transitions"] + [ms.name for ms in measures]
+        for p in props:
+            if p.chance is not None and p.chance.measure is not None and p.chance.measure not in known:
+                raise self.at(p.chance.measure_line).error(
+                    f"property {p.name} names a measure the spec does not declare "
+                    f"(measures: {', '.join(known)})", p.chance.measure)
 
     # -- params
     def params(self, raw: Any, line: int) -> list[Param]:
@@ -962,7 +983,8 @@ class _Loader:
     # -- properties
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
              "terminates": "terminates", "terminates_within": "terminates_within",
-             "variant": "variant", "independent_of": "independent"}
+             "variant": "variant", "independent_of": "independent",
+             "probability": "probability", "expected": "expected"}
 
     def properties(self, raw: Any, line: int) -> list[PropertyDecl]:
         m = self.mapping(raw, line, "properties")
@@ -1011,12 +1033,35 @@ class _Loader:
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
             p.bound_line = m.line_of("bound")
+        elif key in ("probability", "expected"):
+            p.expr, p.chance = self.chance(name, key, value, kline)
         elif key == "independent_of":
             names = value if isinstance(value, YList) else [value]
             for n in names:
                 idx, _ = self.var_by_name(n, kline)
                 p.vars.append(idx)
         return p
+
+    def chance(self, name: str, key: str, raw: Any, line: int) -> tuple[E.Expr | None, Chance]:
+        """`probability: {reach: EXPR, at_least|at_most: P}` or `expected: {measure: M, at_least|at_most: X}`."""
+        what = "reach" if key == "probability" else "measure"
+        m = self.mapping(raw, line, f"{key} of property {name}")
+        self.keys(m, f"{key} of property {name}", {what, *BOUND_KEYS}, {what})
+        senses = [k for k in BOUND_KEYS if k in m]
+        if len(senses) != 1:
+            raise self.at(line).error(f"{key} of property {name} needs exactly one of: at_least, at_most")
+        sense = senses[0]
+        bound = exact_number(m[sense], self.at(m.line_of(sense)), f"the bound of {name}")
+        if bound < 0 or (key == "probability" and bound > 1):
+            limits = "between 0 and 1" if key == "probability" else "0 or more"
+            raise self.at(m.line_of(sense)).error(f"the bound of {name} must be {limits}", m[sense])
+        if key == "probability":
+            reach = self.bool_expr(m["reach"], self.state_scope, m.line_of("reach"), f"property {name}")
+            return reach, Chance(sense, bound)
+        measure = m["measure"]
+        if not isinstance(measure, str):
+            raise self.at(m.line_of("measure")).error("measure must name a measure", measure)
+        return None, Chance(sense, bound, str(measure), m.line_of("measure"))
 
     def expect(self, raw: Any, line: int, props: list[PropertyDecl]) -> list[str]:
         m = self.mapping(raw, line, "expect")

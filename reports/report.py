@@ -61,6 +61,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
     out["bounds"] = {name: {"value": b["value"], "exact": b["exact"], "message": b["message"],
                             "witness": b["witness"].to_json(r.params) if b["witness"] is not None else None}
                      for name, b in r.bounds.items()}
+    if r.odds is not None:
+        out["outcomes"] = r.odds
     out["source"] = _source(r)
     out["warning_details"] = [n.to_json() for n in r.notices]
     if r.stopped_by:
@@ -125,6 +127,10 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
         out["other_trace"] = p.other_trace.to_json(params)
     if p.witness is not None:
         out["witness"] = p.witness.to_json(params)
+    if p.value is not None:
+        out.update(p.value)
+    if p.policy is not None:
+        out["policy"] = p.policy
     if p.expected is not None:
         out["expected"] = p.expected
     return out

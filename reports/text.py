@@ -10,7 +10,11 @@ findings.py (which asks check.judge), never from a second computation here.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
+
+from haltproof.explorer.chances import number
+from haltproof.machine.text import assignments_text
 
 from . import findings as F
 
@@ -145,8 +149,12 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
             lines += ["      " + row for row in F.trace_text(p).splitlines()]
+        if p["status"] == "violated" and p.get("policy"):
+            lines.append("      witness policy: " + "; ".join(_decision_text(d) for d in p["policy"]))
     if full and run.get("bounds"):
         lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
+    if full and run.get("outcomes"):
+        lines += _outcome_lines(run["outcomes"])
     scenarios = run.get("scenarios") or []
     lines += [f"  FAILED    scenario {sc['name']}: {sc['message']}" for sc in scenarios if sc["status"] != "passed"]
     if full and scenarios and all(sc["status"] == "passed" for sc in scenarios):
@@ -154,6 +162,37 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if full:
         lines += [f"  warning: {warning}" for warning in run["warnings"]]
     return lines
+
+
+def _decision_text(d: dict[str, Any]) -> str:
+    """A witness policy's decision in one state: `step tool=guess`."""
+    return " ".join([d["action"], assignments_text(d["choices"])]).rstrip()
+
+
+def _outcome_lines(table: dict[str, Any]) -> list[str]:
+    """A weighted spec's outcome table: each way a run ends and each expected total, min..max."""
+    if "message" in table:
+        return [f"  outcomes: {table['message']}"]
+    rows = outcome_rows(table)
+    ends = [(name, span) for name, span in rows if not name.startswith("expected ")]
+    lines = ["  outcomes (probability, min..max over policies):"]
+    lines += [f"    {name:<20} {span}" for name, span in ends]
+    lines.append("  expected until a terminal state:")
+    lines += [f"    {name.removeprefix('expected '):<20} {span}" for name, span in rows[len(ends):]]
+    return lines
+
+
+def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
+    """The outcome table as (what, min..max) rows: each end, then `expected MEASURE`."""
+    rows = [(name, _span(v)) for name, v in table["ends"].items()]
+    rows += [(f"expected {name}", v["message"] if "message" in v else _span(v))
+             for name, v in table["expected"].items()]
+    return rows
+
+
+def _span(v: dict[str, Any]) -> str:
+    lo, hi = (number(None if x == "inf" else Fraction(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
+    return lo if lo == hi else f"{lo} .. {hi}"
 
 
 # ---------------------------------------------------------------- sweeps (verbose)
