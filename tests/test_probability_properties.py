@@ -303,3 +303,47 @@ def test_the_readme_outcome_table_of_the_seed_loop(cli):
         got.append(out["expected"]["transitions"]["exact"])
         assert all(g["min"] == g["max"] for g in got)        # nothing is left to a policy here
         assert [cell.split(" ")[0] for cell in row[1:]] == [g["min"] for g in got]
+
+
+# A random walk on 0..1000 from 995, up with probability 2/5: one strongly connected component
+# of 999 states, past the exact solver's limit. Reaching 1000 has probability
+# (1 - 1.5^995) / (1 - 1.5^1000) = 0.131687242798... (gambler's ruin).
+WALK = """\
+machine: walk
+vars:
+  x: {type: int, min: 0, max: 1000, init: 995}
+actions:
+  step:
+    when: x > 0 and x < 1000
+    choose:
+      dir: [up, down]
+    do:
+      - set: {x: x + 1 if dir == up else x - 1}
+terminal: x == 0 or x == 1000
+probabilities:
+  step:
+    dir: {up: 0.4, down: 0.6}
+properties:
+"""
+
+
+def test_past_the_exact_limit_a_verdict_is_decided_only_outside_the_interval(check):
+    from fractions import Fraction
+    exact = (1 - Fraction(3, 2) ** 995) / (1 - Fraction(3, 2) ** 1000)
+    code, data = report(check, WALK + f"""\
+  wins_often: {{probability: {{reach: x == 1000, at_least: 0.2}}}}
+  wins_rarely: {{probability: {{reach: x == 1000, at_most: 0.2}}}}
+  on_the_edge: {{probability: {{reach: x == 1000, at_least: "{exact.numerator}/{exact.denominator}"}}}}
+""")
+    assert code == 1
+    often, rarely, edge = (prop(data, n) for n in ("wins_often", "wins_rarely", "on_the_edge"))
+    assert (often["status"], rarely["status"], edge["status"]) == ("violated", "holds", "unknown")
+    for p in (often, rarely, edge):
+        assert "exact" not in p                          # not exact: the interval and its error instead
+        lo, hi = p["interval"]["min"]
+        assert Fraction(lo) <= exact <= Fraction(hi) and hi - lo < 1e-10
+        assert p["error"]["min"] == (hi - lo) / 2
+        assert "(within " in p["message"] and "not exact)" in p["message"]
+    assert "not decided, the bound" in edge["message"] and "lies inside the interval [0.13168724" in edge["message"]
+    assert "a policy makes it at most 0.13168724" in often["message"]
+    assert often["trace"]["steps"][-1]["state"]["x"] == 0        # a run that ends without winning
