@@ -347,3 +347,69 @@ def test_past_the_exact_limit_a_verdict_is_decided_only_outside_the_interval(che
     assert "not decided, the bound" in edge["message"] and "lies inside the interval [0.13168724" in edge["message"]
     assert "a policy makes it at most 0.13168724" in often["message"]
     assert often["trace"]["steps"][-1]["state"]["x"] == 0        # a run that ends without winning
+
+
+def _readme_rows(head):
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index(head) + len(head):]
+    return [ln.strip("| ").split(" | ") for ln in table[:table.index("\n\n")].splitlines()]
+
+
+@pytest.mark.parametrize("spec, head, params, ends, measures", [
+    ("budget_runner.yaml",
+     "| `K` | finished_reserved | finished_info | error | budget_exhausted | expected tool_attempts "
+     "| expected transitions |\n|---|---|---|---|---|---|---|\n",
+     lambda row: {"K": row[0], "R": 1}, ("finished_reserved", "finished_info", "error", "budget_exhausted"),
+     ("tool_attempts", "transitions")),
+    ("gate_chain.yaml",
+     "| `A` | `T` | aborted | turn_limit | expected refused | expected transitions |\n|---|---|---|---|---|---|\n",
+     lambda row: {"B": 3, "N": 2, "A": row[0], "T": row[1], "P": 3}, ("aborted", "turn_limit"),
+     ("refused", "transitions")),
+])
+def test_the_readme_outcome_tables_of_the_other_seed_specs(cli, spec, head, params, ends, measures):
+    """README's tables of the budget runner's and the gate chain's maxima are what check reports."""
+    from conftest import ROOT
+    for row in _readme_rows(head):
+        given = params(row)
+        args = [a for k, v in given.items() for a in ("-p", f"{k}={v}")]
+        ran = cli("check", ROOT / "specs" / spec, *args, "--format", "json")
+        assert ran.code == 0, ran.err
+        out = json.loads(ran.out)["runs"][0]["outcomes"]
+        got = [out["ends"][k]["exact"]["max"] for k in ends] + [out["expected"][k]["exact"]["max"] for k in measures]
+        cells = row[len(row) - len(got):]
+        assert [cell.split(" ")[0] for cell in cells] == got
+
+
+def _with_properties(name, extra):
+    """A bundled spec's text with `extra` properties inserted first under `properties:`."""
+    from conftest import ROOT
+    text = (ROOT / "specs" / name).read_text()
+    return text.replace("\nproperties:\n", "\nproperties:\n" + extra, 1)
+
+
+def test_probability_properties_on_the_weighted_budget_runner(check):
+    code, data = report(check, _with_properties("budget_runner.yaml", """\
+  rarely_gives_up: {probability: {reach: status == error, at_most: 0.02}}
+  attempts_on_average: {expected: {measure: tool_attempts, at_most: 4}}
+  usually_reserved: {probability: {reach: status == finished_reserved, at_least: 0.5}}
+"""), "-p", "K=4", "-p", "R=1")
+    assert code == 1
+    assert (prop(data, "rarely_gives_up")["status"], prop(data, "rarely_gives_up")["exact"]) == \
+        ("holds", {"min": "0", "max": "162/15625"})
+    avg = prop(data, "attempts_on_average")
+    assert (avg["status"], avg["exact"]) == ("holds", {"min": "0", "max": "498677/125000"})
+    usually = prop(data, "usually_reserved")          # the policy may abstain: the minimum is 0
+    assert (usually["status"], usually["exact"]) == ("violated", {"min": "0", "max": "15463/31250"})
+    assert usually["policy"][0]["action"] == "propose"
+
+
+def test_probability_properties_on_the_weighted_gate_chain(check):
+    code, data = report(check, _with_properties("gate_chain.yaml", """\
+  abort_capped: {probability: {reach: status == aborted, at_most: 0.2}}
+  few_refusals: {expected: {measure: refused, at_most: 1}}
+"""), "-p", "B=3", "-p", "N=2", "-p", "A=2", "-p", "T=3", "-p", "P=3")
+    assert code == 0
+    assert prop(data, "abort_capped")["exact"] == {"min": "0", "max": "47/250"}
+    assert prop(data, "few_refusals")["exact"] == {"min": "0", "max": "4863/5000"}
+    assert {prop(data, n)["status"] for n in ("abort_capped", "few_refusals")} == {"holds"}
