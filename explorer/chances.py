@@ -346,6 +346,6 @@ class Chances:
         for name in self.measures():
             try:
                 out["expected"][name] = value_json(P.expected_total(mdp, self.edge_reward(name)))
-            except NotAnalysable as exc:
+            except (P.TooLarge, NotAnalysable) as exc:     # one row: the probabilities above stand
                 out["expected"][name] = {"message": f"not computed: {exc}"}
         return out

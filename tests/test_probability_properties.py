@@ -349,6 +349,23 @@ def test_past_the_exact_limit_a_verdict_is_decided_only_outside_the_interval(che
     assert often["trace"]["steps"][-1]["state"]["x"] == 0        # a run that ends without winning
 
 
+def test_past_the_exact_limit_the_outcome_table_bounds_the_endings(check):
+    from fractions import Fraction
+    code, data = report(check, WALK + "  ok: {always: x <= 1000}\n")
+    assert code == 0
+    out = data["runs"][0]["outcomes"]
+    ends = out["ends"]["terminal"]
+    assert "exact" not in ends
+    lo, hi = ends["interval"]["max"]
+    assert Fraction(lo) <= 1 <= Fraction(hi) == 1             # every run ends: an interval at 1
+    never = out["ends"]["never_terminating"]["interval"]["max"]
+    assert never[0] == 0.0 and never[1] < 1e-10
+    assert out["expected"]["transitions"]["message"].startswith(
+        "not computed: a strongly connected component of 999 states under one policy")
+    text = check(WALK + "  ok: {always: x <= 1000}\n", "--verbose").out
+    assert "    terminal             [0.99999999999" in text and "not computed: a strongly connected" in text
+
+
 def _readme_rows(head):
     from conftest import ROOT
     readme = (ROOT / "README.md").read_text()
