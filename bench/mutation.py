@@ -88,7 +88,21 @@ def stage() -> None:
     text = text.replace('source_paths = ["machine", "properties", "explorer"]', 'source_paths = ["src"]')
     text = text.replace('also_copy = ["specs", "docs", "bench", "harness", "README.md"]',
                         f"also_copy = {json.dumps(tops)}")
+    text = _with_guard(text)
     (STAGE / "pyproject.toml").write_text(text)
+
+
+GUARD_ARGS = '"-p", "no:cacheprovider"'
+
+
+def _with_guard(pyproject: str) -> str:
+    """`pyproject` with bench/mutation_guard.py among mutmut's pytest plugins: a test stuck in
+    a loop the mutant made endless ends in seconds as a timeout, not after mutmut's minutes."""
+    line = f"pytest_add_cli_args = [{GUARD_ARGS}]"
+    if line not in pyproject:
+        raise SystemExit(f"pyproject.toml [tool.mutmut] no longer has `{line}`: "
+                         "bench/mutation.py cannot add its guard plugin")
+    return pyproject.replace(line, f'pytest_add_cli_args = [{GUARD_ARGS}, "-p", "bench.mutation_guard"]')
 
 
 @dataclass
