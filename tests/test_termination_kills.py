@@ -86,6 +86,11 @@ def test_weighted_worst_cases_over_a_graph_whose_edges_skip_levels():
     ("vector", 2, {"transitions": (1, [(None, {"x": 0, "y": 0}), ("one", {"x": 1, "y": 0})]),
                    "jumps": (4 * BIG, [(None, {"x": 0, "y": 1}), ("two", {"x": 2, "y": 1})]),
                    "twos": (1, [(None, {"x": 0, "y": 1}), ("two", {"x": 2, "y": 1})])}),
+    # vector, two levels expanded (5 states): the edge (x 1 -> 2, y 1) stays in level 1, so the
+    # explored part is not level by level; the heaviest run ends in x = 4, not expanded
+    ("vector", 5, {"transitions": (3, [(None, {"x": 0, "y": 1})] + [("one", {"x": x, "y": 1}) for x in (1, 2, 3)]),
+                   "jumps": (8 * BIG, [(None, {"x": 0, "y": 1}), ("two", {"x": 2, "y": 1}), ("two", {"x": 4, "y": 1})]),
+                   "twos": (2, [(None, {"x": 0, "y": 1}), ("two", {"x": 2, "y": 1}), ("two", {"x": 4, "y": 1})])}),
 ])
 def test_partial_weighted_worst_cases_end_in_states_not_expanded(engine, max_states, expected):
     r = partial(SKIP, engine, max_states)
@@ -96,7 +101,8 @@ def test_partial_weighted_worst_cases_end_in_states_not_expanded(engine, max_sta
 
 
 # Every edge leads one level deeper. `pick` has two successors, `last` one (and counts
-# nothing for `heavy` and `twos`): the worst cases are the BFS levels walked back.
+# nothing for `heavy` and `twos`): the worst cases are the BFS levels walked back. The
+# weight of `products` depends on the state a step leaves, so states of one level differ.
 FORWARD = """\
 machine: forward
 vars:
@@ -112,6 +118,7 @@ measures:
   heavy: {sum: after.y * 36028797018963969}
   twos: {count: after.y == 2}
   lasts: {count: after.y == 0}
+  products: {sum: before.y * after.y}
 """
 
 
@@ -121,7 +128,7 @@ def test_weighted_worst_cases_over_a_level_by_level_graph():
     twos = [(None, {"x": 0, "y": 0}), ("pick", {"x": 1, "y": 2}), ("pick", {"x": 2, "y": 2})]
     assert bounds(r) == {"transitions": (3, ones + [("last", {"x": 3, "y": 0})]),
                          "heavy": (4 * BIG, twos), "twos": (2, twos),
-                         "lasts": (1, ones + [("last", {"x": 3, "y": 0})])}
+                         "lasts": (1, ones + [("last", {"x": 3, "y": 0})]), "products": (4, twos)}
 
 
 def test_partial_weighted_worst_cases_over_a_level_by_level_graph():
@@ -130,7 +137,8 @@ def test_partial_weighted_worst_cases_over_a_level_by_level_graph():
     twos = [(None, {"x": 0, "y": 0}), ("pick", {"x": 1, "y": 2}), ("pick", {"x": 2, "y": 2})]
     assert bounds(r) == {"transitions": (2, [(None, {"x": 0, "y": 0}), ("pick", {"x": 1, "y": 1}),
                                              ("pick", {"x": 2, "y": 1})]),
-                         "heavy": (4 * BIG, twos), "twos": (2, twos), "lasts": (0, [(None, {"x": 0, "y": 0})])}
+                         "heavy": (4 * BIG, twos), "twos": (2, twos), "lasts": (0, [(None, {"x": 0, "y": 0})]),
+                         "products": (4, twos)}
 
 
 def test_a_last_state_without_incoming_edges_is_in_the_order():
