@@ -20,6 +20,7 @@ from haltproof.explorer.check import Options, check_machine
 from haltproof.machine.pymodel import Model, action
 
 from test_verdict_kills import _machine, each_way
+from vacuity_base import ChoiceBase
 
 pytestmark = pytest.mark.verdict
 
@@ -197,3 +198,43 @@ def test_a_python_model_rule_that_never_fires_is_reported_without_why():
         rule("never", "go", line, "never fires"),
         choice("outcome", "go", line, "ok, fine"),
     ]
+
+
+# In the initial state `quit`'s transition comes before `go`'s: the conditions of `go`'s
+# rules are read on `go`'s own transitions, whatever other actions' come first.
+ORDER = """\
+machine: order
+vars:
+  status: {type: enum, values: [running, done], init: running}
+actions:
+  quit: {when: status == running, do: [{set: {status: done}}]}
+  go:
+    when: status == running
+    do:
+      - decide: status
+        rules:
+          - {name: first, when: status == running, then: done}
+          - {name: shadow, when: status == running, then: done}
+terminal: status == done
+"""
+
+
+def test_the_rules_of_an_action_are_judged_on_its_transitions_after_another_actions(monkeypatch):
+    assert notices_each_way(ORDER, monkeypatch) == [
+        rule("shadow", "go", 12, "never fires: it is shadowed, whenever its condition holds an "
+                                 "earlier rule (first) fires first")]
+
+
+class FromChoiceBase(ChoiceBase):
+    """Everything it has is declared in tests/vacuity_base.py."""
+
+
+def test_notices_about_inherited_declarations_name_the_base_module():
+    base = inspect.getsourcefile(ChoiceBase)
+    lines = inspect.getsource(ChoiceBase).splitlines()
+    first = inspect.getsourcelines(ChoiceBase)[1]
+    terminal = first + next(k for k, ln in enumerate(lines) if "def terminal" in ln)
+    inc = first + next(k for k, ln in enumerate(lines) if "@action" in ln)
+    (run,) = check(FromChoiceBase).runs
+    assert [(n.kind, n.name, n.line, n.file) for n in run.notices] == [
+        ("choice", "speed", inc, base), ("terminal", "terminal", terminal, base)]
