@@ -211,3 +211,41 @@ properties:
     assert r.stats["states"] == 3
     assert prop(r, "ends").status == "violated"
     assert lasso(r) == (0, [(None, 0), ("up", 1), ("back", 0)])
+
+
+# Each step weighs 2^61 + 1 (the vector engine takes values below 2^62; a float would
+# round it to 2^61), and a run has four: the total is past int64. The vector engine must
+# add these as Python ints: on a level-by-level graph, on one whose edges skip levels, and
+# when the fourth step leads out of the explored part (a partial exploration's runs have
+# one edge more than its expanded levels).
+HUGE = """\
+machine: huge
+vars:
+  x: {type: int, min: 0, max: 4, init: 0}
+  b: {type: int, min: 0, max: 1, init: 0}
+actions:
+  one: {when: x < 4, do: [{set: {x: x + 1, b: 1}}]}
+terminal: x == 4
+properties:
+  ends: {terminates: true}
+measures:
+  heavy: {sum: after.b * 2305843009213693953}
+"""
+HEAVIEST = 4 * (2 ** 61 + 1)
+CHAIN = [(None, {"x": 0, "b": 0})] + [("one", {"x": x, "b": 1}) for x in range(1, 5)]
+
+
+@pytest.mark.parametrize("skips", [False, True])
+def test_a_total_past_int64_is_exact(skips):
+    text = HUGE.replace("actions:\n", "actions:\n  two: {when: x < 3, do: [{set: {x: x + 2, b: 1}}]}\n") if skips else HUGE
+    r = each_way(text)["vector"]
+    assert r.engine == "vector"
+    assert bounds(r)["heavy"] == (HEAVIEST, CHAIN)
+    assert r.bounds["heavy"]["message"] == "at most 9223372036854775812"
+
+
+def test_a_partial_total_past_int64_is_exact():
+    r = partial(HUGE, "vector", 4)          # x = 0 .. 3 expanded (four levels), x = 4 found
+    assert r.result == "incomplete" and r.stats["states"] == 5
+    assert bounds(r)["heavy"] == (HEAVIEST, CHAIN)
+    assert r.bounds["heavy"]["message"] == "at least 9223372036854775812 (the exploration stopped at --max-states)"
