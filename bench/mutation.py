@@ -44,7 +44,17 @@ KILLED = {"killed", "timeout", "caught by type check", "segfault"}   # the tests
 # setuptools' package-dir mapping, which mutmut does not read. So it works in a staged copy laid
 # out as the installed package: src/haltproof/machine/spec.py is haltproof.machine.spec there.
 STAGE = REPO / "build" / "mutation"                     # git-ignored
-LAYERS = ["machine", "properties", "explorer", "harness", "specs"]
+
+
+def _layers(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
+    """The checkout's folders that are subpackages of haltproof ([tool.setuptools.package-dir]).
+    All of them are staged: one left out (reports/, cli/ once) is imported from the checkout
+    through the editable install instead, so edits made during a run would reach the mutants."""
+    dirs = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-dir"]
+    return [folder for name, folder in dirs.items() if name.startswith("haltproof.")]
+
+
+LAYERS = _layers()
 STAGED = {"src/haltproof": "src/haltproof", **{f"src/haltproof/{layer}": layer for layer in LAYERS}}
 
 

@@ -63,3 +63,10 @@ def test_the_staged_configuration_loads_the_guard():
     assert staged == ["-p", "no:cacheprovider", "-p", "bench.mutation_guard"]
     with pytest.raises(SystemExit, match="no longer has"):
         mutation._with_guard(text.replace('pytest_add_cli_args = ["-p", "no:cacheprovider"]', ""))
+
+
+def test_the_stage_holds_every_subpackage_of_the_installed_layout():
+    """A subpackage left out of the staged tree would be imported from the checkout through
+    the editable install: the mutants would then run against whatever the checkout holds."""
+    folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    assert {f"src/{name.replace('.', '/')}": folder for name, folder in folders.items()} == mutation.STAGED
