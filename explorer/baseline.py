@@ -15,9 +15,9 @@ from typing import Any
 
 from haltproof.machine import strict_json
 from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.spec import shown_path
 
 from .check import RunResult
-from haltproof.reports.report import shown_path
 
 SCHEMA = "haltproof-baseline/1"
 # 1.4 KB a run (the bundled specs' 107 runs make 150 KB): 64 MiB holds far more than the
@@ -57,7 +57,8 @@ def load(path: str | Path) -> dict[str, dict[str, Any]] | None:
         raise BaselineError(f"--baseline {path}: cannot read it: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
         raise BaselineError(f"--baseline {path}: not a haltproof baseline (schema {SCHEMA})")
-    return data["runs"]
+    runs: dict[str, dict[str, Any]] = data["runs"]
+    return runs
 
 
 def save(path: str | Path, runs: list[RunResult]) -> None:

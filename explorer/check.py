@@ -20,16 +20,20 @@ from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
 from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
-from haltproof.machine.spec import Spec, declared_at, value_count
+from haltproof.machine.inputs import value_count
+from haltproof.machine.spec import Spec, declared_at
+from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
-from .engine import Exploration, Finding, ProgressFn, explore, first_count_error, trace_length
+from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
+                     trace_length)
 from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
@@ -55,6 +59,7 @@ class Options:
     max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
+    paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     def __post_init__(self) -> None:
@@ -71,6 +76,7 @@ class Options:
             raise ValueError(f"properties must be a list of property names, got {self.properties!r}")
         if not isinstance(self.model_only, bool):
             raise ValueError(f"model must be True or False, got {self.model_only!r}")
+        self.paths = check_number(self.paths, "paths", int, above=0)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
@@ -102,6 +108,7 @@ class RunResult:
     engine: str = "scalar"               # which engine explored it
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
+    binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
 
     @property
     def warnings(self) -> list[str]:
@@ -175,7 +182,7 @@ def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
     if total > MAX_COMBINATIONS:
         wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
                       key=lambda p: (p.name in pins, -p.count))
-        have = ", ".join(f"{p.name} has {_values_text(p.values)}" for p in wide if p.name not in pins)
+        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in pins)
         given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
                           if p.name in pins)
         raise SpecError([Problem(spec.path, wide[0].line,
@@ -228,19 +235,7 @@ def check_pins(spec: Spec, pins: Pins) -> None:
             if value not in declared[name].values:
                 raise SpecError([Problem(*declared_at(spec, declared[name]),
                                          f"-p {name}={value}: not a declared value of {name} "
-                                         f"({_values_text(declared[name].values)})")])
-
-
-def _values_text(values: Sequence[int]) -> str:
-    """`1..5` for a run of consecutive values, else the list; never materializes a range."""
-    count = value_count(values)
-    consecutive = (values.step == 1 if isinstance(values, range)
-                   else all(b == a + 1 for a, b in zip(values, values[1:])))
-    if consecutive and count > 2:
-        return f"{values[0]}..{values[-1]}"
-    if count > 10:              # a Python model's range(0, 10**12, 2) is not written out either
-        return f"{values[0]}, {values[1]}, ..., {values[-1]} ({count:,} values)"
-    return ", ".join(map(str, values))
+                                         f"({values_text(declared[name].values)})")])
 
 
 def _check_property_names(spec: Spec, options: Options) -> None:
@@ -257,13 +252,21 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
     Every spec error that depends on param values surfaces here, before any run. Loading
     a bound adapter runs the user's code: within the timeout, or OutOfTime."""
     _check_property_names(spec, options)
+    if options.paths > 1 and (not spec.bind or options.model_only):
+        raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
+                                 "code into a state: " + ("--model explores the spec's own stages" if spec.bind
+                                                          else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
-        with usercode.deadline(options.timeout):
+        with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
             adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
-        machines = [bind_machine(m, adapter, spec.bind) for m in machines]
+            if options.paths > 1 and not is_live(adapter):
+                raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
+                                         "state, which needs a live adapter (start); this one rebuilds states "
+                                         "(concretize)", spec.bind)])
+            machines = [bind_machine(m, adapter, spec.bind, options.paths) for m in machines]
     return machines
 
 
@@ -274,6 +277,9 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
     with usercode.deadline(options.timeout):
         spec, instantiate = load_python_model(cls)
         _check_property_names(spec, options)
+        if options.paths > 1:
+            raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
+                                     "code into a state: a Python model has no bound code")])
         machines = []
         for params in sweep(spec, options.pins):
             try:
@@ -317,6 +323,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     ex = _explore(m, options, selected, progress)
     late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
     spec_errors = [n for n in spec.builtins if n in ex.findings]
+    _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
     try:
         _note_count_errors(ex)            # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
@@ -392,7 +399,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason)
+                     reason, m.binding() if m.binding is not None else None)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:
@@ -475,6 +482,20 @@ def _note_count_errors(ex: Exploration) -> None:
         return trace_length(f, int(ex.depth[f.state]))
     if old is None or length(finding) < length(old):
         ex.findings[name] = finding
+
+
+def _note_drift(m: Machine, ex: Exploration) -> None:
+    """`code_matches_spec`: the first explored transition (in BFS order: a shortest trace) on
+    which the bound code and the spec's own stages disagreed, both results in the message."""
+    found = m.drift() if m.drift is not None else None
+    if found is None:
+        return
+    s, action, ci, rule, t, differs = found
+    i = ex.index.get(s)
+    if i is None:                          # the index is dropped when memory ran out
+        i = next(j for j, state in enumerate(ex.states) if state == s)
+    ex.findings["code_matches_spec"] = Finding(i, f"{action_text(m, action, ci)}: {differs}", (action, ci, rule, t),
+                                               subject=action_subject(m, action, ci))
 
 
 def _n(count: int, noun: str) -> str:

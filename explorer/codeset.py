@@ -10,7 +10,7 @@ works on a whole array of codes, with a Python loop only per probe round.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,7 +46,8 @@ _STEPS = np.arange(_MAX_WINDOW, dtype=np.int64)
 _RANKS = np.arange(_MAX_WINDOW, 0, -1, dtype=np.uint8)
 
 
-class Added(NamedTuple):
+@dataclass(frozen=True)
+class Added:
     """What `CodeIndex.add_new` found in a batch of candidate codes."""
 
     first: np.ndarray

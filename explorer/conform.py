@@ -25,8 +25,10 @@ from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
 from haltproof.machine import usercode
-from haltproof.machine.binding import Adapter, _user_traceback, _value_checkers
+from haltproof.machine.binding import Adapter, Runner, _user_traceback, _value_checkers
 from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.live import LiveAdapter
+from haltproof.machine.text import assignments_text, value_text
 from haltproof.machine.usercode import OutOfTime, running
 
 
@@ -63,12 +65,13 @@ class _Mismatch(AssertionError):
     pass
 
 
-def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, seed: int = 0,
+def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples: int = 200, seed: int = 0,
             max_depth: int = 50) -> ConformResult:
     """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
     last: dict[str, Any] = {}
     compared = [0]
     checkers = {id(m): _value_checkers(m) for m in machines}
+    runners = {id(m): Runner(m, adapter) for m in machines}     # the same calls `check` makes
 
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck))
@@ -79,13 +82,14 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
         s = data.draw(st.sampled_from(m.inits), label="initial state")
         steps: list[ConformStep] = []
         last.update(params=m.params, initial=m.state_dict(s), steps=steps)
+        runner = runners[id(m)]
         try:
-            concrete = _user(f"running the adapter's concretize() on state {m.state_dict(s)}",
-                             adapter.concretize, m.state_dict(s), dict(m.params))
+            concrete = _user(f"running the adapter's {runner.starts} on state {m.state_dict(s)}",
+                             runner.begin, m.state_dict(s))
         except Exception as exc:
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
-                                     _raised("the adapter's concretize()", exc)))
-            raise _Mismatch("concretize failed") from None
+                                     _raised(f"the adapter's {runner.starts}", exc)))
+            raise _Mismatch(f"{runner.starts} failed") from None
         for _ in range(max_depth):
             if m.is_terminal(s):
                 return
@@ -114,12 +118,9 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 step.error = f"the spec's own stages failed: {exc}"
                 raise _Mismatch(step.error) from None
             try:
-                concrete, code_rule = _user(running(f"the bound code for action {act.name}", labels,
-                                                    m.state_dict(s)),
-                                            adapter.step, act.name, concrete, copy.deepcopy(values))
-                step.code_state = _user(f"running the adapter's abstract() after action {act.name}",
-                                        adapter.abstract, concrete, dict(m.params))
-                step.code_rule = code_rule
+                concrete, step.code_state, step.code_rule = _user(
+                    running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
+                    runner.advance, concrete, act.name, copy.deepcopy(values))
             except Exception as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
@@ -127,6 +128,9 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
                 step.error = (f"the adapter's abstract() must return a dict over the spec's vars "
                               f"{m.var_names}, got {type(step.code_state).__name__}")
                 raise _Mismatch(step.error)
+            for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
+                if v.ghost and step.spec_state is not None:
+                    step.code_state.setdefault(v.name, step.spec_state[v.name])
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)
             if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
@@ -147,7 +151,7 @@ def conform(machines: list[Machine], adapter: Adapter, *, examples: int = 200, s
     return ConformResult(True, examples, seed, compared[0])
 
 
-def _strategies(adapter: Adapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
+def _strategies(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
     """The adapter's strategy for each choice `action` made, by choice name."""
     return {name: adapter.strategy(action, name, label) for name, label in labels.items()}
 
@@ -196,12 +200,6 @@ def _raised(who: str, exc: Exception) -> str:
     return f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _show_code(step: ConformStep, var: str) -> str:
     """The code's value of `var`, with its type and domain when it lies outside the domain."""
     if var not in step.code_state:
@@ -209,7 +207,7 @@ def _show_code(step: ConformStep, var: str) -> str:
     value = step.code_state[var]
     if var in step.outside:
         return f"{value!r} ({type(value).__name__}), outside its domain {step.outside[var]}"
-    return _show(value)
+    return value_text(value)
 
 
 def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
@@ -224,9 +222,9 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
     lines = [f"conformance of {spec_name} and {bound_to} FAILED (seed {result.seed}): the minimal run "
              "on which the code and the spec disagree:",
              "  params: " + " ".join(f"{k}={v}" for k, v in result.params.items()),
-             "  initial state: " + " ".join(f"{k}={_show(v)}" for k, v in result.initial.items())]
+             "  initial state: " + assignments_text(result.initial)]
     for n, st_ in enumerate(result.steps, start=1):
-        classes = ", ".join(f"{k}={_show(v)}" for k, v in st_.labels.items()) or "no choices"
+        classes = assignments_text(st_.labels, ", ") or "no choices"
         concrete = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
                              for k, v in st_.concrete.items())
         lines.append(f"  step {n}: {st_.action} with {classes}" + (f"  concrete: {concrete}" if concrete else ""))
@@ -239,7 +237,7 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
             if st_.code_rule != st_.spec_rule:
                 lines.append(f"    rule: spec {st_.spec_rule!r}, code {st_.code_rule!r}")
             for k in diff:
-                lines.append(f"    {k}: spec {_show(st_.spec_state[k])}, code {_show_code(st_, k)}")
+                lines.append(f"    {k}: spec {value_text(st_.spec_state[k])}, code {_show_code(st_, k)}")
             extra = sorted(set(st_.code_state) - set(st_.spec_state))
             if extra:
                 lines.append(f"    the code's abstract state has vars the spec lacks: {', '.join(extra)}")

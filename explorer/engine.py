@@ -6,7 +6,7 @@ transition is stored (compressed: the edges of state i are contiguous because st
 are expanded in index order), so termination, lassos and longest runs can be computed
 on the explored graph afterwards.
 
-A compiled spec runs its generated loop (machine/compiled.py, `_generate_sweep`): the
+A compiled spec runs its generated loop (machine/sweep.py, `generate_sweep`): the
 spec's expressions inline, and per edge only its successor stored. What an edge or a
 first visit was (action, choices, rule) is recomputed from its source state when a
 trace or an analysis asks (`Exploration.attach_lazy`). Bound code, Python models and
@@ -26,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from haltproof.machine.compiled import EVAL_ERRORS, SWEEP_KINDS, Machine, _MissingChoice, can_fail, spec_where
+from haltproof.machine.compiled import EVAL_ERRORS, Machine, MissingChoice, spec_where
+from haltproof.machine.fold import can_fail
+from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
 
@@ -184,7 +186,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
     `count` of terminates_within or a measure cannot be evaluated: (built-in property,
     finding). The engines do not evaluate those while exploring (the analyses do, and
     only on an acyclic graph), yet such an error is a `well_defined` violation like any
-    other. Only expressions that can fail are tried (see compiled.can_fail): none of a
+    other. Only expressions that can fail are tried (see fold.can_fail): none of a
     vectorized spec's can, so a vector exploration, whose edges may be dropped, is never
     walked here."""
     m = ex.machine
@@ -403,7 +405,7 @@ class _Sweep:
         if spec.terminal is not None and spec.terminal.label is not None:
             for v in spec.terminal.values:
                 ex.label_counts.setdefault(v, 0)
-        # what the generated loop reads (machine/compiled.py, _generate_sweep)
+        # what the generated loop reads: this class is its SweepTarget (machine/sweep.py)
         self.states, self.index, self.parent = ex.states, ex.index, ex.parent
         self.e_dst, self.edge_start, self.terminal = ex.e_dst, ex.edge_start, ex.terminal
         self.label_counts = ex.label_counts
@@ -433,9 +435,9 @@ class _Sweep:
         """Whether property `name` may fail to evaluate (then a failed one is still evaluated)."""
         return self.m.fallible is None or name in self.m.fallible
 
-    def missing(self, action: int, choice: str) -> _MissingChoice:
+    def missing(self, action: int, choice: str) -> MissingChoice:
         """What a step invariant reads for a choice this action does not make."""
-        return _MissingChoice(choice, self.m.actions[action].name)
+        return MissingChoice(choice, self.m.actions[action].name)
 
     def bound(self, k: int) -> int:
         """The bound of variant property k (spec order), 0 where it is not checked."""

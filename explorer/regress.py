@@ -35,15 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from haltproof.machine.binding import bind_machine, load_adapter
-from haltproof.machine.compiled import CompiledSpec, Machine
-from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.compiled import CompiledSpec, Machine, State
+from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
+from haltproof.machine.text import trace_table
 from haltproof.properties.kinds import Subject, Trace
 
-from haltproof.reports import report
 from .check import RunResult
 from .replay import Failed, Replayed, combo_index, evaluate, run_steps
 
-BUILTINS = ("domains", "well_defined", "bound_code")
+BUILTINS = ("domains", "well_defined", "bound_code", "code_matches_spec")
 Verdict = tuple[bool, str]      # (the test must fail, why)
 
 
@@ -96,6 +96,14 @@ def _stopped(name: str, subject: Subject | None, run: Replayed) -> Verdict | Non
     return None
 
 
+def _declared(m: Machine, name: str) -> PropertyDecl:
+    """The declaration of a property the machine judges (every judged property has one)."""
+    decl = m.spec.property(name)
+    if decl is None:
+        raise KeyError(f"property {name} is not declared in {m.spec.name}")
+    return decl
+
+
 def _still(why: str) -> str:
     return f"the recorded counterexample still breaks it: {why}"
 
@@ -105,12 +113,12 @@ def _other_error(why: str) -> str:
 
 
 def _undefined(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
-    return True, f"replaying is not defined for property {name} ({m.spec.property(name).kind})"
+    return True, f"replaying is not defined for property {name} ({_declared(m, name).kind})"
 
 
 # ------------------------------------------------------------------ per kind
 
-def _transitions(run: Replayed) -> list[tuple[int, tuple, tuple, Any, int, str | None]]:
+def _transitions(run: Replayed) -> list[tuple[int, State, State, Any, int, str | None]]:
     """(step, state before, state after, action, combo index, rule) per transition of the run."""
     return [(k, run.states[k - 1], run.states[k], act, ci, rule)
             for k, (act, ci, rule) in enumerate(run.moves, start=1)]
@@ -149,7 +157,7 @@ def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_:
         return False, "the cycle is gone: the run no longer returns to the state where it started"
     if _deadlock(m, run):
         return True, _still("the run still ends in a deadlock")
-    if m.spec.property(name).kind == "terminates":
+    if _declared(m, name).kind == "terminates":
         return False, "the run no longer ends in a deadlock"
     count, bound = m.counts.get(name), m.within[name]
     n = sum(1 for k, s, t, act, ci, rule in _transitions(run)
@@ -180,7 +188,7 @@ def _independent(m: Machine, name: str, run: Replayed, trace: dict[str, Any],
     if stopped is not None:
         broken, why = stopped
         return broken, why.replace("the counterexample", "the second run of the pair")
-    keep = [i for i in range(len(m.var_names)) if i not in m.spec.property(name).vars]
+    keep = [i for i in range(len(m.var_names)) if i not in _declared(m, name).vars]
     subjects = [subject] if subject is not None else _pair_subjects(m, run, second)
     whys = []
     for sub in subjects:
@@ -204,7 +212,7 @@ def _pair_subjects(m: Machine, a: Replayed, b: Replayed) -> list[Subject]:
 def _differs(m: Machine, keep: list[int], subject: Subject, a: Replayed, b: Replayed) -> Verdict:
     """Whether two replayed runs still differ in `subject` at their ends, from states equal
     on the `keep` vars (the source states, for a transition)."""
-    def same(s: tuple, t: tuple) -> bool:
+    def same(s: State, t: State) -> bool:
         return all(s[i] == t[i] for i in keep)
     if subject.check == "action":
         if not (a.moves and b.moves and _is(a.moves[-1], subject) and _is(b.moves[-1], subject)):
@@ -228,7 +236,7 @@ def _differs(m: Machine, keep: list[int], subject: Subject, a: Replayed, b: Repl
         if enabled[0] != enabled[1] else (False, f"action {act.name} is now enabled alike in both states")
 
 
-def _is(move: tuple, subject: Subject) -> bool:
+def _is(move: tuple[Any, int | None, str | None], subject: Subject) -> bool:
     act, ci, _ = move
     return act.name == subject.name and combo_index(act, subject.choices or {}) == ci
 
@@ -301,15 +309,15 @@ def _evaluates(m: Machine, run: Replayed, subject: Subject) -> str:
         for k, s in enumerate(run.states):
             evaluate(m, k, subject, fn, s)
         return f"property {name} now evaluates on every state of the run"
-    fn = _step_function(m, subject)
-    if fn is None:
+    on_step = _step_function(m, subject)
+    if on_step is None:
         return f"the spec no longer evaluates {check} {name}"
     for k, s, t, act, ci, rule in _transitions(run):
-        fn(k, s, t, act, ci, rule)
+        on_step(k, s, t, act, ci, rule)
     return f"{check} {name} now evaluates on every transition of the run"
 
 
-def _step_function(m: Machine, subject: Subject) -> Callable[..., None] | None:
+def _step_function(m: Machine, subject: Subject) -> Callable[..., object] | None:
     """A step property, count or measure as a call on one transition (step k, s -> t)."""
     name = subject.name
     if subject.check == "property" and name in m.variants:
@@ -344,7 +352,7 @@ def assert_fixed(spec_path: str | Path, name: str, trace: dict[str, Any],
     broken, why = still_violated(m, name, trace, other, subject)
     if broken:
         replay = _replay(m, trace)
-        table = ("\n".join("  " + row for row in report.trace_table(Trace(replay.steps)))
+        table = ("\n".join("  " + row for row in trace_table(Trace(replay.steps).to_json()))
                  if isinstance(replay, Replayed) else "")
         raise AssertionError(f"{name} is not fixed: {why}\n{table}")
 
@@ -370,7 +378,7 @@ def emit_tests(runs: list[RunResult], directory: str | Path) -> list[Path]:
             subject = json.dumps(p.subject.to_json()) if p.subject is not None else "None"
             params_text = " ".join(f"{k}={v}" for k, v in r.params.items()) or "(no params)"
             text = (f'"""Regression test written by `haltproof check --emit-tests`.\n\n'
-                    f"Spec {report.shown_path(r.spec.path)}, property {p.name}, {params_text}:\n"
+                    f"Spec {shown_path(r.spec.path)}, property {p.name}, {params_text}:\n"
                     f"{p.message}\n\n"
                     "It replays the counterexample against the current code and fails while the\n"
                     "finding still stands on it; it passes once that run no longer breaks the property.\n"

@@ -18,6 +18,7 @@ from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine import strict_json
 from haltproof.machine.inputs import TooLarge, read_bounded
 from haltproof.machine.spec import Scenario, Spec, symlink_problem
+from haltproof.machine.text import value_text, values_text
 
 from haltproof.properties.kinds import Step, Subject
 
@@ -52,12 +53,6 @@ class Replayed:
     @property
     def ok(self) -> bool:
         return self.problem is None
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def evaluate(m: Machine, n: int, subject: Subject, fn: Callable[..., Any], *args: Any) -> Any:
@@ -144,8 +139,8 @@ def _follow(m: Machine, state: tuple, steps: list[tuple[str, dict[str, Any]]],
 
 
 def _not_initial(m: Machine, init: dict[str, Any]) -> str:
-    shown = " ".join(f"{k}={_show(v)}" for k, v in init.items())
-    why = "; ".join(f"{v} = {_show(init[v])} is {o}" for i, v in enumerate(m.var_names)
+    shown = " ".join(f"{k}={value_text(v)}" for k, v in init.items())
+    why = "; ".join(f"{v} = {value_text(init[v])} is {o}" for i, v in enumerate(m.var_names)
                     if (o := _outside(m, i, init[v])))
     return (f"step 0: the run starts in {shown}, which is not an initial state of the machine"
             + (f" ({why})" if why else ""))
@@ -157,8 +152,8 @@ def _diff(m: Machine, recorded: dict[str, Any], state: tuple) -> str:
     for i, (k, v) in enumerate(m.state_dict(state).items()):
         if recorded.get(k) != v:
             outside = _outside(m, i, recorded.get(k))
-            parts.append(f"{k} recorded {_show(recorded.get(k))}{f' ({outside})' if outside else ''}, "
-                         f"replay gives {_show(v)}")
+            parts.append(f"{k} recorded {value_text(recorded.get(k))}{f' ({outside})' if outside else ''}, "
+                         f"replay gives {value_text(v)}")
     return ", ".join(parts)
 
 
@@ -197,7 +192,7 @@ def _offers(act: Any) -> str:
         return "it chooses nothing"
     parts = []
     for name in act.choice_names:
-        values = list(dict.fromkeys(_show(lab[name]) for lab in act.labels))
+        values = list(dict.fromkeys(value_text(lab[name]) for lab in act.labels))
         more = f", ... ({len(values)} values)" if len(values) > 8 else ""
         parts.append(f"{name} in {{{', '.join(values[:8])}{more}}}")
     return "it chooses " + ", ".join(parts)
@@ -209,11 +204,11 @@ def _display(value: Any, bare_choice: bool, act: Any, ci: int) -> str:
         for cname, item in zip(act.choice_names, act.combos[ci]):
             if item[0] == value and cname in act.record_fields:
                 return json.dumps({"name": value, **dict(zip(act.record_fields[cname], item[1:]))})
-    return _show(value)
+    return value_text(value)
 
 
 def _choices_text(choices: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_show(v)}" for k, v in choices.items()) or "no choices"
+    return ", ".join(f"{k}={value_text(v)}" for k, v in choices.items()) or "no choices"
 
 
 def run_scenario(m: Machine, sc: Scenario) -> Replayed:
@@ -228,7 +223,7 @@ def run_scenario(m: Machine, sc: Scenario) -> Replayed:
     wrong = {k: v for k, v in sc.expect.items() if final.get(k) != v}
     if wrong:
         out.problem = "the run ends with " + ", ".join(
-            f"{k} = {_show(final.get(k))} (expected {_show(v)})" for k, v in wrong.items())
+            f"{k} = {value_text(final.get(k))} (expected {value_text(v)})" for k, v in wrong.items())
     return out
 
 
@@ -334,9 +329,8 @@ def trace_params(spec: Spec, data: dict[str, Any], path: str, pins: dict[str, in
             raise _bad(path, f"the trace records param {name}, which {spec.name} does not declare "
                              f"(it has: {', '.join(declared) or 'none'})")
         if name not in pins and (_kind(value) is not int or value not in declared[name].values):
-            from .check import _values_text     # check imports this module
             raise _bad(path, f"the trace records param {name} = {_json_text(value)}, not a declared "
-                             f"value of {name} ({_values_text(declared[name].values)})")
+                             f"value of {name} ({values_text(declared[name].values)})")
     return {**recorded, **pins}
 
 

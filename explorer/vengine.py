@@ -16,12 +16,13 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from haltproof.machine.vectorize import DENSE_LIMIT, VMachine
+from haltproof.machine.vectorize import DENSE_LIMIT, Arrays, VAction, VMachine
 
 from .codeset import CodeIndex
 from haltproof.machine.compiled import EVAL_ERRORS
@@ -29,6 +30,10 @@ from haltproof.properties.kinds import Subject
 
 from .engine import Exploration, Finding, ProgressFn, _Steps, action_subject, action_text, failure
 from .memory import current_rss
+
+# independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
+Event: TypeAlias = tuple[Any, ...]
+Fired: TypeAlias = dict[int, dict[str, int]]     # per action that fired, per rule its transitions
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
@@ -42,11 +47,11 @@ class LazyStates:
     def __len__(self) -> int:
         return len(self.codes)
 
-    def __getitem__(self, i: int) -> tuple:
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
         arrays = self.vm.decode(self.codes[i:i + 1].astype(np.int64))
         return tuple(self.vm.to_python(k, a[0]) for k, a in enumerate(arrays))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         for i in range(len(self.codes)):
             yield self[i]
 
@@ -66,7 +71,8 @@ class VExploration(Exploration):
 
     @property
     def max_depth(self) -> int:
-        return self.depth.max()
+        deepest: int = self.depth.max()
+        return deepest
 
     def edges_of(self, i: int) -> range:
         return range(int(self.edge_start[i]), int(self.edge_start[i + 1]))
@@ -124,7 +130,7 @@ class _Block:
 
     __slots__ = ("pos", "k", "ai", "ci", "T", "rule", "G", "codes", "forward")
 
-    def __init__(self, pos: np.ndarray, k: int, ai: int, ci: int, T: list, rule: np.ndarray, G: list,
+    def __init__(self, pos: np.ndarray, k: int, ai: int, ci: int, T: Arrays, rule: np.ndarray, G: Arrays,
                  codes: np.ndarray):
         self.pos, self.k, self.ai, self.ci, self.T, self.rule, self.G, self.codes = pos, k, ai, ci, T, rule, G, codes
         self.forward = True
@@ -152,291 +158,390 @@ def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: floa
 
 def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout: float | None,
              max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None) -> VExploration:
-    m = vm.machine
-    spec = m.spec
-    def wanted(name: str) -> bool:
-        return properties is None or name in properties
-    started = time.monotonic()
-    deadline = started + timeout if timeout is not None else None
-    ex = VExploration(m)
-    invariants = [(n, f) for n, f in vm.invariants.items() if wanted(n)]
-    reachables = {n: f for n, f in vm.reachables.items() if wanted(n)}
-    step_props = {n: fs for n, fs in vm.step_props.items() if wanted(n)}
-    variants = {n: v for n, v in vm.variants.items() if wanted(n)}
-    nvars = len(vm.sizes)
-    code_t = np.int32 if vm.space < 2 ** 31 else np.int64
-    for a in spec.actions:
-        for r in (a.decide.rules if a.decide else []):
-            ex.rule_counts.setdefault(r.name, 0)
-    if spec.terminal is not None and spec.terminal.label is not None:
-        for v in spec.terminal.values:
-            ex.label_counts.setdefault(v, 0)
-    indep = [(p.name, p.vars) for p in spec.properties
-             if p.kind == "independent" and p.name not in m.inactive and wanted(p.name)]
-    slots, nslots = _slots(vm)
-    events: dict[str, list[tuple]] = {name: [] for name, _ in indep}   # (state, slot, group, outcome, step)
-    fired: dict[int, dict[str, int]] = {}
-    cond_true: dict[int, set[int]] = {}
-    shadowed_by: dict[int, dict[int, set[str]]] = {}
-    choice_sig: dict[int, dict[int, list]] = {}
-    weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
+    """One exploration of `vm`, in three phases: the initial states, the BFS levels, and
+    the result assembled from what the levels built (see _VSweep)."""
+    sweep = _VSweep(vm, keep_edges, max_states, timeout, max_memory, properties, progress)
+    sweep.add_inits()
+    sweep.run()
+    return sweep.result()
 
-    def check_states(arrays: list, offset: int) -> None:
+
+class _VSweep:
+    """One vector exploration in progress: what it checks, the levels and edges built so
+    far, the counts the analyses read, and the findings of the level being swept."""
+
+    def __init__(self, vm: VMachine, keep_edges: bool, max_states: int | None, timeout: float | None,
+                 max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None):
+        def wanted(name: str) -> bool:
+            return properties is None or name in properties
+        self.vm, self.m, self.spec = vm, vm.machine, vm.machine.spec
+        self.keep_edges, self.max_states, self.max_memory, self.progress = keep_edges, max_states, max_memory, progress
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout if timeout is not None else None
+        self.ex = ex = VExploration(self.m)
+        self.invariants = [(n, f) for n, f in vm.invariants.items() if wanted(n)]
+        self.reachables = {n: f for n, f in vm.reachables.items() if wanted(n)}
+        self.step_props = {n: fs for n, fs in vm.step_props.items() if wanted(n)}
+        self.variants = {n: v for n, v in vm.variants.items() if wanted(n)}
+        self.code_t: Any = np.int32 if vm.space < 2 ** 31 else np.int64
+        for a in self.spec.actions:
+            for r in (a.decide.rules if a.decide else []):
+                ex.rule_counts.setdefault(r.name, 0)
+        if self.spec.terminal is not None and self.spec.terminal.label is not None:
+            for v in self.spec.terminal.values:
+                ex.label_counts.setdefault(v, 0)
+        self.indep: list[tuple[str, list[int]]] = [
+            (p.name, p.vars) for p in self.spec.properties
+            if p.kind == "independent" and p.name not in self.m.inactive and wanted(p.name)]
+        self.slots, self.nslots = _slots(vm)
+        self.events: dict[str, list[Event]] = {name: [] for name, _ in self.indep}
+        self.fired: Fired = {}
+        self.cond_true: dict[int, set[int]] = {}
+        self.shadowed_by: dict[int, dict[int, set[int]]] = {}
+        self.choice_sig: dict[int, dict[int, list[Any]]] = {}
+        self.weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
+        # the visited set: a dense index over the whole product space while it is small enough
+        # (one gather per lookup), a compact hash index of the visited codes beyond
+        self.hashed = vm.space > DENSE_LIMIT
+        self.index_of = None if self.hashed else np.full(vm.space, UNSEEN, dtype=np.int32)
+        self.visited = CodeIndex() if self.hashed else None
+        self.scratch = _Scratch()
+        self.nkeys = sum(len(a.combos) for a in vm.actions)     # (action, combination) pairs, numbered
+        self.first_keys = [sum(len(a.combos) for a in vm.actions[:k]) for k in range(len(vm.actions))]
+        self.levels: list[np.ndarray] = []          # per level its states' codes
+        self.parents: list[np.ndarray] = []
+        self.offsets = [0]                          # per level its first state, then one past the last
+        self.S: list[np.ndarray] | None = None      # the frontier's vars, decoded once per state
+        self.e_dst: list[np.ndarray] = []
+        self.e_counts: list[np.ndarray] = []
+        self.terminal_flags: list[np.ndarray] = []
+        self.errored_flags: list[np.ndarray] = []
+        self.transitions = 0
+        self.forward = True
+        self.dropped = False
+        self.stopped: str | None = None
+        # per built-in property, the level's first finding in the scalar engine's order: shortest
+        # trace first (a failing step ends its trace at its source; a successor is one step
+        # further), then source position and action-combo
+        self.pending: dict[str, tuple[tuple[int, int, int], Finding]] = {}
+        self.mark: _LevelMark | None = None
+
+    def check_states(self, arrays: list[np.ndarray], offset: int) -> None:
+        """The invariants and reachable properties on the states from `offset` on."""
+        ex = self.ex
         n = len(arrays[0]) if arrays else 0
-        for name, f in invariants:
+        for name, f in self.invariants:
             if name not in ex.findings:
                 bad = np.nonzero(np.logical_not(_full(f(arrays), n, bool)))[0]
                 if len(bad):
                     ex.findings[name] = Finding(offset + int(bad[0]), "false in this state")
-        for name, f in reachables.items():
+        for name, f in self.reachables.items():
             if name not in ex.reached:
                 hit = np.nonzero(_full(f(arrays), n, bool))[0]
                 if len(hit):
                     ex.reached[name] = offset + int(hit[0])
 
-    # the visited set: a dense index over the whole product space while it is small enough
-    # (one gather per lookup), a compact hash index of the visited codes beyond
-    hashed = vm.space > DENSE_LIMIT
-    index_of = None if hashed else np.full(vm.space, UNSEEN, dtype=np.int32)
-    visited = CodeIndex() if hashed else None
-    scratch = _Scratch()
-    init_codes = vm.encode([np.array([vm.gid[s[i]] if vm.kinds[i] == "enum" else s[i] for s in m.inits])
-                            for i in range(nvars)])
-    _, first = np.unique(init_codes, return_index=True)
-    init_codes = init_codes[np.sort(first)].astype(code_t)
-    levels = [init_codes]
-    parents = [np.full(len(init_codes), -1, dtype=np.int32)]
-    if hashed:
-        assert visited is not None
-        visited.add_new(init_codes, 0)
-    else:
-        assert index_of is not None
-        index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
-    offsets = [0, len(init_codes)]
-    S = vm.decode(init_codes)                  # the frontier's vars, decoded once per state
-    check_states(S, 0)
-    nkeys = sum(len(a.combos) for a in vm.actions)
-    e_dst: list[np.ndarray] = []
-    e_counts: list[np.ndarray] = []
-    terminal_flags: list[np.ndarray] = []
-    errored_flags: list[np.ndarray] = []
-    transitions = 0
-    forward = True
-    dropped = False
-    stopped = None
-    # per built-in property, the level's first finding in the scalar engine's order: shortest
-    # trace first (a failing step ends its trace at its source; a successor is one step
-    # further), then source position and action-combo
-    pending: dict[str, tuple[tuple[int, int, int], Finding]] = {}
+    def candidate(self, name: str, order: tuple[int, int, int], finding: Finding) -> None:
+        """A finding of built-in property `name` in this level; the earliest in order is kept."""
+        if name not in self.ex.findings and (name not in self.pending or order < self.pending[name][0]):
+            self.pending[name] = (order, finding)
 
-    def candidate(name: str, order: tuple[int, int, int], finding: Finding) -> None:
-        if name not in ex.findings and (name not in pending or order < pending[name][0]):
-            pending[name] = (order, finding)
+    def flush_pending(self) -> None:
+        """The earliest finding of each built-in property in the level just swept."""
+        for name, (_, finding) in self.pending.items():
+            self.ex.findings.setdefault(name, finding)
+        self.pending.clear()
 
-    mark = None
-    try:
-        while True:
-            mark = _LevelMark(ex, levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags,
-                              weights, events, fired, transitions, forward)
-            for name, (_, finding) in pending.items():    # the earliest of the level just swept
-                ex.findings.setdefault(name, finding)
-            pending.clear()
-            base, total = offsets[-2], offsets[-1]
-            frontier = levels[-1]
-            n = len(frontier)
-            if n == 0:
-                break
-            if max_states is not None and total > max_states:
-                stopped = "max_states"
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                stopped = "timeout"
-                break
-            if max_memory is not None and current_rss() > max_memory:
-                stopped = "max_memory"
-                break
-            term = _full(vm.is_terminal(S), n, bool)
-            terminal_flags.append(term.astype(np.uint8))
-            if vm.label is not None and term.any():
-                labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
-                for lab, c in zip(labels, counts):
-                    key = _label_value(vm, spec, lab)
-                    ex.label_counts[key] = ex.label_counts.get(key, 0) + int(c)
-            if term.any():
-                live = np.flatnonzero(~term)
-                L = [a[live] for a in S]
+    def add_inits(self) -> None:
+        """Level 0: the distinct initial states, in the spec's order."""
+        vm, m = self.vm, self.m
+        init_codes = vm.encode([np.array([vm.gid[s[i]] if vm.kinds[i] == "enum" else s[i] for s in m.inits])
+                                for i in range(len(vm.sizes))])
+        _, first = np.unique(init_codes, return_index=True)
+        init_codes = init_codes[np.sort(first)].astype(self.code_t)
+        self.levels.append(init_codes)
+        self.parents.append(np.full(len(init_codes), -1, dtype=np.int32))
+        if self.visited is not None:
+            self.visited.add_new(init_codes, 0)
+        else:
+            assert self.index_of is not None
+            self.index_of[init_codes] = np.arange(len(init_codes), dtype=np.int32)
+        self.offsets.append(len(init_codes))
+        self.S = vm.decode(init_codes)
+        self.check_states(self.S, 0)
+
+    def run(self) -> None:
+        """Sweep level after level until none is left or a bound stops it. Running out of
+        memory is a bound, not a bug: the level it struck in is undone (after the handler,
+        so the traceback no longer holds the level's big arrays)."""
+        try:
+            while self.sweep_level():
+                pass
+            out_of_memory = False
+        except MemoryError:
+            if self.mark is None:
+                raise
+            out_of_memory = True
+        if out_of_memory:
+            assert self.mark is not None
+            self.S = None
+            self.transitions, self.forward = self.mark.undo(
+                self.ex, self.levels, self.parents, self.offsets, self.e_dst, self.e_counts, self.terminal_flags,
+                self.errored_flags, self.weights, self.events, self.fired)
+            self.stopped, self.ex.out_of_memory = "max_memory", True
+        self.flush_pending()
+
+    def bound_reached(self, total: int) -> str | None:
+        """Which bound stops the exploration before the next level, if any."""
+        if self.max_states is not None and total > self.max_states:
+            return "max_states"
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return "timeout"
+        if self.max_memory is not None and current_rss() > self.max_memory:
+            return "max_memory"
+        return None
+
+    def sweep_level(self) -> bool:
+        """Expand the last level; False when there is nothing more to expand."""
+        self.mark = _LevelMark(self.ex, self.levels, self.parents, self.offsets, self.e_dst, self.e_counts,
+                               self.terminal_flags, self.errored_flags, self.weights, self.events, self.fired,
+                               self.transitions, self.forward)
+        self.flush_pending()
+        base, total = self.offsets[-2], self.offsets[-1]
+        frontier = self.levels[-1]
+        n = len(frontier)
+        if n == 0:
+            return False
+        self.stopped = self.bound_reached(total)
+        if self.stopped is not None:
+            return False
+        S = self.S
+        assert S is not None
+        term = self.terminals(S, n)
+        if term.any():
+            live = np.flatnonzero(~term)
+            L = [a[live] for a in S]
+        else:
+            live, L = np.arange(n), S
+        errored = np.zeros(n, dtype=np.uint8)
+        projected = {name: _project(self.vm, frontier, xs) for name, xs in self.indep}
+        for name, proj in projected.items():
+            self.events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * self.nslots,
+                                      term.astype(np.int64), None))
+        level = _Level(base, frontier, live, L, errored, projected)
+        blocks: list[_Block] = []
+        for act, key in zip(self.vm.actions, self.first_keys):
+            blocks += self.action_blocks(act, key, level)
+        self.errored_flags.append(errored)
+        self.count_edges(blocks, n, term, errored, base)
+        if not blocks:
+            self.levels.append(np.zeros(0, dtype=self.code_t))
+            self.offsets.append(total)
+            return True
+        self.next_level(blocks, projected, base, total, n)
+        return True
+
+    def terminals(self, S: list[np.ndarray], n: int) -> np.ndarray:
+        """Which frontier states are terminal (kept as the level's flags); their labels counted."""
+        vm, ex = self.vm, self.ex
+        term = _full(vm.is_terminal(S), n, bool)
+        self.terminal_flags.append(term.astype(np.uint8))
+        if vm.label is not None and term.any():
+            labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
+            for lab, c in zip(labels, counts):
+                key = _label_value(vm, self.spec, lab)
+                ex.label_counts[key] = ex.label_counts.get(key, 0) + int(c)
+        return term
+
+    def action_blocks(self, act: VAction, key: int, level: _Level) -> list[_Block]:
+        """The transitions of one action from the level's live states, one block per
+        choice combination; `key` numbers its first combination among all actions'."""
+        live, L = level.live, level.L
+        if act.guard is not None and len(live):
+            g = _full(act.guard(L), len(live), bool)
+            if g.all():
+                pos, G = live, L
             else:
-                live, L = np.arange(n), S
-            errored = np.zeros(n, dtype=np.uint8)
-            blocks = []
-            key = 0
-            projected = {name: _project(vm, frontier, xs) for name, xs in indep}
-            for name, proj in projected.items():
-                events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * nslots, term.astype(np.int64),
-                                     None))
-            for act in vm.actions:
-                if act.guard is not None and len(live):
-                    g = _full(act.guard(L), len(live), bool)
-                    if g.all():
-                        pos, G = live, L
-                    else:
-                        pos, G = live[g], [a[g] for a in L]
-                else:
-                    g = np.ones(len(live), dtype=bool)
-                    pos, G = live, L
-                gslot = slots[act.index][0]
-                for name, proj in projected.items():
-                    events[name].append((base + live, np.full(len(live), gslot, np.int64),
-                                         proj[live] * nslots + gslot, g.astype(np.int64), None))
-                for ci, combo in enumerate(act.combos):
-                    k, key = key, key + 1
-                    if len(pos) == 0:
-                        continue
-                    size = len(pos)
-                    T, rule, unmatched = act.step(G, *combo)
-                    rule = _full(rule, size)
-                    ok = None
-                    if np.any(unmatched):
-                        ok = ~_full(unmatched, size, bool)
-                        r0 = int(np.flatnonzero(~ok)[0])
-                        candidate("well_defined", (0, int(pos[r0]), k),
-                                  Finding(base + int(pos[r0]), _scalar_step_error(vm, act.index, ci, _succ(vm, G, r0)),
-                                          (act.index, ci, None, None), subject=action_subject(m, act.index, ci)))
-                        errored[pos[~ok]] = 1
-                    # a var the step did not assign is the very array it was given: nothing to check
-                    # or encode; the successor's code is the source's plus each changed var's shift
-                    codes = frontier[pos]
-                    T = [t if t is G[i] else _full(t, size) for i, t in enumerate(T)]
-                    for i, t in enumerate(T):
-                        if t is G[i]:
-                            continue
-                        if vm.kinds[i] != "int":            # typed: enums and bools cannot leave their domain
-                            codes = codes + vm.shift(i, t, G[i])
-                            continue
-                        out = ~vm.in_domain(i, t)
-                        if ok is not None:
-                            out &= ok
-                        if out.any():
-                            r0 = int(np.flatnonzero(out)[0])
-                            value = _raw(vm, i, t[r0])
-                            candidate("domains", (1, int(pos[r0]), k),
-                                      Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
-                                              f"domain {m.domain_text(i)}",
-                                              (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
-                            errored[pos[out]] = 1
-                            ok = ~out if ok is None else ok & ~out
-                        codes = codes + vm.shift(i, t, G[i])
-                    bpos, bG = pos, G
-                    if ok is not None:
-                        sel = np.flatnonzero(ok)
-                        if not len(sel):
-                            continue
-                        bpos, codes, rule = pos[sel], codes[sel], rule[sel]
-                        T, bG = [t[sel] for t in T], [a[sel] for a in G]
-                    blocks.append(_Block(bpos, k, act.index, ci, T, rule, bG, codes.astype(code_t, copy=False)))
-            errored_flags.append(errored)
-            counts = np.zeros(n, dtype=np.int32)
-            for b in blocks:
-                counts[b.pos] += 1                  # a source appears at most once per block
-            if ex.first_stuck is None:
-                stuck = np.flatnonzero((counts == 0) & ~term & (errored == 0))
-                if len(stuck):
-                    ex.first_stuck = base + int(stuck[0])
-            if not dropped:
-                e_counts.append(counts)
-            if not blocks:
-                levels.append(np.zeros(0, dtype=code_t))
-                offsets.append(total)
+                pos, G = live[g], [a[g] for a in L]
+        else:
+            g = np.ones(len(live), dtype=bool)
+            pos, G = live, L
+        gslot = self.slots[act.index][0]
+        for name, proj in level.projected.items():
+            self.events[name].append((level.base + live, np.full(len(live), gslot, np.int64),
+                                      proj[live] * self.nslots + gslot, g.astype(np.int64), None))
+        blocks = []
+        if len(pos):
+            for ci, combo in enumerate(act.combos):
+                block = self.combo_block(act, ci, combo, key + ci, pos, G, level)
+                if block is not None:
+                    blocks.append(block)
+        return blocks
+
+    def combo_block(self, act: VAction, ci: int, combo: tuple[Any, ...], k: int, pos: np.ndarray,
+                    G: list[np.ndarray], level: _Level) -> _Block | None:
+        """One combination's successful transitions from the enabled rows `pos` (vars G);
+        a row whose step fails or leaves a domain is a candidate finding, and errored."""
+        vm, m, base, errored = self.vm, self.m, level.base, level.errored
+        size = len(pos)
+        T, rule, unmatched = act.step(G, *combo)
+        rule = _full(rule, size)
+        ok = None
+        if np.any(unmatched):
+            ok = ~_full(unmatched, size, bool)
+            r0 = int(np.flatnonzero(~ok)[0])
+            self.candidate("well_defined", (0, int(pos[r0]), k),
+                           Finding(base + int(pos[r0]), _scalar_step_error(vm, act.index, ci, _succ(vm, G, r0)),
+                                   (act.index, ci, None, None), subject=action_subject(m, act.index, ci)))
+            errored[pos[~ok]] = 1
+        # a var the step did not assign is the very array it was given: nothing to check
+        # or encode; the successor's code is the source's plus each changed var's shift
+        codes = level.frontier[pos]
+        T = [t if t is G[i] else _full(t, size) for i, t in enumerate(T)]
+        for i, t in enumerate(T):
+            if t is G[i]:
                 continue
-            if indep:
-                _transition_events(vm, blocks, base, indep, projected, slots, nslots, events)
-            ranks = dst = None
-            if hashed:              # the hash index numbers new codes in edge order itself
-                src_o, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
-                assert visited is not None
-                added = visited.add_new(succ_o, total)
-                new_codes, new_parents = succ_o[added.first], src_o[added.first]
-                dst = added.index
-                level_forward = bool((dst >= total).all())
-            else:
-                assert index_of is not None
-                new_codes, new_parents = _discover(blocks, index_of, n, nkeys, total, scratch)
-                level_forward = all(b.forward for b in blocks)
-            forward = forward and level_forward      # every edge leads one level deeper
-            if not forward and dropped:
-                raise _NeedEdges()
-            levels.append(new_codes)
-            parents.append((base + new_parents).astype(np.int32))
-            offsets.append(total + len(new_codes))
-            nedges = sum(len(b.pos) for b in blocks)
-            if forward and not keep_edges and transitions + nedges > KEEP_EDGES_BELOW:
-                dropped = True
-                e_dst.clear()
-                e_counts.clear()
-            if not dropped:
-                if dst is None:
-                    _, succ_o, ranks = _edge_order(blocks, n, nkeys, code_t, scratch)
-                    assert index_of is not None
-                    dst = index_of[succ_o]
-                e_dst.append(dst)
-            transitions += nedges
-            _sweep_facts(vm, blocks, base, fired, cond_true, shadowed_by, choice_sig)
-            _transition_checks(vm, ex, blocks, ranks, nkeys, base, step_props, variants, weights, spec, nedges,
-                               candidate)
-            S = vm.decode(new_codes)
-            check_states(S, total)
-            if progress is not None:
-                progress(offsets[-1], transitions, len(offsets) - 2, offsets[-1] - total, time.monotonic() - started)
-    except MemoryError:
-        # a bound, not a bug: drop this level's big arrays first, so there is room to
-        # report, and leave the exploration as if it had stopped before the level
-        blocks = projected = S = L = G = T = codes = new_codes = dst = None  # type: ignore[assignment]  # freed
-        if mark is None:
-            raise
-        transitions, forward = mark.undo(ex, levels, parents, offsets, e_dst, e_counts, terminal_flags,
-                                         errored_flags, weights, events, fired)
-        base = offsets[-2]
-        stopped, ex.out_of_memory = "max_memory", True
-    for name, (_, finding) in pending.items():
-        ex.findings.setdefault(name, finding)
-    ex.expanded = offsets[-2] if stopped is None else base
-    del index_of, visited
-    ex.codes = _flat(levels, code_t)           # each list is joined and dropped in turn, so
-    ex.states = LazyStates(vm, ex.codes)  # type: ignore[assignment]  # a read-only list of states, decoded on demand
-    ex.parent = _flat(parents, np.int32)
-    ex.depth = LevelDepth(offsets)
-    ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
-    ex.forward = forward        # of every edge seen; a partial graph keeps it for its explored part
-    if dropped:                 # nothing reads edges then; deadlocks were found while sweeping
-        ex.edge_start = ex.e_dst = None
-    else:
-        counts = _flat(e_counts, np.int32)
-        edge_t = np.int32 if transitions < 2 ** 31 else np.int64
+            if vm.kinds[i] != "int":            # typed: enums and bools cannot leave their domain
+                codes = codes + vm.shift(i, t, G[i])
+                continue
+            out = ~vm.in_domain(i, t)
+            if ok is not None:
+                out &= ok
+            if out.any():
+                r0 = int(np.flatnonzero(out)[0])
+                value = _raw(vm, i, t[r0])
+                self.candidate("domains", (1, int(pos[r0]), k),
+                               Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
+                                       f"domain {m.domain_text(i)}",
+                                       (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
+                errored[pos[out]] = 1
+                ok = ~out if ok is None else ok & ~out
+            codes = codes + vm.shift(i, t, G[i])
+        bpos, bG = pos, G
+        if ok is not None:
+            sel = np.flatnonzero(ok)
+            if not len(sel):
+                return None
+            bpos, codes, rule = pos[sel], codes[sel], rule[sel]
+            T, bG = [t[sel] for t in T], [a[sel] for a in G]
+        return _Block(bpos, k, act.index, ci, T, rule, bG, codes.astype(self.code_t, copy=False))
+
+    def count_edges(self, blocks: list[_Block], n: int, term: np.ndarray, errored: np.ndarray, base: int) -> None:
+        """Each frontier state's number of edges; the first state with no way on is noted."""
+        counts = np.zeros(n, dtype=np.int32)
+        for b in blocks:
+            counts[b.pos] += 1                  # a source appears at most once per block
+        if self.ex.first_stuck is None:
+            stuck = np.flatnonzero((counts == 0) & ~term & (errored == 0))
+            if len(stuck):
+                self.ex.first_stuck = base + int(stuck[0])
+        if not self.dropped:
+            self.e_counts.append(counts)
+
+    def next_level(self, blocks: list[_Block], projected: dict[str, np.ndarray], base: int, total: int,
+                   n: int) -> None:
+        """The level's successors: the new states (the next level), the edges (unless
+        dropped), the counts the analyses read and the checks of transitions and new states."""
+        vm = self.vm
+        if self.indep:
+            _transition_events(vm, blocks, base, self.indep, projected, self.slots, self.nslots, self.events)
+        ranks = dst = None
+        if self.visited is not None:              # the hash index numbers new codes in edge order itself
+            src_o, succ_o, ranks = _edge_order(blocks, n, self.nkeys, self.code_t, self.scratch)
+            added = self.visited.add_new(succ_o, total)
+            new_codes, new_parents = succ_o[added.first], src_o[added.first]
+            dst = added.index
+            level_forward = bool((dst >= total).all())
+        else:
+            assert self.index_of is not None
+            new_codes, new_parents = _discover(blocks, self.index_of, n, self.nkeys, total, self.scratch)
+            level_forward = all(b.forward for b in blocks)
+        self.forward = self.forward and level_forward      # every edge leads one level deeper
+        if not self.forward and self.dropped:
+            raise _NeedEdges()
+        self.levels.append(new_codes)
+        self.parents.append((base + new_parents).astype(np.int32))
+        self.offsets.append(total + len(new_codes))
+        nedges = sum(len(b.pos) for b in blocks)
+        if self.forward and not self.keep_edges and self.transitions + nedges > KEEP_EDGES_BELOW:
+            self.dropped = True
+            self.e_dst.clear()
+            self.e_counts.clear()
+        if not self.dropped:
+            if dst is None:
+                _, succ_o, ranks = _edge_order(blocks, n, self.nkeys, self.code_t, self.scratch)
+                assert self.index_of is not None
+                dst = self.index_of[succ_o]
+            self.e_dst.append(dst)
+        self.transitions += nedges
+        _sweep_facts(vm, blocks, base, self.fired, self.cond_true, self.shadowed_by, self.choice_sig)
+        _transition_checks(vm, self.ex, blocks, ranks, self.nkeys, base, self.step_props, self.variants,
+                           self.weights, self.spec, nedges, self.candidate)
+        self.S = vm.decode(new_codes)
+        self.check_states(self.S, total)
+        if self.progress is not None:
+            self.progress(self.offsets[-1], self.transitions, len(self.offsets) - 2, self.offsets[-1] - total,
+                          time.monotonic() - self.started)
+
+    def result(self) -> VExploration:
+        """The exploration, assembled from the levels: each list is joined and dropped in turn."""
+        ex, offsets = self.ex, self.offsets
+        ex.expanded = offsets[-2]
+        self.index_of = self.visited = None
+        ex.codes = _flat(self.levels, self.code_t)
+        ex.states = LazyStates(self.vm, ex.codes)  # type: ignore[assignment]  # read-only, decoded on demand
+        ex.parent = _flat(self.parents, np.int32)
+        ex.depth = LevelDepth(offsets)
+        ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
+        ex.forward = self.forward   # of every edge seen; a partial graph keeps it for its explored part
+        self.edges()
+        ex.terminal = _flat(self.terminal_flags, np.uint8)
+        ex.errored = _flat(self.errored_flags, np.uint8)
+        ex.weights = {name: np.concatenate(ws) if ws else np.zeros(0, np.int64) for name, ws in self.weights.items()}
+        for per_action in self.fired.values():
+            for name, c in per_action.items():
+                ex.rule_counts[name] = ex.rule_counts.get(name, 0) + c
+        ex.fired_by_action = self.fired
+        ex.precomputed = {"cond_true": self.cond_true, "shadowed_by": self.shadowed_by,
+                          "choice_groups": {a: _groups(sigs) for a, sigs in self.choice_sig.items()}}
+        for name, _ in self.indep:
+            disagreement = _first_disagreement(self.vm, self.events[name])
+            if disagreement is not None:
+                ex.findings.setdefault(name, disagreement)
+        ex.transitions = self.transitions
+        ex.stopped_by = self.stopped
+        ex.complete = self.stopped is None
+        ex.seconds = time.monotonic() - self.started
+        ex.vm = self.vm
+        ex.attach_lazy(_VSteps)
+        return ex
+
+    def edges(self) -> None:
+        """The stored edges: per state its first edge, per edge its destination."""
+        ex = self.ex
+        if self.dropped:            # nothing reads edges then; deadlocks were found while sweeping
+            ex.edge_start = ex.e_dst = None
+            return
+        counts = _flat(self.e_counts, np.int32)
+        edge_t = np.int32 if self.transitions < 2 ** 31 else np.int64
         ex.edge_start = np.zeros(len(counts) + 1, dtype=edge_t)
         np.cumsum(counts, out=ex.edge_start[1:])
         del counts
-        ex.e_dst = _flat(e_dst, np.int32)
-    ex.terminal = _flat(terminal_flags, np.uint8)
-    ex.errored = _flat(errored_flags, np.uint8)
-    ex.weights = {name: np.concatenate(ws) if ws else np.zeros(0, np.int64) for name, ws in weights.items()}
-    for per_action in fired.values():
-        for name, c in per_action.items():
-            ex.rule_counts[name] = ex.rule_counts.get(name, 0) + c
-    ex.fired_by_action = fired
-    ex.precomputed = {
-                      "cond_true": cond_true, "shadowed_by": shadowed_by,
-                      "choice_groups": {a: _groups(sigs) for a, sigs in choice_sig.items()}}
-    for name, _ in indep:
-        disagreement = _first_disagreement(vm, events[name])
-        if disagreement is not None:
-            ex.findings.setdefault(name, disagreement)
-    ex.transitions = transitions
-    ex.stopped_by = stopped
-    ex.complete = stopped is None
-    ex.seconds = time.monotonic() - started
-    ex.vm = vm
-    ex.attach_lazy(_VSteps)
-    return ex
+        ex.e_dst = _flat(self.e_dst, np.int32)
+
+
+@dataclass
+class _Level:
+    """The frontier being expanded: its first state's number, its codes, the positions and
+    vars of its live (non-terminal) states, its errored flags (set while expanding) and,
+    per independence property, its codes projected."""
+
+    base: int
+    frontier: np.ndarray
+    live: np.ndarray
+    L: list[np.ndarray]
+    errored: np.ndarray
+    projected: dict[str, np.ndarray]
 
 
 class _LevelMark:
@@ -453,11 +558,13 @@ class _LevelMark:
         self.label_counts = dict(ex.label_counts)
         self.first_stuck = ex.first_stuck
 
-    def undo(self, ex: VExploration, levels: list, parents: list, offsets: list, e_dst: list, e_counts: list,
-             terminal_flags: list, errored_flags: list, weights: dict, events: dict,
-             fired: dict) -> tuple[int, bool]:
+    def undo(self, ex: VExploration, levels: list[np.ndarray], parents: list[np.ndarray], offsets: list[int],
+             e_dst: list[np.ndarray], e_counts: list[np.ndarray], terminal_flags: list[np.ndarray],
+             errored_flags: list[np.ndarray], weights: dict[str, list[np.ndarray]], events: dict[str, list[Event]],
+             fired: Fired) -> tuple[int, bool]:
         """Cut everything back to the mark; returns the transitions and forward flag then."""
-        for a, n in zip((levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags), self.lengths):
+        lists: tuple[list[Any], ...] = (levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags)
+        for a, n in zip(lists, self.lengths):
             del a[n:]               # a list emptied meanwhile (edges dropped) stays empty
         for name, n in self.weights.items():
             del weights[name][n:]
@@ -493,8 +600,9 @@ def _project(vm: VMachine, codes: np.ndarray, ignored: list[int]) -> np.ndarray:
     return c
 
 
-def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: list,
-                       projected: dict, slots: list, nslots: int, events: dict) -> None:
+def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: list[tuple[str, list[int]]],
+                       projected: dict[str, np.ndarray], slots: list[tuple[int, list[int]]], nslots: int,
+                       events: dict[str, list[Event]]) -> None:
     width = len(vm.lits) + 1
     for b in blocks:
         size = len(b.pos)
@@ -505,7 +613,7 @@ def _transition_events(vm: VMachine, blocks: list[_Block], base: int, indep: lis
                                  projected[name][b.pos] * nslots + slot, outcome, (b.ai, b.ci, b.rule, b.T)))
 
 
-def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
+def _first_disagreement(vm: VMachine, parts: list[Event]) -> Finding | None:
     """The scalar engine's independence finding: the earliest check (in state, slot order)
     whose outcome differs from the first outcome seen for the same projected check."""
     if not parts:
@@ -531,8 +639,8 @@ def _first_disagreement(vm: VMachine, parts: list[tuple]) -> Finding | None:
     return _indep_finding(vm, parts, order[first], order[later], int(slot[order[later]]))
 
 
-def _indep_finding(vm: VMachine, parts: list[tuple], first: int, later: int, slot: int) -> Finding:
-    def locate(k: int) -> tuple[int, tuple | None]:
+def _indep_finding(vm: VMachine, parts: list[Event], first: int, later: int, slot: int) -> Finding:
+    def locate(k: int) -> tuple[int, tuple[Any, ...] | None]:
         for p in parts:
             if k < len(p[0]):
                 step = None
@@ -558,7 +666,7 @@ def _indep_finding(vm: VMachine, parts: list[tuple], first: int, later: int, slo
     return Finding(s1, msg, step1, Finding(s2, msg, step2), subject)
 
 
-def _enabled_first(parts: list[tuple], k: int) -> bool:
+def _enabled_first(parts: list[Event], k: int) -> bool:
     for p in parts:
         if k < len(p[0]):
             return bool(p[3][k])
@@ -652,15 +760,15 @@ def _edge_order(blocks: list[_Block], n: int, nkeys: int, code_t: Any,
     return flat[order] // nkeys, np.concatenate([b.codes for b in blocks])[order], np.split(rank, cuts)
 
 
-def _flat(parts: list, dtype: Any) -> np.ndarray:
+def _flat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     """Join a list of arrays and empty the list, freeing the parts."""
     out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
     parts.clear()
     return out
 
 
-def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, cond_true: dict,
-                 shadowed_by: dict, choice_sig: dict) -> None:
+def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: Fired, cond_true: dict[int, set[int]],
+                 shadowed_by: dict[int, dict[int, set[int]]], choice_sig: dict[int, dict[int, list[Any]]]) -> None:
     """Coverage facts the vacuity analysis needs, gathered while the blocks are at hand."""
     for b in blocks:
         pos, ai, ci, rule, G = b.pos, b.ai, b.ci, b.rule, b.G
@@ -699,16 +807,18 @@ def _sweep_facts(vm: VMachine, blocks: list[_Block], base: int, fired: dict, con
                 sig[1] = np.uint64(sig[1] + np.add.reduce(h * _MIX[0], dtype=np.uint64))
 
 
-def _groups(sigs: dict[int, list]) -> list[list[int]]:
+def _groups(sigs: dict[int, list[Any]]) -> list[list[int]]:
     """Choice combos whose transitions were the same multiset of (source, successor, rule)."""
-    by: dict[tuple, list[int]] = {}
+    by: dict[tuple[Any, ...], list[int]] = {}
     for ci, (count, h) in sorted(sigs.items()):
         by.setdefault((count, int(h)), []).append(ci)
     return list(by.values())
 
 
-def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ranks: list | None, nkeys: int,
-                       base: int, step_props: dict, variants: dict, weights: dict, spec: Any, nedges: int,
+def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ranks: list[np.ndarray] | None,
+                       nkeys: int, base: int, step_props: dict[str, dict[int, Callable[..., Any]]],
+                       variants: dict[str, tuple[Callable[[Arrays], Any], int]], weights: dict[str, list[np.ndarray]],
+                       spec: Any, nedges: int,
                        candidate: Callable[[str, tuple[int, int, int], Finding], None]) -> None:
     """Step invariants, variants and edge weights over this level's transitions; a
     violation found is the first in edge order (the scalar engine's order). `ranks`
@@ -732,7 +842,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         cargs = [combo[names.index(c)] if c in names else None for c in spec.choice_names]
 
         # step and found read this block's variables (noqa: B023): both are called in this iteration only.
-        def step(r: int) -> tuple:
+        def step(r: int) -> tuple[Any, ...]:
             return (ai, ci, _rule(vm, rule[r]), _succ(vm, A, r))  # noqa: B023
 
         def found(name: str, r: int, message: str) -> None:
@@ -780,7 +890,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
         weights[name].append(w)
 
 
-def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: list, A: list, rule: np.ndarray, r: int) -> str:
+def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: Arrays, A: Arrays, rule: np.ndarray, r: int) -> str:
     """The message of the scalar engine for a step property it cannot evaluate on this
     transition: its own evaluation, so both engines say exactly the same."""
     m = vm.machine
@@ -792,7 +902,7 @@ def _scalar_error(vm: VMachine, name: str, ai: int, ci: int, B: list, A: list, r
     raise AssertionError(f"the vector engine expected property {name} to read a missing choice here")
 
 
-def _scalar_step_error(vm: VMachine, ai: int, ci: int, source: tuple) -> str:
+def _scalar_step_error(vm: VMachine, ai: int, ci: int, source: tuple[Any, ...]) -> str:
     """The message of the scalar engine for a transition that matched no decide rule: the
     scalar step function's own error, so both engines say exactly the same."""
     m = vm.machine
@@ -823,5 +933,5 @@ def _rule(vm: VMachine, r: Any) -> str | None:
     return None if int(r) < 0 else vm.lits[int(r)]
 
 
-def _succ(vm: VMachine, A: list, r: int) -> tuple:
+def _succ(vm: VMachine, A: Arrays, r: int) -> tuple[Any, ...]:
     return tuple(_raw(vm, j, A[j][r]) for j in range(len(A)))

@@ -1,7 +1,10 @@
 """Binding a spec to real Python code, so the proof is about the code, not a copy of it.
 
-A spec names an adapter with `bind: module:Name`. The adapter translates between the
-spec's abstract states and choices and the concrete values the user's code takes:
+A spec names an adapter with `bind: module:Name`. A live adapter (machine/live.py:
+`start`, `step`, `abstract`) starts and advances real runs, and haltproof reaches each
+abstract state by snapshot, copy or replay. A state adapter (`Adapter`, below)
+translates between the spec's abstract states and choices and the concrete values the
+user's code takes:
 
 - `concretize(state, params)`: a concrete state for an abstract one;
 - `representative(action, choice, label)`: one concrete value of an abstract choice
@@ -15,7 +18,9 @@ spec's abstract states and choices and the concrete values the user's code takes
 When a spec is bound, `haltproof check` calls the adapter (and so the user's code) for
 every reachable state and every choice. An exception, a result that is not a valid
 state, an unknown rule name, or two calls that disagree are findings of the built-in
-property `bound_code`, reported with the trace and the user's traceback.
+property `bound_code`, reported with the trace and the user's traceback, unless the
+spec declares the exception an outcome of the action (`raises:`, machine/outcomes.py).
+Any adapter method may be `async def`: it runs on one event loop per run (live.Driver).
 """
 
 from __future__ import annotations
@@ -25,14 +30,22 @@ import importlib
 import os
 import sys
 import traceback
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from . import usercode
 from .compiled import CompiledAction, EvalError, Machine
 from .errors import Problem, SpecError
+from .live import STATE, Driver, LiveAdapter, LiveRuns, is_live
+from .outcomes import outcome_of, resolve
 from .usercode import OutOfTime, running
 from .spec import present
+
+T = TypeVar("T")
+# code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
+Drift = tuple[tuple[Any, ...], int, int, str | None, tuple[Any, ...], str]
+__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine"]
 
 
 class Adapter:
@@ -61,7 +74,7 @@ class CodeError(EvalError):
     builtin = "bound_code"
 
 
-def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
+def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter:
     """Import `module:Name` and return an adapter instance (a class is instantiated)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
@@ -89,10 +102,12 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter:
     except Exception as exc:
         raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
                                  ref)]) from None
-    missing = [m for m in ("concretize", "step", "abstract") if not callable(getattr(adapter, m, None))]
+    needed = ("start", "step", "abstract") if is_live(adapter) else ("concretize", "step", "abstract")
+    missing = [m for m in needed if not callable(getattr(adapter, m, None))]
     if missing:
         raise SpecError([Problem(file, line, f"the adapter has no {', '.join(missing)} method", ref)])
-    return adapter
+    checked: Adapter | LiveAdapter = adapter      # the user's object: its methods are checked above
+    return checked
 
 
 # haltproof's own layers sit side by side (installed under haltproof/, or as the checkout's
@@ -109,46 +124,107 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip()
 
 
-def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
-    """A copy of `m` whose actions run the bound code instead of the spec's stages."""
+class Runner:
+    """The bound code's transitions on one concrete run, as `check` and `conform` make them:
+    the live or the state API, sync or async (one event loop), declared exceptions taken
+    for the outcomes they stand for. Its methods are the user's code: callers run them
+    under the deadline. Creating it imports the declared exceptions' modules."""
+
+    def __init__(self, m: Machine, adapter: Any) -> None:
+        self.adapter, self.params, self.live = adapter, dict(m.params), is_live(adapter)
+        self.driver = Driver()
+        weakref.finalize(self, self.driver.close)       # its event loop lives as long as the runner
+        self.outcomes = {a.name: resolve(a.raises, m.spec.path) for a in m.spec.actions}
+        self.starts = "start()" if self.live else "concretize()"     # what begin() calls, for messages
+
+    def begin(self, state: dict[str, Any]) -> Any:
+        """A concrete run in the abstract state `state` (live: an initial state)."""
+        if self.live:
+            return self.driver.call(self.adapter.start, dict(self.params), dict(state))
+        return self.driver.call(self.adapter.concretize, dict(state), self.params)
+
+    def advance(self, concrete: Any, action: str, choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """One transition: (the concrete run after it, its abstract state, the rule). A declared
+        exception fires its rule, and its values go on top of what abstract() reads from
+        the run as the exception left it."""
+        holder = [concrete]
+        rule, sets = self._outcome(action, lambda: self._step(holder, action, choices))
+        got = (self.driver.call(self.adapter.abstract, holder[0]) if self.live
+               else self.driver.call(self.adapter.abstract, holder[0], self.params))
+        return holder[0], _with(got, sets), rule
+
+    def _step(self, holder: list[Any], action: str, choices: dict[str, Any]) -> Any:
+        if self.live:            # the live run advances in place
+            return self.driver.call(self.adapter.step, holder[0], action, choices)
+        holder[0], rule = self.driver.call(self.adapter.step, action, holder[0], choices)
+        return rule
+
+    def _outcome(self, action: str, run: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+        try:
+            return run(), {}
+        except Exception as exc:
+            said = outcome_of(exc, self.outcomes[action])
+            if said is None:
+                raise
+            return said.rule, said.sets
+
+
+def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
+    """A copy of `m` whose actions run the bound code instead of the spec's stages.
+
+    The declared exceptions (`raises:`) are imported here, the user's modules: call it
+    under the check's deadline. `paths` > 1 (a live adapter only) compares up to that
+    many paths into each abstract state (`same_after`)."""
     spec = m.spec
     var_names = m.var_names
-    params = dict(m.params)
+    code_vars = [v.name for v in spec.vars if not v.ghost]      # what abstract() gives; ghosts: the stages
     values_ok = _value_checkers(m)
+    runner = Runner(m, adapter)
+    driver = runner.driver
 
-    def make_step(act: CompiledAction) -> Callable[..., tuple[tuple, str | None]]:
+    def advance(live: Any, action: str, choices: dict[str, Any]) -> None:
+        """One transition of a live run while replaying a path."""
+        runner.advance(live, action, choices)
+
+    runs = (LiveRuns(adapter, driver, dict(m.params), var_names, m.inits, advance, _read_back, code_vars)
+            if runner.live else None)
+    drift: list[Drift] = []      # the first transition on which the code and the spec's stages disagree
+
+    def make_step(act: CompiledAction) -> Callable[..., tuple[tuple[Any, ...], str | None]]:
         decide = spec.actions[act.index].decide
         rules = {r.name for r in decide.rules} if decide else set()
+        stages = act.step if spec.actions[act.index].stages else None     # the spec's own, compiled
 
-        def run_code(state: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-            concrete = adapter.concretize(dict(state), params)
-            new, rule = adapter.step(act.name, concrete, copy.deepcopy(choices))
-            return adapter.abstract(new, params), rule
+        def by_state(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+            concrete = runner.begin(state)
+            return runner.advance(concrete, act.name, choices)[1:] + (None,)
 
-        def call(state: dict[str, Any], choices: dict[str, Any], combo: tuple) -> tuple[dict[str, Any], Any]:
-            try:
-                return usercode.run(run_code, state, choices)
-            except OutOfTime as stop:
-                stop.note(running(f"the bound code for action {act.name}", _choice_labels(act, combo), state))
-                raise
-            except Exception as exc:
-                raise CodeError(f"the bound code raised {type(exc).__name__}: {exc}\n"
-                                f"{_user_traceback(exc)}") from None
+        def on_live(live: Any, choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+            return runner.advance(live, act.name, choices)[1:] + (live,)
 
-        def step(s: tuple, *combo: tuple) -> tuple[tuple, str | None]:
+        def by_live(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
+            assert runs is not None, "a live adapter has its runs"
+            if not runs.known(s):
+                raise CodeError("a live run reaches a state only along a path from an initial state, "
+                                "and none has led to this one")
+            return on_live(runs.fresh(s), choices)
+        run_code = by_live if runs is not None else by_state
+        on_live_of[act.name] = on_live
+
+        def call(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
+                 combo: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+            return _user(lambda: run_code(s, state, copy.deepcopy(choices)), "the bound code",
+                         f"the bound code for action {act.name}", act, combo, state)
+
+        def step(s: tuple[Any, ...], *combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
             state = dict(zip(var_names, s))
-            try:
-                choices = usercode.run(lambda: {name: adapter.representative(act.name, name, item[0])
-                                                for name, item in zip(act.choice_names, combo)})
-            except OutOfTime as stop:
-                stop.note(running(f"the adapter's representative() for action {act.name}",
-                                  _choice_labels(act, combo), state))
-                raise
-            except Exception as exc:
-                raise CodeError(f"the adapter's representative() raised {type(exc).__name__}: {exc}\n"
-                                f"{_user_traceback(exc)}") from None
-            first = _plain_result(call(state, choices, combo), var_names)
-            second = _plain_result(call(state, choices, combo), var_names)
+            choices = _user(lambda: {name: adapter.representative(act.name, name, item[0])
+                                     for name, item in zip(act.choice_names, combo)},
+                            "the adapter's representative()",
+                            f"the adapter's representative() for action {act.name}", act, combo, state)
+            *first_out, live = call(s, state, choices, combo)
+            first = _plain_result(tuple(first_out), code_vars)
+            second = _plain_result(tuple(call(s, state, choices, combo)[:2]), code_vars)
             if first != second:
                 raise CodeError("the bound code is nondeterministic: two calls with the same state "
                                 f"and choices gave {_show(first)} and {_show(second)}")
@@ -156,13 +232,54 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
             if rule is not None and rule not in rules:
                 raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
-            return _hashable(tuple(result[v] for v in var_names), var_names, "abstract()"), rule
+            spec_out = stages(s, *combo) if stages is not None else None
+            ghosts = dict(zip(var_names, spec_out[0] if spec_out is not None else s))
+            t = _hashable(tuple(result[v] if v in result else ghosts[v] for v in var_names), var_names,
+                          "abstract()")
+            if spec_out is not None:
+                rule, differs = _matching(spec_out, t, rule, var_names)
+                if differs and not drift:
+                    drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
+            way = (s, act.index, combo)
+            if runs is not None and not runs.known(t):
+                _user(lambda: runs.keep(s, act.name, choices, t, live, way), "the adapter's snapshot()",
+                      f"keeping the live run after action {act.name}", act, combo, state)
+            elif runs is not None and runs.another_path(t, way, paths):
+                _user(lambda: same_after(s, act.name, choices, t), "the bound code",
+                      f"comparing two paths into a state after action {act.name}", act, combo, state)
+            return t, rule
         return step
 
+    on_live_of: dict[str, Callable[[Any, dict[str, Any]], tuple[Any, Any, Any]]] = {}
     actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
                               a.choice_names, a.record_fields) for a in m.actions]
 
-    def domain_error(t: tuple) -> int:
+    def same_after(s: tuple[Any, ...], action: str, choices: dict[str, Any], t: tuple[Any, ...]) -> None:
+        """`--paths`: the run that reached `t` from `s` by `action` must go on as the run that
+        reached `t` first does, for every transition enabled in `t`; if not, the abstract
+        state leaves out something the code acts on."""
+        assert runs is not None, "only live runs have paths"
+        if m.is_terminal(t):
+            return
+        for act in m.actions:
+            if act.guard is not None and not act.guard(t):
+                continue
+            for combo in act.combos:
+                choices_t = {name: adapter.representative(act.name, name, item[0])
+                             for name, item in zip(act.choice_names, combo)}
+                first = _plain_result(on_live_of[act.name](runs.fresh(t), copy.deepcopy(choices_t))[:2], code_vars)
+                other = runs.fresh(s)
+                advance(other, action, copy.deepcopy(choices))
+                then = _plain_result(on_live_of[act.name](other, copy.deepcopy(choices_t))[:2], code_vars)
+                if first != then:
+                    labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in zip(act.choice_names, combo))
+                    raise CodeError(
+                        f"this path reaches a state another path reached first, but the two runs then "
+                        f"differ: action {act.name}{f' ({labels})' if labels else ''} gives {_show(then)} "
+                        f"after this path and {_show(first)} after the first: the abstract state leaves "
+                        "out something the code acts on (--paths)")
+
+    def domain_error(t: tuple[Any, ...]) -> int:
         for i, ok in enumerate(values_ok):
             if not ok(t[i]):
                 return i
@@ -173,10 +290,77 @@ def bind_machine(m: Machine, adapter: Adapter, ref: str) -> Machine:
     bound.domain_error = domain_error
     bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
+    bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
+    bound.drift = lambda: drift[0] if drift else None
     return bound
 
 
-def _choice_labels(act: CompiledAction, combo: tuple) -> dict[str, Any]:
+def _matching(spec_out: tuple[tuple[Any, ...], str | None], t: tuple[Any, ...], rule: str | None,
+              var_names: list[str]) -> tuple[str | None, str | None]:
+    """The transition's rule, and how the code's result `t` and `rule` differ from the spec's
+    own stages' (`spec_out`), None when they agree: then the spec names the rule if the
+    code gives none. A difference cuts nothing short: the code's result is explored."""
+    spec_t, spec_rule = spec_out
+    said = rule if rule is not None else spec_rule
+    if _typed(spec_t) == _typed(t) and said == spec_rule:
+        return said, None
+    parts = [f"rule: code {rule!r}, spec {spec_rule!r}"] if said != spec_rule else []
+    parts += [f"{name}: code {_value_text(a)}, spec {_value_text(b)}"
+              for name, a, b in zip(var_names, t, spec_t) if (type(a), a) != (type(b), b)]
+    return rule, "the code and the spec's own stages disagree: " + "; ".join(parts)
+
+
+def _typed(state: tuple[Any, ...]) -> tuple[tuple[type, Any], ...]:
+    """True, 1 and 1.0 are three values here, as in the domain checks."""
+    return tuple((type(v), v) for v in state)
+
+
+def _with(result: Any, sets: dict[str, Any]) -> Any:
+    """The abstract state the code reports, with a declared exception's values on top."""
+    return {**result, **sets} if sets and type(result) is dict else result
+
+
+def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str) -> None:
+    """A live run handed to a transition must be in the state it stands for (machine/live.py)."""
+    got = _plain_result((runs.driver.call(runs.adapter.abstract, live), None), runs.code_vars)[0]
+    if got == {k: v for k, v in zip(runs.var_names, s) if k in got}:
+        return
+    shown = " ".join(f"{k}={_value_text(v)}" for k, v in got.items())
+    if how == "start":
+        raise CodeError(f"start() for this initial state gives a run in state {shown}")
+    if how == "snapshot":
+        why = "restore(snapshot(...)) does not give back the run the snapshot was taken of"
+    elif how == "copy":
+        why = ("copy.deepcopy does not copy this live run (it shares state with the original): "
+               "give the adapter snapshot()/restore(), or set copyable = False")
+    else:
+        why = (f"replaying its path of {runs.path_length(s)} transitions from start() leads elsewhere: "
+               "the bound code is nondeterministic (time, randomness, iteration order, or state kept "
+               "between runs)")
+    raise CodeError(f"the live run for this state is in state {shown}: {why}")
+
+
+def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo: tuple[Any, ...],
+          state: dict[str, Any]) -> T:
+    """`fn()`, the user's code, under the deadline: its exception is a `bound_code` finding
+    with the user's traceback, the deadline passing in it says what was running."""
+    try:
+        result: T = usercode.run(fn)
+        return result
+    except OutOfTime as stop:
+        stop.note(running(doing, _choice_labels(act, combo), state))
+        raise
+    except CodeError:
+        raise
+    except Exception as exc:
+        raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}") from None
+
+
+def _value_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _choice_labels(act: CompiledAction, combo: tuple[Any, ...]) -> dict[str, Any]:
     return {name: item[0] for name, item in zip(act.choice_names, combo)}
 
 
@@ -205,7 +389,7 @@ def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
     return result, rule
 
 
-def _hashable(state: tuple, var_names: list[str], what: str) -> tuple:
+def _hashable(state: tuple[Any, ...], var_names: list[str], what: str) -> tuple[Any, ...]:
     """States are set members: a dict or list slipping into one is the code's mistake."""
     for name, value in zip(var_names, state):
         try:

@@ -14,7 +14,7 @@ import math
 import numbers
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -124,3 +124,11 @@ def too_large(size: int | None, limit: int, what: str) -> str:
     """The message for a file (or text) of `size` bytes past `limit`; None: size unknown."""
     bound = f"the limit of {limit:,} bytes for {what}"
     return f"the file is {size:,} bytes, more than {bound}" if size is not None else f"the file is larger than {bound}"
+
+
+def value_count(values: Sequence[int]) -> int:
+    """The number of values in a list or a range of any size."""
+    if isinstance(values, range):
+        step = values.step
+        return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
+    return len(values)

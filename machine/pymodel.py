@@ -59,10 +59,11 @@ from typing import Any, TypedDict, TypeVar
 from . import expr as E
 from . import usercode
 from .binding import CodeError, _hashable, _user_traceback
-from .compiled import CompiledAction, EvalError, Machine, _MissingChoice
+from .compiled import CompiledAction, EvalError, Machine, MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
-                   SetStage, negative_bound, present, value_count)
+                   SetStage, negative_bound, present)
+from .inputs import value_count
 from .usercode import OutOfTime, running
 
 
@@ -484,7 +485,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
                 raise CodeError(f"action {aname} reports rule {rule!r}, not one of its rules "
                                 f"({', '.join(sorted(rules)) or 'none declared'})")
             return as_tuple(new, f"action {aname}"), rule
-        step_args = [tuple(dict(zip(cnames, combo)).get(c, _MissingChoice(c, name)) for c in spec.choice_names)
+        step_args = [tuple(dict(zip(cnames, combo)).get(c, MissingChoice(c, name)) for c in spec.choice_names)
                      for combo in combos]
         actions.append(CompiledAction(name, index, guard, step, combos, labels, step_args, cnames))
 
@@ -537,7 +538,7 @@ def _step_fn(fn: UserFn, model: Model | None, as_dict: Callable[[State], dict[st
              choice_names: list[str], user: UserFn) -> Callable[..., bool]:
     """Adapt a Python step predicate to the engine's (before, after, action, rule, *choices) call."""
     def call(b: State, a: State, action: str, rule: str | None, *choices: Any) -> bool:
-        chosen = {n: c[0] for n, c in zip(choice_names, choices) if not isinstance(c, _MissingChoice)}
+        chosen = {n: c[0] for n, c in zip(choice_names, choices) if not isinstance(c, MissingChoice)}
         args = (as_dict(b), as_dict(a), dict(p), action, chosen, rule)
         return _truth(user(fn, model, *args) if model is not None else user(fn, *args), fn)
     return call

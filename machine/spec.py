@@ -20,11 +20,13 @@ from typing import Any, TypeVar
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
-from .inputs import TooLarge, read_bounded, too_large
+from .inputs import TooLarge, read_bounded, too_large, value_count
+from .outcomes import Outcome, VarShape, parse_raises
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
 BUILTIN_PROPERTIES = ("domains", "well_defined")
+CODE_BUILTINS = ("bound_code", "code_matches_spec")      # built-ins of specs bound to code
 
 
 # ---------------------------------------------------------------- the model
@@ -40,14 +42,6 @@ class Param:
     def count(self) -> int:
         """How many values: `len` of a range fails past sys.maxsize, arithmetic does not."""
         return value_count(self.values)
-
-
-def value_count(values: Sequence[int]) -> int:
-    """The number of values in a list or a range of any size."""
-    if isinstance(values, range):
-        step = values.step
-        return max(0, (values.stop - values.start + step - (1 if step > 0 else -1)) // step)
-    return len(values)
 
 
 T = TypeVar("T")
@@ -70,6 +64,7 @@ class Var:
     values: tuple[str, ...] = ()   # enum values, in declared order
     init: list[E.Expr] = field(default_factory=list)   # one or more initial values
     line: int = 0
+    ghost: bool = False            # computed by the spec's stages alone, not read from bound code
 
 
 @dataclass
@@ -128,6 +123,7 @@ class Action:
     stages: list[SetStage | DecideStage]
     line: int
     file: str | None = None
+    raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
 
     @property
     def decide(self) -> DecideStage | None:
@@ -235,7 +231,12 @@ class Spec:
     @property
     def builtins(self) -> tuple[str, ...]:
         """The built-in properties checked on this spec."""
-        return BUILTIN_PROPERTIES + (("bound_code",) if self.bind or self.python else ())
+        if self.python:
+            return BUILTIN_PROPERTIES + ("bound_code",)
+        if self.bind:       # the code is compared with the spec's stages where an action has some
+            compared = any(a.stages for a in self.actions)
+            return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1]
+        return BUILTIN_PROPERTIES
 
     def action(self, name: str) -> Action | None:
         return next((a for a in self.actions if a.name == name), None)
@@ -358,6 +359,7 @@ class _Loader:
             raise SpecError(self.problems)
         self.param_scope = E.Scope({p.name: self.param_binding(p) for p in params})
         self.params_by_name = {p.name: p for p in params}
+        self.bound_spec = top.get("bind") is not None
         vars_ = self.attempt(self.vars, top["vars"], top.line_of("vars")) or []
         sets = self.attempt(self.sets, top.get("sets", YMap()), top.line_of("sets")) or {}
         if self.problems:
@@ -458,13 +460,13 @@ class _Loader:
         d = self.mapping(raw, line, f"var {name}")
         kind = d.get("type")
         if kind == "int":
-            self.keys(d, f"int var {name}", {"type", "min", "max", "init", "description"},
+            self.keys(d, f"int var {name}", {"type", "min", "max", "init", "description", "ghost"},
                       {"min", "max", "init"})
             lo = self.int_expr(d["min"], self.param_scope, d.line_of("min"), f"min of {name}")
             hi = self.int_expr(d["max"], self.param_scope, d.line_of("max"), f"max of {name}")
             var = Var(name, "int", E.INT, lo, hi, line=line)
         elif kind == "enum":
-            self.keys(d, f"enum var {name}", {"type", "values", "init", "description"},
+            self.keys(d, f"enum var {name}", {"type", "values", "init", "description", "ghost"},
                       {"values", "init"})
             vals = d["values"]
             if not isinstance(vals, YList) or not vals:
@@ -477,7 +479,7 @@ class _Loader:
             var = Var(name, "enum", E.EnumT(frozenset(str(v) for v in vals), name), None, None,
                       tuple(str(v) for v in vals), line=line)
         elif kind == "bool":
-            self.keys(d, f"bool var {name}", {"type", "init", "description"}, {"init"})
+            self.keys(d, f"bool var {name}", {"type", "init", "description", "ghost"}, {"init"})
             var = Var(name, "bool", E.BOOL, None, None, line=line)
         else:
             raise self.at(d.line_of("type") if "type" in d else line).error(
@@ -493,7 +495,19 @@ class _Loader:
                         for i, o in enumerate(opts)]
         else:
             var.init = [self.value_expr(init, var, self.param_scope, iline, f"init of {name}")]
+        if "ghost" in d:
+            var.ghost = self.ghost(d["ghost"], d.line_of("ghost"), name)
         return var
+
+    def ghost(self, raw: Any, line: int, name: str) -> bool:
+        """`ghost: true`: the spec's stages alone compute the var (machine/binding.py), so the
+        bound code need not have it; without bound code there is nothing it could be missing from."""
+        if type(raw) is not bool:
+            raise self.at(line).error(f"ghost of {name} must be true or false", raw)
+        if raw and not self.bound_spec:
+            raise self.at(line).error(f"ghost var {name} is one the bound code does not have, "
+                                      "but the spec has no bind:")
+        return raw
 
     def value_expr(self, raw: Any, var: Var, scope: E.Scope, line: int, what: str) -> E.Expr:
         """An expression whose value is stored into `var`: checked against its domain."""
@@ -529,7 +543,7 @@ class _Loader:
     def action_choice_sets(self, aname: str, raw: Any, line: int) -> None:
         self.ident(aname, line, "an action name")
         a = self.mapping(raw, line, f"action {aname}")
-        self.keys(a, f"action {aname}", {"when", "choose", "do", "description"})
+        self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises"})
         out = []
         if "choose" in a:
             ch = self.mapping(a["choose"], a.line_of("choose"), f"choose of action {aname}")
@@ -742,7 +756,19 @@ class _Loader:
                 stages.append(self.decide_stage(st, sline, scope, name))
             else:
                 raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
-        return Action(name, guard, choices, stages, line)
+        raises = self.action_raises(name, raw, stages) if "raises" in raw else []
+        return Action(name, guard, choices, stages, line, raises=raises)
+
+    def action_raises(self, name: str, raw: YMap, stages: list[SetStage | DecideStage]) -> list[Outcome]:
+        """An action's `raises:` (machine/outcomes.py): it describes the bound code, so it needs `bind:`."""
+        line = raw.line_of("raises")
+        if not self.bound_spec:
+            raise self.at(line).error(f"raises of action {name} describes the exceptions of bound code, "
+                                      "but the spec has no bind:")
+        decide = next((s for s in stages if isinstance(s, DecideStage)), None)
+        rules = [r.name for r in decide.rules] if decide else []
+        shapes = {v.name: VarShape(v.kind, tuple(v.values)) for v in self.vars_list}
+        return parse_raises(raw["raises"], line, self.file, name, rules, shapes)
 
     def var_by_name(self, name: Any, line: int) -> tuple[int, Var]:
         for i, v in enumerate(self.vars_list):
@@ -844,7 +870,7 @@ class _Loader:
 
     def property(self, name: str, raw: Any, line: int) -> PropertyDecl:
         self.ident(name, line, "a property name")
-        if name in BUILTIN_PROPERTIES or name == "bound_code":
+        if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS:
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
         kinds = [k for k in m if k in self.KINDS]
@@ -893,7 +919,7 @@ class _Loader:
         names = m["violated"]
         if not isinstance(names, YList) or not names:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
-        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | {"bound_code"}
+        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | set(CODE_BUILTINS)
         for i, n in enumerate(names):
             if not isinstance(n, str) or n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)

@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .text import assignments_text
+
 REPEAT = 0.5      # seconds between further interrupts once the deadline has passed
 
 
@@ -155,13 +157,8 @@ def _in_user_code(frame: Any) -> bool:
 def running(what: str, choices: dict[str, Any], state: dict[str, Any]) -> str:
     """What the user's code was doing when the deadline passed, for the report:
     `running the bound code for action decide (obs=failed) from state steps=1 phase=observed`."""
-    chosen = ", ".join(f"{k}={_text(v)}" for k, v in choices.items())
-    return (f"running {what}{f' ({chosen})' if chosen else ''} from state "
-            + " ".join(f"{k}={_text(v)}" for k, v in state.items()))
-
-
-def _text(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    chosen = assignments_text(choices, ", ")
+    return f"running {what}{f' ({chosen})' if chosen else ''} from state " + assignments_text(state)
 
 
 def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

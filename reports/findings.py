@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from haltproof.explorer.check import BOUND_OPTION, judge, unsettled
+from haltproof.machine.text import assignments_text, trace_table
 
 # What one property result means for the gate.
 PASS = "pass"            # holds (and was meant to)
@@ -44,73 +45,46 @@ def _kinds(run: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_result_text(run: dict[str, Any]) -> str:
-    """The run's result as the text report words it."""
-    as_expected = run.get("as_expected")
-    if as_expected is True:
+    """The run's result in words, as the gate judges it (run_verdict): against its `expect:`,
+    "violated as expected" when it passes and "<result>, NOT as expected" when it fails;
+    an incomplete run is "incomplete" whatever it expects (nothing says it is not as expected)."""
+    if run.get("as_expected") is None:
+        return str(run["result"])
+    verdict = run_verdict(run)
+    if verdict == "pass":
         return "violated as expected"
-    if as_expected is False:
+    if verdict == "fail":
         return f"{run['result']}, NOT as expected"
-    return run["result"]
+    return "incomplete"
 
 
-def value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    return str(value)
+def run_result_stop_text(run: dict[str, Any]) -> str:
+    """run_result_text, with the bound that stopped the run: `incomplete (stopped at --timeout)`."""
+    word = run_result_text(run)
+    return f"{word} (stopped at {stop_text(run)})" if run.get("stopped_by") else word
+
+
+_STATUS_WORD = {"holds": "holds", "violated": "VIOLATED", "unknown": "unknown"}
+
+
+def status_text(prop: dict[str, Any]) -> str:
+    """A property's status as the text and HTML reports word it, against the spec's `expect:`:
+    `holds`, `VIOLATED`, `unknown`, `violated as expected`, `holds (NOT as expected)`."""
+    status = prop.get("status", "unknown")
+    if prop.get("expected") is True and status == "violated":
+        return "violated as expected"
+    word = _STATUS_WORD.get(status, str(status))
+    return f"{word} (NOT as expected)" if prop.get("expected") is False else word
 
 
 def params_label(params: dict[str, Any]) -> str:
     """`K=2,R=1`: the params as a compact, stable label (empty when there are none)."""
-    return ",".join(f"{k}={value_text(v)}" for k, v in params.items())
+    return assignments_text(params, ",")
 
 
 def params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={value_text(v)}" for k, v in params.items()) or "(no params)"
-
-
-def choices_text(choices: dict[str, Any] | None) -> str:
-    return " ".join(f"{k}={value_text(v)}" for k, v in (choices or {}).items())
-
-
-def changes(steps: list[dict[str, Any]], n: int) -> str:
-    """The state of step n: every var at step 0, afterwards only the vars that changed."""
-    state = steps[n]["state"]
-    if n == 0:
-        return " ".join(f"{k}={value_text(v)}" for k, v in state.items())
-    prev = steps[n - 1]["state"]
-    return " ".join(f"{k}={value_text(v)}" for k, v in state.items() if prev.get(k) != v) or "(no change)"
-
-
-def loop_mark(trace: dict[str, Any], n: int) -> str:
-    if trace.get("kind") != "lasso":
-        return ""
-    start = trace.get("loop_start")
-    if n == start:
-        return "<- loop starts"
-    if n == len(trace["steps"]) - 1:
-        return f"-> back to step {start}"
-    return ""
-
-
-def step_rows(trace: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """(step, action, choices, rule, state changes + loop mark) for each step of a trace."""
-    rows = []
-    steps = trace["steps"]
-    for n, st in enumerate(steps):
-        change = changes(steps, n)
-        mark = loop_mark(trace, n)
-        rows.append((str(n), st.get("action") or "(initial)", choices_text(st.get("choices")),
-                     st.get("rule") or "", change + ("  " + mark if mark else "")))
-    return rows
-
-
-def trace_table(trace: dict[str, Any]) -> list[str]:
-    """A trace as aligned text rows, like the text report's counterexample table."""
-    rows = [("step", "action", "choices", "rule", "state (changes)")] + step_rows(trace)
-    widths = [max(len(row[c]) for row in rows) for c in range(4)]
-    return ["  ".join(row[c].ljust(widths[c]) for c in range(4)) + "  " + row[4] for row in rows]
+    """`K=2 R=1`, or `(no params)`: the params as the text formats head a run."""
+    return assignments_text(params) or "(no params)"
 
 
 def trace_text(prop: dict[str, Any]) -> str:
@@ -143,6 +117,19 @@ def incomplete_text(run: dict[str, Any]) -> str:
     return run.get("stop_reason") or "a property could not be decided"
 
 
+def proves_nothing_text(run: dict[str, Any]) -> str:
+    """The finding of an incomplete run, as every format words it."""
+    return f"{incomplete_text(run)}; it proves nothing"
+
+
+NOT_AS_EXPECTED = "its findings are not exactly the ones the spec's expect: declares"
+
+
+def not_as_expected_text(run: dict[str, Any]) -> str:
+    """The finding of a run that fails against its `expect:`: `proved, NOT as expected: its findings ...`."""
+    return f"{run_result_text(run)}: {NOT_AS_EXPECTED}"
+
+
 def stop_text(run: dict[str, Any]) -> str:
     """The option whose bound stopped the run ("--max-memory"), or "" when none did."""
     by = run.get("stopped_by")
@@ -154,7 +141,7 @@ def stop_text(run: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- where things are
 
 def spec_file(run: dict[str, Any]) -> str:
-    return (run.get("source") or {}).get("file") or run["spec"]
+    return str((run.get("source") or {}).get("file") or run["spec"])
 
 
 def property_line(run: dict[str, Any], prop: dict[str, Any]) -> int | None:
@@ -242,10 +229,17 @@ def scenario_line(run: dict[str, Any], name: str) -> int | None:
 def warnings_with_lines(run: dict[str, Any]) -> list[dict[str, Any]]:
     """The run's warnings as {message, line, ...}: `warning_details` when the report has
     it, else the bare messages without lines."""
-    details = run.get("warning_details")
+    details: list[dict[str, Any]] | None = run.get("warning_details")
     if details is not None:
         return details
     return [{"message": w, "line": None, "kind": "other"} for w in run.get("warnings", [])]
+
+
+def totals_text(report: dict[str, Any]) -> str:
+    """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
+    c = counts(report["runs"])
+    return (f"{len(report['runs'])} runs: {c['proved']} proved, {c['as expected']} violated as expected, "
+            f"{c['failed']} failed, {c['incomplete']} incomplete -> {report['result']}")
 
 
 def counts(runs: list[dict[str, Any]]) -> dict[str, int]:

@@ -19,7 +19,8 @@ def _on_use(module: str, name: str) -> Renderer:
     """A renderer imported when first called: most runs print one format, and importing
     them all cost about a tenth of a short check's startup."""
     def render(report: dict[str, Any]) -> str:
-        return getattr(importlib.import_module(module, __package__), name)(report)
+        renderer: Renderer = getattr(importlib.import_module(module, __package__), name)
+        return renderer(report)
     render.__name__ = name
     return render
 

@@ -29,7 +29,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from haltproof.machine import text as T
+
 from . import findings as F
+
+Key = tuple[Any, ...]        # what groups annotations: the finding's kind, file, line and text
+Params = dict[str, Any]     # a run's params, or (in `failing`) a run or property of the report
 
 # ---------------------------------------------------------------- workflow commands
 
@@ -48,15 +53,15 @@ def command(name: str, message: str, **props: Any) -> str:
     return f"::{name}{' ' + shown if shown else ''}::{escape_data(message)}"
 
 
-def _group(items: list[tuple[tuple, dict[str, Any], Any]]) -> list[tuple[tuple, list[tuple[dict, Any]]]]:
+def _group(items: list[tuple[Key, dict[str, Any], Any]]) -> list[tuple[Key, list[tuple[Params, Any]]]]:
     """Group (key, params, payload) by key, keeping first-seen order."""
-    groups: dict[tuple, list[tuple[dict, Any]]] = {}
+    groups: dict[Key, list[tuple[Params, Any]]] = {}
     for key, params, payload in items:
         groups.setdefault(key, []).append((params, payload))
     return list(groups.items())
 
 
-def _params_list(entries: list[tuple[dict, Any]], limit: int = 8) -> str:
+def _params_list(entries: list[tuple[Params, Any]], limit: int = 8) -> str:
     labels = [F.params_text(p) for p, _ in entries]
     shown = "; ".join(labels[:limit])
     if len(labels) > limit:
@@ -71,7 +76,7 @@ def _trace_summary(prop: dict[str, Any]) -> str:
     path = []
     for st in trace["steps"][1:]:
         bit = st["action"] or "?"
-        choices = F.choices_text(st.get("choices"))
+        choices = T.assignments_text(st.get("choices") or {})
         if choices:
             bit += f"({choices})"
         if st.get("rule"):
@@ -83,8 +88,8 @@ def _trace_summary(prop: dict[str, Any]) -> str:
 
 
 def render_github(report: dict[str, Any]) -> str:
-    errors: list[tuple[tuple, dict, Any]] = []
-    warnings: list[tuple[tuple, dict, Any]] = []
+    errors: list[tuple[Key, Params, Any]] = []
+    warnings: list[tuple[Key, Params, Any]] = []
     lines: list[str] = []
     for run in report["runs"]:
         file = F.spec_file(run)
@@ -131,12 +136,10 @@ def render_github(report: dict[str, Any]) -> str:
                                  file=file, line=F.scenario_line(run, sc["name"]),
                                  title=f"haltproof: scenario {sc['name']} failed"))
         elif key[0] == "expect":
-            lines.append(command("error", f"{run['machine']}: the findings are not exactly the ones "
-                                          f"the spec's expect: declares. Params: {where}.",
+            lines.append(command("error", f"{run['machine']}: {F.NOT_AS_EXPECTED}. Params: {where}.",
                                  file=file, title="haltproof: not as expected"))
         else:
-            lines.append(command("error", f"{run['machine']}: {F.incomplete_text(run)}; it "
-                                          f"proves nothing. Params: {where}.",
+            lines.append(command("error", f"{run['machine']}: {F.proves_nothing_text(run)}. Params: {where}.",
                                  file=file, title="haltproof: incomplete"))
     for key, entries in _group(warnings):
         _, file, line, message = key
@@ -146,9 +149,7 @@ def render_github(report: dict[str, Any]) -> str:
         lines.append(command("warning", f"{message} (params: {_params_list(entries)})",
                              file=file, line=line, title="haltproof: vacuous" if "vacuous" in message
                              else "haltproof: warning"))
-    c = F.counts(report["runs"])
-    lines.append(f"haltproof: {len(report['runs'])} runs: {c['proved']} proved, {c['as expected']} violated "
-                 f"as expected, {c['failed']} failed, {c['incomplete']} incomplete -> {report['result']}")
+    lines.append(f"haltproof: {F.totals_text(report)}")
     return "\n".join(lines) + "\n"
 
 
@@ -203,11 +204,11 @@ def mermaid_trace(trace: dict[str, Any]) -> list[str]:
     for n in range(len(steps)):
         if lasso and n == last:
             continue          # the lasso's last state is the loop's first one again
-        out.append(f'    s{n}["{mermaid_text(f"{n}: {F.changes(steps, n)}")}"]')
+        out.append(f'    s{n}["{mermaid_text(f"{n}: {T.changes(steps, n)}")}"]')
     for n in range(1, len(steps)):
         st = steps[n]
         bits = [st.get("action") or "?"]
-        choices = F.choices_text(st.get("choices"))
+        choices = T.assignments_text(st.get("choices") or {})
         if choices:
             bits.append(choices)
         if st.get("rule"):
@@ -222,7 +223,7 @@ def mermaid_trace(trace: dict[str, Any]) -> list[str]:
 
 def md_trace_table(trace: dict[str, Any]) -> list[str]:
     rows = ["| step | action | choices | rule | state (changes) |", "|---:|---|---|---|---|"]
-    for row in F.step_rows(trace):
+    for row in T.step_rows(trace):
         rows.append("| " + " | ".join([row[0], md_code(row[1]) if row[1] != "(initial)" else "(initial)",
                                        md_code(row[2]) if row[2] else "", md_code(row[3]) if row[3] else "",
                                        md_code(row[4])]) + " |")
@@ -239,15 +240,13 @@ def render_markdown(report: dict[str, Any]) -> str:
            "|---|---|---|---:|---:|---:|"]
     for run in runs:
         verdict = F.run_verdict(run)
-        result = F.run_result_text(run)
-        if run.get("stopped_by"):
-            result += f" (stopped at {F.stop_text(run)})"
+        result = F.run_result_stop_text(run)
         mark = {"pass": "✅", "fail": "❌", "incomplete": "⚠️"}[verdict]
         s = run["stats"]
         out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
                    f"{mark} {md_cell(result)} | {s['states']:,} | {s['transitions']:,} | {s['max_depth']} |")
-    failing: dict[tuple, list[tuple[dict, dict]]] = {}
-    expected: list[tuple[dict, dict]] = []
+    failing: dict[Key, list[tuple[Params, Params]]] = {}
+    expected: list[tuple[Params, Params]] = []
     for run in runs:
         for p in run["properties"]:
             kind = F.outcome(p, run)
@@ -291,7 +290,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         for run, p in expected:
             out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
                        f"{md_code(p['name'])} | {md_cell(p['message'])} |")
-    warned: dict[tuple, list[str]] = {}
+    warned: dict[Key, list[str]] = {}
     for run in runs:
         for w in F.warnings_with_lines(run):
             warned.setdefault((F.warning_file(run, w), w.get("line"), w["message"]), []).append(

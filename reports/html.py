@@ -10,11 +10,12 @@ property table, each counterexample as a step table (changed vars highlighted, a
 lasso's loop marked), coverage (rule and terminal counts, vacuity warnings), and the
 explored state graph as inline SVG.
 
-The graph is not in the report dict. `state_graphs` re-explores the same instantiated
-machines for the runs small enough to draw (no property is judged; the state and
-transition counts must equal the run's), and `render_html(report, graphs=...)` draws
-them with Graphviz `dot` when it is installed. Rendered from the report dict alone,
-or without `dot`, the page says why the graph is missing instead of drawing it.
+The graph is not in the report dict. `state_graphs` builds the one graph model
+(reports/graph.py) from the exploration the check kept for each run small enough to
+draw, with the run's counterexamples highlighted, and `render_html(report, graphs=...)`
+draws it through the same DOT writer as `haltproof graph`, with Graphviz `dot` when it
+is installed. Rendered from the report dict alone, or without `dot`, the page says why
+the graph is missing instead of drawing it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,16 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from html.parser import HTMLParser
 from typing import Any
 
+from haltproof.machine.text import assignments_text, value_text
+from haltproof.properties.kinds import VIOLATED, Trace
+
 from . import findings as F
+from .graph import PAGE_VIEW, StateGraph, build_graph, to_dot
 
 GRAPH_MAX_STATES = 200          # a run's graph is drawn only up to this many states
 GRAPH_BUDGET = 2000             # ... and at most this many states over the whole report
@@ -45,64 +50,47 @@ def e(value: Any) -> str:
 
 
 def _v(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    """A value in a cell: blank when absent, a record as JSON, else as every format shows it."""
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return str(value)
+    return value_text(value)
+
+
+Writer = Callable[[str], None]      # appends one piece of the page
 
 
 # ---------------------------------------------------------------- verdicts
 
+_VERDICT_KEY = {"pass": "proved", "fail": "violated", "incomplete": "incomplete"}
+# the legend's and the counts' words for each css key (the keys F.counts counts under)
 VERDICT_TEXT = {"proved": "proved", "violated": "violated", "expected": "violated as expected",
-                "incomplete": "incomplete", "error": "error"}
+                "incomplete": "incomplete"}
+_COUNTED = {"proved": "proved", "expected": "as expected", "violated": "failed", "incomplete": "incomplete"}
 
 
 def run_verdict(run: dict[str, Any]) -> tuple[str, str]:
-    """(css key, text) of a run's verdict, the same judgement as `RunResult.verdict`."""
-    result = run.get("result", "error")
-    expected = run.get("as_expected")
-    if expected is None:
-        key = result if result in ("proved", "violated", "incomplete") else "error"
-        return key, VERDICT_TEXT[key]
+    """(css key, text) of a run's verdict: the gate's judgement (findings.run_verdict, which is
+    check.judge) in the text report's words (findings.run_result_text)."""
     verdict = F.run_verdict(run)
-    if verdict == "pass":
-        return "expected", VERDICT_TEXT["expected"]
-    if verdict == "fail":
-        return "violated", f"{result}, NOT as expected"
-    return "incomplete", "incomplete"
+    key = "expected" if verdict == "pass" and run.get("as_expected") else _VERDICT_KEY[verdict]
+    return key, F.run_result_text(run)
 
 
 def _prop_status(p: dict[str, Any]) -> tuple[str, str]:
+    """(css key, words) of a property's status; the words are the text report's (F.status_text)."""
     status = p.get("status", "unknown")
     if p.get("expected") is True and status == "violated":
-        return "expected", "violated as expected"
-    key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
-    text = {"holds": "holds", "violated": "VIOLATED"}.get(status, status)
-    if p.get("expected") is False:
-        key, text = "violated", f"{text} (NOT as expected)"
-    return key, text
+        key = "expected"
+    elif p.get("expected") is False:
+        key = "violated"
+    else:
+        key = {"holds": "proved", "violated": "violated", "unknown": "incomplete"}.get(status, "error")
+    return key, F.status_text(p)
 
 
 # ---------------------------------------------------------------- state graphs
-
-@dataclass
-class StateGraph:
-    """An explored state space, small enough to draw."""
-
-    var_names: list[str]
-    states: list[tuple]
-    initial: set[int] = field(default_factory=set)
-    terminal: set[int] = field(default_factory=set)
-    # (src, dst, action, rule) -> the choices of every transition merged into that edge
-    edges: dict[tuple[int, int, str, str | None], list[str]] = field(default_factory=dict)
-
-    @property
-    def transitions(self) -> int:
-        return sum(len(c) for c in self.edges.values())
-
 
 def state_graphs(runs: Sequence[Any], report: dict[str, Any],
                  limit: int = GRAPH_MAX_STATES) -> list[StateGraph | str]:
@@ -123,66 +111,20 @@ def _graph_of(result: Any, run: dict[str, Any], limit: int) -> StateGraph | str:
     ex = getattr(result, "exploration", None)
     if n > limit or ex is None:
         return f"state graph: not drawn ({n:,} states; it is drawn for runs of at most {limit} states)"
-    m = ex.machine
-    g = StateGraph(list(m.var_names), list(ex.states))
-    g.initial = {i for i in range(len(ex.states)) if ex.parent[i] == -1}
-    g.terminal = {i for i in range(ex.expanded) if ex.terminal[i]}
-    for i in range(ex.expanded):
-        for k in ex.edges_of(i):
-            act = m.actions[ex.e_action[k]]
-            labels = act.labels[ex.e_combo[k]]
-            choice = " ".join(f"{a}={_v(b)}" for a, b in dict(labels).items()) or "(no choices)"
-            g.edges.setdefault((i, ex.e_dst[k], act.name, ex.e_rule[k]), []).append(choice)
-    return g
+    return build_graph(ex, highlight=_counterexamples(result), name=run.get("machine", ""))
+
+
+def _counterexamples(result: Any) -> list[Trace]:
+    """The traces the page shows for a run, to draw in red on its graph."""
+    out: list[Trace] = []
+    for p in getattr(result, "properties", None) or []:
+        if p.status == VIOLATED and p.trace is not None:
+            out += [p.trace] + ([p.other_trace] if p.other_trace is not None else [])
+    return out
 
 
 def find_dot() -> str | None:
     return shutil.which("dot")
-
-
-def _dot_text(s: str) -> str:
-    """A DOT double-quoted string. `&` is written as an entity so that dot, which passes
-    entities through to SVG, shows a user's `&lt;` literally."""
-    s = s.replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + s.replace("\r", "").replace("\n", "\\n") + '"'
-
-
-def graph_dot(g: StateGraph, prefix: str, on_trace: set[int], trace_edges: set[tuple]) -> str:
-    """The graph in DOT: BFS index labels, full states as tooltips; small graphs show the
-    states and the edge labels too."""
-    small = len(g.states) <= 30
-    out = ["digraph haltproof {",
-           f'  graph [id="{prefix}", rankdir=LR, bgcolor="transparent", nodesep=0.12, ranksep=0.45, '
-           'fontname="Helvetica"];',
-           '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", color="#57606a", '
-           'fontname="Helvetica", fontsize=10, height=0.2, margin="0.06,0.02"];',
-           '  edge [fontname="Helvetica", fontsize=8, color="#8c959f", fontcolor="#57606a", '
-           'arrowsize=0.6];']
-    for i, st in enumerate(g.states):
-        full = "\n".join(f"{k}={_v(v)}" for k, v in zip(g.var_names, st))
-        label = f"#{i}\n{full}" if small else f"{i}"
-        attrs = [f"label={_dot_text(label)}", f"tooltip={_dot_text(f'state {i}' + chr(10) + full)}",
-                 f'id="{prefix}-s{i}"']
-        if i in g.terminal:
-            attrs.append('fillcolor="#dafbe1"')
-        if i in on_trace:
-            attrs += ['color="#cf222e"', 'penwidth=2']
-            if i not in g.terminal:
-                attrs.append('fillcolor="#ffebe9"')
-        if i in g.initial:
-            attrs.append('peripheries=2')
-        out.append(f"  s{i} [{', '.join(attrs)}];")
-    for k, ((src, dst, action, rule), choices) in enumerate(g.edges.items()):
-        what = action + (f" / {rule}" if rule else "")
-        tip = f"{what}: " + ", ".join(choices)
-        attrs = [f"tooltip={_dot_text(tip)}", f'id="{prefix}-e{k}"']
-        if small:
-            attrs.append(f"label={_dot_text(what)}")
-        if (src, dst, action) in trace_edges:
-            attrs += ['color="#cf222e"', 'penwidth=1.6']
-        out.append(f"  s{src} -> s{dst} [{', '.join(attrs)}];")
-    out.append("}")
-    return "\n".join(out) + "\n"
 
 
 _SVG_ELEMENTS = {"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text", "a",
@@ -300,18 +242,13 @@ def _badge(key: str, text: str, cls: str = "") -> str:
     return f'<span class="badge v-{key}{" " + cls if cls else ""}">{e(text)}</span>'
 
 
-def _params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={_v(v)}" for k, v in params.items()) or "(no params)"
-
-
 def render_html(report: dict[str, Any], graphs: Sequence[StateGraph | str] | None = None,
                 *, dot: str | None | bool = True) -> str:
     """The whole page. `graphs`: per run, from `state_graphs` (None: no graphs in the
     report dict, so the page says so). `dot`: the Graphviz binary; True finds it on PATH,
     None/False means it is not installed."""
     runs = report.get("runs") or []
-    if dot is True:
-        dot = find_dot()
+    binary = find_dot() if dot is True else dot or None
     if graphs is None or len(graphs) != len(runs):
         graphs = [NOT_INCLUDED] * len(runs)
     verdicts = [run_verdict(r) for r in runs]
@@ -333,7 +270,7 @@ def render_html(report: dict[str, Any], graphs: Sequence[StateGraph | str] | Non
     _sweeps(w, runs, verdicts)
     w('<h2 id="runs">Runs</h2>')
     for n, (run, (key, text)) in enumerate(zip(runs, verdicts)):
-        _run(w, n, run, key, text, graphs[n], budget.get(n), dot, single=len(runs) == 1)
+        _run(w, n, run, key, text, graphs[n], budget.get(n), binary, single=len(runs) == 1)
     tool = report.get("tool") or {}
     w(f'<footer>{e(tool.get("name", "haltproof"))} {e(tool.get("version", ""))} · report schema '
       f'{e(report.get("schema", ""))} · a self-contained page: no scripts, no network</footer>')
@@ -365,13 +302,12 @@ def _graph_budget(runs: list[dict[str, Any]], graphs: Sequence[StateGraph | str]
     return skipped
 
 
-def _summary(w, report: dict[str, Any], runs: list[dict[str, Any]],
+def _summary(w: Writer, report: dict[str, Any], runs: list[dict[str, Any]],
              verdicts: list[tuple[str, str]]) -> None:
     result = report.get("result", "error")
     key = result if result in ("proved", "violated", "incomplete") else "error"
-    counts = {k: 0 for k in ("proved", "expected", "violated", "incomplete", "error")}
-    for k, _ in verdicts:
-        counts[k] += 1
+    counted = F.counts(runs)
+    counts = {k: counted[c] for k, c in _COUNTED.items()}
     specs = list(dict.fromkeys(r.get("spec", "?") for r in runs))
     states = sum((r.get("stats") or {}).get("states", 0) for r in runs)
     w('<section id="summary"><h2>Summary</h2><div class="summary">')
@@ -387,15 +323,15 @@ def _summary(w, report: dict[str, Any], runs: list[dict[str, Any]],
     for k in ("proved", "expected", "violated", "incomplete"):
         w(f'<td id="count-{k}">{counts[k]}</td>')
     w("</tr></table>")
-    failing = [n for n, (k, _) in enumerate(verdicts) if k in ("violated", "error")]
+    failing = [n for n, (k, _) in enumerate(verdicts) if k == "violated"]
     if failing:
         w("<p>Failing runs: " + ", ".join(
-            f'<a href="#run-{n}">{e(runs[n].get("machine"))} {e(_params_text(runs[n].get("params") or {}))}</a>'
+            f'<a href="#run-{n}">{e(runs[n].get("machine"))} {e(F.params_text(runs[n].get("params") or {}))}</a>'
             for n in failing) + "</p>")
     w("</section>")
 
 
-def _sweeps(w, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> None:
+def _sweeps(w: Writer, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> None:
     w('<section id="sweep"><h2>Sweep</h2>')
     w('<p class="legend">' + " ".join(_badge(k, VERDICT_TEXT[k])
                                       for k in ("proved", "violated", "expected", "incomplete"))
@@ -413,8 +349,8 @@ def _sweeps(w, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> N
 def _cell(n: int, run: dict[str, Any], verdict: tuple[str, str]) -> str:
     key, text = verdict
     stats = run.get("stats") or {}
-    tip = f"{_params_text(run.get('params') or {})}: {text}, {stats.get('states', 0):,} states"
-    return (f'<td class="cell v-{key}" data-params="{e(_params_text(run.get("params") or {}))}">'
+    tip = f"{F.params_text(run.get('params') or {})}: {text}, {stats.get('states', 0):,} states"
+    return (f'<td class="cell v-{key}" data-params="{e(F.params_text(run.get("params") or {}))}">'
             f'<a href="#run-{n}" title="{e(tip)}">{e(text)}</a></td>')
 
 
@@ -451,12 +387,12 @@ def _matrix(g: int, spec: str, names: list[str], members: list[int], runs: list[
     return "\n".join(rows)
 
 
-def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph | str,
+def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph | str,
          skipped: str | None, dot: str | None, single: bool) -> None:
     params = run.get("params") or {}
     stats = run.get("stats") or {}
     w(f'<section class="run v-{key}" id="run-{n}">')
-    w(f'<h3>{e(run.get("machine"))} <span class="mono">{e(_params_text(params))}</span> '
+    w(f'<h3>{e(run.get("machine"))} <span class="mono">{e(F.params_text(params))}</span> '
       f'{_badge(key, text, "verdict")}</h3>')
     explored = run.get("explored")
     stop = run.get("stopped_by")
@@ -470,25 +406,21 @@ def _run(w, n: int, run: dict[str, Any], key: str, text: str, graph: StateGraph 
         f"{float(stats.get('seconds', 0) or 0):.2f} s{e(stop_text)}</p>")
     props = run.get("properties") or []
     _properties(w, n, props)
-    on_trace: set[tuple] = set()
-    trace_edges: set[tuple] = set()
     for p in props:
         if p.get("status") == "violated" and p.get("trace"):
             w(f'<h4 id="run-{n}-{e(p.get("name"))}">counterexample: {e(p.get("name"))} '
               f'<span class="muted">— {e(p.get("message"))}</span></h4>')
             _trace(w, p["trace"])
-            _collect(p["trace"], on_trace, trace_edges)
             if p.get("other_trace"):
                 w('<p class="muted">… while this run, equal up to the ignored vars, does differently:</p>')
                 _trace(w, p["other_trace"])
-                _collect(p["other_trace"], on_trace, trace_edges)
     _scenarios(w, run.get("scenarios") or [])
     _coverage(w, run)
-    _graph(w, n, graph, skipped, dot, on_trace, trace_edges, open_=single)
+    _graph(w, n, graph, skipped, dot, open_=single)
     w("</section>")
 
 
-def _properties(w, n: int, props: list[dict[str, Any]]) -> None:
+def _properties(w: Writer, n: int, props: list[dict[str, Any]]) -> None:
     w(f'<table class="props" id="props-{n}"><tr><th>property</th><th>kind</th><th>status</th>'
       "<th>message</th><th>expected</th><th>line</th></tr>")
     for p in props:
@@ -512,21 +444,7 @@ def _line_cell(p: dict[str, Any]) -> Any:
     return f"{p['file']}:{p.get('line')}" if p.get("file") else p.get("line")
 
 
-def _state_key(state: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, _v(v)) for k, v in state.items()))
-
-
-def _collect(trace: dict[str, Any], on_trace: set[tuple], trace_edges: set[tuple]) -> None:
-    prev = None
-    for step in trace.get("steps") or []:
-        cur = _state_key(step.get("state") or {})
-        on_trace.add(cur)
-        if prev is not None:
-            trace_edges.add((prev, cur, step.get("action")))
-        prev = cur
-
-
-def _trace(w, trace: dict[str, Any]) -> None:
+def _trace(w: Writer, trace: dict[str, Any]) -> None:
     steps = trace.get("steps") or []
     names = list(dict.fromkeys(k for s in steps for k in (s.get("state") or {})))
     lasso = trace.get("kind") == "lasso"
@@ -545,7 +463,7 @@ def _trace(w, trace: dict[str, Any]) -> None:
         if lasso and i == len(steps) - 1 and i != start:
             cls.append("loop-back")
             mark = f" ↩ back to step {_v(start)}"
-        choices = " ".join(f"{k}={_v(v)}" for k, v in (s.get("choices") or {}).items())
+        choices = assignments_text(s.get("choices") or {})
         cells = []
         for k in names:
             changed = prev is not None and (k not in prev or prev.get(k) != state.get(k))
@@ -558,7 +476,7 @@ def _trace(w, trace: dict[str, Any]) -> None:
     w("</table>")
 
 
-def _scenarios(w, scenarios: list[dict[str, Any]]) -> None:
+def _scenarios(w: Writer, scenarios: list[dict[str, Any]]) -> None:
     if not scenarios:
         return
     bad = [s for s in scenarios if s.get("status") != "passed"]
@@ -574,7 +492,7 @@ def _scenarios(w, scenarios: list[dict[str, Any]]) -> None:
     w("</table>")
 
 
-def _coverage(w, run: dict[str, Any]) -> None:
+def _coverage(w: Writer, run: dict[str, Any]) -> None:
     cov = run.get("coverage") or {}
     rules, terminals = cov.get("rules") or {}, cov.get("terminals") or {}
     lines = {r: line for table in ((run.get("source") or {}).get("rules") or {}).values()
@@ -600,8 +518,7 @@ def _coverage(w, run: dict[str, Any]) -> None:
         w('<p class="muted">no vacuity warnings: every decide rule fires, every terminal and action is reached</p>')
 
 
-def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None,
-           on_trace: set[tuple], trace_edges: set[tuple], open_: bool) -> None:
+def _graph(w: Writer, n: int, graph: StateGraph | str, skipped: str | None, dot: str | None, open_: bool) -> None:
     if isinstance(graph, str):
         w(f'<p class="note graph-note">{e(graph)}</p>')
         return
@@ -612,18 +529,14 @@ def _graph(w, n: int, graph: StateGraph | str, skipped: str | None, dot: str | N
         w('<p class="note graph-note">state graph: not drawn (Graphviz <code>dot</code> is not '
           "installed; install Graphviz, e.g. <code>apt-get install graphviz</code>, to include it)</p>")
         return
-    keys = [_state_key(dict(zip(graph.var_names, st))) for st in graph.states]
-    on = {i for i, k in enumerate(keys) if k in on_trace}
-    edges = {(graph_src, graph_dst, action) for (graph_src, graph_dst, action, _rule) in graph.edges
-             if (keys[graph_src], keys[graph_dst], action) in trace_edges}
-    svg, note = graph_svg(graph_dot(graph, f"g{n}", on, edges), dot)
+    svg, note = graph_svg(to_dot(graph, replace(PAGE_VIEW, id_prefix=f"g{n}")), dot)
     if svg is None:
         w(f'<p class="note graph-note">{e(note)}</p>')
         return
     w(f'<details class="graph-box"{" open" if open_ else ""}><summary>state graph '
       f"({len(graph.states):,} states, {graph.transitions:,} transitions)</summary>")
-    w('<p class="muted legend">double border: initial · green: terminal · red: on a counterexample · '
-      "hover a state or an edge for its values</p>")
+    w('<p class="muted legend">bold border: initial · green, double border: terminal · red fill: deadlock '
+      "or spec error · red outline: on a counterexample · hover a state or an edge for its values</p>")
     w(f'<div class="graph" id="graph-{n}">{svg}</div></details>')
 
 

@@ -81,7 +81,7 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
         elif kind == F.ERROR:
             case["kind"] = "error"
             case["type"] = "incomplete"
-            case["message"] = f"{p['name']} unknown: {F.incomplete_text(run)}; it proves nothing"
+            case["message"] = f"{p['name']} unknown: {F.proves_nothing_text(run)}"
             case["text"] = f"{at}  [{run['machine']}]  {F.params_text(params)}\n{p['message']}\n"
         elif kind == F.UNDECIDED:
             case["kind"] = "skipped"
@@ -116,12 +116,11 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
         unjudged = [n for n in declared if n not in judged]
         why = f" (not judged for these params: {', '.join(unjudged)})" if unjudged else ""
         cases.append({"name": _case_name("gate", params), "kind": "failure", "type": "not as expected",
-                      "message": f"the run is {F.run_result_text(run)}: its findings are not "
-                                 f"exactly the ones the spec's expect: declares{why}",
+                      "message": f"the run is {F.not_as_expected_text(run)}{why}",
                       "text": f"{F.spec_file(run)}  [{run['machine']}]  {F.params_text(params)}\n"})
     elif verdict == "incomplete" and not kinds & {"failure", "error"}:
         cases.append({"name": _case_name("gate", params), "kind": "error", "type": "incomplete",
-                      "message": f"{F.incomplete_text(run)}; it proves nothing"})
+                      "message": F.proves_nothing_text(run)})
     return cases
 
 
@@ -178,8 +177,8 @@ def render_junit(report: dict[str, Any]) -> str:
     for runs in by_spec.values():
         suite = _suite_of(runs)
         for k in totals:
-            totals[k] += int(suite.get(k))
-        seconds += float(suite.get("time"))
+            totals[k] += int(suite.attrib[k])
+        seconds += float(suite.attrib["time"])
         root.append(suite)
     # junit-10.xsd allows no `skipped` on <testsuites>; each <testsuite> carries its own.
     root.attrib.update({k: str(v) for k, v in totals.items() if k != "skipped"})

@@ -1,6 +1,7 @@
-"""The report: one `haltproof-report/1` result, rendered as JSON or as text for people.
+"""The report model: one `haltproof-report/1` dict built from a check's RunResults.
 
-Every output format is built from the same RunResult list; nothing here re-runs a check.
+It is the one input of every output format (reports/text.py, formats.py, ...), text
+included; nothing here or there re-runs a check. Its keys are a contract: extend, never break.
 """
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from haltproof.machine.spec import shown_path
-from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Trace
+from haltproof.properties.kinds import VIOLATED, PropertyResult
 
-from haltproof.explorer.check import BOUND_OPTION, RunResult
+from haltproof.explorer.check import RunResult
 
 SCHEMA = "haltproof-report/1"
 
@@ -68,6 +69,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         out["stop_reason"] = r.stop_reason
     if r.as_expected is not None:
         out["as_expected"] = r.as_expected
+    if r.binding is not None:
+        out["binding"] = r.binding
     return out
 
 
@@ -92,7 +95,7 @@ def _source(r: RunResult) -> dict[str, Any]:
 
 def _elsewhere(spec: Any) -> dict[str, Any]:
     """The declarations written in another file than the spec's, by kind, with their file."""
-    def shown(decls: list) -> dict[str, str]:
+    def shown(decls: list[Any]) -> dict[str, str]:
         return {d.name: shown_path(d.file) for d in decls if d.file}
     out: dict[str, Any] = {"actions": shown(spec.actions), "properties": shown(spec.properties),
                            "rules": {a.name: shown(a.decide.rules) for a in spec.actions
@@ -118,75 +121,6 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
     if p.expected is not None:
         out["expected"] = p.expected
     return out
-
-
-# ---------------------------------------------------------------- text
-
-def _v(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _params_text(params: dict[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items()) or "(no params)"
-
-
-def to_text(runs: list[RunResult], quiet: bool = False) -> str:
-    lines: list[str] = []
-    w = lines.append
-    for r in ([] if quiet else runs):
-        head = f"{shown_path(r.spec.path)}  [{r.spec.name}]  {_params_text(r.params)}"
-        if r.explored != "model":
-            head += f"  (checked the bound {r.explored})"
-        w(head)
-        s = r.stats
-        verdict = r.result
-        if r.as_expected is True:
-            verdict = "violated as expected"
-        elif r.as_expected is False:
-            verdict = f"{r.result}, NOT as expected"
-        stop = f" (stopped at {BOUND_OPTION[r.stopped_by]})" if r.stopped_by else ""
-        w(f"  {verdict}{stop}: {s['states']:,} states, {s['transitions']:,} transitions, "
-          f"{s['terminal_states']:,} terminal, depth {s['max_depth']}, {s['seconds']:.2f} s")
-        if r.stop_reason:
-            w(f"  {r.stop_reason}")
-        width = max(len(p.name) for p in r.properties)
-        for p in r.properties:
-            status = {HOLDS: "holds", VIOLATED: "VIOLATED", UNKNOWN: "unknown"}[p.status]
-            if p.expected is True and p.status == VIOLATED:
-                status = "violated as expected"
-            elif p.expected is False:
-                status += " (NOT as expected)"
-            w(f"  {status:<9} {p.name:<{width}}  {p.message}")
-            if p.status == VIOLATED and p.trace is not None:
-                lines.extend("      " + t for t in trace_table(p.trace))
-                if p.other_trace is not None:
-                    w("      ... while this run, equal up to the ignored vars, does differently:")
-                    lines.extend("      " + t for t in trace_table(p.other_trace))
-        if r.bounds:
-            w("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in r.bounds.items()))
-        for sc in r.scenarios:
-            if not sc.ok:
-                w(f"  FAILED    scenario {sc.name}: {sc.message}")
-        if r.scenarios and all(sc.ok for sc in r.scenarios):
-            w(f"  scenarios: {len(r.scenarios)} passed ({', '.join(sc.name for sc in r.scenarios)})")
-        for warning in r.warnings:
-            w(f"  warning: {warning}")
-        w("")
-    if not quiet:
-        for sweep in sweeps(runs):
-            lines.extend(_sweep_text(sweep))
-    result, code = overall(runs)
-    counts = {"proved": 0, "as expected": 0, "violated": 0, "incomplete": 0}
-    for r in runs:
-        if r.verdict == "pass":
-            counts["as expected" if r.as_expected else "proved"] += 1
-        else:
-            counts["violated" if r.verdict == "fail" else "incomplete"] += 1
-    w(f"{len(runs)} runs: {counts['proved']} proved, {counts['as expected']} violated as expected, "
-      f"{counts['violated']} failed, {counts['incomplete']} incomplete -> {result}")
-    return "\n".join(lines) + "\n"
 
 
 _VERDICT_WORD = {"pass": "proved", "fail": "FAILED", "incomplete": "incomplete"}
@@ -215,45 +149,3 @@ def sweeps(runs: list[RunResult]) -> list[dict[str, Any]]:
                     "runs": [{"params": r.params, "verdict": _cell_word(r)} for r in group],
                     "first_failures": first})
     return out
-
-
-def _sweep_text(sweep: dict[str, Any]) -> list[str]:
-    names = sweep["params"]
-    lines = [f"sweep of {sweep['spec']}:"]
-    cells = {tuple(c["params"].values()): c["verdict"] for c in sweep["runs"]}
-    if len(names) == 2:
-        rows = sorted({k[0] for k in cells})
-        cols = sorted({k[1] for k in cells})
-        head = [f"{names[0]} \\ {names[1]}"] + [str(c) for c in cols]
-        table = [head] + [[str(r)] + [cells.get((r, c), "-") for c in cols] for r in rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-        lines += ["  " + "  ".join(x.ljust(wd) for x, wd in zip(row, widths)).rstrip() for row in table]
-    else:
-        for c in sweep["runs"]:
-            lines.append(f"  {_params_text(c['params'])}: {c['verdict']}")
-    for name, info in sweep["first_failures"].items():
-        note = " (as expected)" if info["expected"] else ""
-        lines.append(f"  {name} first fails at {_params_text(info['params'])}{note}")
-    lines.append("")
-    return lines
-
-
-def trace_table(trace: Trace) -> list[str]:
-    """A counterexample as rows: step, action, choices, rule fired, the vars that changed."""
-    rows = [("step", "action", "choices", "rule", "state (changes)")]
-    prev: dict[str, Any] | None = None
-    for n, st in enumerate(trace.steps):
-        if prev is None:
-            change = " ".join(f"{k}={_v(v)}" for k, v in st.state.items())
-        else:
-            change = " ".join(f"{k}={_v(v)}" for k, v in st.state.items() if prev.get(k) != v) or "(no change)"
-        mark = ""
-        if trace.kind == "lasso" and n == trace.loop_start:
-            mark = "  <- loop starts"
-        if trace.kind == "lasso" and n == len(trace.steps) - 1:
-            mark = f"  -> back to step {trace.loop_start}"
-        choices = " ".join(f"{k}={_v(v)}" for k, v in st.choices.items())
-        rows.append((str(n), st.action or "(initial)", choices, st.rule or "", change + mark))
-        prev = st.state
-    widths = [max(len(row[c]) for row in rows) for c in range(4)]
-    return ["  ".join(row[c].ljust(widths[c]) for c in range(4)) + "  " + row[4] for row in rows]

@@ -42,6 +42,8 @@ from urllib.parse import quote
 
 from haltproof.properties.kinds import BUILTIN_TEXT, KIND_TEXT
 
+from haltproof.machine import text as T
+
 from . import findings as F
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -86,13 +88,13 @@ def _step_message(trace: dict[str, Any], n: int) -> str:
         head = "step 0: initial state"
     else:
         head = f"step {n}: {step['action']}"
-        choices = F.choices_text(step.get("choices"))
+        choices = T.assignments_text(step.get("choices") or {})
         if choices:
             head += f" {choices}"
         if step.get("rule"):
             head += f", rule {step['rule']}"
-    text = f"{head}; {F.changes(trace['steps'], n)}"
-    mark = F.loop_mark(trace, n)
+    text = f"{head}; {T.changes(trace['steps'], n)}"
+    mark = T.loop_mark(trace, n)
     return f"{text} ({mark})" if mark else text
 
 
@@ -107,7 +109,7 @@ def _thread_flow(run: dict[str, Any], trace: dict[str, Any]) -> dict[str, Any]:
                                    "message": {"text": f"action {step['action']}"}}]
         locations.append({
             "location": loc,
-            "state": {k: {"text": F.value_text(v)} for k, v in step["state"].items()},
+            "state": {k: {"text": T.value_text(v)} for k, v in step["state"].items()},
             "executionOrder": n,
             "nestingLevel": 0,
         })
@@ -227,8 +229,7 @@ def render_sarif(report: dict[str, Any]) -> str:
         if verdict == "fail" and not failed_here:
             rules.add(EXPECT_RULE, "expect", "a spec's findings are exactly the ones its expect: declares")
             results.append(_result(rules, EXPECT_RULE,
-                                   f"{where} is {F.run_result_text(run)}: its findings are not exactly "
-                                   "the ones the spec's expect: declares", file, None, "expect", run, {}))
+                                   f"{where} is {F.not_as_expected_text(run)}", file, None, "expect", run, {}))
         if run["result"] == "incomplete" or run.get("stopped_by"):
             unknown = sum(1 for p in run["properties"] if p["status"] == "unknown")
             notifications.append({

@@ -33,7 +33,7 @@ def test_bounds_in_json_and_text(cli):
     (run,) = ran.json()["runs"]
     assert run["bounds"]["transitions"]["value"] == 3 and run["bounds"]["transitions"]["exact"] is True
     assert run["bounds"]["transitions"]["witness"]["steps"][0]["action"] is None
-    text = cli("check", LOOP_DEMO, "-p", "max_steps=3", "-p", "max_retries=1").out
+    text = cli("check", LOOP_DEMO, "-p", "max_steps=3", "-p", "max_retries=1", "--verbose").out
     assert "  bounds: transitions at most 3, failed_reads at most 2" in text
 
 
@@ -97,7 +97,7 @@ def test_choice_values_that_never_matter_are_reported(tmp_path):
 
 
 def test_sweep_summary_in_text_and_json(cli):
-    text = cli("check", MUTANTS / "limit_before_observation.yaml").out
+    text = cli("check", MUTANTS / "limit_before_observation.yaml", "--verbose").out
     assert any(ln.startswith("sweep of ") and ln.endswith("mutants/limit_before_observation.yaml:")
                for ln in text.splitlines())
     assert "  max_steps \\ max_retries  0            1" in text

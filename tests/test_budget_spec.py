@@ -212,7 +212,7 @@ def test_mutant_c_equal_K_treated_as_exhausted_for_finish(tmp_path):
     path = _mutant_spec(tmp_path, "FinishExhaustedAtK")
     run, bad = _check(path, K=4, R=2)
     assert set(bad) == {"supported_finish_accepted", "budget_exhausted_only_for_a_tool_call",
-                        "finished_reserved_reachable"}
+                        "finished_reserved_reachable", "code_matches_spec"}   # it drifts from the stages too
     trace = bad["supported_finish_accepted"].trace
     assert len(trace) == 7                                   # four attempts in the fewest steps, then finish
     last = trace.steps[-1]
@@ -241,7 +241,7 @@ def test_mutant_budget_checked_after_the_call(tmp_path):
 def test_mutant_finalize_without_checking_the_receipt(tmp_path):
     path = _mutant_spec(tmp_path, "FinishWithoutReceipt")
     run, bad = _check(path, K=4, R=2)
-    assert set(bad) == {"finish_reserved_needs_receipt"}
+    assert set(bad) == {"finish_reserved_needs_receipt", "code_matches_spec"}   # it drifts from the stages too
     trace = bad["finish_reserved_needs_receipt"].trace
     assert len(trace) == 1                                   # worked example 2: finish reserved first
     assert trace.steps[1].choices == {"move": "finish_reserved"} and trace.steps[1].state["written"] == 0

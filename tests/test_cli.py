@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
+import importlib
 import json
 import re
 import subprocess
@@ -12,11 +15,26 @@ import pytest
 
 import haltproof.explorer.engine
 from haltproof.reports.report import shown_path
-from conftest import LOOP_DEMO, MUTANTS
+from haltproof.cli.main import build_parser
+from conftest import LOOP_DEMO, MUTANTS, ROOT
+
+
+def test_check_with_no_arguments_is_one_line_a_run_then_the_totals(cli):
+    """Quiet by default: the bundled check fits on a screen, one line per spec x params."""
+    ran = cli("check")
+    assert ran.code == 0
+    lines = ran.out.splitlines()
+    runs = [ln for ln in lines if re.fullmatch(r"proved  specs/\w+\.yaml \[\w+\] \S.*: [\d,]+ states, \d+\.\d\d s.*", ln)]
+    assert len(runs) == 66 and lines[:66] == runs
+    assert sum("[loop_demo]" in ln for ln in runs) == 10
+    assert lines[66] == ""
+    assert re.fullmatch(r"\d+ warnings in \d+ runs \(vacuity: parts of a spec that never matter\): "
+                        r"--verbose lists them", lines[67])
+    assert lines[68:] == ["66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
 
 
 def test_check_with_no_arguments_checks_the_bundled_specs(cli):
-    ran = cli("check")
+    ran = cli("check", "--verbose")
     assert ran.code == 0
     assert "loop_demo" in ran.out
     demo = [ln for ln in ran.out.splitlines() if "[loop_demo]" in ln]
@@ -68,7 +86,7 @@ def test_text_output_shows_stats_statuses_and_counterexample_table(cli, tmp_path
     text = (MUTANTS / "limit_before_observation.yaml").read_text()
     spec = tmp_path / "m.yaml"
     spec.write_text(text[:text.index("\nexpect:")] + "\n")
-    ran = cli("check", spec, "-p", "max_steps=3", "-p", "max_retries=0")
+    ran = cli("check", spec, "-p", "max_steps=3", "-p", "max_retries=0", "--verbose")
     assert ran.code == 1
     out = ran.out
     assert "max_steps=3 max_retries=0" in out
@@ -320,7 +338,8 @@ def test_property_filter_checks_only_that_property_and_the_builtins(cli):
               "--format", "json")
     assert ran.code == 0
     (run,) = ran.json()["runs"]
-    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "bound_code", "terminates"]
+    assert [p["name"] for p in run["properties"]] == ["domains", "well_defined", "bound_code", "code_matches_spec",
+                                                      "terminates"]
 
 
 def test_json_file_matches_stdout_report(cli, tmp_path):
@@ -442,7 +461,7 @@ def test_property_filter_over_several_specs(cli, tmp_path):
               "--format", "json")
     rep = ran.json()
     assert len(rep["runs"]) == 10 + 6
-    builtins = {"loop_demo": ["domains", "well_defined", "bound_code"],
+    builtins = {"loop_demo": ["domains", "well_defined", "bound_code", "code_matches_spec"],
                 "loop_decide_counts_as_step": ["domains", "well_defined"]}
     assert all([p["name"] for p in r["properties"]] == builtins[r["machine"]] for r in rep["runs"])
     ran = cli("check", LOOP_DEMO, MUTANTS / "decide_counts_as_step.yaml", "--property", "nope")
@@ -454,3 +473,65 @@ def test_unwritable_json_file_is_a_usage_error(cli, tmp_path):
               "--json", tmp_path / "no" / "such" / "dir.json")
     assert ran.code == 2 and "cannot write the report" in ran.err
     assert ran.out == ""
+
+
+# ---------------------------------------------------------------- the shape of the CLI (issue 12)
+
+SUBCOMMANDS = ("check", "conform", "replay", "graph")
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module a file imports, relative imports of the cli package resolved."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ("haltproof.cli." if node.level else "") + (node.module or "")
+            out.add(base.rstrip("."))
+            out.update(f"{base.rstrip('.')}.{a.name}" if node.level and not node.module else ""
+                       for a in node.names)
+    return out - {""}
+
+
+def test_one_module_per_subcommand_none_importing_the_dispatcher():
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert tuple(sub.choices) == SUBCOMMANDS
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"haltproof.cli.{name}")
+        assert callable(getattr(module, f"cmd_{name}")) and callable(module.add_parser)
+        assert "haltproof.cli.main" not in _imported(ROOT / "cli" / f"{name}.py"), name
+    assert not {m for m in _imported(ROOT / "cli" / "common.py") if m.startswith("haltproof.cli")}
+
+
+def test_the_graph_format_parses_no_arguments_and_imports_no_cli():
+    """argparse and exit codes belong to cli/graph.py, not to the report format."""
+    imported = _imported(ROOT / "reports" / "graph.py")
+    assert "argparse" not in imported and "sys" not in imported
+    assert not [m for m in imported if m.startswith("haltproof.cli")]
+
+
+def test_no_cli_function_is_longer_than_80_lines():
+    for path in sorted((ROOT / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno + 1 <= 80, f"{path.name}: {node.name}"
+
+
+@pytest.mark.parametrize("option, what", [("--baseline", "a file name"), ("--emit-tests", "a directory name")])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_baseline_or_tests_directory_is_refused(cli, tmp_path, monkeypatch, option, what, value):
+    """`--baseline=` (an unset CI variable) used to be taken as no --baseline: the gate compared
+    nothing and exited 0; `--emit-tests=` wrote no tests; `--baseline " "` wrote a file named " "."""
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", f"{option}={value}")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: {option} needs {what}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_replay_refuses_an_empty_trace_file_name(cli, value):
+    """`--trace=` was read as the current directory: "error: : not a JSON trace: [Errno 21] ..."."""
+    ran = cli("replay", LOOP_DEMO, f"--trace={value}", "-p", "max_steps=1", "-p", "max_retries=0")
+    assert (ran.code, ran.out, ran.err) == (2, "", "error: --trace needs a file name\n")

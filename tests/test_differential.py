@@ -98,8 +98,8 @@ def compare(ref: RefRun, run, text: str) -> None:
     if ref.labels:
         assert run.coverage["terminals"] == ref.labels, where
 
-    # bound_code (a bound spec's code) is not about the stages that --model explores
-    results = {p.name: p for p in run.properties if p.name != "bound_code"}
+    # bound_code and code_matches_spec (a bound spec's code) are not about the stages that --model explores
+    results = {p.name: p for p in run.properties if p.name not in ("bound_code", "code_matches_spec")}
     assert set(results) == set(ref.properties), where
     spec_props = dict(m.spec.properties)
     for name, want in ref.properties.items():

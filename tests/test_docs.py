@@ -51,12 +51,15 @@ def test_readme_command_runs(cli, command, tmp_path, monkeypatch):
 
 def test_readme_sample_output_is_what_check_prints(cli):
     ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=5", "-p", "max_retries=1")
+    shown = re.sub(r"\d+\.\d\d s", "0.01 s", ran.out.replace(str(ROOT) + "/", ""))
+    assert "```\n$ haltproof check specs/loop_demo.yaml -p max_steps=5 -p max_retries=1\n" + shown + "```" in README
+    ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=5", "-p", "max_retries=1", "--verbose")
     for line in ("proved: 322 states, 420 transitions, 238 terminal, depth 5",
                  "specs/loop_demo.yaml  [loop_demo]  max_steps=5 max_retries=1  "
                  "(checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter)"):
         assert line in README and line in ran.out
     mutant = cli("check", ROOT / "specs" / "mutants" / "limit_before_observation.yaml",
-                 "-p", "max_steps=3", "-p", "max_retries=0")
+                 "-p", "max_steps=3", "-p", "max_retries=0", "--verbose")
     row = "3     read_task_cards  obs=one_match   limit     steps=3 observation=one_match decision=limit"
     assert row in README and row in mutant.out
 
@@ -94,8 +97,8 @@ def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
         elif command.startswith("haltproof check specs/loop_demo.yaml") or command.startswith("haltproof conform"):
             monkeypatch.chdir(ROOT)
             assert cli(*shlex.split(command)[1:]).code == 0, command
-        elif command.startswith("cd docs/examples && "):
-            monkeypatch.chdir(ROOT / "docs" / "examples")
+        elif command.startswith(("cd docs/examples && ", "cd examples/agent_loop && ")):
+            monkeypatch.chdir(ROOT / command.split()[1])
             assert cli(*shlex.split(command.split("&& ", 1)[1])[1:]).code == 0, command
         elif command == "pytest --haltproof specs/":
             ran = subprocess.run([sys.executable, "-m", "pytest", "--haltproof", "specs/", "-q",

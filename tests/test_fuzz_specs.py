@@ -422,5 +422,5 @@ def test_a_negative_literal_after_in():
     """`x in (-1, 3)` was refused ("the tuple after 'in' may hold only literals"): -1 is a literal."""
     text = SMALL + "terminal: x in (-1, 3)\nproperties:\n  never_minus: {always: \"x not in (-1, -2, +7)\"}\n"
     for engine in ("scalar", "vector"):
-        path, code, out, err = run_check(text, "--engine", engine)
+        path, code, out, err = run_check(text, "--engine", engine, "--verbose")
         assert code == 0 and "proved: 4 states" in out, err

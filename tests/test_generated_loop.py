@@ -1,4 +1,4 @@
-"""The scalar engine's generated loop (machine/compiled.py, `_generate_sweep`) against its
+"""The scalar engine's generated loop (machine/sweep.py, `generate_sweep`) against its
 plain loop (explorer/engine.py, `_plain_loop`): the same exploration, field for field —
 states, parents, depths, edges, what each edge and first visit was, terminal and error
 flags, findings with their messages, coverage counts, forwardness — on every repo spec,
@@ -239,3 +239,68 @@ def test_generated_and_plain_loops_agree_on_random_specs(seed: int):
         _same_both_ways(m, max_states=r.randint(1, 20))
         _same_both_ways(m, properties=set(r.sample(names, max(1, len(names) // 2))))
         checked += 1
+
+
+def test_the_engine_gives_the_generated_loop_every_member_of_its_sweep_target():
+    """The loop reads only what machine/sweep.py's SweepTarget declares, and the engine's
+    _Sweep has each of those members, of the declared kind (method or value)."""
+    import ast as pyast
+    import inspect
+
+    from haltproof.explorer.engine import _Sweep
+    from haltproof.machine import sweep as S
+
+    declared = {n for n in vars(S.SweepTarget) if not n.startswith("_")} | set(S.SweepTarget.__annotations__)
+    m = CompiledSpec(parse_spec(_failing("inv"), "failing.yaml")).instantiate({})
+    target = _Sweep(m, None, None, None, None, None)
+    methods = {n for n, v in vars(S.SweepTarget).items() if inspect.isfunction(v) and not n.startswith("_")}
+    assert methods == {"live", "tick", "missing", "bound", "interrupted", "terminal_error", "guard_error",
+                       "step_error", "domain_fail", "check_state", "check_step"}
+    for name in declared:
+        assert hasattr(target, name), name
+        assert callable(getattr(target, name)) == (name in methods), name
+    module, _ = S.generate_sweep(m.spec)
+    read = {n.attr for n in pyast.walk(module)
+            if isinstance(n, pyast.Attribute) and isinstance(n.value, pyast.Name) and n.value.id == "_x"}
+    assert read <= declared and {"states", "check_state", "check_step", "live"} <= read
+
+
+def test_the_loop_is_built_as_an_ast_and_names_the_failing_spec_line():
+    """Every statement of the generated code has a line of its own; a set stage's right
+    sides each map to their own spec line (so a failing one is named by its line), in the
+    BFS loop and in the step functions the plain loop calls."""
+    spec = parse_spec("""
+machine: lines
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  y: {type: int, min: 0, max: 3, init: 0}
+actions:
+  go:
+    when: x < 3
+    do:
+      - set:
+          x: "x + 1"
+          y: "3 // (2 - x)"
+terminal: x == 3
+""", "lines.yaml")
+    from haltproof.machine.sweep import generate_sweep
+    module, origin = generate_sweep(spec)
+    assert sorted(set(origin.values())) == [8, 10, 11, 12, 13]   # guard, the set, its two right sides, terminal
+    m = CompiledSpec(spec).instantiate({})
+    for machine in (m, _plain(m)):           # the loop's AST, and the step functions' module
+        assert explore(machine).findings["well_defined"].message == (
+            "action go with no choices (lines.yaml:12): integer division or modulo by zero")
+
+
+def test_the_compilers_import_no_engine_and_not_each_other():
+    """machine/ is the lowest layer: the loop's generator names no explorer module, and
+    compiled.py and vectorize.py share `folded` through machine/fold.py, not a cycle."""
+    import ast as pyast
+
+    def imports(path: Path) -> set[str]:
+        tree = pyast.parse(path.read_text())
+        return {n.module or "" for n in pyast.walk(tree) if isinstance(n, pyast.ImportFrom)} | \
+               {a.name for n in pyast.walk(tree) if isinstance(n, pyast.Import) for a in n.names}
+    for name in ("compiled", "sweep", "fold"):
+        found = imports(ROOT / "machine" / f"{name}.py")
+        assert not {i for i in found if "explorer" in i or i.endswith("vectorize")}, name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,12 @@ import pytest
 
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 from dot_grammar import DotSyntaxError, parse_dot
-from haltproof.reports.graph import dot_quote, graph_for, mermaid_text, to_dot
+from haltproof.cli.graph import graph_for
+from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.machine.spec import load_spec
+from haltproof.reports import report
+from haltproof.reports.html import state_graphs
+from haltproof.reports.graph import PAGE_VIEW, StateGraph, Transition, dot_quote, mermaid_text, to_dot, to_networkx
 
 RETRY = ROOT / "docs" / "examples" / "retry_loop.yaml"
 DOC = ROOT / "docs" / "traces-and-graphs.md"
@@ -231,26 +237,62 @@ NASTY = 'a "quoted" \\ back\\slash\nline 2 {x} -> y; [z] // c /* d */ # <b> | `e
 
 
 def _nasty_graph():
-    G, _ = graph_for(str(MUTANTS / "failure_not_a_step.yaml"), {"max_steps": 2, "max_retries": 0},
+    g, _ = graph_for(str(MUTANTS / "failure_not_a_step.yaml"), {"max_steps": 2, "max_retries": 0},
                      highlight="terminates")
-    G.graph["name"] = 'we"ird\\'
-    G.graph["note"] += "\n" + NASTY
-    G.nodes[0]["label"] = NASTY
-    u, v = next(iter(G.edges))
-    G.edges[u, v]["label"] = NASTY
-    return G, (u, v)
+    g.name = 'we"ird\\'
+    g.notes.append(NASTY)
+    g.states[0] = (NASTY, *g.states[0][1:])
+    u, v = next(iter(g.edges))
+    g.edges[u, v] = [Transition(NASTY)]
+    return g, (u, v)
 
 
 def test_every_id_and_label_is_quoted_and_escaped():
     assert dot_quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
-    G, (u, v) = _nasty_graph()
-    dot = parse_dot(to_dot(G))
+    g, (u, v) = _nasty_graph()
+    dot = parse_dot(to_dot(g))
     assert dot.name == 'we"ird\\'
-    assert dot.nodes["s0"]["label"] == "s0\n" + NASTY
+    first, *rest = [f"{k}={x}" for k, x in zip(g.var_names, g.states[0])]
+    assert first == f"{g.var_names[0]}={NASTY}" and len(rest) == len(g.var_names) - 1
+    assert dot.nodes["s0"]["label"] == "\n".join(["s0", first, *rest])
     (label,) = [a["label"] for a_, b_, a in dot.edges if (a_, b_) == (f"s{u}", f"s{v}")]
     assert label == NASTY
     assert NASTY in dot.defaults["graph"]["comment"]
-    assert len(dot.nodes) == G.number_of_nodes() and len(dot.edges) == G.number_of_edges()
+    assert len(dot.nodes) == len(g.states) == 77 and len(dot.edges) == len(g.edges)
+
+
+def test_an_ampersand_in_a_value_is_an_entity_so_graphviz_shows_it_as_written():
+    """Graphviz decodes entities in every label: `&lt;` written as is was drawn as `<`."""
+    assert dot_quote("a&lt;b & c") == '"a&amp;lt;b &amp; c"'
+    g, _ = graph_for(str(RETRY), {"K": 1, "R": 0})
+    g.states[0] = ("x&lt;y&z", *g.states[0][1:])
+    assert parse_dot(to_dot(g)).nodes["s0"]["label"].split("\n")[1] == f"{g.var_names[0]}=x&amp;lt;y&amp;z"
+    if DOT:
+        done = subprocess.run([DOT, "-Tplain"], input=to_dot(g), capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("node s0 ")]
+        assert f"{g.var_names[0]}=x&lt;y&z" in line
+
+
+def test_a_line_break_in_the_machine_name_never_ends_a_comment(cli, tmp_path):
+    """The DOT and Mermaid headers are comments: a name with a line break wrote its second
+    line as DOT (`}` ended the graph) or as a Mermaid statement."""
+    spec = tmp_path / "name.yaml"
+    spec.write_text('machine: "two\\n} digraph x {\\rclassDef s fill:red"\n'
+                    "vars:\n  n: {type: int, min: 0, max: 1, init: 0}\n"
+                    "actions:\n  go: {when: n < 1, do: [{set: {n: n + 1}}]}\n"
+                    "terminal: n == 1\n")
+    dot = cli("graph", spec)
+    assert dot.code == 0, dot.err
+    parsed = parse_dot(dot.out)
+    assert parsed.name == "two\n} digraph x {\nclassDef s fill:red"        # \\r is written as a line break
+    assert len(parsed.nodes) == 2 and len(parsed.edges) == 1
+    assert dot.out.splitlines()[:3] == ["// haltproof state graph of two", "// } digraph x {",
+                                        f"// classDef s fill:red ({spec})"]
+    mermaid = cli("graph", spec, "--format", "mermaid")
+    assert mermaid.code == 0 and mermaid.out.splitlines()[1:4] == [
+        "  %% haltproof state graph of two", "  %% } digraph x {", f"  %% classDef s fill:red ({spec})"]
+    assert mermaid_text("a\rb") == "a<br/>b"
 
 
 def test_the_dot_checks_have_teeth():
@@ -268,6 +310,39 @@ def test_escaped_dot_renders_with_graphviz(tmp_path):
     G, _ = _nasty_graph()
     done = subprocess.run([DOT, "-Tsvg"], input=to_dot(G), capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_the_html_reports_graph_is_the_graph_commands_graph():
+    """One graph model: the page draws the check's exploration with the same states, edges,
+    styles and highlighted counterexample as `haltproof graph --highlight`, through the same
+    DOT writer; only the layout (ids, tooltips, compact labels) differs."""
+    spec, pins = MUTANTS / "failure_not_a_step.yaml", {"max_steps": 2, "max_retries": 0}
+    opts = Options(pins=pins, properties=["terminates"])
+    (m,) = prepare(load_spec(spec), opts)
+    run = check_machine(m, opts)
+    (page,) = state_graphs([run], report.to_json([run]))
+    cmd, _ = graph_for(str(spec), pins, highlight="terminates")
+    assert isinstance(page, StateGraph)
+    for attr in ("var_names", "states", "edges", "initial", "terminal", "deadlock", "spec_error",
+                 "on_trace", "trace_edges", "depth"):
+        assert getattr(page, attr) == getattr(cmd, attr), attr
+    assert page.on_trace == {0, 7} and page.trace_edges == {(0, 7), (7, 7)}      # the lasso
+    page_dot = parse_dot(to_dot(page, replace(PAGE_VIEW, id_prefix="g3")))
+    file_dot = parse_dot(to_dot(cmd))
+    assert set(page_dot.nodes) == set(file_dot.nodes) and len(page_dot.nodes) == 77
+    assert [(u, v) for u, v, _ in page_dot.edges] == [(u, v) for u, v, _ in file_dot.edges]
+    for n, a in file_dot.nodes.items():
+        b = page_dot.nodes[n]
+        assert {k: a.get(k) for k in STYLE} == {k: b.get(k) for k in STYLE}, n
+        assert b["id"] == f"g3-{n}" and b["label"] == n                 # 77 > 30 states: compact
+        assert b["tooltip"] == "state " + a["label"][1:]
+    assert page_dot.nodes["s0"]["color"] == "#cf222e" and page_dot.nodes["s0"]["style"] == "rounded,bold"
+    red = [(u, v) for u, v, a in page_dot.edges if a.get("color") == "#cf222e"]
+    assert red == [(u, v) for u, v, a in file_dot.edges if a.get("color") == "#cf222e"] == \
+        [("s0", "s7"), ("s7", "s7")]
+
+
+STYLE = ("style", "fillcolor", "peripheries", "color", "penwidth")
 
 
 def test_graphml_reads_back_with_the_same_graph(cli, tmp_path):
@@ -290,8 +365,8 @@ def test_mermaid_flowchart_styles_terminals_and_the_highlighted_path(cli):
     assert ran.code == 0
     lines = ran.out.splitlines()
     assert lines[0] == "flowchart TD"
-    G, _ = graph_for(str(MUTANTS / "failure_not_a_step.yaml"), {"max_steps": 2, "max_retries": 0},
-                     highlight="terminates")
+    G = to_networkx(graph_for(str(MUTANTS / "failure_not_a_step.yaml"), {"max_steps": 2, "max_retries": 0},
+                              highlight="terminates")[0])
     node_lines = [x for x in lines if re.match(r"  s\d+[\[(]", x)]
     edge_lines = [x for x in lines if " -->|" in x]
     assert len(node_lines) == G.number_of_nodes() == 77 and len(edge_lines) == G.number_of_edges()
@@ -325,6 +400,10 @@ def test_mermaid_flowchart_styles_terminals_and_the_highlighted_path(cli):
     (["no/such/spec.yaml"], "no/such/spec.yaml: no such file"),
     ([RETRY, "-p", "K=1", "-p", "R=0", "-o", "/no/such/dir/g.dot"],
      "-o /no/such/dir/g.dot: cannot write the graph"),
+    # an empty -o wrote the graph to stdout; an empty --highlight highlighted nothing, silently
+    ([RETRY, "-p", "K=1", "-p", "R=0", "-o", ""], "error: -o needs a file name\n"),
+    ([RETRY, "-p", "K=1", "-p", "R=0", "--highlight="],
+     "retry_loop.yaml: --highlight : the spec has no such property (it has: bounded, "),
 ])
 def test_usage_errors_exit_2_with_a_message_and_no_traceback(cli, args, message):
     ran = cli("graph", *args)

@@ -168,7 +168,7 @@ def test_a_sweep_past_the_combination_limit_names_the_params_and_suggests_pinnin
 
 
 def test_pinning_the_huge_param_makes_the_spec_work(check):
-    r = check(BIG_K, "-p", "K=5")
+    r = check(BIG_K, "-p", "K=5", "--verbose")
     assert (r.code, r.err) == (0, ""), r.err
     assert r.out.splitlines()[-1] == "3 runs: 3 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"
     assert [ln.split("  ")[-1] for ln in r.out.splitlines() if "  [m]  " in ln] == \

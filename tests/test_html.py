@@ -28,6 +28,7 @@ from haltproof.reports import report
 from haltproof.explorer.check import Options, check_machine, check_spec, prepare
 from haltproof.cli.main import main
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
+from haltproof.reports.graph import Transition
 from haltproof.machine.spec import load_spec
 
 XSS_SPEC = """\
@@ -484,7 +485,7 @@ def _fake_dot(tmp_path: Path, body: str) -> str:
 
 def test_broken_or_unsafe_dot_output_is_not_inlined(tmp_path):
     data = _small_report()
-    graphs = [H.StateGraph(["x"], [(0,), (1,)], {0}, {1}, {(0, 1, "go", None): ["(no choices)"]})]
+    graphs = [H.StateGraph(["x"], [(0,), (1,)], {0}, {1}, {(0, 1): [Transition("go")]})]
     failing = _fake_dot(tmp_path, "echo 'syntax error in line 1' >&2\nexit 1\n")
     page = H.render_html(data, graphs, dot=failing)
     assert "state graph: not drawn (Graphviz dot failed: syntax error in line 1)" in page

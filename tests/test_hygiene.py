@@ -10,8 +10,10 @@ from pathlib import Path
 
 from conftest import ROOT
 
-# Every folder that holds Python: the installed layers, the tests, the benchmark, the docs' examples.
-CODE_FOLDERS = ("src", "machine", "properties", "explorer", "harness", "specs", "tests", "bench", "docs", "scripts")
+# Every folder that holds Python: the installed layers, the tests, the benchmark, the docs' examples,
+# the top-level examples (user-style code, never installed).
+CODE_FOLDERS = ("src", "machine", "properties", "explorer", "harness", "specs", "tests", "bench", "docs", "scripts",
+                "examples")
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +33,7 @@ def test_ruff_checks_every_python_file_of_the_code_folders():
     checked = {Path(line).resolve() for line in ran.stdout.splitlines()}
     ours = {p for folder in CODE_FOLDERS for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
     assert {p.relative_to(ROOT).parts[0] for p in ours} >= {"src", "machine", "properties", "explorer", "harness",
-                                                             "specs", "tests", "bench", "docs"}
+                                                             "specs", "tests", "bench", "docs", "examples"}
     assert ours - checked == set()
 
 

@@ -21,7 +21,8 @@ MUTMUT = CONFIG["tool"]["mutmut"]
 # The modules that decide a verdict (issue 18): the spec and its expressions, the compiled
 # and vectorized machine with its widths, bound code and Python models, every property
 # analysis, both engines and the check runner. A new module of properties/ joins by itself.
-NAMED = ["machine/spec.py", "machine/expr.py", "machine/compiled.py", "machine/vectorize.py",
+NAMED = ["machine/spec.py", "machine/expr.py", "machine/compiled.py", "machine/sweep.py", "machine/fold.py",
+         "machine/astgen.py", "machine/vectorize.py",
          "machine/ranges.py", "machine/binding.py", "machine/pymodel.py",
          "explorer/engine.py", "explorer/vengine.py", "explorer/check.py"]
 

@@ -72,7 +72,7 @@ def test_a_users_own_harness_and_machine_are_never_picked_up(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(f"raise ImportError('the decoy {name} was imported')\n")
     (tmp_path / "haltproof_specs.py").write_text("raise ImportError('the decoy specs were imported')\n")
-    ran = subprocess.run([sys.executable, "-m", "haltproof", "check", "-p", "max_steps=2", "-p", "max_retries=0",
+    ran = subprocess.run([sys.executable, "-m", "haltproof", "check", "--verbose", "-p", "max_steps=2", "-p", "max_retries=0",
                           str(ROOT / "specs" / "loop_demo.yaml")],
                          cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True)

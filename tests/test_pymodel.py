@@ -179,6 +179,9 @@ def test_cli_checks_module_colon_class(cli, monkeypatch):
     monkeypatch.chdir(ROOT / "docs" / "examples")
     ran = cli("check", "retry_model:RetryLoop", "-p", "K=3", "-p", "R=1")
     assert ran.code == 0
+    assert "proved  retry_model.py [RetryLoop] K=3 R=1: 5 states, " in ran.out
+    ran = cli("check", "retry_model:RetryLoop", "-p", "K=3", "-p", "R=1", "--verbose")
+    assert ran.code == 0
     assert "retry_model.py  [RetryLoop]  K=3 R=1" in ran.out
     bad = cli("check", "retry_model:Nope")
     assert bad.code == 2 and "cannot load the model" in bad.err

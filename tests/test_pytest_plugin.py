@@ -18,9 +18,9 @@ def _copy(pytester: pytest.Pytester, src, name: str, cut_expect: bool = False) -
 def test_specs_become_items_that_pass(pytester):
     _copy(pytester, LOOP_DEMO, "loop_demo.yaml")
     result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider")
-    # 10 combinations x (3 built-ins + 17 declared properties), error_reachable inactive at
-    # max_steps=1 max_retries=1, plus the 8 scenarios
-    result.assert_outcomes(passed=10 * 3 + 10 * 17 - 1 + 8)
+    # 10 combinations x (4 built-ins, code_matches_spec among them, + 17 declared properties),
+    # error_reachable inactive at max_steps=1 max_retries=1, plus the 8 scenarios
+    result.assert_outcomes(passed=10 * 4 + 10 * 17 - 1 + 8)
 
 
 def test_plugin_is_inert_without_the_flag(pytester):
@@ -48,6 +48,19 @@ def test_violations_fail_with_the_counterexample(pytester):
         "*2     read_task_cards  obs=failed  continue  (no change)  -> back to step 1",
     ])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_an_independence_violation_shows_both_runs_as_the_text_report_does(pytester):
+    _copy(pytester, MUTANTS / "decide_reads_scenario.yaml", "reads.yaml", cut_expect=True)
+    result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider",
+                                "reads.yaml::decide_ignores_scenario[max_steps=3,max_retries=0]")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*reads.yaml:*: decide_ignores_scenario is violated: *",
+        "  step  action*",
+        "  ... while this run, equal up to the ignored vars, does differently:",
+        "  step  action*",
+    ])
 
 
 def test_expected_violations_pass(pytester):

@@ -20,6 +20,7 @@ from haltproof.api import Report, check
 from haltproof.explorer.check import RunResult
 from haltproof.machine.binding import Adapter
 from haltproof.machine.errors import Problem, SpecError
+from haltproof.machine.live import LiveAdapter
 from haltproof.machine.pymodel import (Model, action, always, independent_of, reachable, step_invariant,
                                        terminates, terminates_within, variant)
 from haltproof.machine.spec import Spec, load_spec
@@ -31,7 +32,7 @@ except _metadata.PackageNotFoundError:                # imported from a checkout
     __version__ = "0+unknown"
 
 __all__ = [
-    "Adapter", "Model", "Problem", "PropertyResult", "Report", "RunResult", "Spec", "SpecError", "Step",
+    "Adapter", "LiveAdapter", "Model", "Problem", "PropertyResult", "Report", "RunResult", "Spec", "SpecError", "Step",
     "Trace", "__version__", "action", "always", "check", "independent_of", "load_spec", "reachable",
     "step_invariant", "terminates", "terminates_within", "variant",
 ]

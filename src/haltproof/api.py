@@ -21,6 +21,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.reports import report
+from haltproof.reports.text import render_text
 from haltproof.explorer.check import Options, RunResult, check_machine, check_spec, prepare_python
 
 
@@ -40,14 +41,16 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return report.to_json(self.runs)
 
-    def text(self) -> str:
-        return report.to_text(self.runs)
+    def text(self, verbose: bool = True) -> str:
+        """The text report: by default the full listing (every property, trace and warning),
+        as `haltproof check --verbose` prints it; verbose=False gives the CLI's short default."""
+        return render_text(report.to_json(self.runs), verbose=verbose)
 
     def assert_proved(self) -> None:
         """Raise AssertionError unless every run passes (proved, or violated exactly as expected)."""
         failing = [r for r in self.runs if r.verdict != "pass"]
         if failing:
-            raise AssertionError(f"haltproof: {self.result}\n" + report.to_text(failing))
+            raise AssertionError(f"haltproof: {self.result}\n" + render_text(report.to_json(failing), verbose=True))
 
 
 def check(spec: str | Path | type, *, params: dict[str, int] | None = None,

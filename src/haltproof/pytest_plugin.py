@@ -23,8 +23,8 @@ from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec, shown_path
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
-from haltproof.reports import report
 from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.reports.findings import trace_text
 
 if TYPE_CHECKING:
     # the types of Item.repr_failure's signature, which pytest does not export under public names
@@ -132,12 +132,10 @@ class PropertyItem(_Item):
             return
         if prop.status == UNKNOWN:
             raise HaltproofFailure(f"{where}: {prop.name} is not proved: {prop.message}")
+        traces = {name: trace.to_json() for name, trace in (("trace", prop.trace), ("other_trace", prop.other_trace))
+                  if trace is not None}
         lines = [f"{where}: {prop.name} is violated: {prop.message}"]
-        if prop.trace is not None:
-            lines += ["  " + row for row in report.trace_table(prop.trace)]
-        if prop.other_trace is not None:
-            lines.append("  ... and the run it disagrees with:")
-            lines += ["  " + row for row in report.trace_table(prop.other_trace)]
+        lines += ["  " + row for row in trace_text(traces).splitlines()]     # as every text report shows them
         raise HaltproofFailure("\n".join(lines))
 
 

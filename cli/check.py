@@ -1,0 +1,286 @@
+"""`haltproof check`: explore every state of every spec and param combination, judge every
+property, and write the reports (stdout, report files, baseline, regression tests)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from haltproof.machine import usercode
+from haltproof.machine.compiled import Machine
+from haltproof.machine.errors import Problem, SpecError
+from haltproof.machine.inputs import positive
+from haltproof.machine.pymodel import load_model_ref
+from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.usercode import OutOfTime
+
+from haltproof.explorer import baseline, itf
+from haltproof.explorer.check import Options, RunResult, check_machine, load_python_model, prepare, prepare_python
+from haltproof.explorer.engine import ProgressFn
+from haltproof.explorer.usage import UsageError, parse_pins
+from haltproof.reports import report
+from haltproof.reports.formats import FILE_FORMATS, FORMATS
+from haltproof.reports.text import render_text
+
+from .common import collect_specs, pins_option, size, timeout_option
+
+Plan = tuple[list[Machine], Options]      # the machines of one spec, and the options to check them with
+
+
+def add_parser(sub: Any) -> None:
+    """The `check` subcommand and its options (`sub`: argparse's subparsers action)."""
+    c = sub.add_parser("check", help="explore every state and judge every property")
+    c.add_argument("specs", nargs="*", metavar="SPEC_OR_DIR",
+                   help="spec files or directories (default: the bundled seed specs)")
+    pins_option(c, "pin a param (repeatable); otherwise every declared value is checked")
+    c.add_argument("--property", dest="properties", action="append", metavar="NAME",
+                   help="check only this property (repeatable); built-ins are always checked")
+    c.add_argument("--max-states", type=positive(int, "--max-states"), metavar="N")
+    timeout_option(c, "the whole check")
+    c.add_argument("--max-memory", type=size, metavar="SIZE",
+                   help="stop cleanly (incomplete) when the process holds more memory than SIZE, "
+                        "e.g. 512M or 4G (K, M, G, T are powers of 1024; plain bytes too)")
+    c.add_argument("--format", choices=["text", *FORMATS], default="text",
+                   help="what goes to stdout (default text)")
+    for name in FILE_FORMATS:
+        c.add_argument(f"--{name}", dest=f"{name}_file", metavar="FILE",
+                       help=f"also write the {name} report to FILE")
+    c.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    c.add_argument("--baseline", metavar="FILE",
+                   help="compare counts, bounds and verdicts with FILE (written when missing); "
+                        "a difference exits 1")
+    c.add_argument("--update-baseline", action="store_true",
+                   help="with --baseline: rewrite FILE with this check's figures")
+    c.add_argument("--verbose", action="store_true",
+                   help="the full text report: every property, bound, scenario, warning and trace of "
+                        "every run, and the sweep tables (default: a line per run, the findings, the totals)")
+    c.add_argument("--quiet", action="store_true",
+                   help="no progress, and the text report shrinks to its verdict line")
+    c.add_argument("--trace-format", choices=["json", "itf"], default="json",
+                   help="how the JSON report writes its traces: json (default) or itf, the Informal "
+                        "Trace Format of Apalache and Quint")
+    c.add_argument("--model", action="store_true",
+                   help="explore the spec's own stages even when it is bound to code")
+    c.add_argument("--paths", type=positive(int, "--paths"), default=1, metavar="N",
+                   help="live binding: compare up to N paths into each abstract state (default 1: off)")
+    c.add_argument("--engine", choices=["auto", "scalar", "vector"], default="auto",
+                   help="auto (default): the numpy level-by-level engine when the spec allows it, "
+                        "else the scalar one")
+    c.add_argument("--emit-tests", metavar="DIR",
+                   help="write a pytest regression test per violated property, replaying its counterexample")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Validate everything (exit 2, nothing explored), check, then write every output."""
+    paths = collect_specs(args.specs)
+    pins = parse_pins(args.pins)
+    recorded = _checked_options(args)
+    specs, models = _load_specs(paths)
+    _check_names(specs, pins, args.properties)
+    show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
+    plans = _plans(specs, models, pins, args, show_progress)
+    runs = [check_machine(m, opts) for machines, opts in plans for m in machines]
+    if show_progress:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    if not runs:
+        raise UsageError("nothing to check")
+    text, data = _reports(args, runs)
+    code = report.overall(runs)[1]
+    moved = _baseline(args, recorded, runs)
+    if moved and code == report.EXIT_OK:
+        code = report.EXIT_VIOLATED
+    if args.emit_tests:
+        _emit_tests(args.emit_tests, runs)
+    sys.stdout.write(text)
+    if moved:
+        print(f"baseline {args.baseline}: {len(moved)} figure{'s' if len(moved) != 1 else ''} moved "
+              "(rerun with --update-baseline to accept):", file=sys.stderr)
+        for line in moved:
+            print(f"  {line}", file=sys.stderr)
+    return code
+
+
+def _checked_options(args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
+    """The options that need no spec, checked before anything is loaded; returns the recorded
+    baseline (None when there is none yet, or no --baseline)."""
+    for option, value, what in (("--baseline", args.baseline, "a file name"),
+                                ("--emit-tests", args.emit_tests, "a directory name")):
+        if value is not None and not value.strip():      # `--baseline=` would otherwise skip it, silently
+            raise UsageError(f"{option} needs {what}")
+    if args.update_baseline and not args.baseline:
+        raise UsageError("--update-baseline needs --baseline FILE")
+    try:     # read before exploring anything: a bad baseline is a usage error, nothing runs
+        recorded = baseline.load(args.baseline) if args.baseline else None
+    except baseline.BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    _check_report_files(args)
+    if args.verbose and args.quiet:
+        raise UsageError("--verbose and --quiet ask for opposite text reports: give one of them")
+    if args.verbose and args.format != "text":
+        raise UsageError(f"--verbose lengthens the text report only, not --format {args.format}: "
+                         "drop it, or leave out --format")
+    if args.trace_format == "itf" and args.format != "json" and not getattr(args, "json_file", None):
+        raise UsageError("--trace-format itf changes the traces of the JSON report only: "
+                         "add --format json or --json FILE")
+    return recorded
+
+
+def _check_report_files(args: argparse.Namespace) -> None:
+    """Every --json/--junit/--sarif/--html FILE can be written, before anything is explored: a
+    long check must not end in exit 2 for a typo in a folder name (nothing is created here)."""
+    for name in FILE_FORMATS:
+        target = getattr(args, f"{name}_file")
+        if target is None:
+            continue
+        if not target.strip():              # `--json=` would otherwise write nothing, silently
+            raise UsageError(f"--{name} needs a file name")
+        path = Path(target)
+        folder = path.parent if str(path.parent) else Path(".")
+        why = ("is a directory" if path.is_dir()
+               else f"no such directory: {folder}" if not folder.is_dir()
+               else "permission denied" if not os.access(path if path.exists() else folder, os.W_OK)
+               else None)
+        if why:
+            raise UsageError(f"--{name} {target}: cannot write the report: {why}")
+
+
+def _load_specs(paths: Sequence[Path | str]) -> tuple[list[Spec], dict[int, type]]:
+    """Every spec, and id(spec) -> the Python model class it came from; every spec's
+    problems are reported together."""
+    specs: list[Spec] = []
+    models: dict[int, type] = {}
+    problems: list[Problem] = []
+    for p in paths:
+        try:
+            if isinstance(p, str):
+                cls = _load_model_ref(p)
+                spec = load_python_model(cls)[0]
+                models[id(spec)] = cls
+                specs.append(spec)
+            else:
+                specs.append(load_spec(p))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SpecError(problems)
+    return specs, models
+
+
+def _load_model_ref(ref: str) -> type:
+    """Import a `module:Class` model: the user's code, within the command's deadline."""
+    try:
+        cls: type = usercode.run(load_model_ref, ref)
+    except OutOfTime as stop:
+        stop.note(f"importing the model {ref}")
+        raise
+    return cls
+
+
+def _check_names(specs: list[Spec], pins: dict[str, list[int]], wanted: list[str] | None) -> None:
+    """Every pinned param and every --property names something some spec declares."""
+    if pins:
+        unknown = [n for n in pins if not any(n in {p.name for p in s.params} for s in specs)]
+        if unknown:
+            raise UsageError(f"-p {unknown[0]}: no spec declares a param named {unknown[0]!r}")
+    if wanted and len(specs) > 1:
+        # Over several specs, each checks the named properties it has; a name no spec has is an error.
+        every = {n for s in specs for n in [p.name for p in s.properties] + list(s.builtins)}
+        missing = [n for n in wanted if n not in every]
+        if missing:
+            raise UsageError(f"--property {missing[0]}: no spec has a property with this name")
+
+
+def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]],
+           args: argparse.Namespace, show_progress: bool) -> list[Plan]:
+    """Validate every spec and combination before exploring anything (exit 2, no partial report)."""
+    wanted: list[str] | None = args.properties
+    plans: list[Plan] = []
+    for spec in specs:
+        names = {p.name for p in spec.params}
+        props = wanted
+        if wanted and len(specs) > 1:
+            props = [n for n in wanted if n in {p.name for p in spec.properties} | set(spec.builtins)]
+            if not props:
+                continue
+        opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
+                       model_only=args.model, engine=args.engine, paths=args.paths,
+                       max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
+                       progress=_progress if show_progress else None)
+        machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)
+        plans.append((machines, opts))
+    return plans
+
+
+def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:
+    name = f"{spec.name} {' '.join(f'{k}={v}' for k, v in params.items())}"
+
+    def show(states: int, transitions: int, depth: int, frontier: int, seconds: float) -> None:
+        rate = states / seconds if seconds > 0 else 0.0
+        print(f"\r\033[K{name}: {states:,} states ({rate:,.0f}/s), {transitions:,} transitions, "
+              f"depth {depth}, frontier {frontier:,}, {seconds:.1f} s",
+              end="", file=sys.stderr, flush=True)
+    return show
+
+
+def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict[str, Any]]:
+    """The stdout text and the report dict; writes the report files and the GitHub job summary."""
+    data = report.to_json(runs)
+    shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
+        if args.trace_format == "itf" else {}
+    text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
+        else _render(args.format, shown.get(args.format, data), runs)
+    for name in FILE_FORMATS:
+        target = getattr(args, f"{name}_file")
+        if target:
+            try:
+                Path(target).write_text(_render(name, shown.get(name, data), runs), encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"--{name} {target}: cannot write the report: {exc.strerror}") from None
+    if args.format == "github":     # the job summary, when GitHub Actions gives a file for it
+        from haltproof.reports.github import append_step_summary
+        try:
+            append_step_summary(data)
+        except OSError as exc:
+            raise UsageError(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: cannot "
+                             f"append the summary: {exc.strerror}") from None
+    return text, data
+
+
+def _render(name: str, data: dict[str, Any], runs: list[RunResult]) -> str:
+    """One format's text. HTML also draws the explored graph of each small run, which the
+    check kept on its RunResult (the report dict does not hold graphs)."""
+    if name == "html":
+        from haltproof.reports.html import render_html, state_graphs
+        return render_html(data, state_graphs(runs, data))
+    return FORMATS[name](data)
+
+
+def _baseline(args: argparse.Namespace, recorded: dict[str, dict[str, Any]] | None,
+              runs: list[RunResult]) -> list[str]:
+    """Write (or with --update-baseline rewrite) the baseline, or compare with it: the figures
+    that moved."""
+    if not args.baseline:
+        return []
+    try:
+        if recorded is None or args.update_baseline:
+            baseline.save(args.baseline, runs)
+            print(f"haltproof: baseline {'written' if recorded is None else 'updated'}: "
+                  f"{args.baseline} ({len(runs)} runs)", file=sys.stderr)
+            return []
+        return baseline.compare(recorded, runs)
+    except baseline.BaselineError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _emit_tests(directory: str, runs: list[RunResult]) -> None:
+    from haltproof.explorer.regress import emit_tests
+    try:
+        written = emit_tests(runs, directory)
+    except OSError as exc:
+        raise UsageError(f"--emit-tests {directory}: cannot write the tests: {exc.strerror}") from None
+    print(f"haltproof: wrote {len(written)} regression test{'s' if len(written) != 1 else ''} "
+          f"to {directory}", file=sys.stderr)

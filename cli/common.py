@@ -1,0 +1,100 @@
+"""What every subcommand module shares: the argument parser class, common options, spec paths.
+
+Kept apart from cli/main.py so that a subcommand module never imports the dispatcher (which
+imports every subcommand): the cli layer's imports stay acyclic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import re
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import NoReturn
+
+from haltproof.machine.inputs import positive
+from haltproof.machine.spec import symlink_problem
+
+from haltproof.explorer.memory import parse_size
+from haltproof.explorer.usage import UsageError
+from haltproof.reports import report
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse exits 2 itself on a usage error; this keeps its message to the usage and one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"haltproof: error: {message}", file=sys.stderr)
+        raise SystemExit(report.EXIT_USAGE)
+
+
+def pins_option(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    """The repeatable `-p NAME=VALUE` option of every subcommand."""
+    p.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
+def timeout_option(p: argparse.ArgumentParser, what: str) -> None:
+    """`--timeout SECONDS`, one wall-clock bound on `what`."""
+    p.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS",
+                   help=f"wall-clock bound on {what}, the bound code included; hitting it gives "
+                        "incomplete (exit 3)")
+
+
+def size(text: str) -> int:
+    """An argparse `type=` for --max-memory: a size, checked by `parse_size` (check_number)."""
+    try:
+        return parse_size(text, "--max-memory")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def bundled_specs() -> list[Path]:
+    """The seed specs shipped with haltproof (not the mutants)."""
+    root = resources.files("haltproof.specs")
+    return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
+
+
+def collect_specs(args: Sequence[str]) -> list[Path | str]:
+    """Spec files (directories searched for .yaml), or `module:Class` Python models."""
+    if not args:
+        return list(bundled_specs())
+    out: list[Path | str] = []
+    for a in args:
+        p = Path(a)
+        if not p.exists() and re.fullmatch(r"[\w.]+:[\w.]+", a):
+            out.append(a)
+        elif p.is_dir():
+            out.extend(_specs_in(p, a))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise UsageError(f"{a}: {unusable(p) or 'not a file or a directory'}")
+    return out
+
+
+def _specs_in(folder: Path, given: str) -> list[Path]:
+    """The .yaml specs under a directory; one that cannot be read is never skipped silently."""
+    found = sorted(q for q in folder.rglob("*") if q.suffix in (".yaml", ".yml") and not q.is_dir())
+    for q in found:
+        why = unusable(q)
+        if why:
+            raise UsageError(f"{q}: {why}")
+    if not found:
+        raise UsageError(f"{given}: no .yaml specs in this directory")
+    return found
+
+
+def unusable(path: Path) -> str | None:
+    """Why a path names no readable file or directory (`exists()` says False for all of these)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return symlink_problem(path, exc) or ("no such file or directory" if exc.errno == errno.ENOENT
+                                              else exc.strerror or str(exc))
+    return None
+

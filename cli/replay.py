@@ -1,0 +1,110 @@
+"""`haltproof replay`: run a named scenario, or a saved trace, step by step, and print each step."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.compiled import CompiledSpec, Machine
+from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.text import assignments_text, trace_table
+from haltproof.properties.kinds import Trace
+
+from haltproof.explorer.check import check_pins
+from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
+from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
+from haltproof.reports import report
+
+from .common import pins_option, timeout_option
+
+
+def add_parser(sub: Any) -> None:
+    """The `replay` subcommand and its options (`sub`: argparse's subparsers action)."""
+    r = sub.add_parser("replay", help="run a scenario or a saved trace step by step")
+    r.add_argument("spec", metavar="SPEC")
+    g = r.add_mutually_exclusive_group(required=True)
+    g.add_argument("--scenario", metavar="NAME")
+    g.add_argument("--trace", metavar="FILE", help="a trace as the JSON report prints it, or an ITF trace")
+    r.add_argument("--property", metavar="NAME", help="which trace, when FILE is a whole report")
+    r.add_argument("--model", action="store_true",
+                   help="run the spec's own stages even when it is bound to code")
+    pins_option(r)
+    timeout_option(r, "the replay")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    pins = one_value_each(parse_pins(args.pins), "replay")
+    if args.trace is not None and not args.trace.strip():
+        raise UsageError("--trace needs a file name")
+    spec = load_spec(args.spec)
+    compiled = CompiledSpec(spec)
+    if args.scenario is not None:
+        m, out = _replay_scenario(args, compiled, pins)
+    else:
+        m, out = _replay_trace(args, compiled, pins)
+    _print_replay(m, out)
+    return report.EXIT_OK if out.ok else report.EXIT_VIOLATED
+
+
+def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
+                     pins: dict[str, int]) -> tuple[Machine, Replayed]:
+    spec = compiled.spec
+    sc = next((s for s in spec.scenarios if s.name == args.scenario), None)
+    if sc is None:
+        names = ", ".join(s.name for s in spec.scenarios) or "none"
+        raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
+    params = dict(sc.params)
+    check_pins(spec, pins)
+    params.update(pins)
+    m = _bound(spec, compiled.instantiate(params), args.model)
+    out = run_scenario(m, sc)
+    print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
+    return m, out
+
+
+def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
+                  pins: dict[str, int]) -> tuple[Machine, Replayed]:
+    spec = compiled.spec
+    data = load_trace(args.trace, args.property)
+    params = trace_params(spec, data, args.trace, pins)
+    missing = [p.name for p in spec.params if p.name not in params]
+    if missing:
+        raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
+    check_pins(spec, params)
+    params = {p.name: params[p.name] for p in spec.params}
+    m = _bound(spec, compiled.instantiate(params), args.model)
+    trace_states(m, data, args.trace)
+    steps = data["steps"]
+    out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
+                    [s["state"] for s in steps])
+    print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
+    return m, out
+
+
+def _bound(spec: Spec, m: Machine, model_only: bool) -> Machine:
+    """The machine replay runs: the bound code unless --model (or the spec is not bound)."""
+    if spec.bind and not model_only:
+        return bind_machine(m, load_adapter(spec.bind, spec.path, spec.bind_line), spec.bind)
+    return m
+
+
+def _params_text(params: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "no params"
+
+
+def _print_replay(m: Machine, out: Replayed) -> None:
+    if m.replay_lines:
+        for lines in out.lines:
+            for label, value in lines:
+                print(f"{label}: {value}")
+    else:
+        for row in trace_table(Trace(out.steps).to_json()):
+            print(row)
+    if out.ok:
+        end = out.steps[-1].state
+        print(f"# ok: {len(out.steps) - 1} steps, final state "
+              + assignments_text(end)
+              + ("" if out.terminal else " (not terminal)"))
+    else:
+        print(f"# FAILED: {out.problem}")

@@ -1,0 +1,209 @@
+"""Live runs: bound code whose state lives inside a running program, reached without rebuilding it.
+
+An agent's state often lives where no adapter can build it from an abstract state: in
+a running loop, a coroutine, an async generator paused at a yield. A live adapter
+(`LiveAdapter`) therefore only starts runs and advances them; haltproof gets a live run
+standing in any reachable abstract state itself, by the cheapest means the adapter
+allows, decided per run:
+
+- `snapshot`: the adapter gives `snapshot(live)` and `restore(snap)`: one snapshot is
+  kept per reachable state, each transition steps a fresh `restore` of it.
+- `snapshot` (taken by haltproof): otherwise, unless the adapter says `copyable = False`,
+  a `copy.deepcopy` of the live run is kept per state and each transition steps a copy of
+  it. A deepcopy that raises (a coroutine, a generator, a lock: Python refuses to copy
+  them) switches the run to replay for good; the report then says `replay`.
+- `replay`: the state's path of (action, choices) is run again from `start`.
+
+Which concrete run stands for an abstract state: the one reached along the first path
+into it that the exploration found (breadth-first: a shortest one), whatever the mode.
+Every live run handed to a transition is read back first and must be in the abstract
+state it stands for; a run that is not (a nondeterministic replay, a snapshot or copy
+that does not restore what was taken) is a `bound_code` finding, never a silent drift.
+
+`Driver` makes the user's calls: an awaitable result (an `async def` method) is run to
+completion on the run's one event loop, which lives across transitions (no
+`asyncio.run` per step), so tasks and async generators created in one step are still
+there in the next. Its callers run it under the check's deadline (machine/usercode.py):
+an async step that never returns is interrupted like a sync one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+SNAPSHOT, REPLAY, STATE = "snapshot", "replay", "state"
+
+
+class LiveAdapter:
+    """Base class for live adapters: start runs and advance them; haltproof finds the rest.
+
+    `start(params, init)` a fresh live run in the initial abstract state `init` (a dict; a
+    spec with one initial state can ignore it); `step(live, action, choices)` advances it
+    by one transition in place and returns the decide rule that fired (or None);
+    `abstract(live)` reads its abstract state. Any of them may be `async def`. Optional:
+    `snapshot(live)` / `restore(snap)`, or `copyable = False` to make haltproof replay."""
+
+    copyable: bool = True
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None:
+        raise NotImplementedError
+
+    def abstract(self, live: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def representative(self, action: str, choice: str, label: Any) -> Any:
+        return label
+
+    def strategy(self, action: str, choice: str, label: Any) -> Any:
+        """Concrete values of an abstract choice for `haltproof conform` (Hypothesis)."""
+        from hypothesis import strategies as st     # only conform needs Hypothesis
+        return st.just(self.representative(action, choice, label))
+
+
+def is_live(adapter: object) -> bool:
+    """A live adapter starts runs (`start`); a state adapter rebuilds them (`concretize`)."""
+    return callable(getattr(adapter, "start", None))
+
+
+class Driver:
+    """Makes the user's calls; awaits what they return on one event loop kept for the run."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        out = fn(*args)
+        if inspect.isawaitable(out):
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+            out = self.loop.run_until_complete(_awaited(out))
+        return out
+
+    def close(self) -> None:
+        if self.loop is not None and not self.loop.is_running():
+            self.loop.close()
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+Origin = tuple[tuple[Any, ...] | None, str, dict[str, Any]]      # (parent state, action, choices)
+
+
+class LiveRuns:
+    """A live run for every reachable abstract state, by snapshot, copy or replay.
+
+    `fresh(s)` and `keep(...)` are the user's code (start, step, snapshot, deepcopy):
+    callers run them under the deadline and turn their exceptions into findings."""
+
+    def __init__(self, adapter: Any, driver: Driver, params: dict[str, Any], var_names: list[str],
+                 inits: list[tuple[Any, ...]],
+                 advance: Callable[[Any, str, dict[str, Any]], None],
+                 verify: Callable[[LiveRuns, Any, tuple[Any, ...], str], None], code_vars: list[str]) -> None:
+        self.adapter, self.driver, self.params, self.var_names = adapter, driver, params, var_names
+        self.code_vars = code_vars      # the vars abstract() reads (the spec's ghost vars are not among them)
+        self.advance = advance          # one transition on a live run, declared exceptions allowed
+        self.verify = verify            # a live run must be in the state it stands for: raises if not
+        self.origin: dict[tuple[Any, ...], Origin] = {s: (None, "", {}) for s in inits}
+        self.saved: dict[tuple[Any, ...], Any] = {}
+        if callable(getattr(adapter, "snapshot", None)) and callable(getattr(adapter, "restore", None)):
+            self.how = "snapshot"
+        elif getattr(adapter, "copyable", True) is not False:
+            self.how = "copy"
+        else:
+            self.how = "replay"
+        self.first_way: dict[tuple[Any, ...], Any] = {}       # the transition that first reached a state
+        self.others: dict[tuple[Any, ...], set[Any]] = {}     # --paths: the other ways into it, compared
+
+    def another_path(self, s: tuple[Any, ...], way: Any, paths: int) -> bool:
+        """Whether `way` (a transition into the known state `s`) is a path into it that
+        `--paths N` has not compared yet and still has room for (N-1 besides the first)."""
+        if paths <= 1 or way == self.first_way.get(s):
+            return False
+        seen = self.others.setdefault(s, set())
+        if way in seen or len(seen) >= paths - 1:
+            return False
+        seen.add(way)
+        return True
+
+    @property
+    def mode(self) -> str:
+        """What the report says: snapshot (the adapter's or a copy) or replay."""
+        return REPLAY if self.how == "replay" else SNAPSHOT
+
+    def known(self, s: tuple[Any, ...]) -> bool:
+        return s in self.origin
+
+    def fresh(self, s: tuple[Any, ...]) -> Any:
+        """A live run in abstract state `s` that nobody else holds, checked to be in `s`."""
+        if self.how != "replay" and s not in self.saved:
+            self._save(s, self._replay(s))
+        live, how = self._made(s)
+        self.verify(self, live, s, how)
+        return live
+
+    def _made(self, s: tuple[Any, ...]) -> tuple[Any, str]:
+        if self.how == "snapshot":
+            return self.driver.call(self.adapter.restore, self.saved[s]), "snapshot"
+        if self.how == "copy":
+            try:
+                return copy.deepcopy(self.saved[s]), "copy"
+            except Exception:     # any failure to copy means: replay instead
+                self._give_up_copying()
+        return self._replay(s), "replay"
+
+    def keep(self, parent: tuple[Any, ...], action: str, choices: dict[str, Any],
+             s: tuple[Any, ...], live: Any, way: Any = None) -> None:
+        """Remember how `s` was first reached (and, snapshotting, the run that reached it);
+        `way` names that transition for `another_path`."""
+        if s in self.origin:
+            return
+        self.origin[s] = (parent, action, copy.deepcopy(choices))
+        self.first_way[s] = way
+        if self.how != "replay":
+            self._save(s, live)
+
+    def _save(self, s: tuple[Any, ...], live: Any) -> None:
+        if self.how == "snapshot":
+            self.saved[s] = self.driver.call(self.adapter.snapshot, live)
+            return
+        try:
+            self.saved[s] = copy.deepcopy(live)
+        except Exception:          # any failure to copy means: replay instead
+            self._give_up_copying()
+
+    def _give_up_copying(self) -> None:
+        """For good: the report says `replay` (docs/binding.md), and no state is skipped."""
+        self.how = "replay"
+        self.saved.clear()
+
+    def _replay(self, s: tuple[Any, ...]) -> Any:
+        """Start a run in the initial state `s` leads back to and run its path again."""
+        path: list[Origin] = []
+        at = s
+        while True:
+            parent, action, choices = self.origin[at]
+            if parent is None:
+                break
+            path.append((parent, action, choices))
+            at = parent
+        live = self.driver.call(self.adapter.start, dict(self.params), dict(zip(self.var_names, at)))
+        if not path:
+            self.verify(self, live, at, "start")
+        for _, action, choices in reversed(path):
+            self.advance(live, action, copy.deepcopy(choices))
+        return live
+
+    def path_length(self, s: tuple[Any, ...]) -> int:
+        n, at = 0, s
+        while (parent := self.origin[at][0]) is not None:
+            n, at = n + 1, parent
+        return n

@@ -1,0 +1,150 @@
+"""The text report for people, rendered from the `haltproof-report/1` dict like every format.
+
+Quiet by default, verdict first: one line per run (spec x params: its verdict, states,
+time), then the findings in full (every property that did not hold as the spec says, with
+its shortest trace; why an incomplete run proves nothing), then the totals. `verbose`
+gives the full listing: every property, bound, scenario and warning of every run, and the
+sweep tables. `quiet` leaves only the totals line. The words for verdicts come from
+findings.py (which asks check.judge), never from a second computation here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import findings as F
+
+
+def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = False) -> str:
+    """The report as text: the run lines, findings and totals (see the module's docstring)."""
+    runs: list[dict[str, Any]] = report["runs"]
+    lines: list[str] = []
+    if not quiet and verbose:
+        for run in runs:
+            lines += _run_block(run, full=True) + [""]
+        for sweep in report.get("sweeps") or []:
+            lines += _sweep_text(sweep)
+    elif not quiet:
+        lines += _run_lines(runs)
+        found = [run for run in runs if F.run_verdict(run) != "pass"]
+        if found:
+            lines += ["", "findings:", ""]
+            for run in found:
+                lines += _run_block(run, full=False) + [""]
+        else:
+            lines.append("")
+        lines += _hidden_warnings(runs)
+    lines.append(F.totals_text(report))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- default: one line a run
+
+def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """Each run on one line, the verdict first and aligned: `proved  spec [machine] K=1: ...`."""
+    words = [F.run_result_stop_text(run) for run in runs]
+    width = max(map(len, words), default=0)
+    return [f"{word:<{width}}  {_run_line(run)}" for word, run in zip(words, runs)]
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    stats = run["stats"]
+    out = f"{run['spec']} [{run['machine']}]"
+    if run["params"]:
+        out += f" {F.params_text(run['params'])}"
+    out += f": {stats['states']:,} states, {stats['seconds']:.2f} s"
+    if run.get("explored", "model") != "model":
+        out += ", checked the bound code"
+        if run.get("binding"):
+            out += f" ({run['binding']} binding)"
+    expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
+    if expected and F.run_verdict(run) == "pass":
+        out += f" ({', '.join(expected)})"
+    if run["warnings"]:
+        count = len(run["warnings"])
+        out += f", {count} warning{'s' if count != 1 else ''}"
+    return out
+
+
+def _is_finding(prop: dict[str, Any]) -> bool:
+    """A property result the default listing shows in full: anything but what the spec says
+    (holding, or violated as its `expect:` declares)."""
+    return F.outcome(prop) not in (F.PASS, F.EXPECTED)
+
+
+def _stopped_left_it(prop: dict[str, Any]) -> bool:
+    """An unknown the bound that stopped the run explains (and that no `expect:` is about)."""
+    return prop["status"] == "unknown" and prop.get("expected") is not False
+
+
+def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
+    """Where the default listing leaves warnings out, a line saying how many and how to see them."""
+    count = sum(len(run["warnings"]) for run in runs)
+    if not count:
+        return []
+    with_some = sum(1 for run in runs if run["warnings"])
+    return [f"{count} warning{'s' if count != 1 else ''} in {with_some} run{'s' if with_some != 1 else ''} "
+            "(vacuity: parts of a spec that never matter): --verbose lists them"]
+
+
+# ---------------------------------------------------------------- a run in full
+
+def _run_block(run: dict[str, Any], full: bool) -> list[str]:
+    """A run's head, verdict and stats, then its property results with their traces: in
+    full every one, and its bounds, scenarios and warnings; else only the findings."""
+    stats = run["stats"]
+    head = f"{run['spec']}  [{run['machine']}]  {F.params_text(run['params'])}"
+    if run.get("explored", "model") != "model":
+        head += f"  (checked the bound {run['explored']})"
+    if run.get("binding"):
+        head += f"  [binding: {run['binding']}]"
+    lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
+                   f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
+                   f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
+    if run.get("stop_reason"):
+        lines.append(f"  {run['stop_reason']}")
+    props = [p for p in run["properties"] if full or _is_finding(p)]
+    undecided = [] if full or not run.get("stopped_by") else [p for p in props if _stopped_left_it(p)]
+    props = [p for p in props if p not in undecided]
+    width = max((len(p["name"]) for p in props), default=0)
+    if undecided:               # the bound is the finding; its every unknown says the same
+        count = len(undecided)
+        lines.append(f"  {'unknown':<9} {count} propert{'y' if count == 1 else 'ies'}, not decided as the "
+                     "exploration stopped (--verbose lists them)")
+    for p in props:
+        lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
+        if p["status"] == "violated" and p.get("trace") is not None:
+            lines += ["      " + row for row in F.trace_text(p).splitlines()]
+    if full and run.get("bounds"):
+        lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
+    scenarios = run.get("scenarios") or []
+    lines += [f"  FAILED    scenario {sc['name']}: {sc['message']}" for sc in scenarios if sc["status"] != "passed"]
+    if full and scenarios and all(sc["status"] == "passed" for sc in scenarios):
+        lines.append(f"  scenarios: {len(scenarios)} passed ({', '.join(sc['name'] for sc in scenarios)})")
+    if full:
+        lines += [f"  warning: {warning}" for warning in run["warnings"]]
+    return lines
+
+
+# ---------------------------------------------------------------- sweeps (verbose)
+
+def _sweep_text(sweep: dict[str, Any]) -> list[str]:
+    """A spec's verdict per params: a table over two params, else a line per combination;
+    then where each violated property first fails."""
+    names = sweep["params"]
+    lines = [f"sweep of {sweep['spec']}:"]
+    cells = {tuple(c["params"].values()): c["verdict"] for c in sweep["runs"]}
+    if len(names) == 2:
+        rows = sorted({k[0] for k in cells})
+        cols = sorted({k[1] for k in cells})
+        head = [f"{names[0]} \\ {names[1]}"] + [str(c) for c in cols]
+        table = [head] + [[str(r)] + [cells.get((r, c), "-") for c in cols] for r in rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+        lines += ["  " + "  ".join(x.ljust(wd) for x, wd in zip(row, widths)).rstrip() for row in table]
+    else:
+        lines += [f"  {F.params_text(c['params'])}: {c['verdict']}" for c in sweep["runs"]]
+    for name, info in sweep["first_failures"].items():
+        note = " (as expected)" if info["expected"] else ""
+        lines.append(f"  {name} first fails at {F.params_text(info['params'])}{note}")
+    lines.append("")
+    return lines

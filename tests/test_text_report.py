@@ -1,0 +1,237 @@
+"""The text report renders the report dict, like every format: quiet by default, --verbose in full."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from haltproof.api import check
+from haltproof.machine.text import trace_table, value_text, values_text
+from haltproof.reports import html
+from haltproof.reports.text import render_text
+
+TINY = """\
+machine: tiny
+params:
+  N: [1, 2]
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  step:
+    when: x < N
+    do:
+      - set: {x: x + 1}
+terminal:
+  when: x == N
+properties:
+  below_two:
+    always: x < 2
+"""
+
+TABLE = ["step  action     choices  rule  state (changes)",
+         "0     (initial)                 x=0",
+         "1     step                      x=1",
+         "2     step                      x=2"]
+
+
+def _seconds_out(text: str) -> str:
+    return re.sub(r"\d+\.\d\d s\b", "T s", text)
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY)
+    return check("tiny.yaml").to_json()
+
+
+def test_default_is_one_line_a_run_then_the_findings_in_full_then_the_totals(tiny: dict[str, Any]) -> None:
+    assert _seconds_out(render_text(tiny)).splitlines() == [
+        "proved    tiny.yaml [tiny] N=1: 2 states, T s",
+        "violated  tiny.yaml [tiny] N=2: 3 states, T s",
+        "",
+        "findings:",
+        "",
+        "tiny.yaml  [tiny]  N=2",
+        "  violated: 3 states, 2 transitions, 1 terminal, depth 2, T s",
+        "  VIOLATED  below_two  false in this state",
+        *("      " + row for row in TABLE),
+        "",
+        "2 runs: 1 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+    ]
+
+
+def test_verbose_lists_every_property_bound_and_the_sweep(tiny: dict[str, Any]) -> None:
+    text = _seconds_out(render_text(tiny, verbose=True))
+    assert text.splitlines()[:6] == [
+        "tiny.yaml  [tiny]  N=1",
+        "  proved: 2 states, 1 transitions, 1 terminal, depth 1, T s",
+        "  holds     domains       every variable stays inside its declared domain (never clamped or wrapped)",
+        "  holds     well_defined  every expression evaluates and every decide table has a matching rule",
+        "  holds     below_two     true in every reachable state",
+        "  bounds: transitions at most 1",
+    ]
+    assert "\n".join("      " + row for row in TABLE) in text
+    assert text.endswith("sweep of tiny.yaml:\n  N=1: proved\n  N=2: FAILED\n  below_two first fails at N=2\n\n"
+                         "2 runs: 1 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated\n")
+
+
+def test_quiet_is_the_totals_line_alone(tiny: dict[str, Any]) -> None:
+    assert render_text(tiny, quiet=True) == \
+        "2 runs: 1 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated\n"
+
+
+def test_the_text_reads_only_the_report_dict(tiny: dict[str, Any]) -> None:
+    """The JSON report, written and read back, renders the same text: no RunResult needed."""
+    again = json.loads(json.dumps(tiny))
+    assert render_text(again) == render_text(tiny)
+    assert render_text(again, verbose=True) == render_text(tiny, verbose=True)
+
+
+def test_expected_violations_are_one_line_each_unless_verbose(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY.replace("N: [1, 2]", "N: [2]") + "expect:\n  violated: [below_two]\n")
+    data = check("tiny.yaml").to_json()
+    assert _seconds_out(render_text(data)).splitlines() == [
+        "violated as expected  tiny.yaml [tiny] N=2: 3 states, T s (below_two)",
+        "",
+        "1 runs: 0 proved, 1 violated as expected, 0 failed, 0 incomplete -> proved",
+    ]
+    verbose = render_text(data, verbose=True)
+    assert "\n  violated as expected below_two     false in this state\n" in verbose
+    assert "\n".join("      " + row for row in TABLE) in verbose
+
+
+def test_a_failing_run_shows_what_went_wrong_not_what_it_expected(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY.replace("N: [1, 2]", "N: [2]")
+                                 + "  below_one:\n    always: x < 1\nexpect:\n  violated: [below_two]\n")
+    assert _seconds_out(render_text(check("tiny.yaml").to_json())).splitlines() == [
+        "violated, NOT as expected  tiny.yaml [tiny] N=2: 3 states, T s",
+        "",
+        "findings:",
+        "",
+        "tiny.yaml  [tiny]  N=2",
+        "  violated, NOT as expected: 3 states, 2 transitions, 1 terminal, depth 2, T s",
+        "  VIOLATED (NOT as expected) below_one  false in this state",
+        *("      " + row for row in TABLE[:3]),
+        "",
+        "1 runs: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+    ]
+
+
+def test_a_stopped_run_counts_its_unknowns_and_shows_its_violations_in_full(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is the finding of a stopped run: its unknowns are one line, not one each;
+    a violation found before the stop is still shown with its trace."""
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY.replace("N: [1, 2]", "N: [2]"))
+    data = check("tiny.yaml", max_states=2).to_json()
+    assert _seconds_out(render_text(data)).splitlines() == [
+        "violated (stopped at --max-states)  tiny.yaml [tiny] N=2: 3 states, T s",
+        "",
+        "findings:",
+        "",
+        "tiny.yaml  [tiny]  N=2",
+        "  violated (stopped at --max-states): 3 states, 2 transitions, 0 terminal, depth 2, T s",
+        "  stopped at 3 states: --max-states 2 reached",
+        "  unknown   2 properties, not decided as the exploration stopped (--verbose lists them)",
+        "  VIOLATED  below_two  false in this state",
+        *("      " + row for row in TABLE),
+        "",
+        "1 runs: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+    ]
+    verbose = render_text(data, verbose=True)
+    assert "\n  unknown   domains       not decided: the exploration stopped at --max-states\n" in verbose
+
+
+def test_an_incomplete_run_is_not_called_not_as_expected(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped by --max-states before its expected violation: the gate says incomplete (exit 3),
+    and so do the words, in every format (text and HTML share them)."""
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.yaml").write_text(TINY.replace("N: [1, 2]", "N: [2]") + "expect:\n  violated: [below_two]\n")
+    report = check("tiny.yaml", max_states=2)
+    data = report.to_json()
+    assert (report.exit_code, data["runs"][0]["as_expected"]) == (3, False)
+    assert _seconds_out(render_text(data)).splitlines()[0] == \
+        "incomplete (stopped at --max-states)  tiny.yaml [tiny] N=2: 3 states, T s"
+    assert html.run_verdict(data["runs"][0]) == ("incomplete", "incomplete")
+
+
+WARNED = """\
+machine: tiny
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  step:
+    when: x < 1
+    do:
+      - set: {x: x + 1}
+  jump:
+    when: x == 2
+    do:
+      - set: {x: 0}
+terminal:
+  when: x == 1
+properties:
+  below_two:
+    always: x < 2
+"""
+
+
+def test_warnings_are_counted_by_default_and_listed_with_verbose(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("warn.yaml").write_text(WARNED)
+    data = check("warn.yaml").to_json()
+    assert _seconds_out(render_text(data)).splitlines() == [
+        "proved  warn.yaml [tiny]: 2 states, T s, 1 warning",
+        "",
+        "1 warning in 1 run (vacuity: parts of a spec that never matter): --verbose lists them",
+        "1 runs: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved",
+    ]
+    assert "\n  warning: vacuous: action jump (line 9) is never taken\n" in render_text(data, verbose=True)
+
+
+def test_one_value_formatter_for_every_layer() -> None:
+    assert [value_text(v) for v in (True, False, None, 3, "a")] == ["true", "false", "null", "3", "a"]
+    assert values_text(range(1, 6)) == "1..5"
+    assert values_text([1, 3]) == "1, 3"
+    assert values_text(range(0, 10**12, 2)) == "0, 2, ..., 999999999998 (500,000,000,000 values)"
+
+
+def test_one_trace_table_for_every_layer() -> None:
+    lasso = {"kind": "lasso", "loop_start": 1,
+             "steps": [{"state": {"x": 0, "b": False}, "action": None, "choices": {}, "rule": None},
+                       {"state": {"x": 1, "b": False}, "action": "go", "choices": {"c": True}, "rule": "r"},
+                       {"state": {"x": 1, "b": False}, "action": "stay", "choices": {}, "rule": None}]}
+    assert trace_table(lasso) == [
+        "step  action     choices  rule  state (changes)",
+        "0     (initial)                 x=0 b=false",
+        "1     go         c=true   r     x=1  <- loop starts",
+        "2     stay                      (no change)  -> back to step 1",
+    ]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--verbose", "--quiet"], "--verbose and --quiet ask for opposite text reports: give one of them"),
+    (["--verbose", "--format", "json"], "--verbose lengthens the text report only, not --format json: "
+                                        "drop it, or leave out --format"),
+])
+def test_verbose_is_never_ignored_silently(cli: Any, tiny: dict[str, Any], args: list[str], message: str) -> None:
+    ran = cli("check", "tiny.yaml", *args)
+    assert (ran.code, ran.out) == (2, "")
+    assert message in ran.err
+
+
+def test_check_prints_the_short_report_and_verbose_the_full_one(cli: Any, tiny: dict[str, Any]) -> None:
+    assert _seconds_out(cli("check", "tiny.yaml").out) == _seconds_out(render_text(tiny))
+    assert _seconds_out(cli("check", "tiny.yaml", "--verbose").out) == _seconds_out(render_text(tiny, verbose=True))
+
