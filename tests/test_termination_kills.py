@@ -82,6 +82,11 @@ def test_weighted_worst_cases_over_a_graph_whose_edges_skip_levels():
     ("scalar", 2, {"transitions": (1, [(None, {"x": 0, "y": 0}), ("one", {"x": 1, "y": 0})]),
                    "jumps": (BIG, [(None, {"x": 0, "y": 0}), ("one", {"x": 1, "y": 0})]),
                    "twos": (0, [(None, {"x": 0, "y": 0})])}),
+    # scalar, 4 states expanded: (1, 1) -> (2, 1) goes back to a state found one level up, so
+    # the explored part is not level by level; edges lead to state 4, the first not expanded
+    ("scalar", 6, {"transitions": (2, [(None, {"x": 0, "y": 0}), ("one", {"x": 1, "y": 0}), ("one", {"x": 2, "y": 0})]),
+                   "jumps": (5 * BIG, [(None, {"x": 0, "y": 1}), ("one", {"x": 1, "y": 1}), ("two", {"x": 3, "y": 1})]),
+                   "twos": (1, [(None, {"x": 0, "y": 1}), ("one", {"x": 1, "y": 1}), ("two", {"x": 3, "y": 1})])}),
     # vector: the whole first level expanded; the runs end in states of the next, unexpanded
     ("vector", 2, {"transitions": (1, [(None, {"x": 0, "y": 0}), ("one", {"x": 1, "y": 0})]),
                    "jumps": (4 * BIG, [(None, {"x": 0, "y": 1}), ("two", {"x": 2, "y": 1})]),
