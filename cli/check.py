@@ -16,12 +16,13 @@ from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import positive
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.text import assignments_text
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
 from haltproof.explorer.check import Options, RunResult, check_machine, load_python_model, prepare, prepare_python
 from haltproof.explorer.engine import ProgressFn
-from haltproof.explorer.usage import UsageError, parse_pins
+from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
@@ -216,7 +217,7 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]
 
 
 def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:
-    name = f"{spec.name} {' '.join(f'{k}={v}' for k, v in params.items())}"
+    name = f"{spec.name} {assignments_text(params)}"
 
     def show(states: int, transitions: int, depth: int, frontier: int, seconds: float) -> None:
         rate = states / seconds if seconds > 0 else 0.0

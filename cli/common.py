@@ -20,7 +20,7 @@ from haltproof.machine.inputs import positive
 from haltproof.machine.spec import symlink_problem
 
 from haltproof.explorer.memory import parse_size
-from haltproof.explorer.usage import UsageError
+from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
 

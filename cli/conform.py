@@ -11,7 +11,7 @@ from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec
 
 from haltproof.explorer.check import Options, prepare
-from haltproof.explorer.usage import UsageError, parse_pins
+from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
 
 from .common import pins_option, timeout_option

@@ -18,7 +18,7 @@ from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
 from haltproof.explorer.check import Options, check_machine, prepare, stop_reason, sweep
 from haltproof.explorer.engine import explore
-from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
+from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
 from haltproof.reports.report import EXIT_INCOMPLETE
 

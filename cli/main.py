@@ -17,7 +17,7 @@ from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import shown_path
 from haltproof.machine.usercode import OutOfTime
 
-from haltproof.explorer.usage import UsageError
+from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
 from . import check, conform, graph, replay

@@ -13,7 +13,7 @@ from haltproof.properties.kinds import Trace
 
 from haltproof.explorer.check import check_pins
 from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
-from haltproof.explorer.usage import UsageError, one_value_each, parse_pins
+from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
 from .common import pins_option, timeout_option
@@ -90,7 +90,7 @@ def _bound(spec: Spec, m: Machine, model_only: bool) -> Machine:
 
 
 def _params_text(params: dict[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items()) or "no params"
+    return assignments_text(params) or "no params"
 
 
 def _print_replay(m: Machine, out: Replayed) -> None:

@@ -62,6 +62,12 @@ class Options:
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
+    @property
+    def memory_bytes(self) -> int | None:
+        """`max_memory` in bytes: construction parsed a size such as "512M"."""
+        assert not isinstance(self.max_memory, str), "parsed by __post_init__"
+        return self.max_memory
+
     def __post_init__(self) -> None:
         if self.max_states is not None:
             self.max_states = check_number(self.max_states, "max_states", int, above=0)
@@ -294,7 +300,8 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
 def load_python_model(cls: type) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
     """`python_model(cls)`, the user's code, within the deadline in force."""
     try:
-        return usercode.run(python_model, cls)
+        loaded: tuple[Spec, Callable[[dict[str, int]], Machine]] = usercode.run(python_model, cls)
+        return loaded
     except OutOfTime as stop:
         stop.note(f"loading the model {cls.__name__} (creating it, its params and domains)")
         raise
@@ -329,6 +336,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         late.append(("evaluating the counts and measures on the explored transitions", stop))
     if not ex.complete:
+        assert ex.stopped_by is not None, "an incomplete exploration says what stopped it"
         why = ("the exploration ran out of memory" if ex.out_of_memory
                else f"the exploration stopped at {BOUND_OPTION[ex.stopped_by]}")
     elif spec_errors:
@@ -371,9 +379,9 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
         stopped_by = "timeout"
-        what, stop = late[0]
+        what, first = late[0]
         reason = (f"--timeout{_seconds(options)} reached after the exploration, while {what}"
-                  + (f": {stop.doing}" if stop.doing else ""))
+                  + (f": {first.doing}" if first.doing else ""))
 
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
@@ -433,15 +441,16 @@ def stop_reason(ex: Exploration, options: Options) -> str | None:
     if ex.stopped_by == "max_memory":
         if ex.out_of_memory:
             return head + "out of memory (a bound, not a bug: try --max-memory, more memory, or smaller params)"
-        return head + f"memory limit {size_text(options.max_memory)} reached"
+        limit = options.memory_bytes
+        assert limit is not None, "stopped by the memory limit, so there is one"
+        return head + f"memory limit {size_text(limit)} reached"
     text = head + f"--timeout{_seconds(options)} reached"
     return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 
 
 def _explore(m: Machine, options: Options, selected: set[str], progress: ProgressFn | None) -> Exploration:
     """Run the engine the options ask for; `auto` takes the vector engine when it applies."""
-    bounds = dict(max_states=options.max_states, timeout=usercode.remaining(), max_memory=options.max_memory,
-                  properties=selected, progress=progress)
+    timeout, memory = usercode.remaining(), options.memory_bytes
     if options.engine in ("auto", "vector"):
         try:
             vm = vectorize(m)
@@ -451,19 +460,23 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                     from None
         else:
             if options.engine == "vector":
-                return explore_vector(vm, **bounds)
+                return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
+                                      properties=selected, progress=progress)
             # numpy pays per BFS level and per action, so small spaces go faster on the scalar
             # engine: try it first, and switch only when the space turns out to be large
             limit = AUTO_SCALAR_STATES if options.max_states is None else min(options.max_states,
                                                                                AUTO_SCALAR_STATES)
             started = time.monotonic()
-            ex = explore(m, **{**bounds, "max_states": limit})
+            ex = explore(m, max_states=limit, timeout=timeout, max_memory=memory, properties=selected,
+                         progress=progress)
             if ex.complete or ex.stopped_by != "max_states" or limit == options.max_states:
                 return ex
-            if bounds["timeout"] is not None:
-                bounds["timeout"] = max(0.0, bounds["timeout"] - (time.monotonic() - started))
-            return explore_vector(vm, **bounds)
-    return explore(m, **bounds)
+            if timeout is not None:
+                timeout = max(0.0, timeout - (time.monotonic() - started))
+            return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
+                                  properties=selected, progress=progress)
+    return explore(m, max_states=options.max_states, timeout=timeout, max_memory=memory, properties=selected,
+                   progress=progress)
 
 
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
@@ -572,6 +585,7 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
     bound = m.within[name]
     count = m.counts.get(name)
     what = "counted transitions" if count is not None else "transitions"
+    assert g.order is not None, "an acyclic graph: a cycle would have been a violation"
     try:
         longest, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, count, as_int=False))
     except (EvalError, ZeroDivisionError) as exc:

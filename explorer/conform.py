@@ -9,7 +9,7 @@ and the abstract state through the spec's own stages, and compares the abstracte
 state and the rule after every step. A mismatch is shrunk to a minimal run.
 
 The comparison counts the type, as the exhaustive check does (machine/binding.py,
-`_value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
+`value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
 int (or an int where it has a bool) is a disagreement, shown with the domain it leaves.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -25,8 +26,8 @@ from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
 from haltproof.machine import usercode
-from haltproof.machine.binding import Adapter, Runner, _user_traceback, _value_checkers
-from haltproof.machine.compiled import EvalError, Machine
+from haltproof.machine.binding import Adapter, Runner, user_traceback, value_checkers
+from haltproof.machine.compiled import CompiledAction, EvalError, Machine
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.text import assignments_text, value_text
 from haltproof.machine.usercode import OutOfTime, running
@@ -70,7 +71,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
     """Compare the code and the spec on `examples` random concrete runs (reproducible by seed)."""
     last: dict[str, Any] = {}
     compared = [0]
-    checkers = {id(m): _value_checkers(m) for m in machines}
+    checkers = {id(m): value_checkers(m) for m in machines}
     runners = {id(m): Runner(m, adapter) for m in machines}     # the same calls `check` makes
 
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
@@ -165,7 +166,7 @@ def _user(doing: str, fn: Any, *args: Any) -> Any:
         raise
 
 
-def _choice_order(m: Machine, act: Any, s: tuple, data: st.DataObject) -> list[int]:
+def _choice_order(m: Machine, act: CompiledAction, s: tuple[Any, ...], data: st.DataObject) -> list[int]:
     """The choice combinations to draw from. Most draws prefer those after which the run
     goes on, so runs reach deep states (a uniform draw mostly ends a run at its first
     decision); a draw of 0 — where Hypothesis shrinks to — allows all, so a failure still
@@ -189,7 +190,7 @@ def _typed(state: dict[str, Any]) -> dict[str, tuple[type, Any]]:
     return {k: (type(v), v) for k, v in state.items()}
 
 
-def _outside(m: Machine, checkers: list, state: dict[str, Any]) -> dict[str, str]:
+def _outside(m: Machine, checkers: list[Callable[[Any], bool]], state: dict[str, Any]) -> dict[str, str]:
     """The vars of an abstracted code state whose value is not in the declared domain (the
     type included), each with that domain as messages show it."""
     return {name: m.domain_text(i) for i, (name, ok) in enumerate(zip(m.var_names, checkers))
@@ -197,12 +198,12 @@ def _outside(m: Machine, checkers: list, state: dict[str, Any]) -> dict[str, str
 
 
 def _raised(who: str, exc: Exception) -> str:
-    return f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}"
+    return f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}"
 
 
 def _show_code(step: ConformStep, var: str) -> str:
     """The code's value of `var`, with its type and domain when it lies outside the domain."""
-    if var not in step.code_state:
+    if step.code_state is None or var not in step.code_state:
         return "(missing)"
     value = step.code_state[var]
     if var in step.outside:
@@ -232,13 +233,15 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
             if st_.error:
                 lines.extend("    " + ln for ln in st_.error.splitlines())
                 continue
-            code, spec = _typed(st_.code_state), _typed(st_.spec_state)
+            code_state, spec_state = st_.code_state, st_.spec_state
+            assert code_state is not None and spec_state is not None, "a step that did not fail has both states"
+            code, spec = _typed(code_state), _typed(spec_state)
             diff = [k for k in spec if code.get(k) != spec[k]]
             if st_.code_rule != st_.spec_rule:
                 lines.append(f"    rule: spec {st_.spec_rule!r}, code {st_.code_rule!r}")
             for k in diff:
-                lines.append(f"    {k}: spec {value_text(st_.spec_state[k])}, code {_show_code(st_, k)}")
-            extra = sorted(set(st_.code_state) - set(st_.spec_state))
+                lines.append(f"    {k}: spec {value_text(spec_state[k])}, code {_show_code(st_, k)}")
+            extra = sorted(set(code_state) - set(spec_state))
             if extra:
                 lines.append(f"    the code's abstract state has vars the spec lacks: {', '.join(extra)}")
     return "\n".join(lines) + "\n"

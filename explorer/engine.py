@@ -21,18 +21,28 @@ import gc
 import sys
 import time
 from array import array
-from bisect import bisect_right
-from collections.abc import Callable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
+
+import numpy as np
 
 from haltproof.machine.compiled import EVAL_ERRORS, Machine, MissingChoice, spec_where
 from haltproof.machine.fold import can_fail
 from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.spec import present
+from haltproof.properties import termination, vacuity
+from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
 from .memory import current_rss
+
+State: TypeAlias = tuple[Any, ...]       # one value per var, in the spec's order
+# A transition as a finding names it: (action index, combo index, rule, successor state);
+# the successor is None where the transition failed to evaluate.
+StepTaken: TypeAlias = tuple[int, int, str | None, State | None]
 
 ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
 
@@ -50,7 +60,7 @@ class Finding:
 
     state: int                      # index of the state the trace ends in (or starts the failing step from)
     message: str
-    step: tuple | None = None       # (action index, combo index, rule, successor state) for a failing transition
+    step: StepTaken | None = None   # the failing transition, when a transition failed
     other: Finding | None = None  # independence: the transition it disagrees with
     subject: Subject | None = None  # what failed to evaluate (well_defined, bound_code) or differs (independent)
 
@@ -77,7 +87,7 @@ def action_text(m: Machine, action: int, ci: int) -> str:
 class _Recomputed:
     """A per-state or per-edge attribute recomputed on demand (see Exploration.attach_lazy)."""
 
-    def __init__(self, fn: Any, n: int, part: int):
+    def __init__(self, fn: Callable[[int], tuple[int, int, str | None]], n: int, part: int):
         self.fn, self.n, self.part = fn, n, part
 
     def __len__(self) -> int:
@@ -86,7 +96,7 @@ class _Recomputed:
     def __getitem__(self, i: int) -> Any:
         return self.fn(int(i))[self.part]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for i in range(self.n):
             yield self[i]
 
@@ -99,18 +109,18 @@ Column: TypeAlias = Any
 @dataclass
 class Exploration:
     machine: Machine
-    states: list[tuple] = field(default_factory=list)
-    index: dict = field(default_factory=dict)
+    states: list[State] = field(default_factory=list)
+    index: dict[State, int] = field(default_factory=dict)
     parent: Column = field(default_factory=lambda: array("q"))
     via_action: Column = field(default_factory=lambda: array("i"))
     via_combo: Column = field(default_factory=lambda: array("q"))
-    via_rule: list = field(default_factory=list)
+    via_rule: Column = field(default_factory=list)
     depth: Column = field(default_factory=lambda: array("i"))         # never decreases along the states
     edge_start: Column = field(default_factory=lambda: array("q"))    # len = expanded + 1
     e_dst: Column = field(default_factory=lambda: array("q"))
     e_action: Column = field(default_factory=lambda: array("i"))
     e_combo: Column = field(default_factory=lambda: array("q"))
-    e_rule: list = field(default_factory=list)
+    e_rule: Column = field(default_factory=list)
     terminal: Column = field(default_factory=bytearray)
     errored: Column = field(default_factory=bytearray)             # some transition of it failed to evaluate
     terminal_unknown: int | None = None   # the first state whose terminal predicate failed (not expanded)
@@ -130,22 +140,54 @@ class Exploration:
 
     @property
     def max_depth(self) -> int:
-        return self.depth[-1] if len(self.depth) else 0      # states are numbered level by level
+        return int(self.depth[-1]) if len(self.depth) else 0      # states are numbered level by level
 
     def edges_of(self, i: int) -> range:
         return range(self.edge_start[i], self.edge_start[i + 1])
 
     @property
     def terminal_states(self) -> int:
-        return self.terminal.count(1)
+        return int(self.terminal.count(1))
 
-    def transitions_from(self, i: int) -> list[tuple[int, int, str | None, tuple]]:
+    # What the property analyses ask of an explored graph (properties/exploration.py,
+    # ExploredGraph): this engine keeps every edge in Python arrays, so it answers by walking them.
+
+    def first_deadlock(self) -> int | None:
+        """The first expanded non-terminal state with no successor and no failed transition."""
+        n = self.expanded
+        starts = np.asarray(self.edge_start)[:n + 1]
+        stuck = ((np.asarray(self.terminal)[:n] == 0) & (np.asarray(self.errored)[:n] == 0)
+                 & (np.diff(starts) == 0))
+        found = np.flatnonzero(stuck)
+        return int(found[0]) if len(found) else None
+
+    def first_deepest(self) -> int:
+        """The first state of the deepest level (depths never decrease along the states)."""
+        return bisect_left(self.depth, self.depth[-1]) if len(self.depth) else 0
+
+    def topological_order(self) -> Sequence[int] | None:
+        """Kahn's algorithm over the stored edges (the BFS order itself when forward)."""
+        return termination.kahn_order(self)
+
+    def cyclic_candidates(self) -> list[int]:
+        """Every expanded state: peeling the acyclic part first would cost more than it saves here."""
+        return list(range(self.expanded))
+
+    def rule_facts(self, action: int, dead: Sequence[int]) -> RuleFacts:
+        """The rule conditions evaluated on the stored transitions of the action."""
+        return vacuity.rule_facts_from_edges(self, action, dead)
+
+    def choice_groups(self, actions: Sequence[int]) -> dict[int, list[list[int]]]:
+        """The choice combinations grouped by their stored transitions, in one pass over the edges."""
+        return vacuity.choice_groups_from_edges(self, actions)
+
+    def transitions_from(self, i: int) -> list[tuple[int, int, str | None, State]]:
         """The transitions stored for state i, in the engine's order: (action, combo, rule, successor)."""
         return transitions_from(self.machine, self.states[i])
 
-    def attach_lazy(self, steps_class: type[_Steps] | None = None) -> None:
+    def attach_lazy(self, steps_class: type[StepFinder] | None = None) -> None:
         """Make via_* and e_action/e_combo/e_rule recompute their items when read."""
-        steps = (steps_class or _Steps)(self.machine, self.states, self.parent, self.edge_start)
+        steps = (steps_class or StepFinder)(self.machine, self.states, self.parent, self.edge_start)
         n, ne = len(self.parent), self.transitions
         self.via_action = _Recomputed(steps.via, n, 0)
         self.via_combo = _Recomputed(steps.via, n, 1)
@@ -155,11 +197,11 @@ class Exploration:
         self.e_rule = _Recomputed(steps.edge, ne, 2)
 
 
-def transitions_from(m: Machine, s: tuple) -> list[tuple[int, int, str | None, tuple]]:
+def transitions_from(m: Machine, s: State) -> list[tuple[int, int, str | None, State]]:
     """The transitions the engines store for state s, in their order: (action, combo, rule,
     successor). An expression that fails counts as it did while exploring: a state whose
     terminal predicate fails is not expanded, a failing guard or step gives no edge."""
-    out: list[tuple[int, int, str | None, tuple]] = []
+    out: list[tuple[int, int, str | None, State]] = []
     try:
         if m.is_terminal(s):
             return out
@@ -193,7 +235,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
     spec = m.spec
     made = [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
     fns = [(f"count of {p.name}", Subject("count", p.name), m.counts[p.name]) for p in spec.properties
-           if p.name in m.counts and (spec.python or can_fail(p.count, made))]
+           if p.name in m.counts and (spec.python or can_fail(present(p.count), made))]
     fns += [(f"measure {ms.name}", Subject("measure", ms.name), m.measures[ms.name]) for ms in spec.measures
             if ms.name in m.measures and (spec.python or can_fail(ms.expr, made))]
     if not fns:
@@ -220,7 +262,7 @@ def trace_length(f: Finding, depth: int) -> int:
     return depth + (1 if f.step is not None and f.step[3] is not None else 0)
 
 
-class _Steps:
+class StepFinder:
     """What an edge or a first visit was (action, combo, rule), recomputed from its source
     state. It holds the exploration's arrays, not the exploration, so no reference cycle
     keeps a large exploration alive once it is dropped."""
@@ -228,7 +270,7 @@ class _Steps:
     def __init__(self, m: Machine, states: Any, parent: Any, edge_start: Any):
         self.m, self.states, self.parent, self.edge_start = m, states, parent, edge_start
         self.vias: dict[int, tuple[int, int, str | None]] = {}
-        self.last: tuple[int, list] | None = None    # the last source asked about, and its transitions
+        self.last: tuple[int, list[tuple[int, int, str | None, State]]] | None = None    # the last source asked about, and its transitions
 
     def via(self, j: int) -> tuple[int, int, str | None]:
         if j not in self.vias:
@@ -504,7 +546,7 @@ class _Sweep:
         self.failed.add(i)
         self.tried.add(action)
 
-    def domain_fail(self, i: int, action: int, ci: int, rule: str | None, t: tuple) -> None:
+    def domain_fail(self, i: int, action: int, ci: int, rule: str | None, t: State) -> None:
         m = self.m
         bad = m.domain_error(t)
         self.fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]!r} is outside its "
@@ -512,7 +554,7 @@ class _Sweep:
         self.failed.add(i)
         self.tried.add(action)
 
-    def check_state(self, j: int, t: tuple) -> None:
+    def check_state(self, j: int, t: State) -> None:
         """The invariants and reachable properties on new state j."""
         if self.all_invariants is not None:
             try:
@@ -538,10 +580,10 @@ class _Sweep:
                 self.fail(name, Finding(j, "false in this state"))
         self._check_reachables(j, t)
 
-    def _property_error(self, i: int, name: str, exc: Exception, step: tuple | None = None) -> Finding:
+    def _property_error(self, i: int, name: str, exc: Exception, step: StepTaken | None = None) -> Finding:
         return Finding(i, failure(self.m, f"property {name}", exc), step, subject=Subject("property", name))
 
-    def _check_reachables(self, j: int, t: tuple) -> None:
+    def _check_reachables(self, j: int, t: State) -> None:
         watching = "well_defined" not in self.findings
         reached = self.ex.reached
         for name, f in self.reachables.items():
@@ -553,7 +595,7 @@ class _Sweep:
                 except _ERRORS as exc:
                     self.fail("well_defined", self._property_error(j, name, exc))
 
-    def check_step(self, i: int, action: int, ci: int, r: str | None, t: tuple) -> None:
+    def check_step(self, i: int, action: int, ci: int, r: str | None, t: State) -> None:
         """The step invariants and variants on one transition from state i to t."""
         act = self.m.actions[action]
         s = self.states[i]
@@ -573,12 +615,12 @@ class _Sweep:
                     continue
                 if not ok and judged:
                     self.fail(name, Finding(i, "false for this transition", step))
-        for name, f, bound in self.variants:
+        for name, variant, bound in self.variants:
             judged = name not in findings
             if not (judged or watching and self._fallible(name)):
                 continue
             try:
-                before, after = f(s), f(t)
+                before, after = variant(s), variant(t)
             except _ERRORS as exc:
                 self.fail("well_defined", self._property_error(i, name, exc, step))
                 continue
@@ -601,8 +643,10 @@ def _generated_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, in
     # again and again.
     collecting = gc.isenabled()
     gc.disable()
+    sweep = x.m.sweep
+    assert sweep is not None, "called only where _runs_generated said the machine has a generated loop"
     try:
-        expanded, forward, deeper, counts = x.m.sweep(x)
+        expanded, forward, deeper, counts = sweep(x)
     finally:
         if collecting:
             gc.enable()
@@ -634,7 +678,7 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     # taken for the known int state without its domain being checked. Check every one.
     from_code = m.bound_to is not None
     independents = x.independents
-    seen_outcomes: list[dict] = [dict() for _ in independents]
+    seen_outcomes: list[dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]]] = [dict() for _ in independents]
     step_checks = bool(x.step_invs or x.variants)
     fired: dict[int, dict[str | None, int]] = {}     # every action that was enabled, with its rules
     forward = True
@@ -719,7 +763,8 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     return i, forward, fired
 
 
-def _same(seen: dict, key: tuple, outcome: Any, state: int, step: tuple | None, name: str,
+def _same(seen: dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]], key: tuple[Any, ...], outcome: Any,
+          state: int, step: StepTaken | None, name: str,
           fail: Callable[[str, Finding], None], m: Machine) -> None:
     """Independence: the first outcome seen for `key` must be the outcome every time. The
     key is the projected state and what is checked: ("terminal"), (action) for its guard,
@@ -746,5 +791,5 @@ def _same(seen: dict, key: tuple, outcome: Any, state: int, step: tuple | None, 
         fail(name, Finding(first[1], msg, first[2], Finding(state, msg, step), subject))
 
 
-def _fmt_choices(labels: dict) -> str:
+def _fmt_choices(labels: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in labels.items()) or "no choices"

@@ -45,7 +45,7 @@ class Replayed:
     terminal: bool = False
     # the run as the machine sees it: its states (the last one may lie outside a domain) and
     # per transition the action, the index of its choice combination and the rule that fired
-    states: list[tuple] = field(default_factory=list)
+    states: list[tuple[Any, ...]] = field(default_factory=list)
     moves: list[tuple[CompiledAction, int, str | None]] = field(default_factory=list)
     failure: Failed | None = None       # the evaluation that stopped the run, if one did
     outside: bool = False               # the run stopped because its last step left a domain
@@ -96,11 +96,11 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
     return out
 
 
-def _follow(m: Machine, state: tuple, steps: list[tuple[str, dict[str, Any]]],
+def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str, Any]]],
             expected_states: list[dict[str, Any] | None] | None, out: Replayed) -> bool:
     """The steps of run_steps from `state`, appended to `out`; whether the run ends terminal.
     A step that does not follow the machine sets `out.problem`; one that fails raises Failed."""
-    terminal = evaluate(m, 0, _TERMINAL, m.is_terminal, state)
+    terminal: bool = evaluate(m, 0, _TERMINAL, m.is_terminal, state)
     for n, (aname, choices) in enumerate(steps, start=1):
         act = next((a for a in m.actions if a.name == aname), None)
         if act is None:
@@ -129,10 +129,10 @@ def _follow(m: Machine, state: tuple, steps: list[tuple[str, dict[str, Any]]],
         out.lines.append([(label, _display(evaluate(m, n, Subject("replay", label), fn, state, nxt, aname, rule,
                                                     *act.step_args[ci]), bare, act, ci))
                           for label, fn, bare in m.replay_lines])
-        if expected_states and n < len(expected_states) and expected_states[n] is not None:
-            if expected_states[n] != m.state_dict(nxt):
-                out.problem = f"step {n}: the state differs from the recorded one: " + _diff(m, expected_states[n], nxt)
-                return False
+        expected = expected_states[n] if expected_states and n < len(expected_states) else None
+        if expected is not None and expected != m.state_dict(nxt):
+            out.problem = f"step {n}: the state differs from the recorded one: " + _diff(m, expected, nxt)
+            return False
         state = nxt
         terminal = evaluate(m, n, _TERMINAL, m.is_terminal, state)
     return terminal
@@ -146,7 +146,7 @@ def _not_initial(m: Machine, init: dict[str, Any]) -> str:
             + (f" ({why})" if why else ""))
 
 
-def _diff(m: Machine, recorded: dict[str, Any], state: tuple) -> str:
+def _diff(m: Machine, recorded: dict[str, Any], state: tuple[Any, ...]) -> str:
     """Each var the recorded state gives another value, saying so when that value is outside its domain."""
     parts = []
     for i, (k, v) in enumerate(m.state_dict(state).items()):
@@ -160,8 +160,9 @@ def _diff(m: Machine, recorded: dict[str, Any], state: tuple) -> str:
 def _outside(m: Machine, i: int, value: Any) -> str | None:
     """'outside its domain ...' when `value` (of the var's type) is not in var i's domain."""
     var = m.spec.vars[i]
-    if var.kind == "int" and m.bounds[i] is not None:
-        inside = type(value) is int and m.bounds[i][0] <= value <= m.bounds[i][1]
+    bounds = m.bounds[i]
+    if var.kind == "int" and bounds is not None:
+        inside = type(value) is int and bounds[0] <= value <= bounds[1]
     elif var.kind == "enum":
         inside = value in var.values
     else:

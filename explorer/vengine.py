@@ -16,7 +16,7 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -26,9 +26,11 @@ from haltproof.machine.vectorize import DENSE_LIMIT, Arrays, VAction, VMachine
 
 from .codeset import CodeIndex
 from haltproof.machine.compiled import EVAL_ERRORS
+from haltproof.properties import termination
+from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
-from .engine import Exploration, Finding, ProgressFn, _Steps, action_subject, action_text, failure
+from .engine import Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
 from .memory import current_rss
 
 # independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
@@ -81,9 +83,42 @@ class VExploration(Exploration):
     def terminal_states(self) -> int:
         return int(np.count_nonzero(self.terminal))
 
+    # What the property analyses ask of an explored graph (properties/exploration.py,
+    # ExploredGraph): this engine answers from what it noted while sweeping, and from whole
+    # numpy arrays, since a large graph's edges may not even be kept.
 
-class _VSteps(_Steps):
-    """`_Steps` over numpy arrays: an edge's source by one searchsorted."""
+    def first_deadlock(self) -> int | None:
+        """Noted while sweeping: the edges of a forward graph may not be kept."""
+        return self.first_stuck
+
+    def first_deepest(self) -> int:
+        return int(self.depth.first_deepest())
+
+    def topological_order(self) -> Sequence[int] | None:
+        """The BFS levels of a forward graph, else sources peeled off level by level."""
+        return termination.peeled_order(self.expanded, self.levels, self.forward, self.edge_start, self.e_dst,
+                                        self.parent)
+
+    def cyclic_candidates(self) -> list[int]:
+        """The states left after peeling sources and sinks: usually few."""
+        return termination.unpeeled_states(self.expanded, self.edge_start, self.e_dst)
+
+    def rule_facts(self, action: int, dead: Sequence[int]) -> RuleFacts:
+        """From the rule conditions evaluated level by level while sweeping."""
+        pre = self.precomputed
+        rules = self.machine.spec.actions[action].decide
+        names = [r.name for r in rules.rules] if rules is not None else []
+        shadowed = pre["shadowed_by"].get(action, {})
+        return RuleFacts(frozenset(j for j in pre["cond_true"].get(action, set()) if j in dead),
+                         {d: frozenset(names[j] for j in shadowed.get(d, set())) for d in dead})
+
+    def choice_groups(self, actions: Sequence[int]) -> dict[int, list[list[int]]]:
+        """From the per-combination signatures of the transitions, counted while sweeping."""
+        return {k: self.precomputed["choice_groups"].get(k, []) for k in actions}
+
+
+class VectorStepFinder(StepFinder):
+    """`StepFinder` over numpy arrays: an edge's source by one searchsorted."""
 
     def source(self, e: int) -> int:
         # the scalar must have the array's dtype, or numpy converts the whole array per call
@@ -513,7 +548,7 @@ class _VSweep:
         ex.complete = self.stopped is None
         ex.seconds = time.monotonic() - self.started
         ex.vm = self.vm
-        ex.attach_lazy(_VSteps)
+        ex.attach_lazy(VectorStepFinder)
         return ex
 
     def edges(self) -> None:

@@ -116,7 +116,7 @@ _LAYERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OWN_DIRS = tuple(os.path.join(_LAYERS, layer) + os.sep for layer in ("machine", "properties", "explorer"))
 
 
-def _user_traceback(exc: BaseException) -> str:
+def user_traceback(exc: BaseException) -> str:
     """The traceback without haltproof's own frames: the part the user can act on."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(_OWN_DIRS)]
@@ -178,7 +178,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
     spec = m.spec
     var_names = m.var_names
     code_vars = [v.name for v in spec.vars if not v.ghost]      # what abstract() gives; ghosts: the stages
-    values_ok = _value_checkers(m)
+    values_ok = value_checkers(m)
     runner = Runner(m, adapter)
     driver = runner.driver
 
@@ -234,7 +234,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1) -> Machine:
                                 f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
             spec_out = stages(s, *combo) if stages is not None else None
             ghosts = dict(zip(var_names, spec_out[0] if spec_out is not None else s))
-            t = _hashable(tuple(result[v] if v in result else ghosts[v] for v in var_names), var_names,
+            t = checked_hashable(tuple(result[v] if v in result else ghosts[v] for v in var_names), var_names,
                           "abstract()")
             if spec_out is not None:
                 rule, differs = _matching(spec_out, t, rule, var_names)
@@ -353,7 +353,7 @@ def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo:
     except CodeError:
         raise
     except Exception as exc:
-        raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{_user_traceback(exc)}") from None
+        raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}") from None
 
 
 def _value_text(value: Any) -> str:
@@ -389,7 +389,7 @@ def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
     return result, rule
 
 
-def _hashable(state: tuple[Any, ...], var_names: list[str], what: str) -> tuple[Any, ...]:
+def checked_hashable(state: tuple[Any, ...], var_names: list[str], what: str) -> tuple[Any, ...]:
     """States are set members: a dict or list slipping into one is the code's mistake."""
     for name, value in zip(var_names, state):
         try:
@@ -401,7 +401,7 @@ def _hashable(state: tuple[Any, ...], var_names: list[str], what: str) -> tuple[
     return state
 
 
-def _value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
+def value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
     """Per var, whether a value the code produced lies in the declared domain (type included:
     `type(x) is int`, not isinstance, since True is an int to isinstance, and True == 1 == 1.0
     would pass a plain range or membership test). The engine runs these on every state the

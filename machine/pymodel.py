@@ -58,7 +58,7 @@ from typing import Any, TypedDict, TypeVar
 
 from . import expr as E
 from . import usercode
-from .binding import CodeError, _hashable, _user_traceback
+from .binding import CodeError, checked_hashable, user_traceback
 from .compiled import CompiledAction, EvalError, Machine, MissingChoice
 from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
@@ -250,7 +250,7 @@ def _call(file: str, line: int | None, what: str, fn: UserFn, *args: Any) -> Any
         return fn(*args)
     except Exception as exc:
         raise SpecError([Problem(file, line, f"{what} raised {type(exc).__name__}: {exc}\n"
-                                             f"{_user_traceback(exc)}")]) from None
+                                             f"{user_traceback(exc)}")]) from None
 
 
 def python_model(cls: type[Model]) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
@@ -425,7 +425,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
         if not isinstance(d, dict) or set(d) != set(names):
             got = sorted(d) if isinstance(d, dict) else type(d).__name__
             raise CodeError(f"{what} must return a dict with exactly the vars {sorted(names)}, got {got}")
-        return _hashable(tuple(d[n] for n in names), names, what)
+        return checked_hashable(tuple(d[n] for n in names), names, what)
 
     def user(fn: UserFn, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -438,7 +438,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
             raise
         except Exception as exc:
             raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"
-                            f"{_user_traceback(exc)}") from None
+                            f"{user_traceback(exc)}") from None
 
     def domain_error(t: State) -> int:
         for i, (v, ok) in enumerate(zip(t, allowed)):

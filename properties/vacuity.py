@@ -9,11 +9,13 @@ difference. They are warnings, not violations.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from haltproof.explorer.engine import Exploration
-from haltproof.machine.spec import shown_path, where_text
+from haltproof.machine.spec import present, shown_path, where_text
+
+from .exploration import ExploredGraph, RuleFacts
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Notice:
         return out
 
 
-def coverage(ex: Exploration) -> dict[str, dict[str, int]]:
+def coverage(ex: ExploredGraph) -> dict[str, dict[str, int]]:
     """How often each decide rule fired and each terminal label was reached."""
     spec = ex.machine.spec
     terminals = {str(k): v for k, v in ex.label_counts.items()}
@@ -46,13 +48,13 @@ def coverage(ex: Exploration) -> dict[str, dict[str, int]]:
     return {"rules": dict(ex.rule_counts), "terminals": terminals}
 
 
-def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
+def notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
     """Every dead part of the spec in a complete exploration (call only when complete)."""
     spec = ex.machine.spec
     out: list[Notice] = []
     fired = ex.fired_by_action                  # both engines count these while they sweep
     taken = set(fired)
-    outcomes = _choice_outcomes(ex, [k for k in taken if _single_choice(ex, k)])
+    groups = ex.choice_groups([k for k in sorted(taken) if _single_choice(ex, k)])
     for k, act in enumerate(spec.actions):
         if k not in taken:
             out.append(Notice("action", act.name, f"vacuous: action {act.name} ({where_text(spec, act)}) "
@@ -60,7 +62,7 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
             continue
         if act.decide is not None:
             out.extend(_rule_notices(ex, k, fired.get(k, {})))
-        out.extend(_choice_notices(ex, k, outcomes))
+        out.extend(_choice_notices(ex, k, groups))
     if spec.terminal is not None:
         for label, n in cov["terminals"].items():
             if n == 0:
@@ -69,7 +71,7 @@ def notices(ex: Exploration, cov: dict[str, dict[str, int]]) -> list[Notice]:
     return out
 
 
-def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice]:
+def _rule_notices(ex: ExploredGraph, k: int, fired: Mapping[str, int]) -> list[Notice]:
     """Rules of action k that never fire, told apart: never true, or always shadowed."""
     m = ex.machine
     act = m.spec.actions[k]
@@ -80,38 +82,16 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
     if not dead:
         return []
     conds = m.rule_conditions.get(k)
-    true_somewhere: set[int] = set()
-    shadowers: dict[int, set[str]] = {i: set() for i in dead}
-    pre = getattr(ex, "precomputed", None)
-    if pre is not None:
-        true_somewhere = set(pre["cond_true"].get(k, set()))
-        for d in dead:
-            shadowers[d] = {rules[j].name for j in pre["shadowed_by"].get(k, {}).get(d, set())}
-    elif conds is not None:
-        combos = m.actions[k].combos
-        for i in range(ex.expanded):
-            for e in ex.edges_of(i):
-                if ex.e_action[e] != k:
-                    continue
-                try:
-                    values = conds(ex.states[i], *combos[ex.e_combo[e]])
-                except Exception:          # an error here is already a well_defined finding
-                    continue
-                first = next((j for j, v in enumerate(values) if v), None)
-                for d in dead:
-                    if values[d]:
-                        true_somewhere.add(d)
-                        if first is not None and first < d:
-                            shadowers[d].add(rules[first].name)
+    facts = ex.rule_facts(k, dead)
     out = []
     for d in dead:
         r = rules[d]
         where = f"decide rule {r.name!r} of action {act.name} ({where_text(m.spec, r)})"
         if conds is None:
             why = "never fires"
-        elif d in true_somewhere:
+        elif d in facts.true_somewhere:
             why = ("never fires: it is shadowed, whenever its condition holds an earlier rule "
-                   f"({', '.join(sorted(shadowers[d]))}) fires first")
+                   f"({', '.join(sorted(facts.shadowed_by.get(d, frozenset())))}) fires first")
         else:
             why = "never fires: its condition is never true in any reachable step"
         out.append(Notice("rule", r.name, f"vacuous: {where} {why}", r.line, act.name,
@@ -119,46 +99,74 @@ def _rule_notices(ex: Exploration, k: int, fired: dict[str, int]) -> list[Notice
     return out
 
 
-def _single_choice(ex: Exploration, k: int) -> bool:
+def _single_choice(ex: ExploredGraph, k: int) -> bool:
     act = ex.machine.actions[k]
     return len(act.choice_names) == 1 and len(act.combos) >= 2
 
 
-def _choice_outcomes(ex: Exploration, actions: list[int]) -> dict[int, dict[int, list[Any]]]:
-    """Per action and choice combo, its transitions as (source, successor, rule), in one
-    pass over the edges (the engine may recompute what each edge is, source by source).
-    Empty where the engine counted the choice groups while it swept."""
-    if not actions or getattr(ex, "precomputed", None) is not None:
-        return {}
-    out: dict[int, dict[int, list[Any]]] = {k: {ci: [] for ci in range(len(ex.machine.actions[k].combos))} for k in actions}
+def rule_facts_from_edges(ex: ExploredGraph, k: int, dead: Sequence[int]) -> RuleFacts:
+    """`ExploredGraph.rule_facts` by evaluating the rule conditions of action k on each of its
+    explored transitions (for an engine that did not gather them while it swept)."""
+    m = ex.machine
+    conds = m.rule_conditions.get(k)
+    if conds is None:
+        return RuleFacts(frozenset(), {})
+    rules = present(m.spec.actions[k].decide).rules
+    true_somewhere: set[int] = set()
+    shadowers: dict[int, set[str]] = {i: set() for i in dead}
+    combos = m.actions[k].combos
     for i in range(ex.expanded):
         for e in ex.edges_of(i):
-            per_combo = out.get(ex.e_action[e])
+            if ex.e_action[e] != k:
+                continue
+            try:
+                values = conds(ex.states[i], *combos[ex.e_combo[e]])
+            except Exception:          # an error here is already a well_defined finding
+                continue
+            first = next((j for j, v in enumerate(values) if v), None)
+            for d in dead:
+                if values[d]:
+                    true_somewhere.add(d)
+                    if first is not None and first < d:
+                        shadowers[d].add(rules[first].name)
+    return RuleFacts(frozenset(true_somewhere), {d: frozenset(names) for d, names in shadowers.items()})
+
+
+def choice_groups_from_edges(ex: ExploredGraph, actions: Sequence[int]) -> dict[int, list[list[int]]]:
+    """`ExploredGraph.choice_groups` in one pass over the explored edges: per action and
+    choice combo, its transitions as (source, successor, rule), then the combos grouped by
+    those lists (for an engine that did not count the groups while it swept)."""
+    if not actions:
+        return {}
+    outs: dict[int, dict[int, list[tuple[int, int, str | None]]]] = {
+        k: {ci: [] for ci in range(len(ex.machine.actions[k].combos))} for k in actions}
+    for i in range(ex.expanded):
+        for e in ex.edges_of(i):
+            per_combo = outs.get(ex.e_action[e])
             if per_combo is not None:
                 per_combo[ex.e_combo[e]].append((i, ex.e_dst[e], ex.e_rule[e]))
+    out: dict[int, list[list[int]]] = {}
+    for k, per_combo in outs.items():
+        groups: dict[tuple[tuple[int, int, str | None], ...], list[int]] = {}
+        for ci, transitions in per_combo.items():
+            if transitions:
+                groups.setdefault(tuple(transitions), []).append(ci)
+        out[k] = list(groups.values())
     return out
 
 
-def _choice_notices(ex: Exploration, k: int, outcomes: dict[int, dict[int, list[Any]]]) -> list[Notice]:
+def _choice_notices(ex: ExploredGraph, k: int, groups: dict[int, list[list[int]]]) -> list[Notice]:
     """Values of a single-choice action that never make a difference: in every state where
     the action runs, they lead to the same successor and rule as another value."""
     m = ex.machine
     act = m.actions[k]
     if not _single_choice(ex, k):
         return []
-    pre = getattr(ex, "precomputed", None)
-    if pre is not None:
-        groups = {tuple(g): [act.labels[ci][act.choice_names[0]] for ci in g]
-                  for g in pre["choice_groups"].get(k, [])}
-    else:
-        groups = {}
-        for ci, outs in outcomes[k].items():
-            if outs:
-                groups.setdefault(tuple(outs), []).append(act.labels[ci][act.choice_names[0]])
     spec_action = m.spec.actions[k]
     decl = spec_action.choices[0][1] if spec_action.choices else spec_action
     name = act.choice_names[0]
     return [Notice("choice", name, f"vacuous: choice {name} of action {act.name} ({where_text(m.spec, decl)}): "
-                                   f"the values {', '.join(map(str, values))} always lead to the same step; "
-                                   "they never make a difference", decl.line, act.name, file=decl.file)
-            for values in groups.values() if len(values) > 1]
+                                   f"the values {', '.join(str(act.labels[ci][name]) for ci in group)} always "
+                                   "lead to the same step; they never make a difference", decl.line, act.name,
+                   file=decl.file)
+            for group in groups.get(k, []) if len(group) > 1]

@@ -60,7 +60,7 @@ class Transition:
 
     @property
     def choices_text(self) -> str:
-        return " ".join(f"{k}={value_text(v)}" for k, v in self.choices)
+        return assignments_text(dict(self.choices))
 
     @property
     def label(self) -> str:
@@ -111,7 +111,7 @@ class StateGraph:
 
     def state_text(self, i: int) -> str:
         """The state's vars, one `name=value` a line."""
-        return "\n".join(f"{k}={value_text(v)}" for k, v in zip(self.var_names, self.states[i]))
+        return assignments_text(dict(zip(self.var_names, self.states[i])), sep="\n")
 
     def edge_label(self, key: tuple[int, int]) -> str:
         return "\n".join(t.label for t in self.edges[key])

@@ -25,16 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 @functools.cache
 def haltproof(*args: str) -> tuple[int, str, str, dict[str, Any] | None]:
     """Run `haltproof ARGS` in-process from the repository root: (exit code, stdout, stderr, report)."""
-    before = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            report_file = os.path.join(tmp, "report.json")
-            extra = ["--json", report_file] if args and args[0] == "check" else []
-            out, err = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main([*args, *extra])
-            report = json.loads(Path(report_file).read_text()) if extra and os.path.exists(report_file) else None
-    finally:
-        os.chdir(before)
+    # contextlib.chdir, not monkeypatch: the result is cached across tests; the directory is restored
+    with contextlib.chdir(ROOT), tempfile.TemporaryDirectory() as tmp:
+        report_file = os.path.join(tmp, "report.json")
+        extra = ["--json", report_file] if args and args[0] == "check" else []
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*args, *extra])
+        report = json.loads(Path(report_file).read_text()) if extra and os.path.exists(report_file) else None
     return code, out.getvalue(), err.getvalue(), report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -58,5 +59,30 @@ SLOW_SPECS = {"budget_runner.yaml", "gate_chain.yaml"}     # seconds each on eve
 
 def verdict_specs(paths: list[Path]) -> list:
     """`paths` as parameters, each marked `verdict` (the per-mutant selection of
-    docs/mutation.md) unless it is one of the slow specs."""
-    return [pytest.param(p, marks=() if p.name in SLOW_SPECS else pytest.mark.verdict) for p in paths]
+    docs/mutation.md) unless it is one of the slow specs, which are marked `slow`."""
+    return [pytest.param(p, marks=pytest.mark.slow if p.name in SLOW_SPECS else pytest.mark.verdict)
+            for p in paths]
+
+
+def repo_specs(paths: list[Path]) -> list:
+    """`paths` as parameters, the slow specs marked `slow` (`scripts/test -m "not slow"` leaves them out)."""
+    return [pytest.param(p, marks=pytest.mark.slow if p.name in SLOW_SPECS else ()) for p in paths]
+
+
+def sweeps_seed_systems(command: str) -> bool:
+    """Whether a documented `haltproof check`/`conform` command explores every bundled spec (no
+    path, or the specs folder) or a whole slow spec (no `-p` pins): tens of seconds each."""
+    words = shlex.split(command.split("&&")[-1])
+    if words[:2] not in (["haltproof", "check"], ["haltproof", "conform"]) or "-p" in words:
+        return False
+    return len(words) == 2 or any(w.rstrip("/") == "specs" or Path(w).name in SLOW_SPECS for w in words[2:])
+
+
+def doc_commands(cases: list) -> list:
+    """A doc's commands (each a command line, or a tuple starting with one) as parameters, the
+    ones that sweep the seed systems marked `slow`."""
+    out = []
+    for case in cases:
+        values = (case,) if isinstance(case, str) else tuple(case)
+        out.append(pytest.param(*values, marks=pytest.mark.slow if sweeps_seed_systems(values[0]) else ()))
+    return out

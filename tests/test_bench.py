@@ -133,6 +133,7 @@ def test_bug_variant_counterexample_at_q10_is_11(cli):
     assert rep["cex_steps"] == 11
 
 
+@pytest.mark.slow
 def test_python_m_bench_q10_writes_exact_counts(tmp_path):
     out = tmp_path / "results"
     p = subprocess.run([sys.executable, "-m", "bench", "--q", "10", "--tools", "haltproof,baseline",

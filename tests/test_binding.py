@@ -478,6 +478,7 @@ STUCK_AT = ("running the bound code for action read_task_cards (obs=failed) from
 
 
 @pytest.mark.parametrize("adapter", ["Sleeping", "Spinning"])
+@pytest.mark.slow
 def test_timeout_ends_a_check_whose_bound_code_never_returns(tmp_path, adapter):
     """decide sleeps for an hour, or spins, from the second step on: the check ends at
     --timeout, incomplete, and says which action on which state was running."""
@@ -495,6 +496,7 @@ def test_timeout_ends_a_check_whose_bound_code_never_returns(tmp_path, adapter):
     assert {p["name"]: p["status"] for p in run["properties"]}["bound_code"] == "unknown"
 
 
+@pytest.mark.slow
 def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
     """Off the main thread there is no SIGALRM: each call runs in a worker that is given up
     at the deadline. The process still exits (the sleeping worker is a daemon)."""
@@ -519,6 +521,7 @@ def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
                                       "reason": f"stopped at 42 states: --timeout 2 s reached while {STUCK_AT}"}
 
 
+@pytest.mark.slow
 def test_timeout_bounds_creating_the_adapter(tmp_path):
     path = bound_copy(tmp_path, "stuck_code:SleepingInit")
     ran = haltproof_process("check", path, "--timeout", "2", cwd=tmp_path)
@@ -526,6 +529,7 @@ def test_timeout_bounds_creating_the_adapter(tmp_path):
     assert ran.stderr == "haltproof: incomplete: --timeout reached while creating the adapter stuck_code:SleepingInit\n"
 
 
+@pytest.mark.slow
 def test_timeout_bounds_importing_the_bound_module(tmp_path):
     (tmp_path / "hp_import_spins.py").write_text("while True:\n    pass\n")
     path = bound_copy(tmp_path, "hp_import_spins:Adapter")
@@ -535,6 +539,7 @@ def test_timeout_bounds_importing_the_bound_module(tmp_path):
                           "hp_import_spins (bind: hp_import_spins:Adapter)\n")
 
 
+@pytest.mark.slow
 def test_timeout_bounds_replay_and_conform(tmp_path):
     path = bound_copy(tmp_path, "stuck_code:Spinning", keep_scenarios=True)
     ran = haltproof_process("replay", path, "--scenario", "permanent_error", "--timeout", "2", cwd=tmp_path)
@@ -549,6 +554,7 @@ def test_timeout_bounds_replay_and_conform(tmp_path):
     assert ran.stdout.rstrip().endswith("no difference found so far, which proves nothing")
 
 
+@pytest.mark.slow
 def test_timeout_bounds_graph_exploring_stuck_code(tmp_path):
     """graph explores the bound code too: it had no --timeout, and a stuck step held it for
     ever. At the deadline no graph is written (a graph of part of the space would read as

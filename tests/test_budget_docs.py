@@ -8,7 +8,6 @@ import contextlib
 import io
 import re
 import shlex
-import socket
 import subprocess
 import sys
 
@@ -38,12 +37,6 @@ def _commands() -> list[tuple[str, int]]:
 COMMANDS = _commands()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_doc_has_the_commands_the_issue_asks_for():
     commands = [c for c, _ in COMMANDS]
     assert ("python -m haltproof.harness.budget run -K 4 -R 2", 0) in COMMANDS
@@ -53,8 +46,10 @@ def test_the_doc_has_the_commands_the_issue_asks_for():
     assert any("--policy http" in c for c in commands) and any("--policy local" in c for c in commands)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("budget_runner")     # budget_checks' cached sweep, with test_budget_spec
 def test_every_command_runs_with_its_documented_exit_code(tmp_path, monkeypatch):
-    port = str(_free_port())
+    port = None         # the server's own: it binds port 0 (a free one) and says which it got
     server = None
     try:
         for command, expected in COMMANDS:
@@ -62,13 +57,18 @@ def test_every_command_runs_with_its_documented_exit_code(tmp_path, monkeypatch)
                 code, out, err, _ = budget_checks.haltproof(*shlex.split(command)[1:])
                 assert code == expected, (command, out[-1500:], err)
                 continue
-            command = command.replace("8765", port)
             if command.endswith("&"):
-                argv = shlex.split(command[:-1])
+                assert "--port 8765" in command, command
+                argv = shlex.split(command[:-1].replace("--port 8765", "--port 0"))
                 server = subprocess.Popen([sys.executable, *argv[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True)
-                assert f"http://127.0.0.1:{port}/" in server.stdout.readline()      # listening
+                listening = re.search(r"http://127\.0\.0\.1:(\d+)/", server.stdout.readline())
+                assert listening, "the server did not say where it listens"
+                port = listening.group(1)
                 continue
+            if "8765" in command:
+                assert port is not None, f"{command}: the doc starts no server before it"
+                command = command.replace("8765", port)
             if command.startswith("python -m haltproof.harness.budget "):       # in-process: the same main()
                 monkeypatch.chdir(tmp_path)
                 out, err = io.StringIO(), io.StringIO()
@@ -110,6 +110,8 @@ def test_the_K_2_line_quoted_in_the_doc():
     assert line in ran.stdout.splitlines()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("budget_runner")     # budget_checks' cached sweep, with test_budget_spec
 def test_the_numbers_quoted_are_the_checkers():
     code, _, _, report = budget_checks.haltproof("check", "specs/budget_runner.yaml")
     assert code == 0

@@ -267,6 +267,7 @@ OK_JSON = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
     (OK_JSON + b"\r\n", ABSTAIN),
     (b"", OK_JSON + b"\r\n" + ABSTAIN),
 ], ids=["body-with-length", "body-without-length", "status-and-headers"])
+@pytest.mark.slow
 def test_a_slow_drip_answer_ends_at_the_total_deadline(db, instant, dripped):
     """Every wait is shorter than the timeout, yet the total deadline (3 x 1 s) ends the
     exchange. Without it the run would wait for the whole drip and then abstain."""
@@ -280,6 +281,7 @@ def test_a_slow_drip_answer_ends_at_the_total_deadline(db, instant, dripped):
                                          "the policy server's answer took longer than 3.0 s in total")
 
 
+@pytest.mark.slow
 def test_a_slow_drip_answer_ends_the_cli_run_in_policy_error():
     """A drip of 1,000 bytes takes 250 s: without the total deadline the run outlives the
     subprocess timeout, with it the run ends in policy_error."""

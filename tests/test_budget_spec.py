@@ -18,6 +18,10 @@ from haltproof.machine.spec import load_spec
 
 from conftest import SPECS
 
+# one pytest-xdist worker for the whole module (scripts/test: --dist loadgroup):
+# the budget_runner sweep (a module fixture and budget_checks' cache) runs once
+pytestmark = pytest.mark.xdist_group("budget_runner")
+
 TESTS = Path(__file__).resolve().parent
 SPEC = SPECS / "budget_runner.yaml"
 SHIPPED_BIND = "bind: haltproof.harness.budget.binding:BudgetRunnerAdapter"
@@ -47,6 +51,7 @@ def _runs(report: dict) -> dict:
 
 # ------------------------------------------------------------------ the shipped runner is proved
 
+@pytest.mark.slow
 def test_every_property_holds_for_every_K_and_R_on_the_real_code(sweep):
     code, report = sweep
     assert code == 0 and report["result"] == "proved"
@@ -65,6 +70,7 @@ def test_every_property_holds_for_every_K_and_R_on_the_real_code(sweep):
             assert name in statuses, (key, name)
 
 
+@pytest.mark.slow
 def test_finished_reserved_is_reachable_exactly_when_K_is_at_least_4(sweep):
     _, report = sweep
     for (K, R), run in _runs(report).items():
@@ -82,6 +88,7 @@ def test_finished_reserved_is_reachable_exactly_when_K_is_at_least_4(sweep):
             assert reached == 0, (K, R)
 
 
+@pytest.mark.slow
 def test_every_terminal_is_reached_where_it_should_be(sweep):
     _, report = sweep
     for (K, R), run in _runs(report).items():
@@ -93,6 +100,7 @@ def test_every_terminal_is_reached_where_it_should_be(sweep):
         assert reached == expected, (K, R)
 
 
+@pytest.mark.slow
 def test_the_bounds_are_the_derived_ones(sweep):
     _, report = sweep
     for (K, _R), run in _runs(report).items():
@@ -103,6 +111,7 @@ def test_the_bounds_are_the_derived_ones(sweep):
         assert run["stats"]["max_depth"] <= 3 * K + 1
 
 
+@pytest.mark.slow
 def test_the_worked_example_scenarios_pass_on_the_code(sweep):
     _, report = sweep
     scenarios = {s["name"]: s for r in report["runs"] for s in r.get("scenarios", [])}
@@ -112,6 +121,7 @@ def test_the_worked_example_scenarios_pass_on_the_code(sweep):
 
 
 @pytest.mark.parametrize("K,R", [(1, 0), (4, 2), (8, 2)])
+@pytest.mark.slow
 def test_the_code_and_the_model_explore_the_same_space(sweep, K, R):
     model_exit, model = _json_check("--model", "-p", f"K={K}", "-p", f"R={R}")
     assert model_exit == 0
@@ -122,12 +132,14 @@ def test_the_code_and_the_model_explore_the_same_space(sweep, K, R):
     assert c["coverage"] == m["coverage"]
 
 
+@pytest.mark.slow
 def test_the_sweep_size(sweep):
     runs = _runs(sweep[1]).values()
     assert sum(r["stats"]["states"] for r in runs) == 17_778
     assert sum(r["stats"]["transitions"] for r in runs) == 43_035
 
 
+@pytest.mark.slow
 def test_conformance_of_the_code_and_the_spec():
     code, out, err, _ = budget_checks.haltproof("conform", "specs/budget_runner.yaml")   # as documented
     assert code == 0, out + err

@@ -218,6 +218,7 @@ def test_error_without_a_line_and_html_in_the_summary_is_escaped(repo):
     assert "<pre>\nerror: specs/&lt;b&gt;.yaml: no such file or directory\n</pre>" in ran.summary
 
 
+@pytest.mark.slow
 def test_incomplete_fails_unless_fail_on_incomplete_is_false(repo):
     ran = run_action(repo, paths="specs/loop_demo.yaml", args="--max-states 3")
     assert ran.code == 3
@@ -238,6 +239,7 @@ def test_incomplete_fails_unless_fail_on_incomplete_is_false(repo):
                       fail_on_incomplete="false").code == 1
 
 
+@pytest.mark.slow
 def test_paths_and_args_are_split_like_a_command_line_and_never_expanded(repo):
     (repo / "my specs").mkdir()
     shutil.copy(ROOT / "specs" / "loop_demo.yaml", repo / "my specs" / "loop demo.yaml")
@@ -378,6 +380,7 @@ def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_hook_checks_the_changed_specs(repo):
     (hook,) = HOOKS
     (repo / "specs" / "README.md").write_text("# our specs\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, doc_commands
 from haltproof.reports import report
 
 DOC = (ROOT / "docs" / "ci-formats.md").read_text()
@@ -69,7 +69,7 @@ def test_the_doc_shows_every_format_and_the_commands_cover_them():
     assert "sed '/^expect:/,$d' specs/mutants/limit_before_observation.yaml > violated.yaml" in DOC
 
 
-@pytest.mark.parametrize("command,code", _commands())
+@pytest.mark.parametrize("command,code", doc_commands(_commands()))
 def test_documented_command_runs_with_the_documented_exit_code(cli, docdir, command, code):
     ran = cli(*shlex.split(command)[1:])
     assert ran.code == code, (command, ran.out[-1500:], ran.err)
@@ -95,6 +95,7 @@ def test_sample_output_is_what_the_command_prints(cli, docdir, command, sample):
     assert not missing, missing[:5]
 
 
+@pytest.mark.slow
 def test_github_actions_job_runs_as_written(cli, docdir, monkeypatch):
     (body,) = [b for lang, b, _ in _blocks() if lang == "yaml" and "jobs:" in b]
     workflow = yaml.safe_load(body)

@@ -19,6 +19,7 @@ from haltproof.cli.main import build_parser
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 
 
+@pytest.mark.slow
 def test_check_with_no_arguments_is_one_line_a_run_then_the_totals(cli):
     """Quiet by default: the bundled check fits on a screen, one line per spec x params."""
     ran = cli("check")
@@ -33,6 +34,7 @@ def test_check_with_no_arguments_is_one_line_a_run_then_the_totals(cli):
     assert lines[68:] == ["66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
 
 
+@pytest.mark.slow
 def test_check_with_no_arguments_checks_the_bundled_specs(cli):
     ran = cli("check", "--verbose")
     assert ran.code == 0
@@ -414,6 +416,7 @@ def test_progress_goes_to_stderr_only(cli):
     assert "\r" not in ran.out
 
 
+@pytest.mark.slow
 def test_console_script_runs(tmp_path):
     """The installed `haltproof` entry point works from another directory."""
     ran = subprocess.run([sys.executable, "-m", "haltproof.cli.main", "check", "-p", "max_steps=1",
@@ -502,7 +505,9 @@ def test_one_module_per_subcommand_none_importing_the_dispatcher():
         module = importlib.import_module(f"haltproof.cli.{name}")
         assert callable(getattr(module, f"cmd_{name}")) and callable(module.add_parser)
         assert "haltproof.cli.main" not in _imported(ROOT / "cli" / f"{name}.py"), name
-    assert not {m for m in _imported(ROOT / "cli" / "common.py") if m.startswith("haltproof.cli")}
+    # common.py imports no subcommand and not the dispatcher: only the leaf module of usage errors
+    assert {m for m in _imported(ROOT / "cli" / "common.py") if m.startswith("haltproof.cli")} == {"haltproof.cli.usage"}
+    assert not {m for m in _imported(ROOT / "cli" / "usage.py") if m.startswith("haltproof")}
 
 
 def test_the_graph_format_parses_no_arguments_and_imports_no_cli():

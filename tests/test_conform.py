@@ -25,6 +25,10 @@ from test_binding import TYPED
 
 from conftest import LOOP_DEMO, MUTANTS, Ran
 
+# one pytest-xdist worker for the whole module (scripts/test: --dist loadgroup):
+# its module fixtures (failing conform runs, shrunk: seconds each) run once
+pytestmark = pytest.mark.xdist_group("conform")
+
 TESTS = Path(__file__).resolve().parent
 SHIPPED_BIND = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
 FEW = "30"          # examples for runs that must fail: a lumped class shows up at once

@@ -35,7 +35,7 @@ from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec, parse_spec
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 
-from conftest import ROOT
+from conftest import ROOT, repo_specs
 from random_specs import RandomSpec, specs
 from reference_explorer import RefRun, RefSpecError, is_run, reference_runs
 
@@ -293,6 +293,7 @@ def test_the_constructs_of_issue_18(text: str):
 
 @settings(max_examples=EXAMPLES, **SETTINGS)
 @given(specs())
+@pytest.mark.slow
 def test_engines_agree_with_the_reference(s: RandomSpec):
     assume(not check_text(s.text))
 
@@ -303,6 +304,7 @@ DEFECTS = ["terminal_error", "masked_error", "decide_const_domain", "measure_ove
 @pytest.mark.parametrize("defect", [
     pytest.param(d, marks=pytest.mark.xfail(reason=f"known defect {d}, being fixed", strict=False))
     if d in KNOWN_DEFECTS else d for d in DEFECTS])
+@pytest.mark.slow
 def test_known_defects(defect: str):
     """Specs drawn to meet one known defect, compared with the reference (which says what
     is right). Expected to fail while the defect is in KNOWN_DEFECTS; not shrunk then."""
@@ -318,7 +320,7 @@ def test_known_defects(defect: str):
 REPO_SPECS = sorted((ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
 
 
-@pytest.mark.parametrize("path", REPO_SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", repo_specs(REPO_SPECS), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_scalar_engine_agrees_with_the_reference_on_repo_specs(path: Path):
     """The repository's own specs (bound ones by their stages, as `--model` explores them),
     four param combinations each; tests/test_engines.py holds the vector engine to the

@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import tomllib
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, doc_commands
 
 README = (ROOT / "README.md").read_text()
 SPEC_DOC = (ROOT / "docs" / "spec-language.md").read_text()
@@ -25,19 +27,46 @@ def _commands() -> list[str]:
     return out
 
 
+def _script_lines(path: Path) -> list[str]:
+    """A shell script's commands: its lines without comments and blank lines."""
+    return [line.strip() for line in path.read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
 def test_readme_opens_with_the_two_fresh_machine_commands():
     blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
     assert "pip install . && haltproof check" in blocks[0]
     assert blocks[1].strip() == "scripts/test"
     # CI runs the very same script, and the script installs the test extra and runs pytest.
-    ci = "\n".join(line for line in (ROOT / ".ci" / "run").read_text().splitlines()
-                   if not line.lstrip().startswith("#"))
+    ci = "\n".join(_script_lines(ROOT / ".ci" / "run"))
     assert "exec scripts/test" in ci and "pytest" not in ci and "apt-get" not in ci
-    script = (ROOT / "scripts" / "test").read_text()
-    assert "pip install --quiet '.[test]'" in script and 'python -m pytest -q "$@"' in script
 
 
-@pytest.mark.parametrize("command", _commands())
+def test_the_test_command_lints_type_checks_and_tests_everything():
+    """scripts/test runs ruff on the whole checkout, mypy on the whole package and every test,
+    slow ones included (in parallel); only arguments a developer passes narrow the run."""
+    lines = _script_lines(ROOT / "scripts" / "test")
+    install = lines.index("pip install --quiet '.[test]'")
+    ruff = lines.index("python -m ruff check")                  # no path: ruff's own discovery, all of it
+    (mypy,) = [i for i, line in enumerate(lines) if "python -m mypy " in line]
+    assert lines[mypy].endswith(" -p haltproof)")             # the whole installed package
+    pytest_line = 'python -m pytest -q -n auto --dist loadgroup "$@"'
+    assert lines[-1] == pytest_line and lines.count(pytest_line) == 1
+    assert install < ruff < mypy < len(lines) - 1
+    assert not any("-m pytest" in line for line in lines[:-1])          # pytest runs once, last
+    # no path and no -m in the script or in pytest's configuration: `tests/`, every marker
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert options["testpaths"] == ["tests"]
+    assert options["addopts"] == ["--strict-markers"]
+
+
+def test_the_readmes_quick_run_leaves_out_a_registered_marker():
+    (marker,) = re.findall(r'^scripts/test -m "not (\w+)"', README, re.M)
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert marker == "slow" and any(m.startswith("slow: ") for m in options["markers"])
+
+
+@pytest.mark.parametrize("command", doc_commands(_commands()))
 def test_readme_command_runs(cli, command, tmp_path, monkeypatch):
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
     monkeypatch.chdir(tmp_path)
@@ -84,6 +113,7 @@ def _doc_commands(text: str) -> list[str]:
             for ln in block.splitlines() if ln.strip()]
 
 
+@pytest.mark.slow
 def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
     import subprocess
     import sys

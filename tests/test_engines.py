@@ -97,6 +97,7 @@ def test_vector_engine_is_the_default_where_it_applies(cli):
 
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(models())
+@pytest.mark.slow
 def test_engines_agree_on_random_machines(model):
     spec = parse_spec(render(model), "random.yaml")
     m = CompiledSpec(spec).instantiate({})
@@ -315,6 +316,7 @@ properties:
 
 # -- product spaces above the dense index: the compact hash index of explorer/codeset.py
 
+@pytest.mark.slow
 def test_the_hash_index_changes_no_result(monkeypatch):
     """Every spec of the repository, the benchmark and its bug, with the visited set
     forced into the hash index: the same states, order, verdicts and traces."""
@@ -363,6 +365,7 @@ def test_a_declared_space_of_10_to_the_15_runs_on_the_vector_engine(cli, tmp_pat
 
 
 @pytest.mark.parametrize("limit", ["RANK_LIMIT", "DENSE_SLOTS"])
+@pytest.mark.slow
 def test_the_fallback_orderings_change_no_result(monkeypatch, limit):
     """A level whose (source, action-combo) keys do not fit int32 is ranked by argsort
     before it meets the index, and one with more slots than DENSE_SLOTS is ordered by

@@ -106,7 +106,8 @@ def test_sum_measures_are_exact(cli, tmp_path, engine, term, value):
 def test_vector_totals_leave_int64_exactly_when_a_run_could_overflow_it():
     """A run has at most one edge per level of the order, plus one into an unexplored state."""
     from haltproof.properties.termination import Peeled, _total_type
-    three = Peeled([np.arange(1), np.arange(1, 2), np.arange(2, 3)])
+    none = np.zeros(0, dtype=np.int64)        # the graph's arrays: not read by _total_type
+    three = Peeled([np.arange(1), np.arange(1, 2), np.arange(2, 3)], none, none, none)
     assert _total_type(three, np.array([0, 2 ** 61 - 1, -5], dtype=np.int64)) is np.int64   # 4 (2^61 - 1) fits
     assert _total_type(three, np.array([0, -2 ** 61, 5], dtype=np.int64)) is object         # 4 * 2^61 = 2^63 does not
     assert _total_type(three, None) is np.int64

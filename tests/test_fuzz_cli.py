@@ -13,14 +13,17 @@ fixed elsewhere are left out of the draws, with a comment naming the defect (iss
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -36,6 +39,8 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
                                        HealthCheck.filter_too_much, HealthCheck.nested_given])
 
 _ROOT = Path(tempfile.mkdtemp(prefix="haltproof-cli-fuzz-"))
+# every pytest-xdist worker imports this module: each removes its own directory when it exits
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 SPEC = _ROOT / "spec.yaml"
 SPEC.write_text(yaml.safe_dump({**BASE, "properties": {**BASE["properties"], "small": {"always": "steps < 1"}},
                                 "scenarios": {"once": {"params": {"n": 1}, "steps": [
@@ -144,14 +149,13 @@ def _known_defect(argv: list[str]) -> bool:
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    cwd = os.getcwd()
     saved = os.environ.pop("GITHUB_STEP_SUMMARY", None)
-    os.chdir(_ROOT)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _watchdog(HANG_SECONDS):
+        # contextlib.chdir, not monkeypatch: Hypothesis runs many examples per test function
+        with contextlib.chdir(_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _watchdog(HANG_SECONDS):
             code = main(argv)
     finally:
-        os.chdir(cwd)
         if saved is not None:
             os.environ["GITHUB_STEP_SUMMARY"] = saved
     return code, out.getvalue(), err.getvalue()
@@ -177,6 +181,7 @@ def test_the_prepared_files_are_real():
 
 @settings(max_examples=350, **SETTINGS)
 @given(argvs())
+@pytest.mark.slow
 def test_random_argv(argv: list[str]):
     assume(not _known_defect(argv))
     try:

@@ -15,11 +15,12 @@ of the draws, each with a comment naming the defect (issue 11).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
-import os
 import re
 import signal
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ def _watchdog(seconds: int):
 
 
 _ROOT = Path(tempfile.mkdtemp(prefix="haltproof-fuzz-"))
+# every pytest-xdist worker imports this module: each removes its own directory when it exits
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 (_ROOT / "specs").mkdir()
 (_ROOT / "elsewhere").mkdir()
 
@@ -71,13 +74,10 @@ def run_check(content: str | bytes, *extra: str) -> tuple[str, int, str, str]:
     else:
         path.write_text(content, encoding="utf-8", errors="surrogatepass")
     out, err = io.StringIO(), io.StringIO()
-    cwd = os.getcwd()
-    os.chdir(_ROOT / "elsewhere")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _watchdog(HANG_SECONDS):
-            code = main(["check", str(path), *LIMITS, *extra])
-    finally:
-        os.chdir(cwd)
+    # contextlib.chdir, not monkeypatch: Hypothesis runs many examples per test function
+    with contextlib.chdir(_ROOT / "elsewhere"), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            _watchdog(HANG_SECONDS):
+        code = main(["check", str(path), *LIMITS, *extra])
     return str(path), code, out.getvalue(), err.getvalue()
 
 
@@ -272,6 +272,7 @@ def test_the_checks_catch_a_missing_line():
 
 @settings(max_examples=300, **SETTINGS)
 @given(st.sampled_from(SLOTS), expressions())
+@pytest.mark.slow
 def test_any_expression_in_any_place(slot: tuple, expr: str):
     text = _dump(_put(BASE, slot, expr))
     assert_clean(run_check(text), text)
@@ -316,6 +317,7 @@ def spec_shaped(draw) -> dict:
 
 @settings(max_examples=150, **SETTINGS)
 @given(spec_shaped())
+@pytest.mark.slow
 def test_random_yaml_shaped_like_a_spec(doc: dict):
     assume(not _huge_param_range(doc))
     text = yaml.safe_dump(doc, allow_unicode=True)
@@ -367,6 +369,7 @@ def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
 
 @settings(max_examples=250, **SETTINGS)
 @given(damaged_specs())
+@pytest.mark.slow
 def test_valid_specs_with_damaged_parts(text: str):
     assert_clean(run_check(text), text)
 
@@ -379,6 +382,7 @@ def test_valid_specs_with_damaged_parts(text: str):
                  st.builds(lambda t, cut, junk: t[:cut] + junk,
                            st.just(_dump(BASE)), st.integers(0, 1200), st.binary(max_size=20).map(
                                lambda b: b.decode("latin-1")))))
+@pytest.mark.slow
 def test_random_bytes(content: str | bytes):
     assert_clean(run_check(content), content)
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, doc_commands
 from haltproof.harness.decision_records import CONVENTION_FIELDS, DECISION_FIELDS, END_FIELDS, OPTIONAL_DECISION_FIELDS
 
 DOC = (ROOT / "docs" / "gate-chain.md").read_text()
@@ -39,7 +39,7 @@ def test_the_doc_documents_the_demo_and_the_proof():
     assert ("python -m haltproof.harness.gate_loop --budget -1", 2) in _commands()
 
 
-@pytest.mark.parametrize("command, code", _commands(), ids=[c for c, _ in _commands()])
+@pytest.mark.parametrize("command, code", doc_commands(_commands()), ids=[c for c, _ in _commands()])
 def test_doc_command_runs_with_its_exit_code(command, code, cli, tmp_path, monkeypatch):
     argv = shlex.split(command)
     if argv[0] == "python":

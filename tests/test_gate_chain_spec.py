@@ -19,6 +19,10 @@ from haltproof.harness.gates import GateContext, RegexGate, ToolCall
 from haltproof.harness.ledger import ObservationLedger
 from haltproof.machine.spec import load_spec
 
+# one pytest-xdist worker for the whole module (scripts/test: --dist loadgroup):
+# the module's gate_chain sweeps (the `reports` fixture) run once
+pytestmark = pytest.mark.xdist_group("gate_chain")
+
 GATE_CHAIN = SPECS / "gate_chain.yaml"
 TESTS = Path(__file__).resolve().parent
 SHIPPED_BIND = "bind: haltproof.harness.gate_binding:GateChainAdapter"
@@ -47,6 +51,7 @@ def _key(run: dict) -> tuple:
     return tuple(sorted(run["params"].items()))
 
 
+@pytest.mark.slow
 def test_every_property_proved_on_the_real_code_over_the_grid(reports):
     code, report = reports["code"]
     assert code == 0 and report["result"] == "proved"
@@ -62,6 +67,7 @@ def test_every_property_proved_on_the_real_code_over_the_grid(reports):
         assert ("recency_denial_reachable" in statuses) == (p["T"] >= p["N"] + 2)
 
 
+@pytest.mark.slow
 def test_the_doc_states_the_measured_size(reports):
     doc = (SPECS.parent / "docs" / "gate-chain.md").read_text()
     runs = reports["code"][1]["runs"]
@@ -70,6 +76,7 @@ def test_the_doc_states_the_measured_size(reports):
     assert f"{total} ({min(states)} to {max(states)} states per combination)" in doc.replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_bounds_are_the_derived_ones(reports):
     _, report = reports["code"]
     for run in report["runs"]:
@@ -80,6 +87,7 @@ def test_bounds_are_the_derived_ones(reports):
         assert f"(the longest takes {min(p['A'], p['T'])})" in props["refusals_within_min_A_T"]["message"]
 
 
+@pytest.mark.slow
 def test_every_gate_denies_somewhere(reports):
     _, report = reports["code"]
     for run in report["runs"]:
@@ -89,6 +97,7 @@ def test_every_gate_denies_somewhere(reports):
             assert witness["steps"][-1]["state"]["last"] == f"deny_{gate}", (run["params"], gate)
 
 
+@pytest.mark.slow
 def test_code_and_model_explore_the_same_space(reports):
     model_code, model = reports["model"]
     assert model_code == 0
@@ -115,6 +124,7 @@ def test_the_real_chain_is_evaluated_for_every_state_and_choice():
     assert set(gate_mutants.CHAIN_CALLS) == {"chain", "whitelist", "regex", "recency", "per_tool_budget", "budget"}
 
 
+@pytest.mark.slow
 def test_conformance_of_code_and_spec(cli):
     ran = cli("conform", GATE_CHAIN, "--seed", "5")
     assert ran.code == 0, ran.out

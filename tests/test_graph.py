@@ -469,6 +469,7 @@ def test_the_docs_commands_run_in_order_with_the_documented_exit_codes(cli, doc_
         assert (doc_dir / name).is_file(), name
 
 
+@pytest.mark.slow
 def test_the_docs_sample_outputs_are_what_the_commands_print(cli, doc_dir):
     text = DOC.read_text()
     samples = re.findall(r"```(?:text|console)\n\$ (haltproof [^\n]*)\n(.*?)```", text, re.S)

@@ -278,6 +278,7 @@ def test_a_python_model_negative_bound_is_refused():
                                "terminates_within needs a bound of 0 or more (with K=2, R=0)")
 
 
+@pytest.mark.slow
 def test_an_expression_too_long_for_the_vector_code_falls_back_or_is_declined(check):
     """`x or x or ...` 3,000 terms is flat for Python but became a `|` chain too deep for its
     compiler in the vector engine (RecursionError, exit 4)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import haltproof.reports.html as H
-from conftest import LOOP_DEMO, MUTANTS, ROOT
+from conftest import LOOP_DEMO, MUTANTS, ROOT, doc_commands
 from haltproof.reports import report
 from haltproof.explorer.check import Options, check_machine, check_spec, prepare
 from haltproof.cli.main import main
@@ -534,6 +534,7 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; "
                                              ".ci/run installs it): the page is not rendered in a browser")
+@pytest.mark.slow
 def test_chromium_renders_the_trace_the_violation_and_the_sweep(mixed, tmp_path):
     page_file = mixed["dir"] / "report.html"
     done = _chromium(tmp_path, "--dump-dom", page_file.as_uri())
@@ -599,7 +600,7 @@ def test_doc_has_examples():
     assert len(_doc_commands()) >= 3
 
 
-@pytest.mark.parametrize("command,code", _doc_commands())
+@pytest.mark.parametrize("command,code", doc_commands(_doc_commands()))
 def test_doc_command_runs(command, code, tmp_path, monkeypatch):
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
     monkeypatch.chdir(tmp_path)

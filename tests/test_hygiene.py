@@ -42,4 +42,4 @@ def test_the_test_command_runs_ruff_before_pytest_and_stops_on_a_finding():
     assert "set -euo pipefail" in script                  # a failing `ruff check` ends the script
     lint = script.index("\npython -m ruff check\n")
     assert lint > script.index("pip install --quiet '.[test]'")
-    assert lint < script.index('python -m pytest -q "$@"')
+    assert lint < script.index("\npython -m pytest -q ")

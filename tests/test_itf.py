@@ -193,6 +193,7 @@ def _replay_all(cli, tmp_path, spec, report, suffix):
 
 
 @pytest.mark.parametrize("mutant", sorted(p.name for p in MUTANTS.glob("*.yaml")))
+@pytest.mark.slow
 def test_every_itf_trace_of_every_mutant_replays_like_its_json_trace(cli, tmp_path, mutant):
     spec = MUTANTS / mutant
     plain = _report(cli, spec)

@@ -102,6 +102,7 @@ def test_failure_not_a_step_loops_forever():
     assert p.trace.steps[-1].choices == {"obs": "failed"}
 
 
+@pytest.mark.slow
 def test_check_specs_dir_is_a_gate_that_passes(cli):
     ran = cli("check", SPECS)
     assert ran.code == 0, ran.out[-2000:]

@@ -15,6 +15,10 @@ import pytest
 import haltproof
 from conftest import ROOT
 
+# one pytest-xdist worker for the whole module (scripts/test: --dist loadgroup):
+# the wheel (a module fixture) is built once
+pytestmark = pytest.mark.xdist_group("wheel")
+
 
 def test_the_public_api_is_importable_from_the_top():
     for name in haltproof.__all__:
@@ -34,10 +38,12 @@ def test_the_version_is_the_distributions():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
-    # a copy of the checkout: a `build/` left by an older install would leak into the wheel
+    # a copy of the checkout: a `build/` left by an older install would leak into the wheel. The
+    # caches are left out too: other test processes (pytest -n) write into them during the copy.
     src = out / "src"
     shutil.copytree(ROOT, src, ignore=lambda folder, names: [
-        n for n in names if n in {".git", ".venv", "build", "__pycache__", ".hypothesis"}
+        n for n in names if n in {".git", ".venv", "build", "__pycache__", ".hypothesis", ".mypy_cache",
+                                  ".pytest_cache", ".ruff_cache"}
         or n.endswith(".egg-info") or (Path(folder) == ROOT and n == "mutants")])
     ran = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                           "-q", "-w", str(out), str(src)], capture_output=True, text=True)
@@ -46,6 +52,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     return zipfile.ZipFile(path)
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_only_the_haltproof_package(wheel):
     tops = {name.split("/")[0] for name in wheel.namelist()}
     dist_info = {t for t in tops if t.endswith(".dist-info")}
@@ -58,6 +65,7 @@ def test_the_wheel_installs_only_the_haltproof_package(wheel):
         assert wheel.read(f"{info}/top_level.txt").decode().split() == ["haltproof"]
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_the_specs_the_seed_harness_and_the_type_marker(wheel):
     names = set(wheel.namelist())
     for path in ("haltproof/py.typed", "haltproof/specs/loop_demo.yaml", "haltproof/specs/mutants/__init__.py",

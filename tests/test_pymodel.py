@@ -201,6 +201,7 @@ def _process(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("model", ["Retry", "SleepingRetry"], ids=["spins", "sleeps"])
+@pytest.mark.slow
 def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
     ran = _process("-m", "haltproof.cli.main", "check", f"stuck_code:{model}", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)
@@ -210,6 +211,7 @@ def test_timeout_ends_a_check_whose_model_action_never_returns(tmp_path, model):
     assert run["stop_reason"] == f"stopped at 4 states: --timeout 2 s reached while {STUCK_AT}"
 
 
+@pytest.mark.slow
 def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
     script = ("import json\n"
               "from haltproof.api import check\n"
@@ -222,6 +224,7 @@ def test_timeout_ends_a_model_check_from_the_python_api(tmp_path):
                                       f"stopped at 4 states: --timeout 2 s reached while {STUCK_AT}"]
 
 
+@pytest.mark.slow
 def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
     ran = _process("-m", "haltproof.cli.main", "check", "stuck_code:SpinningInit", "--timeout", "2", cwd=tmp_path)
     assert ran.returncode == 3 and ran.stdout == ""
@@ -238,6 +241,7 @@ def test_timeout_bounds_the_model_init_on_the_cli_and_in_the_api(tmp_path):
                           "with K=3; nothing was checked\n")
 
 
+@pytest.mark.slow
 def test_timeout_in_a_count_after_a_full_exploration_keeps_what_was_decided(tmp_path):
     ran = _process("-m", "haltproof.cli.main", "check", "stuck_code:SpinningCount", "--timeout", "2", "--format", "json",
                    cwd=tmp_path)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, DOMAINS, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED,
                         PROVED, TINY, VIOLATED, assert_valid, line_of)
 from haltproof.reports.sarif import FINGERPRINT, artifact_location, render_sarif
@@ -219,6 +221,7 @@ def test_sarif_file_is_rendered_from_the_same_report(cli, workdir, validator):
     assert_valid(validator, log)
 
 
+@pytest.mark.slow
 def test_whole_specs_directory_validates(cli, workdir, validator):
     ran, log = sarif(cli, "specs", "plain")
     assert ran.code == 1

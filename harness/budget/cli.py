@@ -27,7 +27,7 @@ from haltproof.machine import strict_json
 from . import transitions as T
 from .gate import Stop, validate_action
 from .policies import (DEFAULT_TIMEOUT, MAX_TIMEOUT, DeterministicPolicy, HTTPJSONPolicy,
-                       LocalJSONPolicy, PolicyConfigError, _seconds)
+                       LocalJSONPolicy, PolicyConfigError, checked_seconds)
 from .policy_server import PolicyServer
 from .store import RunExists, RunNotFound, RunStore, holds_run
 from .tasks import TASKS
@@ -48,7 +48,7 @@ class _Parser(argparse.ArgumentParser):
 def _timeout(text: str) -> float:
     """--timeout is checked whatever the policy: `nan` or `inf` is a mistake even where unused."""
     try:
-        return _seconds(float(text), "--timeout")     # the HTTP policy's own check, at parse time
+        return checked_seconds(float(text), "--timeout")     # the HTTP policy's own check, at parse time
     except (ValueError, PolicyConfigError):
         raise argparse.ArgumentTypeError(f"--timeout must be a finite number of seconds in "
                                          f"(0, {MAX_TIMEOUT:g}], got {text!r}") from None

@@ -130,7 +130,8 @@ def _malformed(reason: str) -> PolicyViolation:
     return PolicyViolation(f"malformed action: {reason}", "malformed")
 
 
-def _text(value: Any, what: str) -> str:
+def checked_text(value: Any, what: str) -> str:
+    """`value` if it is a non-empty string of at most MAX_TEXT characters; a malformed action otherwise."""
     if not isinstance(value, str) or not value.strip():
         raise _malformed(f"{what} must be a non-empty string, got {_show(value)}")
     if len(value) > MAX_TEXT:
@@ -182,7 +183,7 @@ def validate_action(raw: Any) -> Action:
         clean: dict[str, Any] = {}
         for name, typ in schema.items():
             if typ is str:
-                clean[name] = _text(args[name], f"{tool}.{name}")
+                clean[name] = checked_text(args[name], f"{tool}.{name}")
             elif name == "quantity":
                 clean[name] = _int(args[name], f"{tool}.{name}", 1, MAX_QUANTITY)
             else:
@@ -197,7 +198,7 @@ def validate_action(raw: Any) -> Action:
         return {"type": "finish", "status": status}
     if kind == "abstain":
         _keys(raw, {"type", "reason"}, {"type"}, "an abstain action")
-        reason = _text(raw["reason"], "abstain.reason") if "reason" in raw else "the policy abstained"
+        reason = checked_text(raw["reason"], "abstain.reason") if "reason" in raw else "the policy abstained"
         return {"type": "abstain", "reason": reason}
     if "type" not in raw:
         raise _malformed("the field 'type' is missing (tool, finish or abstain)")

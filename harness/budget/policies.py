@@ -197,8 +197,8 @@ class HTTPJSONPolicy:
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, headers: dict[str, str] | None = None,
                  max_bytes: int = MAX_RESPONSE_BYTES, total_timeout: float | None = None):
         self.url = check_policy_url(url)
-        self.timeout = _seconds(timeout, "timeout")
-        self.total_timeout = _seconds(total_timeout if total_timeout is not None else 3 * self.timeout,
+        self.timeout = checked_seconds(timeout, "timeout")
+        self.total_timeout = checked_seconds(total_timeout if total_timeout is not None else 3 * self.timeout,
                                       "total_timeout")
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not 1 <= max_bytes <= MAX_RESPONSE_BYTES:
             raise PolicyConfigError(f"max_bytes must be an integer in 1..{MAX_RESPONSE_BYTES}")
@@ -379,7 +379,8 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(self._connection, req, context=context)
 
 
-def _seconds(value: Any, what: str) -> float:
+def checked_seconds(value: Any, what: str) -> float:
+    """`value` as seconds if it is a finite number in (0, MAX_TIMEOUT]; a PolicyConfigError otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0 < value <= MAX_TIMEOUT:
         raise PolicyConfigError(f"{what} must be a finite number of seconds in (0, {MAX_TIMEOUT:g}], "

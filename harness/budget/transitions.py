@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .gate import GATE, GOALS, MAX_QUANTITY, Gate, Run, Stop, _text
+from .gate import GATE, GOALS, MAX_QUANTITY, Gate, Run, Stop, checked_text
 
 Policy = Callable[[dict[str, Any]], Any]
 
@@ -47,7 +47,7 @@ def check_task(task: Any) -> dict[str, Any]:
     if extra:
         raise TaskError(f"unexpected task field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
     try:
-        query = _text(task.get("query"), "task query")
+        query = checked_text(task.get("query"), "task query")
     except Stop as exc:
         raise TaskError(str(exc).replace("malformed action: ", "")) from None
     out: dict[str, Any] = {"goal": goal, "query": query}

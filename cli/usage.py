@@ -1,9 +1,7 @@
 """Usage errors and the `-p NAME=VALUE` options, shared by every subcommand module.
 
-They live apart from cli/main.py so that there is one UsageError class: under
-`python -m haltproof.cli.main` the CLI module is loaded twice (as `__main__`, and as
-`haltproof.cli.main` when a subcommand module imports it), and a subcommand's UsageError from
-the second copy went past the first copy's handler as a traceback.
+One UsageError class for the whole command line: every subcommand raises it and
+cli/main.py turns it into exit 2 with the message, never a traceback.
 """
 
 from __future__ import annotations
