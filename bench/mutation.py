@@ -129,6 +129,15 @@ class Mutant:
         return f"`{self.removed}` -> `{self.added}`" if self.removed or self.added else "(no diff)"
 
 
+def forget_stats() -> None:
+    """Drop mutmut's record of which tests reach which function, so the run measures it again.
+    mutmut 3.8 re-collects it only for tests it has not seen: after a source change, a new or
+    moved function keeps no test ("no tests") and an old one keeps only the tests that reached
+    it before, so its mutants run too few tests. Collecting it again costs one run of the
+    verdict selection."""
+    (STAGE / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+
+
 def run_mutmut(names: list[str], workers: int) -> int:
     """One `mutmut run` of the mutants `names` (globs allowed); none: those not tested yet."""
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
@@ -252,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("no survivors to test again")
         else:
             names = [mutant_prefix(m) + "*" for m in modules]
+        if names or args.resume:
+            forget_stats()
         code = run_mutmut(names, args.workers) if names or args.resume else 0
         seconds = time.monotonic() - started
         if code != 0:

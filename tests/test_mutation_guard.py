@@ -70,3 +70,15 @@ def test_the_stage_holds_every_subpackage_of_the_installed_layout():
     the editable install: the mutants would then run against whatever the checkout holds."""
     folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     assert {f"src/{name.replace('.', '/')}": folder for name, folder in folders.items()} == mutation.STAGED
+
+
+def test_every_run_measures_again_which_tests_reach_which_function(tmp_path, monkeypatch):
+    """mutmut keeps that record across source changes and refreshes it only for new tests:
+    a function added or moved since would have no test at all."""
+    monkeypatch.setattr(mutation, "STAGE", tmp_path)
+    stats = tmp_path / "mutants" / "mutmut-stats.json"
+    stats.parent.mkdir()
+    stats.write_text("{}")
+    mutation.forget_stats()
+    assert not stats.exists()
+    mutation.forget_stats()             # nothing to forget: no error
