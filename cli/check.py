@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from haltproof.machine import usercode
+from haltproof.machine.binding import DETERMINISM, FULL_UP_TO
 from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import positive
@@ -68,6 +69,10 @@ def add_parser(sub: Any) -> None:
                    help="explore the spec's own stages even when it is bound to code")
     c.add_argument("--paths", type=positive(int, "--paths"), default=1, metavar="N",
                    help="live binding: compare up to N paths into each abstract state (default 1: off)")
+    c.add_argument("--determinism", choices=DETERMINISM, default="auto",
+                   help="bound code: run every transition twice and compare (full), only each state's "
+                        f"first transition (sample), or none (off); auto (default): full when the spec "
+                        f"declares at most {FULL_UP_TO:,} states for the params, else sample")
     c.add_argument("--engine", choices=["auto", "scalar", "vector"], default="auto",
                    help="auto (default): the numpy level-by-level engine when the spec allows it, "
                         "else the scalar one")
@@ -181,7 +186,7 @@ def _load_model_ref(ref: str) -> type:
     return cls
 
 
-def _check_names(specs: list[Spec], pins: dict[str, list[int]], wanted: list[str] | None) -> None:
+def _check_names(specs: list[Spec], pins: dict[str, list[int | str]], wanted: list[str] | None) -> None:
     """Every pinned param and every --property names something some spec declares."""
     if pins:
         unknown = [n for n in pins if not any(n in {p.name for p in s.params} for s in specs)]
@@ -195,7 +200,7 @@ def _check_names(specs: list[Spec], pins: dict[str, list[int]], wanted: list[str
             raise UsageError(f"--property {missing[0]}: no spec has a property with this name")
 
 
-def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]],
+def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int | str]],
            args: argparse.Namespace, show_progress: bool) -> list[Plan]:
     """Validate every spec and combination before exploring anything (exit 2, no partial report)."""
     wanted: list[str] | None = args.properties
@@ -209,6 +214,7 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int]
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
                        model_only=args.model, engine=args.engine, paths=args.paths,
+                       determinism=args.determinism,
                        max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
                        progress=_progress if show_progress else None)
         machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)

@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--highlight", metavar="PROPERTY",
                    help="highlight the counterexample of PROPERTY (or the witness of a reachable one)")
     timeout_option(g, "building the graph")
-def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = DEFAULT_MAX_NODES,
+def graph_for(spec_path: str, pins: dict[str, int | str], *, max_nodes: int | None = DEFAULT_MAX_NODES,
               highlight: str | None = None, timeout: float | None = None) -> tuple[StateGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
@@ -59,7 +59,7 @@ def graph_for(spec_path: str, pins: dict[str, int], *, max_nodes: int | None = D
                               f"{stop.doing or 'running the user code'}") from None
 
 
-def _graph(spec_path: str, pins: dict[str, int], max_nodes: int | None, highlight: str | None,
+def _graph(spec_path: str, pins: dict[str, int | str], max_nodes: int | None, highlight: str | None,
            timeout: float | None) -> tuple[StateGraph, list[str]]:
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)

@@ -20,7 +20,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
-from . import check, conform, graph, replay
+from . import check, conform, export, graph, replay
 from .common import Parser
 
 Command = Callable[[argparse.Namespace], int]
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="haltproof", description="Prove that an agent run loop stops, and stops honestly.")
     ap.add_argument("--version", action="version", version=f"haltproof {report.version()}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (check, conform, replay, graph):
+    for module in (check, conform, replay, graph, export):
         module.add_parser(sub)
     return ap
 
@@ -69,7 +69,7 @@ def _error_text(exc: Exception) -> str:
 
 
 COMMANDS: dict[str, Command] = {"check": check.cmd_check, "conform": conform.cmd_conform,
-                                "replay": replay.cmd_replay}
+                                "replay": replay.cmd_replay, "export": export.cmd_export}
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -48,15 +48,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
-                     pins: dict[str, int]) -> tuple[Machine, Replayed]:
+                     pins: dict[str, int | str]) -> tuple[Machine, Replayed]:
     spec = compiled.spec
     sc = next((s for s in spec.scenarios if s.name == args.scenario), None)
     if sc is None:
         names = ", ".join(s.name for s in spec.scenarios) or "none"
         raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
     params = dict(sc.params)
-    check_pins(spec, pins)
-    params.update(pins)
+    params.update({name: values[0] for name, values in check_pins(spec, pins).items()})
     m = _bound(spec, compiled.instantiate(params), args.model)
     out = run_scenario(m, sc)
     print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
@@ -64,15 +63,15 @@ def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
 
 
 def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
-                  pins: dict[str, int]) -> tuple[Machine, Replayed]:
+                  pins: dict[str, int | str]) -> tuple[Machine, Replayed]:
     spec = compiled.spec
     data = load_trace(args.trace, args.property)
     params = trace_params(spec, data, args.trace, pins)
     missing = [p.name for p in spec.params if p.name not in params]
     if missing:
         raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
-    check_pins(spec, params)
-    params = {p.name: params[p.name] for p in spec.params}
+    typed = check_pins(spec, params)
+    params = {p.name: typed[p.name][0] for p in spec.params}
     m = _bound(spec, compiled.instantiate(params), args.model)
     trace_states(m, data, args.trace)
     steps = data["steps"]

@@ -13,26 +13,31 @@ class UsageError(Exception):
     """A mistake on the command line (exit 2)."""
 
 
-def parse_pins(pins: Sequence[str]) -> dict[str, list[int]]:
+def parse_pins(pins: Sequence[str]) -> dict[str, list[int | str]]:
     """`-p NAME=VALUE` options as NAME -> its values in the order given: `-p K=1 -p K=2`
-    sweeps K over 1 and 2. The same value twice is refused (a typo for another one?)."""
-    out: dict[str, list[int]] = {}
+    sweeps K over 1 and 2. An integer is an int, anything else stays text (`true`, `fast`):
+    each spec checks the values against its param's kind and range (explorer.check.check_pins).
+    The same value twice is refused (a typo for another one?)."""
+    out: dict[str, list[int | str]] = {}
     for item in pins:
-        name, sep, value = item.partition("=")
+        name, sep, text = item.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"-p {item}: write -p NAME=VALUE")
+        if not text.strip():
+            raise UsageError(f"-p {item}: no value after '='")
+        value: int | str
         try:
-            number = int(value)
+            value = int(text)
         except ValueError:
-            raise UsageError(f"-p {item}: the value must be an integer") from None
+            value = text
         values = out.setdefault(name.strip(), [])
-        if number in values:
-            raise UsageError(f"-p {name.strip()}={number} is given twice")
-        values.append(number)
+        if value in values:
+            raise UsageError(f"-p {name.strip()}={value} is given twice")
+        values.append(value)
     return out
 
 
-def one_value_each(pins: dict[str, list[int]], command: str) -> dict[str, int]:
+def one_value_each(pins: dict[str, list[int | str]], command: str) -> dict[str, int | str]:
     """The pins of a command that runs one combination: each param pinned once."""
     for name, values in pins.items():
         if len(values) > 1:

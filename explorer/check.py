@@ -19,12 +19,12 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
-from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import Spec, declared_at
+from haltproof.machine.spec import CODE_BUILTINS, Spec, declared_at
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
@@ -32,6 +32,7 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
+from .chances import Chances, first_chance_error
 from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
                      trace_length)
 from .memory import parse_size, size_text
@@ -40,7 +41,7 @@ from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
 
 
-Pins = Mapping[str, int | Sequence[int]]     # NAME -> a value, or values swept in this order
+Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept in this order
 
 
 ENGINES = ("auto", "scalar", "vector")
@@ -60,6 +61,7 @@ class Options:
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
+    determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     @property
@@ -85,6 +87,8 @@ class Options:
         self.paths = check_number(self.paths, "paths", int, above=0)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.determinism not in DETERMINISM:
+            raise ValueError(f"determinism must be one of {', '.join(DETERMINISM)}, got {self.determinism!r}")
 
 
 @dataclass
@@ -115,6 +119,9 @@ class RunResult:
     exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
     binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
+    determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
+    representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
+    odds: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/chances.py)
 
     @property
     def warnings(self) -> list[str]:
@@ -178,19 +185,19 @@ def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequ
 MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
 
 
-def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
+def sweep(spec: Spec, pins: Pins) -> list[dict[str, Any]]:
     """Every combination of declared param values, a pinned param taking only its pinned
     values; refused past MAX_COMBINATIONS before any is built (a `{min, max}` param may
     declare 10^12 values)."""
-    check_pins(spec, pins)
-    lists = [pinned(pins[p.name]) if p.name in pins else p.values for p in spec.params]
+    typed = check_pins(spec, pins)
+    lists = [typed[p.name] if p.name in typed else p.values for p in spec.params]
     total = math.prod(value_count(values) for values in lists)
     if total > MAX_COMBINATIONS:
         wide = sorted((p for p, values in zip(spec.params, lists) if value_count(values) > 1),
-                      key=lambda p: (p.name in pins, -p.count))
-        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in pins)
-        given = ", ".join(f"-p gives {p.name} {len(pinned(pins[p.name]))} values" for p in wide
-                          if p.name in pins)
+                      key=lambda p: (p.name in typed, -p.count))
+        have = ", ".join(f"{p.name} has {values_text(p.values)}" for p in wide if p.name not in typed)
+        given = ", ".join(f"-p gives {p.name} {len(typed[p.name])} values" for p in wide
+                          if p.name in typed)
         raise SpecError([Problem(spec.path, wide[0].line,
                                  f"the params make {total:,} combinations, more than the "
                                  f"{MAX_COMBINATIONS:,} a check sweeps: pin params with -p NAME=VALUE, "
@@ -198,55 +205,57 @@ def sweep(spec: Spec, pins: Pins) -> list[dict[str, int]]:
     return [dict(zip([p.name for p in spec.params], combo)) for combo in itertools.product(*lists)]
 
 
-def pinned(value: int | Sequence[int]) -> list[int]:
-    """A pin's values: `-p K=1 -p K=2` pins K to [1, 2] (the API may pin a single int).
-    Only after check_pins: it has refused anything else."""
-    return [value] if isinstance(value, int) else list(value)
-
-
-def _pin_values(name: str, value: Any) -> list[int]:
-    """The values a pin gives, each an int given once: ValueError for anything else. An
-    empty list would sweep no combination, and a check of nothing proves nothing; `True`
-    would pass for 1, and the string "12" for the values "1" and "2"."""
+def _pin_values(name: str, value: Any) -> list[Any]:
+    """The values a pin gives, each given once: ValueError for anything else. An empty
+    list would sweep no combination, and a check of nothing proves nothing. Their type is
+    the param's to check (Param.pinned): `True` must not pass for 1."""
     if isinstance(value, range) and value_count(value) > MAX_COMBINATIONS:     # never listed out
         raise ValueError(f"-p {name}={value!r} gives {value_count(value):,} values, more than the "
                          f"{MAX_COMBINATIONS:,} combinations a check sweeps")
     given = list(value) if isinstance(value, (list, tuple, range)) else [value]
     if not given:
         raise ValueError(f"-p {name}: no value given (an empty list pins no combination)")
-    out: list[int] = []
+    out: list[Any] = []
     for v in given:
-        v = check_number(v, f"-p {name}", int)
-        if v in out:
+        if any(type(v) is type(w) and v == w for w in out):
             raise ValueError(f"-p {name}={v} is given twice")
         out.append(v)
     return out
 
 
-def check_pins(spec: Spec, pins: Pins) -> None:
-    """Every pinned param is declared, with values it declares, each an int given once."""
+def check_pins(spec: Spec, pins: Pins) -> dict[str, list[Any]]:
+    """Every pinned param is declared and given values of its type and range, each once
+    (an int param declared `{min, max, values}` takes any int between min and max);
+    returns the pins as the params' values (`-p flag=true` is True)."""
     if not isinstance(pins, Mapping):
         raise SpecError([Problem(spec.path, None, "the params to pin must be a mapping of param names "
                                                   f"to values, got {type(pins).__name__}")])
     declared = {p.name: p for p in spec.params}
+    out: dict[str, list[Any]] = {}
     for name, values in pins.items():
         try:
-            values = _pin_values(name, values)
+            given = _pin_values(name, values)
         except ValueError as exc:
             raise SpecError([Problem(spec.path, None, str(exc))]) from None
-        for value in values:
-            if name not in declared:
-                raise SpecError([Problem(spec.path, None, f"-p {name}={value}: the spec has no param "
-                                                           f"{name} (it has: {', '.join(declared) or 'none'})")])
-            if value not in declared[name].values:
-                raise SpecError([Problem(*declared_at(spec, declared[name]),
-                                         f"-p {name}={value}: not a declared value of {name} "
-                                         f"({values_text(declared[name].values)})")])
+        if name not in declared:
+            raise SpecError([Problem(spec.path, None, f"-p {name}={given[0]}: the spec has no param "
+                                                       f"{name} (it has: {', '.join(declared) or 'none'})")])
+        try:
+            out[name] = [declared[name].pinned(v) for v in given]
+        except TypeError as exc:        # not even of the param's type
+            raise SpecError([Problem(spec.path, None, str(exc))]) from None
+        except ValueError as exc:       # of its type, but not a value it declares
+            raise SpecError([Problem(*declared_at(spec, declared[name]), str(exc))]) from None
+    return out
 
 
 def _check_property_names(spec: Spec, options: Options) -> None:
     known = {p.name for p in spec.properties} | set(spec.builtins)
     for name in options.properties or []:
+        if name in CODE_BUILTINS and spec.bind and options.model_only:
+            raise SpecError([Problem(spec.path, None, f"--property {name}: --model explores the spec's own "
+                                                       "stages and runs none of the bound code, so it cannot "
+                                                       f"check {name}")])
         if name not in known:
             raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
                                                        f"property (it has: {', '.join(sorted(known))})")])
@@ -262,6 +271,10 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
         raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
                                  "code into a state: " + ("--model explores the spec's own stages" if spec.bind
                                                           else "the spec is not bound to code (no bind:)"))])
+    if options.determinism != "auto" and (not spec.bind or options.model_only):
+        raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound code "
+                                 "runs twice: " + ("--model explores the spec's own stages" if spec.bind
+                                                   else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec)
     machines = [compiled.instantiate(params) for params in combos]
@@ -272,7 +285,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
                                          "state, which needs a live adapter (start); this one rebuilds states "
                                          "(concretize)", spec.bind)])
-            machines = [bind_machine(m, adapter, spec.bind, options.paths) for m in machines]
+            machines = [bind_machine(m, adapter, spec.bind, options.paths, options.determinism) for m in machines]
     return machines
 
 
@@ -286,6 +299,9 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
         if options.paths > 1:
             raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
                                      "code into a state: a Python model has no bound code")])
+        if options.determinism != "auto":
+            raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound "
+                                     "code runs twice: a Python model's actions always run twice")])
         machines = []
         for params in sweep(spec, options.pins):
             try:
@@ -322,6 +338,14 @@ def check_machine(m: Machine, options: Options) -> RunResult:
         return _check_machine(m, options)
 
 
+def judged_builtins(m: Machine) -> tuple[str, ...]:
+    """The built-ins a run judges: a bound spec explored with `--model` runs none of its code,
+    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"."""
+    if m.spec.bind and not m.bound_to:
+        return tuple(n for n in m.spec.builtins if n not in CODE_BUILTINS)
+    return m.spec.builtins
+
+
 def _check_machine(m: Machine, options: Options) -> RunResult:
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
@@ -332,7 +356,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     spec_errors = [n for n in spec.builtins if n in ex.findings]
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
     try:
-        _note_count_errors(ex)            # an error there cuts no exploration short
+        _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         late.append(("evaluating the counts and measures on the explored transitions", stop))
     if not ex.complete:
@@ -350,9 +374,10 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                    "so whether runs end there is unknown and nothing beyond it was explored")
 
     results: list[PropertyResult] = []
-    for name in spec.builtins:
+    for name in judged_builtins(m):
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
+    chances = Chances(ex, m, why_end, edge_weights(ex, m))
     for p in spec.properties:
         if p.name not in selected:
             continue
@@ -363,6 +388,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
             r = _reachable(ex, p.name, why)
         elif p.kind == "terminates":
             r = _terminates(ex, graph, p.name, why_end)
+        elif p.kind in ("probability", "expected"):
+            r = chances.result(p)
         else:
             try:
                 r = _within(ex, graph, p.name, why_end, m)
@@ -376,6 +403,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     scenarios = _scenarios(m, options, late)
     bounds = _bounds(ex, graph, m, why_end, late)
+    odds = chances.table() if spec.probabilities else None
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
         stopped_by = "timeout"
@@ -407,7 +435,9 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason, m.binding() if m.binding is not None else None)
+                     reason, m.binding() if m.binding is not None else None,
+                     m.determinism() if m.determinism is not None else None,
+                     m.representatives() if m.representatives is not None else None, odds)
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:
@@ -459,9 +489,12 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                 raise SpecError([Problem(m.spec.path, None, f"--engine vector cannot run this spec: {why}")]) \
                     from None
         else:
+            # the probability analyses read every edge: the vector engine must keep them
+            keep = bool(m.spec.probabilities) or any(p.chance is not None and p.name in selected
+                                                     for p in m.spec.properties)
             if options.engine == "vector":
                 return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
-                                      properties=selected, progress=progress)
+                                      properties=selected, progress=progress, keep_edges=keep)
             # numpy pays per BFS level and per action, so small spaces go faster on the scalar
             # engine: try it first, and switch only when the space turns out to be large
             limit = AUTO_SCALAR_STATES if options.max_states is None else min(options.max_states,
@@ -474,7 +507,7 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
             if timeout is not None:
                 timeout = max(0.0, timeout - (time.monotonic() - started))
             return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
-                                  properties=selected, progress=progress)
+                                  properties=selected, progress=progress, keep_edges=keep)
     return explore(m, max_states=options.max_states, timeout=timeout, max_memory=memory, properties=selected,
                    progress=progress)
 
@@ -482,19 +515,21 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
 AUTO_SCALAR_STATES = 10_000     # `auto` moves to the vector engine past this many states
 
 
-def _note_count_errors(ex: Exploration) -> None:
-    """A count or measure that cannot be evaluated on an explored transition violates
-    `well_defined` (or `bound_code`), kept if its trace is shorter than the engine's finding."""
-    found = first_count_error(ex)
-    if found is None:
-        return
-    name, finding = found
-    old = ex.findings.get(name)
+def _note_count_errors(ex: Exploration, selected: set[str]) -> None:
+    """A count, measure or `probability` target that cannot be evaluated on an explored
+    transition or state violates `well_defined` (or `bound_code`), kept if its trace is
+    shorter than the engine's finding."""
+    for found in (first_count_error(ex), first_chance_error(ex, selected)):
+        if found is None:
+            continue
+        name, finding = found
+        old = ex.findings.get(name)
+        if old is None or _length(ex, finding) < _length(ex, old):
+            ex.findings[name] = finding
 
-    def length(f: Finding) -> int:
-        return trace_length(f, int(ex.depth[f.state]))
-    if old is None or length(finding) < length(old):
-        ex.findings[name] = finding
+
+def _length(ex: Exploration, f: Finding) -> int:
+    return trace_length(f, int(ex.depth[f.state]))
 
 
 def _note_drift(m: Machine, ex: Exploration) -> None:
@@ -600,6 +635,12 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
                               f"not decided (longest so far: {longest} {what}): {why}")
     return PropertyResult(name, "terminates_within", HOLDS,
                           f"every run ends within {bound} {what} (the longest takes {longest})")
+
+
+def edge_weights(ex: Exploration, m: Machine) -> Callable[[str], Any]:
+    """Per measure name (`transitions` too), how much each edge counts, as `_weight` gives it."""
+    kinds = {ms.name: ms.kind for ms in m.spec.measures}
+    return lambda name: _weight(ex, name, m.measures.get(name), kinds.get(name) == "sum")
 
 
 def _weight(ex: Exploration, name: str, fn: Callable[..., Any] | None, as_int: bool) -> Any:

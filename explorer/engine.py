@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from haltproof.machine.compiled import EVAL_ERRORS, Machine, MissingChoice, spec_where
+from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, MissingChoice, spec_where
 from haltproof.machine.fold import can_fail
 from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime
@@ -37,12 +37,14 @@ from haltproof.properties import termination, vacuity
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
+from . import messages
 from .memory import current_rss
 
 State: TypeAlias = tuple[Any, ...]       # one value per var, in the spec's order
 # A transition as a finding names it: (action index, combo index, rule, successor state);
 # the successor is None where the transition failed to evaluate.
 StepTaken: TypeAlias = tuple[int, int, str | None, State | None]
+Outcomes: TypeAlias = dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]]   # independence: first outcome per key
 
 ProgressFn = Callable[[int, int, int, int, float], None]   # states, transitions, depth, frontier, seconds
 
@@ -549,8 +551,7 @@ class _Sweep:
     def domain_fail(self, i: int, action: int, ci: int, rule: str | None, t: State) -> None:
         m = self.m
         bad = m.domain_error(t)
-        self.fail("domains", Finding(i, f"{m.var_names[bad]} = {t[bad]!r} is outside its "
-                                        f"domain {m.domain_text(bad)}", (action, ci, rule, t)))
+        self.fail("domains", Finding(i, messages.outside_domain(m, bad, t[bad]), (action, ci, rule, t)))
         self.failed.add(i)
         self.tried.add(action)
 
@@ -577,7 +578,7 @@ class _Sweep:
                 self.fail("well_defined", self._property_error(j, name, exc))
                 continue
             if not ok and judged:
-                self.fail(name, Finding(j, "false in this state"))
+                self.fail(name, Finding(j, messages.FALSE_IN_STATE))
         self._check_reachables(j, t)
 
     def _property_error(self, i: int, name: str, exc: Exception, step: StepTaken | None = None) -> Finding:
@@ -614,7 +615,7 @@ class _Sweep:
                     self.fail("well_defined", self._property_error(i, name, exc, step))
                     continue
                 if not ok and judged:
-                    self.fail(name, Finding(i, "false for this transition", step))
+                    self.fail(name, Finding(i, messages.FALSE_FOR_TRANSITION, step))
         for name, variant, bound in self.variants:
             judged = name not in findings
             if not (judged or watching and self._fallible(name)):
@@ -670,16 +671,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     stores per edge and per state what it was. Returns (states expanded, forward, the
     transitions fired per action and rule)."""
     m, ex = x.m, x.ex
-    states, index, parent, depth = ex.states, ex.index, ex.parent, ex.depth
-    e_dst, e_action, e_combo, e_rule = ex.e_dst, ex.e_action, ex.e_combo, ex.e_rule
-    is_terminal, label, domain_error = m.is_terminal, m.label, m.domain_error
-    # A spec's expressions are typed, so a successor equal to a known state is that state.
-    # Code is not: True == 1 == 1.0 hash alike, and a bool or float from the code would be
-    # taken for the known int state without its domain being checked. Check every one.
-    from_code = m.bound_to is not None
+    states, depth, e_dst = ex.states, ex.depth, ex.e_dst
+    is_terminal, label = m.is_terminal, m.label
     independents = x.independents
-    seen_outcomes: list[dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]]] = [dict() for _ in independents]
-    step_checks = bool(x.step_invs or x.variants)
+    seen_outcomes: list[Outcomes] = [dict() for _ in independents]
     fired: dict[int, dict[str | None, int]] = {}     # every action that was enabled, with its rules
     forward = True
     i = 0
@@ -710,7 +705,6 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                     ex.label_counts[lab] = ex.label_counts.get(lab, 0) + 1
                 i += 1
                 continue
-            d_next = depth[i] + 1
             for act in m.actions:
                 try:
                     enabled = act.guard is None or act.guard(s)
@@ -721,41 +715,8 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                     _same(seen_outcomes[k], (kept[k], act.index), enabled, i, None, name, x.fail, m)
                 if not enabled:
                     continue
-                fired_here = fired.setdefault(act.index, {})
-                step = act.step
-                for ci, combo in enumerate(act.combos):
-                    try:
-                        t, r = step(s, *combo)
-                    except _ERRORS as exc:
-                        x.step_error(i, act.index, ci, exc)
-                        continue
-                    j = index.get(t)
-                    if (j is None or from_code) and domain_error(t) >= 0:
-                        x.domain_fail(i, act.index, ci, r, t)
-                        continue
-                    if j is None:
-                        j = len(states)
-                        index[t] = j
-                        states.append(t)
-                        parent.append(i)
-                        ex.via_action.append(act.index)
-                        ex.via_combo.append(ci)
-                        ex.via_rule.append(r)
-                        depth.append(d_next)
-                        x.check_state(j, t)
-                    elif forward and depth[j] != d_next:
-                        forward = False
-                    e_dst.append(j)
-                    e_action.append(act.index)
-                    e_combo.append(ci)
-                    e_rule.append(r)
-                    fired_here[r] = fired_here.get(r, 0) + 1
-                    if step_checks:
-                        x.check_step(i, act.index, ci, r, t)
-                    for k, (name, keep) in enumerate(independents):
-                        outcome = (tuple(t[v] for v in keep), r)
-                        _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
-                              (act.index, ci, r, t), name, x.fail, m)
+                forward = _plain_transitions(x, i, act, kept, seen_outcomes, fired.setdefault(act.index, {}),
+                                             forward)
             i += 1
     except _INTERRUPTS as exc:
         x.interrupted(exc)
@@ -763,7 +724,56 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     return i, forward, fired
 
 
-def _same(seen: dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]], key: tuple[Any, ...], outcome: Any,
+def _plain_transitions(x: _Sweep, i: int, act: CompiledAction, kept: list[tuple[Any, ...]],
+                       seen_outcomes: list[Outcomes], fired_here: dict[str | None, int], forward: bool) -> bool:
+    """Every transition of one enabled action from state i, stored as edges (new states
+    appended); returns whether the exploration is still forward (every edge one level down)."""
+    m, ex = x.m, x.ex
+    states, index, depth = ex.states, ex.index, ex.depth
+    s, d_next = states[i], depth[i] + 1
+    # A spec's expressions are typed, so a successor equal to a known state is that state.
+    # Code is not: True == 1 == 1.0 hash alike, and a bool or float from the code would be
+    # taken for the known int state without its domain being checked. Check every one.
+    from_code = m.bound_to is not None
+    step_checks = bool(x.step_invs or x.variants)
+    step = act.step
+    for ci, combo in enumerate(act.combos):
+        try:
+            t, r = step(s, *combo)
+        except _ERRORS as exc:
+            x.step_error(i, act.index, ci, exc)
+            continue
+        j = index.get(t)
+        if (j is None or from_code) and m.domain_error(t) >= 0:
+            x.domain_fail(i, act.index, ci, r, t)
+            continue
+        if j is None:
+            j = len(states)
+            index[t] = j
+            states.append(t)
+            ex.parent.append(i)
+            ex.via_action.append(act.index)
+            ex.via_combo.append(ci)
+            ex.via_rule.append(r)
+            depth.append(d_next)
+            x.check_state(j, t)
+        elif forward and depth[j] != d_next:
+            forward = False
+        ex.e_dst.append(j)
+        ex.e_action.append(act.index)
+        ex.e_combo.append(ci)
+        ex.e_rule.append(r)
+        fired_here[r] = fired_here.get(r, 0) + 1
+        if step_checks:
+            x.check_step(i, act.index, ci, r, t)
+        for k, (name, keep) in enumerate(x.independents):
+            outcome = (tuple(t[v] for v in keep), r)
+            _same(seen_outcomes[k], (kept[k], act.index, ci), outcome, i,
+                  (act.index, ci, r, t), name, x.fail, m)
+    return forward
+
+
+def _same(seen: Outcomes, key: tuple[Any, ...], outcome: Any,
           state: int, step: StepTaken | None, name: str,
           fail: Callable[[str, Finding], None], m: Machine) -> None:
     """Independence: the first outcome seen for `key` must be the outcome every time. The
@@ -775,13 +785,11 @@ def _same(seen: dict[tuple[Any, ...], tuple[Any, int, StepTaken | None]], key: t
         return
     if first[0] != outcome:
         if key[-1] == "terminal":
-            msg = "two states equal up to the ignored vars differ in being terminal"
+            msg = messages.TERMINAL_DIFFERS
         elif isinstance(outcome, bool):
-            what = {True: "enabled", False: "disabled"}
-            msg = (f"two states equal up to the ignored vars: the action is {what[first[0]]} in one "
-                   f"and {what[outcome]} in the other")
+            msg = messages.guard_differs(bool(first[0]))
         else:
-            msg = "the same transition up to the ignored vars has different outcomes"
+            msg = messages.OUTCOMES_DIFFER
         if key[-1] == "terminal":
             subject = Subject("terminal")
         elif len(key) == 2:

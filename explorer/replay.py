@@ -18,10 +18,11 @@ from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine import strict_json
 from haltproof.machine.inputs import TooLarge, read_bounded
 from haltproof.machine.spec import Scenario, Spec, symlink_problem
-from haltproof.machine.text import value_text, values_text
+from haltproof.machine.text import value_text
 
 from haltproof.properties.kinds import Step, Subject
 
+from . import messages
 from .itf import ITFError, is_itf, itf_to_trace
 
 
@@ -122,8 +123,7 @@ def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str,
         out.states.append(nxt)
         out.moves.append((act, ci, rule))
         if bad >= 0:
-            out.problem = (f"step {n}: {m.var_names[bad]} = {nxt[bad]!r} is outside its domain "
-                           f"{m.domain_text(bad)}")
+            out.problem = f"step {n}: {messages.outside_domain(m, bad, nxt[bad])}"
             out.outside = True
             return False
         out.lines.append([(label, _display(evaluate(m, n, Subject("replay", label), fn, state, nxt, aname, rule,
@@ -319,7 +319,7 @@ def trace_states(m: Machine, data: dict[str, Any], path: str) -> None:
                                  "a choice is a number, a string or true/false")
 
 
-def trace_params(spec: Spec, data: dict[str, Any], path: str, pins: dict[str, int]) -> dict[str, int]:
+def trace_params(spec: Spec, data: dict[str, Any], path: str, pins: dict[str, Any]) -> dict[str, Any]:
     """The params to replay a trace with: the ones it records, overridden by `-p` pins. A
     recorded param the spec does not declare, or a value that is not one of a param's
     declared values, is a SpecError naming the file (exit 2)."""
@@ -329,9 +329,9 @@ def trace_params(spec: Spec, data: dict[str, Any], path: str, pins: dict[str, in
         if name not in declared:
             raise _bad(path, f"the trace records param {name}, which {spec.name} does not declare "
                              f"(it has: {', '.join(declared) or 'none'})")
-        if name not in pins and (_kind(value) is not int or value not in declared[name].values):
+        if name not in pins and not declared[name].accepts(value):
             raise _bad(path, f"the trace records param {name} = {_json_text(value)}, not a declared "
-                             f"value of {name} ({values_text(declared[name].values)})")
+                             f"value of {name} ({declared[name].allowed_text()})")
     return {**recorded, **pins}
 
 

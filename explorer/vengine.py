@@ -24,6 +24,7 @@ import numpy as np
 
 from haltproof.machine.vectorize import DENSE_LIMIT, Arrays, VAction, VMachine
 
+from . import messages
 from .codeset import CodeIndex
 from haltproof.machine.compiled import EVAL_ERRORS
 from haltproof.properties import termination
@@ -177,16 +178,17 @@ class _NeedEdges(Exception):
 
 def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: float | None = None,
                    max_memory: int | None = None, properties: set[str] | None = None,
-                   progress: ProgressFn | None = None) -> VExploration:
+                   progress: ProgressFn | None = None, keep_edges: bool = False) -> VExploration:
     """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`.
 
     While every edge leads one level deeper, the termination analyses need no stored
     edges, so past KEEP_EDGES_BELOW transitions they are dropped; if a later edge breaks
-    that, the exploration starts again keeping them (weighted measures keep them always)."""
+    that, the exploration starts again keeping them (weighted measures keep them always,
+    and so does `keep_edges`: the probability analyses read every edge)."""
     bounds: dict[str, Any] = dict(max_states=max_states, timeout=timeout, max_memory=max_memory, properties=properties,
                   progress=progress)
     try:
-        return _explore(vm, keep_edges=bool(vm.edge_weights), **bounds)
+        return _explore(vm, keep_edges=keep_edges or bool(vm.edge_weights), **bounds)
     except _NeedEdges:
         return _explore(vm, keep_edges=True, **bounds)
 
@@ -269,7 +271,7 @@ class _VSweep:
             if name not in ex.findings:
                 bad = np.nonzero(np.logical_not(_full(f(arrays), n, bool)))[0]
                 if len(bad):
-                    ex.findings[name] = Finding(offset + int(bad[0]), "false in this state")
+                    ex.findings[name] = Finding(offset + int(bad[0]), messages.FALSE_IN_STATE)
         for name, f in self.reachables.items():
             if name not in ex.reached:
                 hit = np.nonzero(_full(f(arrays), n, bool))[0]
@@ -446,8 +448,7 @@ class _VSweep:
                 r0 = int(np.flatnonzero(out)[0])
                 value = _raw(vm, i, t[r0])
                 self.candidate("domains", (1, int(pos[r0]), k),
-                               Finding(base + int(pos[r0]), f"{m.var_names[i]} = {value!r} is outside its "
-                                       f"domain {m.domain_text(i)}",
+                               Finding(base + int(pos[r0]), messages.outside_domain(m, i, value),
                                        (act.index, ci, _rule(vm, rule[r0]), _succ(vm, T, r0))))
                 errored[pos[out]] = 1
                 ok = ~out if ok is None else ok & ~out
@@ -689,14 +690,13 @@ def _indep_finding(vm: VMachine, parts: list[Event], first: int, later: int, slo
     s2, step2 = locate(later)
     m = vm.machine
     if slot == 0:
-        msg = "two states equal up to the ignored vars differ in being terminal"
+        msg = messages.TERMINAL_DIFFERS
         subject = Subject("terminal")
     elif step2 is None:
-        one, other = ("enabled", "disabled") if _enabled_first(parts, first) else ("disabled", "enabled")
-        msg = f"two states equal up to the ignored vars: the action is {one} in one and {other} in the other"
+        msg = messages.guard_differs(_enabled_first(parts, first))
         subject = Subject("guard", m.actions[next(a for a, (g, _) in enumerate(_slots(vm)[0]) if g == slot)].name)
     else:
-        msg = "the same transition up to the ignored vars has different outcomes"
+        msg = messages.OUTCOMES_DIFFER
         subject = action_subject(m, step2[0], step2[1])
     return Finding(s1, msg, step1, Finding(s2, msg, step2), subject)
 
@@ -903,7 +903,7 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
                     holds = holds | need                 # not judged there
                 bad = np.flatnonzero(~holds)
                 if len(bad):
-                    found(name, int(bad[0]), "false for this transition")
+                    found(name, int(bad[0]), messages.FALSE_FOR_TRANSITION)
         for name, (f, bound) in variants.items():
             if name not in ex.findings:
                 before, after = _full(f(B), size, np.int64), _full(f(A), size, np.int64)

@@ -102,6 +102,7 @@ class Machine:
     counts: dict[str, Callable[..., bool]] = field(default_factory=dict)
     variants: dict[str, tuple[Callable[[State], int], int]] = field(default_factory=dict)
     within: dict[str, int] = field(default_factory=dict)
+    chances: dict[str, Callable[[State], bool]] = field(default_factory=dict)   # probability: its reach predicate
     replay_lines: list[tuple[str, Callable[..., Any], bool]] = field(default_factory=list)
     inactive: set[str] = field(default_factory=set)   # properties whose `when` is false here
     measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
@@ -111,6 +112,8 @@ class Machine:
     bound_to: str | None = None                       # the adapter whose code the actions run
     binding: Callable[[], str] | None = None          # bound: how the code reaches a state (machine/live.py)
     drift: Callable[[], tuple[Any, ...] | None] | None = None   # bound: where code and stages first disagree
+    determinism: Callable[[], dict[str, Any]] | None = None    # bound: how determinism was checked, its cost
+    representatives: Callable[[], dict[str, dict[str, dict[str, int]]]] | None = None   # bound: values per class
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 
@@ -284,6 +287,8 @@ class _Params:
                 m.step_invariants[p.name] = g[f"prop_{k}"]
             elif p.kind == "variant":
                 m.variants[p.name] = (g[f"prop_{k}"], self.value(present(p.bound), p.line))
+            elif p.kind == "probability":
+                m.chances[p.name] = g[f"prop_{k}"]
             elif p.kind == "terminates_within":
                 m.within[p.name] = self.value(present(p.bound), p.bound_line or p.line)
                 if m.within[p.name] < 0:
@@ -399,7 +404,7 @@ class _ModuleBuilder:
         out += self.terminal()
         out.append(self.domain_error())
         for k, p in enumerate(spec.properties):
-            if p.kind in ("invariant", "reachable", "variant", "step_invariant"):
+            if p.kind in ("invariant", "reachable", "variant", "step_invariant", "probability"):
                 params = ["s"] if p.kind != "step_invariant" else self.step_params
                 out.append(self.returning(f"prop_{k}", params, present(p.expr), present(p.expr).line or p.line))
             elif p.kind == "terminates_within" and p.count is not None:

@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
-from .inputs import TooLarge, read_bounded, too_large, value_count
+from .inputs import TooLarge, read_bounded, shown_value, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
+from .text import values_text
+from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -31,17 +33,72 @@ CODE_BUILTINS = ("bound_code", "code_matches_spec")      # built-ins of specs bo
 
 # ---------------------------------------------------------------- the model
 
+PARAM_KINDS = ("int", "bool", "enum")
+
+
 @dataclass
 class Param:
     name: str
-    values: Sequence[int]      # a list, or a range for `{min, max}`: never materialized
+    values: Sequence[Any]      # the default sweep: a list, or a range for `{min, max}`: never materialized
     line: int
     file: str | None = None        # where declared, when not the spec's file (see `declared_at`)
+    kind: str = "int"              # int | bool | enum (its values are strings)
+    within: range | None = None    # an int param's declared bounds, when `-p` may go past its sweep
 
     @property
     def count(self) -> int:
         """How many values: `len` of a range fails past sys.maxsize, arithmetic does not."""
         return value_count(self.values)
+
+    @property
+    def type(self) -> E.Type:
+        """What an expression reading the param sees."""
+        if self.kind == "bool":
+            return E.BOOL
+        if self.kind == "enum":
+            return E.EnumT(frozenset(self.values), f"param {self.name}")
+        return E.INT
+
+    def accepts(self, value: Any) -> bool:
+        """Whether `value` is one `-p` may pin: of the param's type (True is not an int
+        here), in its sweep or, for an int param declared with bounds, within them."""
+        if self.kind == "bool":
+            return type(value) is bool
+        if self.kind == "enum":
+            return type(value) is str and value in self.values
+        return type(value) is int and (value in self.values or (self.within is not None and value in self.within))
+
+    def allowed_text(self) -> str:
+        """What `-p` may give this param, for errors (`1..5`, `true or false`, `fast, safe`)."""
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "enum":
+            return ", ".join(self.values)
+        text = values_text(self.values)
+        if self.within is not None and self.within != self.values:
+            text = f"any int {self.within[0]}..{self.within[-1]}; swept by default: {text}"
+        return text
+
+    def pinned(self, value: Any) -> Any:
+        """A pin's value as the param's type: the command line gives text for bool and enum
+        params (`-p fast=true`), the Python API the value itself. TypeError for a value of
+        another type, ValueError for one the param does not allow: both name the param."""
+        if self.kind == "int" and type(value) is not int:       # True is not 1 here
+            raise TypeError(f"-p {self.name} must be an integer, got {shown_value(value)}")
+        if self.kind == "bool" and value in ("true", "false") and type(value) is str:
+            value = value == "true"
+        elif self.kind == "bool" and type(value) is not bool:
+            raise TypeError(f"-p {self.name} must be true or false, got {shown_value(value)}")
+        elif self.kind == "enum" and type(value) is not str:
+            raise TypeError(f"-p {self.name} must be one of {self.allowed_text()}, got {shown_value(value)}")
+        if not self.accepts(value):
+            raise ValueError(f"-p {self.name}={_param_value_text(value)}: not a declared value of {self.name} "
+                             f"({self.allowed_text()})")
+        return value
+
+
+def _param_value_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 T = TypeVar("T")
@@ -152,6 +209,7 @@ class PropertyDecl:
     description: str = ""
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
     file: str | None = None
+    chance: Chance | None = None   # probability / expected: the bound and what it bounds
 
 
 def declared_at(spec: Spec, decl: Any) -> tuple[str, int | None]:
@@ -227,6 +285,7 @@ class Spec:
     bind_line: int | None = None
     measures: list[Measure] = field(default_factory=list)
     python: bool = False                     # declared in Python (haltproof.machine.pymodel): all code
+    probabilities: list[ChoiceWeights] = field(default_factory=list)   # weighted choices (machine/weights.py)
 
     @property
     def builtins(self) -> tuple[str, ...]:
@@ -284,7 +343,7 @@ def parse_spec(text: str, file: str) -> Spec:
     """Validate a spec's YAML text; `file` is the name its problems are reported under."""
     if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
         raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
-    data = load_yaml(text, file)
+    data = load_yaml(text, file, decimal_allowed)
     return _Loader(file).load(data, text)
 
 
@@ -345,7 +404,7 @@ class _Loader:
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
                                      "terminal", "properties", "scenarios", "expect", "replay", "bind",
-                                     "measures"},
+                                     "measures", "probabilities"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -357,7 +416,8 @@ class _Loader:
         params = self.attempt(self.params, top.get("params", YMap()), top.line_of("params")) or []
         if self.problems:      # everything below uses the params: stop before false follow-on errors
             raise SpecError(self.problems)
-        self.param_scope = E.Scope({p.name: self.param_binding(p) for p in params})
+        self.param_scope = E.Scope({p.name: self.param_binding(p) for p in params},   # an enum param's
+                                   frozenset(v for p in params if p.kind == "enum" for v in p.values))   # values too
         self.params_by_name = {p.name: p for p in params}
         self.bound_spec = top.get("bind") is not None
         vars_ = self.attempt(self.vars, top["vars"], top.line_of("vars")) or []
@@ -377,6 +437,7 @@ class _Loader:
         if self.problems:
             raise SpecError(self.problems)
         self.literals = self.collect_literals(actions_raw, top)
+        self.param_scope = E.Scope(self.param_scope.names, self.literals)    # what every expression may name
         self.attempt(self.check_collisions, params, vars_)
         if self.problems:
             raise SpecError(self.problems)
@@ -402,6 +463,11 @@ class _Loader:
         measures = self.attempt(self.measures, top.get("measures", YMap()), top.line_of("measures")) or []
         scenarios = self.attempt(self.scenarios, top.get("scenarios", YMap()),
                                  top.line_of("scenarios"), params, vars_) or []
+        weights: list[ChoiceWeights] = []
+        if "probabilities" in top:
+            weights = self.attempt(parse_probabilities, top["probabilities"], top.line_of("probabilities"),
+                                   self.file, self.choice_labels()) or []
+        self.attempt(self.check_chance_measures, props, measures)
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
             self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
@@ -412,36 +478,93 @@ class _Loader:
                     properties=props, scenarios=scenarios, expect_violated=expect,
                     replay=replay, choice_names=sorted(self.step_choices), text=text,
                     bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
-                    measures=measures)
+                    measures=measures, probabilities=weights)
+
+    def choice_labels(self) -> dict[str, dict[str, tuple[str, list[Any]]]]:
+        """Each action's choices as machine/weights.py checks weights against them."""
+        return {a: {c: (cs.kind, cs.labels()) for c, cs in chs} for a, chs in self.action_choices.items()}
+
+    def check_chance_measures(self, props: list[PropertyDecl], measures: list[Measure]) -> None:
+        """An `expected` property names `transitions` or a declared measure."""
+        known = ["transitions"] + [ms.name for ms in measures]
+        for p in props:
+            if p.chance is not None and p.chance.measure is not None and p.chance.measure not in known:
+                raise self.at(p.chance.measure_line).error(
+                    f"property {p.name} names a measure the spec does not declare "
+                    f"(measures: {', '.join(known)})", p.chance.measure)
 
     # -- params
     def params(self, raw: Any, line: int) -> list[Param]:
         m = self.mapping(raw, line, "params")
-        out = []
-        for name, value in m.items():
-            pline = m.line_of(name)
-            self.ident(name, pline, "a param name")
-            if isinstance(value, YList):
-                if not value:
-                    raise self.at(pline).error("a param needs at least one value", name)
-                values: Sequence[int] = [self.integer(v, value.line_of(i), f"a value of param {name}")
-                          for i, v in enumerate(value)]
-            elif isinstance(value, YMap):
-                self.keys(value, f"param {name}", {"min", "max"}, {"min", "max"})
-                lo = self.integer(value["min"], value.line_of("min"), f"min of param {name}")
-                hi = self.integer(value["max"], value.line_of("max"), f"max of param {name}")
-                if lo > hi:
-                    raise self.at(pline).error(f"param {name} has min {lo} > max {hi}: no values")
-                values = range(lo, hi + 1)
-            else:
-                values = [self.integer(value, pline, f"param {name}")]
-            if isinstance(values, list) and len(set(values)) != len(values):
-                raise self.at(pline).error(f"param {name} lists a value twice", values)
-            out.append(Param(name, values, pline))
-        return out
+        return [self.param(name, value, m.line_of(name)) for name, value in m.items()]
+
+    def param(self, name: str, value: Any, pline: int) -> Param:
+        """One param: a list of values (ints, strings or true/false: its kind follows), a
+        single int, `{min, max}` (every int between, swept), `{min, max, values}` (`-p`
+        may give any int between, `values` is the default sweep), `{values: [...]}`, or
+        `{type: bool}`."""
+        self.ident(name, pline, "a param name")
+        if isinstance(value, YMap):
+            return self.param_map(name, value, pline)
+        if not isinstance(value, YList):       # one value: a constant int
+            return Param(name, [self.integer(value, pline, f"param {name}")], pline)
+        return self.param_list(name, list(value), [value.line_of(i) for i in range(len(value))], pline)
+
+    def param_list(self, name: str, items: list[Any], lines: list[int], pline: int) -> Param:
+        if not items:
+            raise self.at(pline).error("a param needs at least one value", name)
+        kind = "bool" if isinstance(items[0], bool) else "enum" if isinstance(items[0], str) else "int"
+        for item, at in zip(items, lines):
+            ok = (isinstance(item, bool) if kind == "bool" else isinstance(item, str) if kind == "enum"
+                  else isinstance(item, int) and not isinstance(item, bool))
+            if not ok:
+                raise self.at(at).error(f"the values of param {name} must all be of one kind: "
+                                        f"ints, strings, or true/false", _short(item))
+        if len(set(items)) != len(items):
+            raise self.at(pline).error(f"param {name} lists a value twice", items)
+        if kind == "enum":
+            for item, at in zip(items, lines):
+                if not (item.isidentifier() and not keyword.iskeyword(item)):
+                    raise self.at(at).error(f"a value of enum param {name} must be a name "
+                                            "(letters, digits, _), usable in expressions", item)
+        return Param(name, [str(i) for i in items] if kind == "enum" else items, pline, kind=kind)
+
+    def param_map(self, name: str, value: YMap, pline: int) -> Param:
+        if "type" in value:
+            self.keys(value, f"param {name}", {"type"}, {"type"})
+            if value["type"] != "bool":
+                raise self.at(value.line_of("type")).error(
+                    f"param {name}: type may only be bool (ints and enums are told by their values)",
+                    value["type"])
+            return Param(name, [False, True], pline, kind="bool")
+        if "min" not in value and "max" not in value:
+            self.keys(value, f"param {name}", {"values"}, {"values"})
+            raw = value["values"]
+            if not isinstance(raw, YList):
+                raise self.at(value.line_of("values")).error(f"values of param {name} must be a list")
+            return self.param_list(name, list(raw), [raw.line_of(i) for i in range(len(raw))], pline)
+        self.keys(value, f"param {name}", {"min", "max", "values"}, {"min", "max"})
+        lo = self.integer(value["min"], value.line_of("min"), f"min of param {name}")
+        hi = self.integer(value["max"], value.line_of("max"), f"max of param {name}")
+        if lo > hi:
+            raise self.at(pline).error(f"param {name} has min {lo} > max {hi}: no values")
+        if "values" not in value:
+            return Param(name, range(lo, hi + 1), pline)
+        raw = value["values"]
+        if not isinstance(raw, YList):
+            raise self.at(value.line_of("values")).error(f"values of param {name} must be a list")
+        swept = self.param_list(name, list(raw), [raw.line_of(i) for i in range(len(raw))], pline)
+        if swept.kind != "int":
+            raise self.at(value.line_of("values")).error(f"param {name} has min and max: its values "
+                                                         "must be ints")
+        outside = [v for v in swept.values if not lo <= v <= hi]
+        if outside:
+            raise self.at(value.line_of("values")).error(f"param {name}: value {outside[0]} is outside "
+                                                         f"min {lo} .. max {hi}")
+        return Param(name, swept.values, pline, within=range(lo, hi + 1))
 
     def param_binding(self, p: Param) -> E.Binding:
-        return E.Binding(E.INT, partial(ast.Name, "p_" + p.name, ast.Load()), what="param")
+        return E.Binding(p.type, partial(ast.Name, "p_" + p.name, ast.Load()), what="param")
 
     # -- vars
     def vars(self, raw: Any, line: int) -> list[Var]:
@@ -633,6 +756,9 @@ class _Loader:
         lits: set[str] = set()
         for v in self.vars_list:
             lits.update(v.values)
+        for p in self.params_by_name.values():
+            if p.kind == "enum":
+                lits.update(p.values)
         for chs in self.action_choices.values():
             for _, cs in chs:
                 if isinstance(cs.type, E.EnumT):
@@ -857,7 +983,8 @@ class _Loader:
     # -- properties
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
              "terminates": "terminates", "terminates_within": "terminates_within",
-             "variant": "variant", "independent_of": "independent"}
+             "variant": "variant", "independent_of": "independent",
+             "probability": "probability", "expected": "expected"}
 
     def properties(self, raw: Any, line: int) -> list[PropertyDecl]:
         m = self.mapping(raw, line, "properties")
@@ -906,12 +1033,35 @@ class _Loader:
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
             p.bound_line = m.line_of("bound")
+        elif key in ("probability", "expected"):
+            p.expr, p.chance = self.chance(name, key, value, kline)
         elif key == "independent_of":
             names = value if isinstance(value, YList) else [value]
             for n in names:
                 idx, _ = self.var_by_name(n, kline)
                 p.vars.append(idx)
         return p
+
+    def chance(self, name: str, key: str, raw: Any, line: int) -> tuple[E.Expr | None, Chance]:
+        """`probability: {reach: EXPR, at_least|at_most: P}` or `expected: {measure: M, at_least|at_most: X}`."""
+        what = "reach" if key == "probability" else "measure"
+        m = self.mapping(raw, line, f"{key} of property {name}")
+        self.keys(m, f"{key} of property {name}", {what, *BOUND_KEYS}, {what})
+        senses = [k for k in BOUND_KEYS if k in m]
+        if len(senses) != 1:
+            raise self.at(line).error(f"{key} of property {name} needs exactly one of: at_least, at_most")
+        sense = senses[0]
+        bound = exact_number(m[sense], self.at(m.line_of(sense)), f"the bound of {name}")
+        if bound < 0 or (key == "probability" and bound > 1):
+            limits = "between 0 and 1" if key == "probability" else "0 or more"
+            raise self.at(m.line_of(sense)).error(f"the bound of {name} must be {limits}", m[sense])
+        if key == "probability":
+            reach = self.bool_expr(m["reach"], self.state_scope, m.line_of("reach"), f"property {name}")
+            return reach, Chance(sense, bound)
+        measure = m["measure"]
+        if not isinstance(measure, str):
+            raise self.at(m.line_of("measure")).error("measure must name a measure", measure)
+        return None, Chance(sense, bound, str(measure), m.line_of("measure"))
 
     def expect(self, raw: Any, line: int, props: list[PropertyDecl]) -> list[str]:
         m = self.mapping(raw, line, "expect")
@@ -965,16 +1115,18 @@ class _Loader:
         m = self.mapping(raw, line, f"scenario {name}")
         self.keys(m, f"scenario {name}", {"description", "params", "init", "steps", "expect"},
                   {"steps", "expect"})
-        pvals: dict[str, int] = {}
+        pvals: dict[str, Any] = {}
         praw = m.get("params", YMap())
         praw = self.mapping(praw, m.line_of("params"), f"params of scenario {name}")
         for pname, value in praw.items():
             pl = praw.line_of(pname)
             if pname not in self.params_by_name:
                 raise self.at(pl).error("not a declared param", pname)
-            value = self.integer(value, pl, f"param {pname}")
-            if value not in self.params_by_name[pname].values:
-                raise self.at(pl).error(f"{pname}={value} is not a declared value of {pname}")
+            declared = self.params_by_name[pname]
+            value = str(value) if isinstance(value, str) else value     # YAML's positioned string: a str
+            if not declared.accepts(value):
+                raise self.at(pl).error(f"{pname}={_param_value_text(value)} is not a declared value of "
+                                        f"{pname} ({declared.allowed_text()})")
             pvals[pname] = value
         for p in params:
             if p.name not in pvals:

@@ -29,17 +29,18 @@ def assignments_text(values: Mapping[str, Any], sep: str = " ") -> str:
     return sep.join(f"{k}={value_text(v)}" for k, v in values.items())
 
 
-def values_text(values: Sequence[int]) -> str:
-    """A param's declared values: `1..5` for a run of consecutive values, else the list;
-    never materializes a range (a Python model may declare range(0, 10**12, 2))."""
+def values_text(values: Sequence[Any]) -> str:
+    """A param's declared values: `1..5` for a run of consecutive ints, else the list (an
+    enum's names, `false, true`); never materializes a range (a Python model may declare
+    range(0, 10**12, 2))."""
     count = value_count(values)
     consecutive = (values.step == 1 if isinstance(values, range)
-                   else all(b == a + 1 for a, b in zip(values, values[1:])))
+                   else all(type(a) is int and type(b) is int and b == a + 1 for a, b in zip(values, values[1:])))
     if consecutive and count > 2:
         return f"{values[0]}..{values[-1]}"
     if count > 10:
-        return f"{values[0]}, {values[1]}, ..., {values[-1]} ({count:,} values)"
-    return ", ".join(map(str, values))
+        return f"{value_text(values[0])}, {value_text(values[1])}, ..., {value_text(values[-1])} ({count:,} values)"
+    return ", ".join(map(value_text, values))
 
 
 # ---------------------------------------------------------------- traces (their JSON form)

@@ -149,6 +149,8 @@ def vectorize(m: Machine) -> VMachine:
     spec = m.spec
     if m.bound_to or spec.python:
         raise NotVectorizable("the spec runs real code (bound or Python); the vector engine runs YAML stages")
+    if any(p.kind != "int" for p in spec.params):
+        raise NotVectorizable("a bool or enum param: the vector engine binds params as ints")
     lits = _literals(spec, m)
     gid = {s: i for i, s in enumerate(lits)}
     sizes, lows, kinds, local = _digits(spec, m, lits, gid)

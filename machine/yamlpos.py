@@ -62,8 +62,25 @@ MAX_DEPTH = 100             # collections nested in collections, aliases expande
 ALIAS_BUDGET = 100_000      # what aliases may add: 1 per node plus the length of each scalar
 
 
-def load_yaml(text: str, file: str) -> Any:
-    """Parse one YAML document into YMap/YList/scalars with line numbers."""
+class YDecimal:
+    """A decimal number (`0.85`) where the caller allows one: its exact text and line, never
+    a float (0.1 is 1/10 to whoever reads `text`; a float would make it 0.1000000000000000055...)."""
+
+    __slots__ = ("text", "line")
+
+    def __init__(self, text: str, line: int):
+        self.text, self.line = text, line
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+Path = tuple[str | int, ...]      # keys and list positions from the document's root
+
+
+def load_yaml(text: str, file: str, decimals: Callable[[Path], bool] | None = None) -> Any:
+    """Parse one YAML document into YMap/YList/scalars with line numbers. A decimal number
+    is refused, except at the paths `decimals` accepts, where it is kept as a YDecimal."""
     loader = None
     try:
         loader = _Composer(text, file)      # its reader refuses control characters right here
@@ -89,7 +106,7 @@ def load_yaml(text: str, file: str) -> Any:
             loader.dispose()
     if node is None:
         raise SpecError([Problem(file, 1, "the file is empty")])
-    return _Builder(file, text.splitlines()).build(node, 0)
+    return _Builder(file, text.splitlines(), decimals).build(node, 0)
 
 
 class _Alias:
@@ -143,8 +160,10 @@ class _Builder:
     An alias shares its anchor's node, so ten levels of nine aliases ("billion laughs") is a
     short file that expands to 9^10 values; a recursive anchor (`&a [*a]`) never ends."""
 
-    def __init__(self, file: str, source: list[str]):
+    def __init__(self, file: str, source: list[str], decimals: Callable[[Path], bool] | None = None):
         self.file = file
+        self.decimals = decimals
+        self.path: list[str | int] = []     # where the node being built is
         self.source = source
         self.constructor = yaml.SafeLoader("")
         self.spent = 0                      # of ALIAS_BUDGET
@@ -201,7 +220,11 @@ class _Builder:
                 raise self.fail(kline, "keys must be strings", key)
             if key in out:
                 raise self.fail(kline, f"duplicate key (first at line {out.lines[key]})", key)
-            out[str(key)] = self.build(value_node, depth)
+            self.path.append(str(key))
+            try:
+                out[str(key)] = self.build(value_node, depth)
+            finally:
+                self.path.pop()
             out.lines[str(key)] = kline
         return out
 
@@ -209,8 +232,12 @@ class _Builder:
         out = YList()
         out.line = node.start_mark.line + 1
         out.lines = []
-        for item in node.value:
-            out.append(self.build(item, depth))
+        for i, item in enumerate(node.value):
+            self.path.append(i)
+            try:
+                out.append(self.build(item, depth))
+            finally:
+                self.path.pop()
             out.lines.append(item.line if isinstance(item, _Alias) else item.start_mark.line + 1)
         return out
 
@@ -235,6 +262,8 @@ class _Builder:
             s.source = self.source
             return s
         if isinstance(value, float):
+            if self.decimals is not None and self.decimals(tuple(self.path)):
+                return YDecimal(node.value, line)
             raise self.fail(line, "floating-point numbers are not allowed; domains are finite integers",
                             node.value)
         return value

@@ -23,6 +23,8 @@ KIND_TEXT = {     # what "holds" means for each kind: the message of a holding p
     "terminates_within": "every run ends within a bound on its transitions",
     "variant": "strictly increases on every non-terminal transition and stays within its bound",
     "independent": "no transition depends on the ignored vars",
+    "probability": "the probability of reaching a state, over every policy, meets its bound",
+    "expected": "the expected total of a measure until a terminal state, over every policy, meets its bound",
 }
 BUILTIN_TEXT = {  # the same for the built-in properties
     "domains": "every variable stays inside its declared domain (never clamped or wrapped)",
@@ -104,3 +106,5 @@ class PropertyResult:
     description: str = ""
     file: str | None = None               # the file `line` is in, when not the spec's
     subject: Subject | None = None        # what failed or differs at the trace's end (see Subject)
+    value: dict[str, Any] | None = None   # probability / expected: {"value": {min, max}, "exact": {min, max}}
+    policy: list[dict[str, Any]] | None = None   # their witness policy: its decision in each state of the trace

@@ -32,6 +32,7 @@ from typing import Any
 from haltproof.machine import text as T
 
 from . import findings as F
+from .text import outcome_rows
 
 Key = tuple[Any, ...]        # what groups annotations: the finding's kind, file, line and text
 Params = dict[str, Any]     # a run's params, or (in `failing`) a run or property of the report
@@ -290,6 +291,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         for run, p in expected:
             out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
                        f"{md_code(p['name'])} | {md_cell(p['message'])} |")
+    weighted = [run for run in runs if run.get("outcomes")]
+    if weighted:
+        out += ["", "### Outcomes", "",
+                "How runs end and what they cost on average, min..max over the policies "
+                "(specs with `probabilities:`).", "",
+                "| spec | params | outcome | probability or expected total |", "|---|---|---|---|"]
+        for run in weighted:
+            table = run["outcomes"]
+            rows = [("outcomes", table["message"])] if "message" in table else outcome_rows(table)
+            for what, span in rows:
+                out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
+                           f"{md_cell(what)} | {md_cell(span)} |")
     warned: dict[Key, list[str]] = {}
     for run in runs:
         for w in F.warnings_with_lines(run):

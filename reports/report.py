@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.machine.spec import shown_path
+from haltproof.machine.spec import CODE_BUILTINS, shown_path
 from haltproof.properties.kinds import VIOLATED, PropertyResult
 
 from haltproof.explorer.check import RunResult
@@ -61,6 +61,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
     out["bounds"] = {name: {"value": b["value"], "exact": b["exact"], "message": b["message"],
                             "witness": b["witness"].to_json(r.params) if b["witness"] is not None else None}
                      for name, b in r.bounds.items()}
+    if r.odds is not None:
+        out["outcomes"] = r.odds
     out["source"] = _source(r)
     out["warning_details"] = [n.to_json() for n in r.notices]
     if r.stopped_by:
@@ -71,6 +73,13 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         out["as_expected"] = r.as_expected
     if r.binding is not None:
         out["binding"] = r.binding
+    if r.determinism is not None:
+        out["determinism"] = r.determinism
+    if r.representatives is not None:
+        out["representatives"] = r.representatives
+    if r.spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
+        out["code_not_run"] = {"bind": r.spec.bind,
+                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS]}
     return out
 
 
@@ -118,6 +127,10 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
         out["other_trace"] = p.other_trace.to_json(params)
     if p.witness is not None:
         out["witness"] = p.witness.to_json(params)
+    if p.value is not None:
+        out.update(p.value)
+    if p.policy is not None:
+        out["policy"] = p.policy
     if p.expected is not None:
         out["expected"] = p.expected
     return out

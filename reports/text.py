@@ -10,7 +10,11 @@ findings.py (which asks check.judge), never from a second computation here.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
+
+from haltproof.explorer.chances import number
+from haltproof.machine.text import assignments_text
 
 from . import findings as F
 
@@ -57,6 +61,10 @@ def _run_line(run: dict[str, Any]) -> str:
         out += ", checked the bound code"
         if run.get("binding"):
             out += f" ({run['binding']} binding)"
+        if run.get("determinism"):
+            out += f", {determinism_text(run['determinism'])}"
+    elif run.get("code_not_run"):
+        out += ", the spec's stages only (--model: the bound code did not run)"
     expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
     if expected and F.run_verdict(run) == "pass":
         out += f" ({', '.join(expected)})"
@@ -89,6 +97,24 @@ def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------- a run in full
 
+def determinism_text(d: dict[str, Any], full: bool = False) -> str:
+    """How a bound run checked that its code is deterministic, and what that cost (`full`:
+    also which transitions ran twice, and why this mode)."""
+    if d["mode"] == "off":
+        return "determinism off: nondeterminism was not checked" + (f" ({d['why']})" if full else "")
+    how = ("every transition" if d["mode"] == "full" else "each state's first transition") + " run twice; "
+    calls = f"{d['extra_calls']:,} extra code call{'s' if d['extra_calls'] != 1 else ''}"
+    return (f"determinism {d['mode']} ({how if full else ''}{calls}, {d['seconds']:.2f} s"
+            + (f"; {d['why']})" if full else ")"))
+
+
+def _not_run_text(not_run: dict[str, Any]) -> str:
+    """What a --model run of a bound spec explored, and what it therefore did not check."""
+    return (f"explored the spec's own stages; the bound code {not_run['bind']} did not run, so "
+            f"{' and '.join(not_run['not_checked'])} {'were' if len(not_run['not_checked']) > 1 else 'was'} "
+            "not checked")
+
+
 def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     """A run's head, verdict and stats, then its property results with their traces: in
     full every one, and its bounds, scenarios and warnings; else only the findings."""
@@ -98,11 +124,19 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         head += f"  (checked the bound {run['explored']})"
     if run.get("binding"):
         head += f"  [binding: {run['binding']}]"
+    if run.get("determinism"):
+        head += f"  [{determinism_text(run['determinism'], full=True)}]"
+    if run.get("code_not_run"):
+        head += f"  (--model: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
                    f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
     if run.get("stop_reason"):
         lines.append(f"  {run['stop_reason']}")
+    for action, choices in (run.get("representatives") or {}).items():
+        for choice, counts in choices.items():
+            lines.append(f"  concrete values per class of {action} {choice}: "
+                         + ", ".join(f"{label} {n}" for label, n in counts.items()))
     props = [p for p in run["properties"] if full or _is_finding(p)]
     undecided = [] if full or not run.get("stopped_by") else [p for p in props if _stopped_left_it(p)]
     props = [p for p in props if p not in undecided]
@@ -115,8 +149,12 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
             lines += ["      " + row for row in F.trace_text(p).splitlines()]
+        if p["status"] == "violated" and p.get("policy"):
+            lines.append("      witness policy: " + "; ".join(_decision_text(d) for d in p["policy"]))
     if full and run.get("bounds"):
         lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
+    if full and run.get("outcomes"):
+        lines += _outcome_lines(run["outcomes"])
     scenarios = run.get("scenarios") or []
     lines += [f"  FAILED    scenario {sc['name']}: {sc['message']}" for sc in scenarios if sc["status"] != "passed"]
     if full and scenarios and all(sc["status"] == "passed" for sc in scenarios):
@@ -124,6 +162,37 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if full:
         lines += [f"  warning: {warning}" for warning in run["warnings"]]
     return lines
+
+
+def _decision_text(d: dict[str, Any]) -> str:
+    """A witness policy's decision in one state: `step tool=guess`."""
+    return " ".join([d["action"], assignments_text(d["choices"])]).rstrip()
+
+
+def _outcome_lines(table: dict[str, Any]) -> list[str]:
+    """A weighted spec's outcome table: each way a run ends and each expected total, min..max."""
+    if "message" in table:
+        return [f"  outcomes: {table['message']}"]
+    rows = outcome_rows(table)
+    ends = [(name, span) for name, span in rows if not name.startswith("expected ")]
+    lines = ["  outcomes (probability, min..max over policies):"]
+    lines += [f"    {name:<20} {span}" for name, span in ends]
+    lines.append("  expected until a terminal state:")
+    lines += [f"    {name.removeprefix('expected '):<20} {span}" for name, span in rows[len(ends):]]
+    return lines
+
+
+def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
+    """The outcome table as (what, min..max) rows: each end, then `expected MEASURE`."""
+    rows = [(name, _span(v)) for name, v in table["ends"].items()]
+    rows += [(f"expected {name}", v["message"] if "message" in v else _span(v))
+             for name, v in table["expected"].items()]
+    return rows
+
+
+def _span(v: dict[str, Any]) -> str:
+    lo, hi = (number(None if x == "inf" else Fraction(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
+    return lo if lo == hi else f"{lo} .. {hi}"
 
 
 # ---------------------------------------------------------------- sweeps (verbose)

@@ -86,6 +86,35 @@ def test_check_model_does_not_claim_the_code(cli):
     assert "checked the bound code" not in ran.out
 
 
+def test_check_model_leaves_out_the_code_builtins_and_says_so(cli):
+    """--model runs none of the bound code: bound_code and code_matches_spec are left out of
+    every format (never "holds"), and each run says what it explored instead."""
+    pins = ("-p", "max_steps=2", "-p", "max_retries=0")
+    line = cli("check", LOOP_DEMO, "--model", *pins)
+    assert ", the spec's stages only (--model: the bound code did not run)" in line.out
+    full = cli("check", LOOP_DEMO, "--model", "--verbose", *pins)
+    assert ("(--model: explored the spec's own stages; the bound code haltproof.harness.loop_binding:"
+            "LoopDemoAdapter did not run, so bound_code and code_matches_spec were not checked)") in full.out
+    assert "bound_code" not in full.out.replace("so bound_code and code_matches_spec", "")
+    ran = cli("check", LOOP_DEMO, "--model", "--format", "json", *pins)
+    (run,) = json.loads(ran.out)["runs"]
+    assert run["explored"] == "model"
+    assert run["code_not_run"] == {"bind": "haltproof.harness.loop_binding:LoopDemoAdapter",
+                                   "not_checked": ["bound_code", "code_matches_spec"]}
+    assert [p["name"] for p in run["properties"][:3]] == ["domains", "well_defined", "at_most_max_steps"]
+    for fmt in ("sarif", "junit"):
+        assert "bound_code" not in cli("check", LOOP_DEMO, "--model", "--format", fmt, *pins).out
+    bound = json.loads(cli("check", LOOP_DEMO, "--format", "json", *pins).out)["runs"][0]
+    assert "code_not_run" not in bound and {"bound_code", "code_matches_spec"} <= {p["name"] for p in bound["properties"]}
+
+
+def test_check_model_refuses_to_check_a_code_builtin(cli):
+    ran = cli("check", LOOP_DEMO, "--model", "--property", "code_matches_spec")
+    assert ran.code == 2
+    assert ("--property code_matches_spec: --model explores the spec's own stages and runs none of the "
+            "bound code, so it cannot check code_matches_spec") in ran.err
+
+
 def test_bound_check_proves_all_ten_combinations(bound_and_model):
     code, report = bound_and_model["code"]
     assert code == 0 and report["result"] == "proved"

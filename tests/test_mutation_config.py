@@ -23,8 +23,8 @@ MUTMUT = CONFIG["tool"]["mutmut"]
 # analysis, both engines and the check runner. A new module of properties/ joins by itself.
 NAMED = ["machine/spec.py", "machine/expr.py", "machine/compiled.py", "machine/sweep.py", "machine/fold.py",
          "machine/astgen.py", "machine/vectorize.py",
-         "machine/ranges.py", "machine/binding.py", "machine/pymodel.py",
-         "explorer/engine.py", "explorer/vengine.py", "explorer/check.py"]
+         "machine/ranges.py", "machine/binding.py", "machine/pymodel.py", "machine/weights.py",
+         "explorer/engine.py", "explorer/vengine.py", "explorer/check.py", "explorer/chances.py"]
 
 
 def verdict_path_now() -> set[str]:

@@ -1,0 +1,78 @@
+"""`haltproof export`: the explored machine of one param combination as a model another tool
+reads. `--format prism` writes an explicit-state PRISM MDP (haltproof.reports.prism) with the
+spec's weights, its terminal values, deadlocks and probability targets as labels, and a reward
+structure per measure, so that Storm or PRISM can cross-check haltproof's probabilities."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from haltproof.machine import usercode
+from haltproof.machine.spec import load_spec, shown_path
+
+from haltproof.explorer.check import Options, edge_weights, prepare, stop_reason, sweep
+from haltproof.explorer.engine import explore
+from haltproof.explorer.chances import Chances
+from haltproof.cli.usage import UsageError, one_value_each, parse_pins
+from haltproof.reports.prism import ident, write_prism
+from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
+
+from .common import timeout_option
+
+FORMATS = ("prism",)
+
+
+def add_parser(sub: Any) -> None:
+    """The `export` subcommand and its options (`sub`: argparse's subparsers action)."""
+    e = sub.add_parser("export", help="write the explored machine as a PRISM model (for Storm or PRISM)")
+    e.add_argument("spec", metavar="SPEC")
+    e.add_argument("-p", dest="pins", action="append", default=[], metavar="NAME=VALUE",
+                   help="pin a param (repeatable); an export is of exactly one combination")
+    e.add_argument("--format", choices=FORMATS, default="prism", help="default prism")
+    e.add_argument("-o", dest="output", metavar="FILE", help="write to FILE instead of stdout")
+    timeout_option(e, "exploring")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    pins = one_value_each(parse_pins(args.pins), "export")
+    if args.output is not None and not args.output.strip():
+        raise UsageError("-o needs a file name")
+    spec = load_spec(args.spec)
+    combos = sweep(spec, pins)
+    if len(combos) != 1:
+        unpinned = [p for p in spec.params if p.name not in pins and p.count > 1]
+        example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
+        raise UsageError(f"{args.spec}: an export is of one param combination, and {len(combos)} are "
+                         f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
+    opts = Options(pins=pins)
+    (m,) = prepare(spec, opts)
+    ex = explore(m, timeout=usercode.remaining())
+    if not ex.complete:
+        print(f"haltproof export: incomplete: {stop_reason(ex, opts)}; no model written", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    errors = [n for n in spec.builtins if n in ex.findings]
+    if errors or ex.terminal_unknown is not None:
+        print(f"haltproof export: the spec's own errors ({', '.join(errors) or 'well_defined'}) cut the "
+              "exploration short: run `haltproof check` to see them; no model written", file=sys.stderr)
+        return EXIT_VIOLATED
+    chances = Chances(ex, m, None, edge_weights(ex, m))
+    labels: dict[str, list[bool]] = {"terminal": chances.mdp.terminal, "deadlock": chances.deadlocks()}
+    if m.label is not None:
+        labels.update({f"end_{ident(value)}": members for value, members in chances.ends().items()})
+    labels.update({f"reach_{name}": chances.target(name) for name in m.chances})
+    rewards = {name: chances.edge_reward(name) for name in chances.measures()}
+    params = " ".join(f"{k}={v}" for k, v in m.params.items()) or "no params"
+    header = (f"haltproof export of {shown_path(spec.path)} [{spec.name}], {params}: "
+              f"{len(ex.states):,} explored states")
+    text = write_prism(chances.mdp, spec.name, labels, rewards, header)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"-o {args.output}: cannot write the model: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,296 @@
+"""Probabilities and expected totals of one checked run (issue 17): the `probability` and
+`expected` properties, and the outcome table of a spec with weights.
+
+The explored graph becomes a Markov decision process (properties/probability.py): in each
+non-terminal state one `Choice` per enabled action and values of its unweighted choices,
+whose edges carry the product of the weights of the action's weighted choices. Nothing is
+claimed on a partial or erroneous exploration (the caller's `why`): the missing states could
+change every number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from haltproof.machine.compiled import EVAL_ERRORS, Machine
+from haltproof.machine.spec import PropertyDecl, present
+from haltproof.properties import probability as P
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Subject, Trace
+from haltproof.properties.probability import MDP, Choice, Extremes
+
+from .engine import Exploration, Finding, failure
+from .traces import run_trace
+
+EdgeWeight = Any     # as check._weight gives it: None (1 per edge), a callable (src, edge) or a per-edge array
+POLICY_SHOWN = 20    # decisions of a witness policy listed when no trace shows where it goes
+
+
+class NotAnalysable(Exception):
+    """The explored graph cannot be read as an MDP (its edges or weights are missing)."""
+
+
+@dataclass
+class Decision:
+    """What a policy decides in a state: an action and the values of its unweighted choices."""
+
+    action: str
+    choices: tuple[tuple[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "choices": dict(self.choices)}
+
+
+def build_mdp(ex: Exploration, m: Machine) -> MDP:
+    """The explored graph with the spec's weights, as an MDP over the explored states."""
+    if ex.edge_start is None or ex.e_dst is None:
+        raise NotAnalysable("the engine did not keep the transitions (a forward graph past "
+                            "a million transitions): run with --engine scalar")
+    weights: dict[str, dict[str, dict[Any, Fraction]]] = {}
+    for w in m.spec.probabilities:
+        weights.setdefault(w.action, {})[w.choice] = w.weights
+    n = len(ex.states)
+    choices: list[list[Choice]] = []
+    for s in range(n):
+        if ex.terminal[s] or s >= ex.expanded:
+            choices.append([])
+            continue
+        groups: dict[tuple[str, tuple[tuple[str, Any], ...]], list[tuple[int, Fraction, int]]] = {}
+        for e in ex.edges_of(s):
+            act = m.actions[int(ex.e_action[e])]
+            labels = act.labels[int(ex.e_combo[e])]
+            mine = weights.get(act.name, {})
+            p = Fraction(1)
+            for c, table in mine.items():
+                p *= table[labels[c]]
+            key = (act.name, tuple((c, v) for c, v in labels.items() if c not in mine))
+            groups.setdefault(key, []).append((int(ex.e_dst[e]), p, e))
+        row = []
+        for (action, free), outcomes in groups.items():
+            whole = outcomes[0][1] == 1 if len(outcomes) == 1 else sum((p for _, p, _ in outcomes), Fraction(0)) == 1
+            if not whole:
+                raise NotAnalysable(f"the transitions of action {action} from a state do not cover "
+                                    "every weighted value")
+            row.append(Choice(Decision(action, free), [o for o in outcomes if o[1] > 0]))
+        choices.append(row)
+    initial = [s for s in range(n) if int(ex.parent[s]) < 0]
+    return MDP(choices, [bool(ex.terminal[s]) for s in range(n)], initial)
+
+
+def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Finding] | None:
+    """The first explored state, in BFS order (a shortest trace), where the `reach` predicate
+    of a selected `probability` property cannot be evaluated: a `well_defined` violation (or
+    `bound_code`, for a Python model's), as for an invariant. The engines never evaluate these
+    predicates; only those that can fail (Machine.fallible) are tried here."""
+    m = ex.machine
+    fns = [(name, fn) for name, fn in m.chances.items()
+           if name in selected and (m.fallible is None or name in m.fallible)]
+    if not fns:
+        return None
+    for i in range(len(ex.states)):
+        state = ex.states[i]
+        for name, fn in fns:
+            try:
+                fn(state)
+            except EVAL_ERRORS as exc:
+                return (getattr(exc, "builtin", "well_defined"),
+                        Finding(i, failure(m, f"property {name}", exc), subject=Subject("property", name)))
+    return None
+
+
+def number(x: Fraction | None) -> str:
+    """`171/200 (0.855)`, `2`, or `infinite`: exact first, the decimal for reading."""
+    if x is None:
+        return "infinite"
+    if x.denominator == 1:
+        return str(x.numerator)
+    return f"{x} ({float(x):.6g})"
+
+
+def span(e: Extremes) -> str:
+    """`171/200 (0.855) under every policy`, or `between A and B over the policies`."""
+    if e.min == e.max:
+        return f"{number(e.min)} under every policy"
+    return f"between {number(e.min)} and {number(e.max)} over the policies"
+
+
+def value_json(e: Extremes) -> dict[str, Any]:
+    """`{"value": {"min", "max"}}` as floats (infinity as a float too) and, being exact,
+    `"exact"` as fraction strings ("inf" for infinity)."""
+    def f(x: Fraction | None) -> float:
+        return float("inf") if x is None else float(x)
+
+    def s(x: Fraction | None) -> str:
+        return "inf" if x is None else str(x)
+    return {"value": {"min": f(e.min), "max": f(e.max)}, "exact": {"min": s(e.min), "max": s(e.max)}}
+
+
+class Chances:
+    """The probability analyses of one run, sharing one MDP (built on first use)."""
+
+    def __init__(self, ex: Exploration, m: Machine, why: str | None, rewards: Callable[[str], EdgeWeight]):
+        self.ex, self.m, self.why, self.rewards = ex, m, why, rewards
+        self._mdp: MDP | None = None
+
+    @property
+    def mdp(self) -> MDP:
+        if self._mdp is None:
+            self._mdp = build_mdp(self.ex, self.m)
+        return self._mdp
+
+    # -- properties
+    def result(self, p: PropertyDecl) -> PropertyResult:
+        """A `probability` or `expected` property, judged on its bound."""
+        if self.why:
+            return PropertyResult(p.name, p.kind, UNKNOWN, f"not decided: {self.why}")
+        try:
+            return self._judge(p)
+        except (P.TooLarge, NotAnalysable) as exc:
+            return PropertyResult(p.name, p.kind, UNKNOWN, f"not computed: {exc}")
+        except EVAL_ERRORS as exc:
+            return PropertyResult(p.name, p.kind, UNKNOWN, f"not computed: its expression failed: {exc}")
+
+    def _judge(self, p: PropertyDecl) -> PropertyResult:
+        chance = present(p.chance)
+        if p.kind == "probability":
+            target = self.target(p.name)
+            e = P.reach(self.mdp, target)
+            what = "the probability of reaching it"
+        else:
+            measure = present(chance.measure)
+            e = P.expected_total(self.mdp, self.edge_reward(measure))
+            what = f"the expected {measure} until a terminal state"
+            target = self.mdp.terminal
+        at_least = chance.sense == "at_least"
+        worst = e.min if at_least else e.max
+        holds = worst is not None and (worst >= chance.bound if at_least else worst <= chance.bound)
+        r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
+        r.value = value_json(e)
+        if holds:
+            r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound)}"
+            return r
+        policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
+        r.message += (f": a policy makes it {number(worst)}, "
+                      f"{'less than' if at_least else 'more than'} {number(chance.bound)}")
+        if worst is None:
+            r.message += " (a policy does not reach a terminal state with probability 1)"
+        goal = self._trace_goal(p.kind, at_least, target, worst is None)
+        r.trace, r.policy = self.witness(policy, start, goal)
+        return r
+
+    def _trace_goal(self, kind: str, at_least: bool, target: list[bool], infinite: bool) -> Callable[[int], bool]:
+        """Where the witness trace goes: to a state that shows the bound failing."""
+        mdp = self.mdp
+        if kind == "probability" and at_least:       # a run that ends without reaching the target
+            return lambda s: not target[s] and not mdp.choices[s]
+        if kind == "probability":
+            return lambda s: target[s]
+        if infinite:                                   # a run that ends in a deadlock, if any
+            return lambda s: not mdp.terminal[s] and not mdp.choices[s]
+        return lambda s: mdp.terminal[s]
+
+    def edge_reward(self, measure: str) -> Callable[[int], Fraction]:
+        """Each edge's value of a measure, as a Fraction; a negative one is refused."""
+        weight = self.rewards(measure)
+        sources = {e: s for s in range(self.mdp.n) for c in self.mdp.choices[s] for _, _, e in c.outcomes}
+
+        def reward(e: int) -> Fraction:
+            if weight is None:
+                return Fraction(1)
+            value = int(weight(sources[e], e)) if callable(weight) else int(weight[e])
+            if value < 0:
+                raise NotAnalysable(f"measure {measure} has a negative term on an explored transition "
+                                    f"({value}): an expected total needs terms of 0 or more")
+            return Fraction(value)
+        return reward
+
+    def witness(self, policy: dict[int, int], start: int, goal: Callable[[int], bool]) -> tuple[Trace | None, list[dict[str, Any]]]:
+        """A shortest run under `policy` from `start` to a `goal` state (None if it never gets
+        there), and the policy's decision in each state that run visits (or in the first
+        POLICY_SHOWN states the policy reaches, when there is no such run)."""
+        mdp = self.mdp
+        came: dict[int, tuple[int, int] | None] = {start: None}
+        order = [start]
+        found = start if goal(start) else None
+        i = 0
+        while found is None and i < len(order):
+            s = order[i]
+            i += 1
+            if s not in policy or not mdp.choices[s]:
+                continue
+            for t, _, e in mdp.choices[s][policy[s]].outcomes:
+                if t not in came:
+                    came[t] = (s, e)
+                    order.append(t)
+                    if goal(t):
+                        found = t
+                        break
+        if found is None:
+            return None, [self._decision(s, policy) for s in order[:POLICY_SHOWN] if s in policy and mdp.choices[s]]
+        edges: list[int] = []
+        visited = [found]
+        at = came[found]
+        while at is not None:
+            edges.append(at[1])
+            visited.append(at[0])
+            at = came[at[0]]
+        edges.reverse()
+        visited.reverse()
+        decisions = [self._decision(s, policy) for s in visited if s in policy and mdp.choices[s]]
+        return run_trace(self.ex, start, edges), decisions
+
+    def _decision(self, s: int, policy: dict[int, int]) -> dict[str, Any]:
+        label = self.mdp.choices[s][policy[s]].label
+        assert isinstance(label, Decision)
+        return {"state": self.m.state_dict(self.ex.states[s]), **label.to_json()}
+
+    # -- the outcome table
+    def table(self) -> dict[str, Any]:
+        """How a run ends, with which probability, and what it costs on average."""
+        if self.why:
+            return {"message": f"not computed: {self.why}"}
+        try:
+            return self._table()
+        except (P.TooLarge, NotAnalysable) as exc:
+            return {"message": f"not computed: {exc}"}
+        except EVAL_ERRORS as exc:
+            return {"message": f"not computed: {exc}"}
+
+    def ends(self) -> dict[str, list[bool]]:
+        """The states each terminal label value ends in (or `terminal`, for a predicate)."""
+        mdp, states = self.mdp, self.ex.states
+        if self.m.label is None:
+            return {"terminal": list(mdp.terminal)}
+        label = self.m.label
+        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in range(mdp.n)]
+                for value in present(self.m.spec.terminal).values}
+
+    def deadlocks(self) -> list[bool]:
+        return [not self.mdp.terminal[s] and not self.mdp.choices[s] for s in range(self.mdp.n)]
+
+    def target(self, name: str) -> list[bool]:
+        """The states where a `probability` property's `reach` predicate holds."""
+        fn = self.m.chances[name]
+        return [bool(fn(self.ex.states[s])) for s in range(len(self.ex.states))]
+
+    def measures(self) -> list[str]:
+        return ["transitions", *self.m.measures]
+
+    def _table(self) -> dict[str, Any]:
+        mdp = self.mdp
+        deadlock = self.deadlocks()
+        out: dict[str, Any] = {"ends": {k: value_json(P.reach(mdp, t)) for k, t in self.ends().items()}}
+        out["ends"]["deadlock"] = value_json(P.reach(mdp, deadlock))
+        ended = P.reach(mdp, [mdp.terminal[s] or deadlock[s] for s in range(mdp.n)])
+        never = Extremes(None if ended.max is None else 1 - ended.max,
+                         None if ended.min is None else 1 - ended.min)
+        out["ends"]["never_terminating"] = value_json(never)
+        out["expected"] = {}
+        for name in self.measures():
+            try:
+                out["expected"][name] = value_json(P.expected_total(mdp, self.edge_reward(name)))
+            except NotAnalysable as exc:
+                out["expected"][name] = {"message": f"not computed: {exc}"}
+        return out

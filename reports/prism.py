@@ -1,0 +1,68 @@
+"""The explored machine as a PRISM model (explicit states), for Storm or PRISM to cross-check.
+
+One variable `s` numbers the explored states. Each choice of a policy in a state is one
+command, labelled `[cK]` by its position K among the state's choices, so that a reward
+structure can give it its expected reward for one step (the sum of the measure over its
+edges, weighted). A state without choices (terminal, or a deadlock) gets a self-loop,
+unlabelled and without reward: PRISM and Storm refuse deadlocks, and the loop changes no
+probability of reaching a set and keeps a deadlock from ever reaching a terminal state.
+Labels name sets of states: `terminal`, `deadlock`, each terminal value, each `probability`
+property's target. Numbers are exact fractions (`3/10`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+
+from haltproof.properties.probability import MDP
+
+
+def write_prism(mdp: MDP, name: str, labels: Mapping[str, Sequence[bool]],
+                rewards: Mapping[str, Callable[[int], Fraction]], header: str = "") -> str:
+    """The PRISM text of `mdp`, with its labels (name -> which states) and reward structures
+    (name -> each edge's reward)."""
+    out: list[str] = []
+    w = out.append
+    for line in header.splitlines():
+        w(f"// {line}")
+    w("mdp")
+    w("")
+    w(f"module {ident(name)}")
+    w(f"  s : [0..{max(mdp.n - 1, 0)}];")
+    for s, choices in enumerate(mdp.choices):
+        if not choices:
+            w(f"  [] s={s} -> (s'={s});")
+        for k, c in enumerate(choices):
+            w(f"  [c{k}] s={s} -> " + " + ".join(f"{_num(p)} : (s'={t})" for t, p in c.dist) + ";")
+    w("endmodule")
+    w("")
+    w("init " + _states(mdp.initial) + " endinit")
+    w("")
+    for label, members in labels.items():
+        w(f'label "{label}" = {_states([s for s in range(mdp.n) if members[s]])};')
+    for measure, reward in rewards.items():
+        w("")
+        w(f'rewards "{measure}"')
+        items = [(s, k, sum((p * reward(e) for _, p, e in c.outcomes if p), Fraction(0)))
+                 for s, choices in enumerate(mdp.choices) for k, c in enumerate(choices)]
+        out += [f"  [c{k}] s={s} : {_num(total)};" for s, k, total in items if total]
+        if not any(total for _, _, total in items):
+            w("  true : 0;")               # PRISM and Storm refuse a reward structure with no item
+        w("endrewards")
+    return "\n".join(out) + "\n"
+
+
+def ident(text: str) -> str:
+    """A PRISM identifier for a name (letters, digits, underscores; not starting with a digit)."""
+    word = re.sub(r"\W", "_", text)
+    return word if word and not word[0].isdigit() else f"m_{word}"
+
+
+def _num(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+def _states(members: Sequence[int]) -> str:
+    return " | ".join(f"s={s}" for s in members) if members else "false"

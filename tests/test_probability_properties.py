@@ -1,0 +1,305 @@
+"""`probability` and `expected` properties and the outcome table, through the real CLI on
+both engines, with values checked by hand (explorer/chances.py, properties/probability.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
+# An agent step: the policy picks the tool, the environment the observation (weighted).
+# With `search` every step: success 1/2 + 3/10 * 1/2 + 9/100 * 1/2 = 139/200, limit (3/10)^3,
+# 1 + 3/10 + 9/100 = 139/100 transitions on average. With `guess` (never succeeds): limit
+# (4/5)^3 = 64/125, 1 + 4/5 + 16/25 = 61/25 transitions.
+AGENT = """\
+machine: agent
+vars:
+  steps: {type: int, min: 0, max: 3, init: 0}
+  decision: {type: enum, values: [going, success, limit, error], init: going}
+actions:
+  step:
+    when: decision == going
+    choose:
+      tool: [search, guess]
+      obs: [ok, empty, error]
+    do:
+      - set: {steps: steps + 1}
+      - decide: decision
+        rules:
+          - {name: won, when: obs == ok and tool == search, then: success}
+          - {name: broke, when: obs == error, then: error}
+          - {name: out, when: steps >= 3, then: limit}
+          - {name: again, then: going}
+terminal:
+  label: decision
+  values: [success, limit, error]
+measures:
+  searches: {count: tool == search}
+probabilities:
+  step:
+    obs: {ok: 0.5, empty: 0.3, error: 0.2}
+properties:
+"""
+
+# A retry loop with no limit: it ends with probability 1, after 2 calls on average; with the
+# `wait` action a policy can put the end off forever.
+RETRY = """\
+machine: retry
+vars:
+  status: {type: enum, values: [trying, done], init: trying}
+actions:
+  call:
+    when: status == trying
+    choose:
+      outcome: [ok, error]
+    do:
+      - decide: status
+        rules:
+          - {name: finished, when: outcome == ok, then: done}
+          - {name: retry, then: trying}
+terminal: status == done
+probabilities:
+  call:
+    outcome: {ok: 1/2, error: 1/2}
+properties:
+  ends: {probability: {reach: status == done, at_least: 1}}
+  cost: {expected: {measure: transitions, at_most: 2}}
+"""
+WAIT = """\
+  wait:
+    when: status == trying
+    do:
+      - set: {status: trying}
+"""
+
+
+def report(check, text, *extra):
+    r = check(text, "--format", "json", *extra)
+    assert "Traceback" not in r.err, r.err
+    return r.code, json.loads(r.out)
+
+
+def prop(data, name):
+    return next(p for p in data["runs"][0]["properties"] if p["name"] == name)
+
+
+ENGINES = pytest.mark.parametrize("engine", ["scalar", "vector"])
+
+
+@ENGINES
+def test_probability_holds_and_fails_with_exact_values(check, engine):
+    code, data = report(check, AGENT + """\
+  likely_success: {probability: {reach: decision == success, at_least: 0.6}}
+  success_capped: {probability: {reach: decision == success, at_most: 0.7}}
+  rare_limit: {probability: {reach: decision == limit, at_most: 0.1}}
+""", "--engine", engine)
+    assert code == 1
+    assert data["runs"][0]["engine"] == engine
+    low = prop(data, "likely_success")
+    assert low["status"] == "violated"
+    assert low["exact"] == {"min": "0", "max": "139/200"}
+    assert low["value"] == {"min": 0.0, "max": 0.695}
+    assert "a policy makes it 0, less than 3/5 (0.6)" in low["message"]
+    assert low["policy"] == [{"state": {"steps": 0, "decision": "going"}, "action": "step",
+                              "choices": {"tool": "guess"}}]
+    assert len(low["trace"]["steps"]) == 2                # one step to a run that ends without success
+    capped = prop(data, "success_capped")
+    assert capped["status"] == "holds"
+    assert capped["message"] == ("the probability of reaching it is between 0 and 139/200 (0.695) over "
+                                 "the policies: at most 7/10 (0.7)")
+    limit = prop(data, "rare_limit")
+    assert limit["status"] == "violated"
+    assert limit["exact"] == {"min": "27/1000", "max": "64/125"}
+    assert [s["choices"]["tool"] for s in limit["trace"]["steps"][1:]] == ["guess"] * 3
+    assert limit["trace"]["steps"][-1]["state"]["decision"] == "limit"
+    assert [d["choices"] for d in limit["policy"]] == [{"tool": "guess"}] * 3
+
+
+@ENGINES
+def test_expected_holds_and_fails(check, engine):
+    code, data = report(check, AGENT + """\
+  cheap: {expected: {measure: transitions, at_most: 1.8}}
+  affordable: {expected: {measure: transitions, at_most: 2.44}}
+  busy: {expected: {measure: searches, at_least: 0.5}}
+""", "--engine", engine)
+    assert code == 1
+    cheap = prop(data, "cheap")
+    assert (cheap["status"], cheap["exact"]) == ("violated", {"min": "139/100", "max": "61/25"})
+    assert "a policy makes it 61/25 (2.44), more than 9/5 (1.8)" in cheap["message"]
+    assert prop(data, "affordable")["status"] == "holds"
+    busy = prop(data, "busy")
+    assert (busy["status"], busy["exact"]) == ("violated", {"min": "0", "max": "139/100"})
+
+
+def test_outcome_table(check):
+    code, data = report(check, AGENT + "  ok: {always: steps <= 3}\n")
+    assert code == 0
+    out = data["runs"][0]["outcomes"]
+    assert {k: v["exact"] for k, v in out["ends"].items()} == {
+        "success": {"min": "0", "max": "139/200"},
+        "limit": {"min": "27/1000", "max": "64/125"},
+        "error": {"min": "139/500", "max": "61/125"},
+        "deadlock": {"min": "0", "max": "0"},
+        "never_terminating": {"min": "0", "max": "0"}}
+    assert {k: v["exact"] for k, v in out["expected"].items()} == {
+        "transitions": {"min": "139/100", "max": "61/25"}, "searches": {"min": "0", "max": "139/100"}}
+    text = check(AGENT + "  ok: {always: steps <= 3}\n", "--verbose").out
+    assert "    limit                27/1000 (0.027) .. 64/125 (0.512)\n" in text
+    assert "    transitions          139/100 (1.39) .. 61/25 (2.44)\n" in text
+
+
+def test_no_outcome_table_without_weights(check):
+    text = AGENT.replace("probabilities:\n  step:\n    obs: {ok: 0.5, empty: 0.3, error: 0.2}\n", "")
+    code, data = report(check, text + "  ok: {always: steps <= 3}\n")
+    assert code == 0 and "outcomes" not in data["runs"][0]
+
+
+@ENGINES
+def test_a_cycle_left_with_probability_one(check, engine):
+    code, data = report(check, RETRY, "--engine", engine)
+    assert code == 0
+    assert prop(data, "ends")["exact"] == {"min": "1", "max": "1"}
+    assert prop(data, "cost")["exact"] == {"min": "2", "max": "2"}
+
+
+def test_expected_cost_is_infinite_when_a_policy_never_ends(check):
+    text = RETRY.replace("terminal:", WAIT + "terminal:")
+    code, data = report(check, text)
+    assert code == 1
+    cost = prop(data, "cost")
+    assert cost["status"] == "violated"
+    assert cost["exact"] == {"min": "2", "max": "inf"}
+    assert cost["value"]["max"] == float("inf")
+    assert cost["message"].endswith("a policy makes it infinite, more than 2 (a policy does not reach a "
+                                    "terminal state with probability 1)")
+    assert cost["policy"] == [{"state": {"status": "trying"}, "action": "wait", "choices": {}}]
+    ends = prop(data, "ends")
+    assert (ends["status"], ends["exact"]) == ("violated", {"min": "0", "max": "1"})
+    table = data["runs"][0]["outcomes"]["ends"]["never_terminating"]["exact"]
+    assert table == {"min": "0", "max": "1"}
+
+
+def test_not_decided_on_a_partial_exploration(check):
+    code, data = report(check, AGENT + "  cheap: {expected: {measure: transitions, at_most: 5}}\n",
+                        "--max-states", "3", "--engine", "scalar")
+    assert code == 3
+    cheap = prop(data, "cheap")
+    assert cheap["status"] == "unknown"
+    assert cheap["message"].startswith("not decided: the exploration stopped at --max-states")
+    assert "value" not in cheap
+    assert data["runs"][0]["outcomes"]["message"].startswith("not computed: the exploration stopped")
+
+
+def test_text_report_prints_the_value_beside_the_verdict(check):
+    r = check(RETRY, "--verbose")
+    assert r.code == 0
+    assert ("  holds     cost          the expected transitions until a terminal state is 2 under every "
+            "policy: at most 2\n") in r.out
+
+
+def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
+    """docs/spec-language.md shows docs/examples/agent_odds.yaml and what checking it prints."""
+    import re
+
+    from conftest import ROOT
+    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    section = doc[doc.index("## probabilities: how likely"):]
+    example = (ROOT / "docs" / "examples" / "agent_odds.yaml").read_text()
+    assert "```yaml\n" + example + "```" in section
+    shown = section[section.index("```text\n") + 8:]
+    shown = shown[:shown.index("```\n")].splitlines()
+    assert shown[0] == "$ haltproof check docs/examples/agent_odds.yaml --verbose"
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "docs/examples/agent_odds.yaml", "--verbose")
+    assert ran.code == 1
+    assert re.sub(r", [0-9.]+ s$", ", 0.01 s", ran.out, flags=re.M).splitlines() == shown[1:]
+
+
+def test_weights_on_a_spec_bound_to_code(check):
+    """The seed loop (its weights: failed 1/20, one_match 3/5, zero and many matches 1/4 together,
+    incomplete 1/10), checked on its bound code: the transitions the code makes are what is
+    weighed. max_steps=2, max_retries=0: success 3/5 + 1/10 * 3/5 = 33/50, needs_input
+    1/4 + 1/10 * 1/4 = 11/40, error 1/20 + 1/10 * 1/20 = 11/200, limit 1/10 * 1/10 (incomplete
+    twice), 1 + 1/10 transitions on average (only `incomplete` goes on)."""
+    from conftest import ROOT
+    code, data = report(check, (ROOT / "specs" / "loop_demo.yaml").read_text(),
+                        "-p", "max_steps=2", "-p", "max_retries=0")
+    assert code == 0
+    run = data["runs"][0]
+    assert run["explored"] == "code: haltproof.harness.loop_binding:LoopDemoAdapter"
+    ends = {k: v["exact"]["min"] + " " + v["exact"]["max"] for k, v in run["outcomes"]["ends"].items()}
+    assert ends == {"success": "33/50 33/50", "needs_input": "11/40 11/40", "error": "11/200 11/200",
+                    "limit": "1/100 1/100", "deadlock": "0 0", "never_terminating": "0 0"}
+    assert run["outcomes"]["expected"]["transitions"]["exact"] == {"min": "11/10", "max": "11/10"}
+
+
+def test_markdown_lists_the_outcome_table(check):
+    r = check(AGENT + "  ok: {always: steps <= 3}\n", "--format", "markdown")
+    assert r.code == 0
+    section = r.out[r.out.index("### Outcomes"):]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
+    assert [ln.split(" | ")[2:] for ln in rows] == [
+        ["success", "0 .. 139/200 (0.695) |"],
+        ["limit", "27/1000 (0.027) .. 64/125 (0.512) |"],
+        ["error", "139/500 (0.278) .. 61/125 (0.488) |"],
+        ["deadlock", "0 |"],
+        ["never\\_terminating", "0 |"],
+        ["expected transitions", "139/100 (1.39) .. 61/25 (2.44) |"],
+        ["expected searches", "0 .. 139/100 (1.39) |"]]
+
+
+def test_the_vector_engine_keeps_the_edges_the_analysis_reads(check, monkeypatch):
+    """Past KEEP_EDGES_BELOW transitions of a forward graph the vector engine drops its edges;
+    with a probability property or weights it must keep them (here the limit is made tiny)."""
+    from haltproof.explorer import vengine
+    monkeypatch.setattr(vengine, "KEEP_EDGES_BELOW", 4)
+    text = AGENT.replace("measures:\n  searches: {count: tool == search}\n", "")    # a measure keeps them anyway
+    code, data = report(check, text + "  cheap: {expected: {measure: transitions, at_most: 2.44}}\n",
+                        "--engine", "vector")
+    assert code == 0, prop(data, "cheap")["message"]
+    assert prop(data, "cheap")["exact"] == {"min": "139/100", "max": "61/25"}
+
+
+def test_a_target_that_cannot_be_evaluated_violates_well_defined(check):
+    """As for an invariant: the shortest run to the state where `reach` fails, its file:line."""
+    code, data = report(check, """\
+machine: z
+vars:
+  x: {type: int, min: 0, max: 2, init: 2}
+actions:
+  down:
+    when: x > 0
+    do:
+      - set: {x: x - 1}
+terminal: x == 0
+properties:
+  p: {probability: {reach: 6 // x == 3, at_least: 0.5}}
+""")
+    assert code == 1
+    wd = prop(data, "well_defined")
+    assert wd["status"] == "violated"
+    assert wd["message"].endswith("bad.yaml:11): integer division or modulo by zero")
+    assert wd["message"].startswith("property p (")
+    assert [s["state"]["x"] for s in wd["trace"]["steps"]] == [2, 1, 0]
+    p = prop(data, "p")
+    assert p["status"] == "unknown" and "value" not in p
+
+
+def test_the_readme_outcome_table_of_the_seed_loop(cli):
+    """README's table of specs/loop_demo.yaml's endings per max_steps is what check reports."""
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    head = "| `max_steps` | success | needs_input | error | limit | expected steps |\n|---|---|---|---|---|---|\n"
+    table = readme[readme.index(head) + len(head):]
+    rows = [ln.strip("| ").split(" | ") for ln in table[:table.index("\n\n")].splitlines()]
+    for row in rows:
+        ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", f"max_steps={row[0]}", "-p", "max_retries=1",
+                  "--format", "json")
+        assert ran.code == 0, ran.err
+        out = json.loads(ran.out)["runs"][0]["outcomes"]
+        got = [out["ends"][k]["exact"] for k in ("success", "needs_input", "error", "limit")]
+        got.append(out["expected"]["transitions"]["exact"])
+        assert all(g["min"] == g["max"] for g in got)        # nothing is left to a policy here
+        assert [cell.split(" ")[0] for cell in row[1:]] == [g["min"] for g in got]

@@ -1,0 +1,213 @@
+"""`haltproof export --format prism`, and haltproof's exact probabilities and expected totals
+cross-checked against Storm (stormpy) on the exported models: equal as exact rationals.
+
+The cross-check needs the optional `stormpy` wheel (in the `test` extra where a wheel exists:
+Linux x86-64); without it those tests are skipped, saying so."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from haltproof.properties import probability as P
+from haltproof.properties.probability import MDP, Choice
+from haltproof.reports.prism import write_prism
+
+from conftest import ROOT
+from test_probability_properties import AGENT, RETRY, WAIT
+
+try:
+    import stormpy
+except ImportError:       # the optional wheel: only the cross-checks need it
+    stormpy = None
+
+needs_storm = pytest.mark.skipif(stormpy is None, reason="stormpy is not installed (pip install stormpy: "
+                                                        "a wheel exists for Linux x86-64 only)")
+
+RETRY_PRISM = """\
+// haltproof export of bad.yaml [retry], no params: 2 explored states
+mdp
+
+module retry
+  s : [0..1];
+  [c0] s=0 -> 1/2 : (s'=1) + 1/2 : (s'=0);
+  [] s=1 -> (s'=1);
+endmodule
+
+init s=0 endinit
+
+label "terminal" = s=1;
+label "deadlock" = false;
+label "reach_ends" = s=1;
+
+rewards "transitions"
+  [c0] s=0 : 1;
+endrewards
+"""
+
+
+def test_export_writes_the_explored_mdp(check, tmp_path):
+    r = check(RETRY, command="export")
+    assert (r.code, r.err) == (0, "")
+    assert r.out.replace(r.path, "bad.yaml") == RETRY_PRISM
+
+
+def test_a_measure_that_is_always_0_still_makes_a_reward_structure(check):
+    """An empty `rewards ... endrewards` is a parse error in PRISM and Storm."""
+    text = RETRY.replace("probabilities:", "measures:\n  waits: {count: action == wait}\nprobabilities:")
+    text = text.replace("terminal:", WAIT.replace("when: status == trying", "when: status == done") + "terminal:")
+    r = check(text, command="export")
+    assert r.code == 0, r.err
+    assert 'rewards "waits"\n  true : 0;\nendrewards\n' in r.out
+    if stormpy is not None:
+        assert storm(r.out, 'R{"waits"}max=? [F "terminal"]') == [Fraction(0)]
+
+
+def test_export_needs_one_param_combination(check):
+    r = check((ROOT / "docs" / "examples" / "retry_loop.yaml").read_text(), command="export")
+    assert r.code == 2 and r.out == ""
+    assert "an export is of one param combination, and 12 are declared; pin K, R (e.g. -p K=1 -p R=0)" in r.err
+
+
+def test_export_refuses_a_spec_whose_exploration_has_errors(check):
+    text = RETRY.replace("terminal: status == done", "terminal: 1 // 0 == 1")
+    r = check(text, command="export")
+    assert r.code == 1 and r.out == ""
+    assert "cut the exploration short: run `haltproof check` to see them; no model written" in r.err
+
+
+# ---------------------------------------------------------------- Storm
+
+
+def storm(prism: str, formula: str) -> list[Fraction | None]:
+    """Storm's exact value of `formula` in each initial state (None: infinity)."""
+    program = _parse(prism)
+    props = stormpy.parse_properties(formula, program)
+    model = stormpy.build_model[stormpy.Rational](program, props)
+    result = stormpy.model_checking(model, props[0])
+    out = []
+    for s in model.initial_states:
+        text = str(result.get_value(s))
+        out.append(None if text == "inf" else Fraction(text))
+    return out
+
+
+def _parse(prism: str):
+    """stormpy parses PRISM from a file."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.prism"
+        path.write_text(prism)
+        return stormpy.parse_prism_program(str(path))
+
+
+def lowest(values):
+    return None if all(v is None for v in values) else min(v for v in values if v is not None)
+
+
+def highest(values):
+    return None if any(v is None for v in values) else max(values)
+
+
+def cross_check(mdp: MDP, targets: dict[str, list[bool]], rewards: dict) -> int:
+    """Compare every reach probability and expected total with Storm's; the number compared."""
+    labels = {"terminal": mdp.terminal, **targets}
+    text = write_prism(mdp, "m", labels, rewards)
+    compared = 0
+    for name, target in labels.items():
+        ours = P.reach(mdp, target)
+        assert ours.min == min(storm(text, f'Pmin=? [F "{name}"]')), (name, text)
+        assert ours.max == max(storm(text, f'Pmax=? [F "{name}"]')), (name, text)
+        compared += 2
+    for name, reward in rewards.items():
+        ours = P.expected_total(mdp, reward)
+        assert ours.min == lowest(storm(text, f'R{{"{name}"}}min=? [F "terminal"]')), (name, text)
+        assert ours.max == highest(storm(text, f'R{{"{name}"}}max=? [F "terminal"]')), (name, text)
+        compared += 2
+    return compared
+
+
+@needs_storm
+@pytest.mark.parametrize("text, pins", [
+    (AGENT + "  p: {probability: {reach: decision == success, at_least: 0.5}}\n", []),
+    (RETRY, []),
+    (RETRY.replace("terminal:", WAIT + "terminal:"), []),
+    ((ROOT / "docs" / "examples" / "agent_odds.yaml").read_text(), []),
+    ((ROOT / "specs" / "loop_demo.yaml").read_text(), ["-p", "max_steps=4", "-p", "max_retries=1"]),
+], ids=["agent", "retry", "retry_wait", "agent_odds", "loop_demo"])
+def test_weighted_specs_agree_with_storm(check, text, pins):
+    """The exported model, checked by Storm, gives haltproof's numbers exactly: each terminal
+    value, each probability target, each measure."""
+    ran = check(text, *pins, command="export")
+    assert ran.code == 0, ran.err
+    program = _parse(ran.out)
+    labels = [ln.split('"')[1] for ln in ran.out.splitlines() if ln.startswith("label ")]
+    measures = [ln.split('"')[1] for ln in ran.out.splitlines() if ln.startswith("rewards ")]
+    report = check(text, *pins, "--format", "json")
+    run = json.loads(report.out)["runs"][0]
+    props = {p["name"]: p for p in run["properties"] if p["kind"] == "probability"}
+    compared = 0
+    for label in labels:
+        lo = storm(ran.out, f'Pmin=? [F "{label}"]')
+        hi = storm(ran.out, f'Pmax=? [F "{label}"]')
+        value = label.removeprefix("end_")
+        if label.startswith("end_") or label == "deadlock":
+            ours = run["outcomes"]["ends"][value]["exact"] if "outcomes" in run else None
+        elif label.startswith("reach_"):
+            ours = props[label.removeprefix("reach_")]["exact"]
+        else:
+            continue
+        if ours is not None:
+            assert (Fraction(ours["min"]), Fraction(ours["max"])) == (min(lo), max(hi)), label
+            compared += 1
+    for name in measures:
+        if "outcomes" not in run:
+            continue
+        ours = run["outcomes"]["expected"][name]["exact"]
+        lo = lowest(storm(ran.out, f'R{{"{name}"}}min=? [F "terminal"]'))
+        hi = highest(storm(ran.out, f'R{{"{name}"}}max=? [F "terminal"]'))
+        as_fraction = [None if x == "inf" else Fraction(x) for x in (ours["min"], ours["max"])]
+        assert as_fraction == [lo, hi], name
+        compared += 1
+    assert program is not None and compared >= 3
+
+
+def random_mdp(rng: random.Random) -> tuple[MDP, dict[str, list[bool]], dict]:
+    """A small random MDP: cycles, several choices, weights with small denominators,
+    terminal states and deadlocks, two initial states, and edge rewards of 0 to 3."""
+    n = rng.randint(3, 9)
+    terminal = [rng.random() < 0.25 for _ in range(n)]
+    choices: list[list[Choice]] = []
+    edge = 0
+    rewards: dict[int, Fraction] = {}
+    for s in range(n):
+        row = []
+        if not terminal[s] and rng.random() > 0.1:          # else a deadlock
+            for k in range(rng.randint(1, 3)):
+                succ = rng.sample(range(n), rng.randint(1, min(3, n)))
+                cuts = sorted(rng.randint(0, 6) for _ in range(len(succ) - 1))
+                parts = [b - a for a, b in zip([0, *cuts], [*cuts, 6])]
+                outcomes = []
+                for t, part in zip(succ, parts):
+                    outcomes.append((t, Fraction(part, 6), edge))
+                    rewards[edge] = Fraction(rng.randint(0, 3))
+                    edge += 1
+                row.append(Choice(k, outcomes))
+        choices.append(row)
+    target = [rng.random() < 0.3 for _ in range(n)]
+    initial = sorted(set(rng.sample(range(n), min(2, n))))
+    return MDP(choices, terminal, initial), {"goal": target}, {"cost": rewards.__getitem__}
+
+
+@needs_storm
+def test_random_weighted_machines_agree_with_storm():
+    rng = random.Random(17)
+    compared = 0
+    for _ in range(40):
+        mdp, targets, rewards = random_mdp(rng)
+        compared += cross_check(mdp, targets, rewards)
+    assert compared == 40 * 6

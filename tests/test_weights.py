@@ -1,0 +1,98 @@
+"""`probabilities:` and the bounds of probability properties: read exactly, every mistake an
+exit-2 error at its file and line (machine/weights.py)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from haltproof.machine.errors import SpecError
+from haltproof.machine.spec import parse_spec
+
+from test_malformed_specs import BASE, assert_rejected, edit
+
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+
+#  21 probabilities:
+#  22   work:
+#  23     obs: {good: 0.9, bad: 0.1}
+#  24 properties:
+#  25   p: {probability: {reach: decision == done, at_least: 0.5}}
+WEIGHTED = BASE + """\
+probabilities:
+  work:
+    obs: {good: 0.9, bad: 0.1}
+properties:
+  p: {probability: {reach: decision == done, at_least: 0.5}}
+  e: {expected: {measure: transitions, at_most: 3}}
+"""
+OBS = "    obs: {good: 0.9, bad: 0.1}\n"
+
+
+def test_weights_and_bounds_are_read_exactly():
+    spec = parse_spec(edit(OBS, "    obs: {good: 0.7, bad: '3/10'}\n", base=WEIGHTED), "w.yaml")
+    (w,) = spec.probabilities
+    assert (w.action, w.choice, w.line) == ("work", "obs", 23)
+    assert w.weights == {"good": Fraction(7, 10), "bad": Fraction(3, 10)}    # 0.7 is 7/10, not a float
+    p = spec.property("p")
+    assert p is not None and p.chance is not None
+    assert (p.kind, p.chance.sense, p.chance.bound) == ("probability", "at_least", Fraction(1, 2))
+
+
+def test_weights_must_sum_to_one(check):
+    r = check(edit(OBS, "    obs: {good: 0.8, bad: 0.1}\n", base=WEIGHTED))
+    assert_rejected(r, 23, "the weights of choice obs of action work sum to 9/10 (0.9), not 1")
+
+
+def test_one_third_three_times_is_exactly_one():
+    text = edit("      obs: [good, bad]\n", "      obs: [good, bad, ugly]\n",
+                OBS, "    obs: {good: '1/3', bad: '1/3', ugly: '1/3'}\n", base=WEIGHTED)
+    (w,) = parse_spec(text, "w.yaml").probabilities
+    assert sum(w.weights.values()) == 1
+
+
+@pytest.mark.parametrize("line_text, line, fragments", [
+    ("    obs: {good: 0.9, bda: 0.1}\n", 23, ["not a value of choice obs (good, bad)", "'bda'"]),
+    ("    obs: {good: 1}\n", 23, ["has no weight for bad: give every value one (0 is allowed)"]),
+    ("    obs: {good: 1.1, bad: -0.1}\n", 23, ["the weight of obs = bad is negative"]),
+    ("    obs: {good: .inf, bad: 0}\n", 23, ["must be a finite number", "'.inf'"]),
+    ("    obs: {good: x, bad: 0}\n", 23, ["must be a finite number", "'x'"]),
+    ("    obs: {good: true, bad: 0}\n", 23, ["must be a number, not true/false"]),
+    ("    ob: {good: 1, bad: 0}\n", 23, ["action work has no choice named 'ob' (did you mean 'obs'?)"]),
+])
+def test_bad_weights_are_rejected_at_their_line(check, line_text, line, fragments):
+    assert_rejected(check(edit(OBS, line_text, base=WEIGHTED)), line, *fragments)
+
+
+def test_unknown_action_is_rejected(check):
+    r = check(edit("  work:\n    obs", "  wrok:\n    obs", base=WEIGHTED))
+    assert_rejected(r, 22, "probabilities name an action the spec does not have (did you mean 'work'?)",
+                    "'wrok'")
+
+
+@pytest.mark.parametrize("prop, line, fragments", [
+    ("  p: {probability: {reach: decision == done, at_least: 1.5}}\n", 25,
+     ["the bound of p must be between 0 and 1"]),
+    ("  p: {probability: {reach: decision == done}}\n", 25,
+     ["probability of property p needs exactly one of: at_least, at_most"]),
+    ("  p: {probability: {reach: steps, at_most: 0.5}}\n", 25, ["property p must be true/false"]),
+    ("  p: {expected: {measure: tokens, at_most: 2.5}}\n", 25,
+     ["property p names a measure the spec does not declare (measures: transitions)", "'tokens'"]),
+])
+def test_bad_probability_properties_are_rejected(check, prop, line, fragments):
+    text = edit("  p: {probability: {reach: decision == done, at_least: 0.5}}\n", prop, base=WEIGHTED)
+    assert_rejected(check(text), line, *fragments)
+
+
+def test_decimals_stay_refused_elsewhere(check):
+    """Only weights and probability bounds may be decimals: a float anywhere else is still refused."""
+    r = check(edit("  e: {expected: {measure: transitions, at_most: 3}}\n",
+                   "  e: {terminates_within: 2.5}\n", base=WEIGHTED))
+    assert_rejected(r, 26, "floating-point numbers are not allowed")
+
+
+def test_a_spec_without_weights_has_none():
+    assert parse_spec(BASE, "b.yaml").probabilities == []
+    with pytest.raises(SpecError):
+        parse_spec(BASE + "probabilities: {}\n", "b.yaml")
