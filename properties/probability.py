@@ -260,7 +260,12 @@ def reach_intervals(mdp: MDP, target: Sequence[bool], sense: str,
 def _rows(mdp: MDP, target: Sequence[bool], undecided: list[int], local: dict[int, int]) -> _Rows:
     """The sparse rows of the undecided states' choices (a target successor adds to const,
     a state of value 0 adds nothing)."""
-    state, const, e_row, e_col, e_p, label = [], [], [], [], [], []
+    state: list[int] = []
+    const: list[float] = []
+    e_row: list[int] = []
+    e_col: list[int] = []
+    e_p: list[float] = []
+    label: list[tuple[int, int]] = []
     width = 0
     for i, s in enumerate(undecided):
         for ci, c in enumerate(mdp.choices[s]):
