@@ -109,22 +109,51 @@ def number(x: Fraction | None) -> str:
     return f"{x} ({float(x):.6g})"
 
 
+def side(e: Extremes, which: str) -> str:
+    """One side's value: exact, or `between LO and HI (within ERR)` when iterated."""
+    iv = e.interval(which)
+    if iv is None:
+        return number(e.min if which == "min" else e.max)
+    return f"between {iv[0]:.15g} and {iv[1]:.15g} (within {iv[1] - iv[0]:.2g}, not exact)"
+
+
 def span(e: Extremes) -> str:
     """`171/200 (0.855) under every policy`, or `between A and B over the policies`."""
-    if e.min == e.max:
-        return f"{number(e.min)} under every policy"
-    return f"between {number(e.min)} and {number(e.max)} over the policies"
+    if e.min == e.max and e.min_interval == e.max_interval:
+        return f"{side(e, 'min')} under every policy"
+    return f"from {side(e, 'min')} (min) to {side(e, 'max')} (max) over the policies" \
+        if e.min_interval or e.max_interval else f"between {number(e.min)} and {number(e.max)} over the policies"
 
 
 def value_json(e: Extremes) -> dict[str, Any]:
-    """`{"value": {"min", "max"}}` as floats (infinity as a float too) and, being exact,
-    `"exact"` as fraction strings ("inf" for infinity)."""
+    """`{"value": {"min", "max"}}` as floats (infinity as a float too) and, when both sides
+    are exact, `"exact"` as fraction strings ("inf" for infinity); a side solved by interval
+    iteration is the midpoint of `"interval"` [lo, hi], `"error"` its half-width."""
     def f(x: Fraction | None) -> float:
         return float("inf") if x is None else float(x)
 
     def s(x: Fraction | None) -> str:
         return "inf" if x is None else str(x)
-    return {"value": {"min": f(e.min), "max": f(e.max)}, "exact": {"min": s(e.min), "max": s(e.max)}}
+    out: dict[str, Any] = {"value": {"min": f(e.min), "max": f(e.max)}}
+    if e.min_interval is None and e.max_interval is None:
+        out["exact"] = {"min": s(e.min), "max": s(e.max)}
+        return out
+    out["interval"], out["error"] = {}, {}
+    for which in ("min", "max"):
+        iv = e.interval(which)
+        lo, hi = iv if iv is not None else (f(e.min if which == "min" else e.max),) * 2
+        out["interval"][which] = [lo, hi]
+        out["error"][which] = (hi - lo) / 2
+        out["value"][which] = (lo + hi) / 2
+    return out
+
+
+def complement(e: Extremes) -> Extremes:
+    """1 - e: the probability of the other outcome (min and max swap)."""
+    def flip(iv: tuple[float, float] | None) -> tuple[float, float] | None:
+        return None if iv is None else (1.0 - iv[1], 1.0 - iv[0])
+    return Extremes(None if e.max is None else 1 - e.max, None if e.min is None else 1 - e.min,
+                    min_interval=flip(e.max_interval), max_interval=flip(e.min_interval))
 
 
 class Chances:
@@ -165,6 +194,9 @@ class Chances:
             target = self.mdp.terminal
         at_least = chance.sense == "at_least"
         worst = e.min if at_least else e.max
+        interval = e.interval("min" if at_least else "max")
+        if interval is not None:
+            return self._judge_interval(p, e, what, interval, at_least, target)
         holds = worst is not None and (worst >= chance.bound if at_least else worst <= chance.bound)
         r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
         r.value = value_json(e)
@@ -178,6 +210,31 @@ class Chances:
             r.message += " (a policy does not reach a terminal state with probability 1)"
         goal = self._trace_goal(p.kind, at_least, target, worst is None)
         r.trace, r.policy = self.witness(policy, start, goal)
+        return r
+
+    def _judge_interval(self, p: PropertyDecl, e: Extremes, what: str, interval: tuple[float, float],
+                        at_least: bool, target: list[bool]) -> PropertyResult:
+        """A bound judged on an iterated interval: decided only when the whole interval lies
+        on one side of it (compared exactly: a float is a fraction), else `unknown`."""
+        bound = present(p.chance).bound
+        lo, hi = Fraction(interval[0]), Fraction(interval[1])
+        meets = lo >= bound if at_least else hi <= bound
+        fails = hi < bound if at_least else lo > bound
+        status = HOLDS if meets else VIOLATED if fails else UNKNOWN
+        r = PropertyResult(p.name, p.kind, status, f"{what} is {span(e)}")
+        r.value = value_json(e)
+        word = "at least" if at_least else "at most"
+        if meets:
+            r.message += f": {word} {number(bound)}"
+        elif not fails:
+            r.message += (f": not decided, the bound {number(bound)} lies inside the interval "
+                          f"[{interval[0]:.15g}, {interval[1]:.15g}] of the iterative solver")
+        else:
+            r.message += (f": a policy makes it {'at most' if at_least else 'at least'} "
+                          f"{interval[1] if at_least else interval[0]:.15g}, "
+                          f"{'less than' if at_least else 'more than'} {number(bound)}")
+            policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
+            r.trace, r.policy = self.witness(policy, start, self._trace_goal(p.kind, at_least, target, False))
         return r
 
     def _trace_goal(self, kind: str, at_least: bool, target: list[bool], infinite: bool) -> Callable[[int], bool]:
@@ -284,13 +341,11 @@ class Chances:
         out: dict[str, Any] = {"ends": {k: value_json(P.reach(mdp, t)) for k, t in self.ends().items()}}
         out["ends"]["deadlock"] = value_json(P.reach(mdp, deadlock))
         ended = P.reach(mdp, [mdp.terminal[s] or deadlock[s] for s in range(mdp.n)])
-        never = Extremes(None if ended.max is None else 1 - ended.max,
-                         None if ended.min is None else 1 - ended.min)
-        out["ends"]["never_terminating"] = value_json(never)
+        out["ends"]["never_terminating"] = value_json(complement(ended))
         out["expected"] = {}
         for name in self.measures():
             try:
                 out["expected"][name] = value_json(P.expected_total(mdp, self.edge_reward(name)))
-            except NotAnalysable as exc:
+            except (P.TooLarge, NotAnalysable) as exc:     # one row: the probabilities above stand
                 out["expected"][name] = {"message": f"not computed: {exc}"}
         return out

@@ -14,8 +14,15 @@ How (the standard method, e.g. Baier & Katoen, "Principles of Model Checking", c
    policy's own chain). Improvement switches a state's choice only when strictly better, which
    keeps the policies proper (a closed class of the new policy would need a strictly better
    average over its stationary distribution than itself).
-Every value is exact. An SCC of the policy's chain larger than EXACT_LIMIT states is not
-solved (`TooLarge`): the caller reports the value as not computed, never as an estimate.
+A value is exact unless an SCC of a policy's chain is larger than EXACT_LIMIT states
+(`TooLarge`). A reachability probability is then solved by interval iteration (Haddad &
+Monmege, "Interval iteration algorithm for MDPs and IMDPs", TCS 2018) over numpy arrays: a
+lower bound iterated up from 0 and an upper bound down from 1 until they are within EPSILON.
+The upper bound converges because the states whose value is 0 are fixed first and, for the
+maximum, each maximal end component is collapsed (its states share one value, that of its
+best choice leaving it). The result is an interval, never a point estimate; its ends are
+widened by a bound on the float rounding of the iterations. An expected total over such an
+SCC stays `TooLarge` (not computed).
 
 Expected totals (of a measure until a terminal state) follow PRISM's convention: a run that
 never reaches a terminal state costs infinity, so the maximum is infinite as soon as some
@@ -29,7 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+import numpy.typing as npt
+
 EXACT_LIMIT = 400        # states in one SCC of a policy's chain solved by exact elimination
+EPSILON = 1e-12          # the widest interval interval iteration stops at (before rounding slack)
+MAX_ITERATIONS = 2_000_000   # interval iteration gives up (TooLarge) rather than run on
 
 ONE, ZERO = Fraction(1), Fraction(0)
 
@@ -81,6 +93,13 @@ class Extremes:
     max_policy: dict[int, int] = field(default_factory=dict)
     min_start: int = 0
     max_start: int = 0
+    # set when that side is not exact: the true value lies in [lo, hi] (min/max then hold the midpoint)
+    min_interval: tuple[float, float] | None = None
+    max_interval: tuple[float, float] | None = None
+
+    def interval(self, side: str) -> tuple[float, float] | None:
+        """The interval of the `min` or `max` side, None when that side is exact."""
+        return self.min_interval if side == "min" else self.max_interval
 
 
 Values = dict[int, Fraction]
@@ -90,10 +109,31 @@ Policy = dict[int, int]
 # ---------------------------------------------------------------- probabilities of reaching a set
 
 def reach(mdp: MDP, target: Sequence[bool]) -> Extremes:
-    """The probability of reaching a `target` state, minimised and maximised over policies."""
-    lo, lo_policy = reach_values(mdp, target, "min")
-    hi, hi_policy = reach_values(mdp, target, "max")
+    """The probability of reaching a `target` state, minimised and maximised over policies:
+    exact where the exact solver can, else (that side) within an interval of width EPSILON."""
+    try:
+        lo, lo_policy = reach_values(mdp, target, "min")
+        hi, hi_policy = reach_values(mdp, target, "max")
+    except TooLarge:
+        return _reach_bounded(mdp, target)
     return _at_start(mdp, lo, hi, lo_policy, hi_policy)
+
+
+def _reach_bounded(mdp: MDP, target: Sequence[bool]) -> Extremes:
+    """Both sides by interval iteration (a side the exact solver could take is still within
+    its interval; both are recomputed so the two sides stay consistent)."""
+    out = Extremes(ZERO, ZERO)
+    for sense in ("min", "max"):
+        lo, hi, policy = reach_intervals(mdp, target, sense)
+        pick = min if sense == "min" else max
+        start = pick(mdp.initial, key=lambda s: lo[s] + hi[s])
+        ends = (pick(lo[s] for s in mdp.initial), pick(hi[s] for s in mdp.initial))
+        mid = Fraction((ends[0] + ends[1]) / 2)
+        if sense == "min":
+            out.min, out.min_interval, out.min_policy, out.min_start = mid, ends, policy, start
+        else:
+            out.max, out.max_interval, out.max_policy, out.max_start = mid, ends, policy, start
+    return out
 
 
 def reach_values(mdp: MDP, target: Sequence[bool], sense: str) -> tuple[Values, Policy]:
@@ -103,11 +143,16 @@ def reach_values(mdp: MDP, target: Sequence[bool], sense: str) -> tuple[Values, 
     fixed.update({s: ZERO for s in zero})
     allowed = {s: list(range(len(mdp.choices[s]))) for s in range(mdp.n) if s not in fixed}
     values, policy = optimize(mdp, sense, fixed, allowed, None, {})
-    for s in zero:       # the witness where the value is 0: (min) a choice that stays away from the target
+    _zero_witness(mdp, zero, policy)
+    return values, policy
+
+
+def _zero_witness(mdp: MDP, zero: set[int], policy: Policy) -> None:
+    """The witness where the value is 0: (min) a choice that stays away from the target."""
+    for s in zero:
         stays = [ci for ci, c in enumerate(mdp.choices[s]) if all(t in zero for t in _succ(c))]
         if stays:
             policy[s] = stays[0]
-    return values, policy
 
 
 def unreachable(mdp: MDP, target: Sequence[bool]) -> set[int]:
@@ -148,6 +193,143 @@ def avoidable(mdp: MDP, target: Sequence[bool]) -> set[int]:
                     inside[s] = False
                     stack.append(s)
     return {s for s in range(mdp.n) if inside[s]}
+
+
+# ---------------------------------------------------------------- interval iteration (past the exact limit)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass
+class _Rows:
+    """The choices of the undecided states as sparse rows: row r belongs to state `state[r]`
+    (a local index, rows grouped by state); its value is const[r] + sum p * x[col] over its edges."""
+
+    state: IntArray
+    const: FloatArray
+    e_row: IntArray
+    e_col: IntArray
+    e_p: FloatArray
+    label: list[tuple[int, int]]        # per row: (mdp state, choice index)
+    width: int                          # the most successors of one row
+
+    def q(self, x: FloatArray) -> FloatArray:
+        """Every row's value given the states' values x."""
+        return self.const + np.bincount(self.e_row, weights=self.e_p * x[self.e_col], minlength=len(self.const))
+
+
+def reach_intervals(mdp: MDP, target: Sequence[bool], sense: str,
+                    epsilon: float = EPSILON) -> tuple[list[float], list[float], Policy]:
+    """Per state, a lower and an upper bound on the min or max probability of reaching the
+    target, at most `epsilon` apart (plus rounding slack), and a policy greedy in the bounds
+    (min: the upper bound, max: the lower bound; shown as a witness, not used for a verdict)."""
+    zero = avoidable(mdp, target) if sense == "min" else unreachable(mdp, target)
+    undecided = [s for s in range(mdp.n) if not target[s] and s not in zero]
+    local = {s: i for i, s in enumerate(undecided)}
+    rows = _rows(mdp, target, undecided, local)
+    starts = np.searchsorted(rows.state, np.arange(len(undecided)))
+    if sense == "min":
+        group = np.arange(len(undecided))
+        upper_rows = np.arange(len(rows.const))
+    else:
+        group, upper_rows = _collapse(mdp, undecided, local, rows)
+    order = upper_rows[np.argsort(group[rows.state[upper_rows]], kind="stable")]
+    group_starts = np.searchsorted(group[rows.state[order]], np.arange(int(group.max(initial=-1)) + 1))
+    reduce = np.minimum.reduceat if sense == "min" else np.maximum.reduceat
+    lo = np.zeros(len(undecided))
+    hi = np.ones(len(undecided))
+    iterations = 0
+    while len(undecided) and float(np.max(hi - lo)) >= epsilon:
+        for _ in range(16):
+            lo = np.maximum(lo, reduce(rows.q(lo), starts))          # monotone: never moves down
+            if sense == "min":
+                hi = np.minimum(hi, reduce(rows.q(hi), starts))
+            else:
+                hi = np.minimum(hi, reduce(rows.q(hi)[order], group_starts)[group])
+        iterations += 16
+        if iterations >= MAX_ITERATIONS:
+            raise TooLarge(f"interval iteration did not get within {epsilon:g} in {iterations:,} iterations")
+    slack = iterations * (rows.width + 2) * 2.0 ** -52        # each step's float rounding, summed
+    lo, hi = np.clip(lo - slack, 0.0, 1.0), np.clip(hi + slack, 0.0, 1.0)
+    policy = _greedy(rows, hi if sense == "min" else lo, sense)
+    _zero_witness(mdp, zero, policy)
+    return _full(mdp, target, zero, local, lo), _full(mdp, target, zero, local, hi), policy
+
+
+def _rows(mdp: MDP, target: Sequence[bool], undecided: list[int], local: dict[int, int]) -> _Rows:
+    """The sparse rows of the undecided states' choices (a target successor adds to const,
+    a state of value 0 adds nothing)."""
+    state: list[int] = []
+    const: list[float] = []
+    e_row: list[int] = []
+    e_col: list[int] = []
+    e_p: list[float] = []
+    label: list[tuple[int, int]] = []
+    width = 0
+    for i, s in enumerate(undecided):
+        for ci, c in enumerate(mdp.choices[s]):
+            r = len(const)
+            state.append(i)
+            label.append((s, ci))
+            width = max(width, len(c.dist))
+            k = 0.0
+            for t, p in c.dist:
+                if target[t]:
+                    k += float(p)
+                elif t in local:
+                    e_row.append(r)
+                    e_col.append(local[t])
+                    e_p.append(float(p))
+            const.append(k)
+    return _Rows(np.array(state, dtype=np.int64), np.array(const, dtype=np.float64),
+                 np.array(e_row, dtype=np.int64), np.array(e_col, dtype=np.int64),
+                 np.array(e_p, dtype=np.float64), label, width)
+
+
+def _collapse(mdp: MDP, undecided: list[int], local: dict[int, int], rows: _Rows) -> tuple[IntArray, IntArray]:
+    """The maximal end components among the undecided states: per state its group (its end
+    component, or itself), and the rows the upper bound iterates over (every row but those
+    that stay inside their state's end component)."""
+    inside = set(undecided)
+    kept = {s: [ci for ci, c in enumerate(mdp.choices[s]) if all(t in inside for t in c.targets)] for s in undecided}
+    comp: dict[int, int] = {}
+    while True:
+        live = [s for s in undecided if kept[s]]
+        comps = _sccs(live, lambda s: [t for ci in kept[s] for t in mdp.choices[s][ci].targets if t in kept and kept[t]])
+        comp = {s: i for i, c in enumerate(comps) for s in c}
+        changed = False
+        for s in live:
+            keep = [ci for ci in kept[s] if all(comp.get(t) == comp[s] for t in mdp.choices[s][ci].targets)]
+            if len(keep) != len(kept[s]):
+                kept[s], changed = keep, True
+        if not changed:
+            break
+    group = np.empty(len(undecided), dtype=np.int64)
+    ids: dict[tuple[str, int], int] = {}
+    for s in undecided:
+        key = ("ec", comp[s]) if kept[s] else ("state", s)
+        group[local[s]] = ids.setdefault(key, len(ids))
+    internal = [r for r, (s, ci) in enumerate(rows.label) if ci in kept[s]]
+    upper = np.setdiff1d(np.arange(len(rows.const)), np.array(internal, dtype=np.int64))
+    return group, upper.astype(np.int64)
+
+
+def _full(mdp: MDP, target: Sequence[bool], zero: set[int], local: dict[int, int], x: FloatArray) -> list[float]:
+    """Per state of the MDP: 1 on the target, 0 where fixed so, else its bound."""
+    return [1.0 if target[s] else 0.0 if s in zero else float(x[local[s]]) for s in range(mdp.n)]
+
+
+def _greedy(rows: _Rows, x: FloatArray, sense: str) -> Policy:
+    """Per undecided state, its choice best for `sense` given the values x."""
+    q = rows.q(x)
+    policy: Policy = {}
+    best: dict[int, float] = {}
+    for r, (s, ci) in enumerate(rows.label):
+        v = float(q[r])
+        if s not in best or (v < best[s] if sense == "min" else v > best[s]):
+            best[s], policy[s] = v, ci
+    return policy
 
 
 # ---------------------------------------------------------------- expected totals until a terminal state

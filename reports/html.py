@@ -35,6 +35,7 @@ from haltproof.properties.kinds import VIOLATED, Trace
 
 from . import findings as F
 from .graph import PAGE_VIEW, StateGraph, build_graph, to_dot
+from .text import outcome_rows
 
 GRAPH_MAX_STATES = 200          # a run's graph is drawn only up to this many states
 GRAPH_BUDGET = 2000             # ... and at most this many states over the whole report
@@ -406,6 +407,7 @@ def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: Sta
         f"{float(stats.get('seconds', 0) or 0):.2f} s{e(stop_text)}</p>")
     props = run.get("properties") or []
     _properties(w, n, props)
+    _outcomes(w, n, run.get("outcomes"))
     for p in props:
         if p.get("status") == "violated" and p.get("trace"):
             w(f'<h4 id="run-{n}-{e(p.get("name"))}">counterexample: {e(p.get("name"))} '
@@ -436,6 +438,22 @@ def _properties(w: Writer, n: int, props: list[dict[str, Any]]) -> None:
           f"<td class=\"mono\">{name}</td><td>{e(p.get('kind'))}</td>"
           f'<td class="status v-{key}">{e(text)}</td><td>{msg}</td>'
           f'<td class="expected">{e(exp_text)}</td><td>{e(_line_cell(p))}</td></tr>')
+    w("</table>")
+
+
+def _outcomes(w: Writer, n: int, table: dict[str, Any] | None) -> None:
+    """A weighted spec's outcome table (the rows of the text report): how a run ends, with
+    which probability, and each expected total, min..max over the policies."""
+    if table is None:
+        return
+    w('<h4>outcomes <span class="muted">— probability, min..max over policies</span></h4>')
+    if "message" in table:
+        w(f'<p class="outcomes muted" id="outcomes-{n}">{e(table["message"])}</p>')
+        return
+    w(f'<table class="outcomes" id="outcomes-{n}"><tr><th>outcome</th><th>min..max</th></tr>')
+    for name, span in outcome_rows(table):
+        w(f'<tr class="outcome" data-outcome="{e(name)}"><td class="mono">{e(name)}</td>'
+          f'<td class="span">{e(span)}</td></tr>')
     w("</table>")
 
 

@@ -521,6 +521,29 @@ def test_graph_svg_is_inline_escaped_and_highlights_the_counterexample(mixed):
     assert len(big.one("div", "graph").all("g", "node")) == 112
 
 
+LOOP_DEMO_OUTCOMES = [        # README's table, max_steps=2 max_retries=1: nothing left to a policy
+    ["success", "69/100 (0.69)"], ["needs_input", "23/80 (0.2875)"], ["error", "1/400 (0.0025)"],
+    ["limit", "1/50 (0.02)"], ["deadlock", "0"], ["never_terminating", "0"],
+    ["expected transitions", "23/20 (1.15)"], ["expected failed_reads", "23/400 (0.0575)"],
+]
+
+
+def outcome_cells(section: Node) -> list[list[str]]:
+    return [[td.text() for td in row.all("td")] for row in section.one("table", "outcomes").all("tr", "outcome")]
+
+
+def test_outcome_table_of_a_weighted_spec(mixed):
+    tree = parse(mixed["page"])
+    sec = run_section(tree, "loop_demo", "max_steps=2 max_retries=1")
+    assert outcome_cells(sec) == LOOP_DEMO_OUTCOMES
+    # a run stopped at --max-states claims nothing: its message, no table
+    stopped = run_section(tree, "loop_demo", "max_steps=5 max_retries=1")
+    assert not stopped.all("table", "outcomes")
+    assert stopped.one("p", "outcomes").text().startswith("not computed: ")
+    # a spec without weights has no outcome section
+    assert not run_section(tree, "xss_demo", "K=1 R=0").all(None, "outcomes")
+
+
 # ---------------------------------------------------------------- headless Chromium
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -570,6 +593,8 @@ def test_chromium_renders_the_trace_the_violation_and_the_sweep(mixed, tmp_path)
     assert last_changed == ["3", "one_match", "limit"]
     if DOT is not None:
         assert sec.all("svg") and len(sec.one("div", "graph").all("g", "node")) == 112
+    # the outcome table of a weighted spec, as the browser built it
+    assert outcome_cells(run_section(tree, "loop_demo", "max_steps=2 max_retries=1")) == LOOP_DEMO_OUTCOMES
 
     shot = tmp_path / "report.png"
     done = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,2000", page_file.as_uri())

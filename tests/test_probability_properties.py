@@ -303,3 +303,130 @@ def test_the_readme_outcome_table_of_the_seed_loop(cli):
         got.append(out["expected"]["transitions"]["exact"])
         assert all(g["min"] == g["max"] for g in got)        # nothing is left to a policy here
         assert [cell.split(" ")[0] for cell in row[1:]] == [g["min"] for g in got]
+
+
+# A random walk on 0..1000 from 995, up with probability 2/5: one strongly connected component
+# of 999 states, past the exact solver's limit. Reaching 1000 has probability
+# (1 - 1.5^995) / (1 - 1.5^1000) = 0.131687242798... (gambler's ruin).
+WALK = """\
+machine: walk
+vars:
+  x: {type: int, min: 0, max: 1000, init: 995}
+actions:
+  step:
+    when: x > 0 and x < 1000
+    choose:
+      dir: [up, down]
+    do:
+      - set: {x: x + 1 if dir == up else x - 1}
+terminal: x == 0 or x == 1000
+probabilities:
+  step:
+    dir: {up: 0.4, down: 0.6}
+properties:
+"""
+
+
+def test_past_the_exact_limit_a_verdict_is_decided_only_outside_the_interval(check):
+    from fractions import Fraction
+    exact = (1 - Fraction(3, 2) ** 995) / (1 - Fraction(3, 2) ** 1000)
+    code, data = report(check, WALK + f"""\
+  wins_often: {{probability: {{reach: x == 1000, at_least: 0.2}}}}
+  wins_rarely: {{probability: {{reach: x == 1000, at_most: 0.2}}}}
+  on_the_edge: {{probability: {{reach: x == 1000, at_least: "{exact.numerator}/{exact.denominator}"}}}}
+""")
+    assert code == 1
+    often, rarely, edge = (prop(data, n) for n in ("wins_often", "wins_rarely", "on_the_edge"))
+    assert (often["status"], rarely["status"], edge["status"]) == ("violated", "holds", "unknown")
+    for p in (often, rarely, edge):
+        assert "exact" not in p                          # not exact: the interval and its error instead
+        lo, hi = p["interval"]["min"]
+        assert Fraction(lo) <= exact <= Fraction(hi) and hi - lo < 1e-10
+        assert p["error"]["min"] == (hi - lo) / 2
+        assert "(within " in p["message"] and "not exact)" in p["message"]
+    assert "not decided, the bound" in edge["message"] and "lies inside the interval [0.13168724" in edge["message"]
+    assert "a policy makes it at most 0.13168724" in often["message"]
+    assert often["trace"]["steps"][-1]["state"]["x"] == 0        # a run that ends without winning
+
+
+def test_past_the_exact_limit_the_outcome_table_bounds_the_endings(check):
+    from fractions import Fraction
+    code, data = report(check, WALK + "  ok: {always: x <= 1000}\n")
+    assert code == 0
+    out = data["runs"][0]["outcomes"]
+    ends = out["ends"]["terminal"]
+    assert "exact" not in ends
+    lo, hi = ends["interval"]["max"]
+    assert Fraction(lo) <= 1 <= Fraction(hi) == 1             # every run ends: an interval at 1
+    never = out["ends"]["never_terminating"]["interval"]["max"]
+    assert never[0] == 0.0 and never[1] < 1e-10
+    assert out["expected"]["transitions"]["message"].startswith(
+        "not computed: a strongly connected component of 999 states under one policy")
+    text = check(WALK + "  ok: {always: x <= 1000}\n", "--verbose").out
+    assert "    terminal             [0.99999999999" in text and "not computed: a strongly connected" in text
+
+
+def _readme_rows(head):
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index(head) + len(head):]
+    return [ln.strip("| ").split(" | ") for ln in table[:table.index("\n\n")].splitlines()]
+
+
+@pytest.mark.parametrize("spec, head, params, ends, measures", [
+    ("budget_runner.yaml",
+     "| `K` | finished_reserved | finished_info | error | budget_exhausted | expected tool_attempts "
+     "| expected transitions |\n|---|---|---|---|---|---|---|\n",
+     lambda row: {"K": row[0], "R": 1}, ("finished_reserved", "finished_info", "error", "budget_exhausted"),
+     ("tool_attempts", "transitions")),
+    ("gate_chain.yaml",
+     "| `A` | `T` | aborted | turn_limit | expected refused | expected transitions |\n|---|---|---|---|---|---|\n",
+     lambda row: {"B": 3, "N": 2, "A": row[0], "T": row[1], "P": 3}, ("aborted", "turn_limit"),
+     ("refused", "transitions")),
+])
+def test_the_readme_outcome_tables_of_the_other_seed_specs(cli, spec, head, params, ends, measures):
+    """README's tables of the budget runner's and the gate chain's maxima are what check reports."""
+    from conftest import ROOT
+    for row in _readme_rows(head):
+        given = params(row)
+        args = [a for k, v in given.items() for a in ("-p", f"{k}={v}")]
+        ran = cli("check", ROOT / "specs" / spec, *args, "--format", "json")
+        assert ran.code == 0, ran.err
+        out = json.loads(ran.out)["runs"][0]["outcomes"]
+        got = [out["ends"][k]["exact"]["max"] for k in ends] + [out["expected"][k]["exact"]["max"] for k in measures]
+        cells = row[len(row) - len(got):]
+        assert [cell.split(" ")[0] for cell in cells] == got
+
+
+def _with_properties(name, extra):
+    """A bundled spec's text with `extra` properties inserted first under `properties:`."""
+    from conftest import ROOT
+    text = (ROOT / "specs" / name).read_text()
+    return text.replace("\nproperties:\n", "\nproperties:\n" + extra, 1)
+
+
+def test_probability_properties_on_the_weighted_budget_runner(check):
+    code, data = report(check, _with_properties("budget_runner.yaml", """\
+  rarely_gives_up: {probability: {reach: status == error, at_most: 0.02}}
+  attempts_on_average: {expected: {measure: tool_attempts, at_most: 4}}
+  usually_reserved: {probability: {reach: status == finished_reserved, at_least: 0.5}}
+"""), "-p", "K=4", "-p", "R=1")
+    assert code == 1
+    assert (prop(data, "rarely_gives_up")["status"], prop(data, "rarely_gives_up")["exact"]) == \
+        ("holds", {"min": "0", "max": "162/15625"})
+    avg = prop(data, "attempts_on_average")
+    assert (avg["status"], avg["exact"]) == ("holds", {"min": "0", "max": "498677/125000"})
+    usually = prop(data, "usually_reserved")          # the policy may abstain: the minimum is 0
+    assert (usually["status"], usually["exact"]) == ("violated", {"min": "0", "max": "15463/31250"})
+    assert usually["policy"][0]["action"] == "propose"
+
+
+def test_probability_properties_on_the_weighted_gate_chain(check):
+    code, data = report(check, _with_properties("gate_chain.yaml", """\
+  abort_capped: {probability: {reach: status == aborted, at_most: 0.2}}
+  few_refusals: {expected: {measure: refused, at_most: 1}}
+"""), "-p", "B=3", "-p", "N=2", "-p", "A=2", "-p", "T=3", "-p", "P=3")
+    assert code == 0
+    assert prop(data, "abort_capped")["exact"] == {"min": "0", "max": "47/250"}
+    assert prop(data, "few_refusals")["exact"] == {"min": "0", "max": "4863/5000"}
+    assert {prop(data, n)["status"] for n in ("abort_capped", "few_refusals")} == {"holds"}

@@ -99,12 +99,18 @@ def test_policy_picks_the_initial_state():
     assert (r.min, r.max, r.min_start, r.max_start) == (F(0), F(1), 1, 0)
 
 
-def test_a_component_too_large_is_refused_not_estimated(monkeypatch):
+def test_a_component_too_large_is_bounded_not_estimated(monkeypatch):
     monkeypatch.setattr(P, "EXACT_LIMIT", 2)
     # a ring 0 -> 1 -> 2 -> 0, each leaving to the terminal 3 with 1/2
     m = mdp({s: {"w": [((s + 1) % 3, "1/2"), (3, "1/2")]} for s in range(3)}, [False] * 3 + [True])
     with pytest.raises(P.TooLarge, match="3 states under one policy, more than the 2"):
-        P.reach(m, m.terminal)
+        P.reach_values(m, m.terminal, "min")            # the exact solver refuses it
+    with pytest.raises(P.TooLarge, match="3 states under one policy, more than the 2"):
+        P.expected_total(m, one)                        # an expected total is not iterated (yet)
+    r = P.reach(m, m.terminal)                          # a probability is bounded instead
+    assert r.min_interval == r.max_interval
+    lo, hi = r.min_interval
+    assert lo <= 1.0 <= hi and hi - lo < 1e-10 and hi == 1.0    # never above 1
 
 
 def test_min_expected_starts_from_a_policy_that_terminates():
@@ -114,3 +120,50 @@ def test_min_expected_starts_from_a_policy_that_terminates():
     cost = P.expected_total(m, one)
     assert (cost.min, cost.max) == (F(2), None)
     assert [m.choices[s][cost.min_policy[s]].label for s in (0, 1)] == ["work", "stop"]
+
+
+# ---------------------------------------------------------------- past the exact limit: interval iteration
+
+def ruin(n=1000, up=F(2, 5), start=995, stay=False):
+    """A random walk on 0..n, up with probability `up`, absorbed at 0 and n: one SCC of n - 1
+    states, past EXACT_LIMIT. With `stay`, every state may also stay put (an end component)."""
+    choices = {}
+    for i in range(1, n):
+        choices[i] = {"step": [(i + 1, up), (i - 1, 1 - up)]}
+        if stay:
+            choices[i]["stay"] = [(i, 1)]
+    return mdp(choices, [i in (0, n) for i in range(n + 1)], initial=(start,))
+
+
+def ruin_win(n=1000, up=F(2, 5), start=995):
+    """Gambler's ruin: the probability of reaching n from `start`, (1 - r^i) / (1 - r^n), r = q/p."""
+    r = (1 - up) / up
+    return (1 - r ** start) / (1 - r ** n)
+
+
+def test_a_component_past_the_exact_limit_is_bounded_within_epsilon():
+    m = ruin()
+    r = P.reach(m, [i == 1000 for i in range(1001)])
+    exact = ruin_win()                                   # 0.131687242798...
+    for lo, hi in (r.min_interval, r.max_interval):
+        assert F(lo) <= exact <= F(hi)
+        assert hi - lo < 1e-10                           # EPSILON plus the rounding slack
+    assert r.min_interval == r.max_interval              # a Markov chain: min = max
+
+
+def test_the_maximum_converges_through_an_end_component():
+    # `stay` loops in place: the minimum is 0 (stay forever), the maximum the walk's value;
+    # without collapsing the end components the upper bound would stay at 1 for ever
+    m = ruin(stay=True)
+    r = P.reach(m, [i == 1000 for i in range(1001)])
+    assert r.min_interval == (0.0, 0.0)                  # every state may stay: fixed at 0 by the graph
+    assert r.min == 0
+    lo, hi = r.max_interval
+    assert F(lo) <= ruin_win() <= F(hi) and hi - lo < 1e-10
+    assert m.choices[999][r.min_policy[999]].label == "stay"      # the witness never steps onto 1000
+
+
+def test_a_small_component_stays_exact():
+    r = P.reach(ruin(n=60, start=55), [i == 60 for i in range(61)])
+    assert r.min_interval is None and r.max_interval is None
+    assert r.min == r.max == ruin_win(n=60, start=55)

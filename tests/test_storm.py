@@ -138,7 +138,9 @@ def cross_check(mdp: MDP, targets: dict[str, list[bool]], rewards: dict) -> int:
     (RETRY.replace("terminal:", WAIT + "terminal:"), []),
     ((ROOT / "docs" / "examples" / "agent_odds.yaml").read_text(), []),
     ((ROOT / "specs" / "loop_demo.yaml").read_text(), ["-p", "max_steps=4", "-p", "max_retries=1"]),
-], ids=["agent", "retry", "retry_wait", "agent_odds", "loop_demo"])
+    ((ROOT / "specs" / "budget_runner.yaml").read_text(), ["-p", "K=4", "-p", "R=1"]),
+    ((ROOT / "specs" / "gate_chain.yaml").read_text(), ["-p", "B=3", "-p", "N=2", "-p", "A=2", "-p", "T=4", "-p", "P=3"]),
+], ids=["agent", "retry", "retry_wait", "agent_odds", "loop_demo", "budget_runner", "gate_chain"])
 def test_weighted_specs_agree_with_storm(check, text, pins):
     """The exported model, checked by Storm, gives haltproof's numbers exactly: each terminal
     value, each probability target, each measure."""
@@ -211,3 +213,18 @@ def test_random_weighted_machines_agree_with_storm():
         mdp, targets, rewards = random_mdp(rng)
         compared += cross_check(mdp, targets, rewards)
     assert compared == 40 * 6
+
+
+@needs_storm
+def test_the_interval_past_the_exact_limit_contains_storms_exact_value(check):
+    """A 999-state component: haltproof bounds the probability by interval iteration, Storm's
+    exact engine computes it; the exact value lies inside the reported interval."""
+    from test_probability_properties import WALK
+    text = WALK + "  wins: {probability: {reach: x == 1000, at_most: 0.2}}\n"
+    ran = check(text, command="export")
+    assert ran.code == 0, ran.err
+    exact = max(storm(ran.out, 'Pmax=? [F "reach_wins"]'))
+    assert exact == (1 - Fraction(3, 2) ** 995) / (1 - Fraction(3, 2) ** 1000)
+    prop = json.loads(check(text, "--format", "json").out)["runs"][0]["properties"][-1]
+    lo, hi = prop["interval"]["max"]
+    assert Fraction(lo) <= exact <= Fraction(hi) and hi - lo < 1e-10
