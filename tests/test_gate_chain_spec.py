@@ -58,6 +58,7 @@ def test_every_property_proved_on_the_real_code_over_the_grid(reports):
     assert len(report["runs"]) == GRID
     for run in report["runs"]:
         assert run["explored"] == CODE and run["result"] == "proved"
+        assert run["binding"] == "snapshot"        # live binding: the adapter's snapshot/restore
         statuses = {p["name"]: p["status"] for p in run["properties"]}
         assert set(statuses.values()) == {"holds"}, (run["params"], statuses)
         assert {"bound_code", "budget_never_exceeded", "denial_names_first_denying_gate", "short_circuit",
@@ -114,7 +115,7 @@ def test_the_real_chain_is_evaluated_for_every_state_and_choice():
     pins = {"B": 3, "N": 1, "A": 2, "T": 4, "P": 2}
     gate_mutants.CHAIN_CALLS.clear()
     spec = load_spec(_bound_copy("gate_mutants:Recording"))
-    (run,) = check_spec(spec, Options(pins=pins))
+    (run,) = check_spec(spec, Options(pins=pins, determinism="full"))   # auto would sample these params
     assert run.result == "proved" and run.explored == "code: gate_mutants:Recording"
     running = run.stats["states"] - run.stats["terminal_states"]
     proposals = run.stats["transitions"] - running            # every running state has one finish
@@ -230,3 +231,20 @@ def test_shortest_means_no_shorter_run_breaks_it():
         assert len(prop.trace) == n
         *_, before, final = prop.trace.steps
         assert before.state["tokens"] + {"read": 1, "grep": 2, "fetch": 2}[final.choices["call"]] == b
+
+
+def test_a_restored_run_counts_its_own_tool_calls():
+    """snapshot/restore copy the environment the tools count in: a call run on a restored
+    copy is `dispatched` there, and neither the snapshot nor the run it was taken of sees it
+    (tools that closed over the original environment would count in the wrong run)."""
+    from haltproof.harness.gate_binding import GateChainAdapter
+    adapter = GateChainAdapter()
+    params = {"A": 1, "B": 2, "N": 1, "P": 2, "T": 3}
+    run = adapter.start(params, {})
+    snap = adapter.snapshot(run)
+    copy = adapter.restore(snap)
+    adapter.step(copy, "propose", {"call": adapter.representative("propose", "call", "read"),
+                                   "out": adapter.representative("propose", "out", "full")})
+    assert (adapter.abstract(copy)["dispatched"], adapter.abstract(copy)["tokens"]) == (True, 1)
+    assert (adapter.abstract(run)["dispatched"], adapter.abstract(run)["tokens"]) == (False, 0)
+    assert adapter.abstract(adapter.restore(snap))["dispatched"] is False
