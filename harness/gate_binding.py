@@ -3,10 +3,10 @@ haltproof.harness.ledger, haltproof.harness.gate_loop).
 
 Live binding (docs/binding.md): `start` builds one real `GateLoop` with the real gates in a
 real `GateChain`, `step` runs one real turn through `GateLoop.step`, and `abstract` reads
-the abstract state back. A run is plain Python objects, so `snapshot`/`restore` copy it
-(sharing the immutable config and gates): haltproof keeps a snapshot of the run that first
-reached each abstract state and steps restored copies of it (`runs[].binding` is
-`snapshot`); no state is ever rebuilt from its abstraction. The tools
+the abstract state back. haltproof reaches each reachable abstract state by replaying its
+shortest path from `start` (`runs[].binding` is `replay`): a run could be deep-copied, but
+copying a whole loop costs more than replaying its few turns; no state is ever rebuilt from
+its abstraction. The tools
 belong to the adversarial environment: they return an output of the token-size class
 the spec chose, and they count their invocations, so `dispatched` is what really ran,
 not what the harness claims. Each real gate is wrapped in a transparent counter, so
@@ -35,7 +35,6 @@ Abstract classes (the spec's choices) and their concrete values:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +124,8 @@ class Environment:
 @dataclass
 class EnvironmentTool:
     """A tool's body: returns the environment's output for its reservation and counts the call.
-    An object, not a closure, so a deepcopy of the run copies the environment it counts in."""
+    An object, not a closure, so a deepcopy of a run (a subclass with `copyable = True`)
+    counts in the copy's own environment."""
 
     env: Environment
     reserve: int
@@ -211,6 +211,7 @@ class GateChainAdapter(LiveAdapter):
 
     chain_class: type = GateChain
     loop_class: type = GateLoop
+    copyable = False        # replaying a path (at most T + 1 turns) is cheaper than deep-copying a loop
 
     def config(self, params: dict[str, int]) -> GateLoopConfig:
         return GateLoopConfig(whitelist=WHITELIST, token_budget=params["B"], window=params["N"],
@@ -226,19 +227,6 @@ class GateChainAdapter(LiveAdapter):
         tools = {name: env.tool(name, r) for name, r in RESERVATIONS.items()}
         chain = self.chain_class([CountingGate(g, env) for g in self.make_gates(config)])
         return BoundRun(self.loop_class(config, tools, chain=chain, conversation_id="haltproof-check"), env)
-
-    def snapshot(self, run: BoundRun) -> BoundRun:
-        return self._copy(run)
-
-    def restore(self, snap: BoundRun) -> BoundRun:
-        return self._copy(snap)
-
-    @staticmethod
-    def _copy(run: BoundRun) -> BoundRun:
-        """A deep copy that shares what no step changes: the config and the real gates, which
-        only read their settings."""
-        shared = [run.loop.config, *(g.gate for g in run.loop.chain.gates if isinstance(g, CountingGate))]
-        return copy.deepcopy(run, {id(x): x for x in shared})
 
     def representative(self, action: str, choice: str, label: Any) -> CallChoice | OutputChoice:
         if choice in ("call", "stale"):

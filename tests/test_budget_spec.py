@@ -59,7 +59,7 @@ def test_every_property_holds_for_every_K_and_R_on_the_real_code(sweep):
     assert set(runs) == ALL
     for key, run in runs.items():
         assert run["explored"] == "code: haltproof.harness.budget.binding:BudgetRunnerAdapter", key
-        assert run["binding"] == "snapshot", key       # live binding: deepcopies of real runs
+        assert run["binding"] == "snapshot", key       # live binding: the adapter's json_copy snapshots
         assert run["result"] == "proved", key
         statuses = {p["name"]: p["status"] for p in run["properties"]}
         assert set(statuses.values()) == {"holds"}, (key, statuses)

@@ -4,9 +4,11 @@ Live binding (docs/binding.md): `start` makes a fresh run with the runner's own 
 for every reachable abstract state and every choice `step` runs
 haltproof.harness.budget.transitions (consult -> validate_action / authorize / check_budget /
 finalize, begin_attempt, record_attempt, recover) - the very functions the SQLite runner
-calls - on the run that first reached that state. A run is JSON data and a ledger dict, so haltproof
-keeps a deepcopy per state and steps copies (`runs[].binding` is `snapshot`); no run is
-rebuilt from its abstraction. The environment around that code is played here:
+calls - on the run that first reached that state. A run and its ledger are JSON data, so `snapshot`
+and `restore` copy them with the runner's own `json_copy` (cheaper than a deepcopy):
+haltproof keeps a snapshot per reachable state and steps restored copies
+(`runs[].binding` is `snapshot`); no run is rebuilt from its abstraction. The environment
+around that code is played here:
 
 - the adversarial policy: each abstract move is a `Move`, a policy for one decision
   that reads the view it is given (e.g. `reserve` proposes the unique hit with the
@@ -218,6 +220,12 @@ class BudgetRunnerAdapter(LiveAdapter):
 
     def abstract(self, concrete: dict[str, Any]) -> dict[str, Any]:
         return abstract_state(concrete)
+
+    def snapshot(self, concrete: dict[str, Any]) -> Any:
+        return T.json_copy(concrete)
+
+    def restore(self, snap: Any) -> Any:
+        return T.json_copy(snap)
 
     def representative(self, action: str, choice: str, label: Any) -> Any:
         return Move(label) if choice == "move" else Env(label)
