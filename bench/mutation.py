@@ -44,7 +44,17 @@ KILLED = {"killed", "timeout", "caught by type check", "segfault"}   # the tests
 # setuptools' package-dir mapping, which mutmut does not read. So it works in a staged copy laid
 # out as the installed package: src/haltproof/machine/spec.py is haltproof.machine.spec there.
 STAGE = REPO / "build" / "mutation"                     # git-ignored
-LAYERS = ["machine", "properties", "explorer", "harness", "specs"]
+
+
+def _layers(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
+    """The checkout's folders that are subpackages of haltproof ([tool.setuptools.package-dir]).
+    All of them are staged: one left out (reports/, cli/ once) is imported from the checkout
+    through the editable install instead, so edits made during a run would reach the mutants."""
+    dirs = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-dir"]
+    return [folder for name, folder in dirs.items() if name.startswith("haltproof.")]
+
+
+LAYERS = _layers()
 STAGED = {"src/haltproof": "src/haltproof", **{f"src/haltproof/{layer}": layer for layer in LAYERS}}
 
 
@@ -88,7 +98,21 @@ def stage() -> None:
     text = text.replace('source_paths = ["machine", "properties", "explorer"]', 'source_paths = ["src"]')
     text = text.replace('also_copy = ["specs", "docs", "bench", "harness", "README.md"]',
                         f"also_copy = {json.dumps(tops)}")
+    text = _with_guard(text)
     (STAGE / "pyproject.toml").write_text(text)
+
+
+GUARD_ARGS = '"-p", "no:cacheprovider"'
+
+
+def _with_guard(pyproject: str) -> str:
+    """`pyproject` with bench/mutation_guard.py among mutmut's pytest plugins: a test stuck in
+    a loop the mutant made endless ends in seconds as a timeout, not after mutmut's minutes."""
+    line = f"pytest_add_cli_args = [{GUARD_ARGS}]"
+    if line not in pyproject:
+        raise SystemExit(f"pyproject.toml [tool.mutmut] no longer has `{line}`: "
+                         "bench/mutation.py cannot add its guard plugin")
+    return pyproject.replace(line, f'pytest_add_cli_args = [{GUARD_ARGS}, "-p", "bench.mutation_guard"]')
 
 
 @dataclass
@@ -103,6 +127,15 @@ class Mutant:
     @property
     def description(self) -> str:
         return f"`{self.removed}` -> `{self.added}`" if self.removed or self.added else "(no diff)"
+
+
+def forget_stats() -> None:
+    """Drop mutmut's record of which tests reach which function, so the run measures it again.
+    mutmut 3.8 re-collects it only for tests it has not seen: after a source change, a new or
+    moved function keeps no test ("no tests") and an old one keeps only the tests that reached
+    it before, so its mutants run too few tests. Collecting it again costs one run of the
+    verdict selection."""
+    (STAGE / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
 
 
 def run_mutmut(names: list[str], workers: int) -> int:
@@ -228,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("no survivors to test again")
         else:
             names = [mutant_prefix(m) + "*" for m in modules]
+        if names or args.resume:
+            forget_stats()
         code = run_mutmut(names, args.workers) if names or args.resume else 0
         seconds = time.monotonic() - started
         if code != 0:

@@ -24,7 +24,7 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import CODE_BUILTINS, Spec, declared_at
+from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
@@ -359,47 +359,15 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         late.append(("evaluating the counts and measures on the explored transitions", stop))
-    if not ex.complete:
-        assert ex.stopped_by is not None, "an incomplete exploration says what stopped it"
-        why = ("the exploration ran out of memory" if ex.out_of_memory
-               else f"the exploration stopped at {BOUND_OPTION[ex.stopped_by]}")
-    elif spec_errors:
-        why = f"the exploration was cut short by the spec's own errors ({', '.join(spec_errors)})"
-    else:
-        why = None
-    # what depends on where runs end (termination, variants, bounds) has its own reason
-    why_end = why
-    if ex.terminal_unknown is not None:
-        why_end = ("the terminal predicate cannot be evaluated in a reachable state (see well_defined), "
-                   "so whether runs end there is unknown and nothing beyond it was explored")
+    why, why_end = _why_undecided(ex, spec_errors)
 
     results: list[PropertyResult] = []
     for name in judged_builtins(m):
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
     chances = Chances(ex, m, why_end, edge_weights(ex, m))
-    for p in spec.properties:
-        if p.name not in selected:
-            continue
-        if p.kind in ("invariant", "step_invariant", "variant", "independent"):
-            r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
-                              KIND_TEXT[p.kind])
-        elif p.kind == "reachable":
-            r = _reachable(ex, p.name, why)
-        elif p.kind == "terminates":
-            r = _terminates(ex, graph, p.name, why_end)
-        elif p.kind in ("probability", "expected"):
-            r = chances.result(p)
-        else:
-            try:
-                r = _within(ex, graph, p.name, why_end, m)
-            except OutOfTime as stop:       # its count is the user's code
-                late.append((f"counting the transitions of {p.name}", stop))
-                r = PropertyResult(p.name, "terminates_within", UNKNOWN,
-                                   "not decided: the --timeout passed while counting its transitions")
-        r.description = p.description
-        r.line, r.file = p.line, p.file
-        results.append(r)
+    results += [_judge(p, m, ex, graph, chances, (why, why_end), late)
+                for p in spec.properties if p.name in selected]
 
     scenarios = _scenarios(m, options, late)
     bounds = _bounds(ex, graph, m, why_end, late)
@@ -417,17 +385,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
         reason = f"explored in full, but {', '.join(undecided)} could not be decided"
-    as_expected = None
-    if spec.expect_violated is not None:
-        expect = set(spec.expect_violated)
-        for r in results:
-            r.expected = (r.status == VIOLATED) if r.name in expect else (r.status != VIOLATED)
-        asked = set(options.properties) if options.properties else None
-        judged = {r.name for r in results}
-        missing = [n for n in expect if n not in judged and (asked is None or n in asked)]
-        as_expected = (ex.complete and not left_open and not missing and all(r.expected for r in results)
-                       and all(s.ok for s in scenarios)
-                       and any(r.status == VIOLATED for r in results))
+    as_expected = _as_expected(spec, options, results, scenarios, ex.complete and not left_open)
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
@@ -438,6 +396,65 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      reason, m.binding() if m.binding is not None else None,
                      m.determinism() if m.determinism is not None else None,
                      m.representatives() if m.representatives is not None else None, odds)
+
+
+def _why_undecided(ex: Exploration, spec_errors: list[str]) -> tuple[str | None, str | None]:
+    """Why a property the exploration did not settle is unknown (None: explored in full), and
+    the same for what depends on where runs end (termination, variants, bounds), which a
+    terminal predicate that cannot be evaluated also leaves open."""
+    if not ex.complete:
+        assert ex.stopped_by is not None, "an incomplete exploration says what stopped it"
+        why: str | None = ("the exploration ran out of memory" if ex.out_of_memory
+                           else f"the exploration stopped at {BOUND_OPTION[ex.stopped_by]}")
+    elif spec_errors:
+        why = f"the exploration was cut short by the spec's own errors ({', '.join(spec_errors)})"
+    else:
+        why = None
+    if ex.terminal_unknown is not None:
+        return why, ("the terminal predicate cannot be evaluated in a reachable state (see well_defined), "
+                     "so whether runs end there is unknown and nothing beyond it was explored")
+    return why, why
+
+
+def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances: Chances,
+           whys: tuple[str | None, str | None], late: list[tuple[str, OutOfTime]]) -> PropertyResult:
+    """One declared property's result on the exploration (`whys`: see `_why_undecided`)."""
+    why, why_end = whys
+    if p.kind in ("invariant", "step_invariant", "variant", "independent"):
+        r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
+                          KIND_TEXT[p.kind])
+    elif p.kind == "reachable":
+        r = _reachable(ex, p.name, why)
+    elif p.kind == "terminates":
+        r = _terminates(ex, graph, p.name, why_end)
+    elif p.kind in ("probability", "expected"):
+        r = chances.result(p)
+    else:
+        try:
+            r = _within(ex, graph, p.name, why_end, m)
+        except OutOfTime as stop:       # its count is the user's code
+            late.append((f"counting the transitions of {p.name}", stop))
+            r = PropertyResult(p.name, "terminates_within", UNKNOWN,
+                               "not decided: the --timeout passed while counting its transitions")
+    r.description = p.description
+    r.line, r.file = p.line, p.file
+    return r
+
+
+def _as_expected(spec: Spec, options: Options, results: list[PropertyResult], scenarios: list[ScenarioResult],
+                 settled: bool) -> bool | None:
+    """Whether a spec that declares `expect: violated` came out exactly as it says (None when it
+    declares nothing); marks each result's `expected`. `settled`: explored in full, nothing left open."""
+    if spec.expect_violated is None:
+        return None
+    expect = set(spec.expect_violated)
+    for r in results:
+        r.expected = (r.status == VIOLATED) if r.name in expect else (r.status != VIOLATED)
+    asked = set(options.properties) if options.properties else None
+    judged = {r.name for r in results}
+    missing = [n for n in expect if n not in judged and (asked is None or n in asked)]
+    return (settled and not missing and all(r.expected for r in results)
+            and all(s.ok for s in scenarios) and any(r.status == VIOLATED for r in results))
 
 
 def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:

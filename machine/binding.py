@@ -37,7 +37,7 @@ import traceback
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from . import usercode
 from .compiled import CompiledAction, EvalError, Machine
@@ -252,107 +252,158 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
     under the check's deadline. `paths` > 1 (a live adapter only) compares up to that
     many paths into each abstract state (`same_after`). `determinism` (DETERMINISM) says
     which transitions run the code twice to compare (`Determinism`)."""
-    checking = determinism_for(m, determinism)
-    classes = Classes(adapter)
-    rechecked: set[tuple[Any, ...]] = set()      # sample: the states whose first transition ran twice
-    spec = m.spec
-    var_names = m.var_names
-    code_vars = [v.name for v in spec.vars if not v.ghost]      # what abstract() gives; ghosts: the stages
-    values_ok = value_checkers(m)
-    runner = Runner(m, adapter)
-    driver = runner.driver
+    code = _BoundCode(m, adapter, paths, determinism)
+    bound = copy.copy(m)
+    bound.actions = [CompiledAction(a.name, a.index, a.guard, code.step_of(a), a.combos, a.labels, a.step_args,
+                                    a.choice_names, a.record_fields) for a in m.actions]
+    bound.domain_error = code.domain_error
+    bound.sweep = None                # the generated loop runs the spec's stages, not the code
+    bound.bound_to = ref
+    runs = code.runs
+    bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
+    bound.drift = lambda: code.drift[0] if code.drift else None
+    bound.determinism = code.checking.to_json
+    bound.representatives = (lambda: code.classes.counts) if code.classes.many else None
+    return bound
 
-    def advance(live: Any, action: str, choices: dict[str, Any]) -> None:
+
+CodeStep: TypeAlias = tuple[Any, Any, Any]     # the code's result, its rule, and the live run (None: state API)
+
+
+class _BoundCode:
+    """The bound code behind a machine's actions: one transition is the code's result, checked
+    (determinism, other representatives, the rule, the spec's own stages) and, for a live
+    adapter, its live run kept for the states it reaches."""
+
+    def __init__(self, m: Machine, adapter: Any, paths: int, determinism: str) -> None:
+        self.m, self.adapter, self.paths = m, adapter, paths
+        self.checking = determinism_for(m, determinism)
+        self.classes = Classes(adapter)
+        self.rechecked: set[tuple[Any, ...]] = set()    # sample: the states whose first transition ran twice
+        self.var_names = m.var_names
+        self.code_vars = [v.name for v in m.spec.vars if not v.ghost]   # what abstract() gives; ghosts: the stages
+        self.values_ok = value_checkers(m)
+        self.runner = Runner(m, adapter)
+        self.runs = (LiveRuns(adapter, self.runner.driver, dict(m.params), self.var_names, m.inits,
+                              self.advance, _read_back, self.code_vars) if self.runner.live else None)
+        self.drift: list[Drift] = []    # the first transition on which the code and the spec's stages disagree
+
+    def advance(self, live: Any, action: str, choices: dict[str, Any]) -> None:
         """One transition of a live run while replaying a path."""
-        runner.advance(live, action, choices)
+        self.runner.advance(live, action, choices)
 
-    runs = (LiveRuns(adapter, driver, dict(m.params), var_names, m.inits, advance, _read_back, code_vars)
-            if runner.live else None)
-    drift: list[Drift] = []      # the first transition on which the code and the spec's stages disagree
+    def domain_error(self, t: tuple[Any, ...]) -> int:
+        for i, ok in enumerate(self.values_ok):
+            if not ok(t[i]):
+                return i
+        return -1
 
-    def make_step(act: CompiledAction) -> Callable[..., tuple[tuple[Any, ...], str | None]]:
-        decide = spec.actions[act.index].decide
-        rules = {r.name for r in decide.rules} if decide else set()
-        stages = act.step if spec.actions[act.index].stages else None     # the spec's own, compiled
+    def on_live(self, act: CompiledAction, live: Any, choices: dict[str, Any]) -> CodeStep:
+        return self.runner.advance(live, act.name, choices)[1:] + (live,)
 
-        def by_state(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
-            concrete = runner.begin(state)
-            return runner.advance(concrete, act.name, choices)[1:] + (None,)
+    def run_code(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any],
+                 choices: dict[str, Any]) -> CodeStep:
+        """The code's transition from abstract state s: on a live run that stands for s, or on
+        a concrete state the adapter builds from it (the state API)."""
+        if self.runs is None:
+            concrete = self.runner.begin(state)
+            return self.runner.advance(concrete, act.name, choices)[1:] + (None,)
+        if not self.runs.known(s):
+            raise CodeError("a live run reaches a state only along a path from an initial state, "
+                            "and none has led to this one")
+        return self.on_live(act, self.runs.fresh(s), choices)
 
-        def on_live(live: Any, choices: dict[str, Any]) -> tuple[Any, Any, Any]:
-            return runner.advance(live, act.name, choices)[1:] + (live,)
+    def call(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
+             combo: tuple[Any, ...]) -> CodeStep:
+        return _user(lambda: self.run_code(act, s, state, copy.deepcopy(choices)), "the bound code",
+                     f"the bound code for action {act.name}", act, combo, state)
 
-        def by_live(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any]) -> tuple[Any, Any, Any]:
-            assert runs is not None, "a live adapter has its runs"
-            if not runs.known(s):
-                raise CodeError("a live run reaches a state only along a path from an initial state, "
-                                "and none has led to this one")
-            return on_live(runs.fresh(s), choices)
-        run_code = by_live if runs is not None else by_state
-        on_live_of[act.name] = on_live
-
-        def call(s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
-                 combo: tuple[Any, ...]) -> tuple[Any, Any, Any]:
-            return _user(lambda: run_code(s, state, copy.deepcopy(choices)), "the bound code",
-                         f"the bound code for action {act.name}", act, combo, state)
+    def step_of(self, act: CompiledAction) -> Callable[..., tuple[tuple[Any, ...], str | None]]:
+        """Action `act`'s step function over abstract states, running the code."""
+        decl = self.m.spec.actions[act.index]
+        rules = {r.name for r in decl.decide.rules} if decl.decide else set()
+        stages = act.step if decl.stages else None     # the spec's own, compiled
 
         def step(s: tuple[Any, ...], *combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
-            state = dict(zip(var_names, s))
-            who = "the adapter's representatives()" if classes.many else "the adapter's representative()"
-            concrete = _user(lambda: classes.choices(act, combo), who, f"{who} for action {act.name}",
-                             act, combo, state)
-            choices = concrete[0]
-            *first_out, live = call(s, state, choices, combo)
-            first = _plain_result(tuple(first_out), code_vars)
-            if checking.mode == "full" or (checking.mode == "sample" and s not in rechecked):
-                rechecked.add(s)
-                began = time.perf_counter()
-                try:
-                    second = _plain_result(tuple(call(s, state, choices, combo)[:2]), code_vars)
-                finally:
-                    checking.extra_calls += 1
-                    checking.seconds += time.perf_counter() - began
-                if first != second:
-                    raise CodeError("the bound code is nondeterministic: two calls with the same state "
-                                    f"and choices gave {_show(first)} and {_show(second)}")
-            for k, other in enumerate(concrete[1:], start=2):      # every other value of the class
-                got = _plain_result(tuple(call(s, state, other, combo)[:2]), code_vars)
-                if got != first:
-                    labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in zip(act.choice_names, combo))
-                    raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
-                                    f"representative 1 gives {_show(first)}, representative {k} (of "
-                                    f"{len(concrete)}) gives {_show(got)}: the code tells apart values the "
-                                    "abstraction puts in one class")
-            result, rule = first
-            if rule is not None and rule not in rules:
-                raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
-                                f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
-            spec_out = stages(s, *combo) if stages is not None else None
-            ghosts = dict(zip(var_names, spec_out[0] if spec_out is not None else s))
-            t = checked_hashable(tuple(result[v] if v in result else ghosts[v] for v in var_names), var_names,
-                          "abstract()")
-            if spec_out is not None:
-                rule, differs = _matching(spec_out, t, rule, var_names)
-                if differs and not drift:
-                    drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
-            way = (s, act.index, combo)
-            if runs is not None and not runs.known(t):
-                _user(lambda: runs.keep(s, act.name, choices, t, live, way), "the adapter's snapshot()",
-                      f"keeping the live run after action {act.name}", act, combo, state)
-            elif runs is not None and runs.another_path(t, way, paths):
-                _user(lambda: same_after(s, act.name, choices, t), "the bound code",
-                      f"comparing two paths into a state after action {act.name}", act, combo, state)
-            return t, rule
+            return self.transition(act, rules, stages, s, combo)
         return step
 
-    on_live_of: dict[str, Callable[[Any, dict[str, Any]], tuple[Any, Any, Any]]] = {}
-    actions = [CompiledAction(a.name, a.index, a.guard, make_step(a), a.combos, a.labels, a.step_args,
-                              a.choice_names, a.record_fields) for a in m.actions]
+    def transition(self, act: CompiledAction, rules: set[str], stages: Callable[..., Any] | None,
+                   s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+        state = dict(zip(self.var_names, s))
+        who = "the adapter's representatives()" if self.classes.many else "the adapter's representative()"
+        concrete = _user(lambda: self.classes.choices(act, combo), who, f"{who} for action {act.name}",
+                         act, combo, state)
+        choices = concrete[0]
+        *first_out, live = self.call(act, s, state, choices, combo)
+        first = _plain_result(tuple(first_out), self.code_vars)
+        self.recheck(act, s, state, choices, combo, first)
+        self.other_values(act, s, state, concrete, combo, first)
+        result, rule = first
+        if rule is not None and rule not in rules:
+            raise CodeError(f"the bound code reports rule {rule!r}, which action {act.name}'s "
+                            f"decide table does not have ({', '.join(sorted(rules)) or 'none'})")
+        spec_out = stages(s, *combo) if stages is not None else None
+        ghosts = dict(zip(self.var_names, spec_out[0] if spec_out is not None else s))
+        t = checked_hashable(tuple(result[v] if v in result else ghosts[v] for v in self.var_names),
+                             self.var_names, "abstract()")
+        if spec_out is not None:
+            rule, differs = _matching(spec_out, t, rule, self.var_names)
+            if differs and not self.drift:
+                self.drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
+        self.keep_live(act, s, state, choices, combo, t, live)
+        return t, rule
 
-    def same_after(s: tuple[Any, ...], action: str, choices: dict[str, Any], t: tuple[Any, ...]) -> None:
+    def recheck(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
+                combo: tuple[Any, ...], first: tuple[dict[str, Any], Any]) -> None:
+        """The determinism check: the same transition run again must give the same result."""
+        mode = self.checking.mode
+        if not (mode == "full" or (mode == "sample" and s not in self.rechecked)):
+            return
+        self.rechecked.add(s)
+        began = time.perf_counter()
+        try:
+            second = _plain_result(tuple(self.call(act, s, state, choices, combo)[:2]), self.code_vars)
+        finally:
+            self.checking.extra_calls += 1
+            self.checking.seconds += time.perf_counter() - began
+        if first != second:
+            raise CodeError("the bound code is nondeterministic: two calls with the same state "
+                            f"and choices gave {_show(first)} and {_show(second)}")
+
+    def other_values(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any],
+                     concrete: list[dict[str, Any]], combo: tuple[Any, ...],
+                     first: tuple[dict[str, Any], Any]) -> None:
+        """Every other concrete value of the abstract choices must do what the first one did."""
+        for k, other in enumerate(concrete[1:], start=2):
+            got = _plain_result(tuple(self.call(act, s, state, other, combo)[:2]), self.code_vars)
+            if got != first:
+                labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in zip(act.choice_names, combo))
+                raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
+                                f"representative 1 gives {_show(first)}, representative {k} (of "
+                                f"{len(concrete)}) gives {_show(got)}: the code tells apart values the "
+                                "abstraction puts in one class")
+
+    def keep_live(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
+                  combo: tuple[Any, ...], t: tuple[Any, ...], live: Any) -> None:
+        """A live run that reached a new abstract state is kept for it; one that reached a known
+        state by another path is compared with the first (`--paths`)."""
+        runs = self.runs
+        if runs is None:
+            return
+        way = (s, act.index, combo)
+        if not runs.known(t):
+            _user(lambda: runs.keep(s, act.name, choices, t, live, way), "the adapter's snapshot()",
+                  f"keeping the live run after action {act.name}", act, combo, state)
+        elif runs.another_path(t, way, self.paths):
+            _user(lambda: self.same_after(s, act.name, choices, t), "the bound code",
+                  f"comparing two paths into a state after action {act.name}", act, combo, state)
+
+    def same_after(self, s: tuple[Any, ...], action: str, choices: dict[str, Any], t: tuple[Any, ...]) -> None:
         """`--paths`: the run that reached `t` from `s` by `action` must go on as the run that
         reached `t` first does, for every transition enabled in `t`; if not, the abstract
         state leaves out something the code acts on."""
+        runs, m = self.runs, self.m
         assert runs is not None, "only live runs have paths"
         if m.is_terminal(t):
             return
@@ -360,12 +411,13 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
             if act.guard is not None and not act.guard(t):
                 continue
             for combo in act.combos:
-                choices_t = {name: adapter.representative(act.name, name, item[0])
+                choices_t = {name: self.adapter.representative(act.name, name, item[0])
                              for name, item in zip(act.choice_names, combo)}
-                first = _plain_result(on_live_of[act.name](runs.fresh(t), copy.deepcopy(choices_t))[:2], code_vars)
+                first = _plain_result(self.on_live(act, runs.fresh(t), copy.deepcopy(choices_t))[:2],
+                                      self.code_vars)
                 other = runs.fresh(s)
-                advance(other, action, copy.deepcopy(choices))
-                then = _plain_result(on_live_of[act.name](other, copy.deepcopy(choices_t))[:2], code_vars)
+                self.advance(other, action, copy.deepcopy(choices))
+                then = _plain_result(self.on_live(act, other, copy.deepcopy(choices_t))[:2], self.code_vars)
                 if first != then:
                     labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in zip(act.choice_names, combo))
                     raise CodeError(
@@ -373,24 +425,6 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
                         f"differ: action {act.name}{f' ({labels})' if labels else ''} gives {_show(then)} "
                         f"after this path and {_show(first)} after the first: the abstract state leaves "
                         "out something the code acts on (--paths)")
-
-    def domain_error(t: tuple[Any, ...]) -> int:
-        for i, ok in enumerate(values_ok):
-            if not ok(t[i]):
-                return i
-        return -1
-
-    bound = copy.copy(m)
-    bound.actions = actions
-    bound.domain_error = domain_error
-    bound.sweep = None                # the generated loop runs the spec's stages, not the code
-    bound.bound_to = ref
-    bound.binding = (lambda: runs.mode) if runs is not None else (lambda: STATE)
-    bound.drift = lambda: drift[0] if drift else None
-    bound.determinism = checking.to_json
-    bound.representatives = (lambda: classes.counts) if classes.many else None
-    return bound
-
 
 def _matching(spec_out: tuple[tuple[Any, ...], str | None], t: tuple[Any, ...], rule: str | None,
               var_names: list[str]) -> tuple[str | None, str | None]:

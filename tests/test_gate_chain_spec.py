@@ -115,13 +115,19 @@ def test_the_real_chain_is_evaluated_for_every_state_and_choice():
     pins = {"B": 3, "N": 1, "A": 2, "T": 4, "P": 2}
     gate_mutants.CHAIN_CALLS.clear()
     spec = load_spec(_bound_copy("gate_mutants:Recording"))
-    (run,) = check_spec(spec, Options(pins=pins, determinism="full"))   # auto would sample these params
+    (run,) = check_spec(spec, Options(pins=pins, determinism="full"))
     assert run.result == "proved" and run.explored == "code: gate_mutants:Recording"
     running = run.stats["states"] - run.stats["terminal_states"]
     proposals = run.stats["transitions"] - running            # every running state has one finish
     replayed = sum(1 for sc in spec.scenarios if sc.params == pins for st in sc.steps if st.action != "finish")
     assert replayed == 7                                       # the scenarios of these params run the code too
     assert len(gate_mutants.CHAIN_CALLS) == 2 * (proposals + replayed)   # twice each: determinism is checked
+    # by default a spec this size (its declared space is over 100,000 states) samples: each
+    # running state's first transition runs twice, the others once
+    gate_mutants.CHAIN_CALLS.clear()
+    (auto,) = check_spec(spec, Options(pins=pins))
+    assert auto.determinism is not None and auto.determinism["mode"] == "sample"
+    assert len(gate_mutants.CHAIN_CALLS) == proposals + replayed + auto.determinism["extra_calls"]
     assert set(gate_mutants.CHAIN_CALLS) == {"chain", "whitelist", "regex", "recency", "per_tool_budget", "budget"}
 
 

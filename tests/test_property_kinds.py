@@ -14,6 +14,7 @@ import textwrap
 
 from haltproof.explorer.check import Options, RunResult, check_spec
 from haltproof.machine.spec import parse_spec
+from haltproof.properties.kinds import Subject
 
 pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
 
@@ -693,6 +694,36 @@ def test_well_defined_violated_in_a_property_expression():
     assert "odd" in w.message
     assert_path(w.trace, 2)
     assert column(w.trace, "x") == [0, 1, 2]
+
+
+CHOSEN_DIVISOR = """
+machine: divisor
+vars:
+  x: {type: int, min: 0, max: 5, init: 1}
+actions:
+  cut:
+    when: x == 1
+    choose: {d: [1, 0]}
+    do: [{set: {x: 2 // d}}]
+terminal: x != 1
+"""
+
+
+@pytest.mark.parametrize("text,subject", [
+    (CHOSEN_DIVISOR, {"check": "action", "name": "cut", "choices": {"d": 0}}),
+    (COUNTER + "  odd: {always: 6 // (2 - x) >= -6}\n", {"check": "property", "name": "odd"}),
+    (COUNTER.replace("terminal: x == 5", "terminal: 6 // (2 - x) < 0") + "  small: {always: x <= 5}\n",
+     {"check": "terminal"}),
+])
+def test_a_finding_names_what_failed_and_its_subject_round_trips_through_json(text, subject):
+    """The subject is what `--emit-tests` records (explorer/regress.py re-judges exactly it): its
+    JSON keeps the check, and the name and choices only when there are some; read back, it is
+    the same subject."""
+    w = prop(run(text, engine="scalar"), "well_defined")
+    assert w.status == "violated"
+    assert w.subject is not None and w.subject.to_json() == subject
+    assert Subject.from_json(subject) == w.subject
+    assert Subject.from_json(w.subject.to_json()).to_json() == subject
 
 
 # ---------------------------------------------------------------- bounds: incomplete

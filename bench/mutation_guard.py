@@ -1,0 +1,69 @@
+"""A pytest plugin for the mutation runs only (`python -m bench.mutation` loads it with `-p`):
+a test that burns more than a fixed budget of CPU seconds ends the mutant's process with
+mutmut's exit code for a timeout.
+
+Why: mutmut 3.8 limits a mutant by its whole test run, `(estimated + timeout_constant) *
+timeout_multiplier * 2` CPU seconds (with the defaults, 30 times the summed duration of every
+test that reaches the mutated function, plus 30 s) and half that in wall seconds. A mutant
+that makes a loop endless hangs in the first test that reaches it and burns the whole limit:
+for `properties/termination.py` (163 tests, about 6 s) that is about 200 CPU seconds or 100
+wall seconds per such mutant, hours for a module. The verdict selection's tests each take
+well under a second, so a test that has used this budget is stuck; ending it at once gives
+the same verdict ("timeout", which counts as killed) in seconds. The budget is CPU time of
+this process (ITIMER_PROF), not wall time, so a busy shared machine does not make a slow
+but finishing mutant look stuck.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Generator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+TIMEOUT_EXIT = 36                 # mutmut's exit code for "timeout" (mutmut.stats.status_by_exit_code)
+BUDGET_VAR = "HALTPROOF_MUTANT_TEST_CPU"
+DEFAULT_BUDGET = 15.0             # CPU seconds per test; the slowest verdict test takes about 1
+
+
+def budget() -> float:
+    """The CPU seconds one test may use: $HALTPROOF_MUTANT_TEST_CPU, else DEFAULT_BUDGET."""
+    text = os.environ.get(BUDGET_VAR)
+    if text is None:
+        return DEFAULT_BUDGET
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 86_400:
+        raise pytest.UsageError(f"{BUDGET_VAR} must be a number of CPU seconds in (0, 86400), got {text!r}")
+    return value
+
+
+def _stuck(item: pytest.Item, seconds: float) -> Any:
+    def on_prof(signum: int, frame: FrameType | None) -> None:
+        capture = item.config.pluginmanager.get_plugin("capturemanager")
+        if capture is not None:          # say so on the real stderr, not into the captured output
+            capture.suspend_global_capture(in_=False)
+        sys.stderr.write(f"mutation guard: {item.nodeid} used {seconds:g} CPU seconds: stuck, "
+                         f"exit {TIMEOUT_EXIT} (timeout)\n")
+        sys.stderr.flush()
+        os._exit(TIMEOUT_EXIT)      # no cleanup: the mutant's process is forked for this run only
+    return on_prof
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Arm the CPU timer for one test (setup, call and teardown), and disarm it after."""
+    seconds = budget()
+    previous = signal.signal(signal.SIGPROF, _stuck(item, seconds))
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)

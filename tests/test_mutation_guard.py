@@ -1,0 +1,84 @@
+"""bench/mutation_guard.py, the pytest plugin of the mutation runs: a test stuck in a loop a
+mutant made endless ends the mutant's run at once with mutmut's exit code for a timeout,
+and every other test runs as before. Without it such a mutant burns mutmut's whole limit
+(minutes each: why the termination.py run of issue 18 could not finish)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+if str(ROOT) not in sys.path:  # bench/ is not installed: it runs from the repo root
+    sys.path.insert(0, str(ROOT))
+
+from bench import mutation, mutation_guard
+
+TESTS = """\
+def test_finishes():
+    assert sum(range(1000)) == 499500
+
+def test_spins():
+    while True:
+        pass
+"""
+
+
+def _pytest(tmp_path: Path, selected: str, budget: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_guarded.py").write_text(TESTS)
+    env = {**os.environ, mutation_guard.BUDGET_VAR: budget, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "bench.mutation_guard",
+                           f"test_guarded.py::{selected}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_test_that_spins_past_its_cpu_budget_ends_the_run_as_a_timeout(tmp_path):
+    ran = _pytest(tmp_path, "test_spins", "0.3")
+    assert ran.returncode == mutation_guard.TIMEOUT_EXIT == 36
+    assert "mutation guard: test_guarded.py::test_spins used 0.3 CPU seconds: stuck, exit 36 (timeout)" in ran.stderr
+
+
+def test_a_test_within_its_budget_runs_as_before(tmp_path):
+    ran = _pytest(tmp_path, "test_finishes", "5")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "1 passed" in ran.stdout
+
+
+@pytest.mark.parametrize("budget", ["0", "inf", "soon"])
+def test_a_budget_that_is_not_a_positive_number_is_refused(tmp_path, budget):
+    ran = _pytest(tmp_path, "test_finishes", budget)
+    assert ran.returncode == 4                   # pytest's usage error
+    assert f"HALTPROOF_MUTANT_TEST_CPU must be a number of CPU seconds in (0, 86400), got {budget!r}" in ran.stderr
+
+
+def test_the_staged_configuration_loads_the_guard():
+    text = (ROOT / "pyproject.toml").read_text()
+    staged = tomllib.loads(mutation._with_guard(text))["tool"]["mutmut"]["pytest_add_cli_args"]
+    assert staged == ["-p", "no:cacheprovider", "-p", "bench.mutation_guard"]
+    with pytest.raises(SystemExit, match="no longer has"):
+        mutation._with_guard(text.replace('pytest_add_cli_args = ["-p", "no:cacheprovider"]', ""))
+
+
+def test_the_stage_holds_every_subpackage_of_the_installed_layout():
+    """A subpackage left out of the staged tree would be imported from the checkout through
+    the editable install: the mutants would then run against whatever the checkout holds."""
+    folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    assert {f"src/{name.replace('.', '/')}": folder for name, folder in folders.items()} == mutation.STAGED
+
+
+def test_every_run_measures_again_which_tests_reach_which_function(tmp_path, monkeypatch):
+    """mutmut keeps that record across source changes and refreshes it only for new tests:
+    a function added or moved since would have no test at all."""
+    monkeypatch.setattr(mutation, "STAGE", tmp_path)
+    stats = tmp_path / "mutants" / "mutmut-stats.json"
+    stats.parent.mkdir()
+    stats.write_text("{}")
+    mutation.forget_stats()
+    assert not stats.exists()
+    mutation.forget_stats()             # nothing to forget: no error

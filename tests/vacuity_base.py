@@ -1,0 +1,22 @@
+"""A Python-model base class in a module of its own, for tests/test_vacuity_notices.py: the
+notices about what a subclass inherits from here must name this file, not the subclass's.
+Nothing here ships."""
+
+from __future__ import annotations
+
+from haltproof.machine.pymodel import Model, action
+
+
+class ChoiceBase(Model):
+    def domains(self, p):
+        return {"x": range(0, 3)}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    def terminal(self, s, p):          # never true: x stays within 0..2
+        return s["x"] > 2
+
+    @action(when=lambda s, p: s["x"] < 2, speed=["slow", "fast"])
+    def inc(self, s, p, speed):
+        return {"x": s["x"] + 1}
