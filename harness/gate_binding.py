@@ -1,9 +1,12 @@
 """The adapter between specs/gate_chain.yaml and the real gate layer (haltproof.harness.gates,
 haltproof.harness.ledger, haltproof.harness.gate_loop).
 
-For every reachable abstract state and every choice, `haltproof check` builds a real
-`GateLoop` with the real gates in a real `GateChain` (concretize), runs one real turn
-through `GateLoop.step` (step), and reads the abstract state back (abstract). The tools
+Live binding (docs/binding.md): `start` builds one real `GateLoop` with the real gates in a
+real `GateChain`, `step` runs one real turn through `GateLoop.step`, and `abstract` reads
+the abstract state back. haltproof reaches each reachable abstract state by replaying its
+shortest path from `start` (`runs[].binding` is `replay`): a run could be deep-copied, but
+copying a whole loop costs more than replaying its few turns; no state is ever rebuilt from
+its abstraction. The tools
 belong to the adversarial environment: they return an output of the token-size class
 the spec chose, and they count their invocations, so `dispatched` is what really ran,
 not what the harness claims. Each real gate is wrapped in a transparent counter, so
@@ -37,9 +40,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from haltproof.machine.binding import Adapter
+from haltproof.machine.live import LiveAdapter
 
-from .gate_loop import GateLoop, GateLoopConfig, Message, Tool
+from .gate_loop import GateLoop, GateLoopConfig, Tool
 from .gates import Gate, GateChain, GateContext, GateDecision, ToolCall, default_gates
 
 # The spec's tools: reservation (the spec's `cost`) and whitelist (the spec's `listed`).
@@ -115,10 +118,21 @@ class Environment:
         self.gate_calls = 0
 
     def tool(self, name: str, reserve: int) -> Tool:
-        def run(args: Any) -> str:
-            self.invocations += 1
-            return render_output(self.output, reserve)
-        return Tool(name, run, reserve)
+        return Tool(name, EnvironmentTool(self, reserve), reserve)
+
+
+@dataclass
+class EnvironmentTool:
+    """A tool's body: returns the environment's output for its reservation and counts the call.
+    An object, not a closure, so a deepcopy of a run (a subclass with `copyable = True`)
+    counts in the copy's own environment."""
+
+    env: Environment
+    reserve: int
+
+    def __call__(self, args: Any) -> str:
+        self.env.invocations += 1
+        return render_output(self.env.output, self.reserve)
 
 
 class CountingGate:
@@ -190,16 +204,14 @@ OUT_STRATEGIES: dict[str, st.SearchStrategy] = {
 }
 
 
-class GateChainAdapter(Adapter):
+class GateChainAdapter(LiveAdapter):
     """Runs haltproof.harness.gate_loop.GateLoop.step, with the real gates in a real GateChain, for
     each transition. Subclasses (the tests' mutants) swap `chain_class`, `loop_class` or
     `make_gates` to put broken variants under the same proof."""
 
     chain_class: type = GateChain
     loop_class: type = GateLoop
-
-    def __init__(self) -> None:
-        self._gates: dict[tuple[tuple[str, int], ...], tuple[GateLoopConfig, list[Gate]]] = {}
+    copyable = False        # replaying a path (at most T + 1 turns) is cheaper than deep-copying a loop
 
     def config(self, params: dict[str, int]) -> GateLoopConfig:
         return GateLoopConfig(whitelist=WHITELIST, token_budget=params["B"], window=params["N"],
@@ -209,34 +221,12 @@ class GateChainAdapter(Adapter):
     def make_gates(self, config: GateLoopConfig) -> list[Gate]:
         return default_gates(config.whitelist, config.token_budget, config.window, config.per_tool_budgets)
 
-    def concretize(self, state: dict[str, Any], params: dict[str, int]) -> BoundRun:
-        key = tuple(sorted(params.items()))
-        if key not in self._gates:          # the config and the gates are immutable: build once per params
-            config = self.config(params)
-            self._gates[key] = (config, self.make_gates(config))
-        config, gates = self._gates[key]
-        env = Environment()
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> BoundRun:
+        """A fresh loop at turn 0 (the spec's one initial state, so `init` is not needed)."""
+        config, env = self.config(params), Environment()
         tools = {name: env.tool(name, r) for name, r in RESERVATIONS.items()}
-        chain = self.chain_class([CountingGate(g, env) for g in gates])
-        loop = self.loop_class(config, tools, chain=chain, conversation_id="haltproof-check")
-        loop.turn, loop.refusal_count, loop.status = state["turn"], state["refusals"], state["status"]
-        shell, rest = state["shell_tokens"], state["tokens"] - state["shell_tokens"]
-        if rest < 0:
-            raise ValueError(f"abstract state with shell_tokens {shell} > tokens {state['tokens']}")
-        if shell:
-            loop.ledger.record_tokens(max(1, state["turn"]), CAPPED_TOOL, shell)
-        if rest:
-            loop.ledger.record_tokens(max(1, state["turn"]), "read_file", rest)
-        last = state["last"]
-        if last == "allow":
-            loop.last_decision = GateDecision(True, "(restored)", "chain")
-        elif last != "none":
-            loop.last_decision = GateDecision(False, "(restored)", GATE_OF_LAST[last])
-        if state["told"]:
-            loop.messages.append(Message(state["turn"], "system", "(restored refusal)"))
-        env.gate_calls = state["gates_run"]
-        env.invocations = 1 if state["dispatched"] else 0
-        return BoundRun(loop, env)
+        chain = self.chain_class([CountingGate(g, env) for g in self.make_gates(config)])
+        return BoundRun(self.loop_class(config, tools, chain=chain, conversation_id="haltproof-check"), env)
 
     def representative(self, action: str, choice: str, label: Any) -> CallChoice | OutputChoice:
         if choice in ("call", "stale"):
@@ -248,12 +238,12 @@ class GateChainAdapter(Adapter):
             return CALL_STRATEGIES[label]
         return OUT_STRATEGIES[label]
 
-    def step(self, action: str, run: BoundRun, choices: dict[str, Any]) -> tuple[BoundRun, str | None]:
+    def step(self, run: BoundRun, action: str, choices: dict[str, Any]) -> None:
         loop, env = run.loop, run.env
         env.gate_calls = env.invocations = 0
         if action == "finish":
             loop.finish()
-            return run, None
+            return None
         call: CallChoice = choices["call"] if "call" in choices else choices["stale"]
         env.output = choices.get("out") or OutputChoice("full")
         t, n, pick = loop.turn + 1, loop.config.window, call.pick
@@ -269,7 +259,7 @@ class GateChainAdapter(Adapter):
                 raise ValueError(f"no expired turn to extend at turn {t} with window {n}")
             extends = hi - pick % hi
         loop.step({"tool": call.tool, "args": dict(call.args), "extends": extends})
-        return run, None            # the spec has no decide tables: the decision is the var `last`
+        return None             # the spec has no decide tables: the decision is the var `last`
 
     @staticmethod
     def last(loop: GateLoop) -> str:
@@ -282,7 +272,7 @@ class GateChainAdapter(Adapter):
             raise ValueError(f"the decision names {d.gate_name!r}, which is not a gate of the chain")
         return LAST_OF_GATE[d.gate_name]
 
-    def abstract(self, run: BoundRun, params: dict[str, int]) -> dict[str, Any]:
+    def abstract(self, run: BoundRun) -> dict[str, Any]:
         loop, env = run.loop, run.env
         return {"turn": loop.turn, "refusals": loop.refusal_count, "tokens": loop.ledger.cumulative(),
                 "shell_tokens": loop.ledger.per_tool(CAPPED_TOOL), "last": self.last(loop),

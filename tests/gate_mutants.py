@@ -166,4 +166,8 @@ class RecordingChain(GateChain):
 
 
 class Recording(GateChainAdapter):
+    """Copies runs instead of replaying them, so the chain runs once per transition (and
+    once more for the determinism check), never to replay a path."""
+
     chain_class = RecordingChain
+    copyable = True

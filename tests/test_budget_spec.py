@@ -59,6 +59,7 @@ def test_every_property_holds_for_every_K_and_R_on_the_real_code(sweep):
     assert set(runs) == ALL
     for key, run in runs.items():
         assert run["explored"] == "code: haltproof.harness.budget.binding:BudgetRunnerAdapter", key
+        assert run["binding"] == "snapshot", key       # live binding: the adapter's json_copy snapshots
         assert run["result"] == "proved", key
         statuses = {p["name"]: p["status"] for p in run["properties"]}
         assert set(statuses.values()) == {"holds"}, (key, statuses)
@@ -184,7 +185,7 @@ def test_code_and_spec_agree_along_long_runs(data):
     c == K) meet concrete values too."""
     m = data.draw(st.sampled_from(_MACHINES))
     s = data.draw(st.sampled_from(m.inits))
-    concrete = _ADAPTER.concretize(m.state_dict(s), dict(m.params))
+    concrete = _ADAPTER.start(dict(m.params), m.state_dict(s))
     for _ in range(30):
         if m.is_terminal(s):
             return
@@ -198,8 +199,8 @@ def test_code_and_spec_agree_along_long_runs(data):
         labels = act.labels[ci]
         values = {n: data.draw(_ADAPTER.strategy(act.name, n, lab)) for n, lab in labels.items()}
         t, spec_rule = act.step(s, *act.combos[ci])
-        concrete, code_rule = _ADAPTER.step(act.name, concrete, values)
-        assert (_ADAPTER.abstract(concrete, dict(m.params)), code_rule) == (m.state_dict(t), spec_rule), \
+        code_rule = _ADAPTER.step(concrete, act.name, values)
+        assert (_ADAPTER.abstract(concrete), code_rule) == (m.state_dict(t), spec_rule), \
             (act.name, labels, values)
         s = t
 

@@ -58,6 +58,7 @@ def test_every_property_proved_on_the_real_code_over_the_grid(reports):
     assert len(report["runs"]) == GRID
     for run in report["runs"]:
         assert run["explored"] == CODE and run["result"] == "proved"
+        assert run["binding"] == "replay"          # live binding, copyable = False
         statuses = {p["name"]: p["status"] for p in run["properties"]}
         assert set(statuses.values()) == {"holds"}, (run["params"], statuses)
         assert {"bound_code", "budget_never_exceeded", "denial_names_first_denying_gate", "short_circuit",
@@ -236,3 +237,19 @@ def test_shortest_means_no_shorter_run_breaks_it():
         assert len(prop.trace) == n
         *_, before, final = prop.trace.steps
         assert before.state["tokens"] + {"read": 1, "grep": 2, "fetch": 2}[final.choices["call"]] == b
+
+
+def test_a_copied_run_counts_its_own_tool_calls():
+    """The shipped adapter replays, but its runs are copyable: a call run on a deepcopy is
+    `dispatched` there, and the run it was copied from does not see it (tools that closed
+    over the original environment would count in the wrong run: a silent wrong proof for a
+    subclass with `copyable = True`)."""
+    import copy
+    from haltproof.harness.gate_binding import GateChainAdapter
+    adapter = GateChainAdapter()
+    run = adapter.start({"A": 1, "B": 2, "N": 1, "P": 2, "T": 3}, {})
+    twin = copy.deepcopy(run)
+    adapter.step(twin, "propose", {"call": adapter.representative("propose", "call", "read"),
+                                   "out": adapter.representative("propose", "out", "full")})
+    assert (adapter.abstract(twin)["dispatched"], adapter.abstract(twin)["tokens"]) == (True, 1)
+    assert (adapter.abstract(run)["dispatched"], adapter.abstract(run)["tokens"]) == (False, 0)

@@ -1,9 +1,14 @@
 """The adapter between specs/budget_runner.yaml and the runner's pure code.
 
-The explorer calls `step` for every reachable abstract state and every choice; `step`
-runs haltproof.harness.budget.transitions (consult -> validate_action / authorize / check_budget /
+Live binding (docs/binding.md): `start` makes a fresh run with the runner's own `new_run`;
+for every reachable abstract state and every choice `step` runs
+haltproof.harness.budget.transitions (consult -> validate_action / authorize / check_budget /
 finalize, begin_attempt, record_attempt, recover) - the very functions the SQLite runner
-calls - on a concrete run state. The environment around that code is played here:
+calls - on the run that first reached that state. A run and its ledger are JSON data, so `snapshot`
+and `restore` copy them with the runner's own `json_copy` (cheaper than a deepcopy):
+haltproof keeps a snapshot per reachable state and steps restored copies
+(`runs[].binding` is `snapshot`); no run is rebuilt from its abstraction. The environment
+around that code is played here:
 
 - the adversarial policy: each abstract move is a `Move`, a policy for one decision
   that reads the view it is given (e.g. `reserve` proposes the unique hit with the
@@ -26,7 +31,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from haltproof.machine.binding import Adapter
+from haltproof.machine.live import LiveAdapter
 
 from . import transitions as T
 from .gate import GATE, TOOLS, Gate, facts_of
@@ -162,83 +167,8 @@ def _receipt(args: dict[str, Any], key: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ the concrete state
 
-def _obs(n: int, tool: str, args: dict[str, Any], ok: bool, payload: Any, key: str) -> dict[str, Any]:
-    out = {"attempt": n, "tool": tool, "args": args, "key": key, "try": 1, "ok": ok}
-    out["result" if ok else "error"] = payload
-    return out
-
-
-def _pending_action(tool: str, task: dict[str, Any]) -> dict[str, Any]:
-    if tool == "search":
-        args: dict[str, Any] = {"query": task["query"]}
-    elif tool == "reserve":
-        args = {"item": HIT, "quantity": task.get("quantity", 1), "version": VERSION}
-    else:
-        args = {"item": HIT}
-    return {"type": "tool", "tool": tool, "args": args}
-
-
-STATUS = {  # abstract status -> the concrete terminal (its rule is the one that ends that way)
-    "finished_reserved": ("finished", "reserved", "finished_reserved"),
-    "finished_info": ("finished", "info", "finished_info"),
-    "policy_error": ("policy_error", None, "malformed"),
-    "budget_exhausted": ("budget_exhausted", None, "budget_exhausted"),
-    "abstained": ("abstained", None, "abstained"),
-    "error": ("error", None, "gave_up"),
-}
-
-
-def concretize_state(state: dict[str, Any], params: dict[str, int]) -> dict[str, Any]:
-    """A concrete run (and effect ledger) whose abstraction is `state`."""
-    task = dict(TASKS[state["task"]])
-    obs: list[dict[str, Any]] = []
-    ledger: dict[str, dict[str, Any]] = {}
-    facts: list[tuple[str, dict[str, Any], Any]] = []
-    if state["hits"] != "none":
-        hits = {"zero": [], "one": [HIT], "many": [HIT, OTHER]}[state["hits"]]
-        facts.append(("search", {"query": task["query"]}, {"query": task["query"], "hits": hits}))
-    if state["doc"]:
-        facts.append(("document", {"item": HIT}, {"item": HIT, "title": "Compact camera", "text": "..."}))
-    if state["supply"] != "none":
-        need = task.get("quantity", 1)
-        available = need + 2 if state["supply"] == "enough" else need - 1
-        facts.append(("stock", {"item": HIT}, {"item": HIT, "available": available, "version": VERSION}))
-    receipt_key = f"{RUN_ID}/receipt"
-    if state["receipt"]:
-        args = {"item": HIT, "quantity": task["quantity"], "version": VERSION}
-        facts.append(("reserve", args, _receipt(args, receipt_key)))
-    padding = state["recorded"] - len(facts)
-    if padding < 0:
-        raise ValueError(f"{state['recorded']} recorded attempts cannot establish these facts: {state}")
-    for i in range(padding):               # failed attempts establish nothing
-        obs.append(_obs(len(obs) + 1, "search", {"query": task["query"]}, False, "injected fault",
-                        f"{RUN_ID}/f{i}"))
-    for tool, args, result in facts:
-        key = receipt_key if tool == "reserve" else f"{RUN_ID}/{tool}"
-        obs.append(_obs(len(obs) + 1, tool, args, True, result, key))
-    if state["receipt"]:
-        ledger[receipt_key] = obs[-1]["result"]
-    pending = None
-    decisions = len(facts)
-    if state["pending"] != "none":
-        key = f"{RUN_ID}/{decisions}"
-        action = _pending_action(state["pending"], task)
-        pending = {"action": action, "key": key, "attempts": state["attempts"], "started": state["started"]}
-        decisions += 1
-        if state["written"] > len(ledger):          # the reservation in flight landed before a crash
-            ledger[key] = _receipt(action["args"], key)
-    if len(ledger) != state["written"]:
-        raise ValueError(f"cannot build a ledger of {state['written']} entries for {state}")
-    terminal = None
-    if state["status"] != "running":
-        status, final, rule = STATUS[state["status"]]
-        terminal = {"status": status, "final": final, "rule": rule, "reason": "(concretized)"}
-    run = {"run_id": RUN_ID, "task": task, "K": params["K"], "R": params["R"], "calls": state["c"],
-           "decisions": decisions, "observations": obs, "pending": pending, "terminal": terminal}
-    return {"run": run, "ledger": ledger}
-
-
-def abstract_state(concrete: dict[str, Any], params: dict[str, int]) -> dict[str, Any]:
+def abstract_state(concrete: dict[str, Any]) -> dict[str, Any]:
+    """The abstract state of a run and its ledger (the spec's vars)."""
     run, ledger = concrete["run"], concrete["ledger"]
     facts = facts_of(run)
     task = run["task"]
@@ -272,7 +202,7 @@ MOVES = ("search", "document", "stock", "reserve", "misdirected", "unknown_tool"
          "malformed", "raises", "finish_reserved", "finish_info", "abstain")
 
 
-class BudgetRunnerAdapter(Adapter):
+class BudgetRunnerAdapter(LiveAdapter):
     """Runs haltproof.harness.budget.transitions for each transition of specs/budget_runner.yaml.
 
     Subclasses (tests/broken_runners.py) swap `gate` or one of the transition functions
@@ -284,11 +214,18 @@ class BudgetRunnerAdapter(Adapter):
     record_attempt = staticmethod(T.record_attempt)
     recover = staticmethod(T.recover)
 
-    def concretize(self, state: dict[str, Any], params: dict[str, int]) -> dict[str, Any]:
-        return concretize_state(state, params)
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> dict[str, Any]:
+        """A fresh run of the initial state's task, and an empty effect ledger."""
+        return {"run": T.new_run(RUN_ID, dict(TASKS[init["task"]]), params["K"], params["R"]), "ledger": {}}
 
-    def abstract(self, concrete: dict[str, Any], params: dict[str, int]) -> dict[str, Any]:
-        return abstract_state(concrete, params)
+    def abstract(self, concrete: dict[str, Any]) -> dict[str, Any]:
+        return abstract_state(concrete)
+
+    def snapshot(self, concrete: dict[str, Any]) -> Any:
+        return T.json_copy(concrete)
+
+    def restore(self, snap: Any) -> Any:
+        return T.json_copy(snap)
 
     def representative(self, action: str, choice: str, label: Any) -> Any:
         return Move(label) if choice == "move" else Env(label)
@@ -296,27 +233,27 @@ class BudgetRunnerAdapter(Adapter):
     def strategy(self, action: str, choice: str, label: Any) -> st.SearchStrategy:
         return move_strategy(label) if choice == "move" else env_strategy(action, label)
 
-    def step(self, action: str, concrete: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def step(self, concrete: dict[str, Any], action: str, choices: dict[str, Any]) -> str:
         run, ledger = concrete["run"], concrete["ledger"]
         if action == "propose":
-            return concrete, type(self).consult(run, choices["move"], self.gate)
+            return type(self).consult(run, choices["move"], self.gate)
         if action == "resume":
             pending = run["pending"]
             receipt = ledger.get(pending["key"]) if pending["action"]["tool"] == "reserve" else None
-            return concrete, type(self).recover(run, T.json_copy(receipt))
+            return type(self).recover(run, T.json_copy(receipt))
         rule = type(self).begin_attempt(run, self.gate)
         if rule is not None:
-            return concrete, rule
+            return rule
         (env,) = choices.values()                       # the one result choice of a call_* action
         pending = run["pending"]
         if env.kind in ("crash", "crash_before", "crash_after"):
             if env.kind == "crash_after":               # the reservation landed, then the process died
                 ledger.setdefault(pending["key"], _receipt(pending["action"]["args"], pending["key"]))
-            return concrete, "interrupted"
+            return "interrupted"
         outcome = env.result(run)
         if pending["action"]["tool"] == "reserve" and outcome["ok"]:
             outcome = {"ok": True, "result": ledger.setdefault(pending["key"], outcome["result"])}
-        return concrete, type(self).record_attempt(run, T.json_copy(outcome))
+        return type(self).record_attempt(run, T.json_copy(outcome))
 
 
 # ------------------------------------------------------------------ Hypothesis strategies (conform)
