@@ -463,7 +463,7 @@ def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str) -> None:
         why = "restore(snapshot(...)) does not give back the run the snapshot was taken of"
     elif how == "copy":
         why = ("copy.deepcopy does not copy this live run (it shares state with the original): "
-               "give the adapter snapshot()/restore(), or set copyable = False")
+               "give the adapter snapshot()/restore(), or leave copyable = False (replay)")
     else:
         why = (f"replaying its path of {runs.path_length(s)} transitions from start() leads elsewhere: "
                "the bound code is nondeterministic (time, randomness, iteration order, or state kept "

@@ -8,10 +8,13 @@ allows, decided per run:
 
 - `snapshot`: the adapter gives `snapshot(live)` and `restore(snap)`: one snapshot is
   kept per reachable state, each transition steps a fresh `restore` of it.
-- `snapshot` (taken by haltproof): otherwise, unless the adapter says `copyable = False`,
-  a `copy.deepcopy` of the live run is kept per state and each transition steps a copy of
-  it. A deepcopy that raises (a coroutine, a generator, a lock: Python refuses to copy
-  them) switches the run to replay for good; the report then says `replay`.
+- `snapshot` (taken by haltproof): otherwise, when the adapter says `copyable = True`, a
+  `copy.deepcopy` of the live run is kept per state and each transition steps a copy of
+  it. Opt-in, because a deepcopy does not copy what functions close over, module globals
+  or outside resources: a copy that shares them with its original steps the original too,
+  and the wrong state could be explored before the read-back notices. A deepcopy that
+  raises (a coroutine, a generator, a lock) switches the run to replay for good; the
+  report then says `replay`.
 - `replay`: the state's path of (action, choices) is run again from `start`.
 
 Which concrete run stands for an abstract state: the one reached along the first path
@@ -45,9 +48,11 @@ class LiveAdapter:
     spec with one initial state can ignore it); `step(live, action, choices)` advances it
     by one transition in place and returns the decide rule that fired (or None);
     `abstract(live)` reads its abstract state. Any of them may be `async def`. Optional:
-    `snapshot(live)` / `restore(snap)`, or `copyable = False` to make haltproof replay."""
+    `snapshot(live)` / `restore(snap)`, or `copyable = True` to let haltproof deepcopy runs
+    (only when a run shares nothing with another through closures, globals or resources);
+    otherwise haltproof replays each state's path."""
 
-    copyable: bool = True
+    copyable: bool = False
 
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -116,7 +121,7 @@ class LiveRuns:
         self.saved: dict[tuple[Any, ...], Any] = {}
         if callable(getattr(adapter, "snapshot", None)) and callable(getattr(adapter, "restore", None)):
             self.how = "snapshot"
-        elif getattr(adapter, "copyable", True) is not False:
+        elif getattr(adapter, "copyable", False) is True:
             self.how = "copy"
         else:
             self.how = "replay"

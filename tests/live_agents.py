@@ -48,6 +48,7 @@ class AgentAdapter(LiveAdapter):
     """Copyable: haltproof keeps a deepcopy per state ("snapshot")."""
 
     agent = Agent
+    copyable = True
 
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> Agent:
         return self.agent(params["N"])
@@ -61,6 +62,47 @@ class AgentAdapter(LiveAdapter):
 
 class ReplayedAdapter(AgentAdapter):
     copyable = False
+
+
+_CALLS = {"n": 0}
+
+
+class ClosureAgent(Agent):
+    """An agent whose step count lives in a closure: `copy.deepcopy` copies the object but
+    not what its function closes over, so a copy steps the original's count."""
+
+    def __init__(self, limit: int):
+        super().__init__(limit)
+        box = {"steps": 0}
+
+        def tick() -> int:
+            box["steps"] += 1
+            return box["steps"]
+        self.tick = tick
+
+    def work(self, tool: str) -> str:
+        rule = super().work(tool)
+        self.steps = self.tick()       # the count the run reports is the closure's
+        return rule
+
+
+class DefaultAdapter(LiveAdapter):
+    """Says nothing about copying: haltproof must replay (a deepcopy would share the closure)."""
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> Agent:
+        return ClosureAgent(params["N"])
+
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        return live.work(choices["tool"])
+
+    def abstract(self, live: Agent) -> dict[str, Any]:
+        return {"steps": live.steps, "status": live.status}
+
+
+class CopiedClosures(DefaultAdapter):
+    """The same code, declared copyable by mistake: the copies share the closure."""
+
+    copyable = True
 
 
 class ReplayedMutant(ReplayedAdapter):

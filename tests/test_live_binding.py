@@ -66,6 +66,31 @@ def props(run) -> dict:
 MODEL_STATES = {2: 5, 3: 7}     # the spec's own stages: steps 0..N-1 running, plus done/limit ends
 
 
+def test_a_live_adapter_that_says_nothing_about_copying_is_replayed(tmp_path):
+    """Copying is opt-in: a deepcopy does not copy what functions close over, so the
+    closure-counting agent is only explored right by replay, and replay is the default."""
+    runs = runs_of(agent_spec(tmp_path, "DefaultAdapter"))
+    assert [r.binding for r in runs] == ["replay", "replay"]
+    assert [r.result for r in runs] == ["proved", "proved"]
+    assert [r.stats["states"] for r in runs] == [MODEL_STATES[2], MODEL_STATES[3]]
+
+
+def test_copying_runs_that_share_a_closure_is_caught_not_proved(tmp_path):
+    """Declared copyable by mistake: the copies step the original's closure, so the same
+    transition gives another result the second time (the determinism check's finding, on
+    the first transition); nothing is proved."""
+    runs = runs_of(agent_spec(tmp_path, "CopiedClosures"))
+    assert [r.result for r in runs] == ["violated", "violated"]
+    assert [props(r)["bound_code"].message for r in runs] == [
+        "action work with tool=ok: the bound code is nondeterministic: two calls with the same state and "
+        "choices gave {'steps': 1, 'status': 'done'} (rule 'finished') and {'steps': 2, 'status': 'done'} "
+        "(rule 'finished')"] * 2
+    # without the determinism check, the states it steps into are outside their domains
+    unchecked = runs_of(agent_spec(tmp_path, "CopiedClosures"), determinism="off")
+    assert [r.result for r in unchecked] == ["violated", "violated"]
+    assert all(props(r)["domains"].status == "violated" for r in unchecked)
+
+
 def test_model_state_counts_are_the_reference(tmp_path):
     runs = runs_of(agent_spec(tmp_path, "AgentAdapter"), model_only=True)
     assert {r.params["N"]: r.stats["states"] for r in runs} == MODEL_STATES
