@@ -208,3 +208,36 @@ def test_bad_patterns_are_named_errors(body: str, message: str) -> None:
     with pytest.raises(SpecError) as err:
         parse_spec(text, "test_spec.yaml")
     assert message in str(err.value)
+
+
+def test_patterns_refuse_bound_code_for_now() -> None:
+    """The monitor's first stage would count as the spec's own stages against the bound code."""
+    text = script(["", "P"], "{{absence: {P}}}") + "bind: mymod:Adapter\n"
+    with pytest.raises(SpecError) as err:
+        parse_spec(text, "test_spec.yaml")
+    assert "test_spec.yaml:13: property patterns (absence, universality, precedence, bounded_existence) " \
+           "are not supported on a spec with bound code yet" in str(err.value)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pattern_applies_only_where_its_when_holds(engine: str) -> None:
+    text = textwrap.dedent("""\
+        machine: gated
+        params:
+          strict: [0, 1]
+        vars:
+          i: {type: int, min: 0, max: 2, init: 0}
+        actions:
+          next:
+            when: i < 2
+            do:
+              - set: {i: i + 1}
+        terminal:
+          when: i == 2
+        properties:
+          it: {absence: i == 2, when: strict == 1}
+        """)
+    got = {r.params["strict"]: r for r in check_spec(parse_spec(text, "t.yaml"), Options(engine=engine))}
+    assert [p.name for p in got[0].properties if p.name == "it"] == []
+    (p,) = [p for p in got[1].properties if p.name == "it"]
+    assert p.status == "violated" and len(p.trace) == 2
