@@ -241,3 +241,13 @@ def test_a_pattern_applies_only_where_its_when_holds(engine: str) -> None:
     assert [p.name for p in got[0].properties if p.name == "it"] == []
     (p,) = [p for p in got[1].properties if p.name == "it"]
     assert p.status == "violated" and len(p.trace) == 2
+
+
+def test_the_docs_example_is_the_branching_spec() -> None:
+    """docs/spec-language.md's pattern example (fenced `yml`: test_docs reads the `yaml` blocks as the
+    shipped retry_loop example) is the one whose counterexamples are tested above."""
+    from pathlib import Path
+    doc = (Path(__file__).parent.parent / "docs" / "spec-language.md").read_text()
+    section = doc.split("### Property patterns", 1)[1]
+    block = section.split("```yml\n", 1)[1].split("```", 1)[0]
+    assert block in BRANCHING
