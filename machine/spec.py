@@ -466,6 +466,10 @@ class _Loader:
         if self.monitor_vars and self.bound_spec:
             self.add(top.line_of("bind"), "property patterns (absence, universality, precedence, "
                      "bounded_existence) are not supported on a spec with bound code yet")
+        monitors = list(range(len(vars_), len(vars_) + len(self.monitor_vars)))
+        for p in props:     # a monitor reads the vars a property ignores; the machine's behaviour does not
+            if p.kind == "independent":
+                p.vars += monitors
         vars_ = vars_ + self.monitor_vars
         if self.monitor_assigns:      # first, so the monitor reads the state the transition leaves
             for act in actions:

@@ -251,3 +251,29 @@ def test_the_docs_example_is_the_branching_spec() -> None:
     section = doc.split("### Property patterns", 1)[1]
     block = section.split("```yml\n", 1)[1].split("```", 1)[0]
     assert block in BRANCHING
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_monitor_reading_an_ignored_var_leaves_independence_alone(engine: str) -> None:
+    """The monitor is the property's, not the machine's: reading `noise` does not make the
+    machine depend on it."""
+    text = textwrap.dedent("""\
+        machine: indep
+        vars:
+          step: {type: int, min: 0, max: 3, init: 0}
+          noise: {type: bool, init: {one_of: [false, true]}}
+        actions:
+          tick:
+            when: step < 3
+            do:
+              - set: {step: step + 1}
+        terminal:
+          when: step == 3
+        properties:
+          ind: {independent_of: noise}
+          quiet: {absence: noise and step == 2}
+        """)
+    (r,) = check_spec(parse_spec(text, "t.yaml"), Options(engine=engine))
+    got = {p.name: p for p in r.properties}
+    assert got["ind"].status == "holds", got["ind"].message
+    assert got["quiet"].status == "violated" and len(got["quiet"].trace) == 2
