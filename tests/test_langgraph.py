@@ -1,0 +1,107 @@
+"""examples/frameworks/langgraph: a real LangGraph ReAct graph, proved to stop by LangGraph's own limit.
+
+The graph runs in LangGraph's Pregel loop, offline, with langchain-core's scripted chat
+model; `recursion_limit` is enforced by LangGraph itself. Patching LangGraph's limit
+check to be off by one must change the verdict (issue 14): the proof rests on the
+framework's code, not on a copy of its logic.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.pregel import _loop
+
+from haltproof.explorer.check import Options, check_spec
+from haltproof.frameworks import langgraph as hl
+from haltproof.machine.spec import load_spec
+
+from conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
+
+
+@pytest.fixture(autouse=True)
+def _in_the_example(monkeypatch):
+    """Run from the example's folder; its modules (react, adapter) are imported fresh and forgotten."""
+    monkeypatch.chdir(EXAMPLE)
+    for name in ("react", "adapter"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    yield
+    for name in ("react", "adapter"):
+        sys.modules.pop(name, None)
+
+
+def check(**options) -> list:
+    return check_spec(load_spec(EXAMPLE / "react.yaml"), Options(**options))
+
+
+def results(run) -> dict:
+    return {p.name: p for p in run.properties}
+
+
+def states_of(trace) -> list[tuple]:
+    return [(s.choices.get("model"), s.state["next"], s.state["steps"], s.state["status"]) for s in trace.steps]
+
+
+def limit_off_by_one(monkeypatch) -> None:
+    """LangGraph's recursion limit checked one superstep late: its loop's stop moved by one."""
+    enter = _loop.SyncPregelLoop.__enter__
+
+    def late(self):
+        out = enter(self)
+        self.stop += 1
+        return out
+    monkeypatch.setattr(_loop.SyncPregelLoop, "__enter__", late)
+
+
+def test_the_react_graph_stops_for_every_recursion_limit() -> None:
+    runs = check()
+    assert [(r.params["recursion_limit"], r.result, r.binding, r.stats["states"]) for r in runs] == [
+        (1, "proved", "replay", 4), (2, "proved", "replay", 5), (3, "proved", "replay", 7),
+        (4, "proved", "replay", 8), (5, "proved", "replay", 10), (6, "proved", "replay", 11)]
+
+
+def test_the_shortest_path_to_the_limit_runs_recursion_limit_supersteps() -> None:
+    (run,) = check(pins={"recursion_limit": 3})
+    hit = results(run)["can_hit_the_limit"]
+    assert hit.status == "holds"
+    assert states_of(hit.witness) == [
+        (None, "agent", 0, "running"), ("tool_call", "tools", 1, "running"),
+        ("tool_call", "agent", 2, "running"), ("tool_call", "tools", 3, "running"),
+        ("tool_call", "tools", 3, "limit")]
+    assert states_of(results(run)["can_answer"].witness) == [
+        (None, "agent", 0, "running"), ("final", "__end__", 1, "done")]
+
+
+def test_a_limit_checked_one_step_late_changes_the_verdict(monkeypatch) -> None:
+    limit_off_by_one(monkeypatch)
+    (run,) = check(pins={"recursion_limit": 3})
+    assert run.result == "violated"
+    broken = results(run)["within_the_limit"]
+    assert broken.status == "violated"
+    assert [s[1:] for s in states_of(broken.trace)] == [
+        ("agent", 0, "running"), ("tools", 1, "running"), ("agent", 2, "running"),
+        ("tools", 3, "running"), ("agent", 4, "running")]
+
+
+def test_an_undeclared_recursion_error_is_a_bound_code_finding(tmp_path) -> None:
+    text = (EXAMPLE / "react.yaml").read_text()
+    start, end = text.index("    raises:\n"), text.index("\nterminal:")
+    spec = tmp_path / "react.yaml"
+    spec.write_text(text[:start] + text[end:])
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 1}))
+    finding = results(run)["bound_code"]
+    assert finding.status == "violated"
+    assert "the bound code raised GraphRecursionError: Recursion limit of 1 reached" in finding.message
+    assert len(finding.trace.steps) == 2
+
+
+def test_an_unsupported_langgraph_version_is_named(monkeypatch) -> None:
+    monkeypatch.setattr(hl.metadata, "version", lambda name: "0.6.3")
+    with pytest.raises(RuntimeError, match=r"supports langgraph >=1.2,<2; langgraph 0.6.3 is installed"):
+        hl.require_langgraph()
