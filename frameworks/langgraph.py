@@ -10,8 +10,8 @@ message the transition's choice names (`scripted`: choice name -> {label: messag
 
 Why checkpoints: LangGraph emits a checkpoint when it has prepared a superstep and before it
 runs it, carrying the nodes to run next (`next`) and the step number; pulling one more event
-runs exactly that superstep. A checkpointer is needed for them, so a graph compiled without
-one runs on a copy with an in-memory saver.
+runs exactly that superstep. They need a checkpointer: each run is a copy of the graph with a
+fresh in-memory one (never the graph's own, which earlier runs would share).
 
 The abstract state read back: `next` (the nodes to run next, `+`-joined in sorted order, or
 `__end__`), `steps` (supersteps run since the input, LangGraph's own step number) and
@@ -103,10 +103,10 @@ class GraphAdapter(LiveAdapter):
         require_langgraph()
         run = GraphRun()
         models = {name: scripted_model(run, name, outs) for name, outs in self.scripted.items()}
-        graph = self.graph(models)
-        if graph.checkpointer is None:
-            from langgraph.checkpoint.memory import InMemorySaver
-            graph = graph.copy(update={"checkpointer": InMemorySaver()})
+        from langgraph.checkpoint.memory import InMemorySaver
+        # always a fresh saver: a run on the user's own (shared) checkpointer would resume the
+        # thread an earlier run left, and explore a state that run reached instead of this one
+        graph = self.graph(models).copy(update={"checkpointer": InMemorySaver()})
         config = {**self.config(params), "configurable": {"thread_id": "haltproof"}}
         run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints"))
         run.pull()          # the input checkpoint: next is __start__, which only writes the input

@@ -105,3 +105,34 @@ def test_an_unsupported_langgraph_version_is_named(monkeypatch) -> None:
     monkeypatch.setattr(hl.metadata, "version", lambda name: "0.6.3")
     with pytest.raises(RuntimeError, match=r"supports langgraph >=1.2,<2; langgraph 0.6.3 is installed"):
         hl.require_langgraph()
+
+
+def test_a_graph_with_its_own_shared_checkpointer_is_explored_run_by_run(tmp_path, monkeypatch) -> None:
+    """Every run gets a fresh saver: on the graph's shared one, each replay would resume the
+    thread an earlier run left (more messages, later steps) instead of starting over."""
+    (tmp_path / "shared_saver.py").write_text(
+        "from langgraph.checkpoint.memory import InMemorySaver\n"
+        "from adapter import ReactAdapter\n"
+        "SAVER = InMemorySaver()\n\n\n"
+        "class SharedAdapter(ReactAdapter):\n"
+        "    def graph(self, models):\n"
+        "        return super().graph(models).copy(update={'checkpointer': SAVER})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.delitem(sys.modules, "shared_saver", raising=False)
+    spec = tmp_path / "react.yaml"
+    spec.write_text((EXAMPLE / "react.yaml").read_text().replace("bind: adapter:ReactAdapter",
+                                                                  "bind: shared_saver:SharedAdapter"))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 3}))
+    assert (run.result, run.stats["states"]) == ("proved", 7)
+
+
+def test_the_frameworks_doc_shows_the_shipped_example_and_its_command(cli) -> None:
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
+    assert "```yaml\n" + (EXAMPLE / "react.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check react.yaml" in doc
+    ran = cli("check", "react.yaml")
+    assert ran.code == 0, ran.out
+    assert ran.out.endswith("6 runs: 6 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "States per limit (1 to 6): 4, 5, 7, 8, 10, 11." in doc
