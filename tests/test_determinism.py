@@ -123,3 +123,15 @@ def test_a_mode_for_a_python_model_is_refused(cli, monkeypatch):
     ran = cli("check", "retry_model:RetryLoop", "-p", "K=2", "--determinism", "sample")
     assert ran.code == 2
     assert "--determinism sample says how often bound code runs twice: a Python model's actions always run twice" in ran.err
+
+
+def test_the_python_api_takes_the_determinism_mode():
+    import haltproof
+    pins = {"max_steps": 2, "max_retries": 0}
+    (off,) = haltproof.check(LOOP_DEMO, params=pins, determinism="off").runs
+    (full,) = haltproof.check(LOOP_DEMO, params=pins, determinism="full").runs
+    assert off.determinism is not None and full.determinism is not None
+    assert (off.determinism["mode"], off.determinism["extra_calls"]) == ("off", 0)
+    assert full.determinism["mode"] == "full" and full.determinism["extra_calls"] > 0
+    with pytest.raises(ValueError, match="determinism must be one of"):
+        haltproof.check(LOOP_DEMO, params=pins, determinism="sometimes")

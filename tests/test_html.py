@@ -387,6 +387,18 @@ def test_coverage_and_vacuity_warnings(mixed):
                         "(error, limit, needs_input, success) fires first"]
 
 
+def test_a_model_run_of_a_bound_spec_says_the_code_did_not_run():
+    """--model never claims the code ran, in the page either: it says the code did not run."""
+    pins = {"max_steps": 1, "max_retries": 0}
+    model = report.to_json(check_spec(load_spec(LOOP_DEMO), Options(pins=pins, model_only=True)))
+    code = report.to_json(check_spec(load_spec(LOOP_DEMO), Options(pins=pins)))
+    said = "the spec's stages only (--model: the bound code did not run)"
+    head = parse(H.render_html(model)).root.one("section", "run").one("p", "muted").text()
+    assert said in head and "checked the bound" not in head
+    head = parse(H.render_html(code)).root.one("section", "run").one("p", "muted").text()
+    assert said not in head and "checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter" in head
+
+
 def test_matrix_with_one_none_and_three_params():
     base = json.loads(json.dumps(_small_report()))
     run = base["runs"][0]

@@ -56,21 +56,23 @@ class Report:
 def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
-          model: bool = False) -> Report:
+          model: bool = False, determinism: str = "auto", paths: int = 1) -> Report:
     """Check a YAML spec (a path) or a `haltproof.machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
     Options are checked before anything runs, as the command line checks its own:
     `max_states` a positive int, `timeout` a positive finite number of seconds, `max_memory`
     a positive number of bytes or a size such as "512M" (ValueError otherwise); each
-    `params` value an int or a non-empty list of distinct ints that the spec declares
-    (SpecError otherwise: `True` is not 1).
+    `params` value, or a non-empty list of distinct values, of the param's declared kind and
+    range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
+    line's `--determinism` and `--paths` (bound code only; docs/binding.md).
 
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
     import, creating the adapter or model), there is no report: TimeoutError."""
     options = Options(pins={} if params is None else params, properties=properties,
-                      max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model)
+                      max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model,
+                      determinism=determinism, paths=paths)
     try:
         with usercode.deadline(options.timeout):
             if isinstance(spec, type):
