@@ -114,9 +114,20 @@ class GraphAdapter(LiveAdapter):
         return run
 
     def step(self, live: GraphRun, action: str, choices: dict[str, Any]) -> str | None:
+        self.check_choices(action, choices)
         live.choices = dict(choices)
         live.pull()
         return None
+
+    def check_choices(self, action: str, choices: dict[str, Any]) -> None:
+        """A spec and `scripted` that disagree are named up front, not met as a KeyError in a node."""
+        for name, outcomes in self.scripted.items():
+            if name not in choices:
+                raise ValueError(f"{type(self).__name__}.scripted scripts the choice {name!r}, "
+                                 f"which action {action} does not choose (it chooses {sorted(choices)})")
+            if choices[name] not in outcomes:
+                raise ValueError(f"{type(self).__name__}.scripted has no message for {name}={choices[name]} "
+                                 f"(it has {sorted(outcomes)})")
 
     def abstract(self, live: GraphRun) -> dict[str, Any]:
         return {"next": live.next, "steps": live.steps, "status": live.status}

@@ -136,3 +136,20 @@ def test_the_frameworks_doc_shows_the_shipped_example_and_its_command(cli) -> No
     assert ran.code == 0, ran.out
     assert ran.out.endswith("6 runs: 6 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n")
     assert "States per limit (1 to 6): 4, 5, 7, 8, 10, 11." in doc
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("      model: [tool_call, final]", "      reply: [tool_call, final]",
+     "ReactAdapter.scripted scripts the choice 'model', which action step does not choose (it chooses ['reply'])"),
+    ("      model: [tool_call, final]", "      model: [tool_call, refusal]",
+     "ReactAdapter.scripted has no message for model=refusal (it has ['final', 'tool_call'])"),
+])
+def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, message) -> None:
+    text = (EXAMPLE / "react.yaml").read_text()
+    assert text.count(old) == 1
+    spec = tmp_path / "react.yaml"
+    spec.write_text(text.replace(old, new))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 1}))
+    finding = results(run)["bound_code"]
+    assert finding.status == "violated"
+    assert f"the bound code raised ValueError: {message}\n" in finding.message
