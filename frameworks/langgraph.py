@@ -15,8 +15,8 @@ fresh in-memory one (never the graph's own, which earlier runs would share).
 
 The abstract state read back: `next` (the nodes to run next, `+`-joined in sorted order, or
 `__end__`), `steps` (supersteps run since the input, LangGraph's own step number) and
-`status` (`running`, or `done` once the graph has ended); the spec sets `status` on the
-declared `GraphRecursionError`. Runs are replayed (a running stream cannot be copied).
+`status` (`running`, or `done` once the graph has ended), plus what `observe` reads from the
+graph's channels; the spec sets `status` on the declared `GraphRecursionError`. Runs are replayed (a running stream cannot be copied).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class GraphRun:
     next: str = ""
     steps: int = 0
     status: str = "running"
+    values: dict[str, Any] = field(default_factory=dict)     # the graph's state at the last checkpoint
 
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
@@ -65,6 +66,7 @@ class GraphRun:
             self.next, self.status = END, "done"
             return
         nodes = sorted(event["next"])
+        self.values = dict(event["values"])
         self.steps = int(event["metadata"]["step"])
         self.next = "+".join(nodes) if nodes else END
         if not nodes:
@@ -86,7 +88,8 @@ class GraphAdapter(LiveAdapter):
 
     `graph(models)`: the compiled graph, built with `models[choice]` where a node calls a model;
     `inputs(params)`: the graph's input; `scripted`: for each choice, the message per label.
-    `config(params)` gives `recursion_limit` from the param of that name; override for others."""
+    `config(params)` gives `recursion_limit` from the param of that name; override for others.
+    `observe(values)` adds vars read from the graph's state (its channels) to the abstract state."""
 
     scripted: dict[str, dict[str, Any]] = {}
 
@@ -129,5 +132,9 @@ class GraphAdapter(LiveAdapter):
                 raise ValueError(f"{type(self).__name__}.scripted has no message for {name}={choices[name]} "
                                  f"(it has {sorted(outcomes)})")
 
+    def observe(self, values: dict[str, Any]) -> dict[str, Any]:
+        """More abstract vars, from the graph's state at the last checkpoint (none by default)."""
+        return {}
+
     def abstract(self, live: GraphRun) -> dict[str, Any]:
-        return {"next": live.next, "steps": live.steps, "status": live.status}
+        return {"next": live.next, "steps": live.steps, "status": live.status, **self.observe(live.values)}

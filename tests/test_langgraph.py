@@ -153,3 +153,28 @@ def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, messa
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert f"the bound code raised ValueError: {message}\n" in finding.message
+
+
+def test_observed_channels_bound_the_tool_executions(tmp_path, monkeypatch) -> None:
+    """`observe` reads the graph's own state: the ToolMessages in `messages` are the tool
+    executions, and a limit of N allows N // 2 of them (the worst case, a witness run)."""
+    (tmp_path / "counting.py").write_text(
+        "from adapter import ReactAdapter\n\n\n"
+        "class CountingAdapter(ReactAdapter):\n"
+        "    def observe(self, values):\n"
+        "        return {'tool_runs': sum(m.type == 'tool' for m in values.get('messages', []))}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.delitem(sys.modules, "counting", raising=False)
+    text = (EXAMPLE / "react.yaml").read_text().replace("bind: adapter:ReactAdapter", "bind: counting:CountingAdapter")
+    text = text.replace("  status: {type: enum", "  tool_runs: {type: int, min: 0, max: recursion_limit, init: 0}\n"
+                                               "  status: {type: enum")
+    text += ("  tools_within_half_the_limit:\n    always: tool_runs <= recursion_limit // 2\n"
+             "  tools_at_half_the_limit:\n    reachable: tool_runs == recursion_limit // 2\n")
+    spec = tmp_path / "react.yaml"
+    spec.write_text(text)
+    runs = check_spec(load_spec(spec), Options(pins={"recursion_limit": 5}))
+    assert [(r.result, r.stats["states"]) for r in runs] == [("proved", 10)]
+    witness = results(runs[0])["tools_at_half_the_limit"].witness
+    assert [s.state["tool_runs"] for s in witness.steps] == [0, 0, 1, 1, 2]
+    assert witness.steps[-1].state["next"] == "agent"
