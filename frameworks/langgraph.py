@@ -15,7 +15,8 @@ fresh in-memory one (never the graph's own, which earlier runs would share).
 
 The abstract state read back: `next` (the nodes to run next, `+`-joined in sorted order, or
 `__end__`), `steps` (supersteps run since the input, LangGraph's own step number) and
-`status` (`running`, or `done` once the graph has ended), plus what `observe` reads from the
+`status` (`running`, `done` once the graph has ended, `interrupted` when the stream stopped
+with nodes still to run: an interrupt, which a spec must not mistake for an end), plus what `observe` reads from the
 graph's channels; the spec sets `status` on the declared `GraphRecursionError`. Runs are replayed (a running stream cannot be copied).
 """
 
@@ -62,8 +63,8 @@ class GraphRun:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
         try:
             event = next(self.events)
-        except StopIteration:
-            self.next, self.status = END, "done"
+        except StopIteration:       # ended without a last, empty checkpoint: paused, not finished
+            self.status = "interrupted"
             return
         nodes = sorted(event["next"])
         self.values = dict(event["values"])

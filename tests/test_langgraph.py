@@ -178,3 +178,25 @@ def test_observed_channels_bound_the_tool_executions(tmp_path, monkeypatch) -> N
     witness = results(runs[0])["tools_at_half_the_limit"].witness
     assert [s.state["tool_runs"] for s in witness.steps] == [0, 0, 1, 1, 2]
     assert witness.steps[-1].state["next"] == "agent"
+
+
+def test_an_interrupted_graph_is_not_taken_for_a_finished_one(tmp_path, monkeypatch) -> None:
+    """A graph paused before `tools` (human in the loop) ends its stream with `tools` still to
+    run: the run reads `interrupted`, outside the example's statuses, never `done`."""
+    (tmp_path / "pausing.py").write_text(
+        "from adapter import ReactAdapter\n\n\n"
+        "class PausingAdapter(ReactAdapter):\n"
+        "    def graph(self, models):\n"
+        "        return super().graph(models).copy(update={'interrupt_before_nodes': ['tools']})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.delitem(sys.modules, "pausing", raising=False)
+    spec = tmp_path / "react.yaml"
+    spec.write_text((EXAMPLE / "react.yaml").read_text().replace("bind: adapter:ReactAdapter",
+                                                                  "bind: pausing:PausingAdapter"))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 3}))
+    assert run.result == "violated"
+    finding = results(run)["domains"]
+    assert finding.status == "violated"
+    assert finding.message == "status = 'interrupted' is outside its domain {running, done, limit}"
+    assert [s.state["next"] for s in finding.trace.steps] == ["agent", "tools", "tools"]
