@@ -31,12 +31,13 @@ LAYERS = {
     "haltproof.explorer": 3,
     "haltproof.reports": 4,
     "haltproof.cli": 5,
+    "haltproof.frameworks": 5,      # framework integrations: machine/explorer below, only cli/api above
     "haltproof": 6,                 # __init__, api, __main__, pytest_plugin
 }
 # Written like user code: may import only haltproof.machine and its own modules; nothing imports it.
 HARNESS = "haltproof.harness"
 SPECS = "haltproof.specs"           # bundled YAML: nothing imports it
-SUBPACKAGES = ("machine", "properties", "explorer", "reports", "cli", "harness", "specs")
+SUBPACKAGES = ("machine", "properties", "explorer", "reports", "cli", "frameworks", "harness", "specs")
 
 
 @dataclass(frozen=True)
