@@ -24,7 +24,7 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at
+from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
@@ -420,7 +420,9 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
            whys: tuple[str | None, str | None], late: list[tuple[str, OutOfTime]]) -> PropertyResult:
     """One declared property's result on the exploration (`whys`: see `_why_undecided`)."""
     why, why_end = whys
-    if p.kind in ("invariant", "step_invariant", "variant", "independent"):
+    if p.pattern is not None:
+        r = _pattern(p, ex, why)
+    elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
     elif p.kind == "reachable":
@@ -579,6 +581,27 @@ def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: 
     if why:
         return PropertyResult(name, kind, UNKNOWN, f"not decided: {why}", line=line)
     return PropertyResult(name, kind, HOLDS, holds, line=line)
+
+
+def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResult:
+    """A pattern property: an invariant over its monitor (machine/patterns.py), reported under
+    its pattern's name with the states the monitors added to the search."""
+    kind = present(p.pattern)
+    scope = "" if p.scope == "global" else f" (scope {p.scope.replace('_', ' ')})"
+    r = _from_finding(ex, p.name, kind, p.line, why, KIND_TEXT[kind] + scope)
+    if r.status == VIOLATED:
+        r.message = f"{kind}{scope} violated: the run so far already breaks it"
+    elif r.status == HOLDS:
+        r.message += f"; {monitor_states(ex)}"
+    return r
+
+
+def monitor_states(ex: Exploration) -> str:
+    """How many of the explored states only the pattern monitors' vars tell apart."""
+    user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
+    states = ex.states
+    plain = len({tuple(s[i] for i in user) for s in states})
+    return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
 
 
 def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:

@@ -8,6 +8,7 @@ one `SpecError` whose problems name the file, the line and the offending text.
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import errno
 import keyword
@@ -22,6 +23,7 @@ from . import expr as E
 from .errors import Located, Problem, SpecError
 from .inputs import TooLarge, read_bounded, shown_value, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
+from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
 from .yamlpos import YList, YMap, YStr, load_yaml
@@ -122,6 +124,7 @@ class Var:
     init: list[E.Expr] = field(default_factory=list)   # one or more initial values
     line: int = 0
     ghost: bool = False            # computed by the spec's stages alone, not read from bound code
+    monitor: str | None = None     # a pattern property's monitor var (machine/patterns.py): that property
 
 
 @dataclass
@@ -210,6 +213,8 @@ class PropertyDecl:
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
     file: str | None = None
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
+    pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
+    scope: str = "global"          # over its monitor vars, machine/patterns.py); its scope
 
 
 def declared_at(spec: Spec, decl: Any) -> tuple[str, int | None]:
@@ -454,8 +459,21 @@ class _Loader:
         terminal = None
         if "terminal" in top:
             terminal = self.attempt(self.terminal, top["terminal"], top.line_of("terminal"))
+        self.monitor_vars: list[Var] = []
+        self.monitor_assigns: list[Assign] = []
         props = self.attempt(self.properties, top.get("properties", YMap()),
                              top.line_of("properties")) or []
+        if self.monitor_vars and self.bound_spec:
+            self.add(top.line_of("bind"), "property patterns (absence, universality, precedence, "
+                     "bounded_existence) are not supported on a spec with bound code yet")
+        monitors = list(range(len(vars_), len(vars_) + len(self.monitor_vars)))
+        for p in props:     # a monitor reads the vars a property ignores; the machine's behaviour does not
+            if p.kind == "independent":
+                p.vars += monitors
+        vars_ = vars_ + self.monitor_vars
+        if self.monitor_assigns:      # first, so the monitor reads the state the transition leaves
+            for act in actions:
+                act.stages.insert(0, SetStage(list(self.monitor_assigns), act.line))
         expect = None
         if "expect" in top:
             expect = self.attempt(self.expect, top["expect"], top.line_of("expect"), props)
@@ -1000,11 +1018,13 @@ class _Loader:
         if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS:
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
-        kinds = [k for k in m if k in self.KINDS]
+        kinds = [k for k in m if k in self.KINDS or k in PATTERNS]
         if len(kinds) != 1:
             raise self.at(line).error(f"property {name} needs exactly one of: "
-                                      f"{', '.join(self.KINDS)}", ", ".join(kinds) or None)
+                                      f"{', '.join([*self.KINDS, *PATTERNS])}", ", ".join(kinds) or None)
         key = kinds[0]
+        if key in PATTERNS:
+            return self.pattern(name, key, m, line)
         kind = self.KINDS[key]
         extra = {"terminates_within": {"count"}, "variant": {"bound"}}.get(key, set())
         self.keys(m, f"property {name}", {key, "description", "when"} | extra,
@@ -1041,6 +1061,98 @@ class _Loader:
                 idx, _ = self.var_by_name(n, kline)
                 p.vars.append(idx)
         return p
+
+    SCOPE_KEYS = {frozenset({"before"}): "before", frozenset({"after"}): "after",
+                  frozenset({"between"}): "between", frozenset({"after", "until"}): "after_until"}
+
+    def pattern(self, name: str, key: str, m: YMap, line: int) -> PropertyDecl:
+        """A pattern property (machine/patterns.py): an invariant over its own monitor vars,
+        which every action's first stage advances."""
+        self.keys(m, f"property {name}", {key, "description", "when", "scope"})
+        p = PropertyDecl(name, "invariant", line, description=str(m.get("description", "")), pattern=key)
+        if "when" in m:
+            p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
+        raw: dict[str, tuple[Any, int]] = {}
+        kline = m.line_of(key)
+        value = m[key]
+        at_most = 0
+        if key == "precedence":
+            body = self.mapping(value, kline, f"precedence of {name}")
+            self.keys(body, f"precedence of {name}", {"cause", "effect"}, {"cause", "effect"})
+            raw["S"], raw["P"] = (body["cause"], body.line_of("cause")), (body["effect"], body.line_of("effect"))
+        elif key == "bounded_existence":
+            body = self.mapping(value, kline, f"bounded_existence of {name}")
+            self.keys(body, f"bounded_existence of {name}", {"what", "at_most"}, {"what", "at_most"})
+            raw["P"] = (body["what"], body.line_of("what"))
+            at_most = self.integer(body["at_most"], body.line_of("at_most"), f"at_most of {name}")
+            if at_most < 0:
+                raise self.at(body.line_of("at_most")).error(f"at_most of {name} must be 0 or more", at_most)
+        else:
+            raw["P"] = (value, kline)
+        if "scope" in m:
+            p.scope = self.pattern_scope(name, m["scope"], m.line_of("scope"), raw)
+        plan = monitor(key, p.scope, at_most)
+        base = len(self.vars_list) + len(self.monitor_vars)
+        mvars = [self.monitor_var(name, mv, base + i) for i, mv in enumerate(plan.vars)]
+        state_names = {n: self.bool_expr(r, self.state_scope, ln, f"{n_what(n)} of {name}")
+                       for n, (r, ln) in raw.items()}
+        act_scope = self.action_scope([])
+        act_names = {n: self.bool_expr(r, act_scope, ln, f"{n_what(n)} of {name}") for n, (r, ln) in raw.items()}
+        p.expr = self.monitor_expr(plan.ok, state_names, mvars, base, "s", line)
+        for i, mv in enumerate(plan.vars):
+            self.monitor_assigns.append(Assign(base + i, self.monitor_expr(mv.update, act_names, mvars, base,
+                                                                            None, line), line))
+        self.monitor_vars += mvars
+        return p
+
+    def pattern_scope(self, name: str, raw: Any, line: int, out: dict[str, tuple[Any, int]]) -> str:
+        """`scope: {before: R}`, `{after: Q}`, `{between: [Q, R]}` or `{after: Q, until: R}`."""
+        m = self.mapping(raw, line, f"scope of {name}")
+        scope = self.SCOPE_KEYS.get(frozenset(m))
+        if scope is None:
+            raise self.at(line).error(f"scope of {name} must be one of {{before: R}}, {{after: Q}}, "
+                                      "{between: [Q, R]}, {after: Q, until: R}", ", ".join(m) or None)
+        if scope == "between":
+            pair = m["between"]
+            if not isinstance(pair, YList) or len(pair) != 2:
+                raise self.at(m.line_of("between")).error(f"between of {name} must be a list [Q, R]")
+            out["Q"], out["R"] = (pair[0], pair.line_of(0)), (pair[1], pair.line_of(1))
+        else:
+            if "after" in m:
+                out["Q"] = (m["after"], m.line_of("after"))
+            end = "until" if "until" in m else "before"
+            if end in m:
+                out["R"] = (m[end], m.line_of(end))
+        return scope
+
+    def monitor_var(self, prop: str, mv: MonitorVar, index: int) -> Var:
+        """A hidden var of property `prop`'s monitor, named so no user expression can read it."""
+        name = f"{prop}:monitor" + (f":{mv.suffix}" if mv.suffix else "")
+        init = E.literal_expr(mv.init, str(mv.init))
+        if mv.kind == "enum":
+            return Var(name, "enum", E.EnumT(frozenset(PHASES), name), None, None, PHASES, [init],
+                       ghost=True, monitor=prop)
+        if mv.kind == "int":
+            return Var(name, "int", E.INT, E.literal_expr(0, "0"), E.literal_expr(mv.hi, str(mv.hi)),
+                       init=[init], ghost=True, monitor=prop)
+        return Var(name, "bool", E.BOOL, None, None, init=[init], ghost=True, monitor=prop)
+
+    def monitor_expr(self, text: str, preds: dict[str, E.Expr], mvars: list[Var], base: int,
+                     state: str | None, line: int) -> E.Expr:
+        """A monitor's expression text, its names bound to the predicates and the monitor vars
+        (read from `state`, or from the action's v_i when None)."""
+        def node(ex: E.Expr) -> Callable[[], ast.expr]:
+            return lambda: copy.deepcopy(ex.py)
+
+        def slot(i: int) -> Callable[[], ast.expr]:
+            return partial(_sub, state, i) if state is not None else partial(ast.Name, f"v_{i}", ast.Load())
+        names = {n: E.Binding(E.BOOL, lambda: ast.Constant(False)) for n in ("P", "Q", "R", "S", "B")}
+        names["C"] = E.Binding(E.INT, lambda: ast.Constant(0))
+        names.update({n: E.Binding(E.BOOL, node(ex)) for n, ex in preds.items()})
+        for i, v in enumerate(mvars):
+            names[{"enum": "M", "int": "C", "bool": "B"}[v.kind]] = E.Binding(v.type, slot(base + i))
+        ex = E.check(text, E.Scope(names), self.at(line), what="a pattern monitor")
+        return E.Expr(ex.text, ex.type, ex.py, frozenset().union(*(p.choices_used for p in preds.values())), line)
 
     def chance(self, name: str, key: str, raw: Any, line: int) -> tuple[E.Expr | None, Chance]:
         """`probability: {reach: EXPR, at_least|at_most: P}` or `expected: {measure: M, at_least|at_most: X}`."""
@@ -1183,6 +1295,11 @@ class _Loader:
                 raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
             out[vname] = str(value) if isinstance(value, str) else value
         return out
+
+
+def n_what(n: str) -> str:
+    """How an error names a pattern's predicate."""
+    return {"P": "the predicate", "S": "the cause", "Q": "the scope's start", "R": "the scope's end"}[n]
 
 
 def negative_bound(name: str, value: int) -> str:

@@ -25,6 +25,10 @@ KIND_TEXT = {     # what "holds" means for each kind: the message of a holding p
     "independent": "no transition depends on the ignored vars",
     "probability": "the probability of reaching a state, over every policy, meets its bound",
     "expected": "the expected total of a measure until a terminal state, over every policy, meets its bound",
+    "absence": "no state in its scope satisfies it",
+    "universality": "every state in its scope satisfies it",
+    "precedence": "in its scope, no effect state comes before a cause state",
+    "bounded_existence": "in its scope, it holds in at most the bound of separate stretches of states",
 }
 BUILTIN_TEXT = {  # the same for the built-in properties
     "domains": "every variable stays inside its declared domain (never clamped or wrapped)",
