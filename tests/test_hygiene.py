@@ -12,8 +12,8 @@ from conftest import ROOT
 
 # Every folder that holds Python: the installed layers, the tests, the benchmark, the docs' examples,
 # the top-level examples (user-style code, never installed).
-CODE_FOLDERS = ("src", "machine", "properties", "explorer", "harness", "specs", "tests", "bench", "docs", "scripts",
-                "examples")
+CODE_FOLDERS = ("src", "machine", "properties", "explorer", "reports", "cli", "frameworks", "harness", "specs", "tests",
+                "bench", "docs", "scripts", "examples")
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
@@ -32,8 +32,9 @@ def test_ruff_checks_every_python_file_of_the_code_folders():
     assert ran.returncode == 0, ran.stderr
     checked = {Path(line).resolve() for line in ran.stdout.splitlines()}
     ours = {p for folder in CODE_FOLDERS for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
-    assert {p.relative_to(ROOT).parts[0] for p in ours} >= {"src", "machine", "properties", "explorer", "harness",
-                                                             "specs", "tests", "bench", "docs", "examples"}
+    assert {p.relative_to(ROOT).parts[0] for p in ours} >= {"src", "machine", "properties", "explorer", "reports", "cli",
+                                                             "frameworks", "harness", "specs", "tests", "bench", "docs",
+                                                             "examples"}
     assert ours - checked == set()
 
 
