@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from haltproof.machine.inputs import positive
-from haltproof.machine.spec import symlink_problem
+from haltproof.machine.spec import Spec, symlink_problem
 
 from haltproof.explorer.memory import parse_size
 from haltproof.cli.usage import UsageError
@@ -98,3 +98,14 @@ def unusable(path: Path) -> str | None:
                                               else exc.strerror or str(exc))
     return None
 
+
+def not_one_combination(spec: Spec, spec_path: str, pins: dict[str, int | str], count: int, needs: str) -> str | None:
+    """Why `count` param combinations are not the one a graph or an export needs (`needs`
+    says so, e.g. "a graph shows one param combination"), naming the params to pin with an
+    example; None when there is exactly one."""
+    if count == 1:
+        return None
+    unpinned = [p for p in spec.params if p.name not in pins and p.count > 1]
+    example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
+    return (f"{spec_path}: {needs}, and {count} are declared; "
+            f"pin {', '.join(p.name for p in unpinned)} (e.g. {example})")

@@ -20,7 +20,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.prism import ident, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 
-from .common import timeout_option
+from .common import not_one_combination, timeout_option
 
 FORMATS = ("prism",)
 
@@ -42,11 +42,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("-o needs a file name")
     spec = load_spec(args.spec)
     combos = sweep(spec, pins)
-    if len(combos) != 1:
-        unpinned = [p for p in spec.params if p.name not in pins and p.count > 1]
-        example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
-        raise UsageError(f"{args.spec}: an export is of one param combination, and {len(combos)} are "
-                         f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
+    problem = not_one_combination(spec, args.spec, pins, len(combos), "an export is of one param combination")
+    if problem is not None:
+        raise UsageError(problem)
     opts = Options(pins=pins)
     (m,) = prepare(spec, opts)
     ex = explore(m, timeout=usercode.remaining())

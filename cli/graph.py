@@ -22,7 +22,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
 from haltproof.reports.report import EXIT_INCOMPLETE
 
-from .common import timeout_option
+from .common import not_one_combination, timeout_option
 
 
 def add_parser(sub: Any) -> None:
@@ -63,11 +63,9 @@ def _graph(spec_path: str, pins: dict[str, int | str], max_nodes: int | None, hi
            timeout: float | None) -> tuple[StateGraph, list[str]]:
     spec = load_spec(spec_path)
     combos = sweep(spec, pins)
-    if len(combos) != 1:
-        unpinned = [p for p in spec.params if p.name not in pins and p.count > 1]
-        example = " ".join(f"-p {p.name}={p.values[0]}" for p in unpinned)
-        raise GraphUsage(f"{spec_path}: a graph shows one param combination, and {len(combos)} are "
-                         f"declared; pin {', '.join(p.name for p in unpinned)} (e.g. {example})")
+    problem = not_one_combination(spec, spec_path, pins, len(combos), "a graph shows one param combination")
+    if problem is not None:
+        raise GraphUsage(problem)
     opts = Options(pins=pins, properties=None if highlight is None else [highlight], timeout=timeout)
     try:
         (m,) = prepare(spec, opts)
