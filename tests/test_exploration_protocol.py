@@ -24,6 +24,7 @@ from haltproof.properties import termination, vacuity
 from conftest import ROOT
 
 SPECS = sorted((ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
+CUT_SHORT_BY_SPEC_ERRORS = {"decide_counts_as_step.yaml", "retry_past_last_step.yaml"}
 # Deadlocks at x = 3 and x = 4 (the shallowest: 0, 1, 4); `hop`'s rule `never` never fires.
 STUCK = """
 machine: stuck
@@ -88,8 +89,9 @@ def test_both_engines_answer_the_protocol_alike(path: Path | None) -> None:
             continue                # the analyses run only on a complete, well-defined exploration
         assert _answers(scalar) == _answers(vector)
         compared += 1
-    if compared == 0:
-        pytest.skip("no complete, vectorizable combination")
+    # two mutants' own spec errors (well_defined) cut every combination short: the analyses
+    # do not run there, so there is nothing to compare; any other spec must compare something
+    assert compared > 0 or (path is not None and path.name in CUT_SHORT_BY_SPEC_ERRORS), path
 
 
 def test_the_protocol_is_exercised_where_it_matters() -> None:
