@@ -433,6 +433,11 @@ class _Sweep:
         self.reachables = {n: f for n, f in m.reachables.items() if wanted(n)}
         self.step_invs = [(n, f) for n, f in m.step_invariants.items() if wanted(n)]
         self.variants = [(n, f, b) for n, (f, b) in m.variants.items() if wanted(n)]
+        self.step_checks = bool(self.step_invs or self.variants)   # check_step has work on every edge
+        # A spec's expressions are typed, so a successor equal to a known state is that state.
+        # Code is not: True == 1 == 1.0 hash alike, and a bool or float from the code would be
+        # taken for the known int state without its domain being checked. Check every one.
+        self.from_code = m.bound_to is not None
         self.independents = [(p.name, tuple(i for i in range(len(m.var_names)) if i not in p.vars))
                              for p in spec.properties if p.kind == "independent" and wanted(p.name)]
         # All invariants in one generated call per state, when exactly those are checked here;
@@ -731,12 +736,7 @@ def _plain_transitions(x: _Sweep, i: int, act: CompiledAction, kept: list[tuple[
     m, ex = x.m, x.ex
     states, index, depth = ex.states, ex.index, ex.depth
     s, d_next = states[i], depth[i] + 1
-    # A spec's expressions are typed, so a successor equal to a known state is that state.
-    # Code is not: True == 1 == 1.0 hash alike, and a bool or float from the code would be
-    # taken for the known int state without its domain being checked. Check every one.
-    from_code = m.bound_to is not None
-    step_checks = bool(x.step_invs or x.variants)
-    step = act.step
+    from_code, step_checks, step = x.from_code, x.step_checks, act.step
     for ci, combo in enumerate(act.combos):
         try:
             t, r = step(s, *combo)
