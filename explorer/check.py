@@ -488,11 +488,12 @@ def stop_reason(ex: Exploration, options: Options) -> str | None:
     if ex.stopped_by == "max_states":
         return head + f"--max-states {options.max_states} reached"
     if ex.stopped_by == "max_memory":
+        detail = f": {ex.stopped_in}" if ex.stopped_in else ""     # judged before a level: what it needs
         if ex.out_of_memory:
-            return head + "out of memory (a bound, not a bug: try --max-memory, more memory, or smaller params)"
+            return head + f"out of memory{detail} (a bound, not a bug: try --max-memory, more memory, or smaller params)"
         limit = options.memory_bytes
         assert limit is not None, "stopped by the memory limit, so there is one"
-        return head + f"memory limit {size_text(limit)} reached"
+        return head + f"memory limit {size_text(limit)} reached{detail}"
     text = head + f"--timeout{_seconds(options)} reached"
     return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 
