@@ -45,6 +45,7 @@ Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept
 
 
 ENGINES = ("auto", "scalar", "vector")
+MAX_WORKERS = 1024      # -j: more local processes than this is a typo, not a machine
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Options:
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
+    workers: int = 1              # processes (-j) the runs of a sweep are checked in (explorer/parallel.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     @property
@@ -85,6 +87,7 @@ class Options:
         if not isinstance(self.model_only, bool):
             raise ValueError(f"model must be True or False, got {self.model_only!r}")
         self.paths = check_number(self.paths, "paths", int, above=0)
+        self.workers = check_number(self.workers, "workers", int, above=0, most=MAX_WORKERS)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.determinism not in DETERMINISM:
@@ -328,7 +331,8 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
     return [check_machine(m, options) for m in prepare(spec, options)]
 
 
-BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory"}
+BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory",
+                "workers_lost": "lost workers"}     # every worker checking the run died (explorer/parallel.py)
 
 
 def check_machine(m: Machine, options: Options) -> RunResult:

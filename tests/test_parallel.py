@@ -1,0 +1,147 @@
+"""`-j N`: a sweep's runs checked in worker processes give the serial report (explorer/parallel.py).
+
+Each comparison is of the whole JSON report with the timing keys removed: the same runs in
+the same order with the same figures, traces and messages. The workers are spawned
+processes, so these tests take a few seconds each.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from haltproof.api import check
+from haltproof.explorer.check import Options
+from haltproof.explorer.parallel import MAX_ATTEMPTS
+from haltproof.reports.graph import build_graph
+
+from conftest import LOOP_DEMO, MUTANTS, SPECS
+
+TIMING = {"seconds"}     # what may differ between two checks of the same runs
+
+
+def untimed(data: Any) -> Any:
+    """A report without its timings."""
+    if isinstance(data, dict):
+        return {k: untimed(v) for k, v in data.items() if k not in TIMING}
+    if isinstance(data, list):
+        return [untimed(v) for v in data]
+    return data
+
+
+def bound_to(tmp_path: Path, ref: str) -> Path:
+    """loop_demo bound to `ref` (tests/dying_adapters.py) instead of the shipped harness."""
+    text = LOOP_DEMO.read_text(encoding="utf-8")
+    spec = tmp_path / "loop_demo.yaml"
+    spec.write_text(text.replace("bind: haltproof.harness.loop_binding:LoopDemoAdapter", f"bind: {ref}"),
+                    encoding="utf-8")
+    return spec
+
+
+def test_mutants_j2_give_the_serial_report(cli):
+    """Several specs of a directory, each a sweep, violated as they expect: one report."""
+    one = cli("check", MUTANTS, "-j", "1", "--format", "json")
+    two = cli("check", MUTANTS, "-j", "2", "--format", "json")
+    assert one.code == two.code == 0
+    assert len(one.json()["runs"]) == 41
+    assert untimed(two.json()) == untimed(one.json())
+
+
+@pytest.mark.slow
+def test_bundled_specs_j2_give_the_serial_report(cli):
+    """The issue's test: `haltproof check specs -j 2 --format json` equals `-j 1`, bound code included."""
+    one = cli("check", SPECS, "-j", "1", "--format", "json")
+    two = cli("check", SPECS, "-j", "2", "--format", "json")
+    assert one.code == two.code == 0
+    assert len(one.json()["runs"]) == 107
+    assert untimed(two.json()) == untimed(one.json())
+
+
+def test_a_killed_worker_loses_nothing(cli, tmp_path, monkeypatch):
+    """The worker checking max_steps=3 is killed once (SIGKILL): that run is checked again and
+    the report is the serial one."""
+    marker = tmp_path / "died"
+    monkeypatch.setenv("HALTPROOF_TEST_MARKER", str(marker))
+    spec = bound_to(tmp_path, "dying_adapters:DiesOnce")
+    two = cli("check", spec, "-j", "2", "--format", "json")
+    assert marker.exists(), "the worker was not killed: the test proves nothing"
+    one = cli("check", spec, "-j", "1", "--format", "json")
+    assert one.code == two.code == 0
+    assert [r["params"]["max_steps"] for r in two.json()["runs"]] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert untimed(two.json()) == untimed(one.json())
+
+
+def test_a_run_that_kills_every_worker_is_incomplete_and_the_rest_complete(cli, tmp_path):
+    """A combination whose code kills its worker every time is tried MAX_ATTEMPTS times, then
+    reported incomplete (exit 3) with why; every other run is checked in full."""
+    spec = bound_to(tmp_path, "dying_adapters:DiesAlways")
+    ran = cli("check", spec, "-j", "2", "--format", "json")
+    assert ran.code == 3
+    runs = ran.json()["runs"]
+    assert len(runs) == 10
+    lost = [r for r in runs if r["params"]["max_steps"] == 3]
+    assert [r["result"] for r in lost] == ["incomplete", "incomplete"]
+    assert {r["stopped_by"] for r in lost} == {"workers_lost"}
+    assert {r["stop_reason"] for r in lost} == {
+        f"not checked: the worker process checking it died {MAX_ATTEMPTS} times"}
+    assert {p["status"] for r in lost for p in r["properties"]} == {"unknown"}
+    assert [r["result"] for r in runs if r["params"]["max_steps"] != 3] == ["proved"] * 8
+    text = cli("check", spec, "-j", "2")
+    assert text.code == 3
+    assert text.out.count("incomplete (stopped at lost workers)") == 4     # the run lines and the findings
+    assert text.out.count(f"not checked: the worker process checking it died {MAX_ATTEMPTS} times") == 2
+
+
+def test_a_user_error_met_in_a_worker_exits_2_with_its_message(cli, tmp_path):
+    """A SpecError raised in a worker reaches the user as it would from this process."""
+    spec = bound_to(tmp_path, "dying_adapters:FailsInWorkers")
+    ran = cli("check", spec, "-j", "2")
+    assert ran.code == 2
+    assert ran.out == ""
+    assert ran.err.strip() == (f"error: {spec}:22: cannot create the adapter: RuntimeError: no adapter in a "
+                               "worker process: 'dying_adapters:FailsInWorkers'")
+
+
+def test_api_workers_keep_the_graphs_for_the_html_report():
+    """check(workers=2) keeps each small run's explored graph, as drawn from one process."""
+    one, two = check(LOOP_DEMO, workers=1), check(LOOP_DEMO, workers=2)
+    assert untimed(two.to_json()) == untimed(one.to_json())
+    graphs = [[build_graph(r.exploration) if r.exploration is not None else None for r in rep.runs]
+              for rep in (one, two)]
+    assert sum(g is not None for g in graphs[0]) == 8
+    assert graphs[1] == graphs[0]
+    assert [r.spec for r in two.runs] == [two.runs[0].spec] * 10
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "x", "1025"])
+def test_bad_worker_counts_are_usage_errors(cli, given):
+    ran = cli("check", LOOP_DEMO, "-j", given)
+    assert ran.code == 2
+    assert re.search(r"--workers", ran.err)
+
+
+def test_options_refuse_bad_worker_counts():
+    with pytest.raises(ValueError, match="workers must be"):
+        Options(workers=0)
+    with pytest.raises(ValueError, match="workers must be"):
+        Options(workers=True)
+
+
+def test_spec_errors_travel_between_processes():
+    import pickle
+    from haltproof.machine.errors import Problem, SpecError
+    err = SpecError([Problem("a.yaml", 3, "bad", "x")])
+    back = pickle.loads(pickle.dumps(err))
+    assert back.problems == err.problems and str(back) == str(err)
+
+
+def test_a_copied_spec_dir_is_checked_from_its_own_path(cli, tmp_path):
+    """Workers load a spec by the path the report shows, relative paths included."""
+    shutil.copy(LOOP_DEMO, tmp_path / "loop_demo.yaml")
+    ran = cli("check", tmp_path, "-j", "2", "--model", "--format", "json")
+    assert ran.code == 0
+    assert {r["spec"] for r in ran.json()["runs"]} == {str(tmp_path / "loop_demo.yaml")}
