@@ -21,7 +21,7 @@ from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
 from haltproof.explorer.check import MAX_WORKERS, Options, RunResult, load_python_model, prepare, prepare_python
-from haltproof.explorer import parallel
+from haltproof.explorer import cluster, parallel
 from haltproof.explorer.parallel import Batch, Source, check_batches
 from haltproof.explorer.engine import ProgressFn
 from haltproof.cli.usage import UsageError, parse_pins
@@ -79,6 +79,10 @@ def add_parser(sub: Any) -> None:
     c.add_argument("-j", "--workers", type=number_option(int, "--workers", above=0, most=MAX_WORKERS),
                    metavar="N", help="check the runs of a sweep (and the specs given) in N processes at once, "
                                      "with the same report (default: every core of this machine; 1: one at a time)")
+    c.add_argument("--dask", metavar="ADDRESS",
+                   help="check the runs on the Dask cluster whose scheduler is at ADDRESS (tcp://host:port); "
+                        "its workers need haltproof, the specs at the same paths and the bound code "
+                        "(docs/scaling.md)")
     c.add_argument("--emit-tests", metavar="DIR",
                    help="write a pytest regression test per violated property, replaying its counterexample")
 
@@ -88,12 +92,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
     recorded = _checked_options(args)
-    specs, models = _load_specs(paths)
-    _check_names(specs, pins, args.properties)
-    show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
-    workers = parallel.default_workers() if args.workers is None else args.workers
-    batches = _plans(specs, models, pins, args, show_progress and workers == 1, workers)
-    runs = check_batches(batches, workers, _runs_done if show_progress and workers > 1 else None)
+    client = _dask_client(args.dask)
+    try:
+        specs, models = _load_specs(paths)
+        _check_names(specs, pins, args.properties)
+        show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
+        workers = parallel.default_workers() if args.workers is None else args.workers
+        one_by_one = workers == 1 and client is None      # runs here, one at a time: their own progress
+        batches = _plans(specs, models, pins, args, show_progress and one_by_one, workers)
+        done = _runs_done if show_progress and not one_by_one else None
+        runs = check_batches(batches, workers, done) if client is None \
+            else cluster.check_on_cluster(batches, client, done)
+    finally:
+        if client is not None:
+            client.close()
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     if not runs:
@@ -112,6 +124,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         for line in moved:
             print(f"  {line}", file=sys.stderr)
     return code
+
+
+def _dask_client(address: str | None) -> Any:
+    """The Dask client for --dask ADDRESS (None without it); an unreachable scheduler is exit 2."""
+    if address is None:
+        return None
+    if not address.strip():
+        raise UsageError("--dask needs the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    try:
+        return cluster.connect(address)
+    except cluster.Unreachable as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _checked_options(args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
