@@ -19,7 +19,7 @@ from haltproof.explorer.check import Options
 from haltproof.explorer.parallel import MAX_ATTEMPTS
 from haltproof.reports.graph import build_graph
 
-from conftest import LOOP_DEMO, MUTANTS, SPECS
+from conftest import LOOP_DEMO, MUTANTS, ROOT, SPECS
 
 TIMING = {"seconds"}     # what may differ between two checks of the same runs
 
@@ -145,3 +145,24 @@ def test_a_copied_spec_dir_is_checked_from_its_own_path(cli, tmp_path):
     ran = cli("check", tmp_path, "-j", "2", "--model", "--format", "json")
     assert ran.code == 0
     assert {r["spec"] for r in ran.json()["runs"]} == {str(tmp_path / "loop_demo.yaml")}
+
+
+SCALING_DOC = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+
+
+def _scaling_commands() -> list[str]:
+    return [line.split("  #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", SCALING_DOC, re.S)
+            for line in block.splitlines() if line.startswith("haltproof ")]
+
+
+def test_the_scaling_page_is_linked_and_its_commands_run(cli, monkeypatch):
+    assert "(docs/scaling.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = _scaling_commands()
+    assert commands == ["haltproof check specs/loop_demo.yaml -j 2", "haltproof check specs/loop_demo.yaml -j 1"]
+    monkeypatch.chdir(ROOT)
+    outs = []
+    for command in commands:
+        ran = cli(*command.split()[1:])
+        assert ran.code == 0, (command, ran.err)
+        outs.append(re.sub(r"\d+\.\d\d s", "0.00 s", ran.out))
+    assert outs[0] == outs[1]
