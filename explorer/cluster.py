@@ -116,7 +116,7 @@ class _Sweep:
                 blob = fut.result(timeout=FETCH_SECONDS)
             except TimeoutError:
                 return False
-            self.results[i] = restore(blob, self.machines[i])
+            self.results[i] = restore(blob, self.machines[i], self.jobs[i].options)
             if self.done is not None:
                 self.done(len(self.results), len(self.jobs))
             return True

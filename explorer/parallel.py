@@ -40,6 +40,7 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import Machine
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.vectorize import vectorize
 from haltproof.properties.kinds import BUILTIN_TEXT, UNKNOWN, PropertyResult
 
@@ -149,14 +150,21 @@ def _hear_starts(started: SimpleQueue[int]) -> None:
 def run_job(job: Job) -> bytes:
     """A worker's whole task: rebuild the run, check it, and return it pickled, its kept
     exploration without the machine (the parent puts its own spec and machine back, `restore`).
-    A local worker says first which run it takes, so the parent knows what a dying worker held."""
+    A local worker says first which run it takes, so the parent knows what a dying worker held.
+
+    The whole check's deadline holds here too, the worker's own import of the user's code
+    included: when it passes before the run could be rebuilt, the run comes back as a
+    `late` marker, and the parent reports it incomplete (see `restore`)."""
     if _STARTED is not None:
         _STARTED.put(job.index)
     left = None if job.end is None else max(1e-6, job.end - time.time())
     with usercode.deadline(left):
-        (m,) = job.source.machines(job.options)
+        try:
+            (m,) = job.source.machines(job.options)
+        except OutOfTime as stop:
+            return pickle.dumps(("late", stop.doing))
         result = check_machine(m, job.options)
-    return pickle.dumps(_detached(result))
+    return pickle.dumps(("done", _detached(result)))
 
 
 def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[str, Any] | None]:
@@ -171,9 +179,14 @@ def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[s
     return replace(r, exploration=None), type(ex), state
 
 
-def restore(blob: bytes, m: Machine) -> RunResult:
+def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
     """A worker's result with the parent's own spec and machine in it (reports read them by identity)."""
-    r, cls, state = pickle.loads(blob)
+    kind, sent = pickle.loads(blob)
+    if kind == "late":
+        doing = f" while {sent}" if sent else ""
+        return lost_run(m, options, f"the --timeout passed{doing} in the worker process, before the run started",
+                        stopped_by="timeout")
+    r, cls, state = sent
     assert isinstance(r, RunResult), "a worker sends a RunResult"
     r.spec = m.spec
     if cls is not None and state is not None:
@@ -186,8 +199,9 @@ def restore(blob: bytes, m: Machine) -> RunResult:
     return r
 
 
-def lost_run(m: Machine, options: Options, why: str) -> RunResult:
-    """An `incomplete` run for a combination no worker lived to finish: nothing decided, and why."""
+def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST) -> RunResult:
+    """An `incomplete` run for a combination no worker finished (lost with its workers, or the
+    deadline passed before it started): nothing decided, and why."""
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
     props = [PropertyResult(n, "builtin", UNKNOWN, f"not decided: {why}") for n in judged_builtins(m)
@@ -199,7 +213,7 @@ def lost_run(m: Machine, options: Options, why: str) -> RunResult:
             r.description, r.file = p.description, p.file
             props.append(r)
     stats = {"states": 0, "transitions": 0, "terminal_states": 0, "max_depth": 0, "seconds": 0.0}
-    return RunResult(spec, m.params, stats, props, {"rules": {}, "terminals": {}}, [], [], LOST,
+    return RunResult(spec, m.params, stats, props, {"rules": {}, "terminals": {}}, [], [], stopped_by,
                      None if spec.expect_violated is None else False,
                      f"code: {m.bound_to}" if m.bound_to else "model", stop_reason=f"not checked: {why}")
 
@@ -260,6 +274,7 @@ class LocalPool:
         broken = False
         try:
             futures: dict[Future[bytes], int] = {pool.submit(run_job, j): j.index for j in jobs}
+            options = {j.index: j.options for j in jobs}
             waiting = set(futures)
             while waiting:
                 finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
@@ -276,7 +291,7 @@ class LocalPool:
                             if k > i:
                                 later.cancel()
                     else:
-                        results[i] = restore(fut.result(), machines[i])
+                        results[i] = restore(fut.result(), machines[i], options[i])
                         tick()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -63,3 +63,11 @@ class DiesOnDask(LoopDemoAdapter):
         if params["max_steps"] == DOOMED and _on_dask_worker():
             _die()
         return super().concretize(state, params)
+
+
+class SlowToCreate(LoopDemoAdapter):
+    """Takes far longer to create than the deadlines its test gives (the worker's own import)."""
+
+    def __init__(self) -> None:
+        import time
+        time.sleep(30)

@@ -166,3 +166,26 @@ def test_the_scaling_page_is_linked_and_its_commands_run(cli, monkeypatch):
         assert ran.code == 0, (command, ran.err)
         outs.append(re.sub(r"\d+\.\d\d s", "0.00 s", ran.out))
     assert outs[0] == outs[1]
+
+
+def test_a_deadline_that_passes_while_a_worker_imports_the_code_makes_the_run_incomplete(tmp_path):
+    """The whole check's --timeout bounds a worker's own import of the bound code too: the run
+    comes back incomplete (stopped_by timeout) and says why, it does not end the check."""
+    import pickle
+    import time
+
+    from haltproof.explorer.parallel import Job, Source, restore, run_job
+    from haltproof.machine.spec import load_spec
+    from haltproof.explorer.check import prepare
+    import dying_adapters    # imported here first: the deadline is to pass in the adapter's creation
+    assert dying_adapters.SlowToCreate
+    spec = bound_to(tmp_path, "dying_adapters:SlowToCreate")
+    params = {"max_steps": 1, "max_retries": 0}
+    options = Options(pins=params, timeout=60)
+    blob = run_job(Job(0, Source(path=str(spec)), params, options, time.time() + 1.0))
+    assert pickle.loads(blob) == ("late", "creating the adapter dying_adapters:SlowToCreate")
+    (m,) = prepare(load_spec(LOOP_DEMO), Options(pins=params))
+    r = restore(blob, m, options)
+    assert (r.result, r.stopped_by, r.params) == ("incomplete", "timeout", params)
+    assert r.stop_reason == ("not checked: the --timeout passed while creating the adapter "
+                             "dying_adapters:SlowToCreate in the worker process, before the run started")
