@@ -264,8 +264,9 @@ def _check_property_names(spec: Spec, options: Options) -> None:
                                                        f"property (it has: {', '.join(sorted(known))})")])
 
 
-def prepare(spec: Spec, options: Options) -> list[Machine]:
-    """Validate pins and property names and instantiate every combination.
+def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) -> list[Machine]:
+    """Validate pins and property names and instantiate every combination (from `compiled`,
+    the spec compiled before, when given: a worker process checks many runs of one spec).
 
     Every spec error that depends on param values surfaces here, before any run. Loading
     a bound adapter runs the user's code: within the timeout, or OutOfTime."""
@@ -279,7 +280,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
                                  "runs twice: " + ("--model explores the spec's own stages" if spec.bind
                                                    else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
-    compiled = CompiledSpec(spec)
+    compiled = CompiledSpec(spec) if compiled is None else compiled
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
         with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules

@@ -37,7 +37,7 @@ from multiprocessing.queues import SimpleQueue
 from typing import Any
 
 from haltproof.machine import usercode
-from haltproof.machine.compiled import Machine
+from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.usercode import OutOfTime
@@ -75,7 +75,8 @@ class Source:
             cls = usercode.run(load_model_ref, self.model)
             return prepare_python(cls, options)
         assert self.path is not None, "a source is a spec file or a model"
-        return prepare(_spec(self.path), options)
+        spec, compiled = _compiled(self.path)
+        return prepare(spec, options, compiled)
 
 
 def model_source(cls: type) -> Source | None:
@@ -91,12 +92,15 @@ def model_source(cls: type) -> Source | None:
     return Source(model=ref) if same is cls else None
 
 
-_SPECS: dict[str, Spec] = {}      # a worker's loaded specs, by path: a sweep loads each once
+_SPECS: dict[str, tuple[Spec, CompiledSpec]] = {}   # a worker's loaded and compiled specs, by path
 
 
-def _spec(path: str) -> Spec:
+def _compiled(path: str) -> tuple[Spec, CompiledSpec]:
+    """The spec at `path`, loaded and compiled once per worker process (as a serial check
+    compiles each spec once for all its combinations)."""
     if path not in _SPECS:
-        _SPECS[path] = load_spec(path)
+        spec = load_spec(path)
+        _SPECS[path] = spec, CompiledSpec(spec)
     return _SPECS[path]
 
 

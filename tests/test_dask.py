@@ -45,12 +45,6 @@ def _dask(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-@pytest.fixture
-def dask_cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with _cluster(tmp_path) as c:
-        yield c
-
-
 @contextmanager
 def _cluster(tmp_path: Path) -> Iterator[Cluster]:
     """A scheduler and two single-threaded workers; their environment sees tests/ (the dying
@@ -78,28 +72,26 @@ def _cluster(tmp_path: Path) -> Iterator[Cluster]:
             p.wait()
 
 
-def test_a_sweep_on_dask_gives_the_local_report(cli, dask_cluster):
-    """The bundled loop_demo sweep (bound code) and the mutants (models): the -j 1 report."""
+def test_a_sweep_on_dask_gives_the_local_report_and_a_killed_worker_loses_nothing(cli, tmp_path, monkeypatch):
+    """On one cluster: the bundled loop_demo sweep (bound code) and the mutants (models) give the
+    -j 1 report; then the bound code kills the worker checking max_steps=3 once, Dask runs it
+    again on the other worker, and the report is still the local one."""
+    marker = tmp_path / "died"
+    monkeypatch.setenv("HALTPROOF_TEST_MARKER", str(marker))
+    dying = bound_to(tmp_path, "dying_adapters:DiesOnce")
+    with _cluster(tmp_path) as c:
+        remote = cli("check", LOOP_DEMO, MUTANTS, "--dask", c.address, "--format", "json")
+        assert not marker.exists()
+        remote_dying = cli("check", dying, "--dask", c.address, "--format", "json")
+        assert marker.exists(), "no worker was killed: the test proves nothing"
+        assert sum(w.poll() is not None for w in c.workers) == 1
     local = cli("check", LOOP_DEMO, MUTANTS, "-j", "1", "--format", "json")
-    remote = cli("check", LOOP_DEMO, MUTANTS, "--dask", dask_cluster.address, "--format", "json")
     assert local.code == remote.code == 0, remote.err
     assert len(remote.json()["runs"]) == 51
     assert untimed(remote.json()) == untimed(local.json())
-
-
-def test_a_worker_killed_mid_sweep_loses_nothing(cli, tmp_path, monkeypatch):
-    """The bound code kills the worker checking max_steps=3 once: Dask runs it again on the other
-    worker, and the report is the local one."""
-    marker = tmp_path / "died"
-    monkeypatch.setenv("HALTPROOF_TEST_MARKER", str(marker))
-    spec = bound_to(tmp_path, "dying_adapters:DiesOnce")
-    with _cluster(tmp_path) as c:
-        remote = cli("check", spec, "--dask", c.address, "--format", "json")
-        assert marker.exists(), "no worker was killed: the test proves nothing"
-        assert sum(w.poll() is not None for w in c.workers) == 1
-    local = cli("check", spec, "-j", "1", "--format", "json")
-    assert local.code == remote.code == 0
-    assert untimed(remote.json()) == untimed(local.json())
+    local_dying = cli("check", dying, "-j", "1", "--format", "json")
+    assert local_dying.code == remote_dying.code == 0, remote_dying.err
+    assert untimed(remote_dying.json()) == untimed(local_dying.json())
 
 
 def test_a_cluster_that_loses_every_worker_is_incomplete_with_what_finished(cli, tmp_path, monkeypatch):
