@@ -276,17 +276,19 @@ class LocalPool:
         pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=self.context,
                                    initializer=_hear_starts, initargs=(started,))
         broken = False
+        in_hand: set[int] = set()
         try:
             futures: dict[Future[bytes], int] = {pool.submit(run_job, j): j.index for j in jobs}
             options = {j.index: j.options for j in jobs}
             waiting = set(futures)
             while waiting:
                 finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                _drain(started, in_hand)        # read as they come: a full pipe would stop the workers
                 for fut in sorted(finished, key=futures.__getitem__):
                     i = futures[fut]
-                    exc = None if fut.cancelled() else fut.exception()
                     if fut.cancelled():
                         continue
+                    exc = fut.exception()
                     if isinstance(exc, BrokenProcessPool):
                         broken = True
                     elif exc is not None:
@@ -299,7 +301,13 @@ class LocalPool:
                         tick()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        in_hand: set[int] = set()
-        while broken and not started.empty():
-            in_hand.add(started.get())
+        if not broken:
+            return set()
+        _drain(started, in_hand)
         return {i for i in in_hand if i not in results and i not in errors}
+
+
+def _drain(started: SimpleQueue[int], into: set[int]) -> None:
+    """Every run index the workers have said they took, so far."""
+    while not started.empty():
+        into.add(started.get())

@@ -189,3 +189,56 @@ def test_a_deadline_that_passes_while_a_worker_imports_the_code_makes_the_run_in
     assert (r.result, r.stopped_by, r.params) == ("incomplete", "timeout", params)
     assert r.stop_reason == ("not checked: the --timeout passed while creating the adapter "
                              "dying_adapters:SlowToCreate in the worker process, before the run started")
+
+
+TINY = """machine: tiny
+params:
+  a: {min: 1, max: 25}
+  b: {min: 1, max: 20}
+vars:
+  x: {type: int, min: 0, max: 1, init: 0}
+actions:
+  go:
+    when: x == 0
+    do:
+      - set:
+          x: 1
+terminal: x == 1
+"""
+
+# Runs `haltproof check SPEC -j 2` with the pipe the workers report their runs on shrunk to one
+# page (about 340 reports), so a sweep of 500 runs fills it unless the parent reads as it goes.
+SMALL_PIPE = """
+import fcntl, sys
+from haltproof.cli.main import main
+from haltproof.explorer import parallel
+
+made = parallel.LocalPool.__init__
+
+def small_pipes(self, workers):
+    made(self, workers)
+    queue = self.context.SimpleQueue
+
+    def shrunk():
+        q = queue()
+        fcntl.fcntl(q._writer.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+        return q
+    self.context.SimpleQueue = shrunk
+
+parallel.LocalPool.__init__ = small_pipes
+sys.exit(main(["check", sys.argv[1], "-j", "2", "--quiet"]))
+"""
+
+
+@pytest.mark.slow
+def test_a_sweep_of_more_runs_than_the_start_pipe_holds_ends(tmp_path):
+    """The workers say which run they take on a pipe; the parent must drain it while it waits,
+    or a long sweep stops with every worker blocked (it did, past about 5,000 runs)."""
+    import subprocess
+    import sys
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY, encoding="utf-8")
+    ran = subprocess.run([sys.executable, "-c", SMALL_PIPE, str(spec)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "500 runs: 500 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n"
