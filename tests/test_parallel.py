@@ -242,3 +242,15 @@ def test_a_sweep_of_more_runs_than_the_start_pipe_holds_ends(tmp_path):
                          timeout=300, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "500 runs: 500 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n"
+
+
+def test_the_examples_j2_give_the_serial_report(cli, monkeypatch):
+    """The async agent loop bound live (its adapter imported from the working directory, in each
+    worker too) and the docs' example specs."""
+    monkeypatch.chdir(ROOT / "examples" / "agent_loop")
+    one = cli("check", "agent.yaml", ROOT / "docs" / "examples", "-j", "1", "--format", "json")
+    two = cli("check", "agent.yaml", ROOT / "docs" / "examples", "-j", "2", "--format", "json")
+    assert one.code == two.code == 1        # a docs example shows a violation on purpose
+    assert len(one.json()["runs"]) == 29
+    assert "agent.yaml" in {r["spec"] for r in one.json()["runs"]}
+    assert untimed(two.json()) == untimed(one.json())
