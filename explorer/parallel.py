@@ -39,10 +39,10 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.pymodel import load_model_ref
-from haltproof.machine.spec import Spec, load_spec
+from haltproof.machine.spec import Spec, load_spec, present
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.vectorize import vectorize
-from haltproof.properties.kinds import BUILTIN_TEXT, UNKNOWN, PropertyResult
+from haltproof.properties.kinds import UNKNOWN, PropertyResult
 
 from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
 from .engine import Exploration
@@ -208,11 +208,10 @@ def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST) -> 
     deadline passed before it started): nothing decided, and why."""
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
-    props = [PropertyResult(n, "builtin", UNKNOWN, f"not decided: {why}") for n in judged_builtins(m)
-             if n in BUILTIN_TEXT]
+    props = [PropertyResult(n, "builtin", UNKNOWN, f"not decided: {why}") for n in judged_builtins(m)]
     for p in spec.properties:
         if p.name in selected - m.inactive:
-            r = PropertyResult(p.name, p.kind if p.pattern is None else str(p.pattern), UNKNOWN,
+            r = PropertyResult(p.name, p.kind if p.pattern is None else present(p.pattern), UNKNOWN,
                                f"not decided: {why}", line=p.line)
             r.description, r.file = p.description, p.file
             props.append(r)
