@@ -89,6 +89,10 @@ def test_a_run_that_kills_every_worker_is_incomplete_and_the_rest_complete(cli, 
     assert {r["stop_reason"] for r in lost} == {
         f"not checked: the worker process checking it died {MAX_ATTEMPTS} times"}
     assert {p["status"] for r in lost for p in r["properties"]} == {"unknown"}
+    serial = [r for r in cli("check", spec, "-j", "1", "--format", "json").json()["runs"]
+              if r["params"]["max_steps"] == 3]        # in this process the code does not die
+    assert [[(p["name"], p["kind"]) for p in r["properties"]] for r in lost] == \
+        [[(p["name"], p["kind"]) for p in r["properties"]] for r in serial]
     assert [r["result"] for r in runs if r["params"]["max_steps"] != 3] == ["proved"] * 8
     text = cli("check", spec, "-j", "2")
     assert text.code == 3
