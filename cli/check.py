@@ -32,7 +32,6 @@ from haltproof.reports.text import render_text
 from .common import collect_specs, pins_option, size, timeout_option
 
 
-
 def add_parser(sub: Any) -> None:
     """The `check` subcommand and its options (`sub`: argparse's subparsers action)."""
     c = sub.add_parser("check", help="explore every state and judge every property")
