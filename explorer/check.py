@@ -45,6 +45,7 @@ Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept
 
 
 ENGINES = ("auto", "scalar", "vector")
+MAX_WORKERS = 1024      # -j: more local processes than this is a typo, not a machine
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Options:
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
+    workers: int = 1              # processes (-j) the runs of a sweep are checked in (explorer/parallel.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     @property
@@ -85,6 +87,7 @@ class Options:
         if not isinstance(self.model_only, bool):
             raise ValueError(f"model must be True or False, got {self.model_only!r}")
         self.paths = check_number(self.paths, "paths", int, above=0)
+        self.workers = check_number(self.workers, "workers", int, above=0, most=MAX_WORKERS)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.determinism not in DETERMINISM:
@@ -261,8 +264,9 @@ def _check_property_names(spec: Spec, options: Options) -> None:
                                                        f"property (it has: {', '.join(sorted(known))})")])
 
 
-def prepare(spec: Spec, options: Options) -> list[Machine]:
-    """Validate pins and property names and instantiate every combination.
+def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) -> list[Machine]:
+    """Validate pins and property names and instantiate every combination (from `compiled`,
+    the spec compiled before, when given: a worker process checks many runs of one spec).
 
     Every spec error that depends on param values surfaces here, before any run. Loading
     a bound adapter runs the user's code: within the timeout, or OutOfTime."""
@@ -276,7 +280,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
                                  "runs twice: " + ("--model explores the spec's own stages" if spec.bind
                                                    else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
-    compiled = CompiledSpec(spec)
+    compiled = CompiledSpec(spec) if compiled is None else compiled
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
         with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
@@ -328,7 +332,8 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
     return [check_machine(m, options) for m in prepare(spec, options)]
 
 
-BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory"}
+BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory",
+                "workers_lost": "lost workers"}     # every worker checking the run died (explorer/parallel.py)
 
 
 def check_machine(m: Machine, options: Options) -> RunResult:
