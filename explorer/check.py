@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from haltproof.machine import usercode
-from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
+from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
 from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
@@ -27,6 +29,7 @@ from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
@@ -381,6 +384,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
+    notices += _unbounded_by_fairness(m, selected)
     left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
@@ -420,7 +424,9 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
            whys: tuple[str | None, str | None], late: list[tuple[str, OutOfTime]]) -> PropertyResult:
     """One declared property's result on the exploration (`whys`: see `_why_undecided`)."""
     why, why_end = whys
-    if p.pattern is not None:
+    if p.kind == "liveness":
+        r = _liveness(p, ex, why_end)
+    elif p.pattern is not None:
         r = _pattern(p, ex, why)
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
@@ -509,8 +515,9 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                     from None
         else:
             # the probability analyses read every edge: the vector engine must keep them
-            keep = bool(m.spec.probabilities) or any(p.chance is not None and p.name in selected
-                                                     for p in m.spec.properties)
+            # and so do the liveness patterns: a run may end in any deadlock, not only the first
+            keep = bool(m.spec.probabilities) or any((p.chance is not None or p.kind == "liveness")
+                                                     and p.name in selected for p in m.spec.properties)
             if options.engine == "vector":
                 return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
                                       properties=selected, progress=progress, keep_edges=keep)
@@ -596,6 +603,62 @@ def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResul
     return r
 
 
+def _liveness(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResult:
+    """A liveness pattern: violated by a bad maximal run (properties/liveness.py), a finite one
+    first, else a fair lasso; it holds when there is none in a complete exploration."""
+    kind = present(p.pattern)
+    scope = "" if p.scope == "global" else f" (scope {p.scope.replace('_', ' ')})"
+    try:
+        open_ = ex.open_states(p.name)
+        fairness = L.assumptions(ex)
+        bad = L.bad_run(ex, open_, fairness)
+        relied = _relied_on(ex, open_, fairness) if bad is None else fairness
+    except EVAL_ERRORS as exc:
+        return PropertyResult(p.name, kind, UNKNOWN, f"not decided: its expression cannot be evaluated on a reachable "
+                              f"state or transition: {exc}", line=p.line)
+    owed = "the trigger is not answered" if kind == "response" else "it never holds"
+    if bad is not None and bad.end is not None:
+        trace = path_trace(ex, bad.end)
+        r = PropertyResult(p.name, kind, VIOLATED, f"{kind}{scope} violated: a run ends after "
+                           f"{_n(len(trace), 'transition')} and {owed}", trace, line=p.line)
+    elif bad is not None:
+        cycle = list(bad.cycle)
+        r = PropertyResult(p.name, kind, VIOLATED, f"{kind}{scope} violated: a run can cycle forever through "
+                           f"{_n(len(cycle), 'transition')} and {owed}" + _fair_text(relied, "fair under"),
+                           lasso_trace(ex, present(bad.start), cycle), line=p.line)
+    elif why:
+        r = PropertyResult(p.name, kind, UNKNOWN, f"not decided: {why}", line=p.line)
+    else:
+        r = PropertyResult(p.name, kind, HOLDS, f"{KIND_TEXT[kind]}{scope}; {monitor_states(ex)}"
+                           + _fair_text(relied, "under fairness"), line=p.line)
+    r.fairness = [f.text for f in relied] or None
+    return r
+
+
+def _relied_on(ex: Exploration, open_: Any, fairness: list[L.Assumption]) -> list[L.Assumption]:
+    """The assumptions a verdict without a fair bad run relies on: all of them when some
+    unfair one exists, none otherwise (the proof then needs no fairness)."""
+    if fairness and L.fair_lasso(ex, open_, []) is not None:
+        return fairness
+    return []
+
+
+def _fair_text(relied: list[L.Assumption], lead: str) -> str:
+    """`; under fairness: weak a, strong b when c`, or nothing when no assumption was needed."""
+    return f"; {lead}: {', '.join(f.text for f in relied)}" if relied else ""
+
+
+def _unbounded_by_fairness(m: Machine, selected: set[str]) -> list[Notice]:
+    """A notice per `terminates_within` and variant checked on a spec with fairness: a bound
+    on the runs' length does not follow from fairness, so they are judged over every run."""
+    if not m.spec.fairness:
+        return []
+    return [Notice("fairness", p.name, f"property {p.name} ({p.kind}) is judged over every run, fair or not: "
+                   "fairness does not bound how long a run takes", p.line, summary=f"{p.name} ignores fairness",
+                   file=p.file)
+            for p in m.spec.properties if p.kind in ("terminates_within", "variant") and p.name in selected]
+
+
 def monitor_states(ex: Exploration) -> str:
     """How many of the explored states only the pattern monitors' vars tell apart."""
     user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
@@ -630,27 +693,45 @@ class _Graph:
         self.lasso = T.find_lasso(self.ex) if self.order is None else None   # only a cyclic graph has one
 
 
-def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str) -> PropertyResult | None:
+def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
+                           fairness: list[L.Assumption] | None = None) -> PropertyResult | None:
+    """A deadlock, else a cycle among non-terminal states (with `fairness`: a fair one only)."""
     g.compute()
     if g.deadlock is not None:
         return PropertyResult(name, kind, VIOLATED, "deadlock: a non-terminal state with no "
                                                     "enabled action", path_trace(ex, g.deadlock))
-    if g.lasso is not None:
-        start, cycle = g.lasso
+    lasso = g.lasso
+    if lasso is not None and fairness:
+        fair = L.fair_lasso(ex, np.ones(len(ex.states), dtype=bool), fairness)
+        lasso = None if fair is None else (present(fair.start), list(fair.cycle))
+    if lasso is not None:
+        start, cycle = lasso
         trace = lasso_trace(ex, start, cycle)
         return PropertyResult(name, kind, VIOLATED,
-                              f"a cycle of {_n(len(cycle), 'transition')} among non-terminal states: the "
-                              "run can go on forever", trace)
+                              f"a {'fair ' if fairness else ''}cycle of {_n(len(cycle), 'transition')} among "
+                              "non-terminal states: the run can go on forever"
+                              + _fair_text(fairness or [], "fair under"), trace)
     return None
 
 
 def _terminates(ex: Exploration, g: _Graph, name: str, why: str | None) -> PropertyResult:
-    bad = _termination_violation(ex, g, name, "terminates")
+    """No deadlock and no cycle among non-terminal states that is fair under the spec's fairness."""
+    try:
+        fairness = L.assumptions(ex)
+        bad = _termination_violation(ex, g, name, "terminates", fairness)
+    except EVAL_ERRORS as exc:
+        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: a fairness when cannot be evaluated "
+                              f"on a reachable transition: {exc}")
+    relied = fairness if g.lasso is not None else []      # only a cycle needs fairness to be excused
     if bad is not None:
-        return bad
-    if why:
-        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: {why}")
-    return PropertyResult(name, "terminates", HOLDS, "every run reaches a terminal state")
+        r = bad
+    elif why:
+        r = PropertyResult(name, "terminates", UNKNOWN, f"not decided: {why}")
+    else:
+        r = PropertyResult(name, "terminates", HOLDS, "every run reaches a terminal state"
+                           + _fair_text(relied, "under fairness"))
+    r.fairness = [f.text for f in relied] or None
+    return r
 
 
 def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) -> PropertyResult:

@@ -1,0 +1,198 @@
+"""Liveness patterns (existence, response) in every scope, on both engines: one run where each
+holds and one where it breaks, down to the exact bad maximal run. Semantics:
+docs/spec-language.md, "Liveness patterns".
+
+A *script* machine walks states 0..n-1 in order; a letter set per state says which of P, Q,
+R, S hold there (response: P is the trigger, S the response). The run either ends in state
+n-1 (terminal) or, with `loop`, goes from state n-1 back to state `loop` forever. A finite
+bad run is the whole run (its trace has n-1 transitions); a lasso is given by its prefix
+length (`loop_start`) and its cycle length, the monitor's phase telling apart the first
+pass through the script's loop from the later ones.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import parse_spec
+from haltproof.properties.kinds import HOLDS, VIOLATED
+
+pytestmark = pytest.mark.verdict
+
+ENGINES = ("scalar", "vector")
+
+
+def script(states: list[str], prop: str, loop: int | None = None) -> str:
+    """The machine whose one maximal run visits states 0..n-1 (then, with `loop`, cycles back)."""
+    def holds(letter: str) -> str:
+        at = [f"i == {k}" for k, letters in enumerate(states) if letter in letters]
+        return " or ".join(at) or "False"
+    preds = {x: holds(x) for x in "PQRS"}
+    body = prop.format(**{x: f"'{v}'" for x, v in preds.items()})
+    last = len(states) - 1
+    back = f"""
+          back:
+            when: i == {last}
+            do:
+              - set: {{i: {loop}}}""" if loop is not None else ""
+    end = "" if loop is not None else f"terminal:\n  when: i == {last}\n"
+    return textwrap.dedent(f"""\
+        machine: script
+        vars:
+          i: {{type: int, min: 0, max: {last}, init: 0}}
+        actions:
+          next:
+            when: i < {last}
+            do:
+              - set: {{i: i + 1}}{back}
+        """) + end + textwrap.dedent(f"""\
+        properties:
+          it: {body}
+        """)
+
+
+def judge(states: list[str], prop: str, engine: str, loop: int | None = None):
+    spec = parse_spec(script(states, prop, loop), "test_spec.yaml")
+    (r,) = check_spec(spec, Options(engine=engine))
+    assert r.engine == engine
+    (p,) = [p for p in r.properties if p.name == "it"]
+    return p
+
+
+EXISTENCE = {
+    "global": "{{existence: {P}}}",
+    "before": "{{existence: {P}, scope: {{before: {R}}}}}",
+    "after": "{{existence: {P}, scope: {{after: {Q}}}}}",
+    "between": "{{existence: {P}, scope: {{between: [{Q}, {R}]}}}}",
+    "after_until": "{{existence: {P}, scope: {{after: {Q}, until: {R}}}}}",
+}
+RESPONSE = {k: v.replace("existence: {P}", "response: {{trigger: {P}, response: {S}}}")
+            for k, v in EXISTENCE.items()}
+
+# (pattern, scope, run, loop, expected): None when it holds, else (transitions in the trace,
+# loop_start or None for a finite run, the script state the trace ends in)
+CASES = [
+    (EXISTENCE, "global", ["", "P", ""], None, None),
+    (EXISTENCE, "global", ["", "", ""], None, (2, None, 2)),            # ends without P
+    (EXISTENCE, "global", ["", ""], 0, (2, 0, 0)),                     # cycles without P
+    (EXISTENCE, "global", ["", "P"], 0, None),
+    (EXISTENCE, "before", ["", "P", "R"], None, None),
+    (EXISTENCE, "before", ["", "", ""], None, None),                   # no R: nothing owed
+    (EXISTENCE, "before", ["", "R", ""], None, (2, None, 2)),          # R came first
+    (EXISTENCE, "before", ["", "PR", ""], None, (2, None, 2)),         # P at R itself is too late
+    (EXISTENCE, "before", ["", "R"], 0, (4, 2, 0)),                    # broken, then cycling on
+    (EXISTENCE, "after", ["", "Q", "P"], None, None),
+    (EXISTENCE, "after", ["", "PQ", ""], None, None),                  # the Q state itself is in scope
+    (EXISTENCE, "after", ["", "", ""], None, None),                    # no Q: nothing owed
+    (EXISTENCE, "after", ["P", "Q", ""], None, (2, None, 2)),          # P before Q does not count
+    (EXISTENCE, "after", ["", "Q", ""], 1, (4, 2, 2)),            # owed from the first pass on
+    (EXISTENCE, "between", ["", "Q", "P", "R"], None, None),
+    (EXISTENCE, "between", ["", "Q", "", ""], None, None),             # no R: nothing owed
+    (EXISTENCE, "between", ["", "Q", "", "R"], None, (3, None, 3)),
+    (EXISTENCE, "between", ["Q", "P", "Q", "R"], None, (3, None, 3)),  # each Q starts anew
+    (EXISTENCE, "between", ["Q", "R"], 0, (4, 2, 0)),               # broken at R, then cycling
+    (EXISTENCE, "after_until", ["", "Q", "P", "R"], None, None),
+    (EXISTENCE, "after_until", ["", "", ""], None, None),
+    (EXISTENCE, "after_until", ["", "Q", ""], None, (2, None, 2)),     # no R, and no P either
+    (EXISTENCE, "after_until", ["", "Q", "R"], None, (2, None, 2)),
+    (EXISTENCE, "after_until", ["", "Q", ""], 2, (3, 2, 2)),       # owed, then a self-loop
+    (RESPONSE, "global", ["", "P", "S"], None, None),
+    (RESPONSE, "global", ["", "PS", ""], None, None),                  # answered in the same state
+    (RESPONSE, "global", ["", "P", ""], None, (2, None, 2)),
+    (RESPONSE, "global", ["S", "P", ""], None, (2, None, 2)),          # an answer before does not count
+    (RESPONSE, "global", ["P", "S"], 0, None),                         # every trigger answered, forever
+    (RESPONSE, "global", ["P", ""], 0, (3, 1, 1)),                 # owed from state 1 on
+    (RESPONSE, "before", ["P", "S", "R"], None, None),
+    (RESPONSE, "before", ["P", "", ""], None, None),                   # no R: nothing owed
+    (RESPONSE, "before", ["", "PR", ""], None, None),                  # a trigger at R is out of scope
+    (RESPONSE, "before", ["P", "", "R"], None, (2, None, 2)),
+    (RESPONSE, "before", ["P", "SR"], None, (1, None, 1)),             # an answer at R is too late
+    (RESPONSE, "after", ["P", "Q", ""], None, None),                   # a trigger before Q is out of scope
+    (RESPONSE, "after", ["", "PQ", "S"], None, None),
+    (RESPONSE, "after", ["", "Q", "P"], None, (2, None, 2)),
+    (RESPONSE, "after", ["Q", "P", ""], 1, (4, 2, 2)),
+    (RESPONSE, "between", ["", "PQ", "S", "R"], None, None),
+    (RESPONSE, "between", ["", "PQ", "", ""], None, None),             # no R: nothing owed
+    (RESPONSE, "between", ["P", "", "R"], None, None),                 # no Q: nothing owed
+    (RESPONSE, "between", ["", "PQ", "", "R"], None, (3, None, 3)),
+    (RESPONSE, "between", ["PQ", "R"], 0, (4, 2, 0)),
+    (RESPONSE, "after_until", ["", "PQ", "S", "R"], None, None),
+    (RESPONSE, "after_until", ["P", "Q", "R"], None, None),
+    (RESPONSE, "after_until", ["", "PQ", "", ""], None, (3, None, 3)),  # no R: still owed
+    (RESPONSE, "after_until", ["", "PQ", "R", ""], None, (3, None, 3)),  # R came first
+    (RESPONSE, "after_until", ["PQ", ""], 1, (2, 1, 1)),
+]
+
+
+def _case_id(case: tuple) -> str:
+    pattern, scope, run, loop, want = case
+    kind = "existence" if pattern is EXISTENCE else "response"
+    return f"{kind}-{scope}-{'.'.join(x or '_' for x in run)}" + (f"-loop{loop}" if loop is not None else "") \
+        + ("-holds" if want is None else "-fails")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+def test_liveness_pattern(case: tuple, engine: str) -> None:
+    pattern, scope, run, loop, want = case
+    p = judge(run, pattern[scope], engine, loop)
+    kind = "existence" if pattern is EXISTENCE else "response"
+    assert p.kind == kind
+    if want is None:
+        assert p.status == HOLDS, p.message
+        assert p.trace is None
+        return
+    length, loop_start, last = want
+    assert p.status == VIOLATED, p.message
+    assert p.trace is not None
+    assert (len(p.trace), p.trace.loop_start, p.trace.steps[-1].state["i"]) == (length, loop_start, last)
+    assert p.trace.kind == ("path" if loop_start is None else "lasso")
+    if loop_start is None:
+        assert f"violated: a run ends after {length} transition" in p.message
+    else:
+        cycle = length - loop_start
+        assert f"violated: a run can cycle forever through {cycle} transition" in p.message
+        assert p.trace.steps[loop_start].state == p.trace.steps[-1].state      # it really loops
+
+
+def test_every_pattern_and_scope_has_a_holding_and_a_failing_case() -> None:
+    seen = {(id(c[0]), c[1], c[4] is None) for c in CASES}
+    for pattern in (EXISTENCE, RESPONSE):
+        for scope in pattern:
+            assert {(id(pattern), scope, True), (id(pattern), scope, False)} <= seen, scope
+
+
+def test_a_finite_bad_run_comes_before_a_lasso() -> None:
+    """Two ways to break `existence`: end at once, or cycle. The shortest finite one is shown."""
+    text = textwrap.dedent("""\
+        machine: fork
+        vars:
+          i: {type: int, min: 0, max: 3, init: 0}
+        actions:
+          spin:
+            when: i < 2
+            do:
+              - set: {i: 1 - i}
+          stop:
+            when: i == 1
+            do:
+              - set: {i: 3}
+        terminal:
+          when: i == 3
+        properties:
+          it: {existence: i == 2}
+        """)
+    for engine in ENGINES:
+        (r,) = check_spec(parse_spec(text, "fork.yaml"), Options(engine=engine))
+        (p,) = [p for p in r.properties if p.name == "it"]
+        assert p.status == VIOLATED and p.trace is not None
+        assert (p.trace.kind, len(p.trace), p.trace.steps[-1].action) == ("path", 2, "stop")
+
+
+def test_a_holding_liveness_pattern_says_what_its_monitor_cost() -> None:
+    p = judge(["", "P", ""], EXISTENCE["global"], "scalar")
+    assert p.message == ("in its scope, every maximal run reaches a state that satisfies it; "
+                         "the pattern monitors added 0 of the 3 states explored")
