@@ -12,7 +12,12 @@ pass through the script's loop from the later ones.
 
 from __future__ import annotations
 
+import re
+import shlex
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -196,3 +201,61 @@ def test_a_holding_liveness_pattern_says_what_its_monitor_cost() -> None:
     p = judge(["", "P", ""], EXISTENCE["global"], "scalar")
     assert p.message == ("in its scope, every maximal run reaches a state that satisfies it; "
                          "the pattern monitors added 0 of the 3 states explored")
+
+
+ROOT = Path(__file__).parent.parent
+DOC = (ROOT / "docs" / "spec-language.md").read_text()
+EXAMPLE = ROOT / "docs" / "examples" / "agent_liveness.yaml"
+
+
+def test_the_docs_example_is_the_shipped_agent_loop() -> None:
+    section = DOC.split("### Liveness patterns", 1)[1].split("## fairness", 1)[0]
+    block = section.split("```yml\n", 1)[1].split("```", 1)[0]
+    assert block in EXAMPLE.read_text()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_docs_verdicts_of_the_agent_loop(engine: str) -> None:
+    """The verdict table of docs/spec-language.md, and what fairness changes, as checked."""
+    section = DOC.split("### Liveness patterns", 1)[1].split("## fairness", 1)[0]
+    table = dict(re.findall(r"^\| `(\w+)` \| (holds|violated: lasso|violated: a run that ends after \d+ transitions) \|",
+                            section, re.M))
+    assert len(table) == 12
+    text = EXAMPLE.read_text()
+    (r,) = check_spec(parse_spec(text, str(EXAMPLE)), Options(engine=engine))
+    got = {}
+    for p in r.properties:
+        if p.kind in ("existence", "response"):
+            if p.status == HOLDS:
+                got[p.name] = "holds"
+            else:
+                assert p.status == VIOLATED and p.trace is not None
+                got[p.name] = ("violated: lasso" if p.trace.kind == "lasso"
+                               else f"violated: a run that ends after {len(p.trace)} transitions")
+    assert got == table
+    fair = "fairness:\n  - strong: tool_result\n    when: outcome == ok\n"
+    (r,) = check_spec(parse_spec(text + fair, str(EXAMPLE)), Options(engine=engine))
+    flipped = {p.name for p in r.properties if p.fairness and p.status == HOLDS}
+    assert flipped == {"finishes", "finishes_once_it_asked", "questions_resolved", "calls_finish_once_it_asked"}
+    assert {p.name for p in r.properties if p.status == VIOLATED} == {"asks_at_the_limit", "calls_settle_at_the_limit"}
+    assert all(p.message.endswith("; under fairness: strong tool_result when outcome == ok")
+               for p in r.properties if p.name in flipped)
+
+
+def test_the_fairness_docs_command(tmp_path: Path) -> None:
+    section = DOC.split("## fairness", 1)[1]
+    (command,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    line, _, comment = command.strip().partition("  # ")
+    assert comment == "violated (exit 1)"
+    ran = subprocess.run([sys.executable, "-m", "haltproof", *shlex.split(line)[1:]], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert ran.returncode == 1, ran.stderr
+    spec = tmp_path / "retry.yaml"
+    spec.write_text((ROOT / "tests" / "fixtures" / "fairness" / "retry.yaml").read_text()
+                    + "fairness: [{strong: call_tool, when: outcome == ok}]\n")
+    ran = subprocess.run([sys.executable, "-m", "haltproof", "check", str(spec), "--verbose"], capture_output=True,
+                         text=True)
+    assert ran.returncode == 0
+    assert re.search(r"holds +ends +every run reaches a terminal state; under fairness: strong call_tool when "
+                     r"outcome == ok\n", ran.stdout)
+    assert "bounds: transitions unbounded: a run can cycle forever" in ran.stdout
