@@ -226,3 +226,124 @@ def test_bad_fairness_exits_2_without_a_traceback(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "retry.yaml:27: fairness names an action the spec does not declare" in out.stderr
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_strong_fairness_removes_only_the_states_where_it_is_enabled(engine: str) -> None:
+    """The Emerson-Lei refinement: success is possible only at s == 0; a run that leaves s == 0
+    for good and shuttles between 1 and 2 honours strong fairness (success enabled finitely
+    often) and never ends. Dropping the whole strongly connected set would prove it: a false
+    "holds"."""
+    text = textwrap.dedent("""\
+        machine: wander
+        vars:
+          s: {type: int, min: 0, max: 3, init: 0}
+        actions:
+          call_tool:
+            when: s == 0
+            choose:
+              outcome: [ok, fail]
+            do:
+              - decide: s
+                rules:
+                  - {name: succeeded, when: outcome == ok, then: 3}
+                  - {name: failed, then: 1}
+          to_c:
+            when: s == 1
+            do:
+              - set: {s: 2}
+          to_a:
+            when: s == 1
+            do:
+              - set: {s: 0}
+          back:
+            when: s == 2
+            do:
+              - set: {s: 1}
+        terminal: s == 3
+        properties:
+          ends: {terminates: true}
+        """) + STRONG_OK
+    _, props = run(text, engine)
+    p = props["ends"]
+    assert p.status == VIOLATED, p.message
+    assert p.trace is not None and p.trace.loop_start == 1
+    assert [(s.action, s.state["s"]) for s in p.trace.steps] == [(None, 0), ("call_tool", 1), ("to_c", 2),
+                                                                 ("back", 1)]
+    assert p.message.endswith("fair under: strong call_tool when outcome == ok")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_weak_assumption_s_cycle_passes_where_it_is_disabled(engine: str) -> None:
+    """`finish` is never taken inside the loop and is disabled only at s == 2: the shortest
+    cycle (0, 1, 0) keeps it enabled throughout and is not fair; the lasso must go round
+    through s == 2 (a shorter, unfair lasso would be a false counterexample)."""
+    text = textwrap.dedent("""\
+        machine: detour
+        vars:
+          s: {type: int, min: 0, max: 4, init: 0}
+        actions:
+          to_t:
+            when: s == 0
+            do:
+              - set: {s: 1}
+          to_u:
+            when: s == 0
+            do:
+              - set: {s: 2}
+          t_back:
+            when: s == 1
+            do:
+              - set: {s: 0}
+          u_next:
+            when: s == 2
+            do:
+              - set: {s: 3}
+          v_back:
+            when: s == 3
+            do:
+              - set: {s: 0}
+          finish:
+            when: s != 2
+            do:
+              - set: {s: 4}
+        terminal: s == 4
+        properties:
+          ends: {terminates: true}
+        fairness:
+          - weak: finish
+        """)
+    _, props = run(text, engine)
+    p = props["ends"]
+    assert p.status == VIOLATED and p.trace is not None
+    assert ([s.action for s in p.trace.steps], p.trace.loop_start) == ([None, "to_u", "u_next", "v_back"], 0)
+
+
+def test_the_vector_engine_keeps_its_edges_for_a_liveness_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forward graph's edges may be dropped past a size; a liveness pattern needs every end
+    state, so check keeps them (here past a lowered limit, to keep the test small)."""
+    from haltproof.explorer import vengine
+    monkeypatch.setattr(vengine, "KEEP_EDGES_BELOW", 3)
+    text = textwrap.dedent("""\
+        machine: counter
+        vars:
+          i: {type: int, min: 0, max: 10, init: 0}
+          dead: {type: bool, init: false}
+        actions:
+          inc:
+            when: i < 10 and not dead
+            do:
+              - set: {i: i + 1}
+          stall:
+            when: i == 5 and not dead
+            do:
+              - set: {i: i + 1, dead: true}
+        terminal: i == 10
+        properties:
+          done: {existence: i == 10}
+        """)
+    _, props = run(text, "vector")
+    p = props["done"]
+    assert p.status == VIOLATED and p.trace is not None
+    assert (len(p.trace), p.trace.steps[-1].action, p.trace.steps[-1].state) == (6, "stall", {
+        "i": 6, "dead": True, "done:monitor": "pending"})
