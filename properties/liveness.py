@@ -62,7 +62,7 @@ def assumptions(ex: ExploredGraph) -> list[Assumption]:
     m = ex.machine
     index = {a.name: k for k, a in enumerate(m.actions)}
     out = []
-    for f, fn in zip(m.spec.fairness, m.fair_when):
+    for f, fn in zip(m.spec.fairness, m.fair_when, strict=True):
         out.append(Assumption(f.strength == "strong", index[f.action],
                               None if fn is None else _edge_predicate(ex, m, fn), f.text))
     return out

@@ -259,3 +259,41 @@ def test_the_fairness_docs_command(tmp_path: Path) -> None:
     assert re.search(r"holds +ends +every run reaches a terminal state; under fairness: strong call_tool when "
                      r"outcome == ok\n", ran.stdout)
     assert "bounds: transitions unbounded: a run can cycle forever" in ran.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_partial_exploration_proves_nothing_but_its_bad_runs_are_real(engine: str) -> None:
+    """Stopped at 8 states: no pattern holds (a bad run may lie beyond), while the two runs
+    that end badly within the explored part are reported, exactly as in the full check."""
+    (r,) = check_spec(parse_spec(EXAMPLE.read_text(), str(EXAMPLE)), Options(engine=engine, max_states=8))
+    props = {p.name: p for p in r.properties if p.kind in ("existence", "response")}
+    bad = {n: len(p.trace) for n, p in props.items() if p.status == VIOLATED and p.trace is not None}
+    assert bad == {"asks_at_the_limit": 4, "calls_settle_at_the_limit": 4}
+    assert {p.status for n, p in props.items() if n not in bad} == {"unknown"}
+    assert props["decides"].message == "not decided: the exploration stopped at --max-states"
+
+
+def test_an_emitted_regression_test_judges_a_liveness_finding() -> None:
+    """--emit-tests replays a liveness pattern's bad run: still broken while it still ends (or
+    cycles) with the obligation open, fixed once it does not."""
+    from haltproof.explorer.regress import machine_for, still_violated
+    from haltproof.machine.spec import load_spec
+    text = EXAMPLE.read_text()
+    (r,) = check_spec(parse_spec(text, str(EXAMPLE)), Options(engine="scalar"))
+    props = {p.name: p for p in r.properties}
+    m = machine_for(load_spec(EXAMPLE), r.params)
+    for name, kind in (("asks_at_the_limit", "path"), ("finishes", "lasso")):
+        trace = props[name].trace
+        assert trace is not None and trace.kind == kind
+        broken, why = still_violated(m, name, trace.to_json(r.params))
+        assert broken is True, why
+        assert why.startswith("the recorded counterexample still breaks it: the run still ")
+    fixed_spec = parse_spec(text.replace("response: {trigger: fails == MAX_FAILS, response: status == needs_input}",
+                                         "response: {trigger: fails == MAX_FAILS, response: status != thinking}"),
+                            str(EXAMPLE))
+    from haltproof.machine.compiled import CompiledSpec
+    fixed = CompiledSpec(fixed_spec).instantiate(r.params)
+    trace = props["asks_at_the_limit"].trace
+    assert trace is not None
+    assert still_violated(fixed, "asks_at_the_limit", trace.to_json(r.params)) == (
+        False, "the run now ends with the obligation met")
