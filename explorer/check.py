@@ -425,7 +425,7 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
     """One declared property's result on the exploration (`whys`: see `_why_undecided`)."""
     why, why_end = whys
     if p.kind == "liveness":
-        r = _liveness(p, ex, why_end)
+        r = _liveness(p, ex, graph, why_end)
     elif p.pattern is not None:
         r = _pattern(p, ex, why)
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
@@ -603,16 +603,21 @@ def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResul
     return r
 
 
-def _liveness(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResult:
+def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> PropertyResult:
     """A liveness pattern: violated by a bad maximal run (properties/liveness.py), a finite one
     first, else a fair lasso; it holds when there is none in a complete exploration."""
     kind = present(p.pattern)
     scope = "" if p.scope == "global" else f" (scope {p.scope.replace('_', ' ')})"
+    g.compute()                     # an acyclic graph (its order found) has no lasso to search for
+    acyclic = g.order is not None
     try:
         open_ = ex.open_states(p.name)
         fairness = L.assumptions(ex)
-        bad = L.bad_run(ex, open_, fairness)
-        relied = _relied_on(ex, open_, fairness) if bad is None else fairness
+        bad = L.bad_run(ex, open_, fairness, acyclic)
+        if bad is None:
+            relied = [] if acyclic else _relied_on(ex, open_, fairness)
+        else:                       # a lasso is fair under them; an end needs none of them
+            relied = fairness if bad.end is None else []
     except EVAL_ERRORS as exc:
         return PropertyResult(p.name, kind, UNKNOWN, f"not decided: its expression cannot be evaluated on a reachable "
                               f"state or transition: {exc}", line=p.line)
@@ -663,7 +668,14 @@ def monitor_states(ex: Exploration) -> str:
     """How many of the explored states only the pattern monitors' vars tell apart."""
     user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
     states = ex.states
-    plain = len({tuple(s[i] for i in user) for s in states})
+    if isinstance(ex, VExploration):        # from the codes, not one decoded tuple per state
+        vm, arrays = ex.vm, ex.vm.decode(ex.codes.astype(np.int64))
+        code = np.zeros(len(ex.codes), dtype=np.int64)
+        for i in user:
+            code += vm.local_index(i, arrays[i]) * vm.strides[i]
+        plain = len(np.unique(code))
+    else:
+        plain = len({tuple(s[i] for i in user) for s in states})
     return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
 
 
@@ -722,7 +734,9 @@ def _terminates(ex: Exploration, g: _Graph, name: str, why: str | None) -> Prope
     except EVAL_ERRORS as exc:
         return PropertyResult(name, "terminates", UNKNOWN, f"not decided: a fairness when cannot be evaluated "
                               f"on a reachable transition: {exc}")
-    relied = fairness if g.lasso is not None else []      # only a cycle needs fairness to be excused
+    # a cycle needs fairness to be excused, and a fair lasso is fair under them; a deadlock needs none
+    lasso = bad is not None and bad.trace is not None and bad.trace.kind == "lasso"
+    relied = fairness if g.lasso is not None and (bad is None or lasso) else []
     if bad is not None:
         r = bad
     elif why:

@@ -84,14 +84,17 @@ def end_states(n: int, terminal: Column[int], errored: Column[int], edge_start: 
     return np.asarray(term | stuck)
 
 
-def bad_run(ex: ExploredGraph, open_: np.ndarray, fairness: Sequence[Assumption]) -> BadRun | None:
+def bad_run(ex: ExploredGraph, open_: np.ndarray, fairness: Sequence[Assumption],
+            acyclic: bool = False) -> BadRun | None:
     """The shortest finite bad run (the first open end state in BFS order), else a fair lasso
-    of open states reached by a shortest prefix; None when there is neither."""
+    of open states reached by a shortest prefix; None when there is neither. `acyclic`: the
+    caller knows the explored graph has no cycle (the termination analysis found its
+    topological order), so no lasso is searched for."""
     n = ex.expanded
     ends = np.flatnonzero(ex.run_ends() & open_[:n])
     if len(ends):
         return BadRun(end=int(ends[0]))
-    return fair_lasso(ex, open_, fairness)
+    return None if acyclic else fair_lasso(ex, open_, fairness)
 
 
 def fair_lasso(ex: ExploredGraph, open_: np.ndarray, fairness: Sequence[Assumption]) -> BadRun | None:

@@ -347,3 +347,16 @@ def test_the_vector_engine_keeps_its_edges_for_a_liveness_pattern(monkeypatch: p
     assert p.status == VIOLATED and p.trace is not None
     assert (len(p.trace), p.trace.steps[-1].action, p.trace.steps[-1].state) == (6, "stall", {
         "i": 6, "dead": True, "done:monitor": "pending"})
+
+
+def test_a_deadlock_or_an_end_relies_on_no_fairness() -> None:
+    """Finite bad runs are fair whatever is assumed: their findings name no assumption, even
+    where the graph also has a cycle that fairness excuses (a hung call is a deadlock)."""
+    text = RETRY.replace("outcome: [ok, fail]", "outcome: [ok, fail, hang]")
+    text = text.replace("values: [none, ok, fail]", "values: [none, ok, fail, hang]")
+    text = text.replace("    when: status == waiting\n", "    when: status == waiting and result != hang\n")
+    _, props = run(text + STRONG_OK, "scalar")
+    assert props["ends"].status == VIOLATED and props["ends"].message.startswith("deadlock")
+    assert props["finishes"].status == VIOLATED and props["finishes"].trace is not None
+    assert props["finishes"].trace.kind == "path"
+    assert props["ends"].fairness is None and props["finishes"].fairness is None

@@ -28,6 +28,9 @@ from haltproof.properties.kinds import HOLDS, VIOLATED
 pytestmark = pytest.mark.verdict
 
 ENGINES = ("scalar", "vector")
+ROOT = Path(__file__).parent.parent
+DOC = (ROOT / "docs" / "spec-language.md").read_text()
+EXAMPLE = ROOT / "docs" / "examples" / "agent_liveness.yaml"
 
 
 def script(states: list[str], prop: str, loop: int | None = None) -> str:
@@ -197,15 +200,15 @@ def test_a_finite_bad_run_comes_before_a_lasso() -> None:
         assert (p.trace.kind, len(p.trace), p.trace.steps[-1].action) == ("path", 2, "stop")
 
 
-def test_a_holding_liveness_pattern_says_what_its_monitor_cost() -> None:
-    p = judge(["", "P", ""], EXISTENCE["global"], "scalar")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_holding_liveness_pattern_says_what_its_monitor_cost(engine: str) -> None:
+    p = judge(["", "P", ""], EXISTENCE["global"], engine)
     assert p.message == ("in its scope, every maximal run reaches a state that satisfies it; "
                          "the pattern monitors added 0 of the 3 states explored")
+    (r,) = check_spec(parse_spec(EXAMPLE.read_text(), str(EXAMPLE)), Options(engine=engine))
+    (p,) = [p for p in r.properties if p.name == "decides"]
+    assert p.message.endswith("; the pattern monitors added 10 of the 16 states explored")
 
-
-ROOT = Path(__file__).parent.parent
-DOC = (ROOT / "docs" / "spec-language.md").read_text()
-EXAMPLE = ROOT / "docs" / "examples" / "agent_liveness.yaml"
 
 
 def test_the_docs_example_is_the_shipped_agent_loop() -> None:
