@@ -427,7 +427,7 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
     if p.kind == "liveness":
         r = _liveness(p, ex, graph, why_end)
     elif p.pattern is not None:
-        r = _pattern(p, ex, why)
+        r = _pattern(p, ex, graph, why)
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
@@ -590,7 +590,7 @@ def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: 
     return PropertyResult(name, kind, HOLDS, holds, line=line)
 
 
-def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResult:
+def _pattern(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> PropertyResult:
     """A pattern property: an invariant over its monitor (machine/patterns.py), reported under
     its pattern's name with the states the monitors added to the search."""
     kind = present(p.pattern)
@@ -599,7 +599,7 @@ def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResul
     if r.status == VIOLATED:
         r.message = f"{kind}{scope} violated: the run so far already breaks it"
     elif r.status == HOLDS:
-        r.message += f"; {monitor_states(ex)}"
+        r.message += f"; {g.monitor_states()}"
     return r
 
 
@@ -634,7 +634,7 @@ def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> P
     elif why:
         r = PropertyResult(p.name, kind, UNKNOWN, f"not decided: {why}", line=p.line)
     else:
-        r = PropertyResult(p.name, kind, HOLDS, f"{KIND_TEXT[kind]}{scope}; {monitor_states(ex)}"
+        r = PropertyResult(p.name, kind, HOLDS, f"{KIND_TEXT[kind]}{scope}; {g.monitor_states()}"
                            + _fair_text(relied, "under fairness"), line=p.line)
     r.fairness = [f.text for f in relied] or None
     return r
@@ -673,7 +673,8 @@ def monitor_states(ex: Exploration) -> str:
         code = np.zeros(len(ex.codes), dtype=np.int64)
         for i in user:
             code += vm.local_index(i, arrays[i]) * vm.strides[i]
-        plain = len(np.unique(code))
+        code.sort()                     # distinct values by sorting: numpy's hashed unique is slower here
+        plain = int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
     else:
         plain = len({tuple(s[i] for i in user) for s in states})
     return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
@@ -695,6 +696,13 @@ class _Graph:
     def __init__(self, ex: Exploration):
         self.ex = ex
         self._done = False
+        self._monitors: str | None = None
+
+    def monitor_states(self) -> str:
+        """`monitor_states` of the exploration, counted once for all its patterns."""
+        if self._monitors is None:
+            self._monitors = monitor_states(self.ex)
+        return self._monitors
 
     def compute(self) -> None:
         if self._done:
