@@ -168,11 +168,15 @@ def test_a_proof_that_needs_no_fairness_names_none() -> None:
 
 
 def test_fairness_does_not_bound_terminates_within_and_says_so() -> None:
-    text = RETRY.replace("  ends: {terminates: true}\n", "  ends: {terminates: true}\n  quick: {terminates_within: 4}\n")
+    text = RETRY.replace("  ends: {terminates: true}\n", "  ends: {terminates: true}\n  quick: {terminates_within: 4}\n"
+                         "  ranked: {variant: \"1 if status == waiting else 0\", bound: 1}\n")
     r, props = run(text + STRONG_OK, "scalar")
     assert props["ends"].status == HOLDS
     assert props["quick"].status == VIOLATED         # a fair run may still fail as often as it likes
+    assert props["ranked"].status == VIOLATED
     assert r.warnings == ["property quick (terminates_within) is judged over every run, fair or not: "
+                          "fairness does not bound how long a run takes",
+                          "property ranked (variant) is judged over every run, fair or not: "
                           "fairness does not bound how long a run takes"]
     r, _ = run(text, "scalar")
     assert r.warnings == []
