@@ -127,8 +127,11 @@ class _Graph:
                 d = int(ex.e_dst[e])
                 if d in nodes:
                     inner.append((e, d))
+                if not fairness:            # the vector engine recomputes an edge's action when asked
+                    continue
+                action = ex.e_action[e]
                 for k, f in enumerate(fairness):
-                    if ex.e_action[e] == f.action and (f.when is None or f.when(v, e)):
+                    if action == f.action and (f.when is None or f.when(v, e)):
                         self.enabled[k].add(v)
                         self.counts[k].add(e)
             self.succ[v] = inner
