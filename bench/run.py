@@ -985,6 +985,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="issue 16's rows: Q = 150,200,300 (unless --q), haltproof's vector engine with "
                          "-j 1 and -j 2 and SPIN (unless --tools), no bug variant; results in large.json "
                          "and large.md and the README's large-spaces table")
+    ap.add_argument("--sweeps", action="store_true",
+                    help="instead: the sweep rows, the bundled specs and the budget runner's bound-code sweep "
+                         "with -j 1 and -j 2 (bench/sweeps.py; writes sweeps.json and sweeps.md to --out)")
     return ap
 
 
@@ -1022,6 +1025,9 @@ def _large_defaults(args: argparse.Namespace, argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    if args.sweeps:
+        from bench import sweeps
+        return sweeps.main(["--out", str(args.out), "--timeout", str(args.timeout)])
     if args.large:
         _large_defaults(args, argv)
     runner = Runner(args)

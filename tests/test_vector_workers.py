@@ -30,15 +30,27 @@ def _untimed(x: Any) -> Any:
 
 
 def _report(cli, monkeypatch, workers: int, *args: str) -> tuple[int, Any]:
-    """`haltproof check ARGS --engine vector --format json` with the vector engine on
-    `workers` threads, every level split (PARALLEL_ROWS = 1)."""
-    import haltproof.explorer.check as C
+    """`haltproof check ARGS --engine vector --format json -j WORKERS`: a single run is
+    checked in this process, its vector engine on `workers` threads, every level split
+    (PARALLEL_ROWS = 1)."""
     import haltproof.explorer.vengine as V
     with monkeypatch.context() as patch:
         patch.setattr(V, "PARALLEL_ROWS", 1)
-        patch.setattr(C, "explore_vector", lambda vm, **kw: V.explore_vector(vm, workers=workers, **kw))
-        ran = cli("check", *args, "--engine", "vector", "--format", "json")
+        ran = cli("check", *args, "--engine", "vector", "--format", "json", "-j", str(workers))
     return ran.code, _untimed(ran.json())
+
+
+def test_j_gives_the_vector_engine_of_a_single_run_its_threads(cli, monkeypatch):
+    """-j N on a check of one run reaches the vector engine (else the comparisons below would
+    compare one worker with itself)."""
+    import haltproof.explorer.check as C
+    asked = []
+    real = C.explore_vector
+    monkeypatch.setattr(C, "explore_vector", lambda vm, **kw: asked.append(kw["workers"]) or real(vm, **kw))
+    for j in ("1", "3"):
+        ran = cli("check", GATE, "-p", "Q=10", "-p", "B=90", "-p", "A=3", "--engine", "vector", "-j", j)
+        assert ran.code == 0, ran.err
+    assert asked == [1, 3]
 
 
 def _vector_runs(path) -> bool:
