@@ -140,6 +140,16 @@ class ChoiceSet:
     hi: E.Expr | None = None
     line: int = 0
     file: str | None = None
+    when: E.Expr | None = None     # a conditional choice: made only where this holds (else absent)
+    value_when: dict[Any, E.Expr] = field(default_factory=dict)   # label -> where that value is possible
+    # the loader's: the `when:` texts and lines (key None: the choice's own) before they are checked
+    raw_when: dict[Any, tuple[Any, int]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the choice or one of its values carries a `when:` (the set of transitions
+        then depends on the state: machine/compiled.py's `admit`)."""
+        return self.when is not None or bool(self.value_when)
 
     def labels(self) -> list[Any]:
         """The names that traces and scenarios use for the items."""
@@ -188,6 +198,15 @@ class Action:
     @property
     def decide(self) -> DecideStage | None:
         return next((s for s in self.stages if isinstance(s, DecideStage)), None)
+
+    @property
+    def always_made(self) -> set[str]:
+        """The choices every transition of the action makes (a conditional one may be absent)."""
+        return {c for c, cs in self.choices if cs.when is None}
+
+    @property
+    def conditional(self) -> bool:
+        return any(cs.conditional for _, cs in self.choices)
 
 
 @dataclass
@@ -486,6 +505,12 @@ class _Loader:
             weights = self.attempt(parse_probabilities, top["probabilities"], top.line_of("probabilities"),
                                    self.file, self.choice_labels()) or []
         self.attempt(self.check_chance_measures, props, measures)
+        for w in weights:
+            cs = dict(self.action_choices.get(w.action, [])).get(w.choice)
+            if cs is not None and cs.conditional:
+                self.add(w.line, f"choice {w.choice} of action {w.action} has a when: weights on a conditional "
+                         "choice are not supported yet (the weights of the values possible in a state would "
+                         "not sum to 1)")
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
             self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
@@ -691,16 +716,26 @@ class _Loader:
             for cname, craw in ch.items():
                 cline = ch.line_of(cname)
                 self.ident(cname, cline, "a choice name")
+                when = None
+                if isinstance(craw, YMap) and "values" in craw:     # {values: SET, when: COND}
+                    self.keys(craw, f"choice {cname}", {"values", "when"}, {"values"})
+                    when = (craw["when"], craw.line_of("when")) if "when" in craw else None
+                    craw, cline = craw["values"], craw.line_of("values")
+                elif isinstance(craw, YMap) and "when" in craw:      # {min, max, when}
+                    when = (craw["when"], craw.line_of("when"))
                 if isinstance(craw, str):
                     if craw not in self.sets_by_name:
                         raise self.at(cline).error(f"no set named {craw!r} under sets", craw)
                     craw, cline = self.sets_by_name[craw]
-                out.append((cname, self.choice_set(cname, craw, cline)))
+                cs = self.choice_set(cname, craw, cline)
+                if when is not None:
+                    cs.raw_when[None] = when
+                out.append((cname, cs))
         self.action_choices[aname] = out
 
     def choice_set(self, name: str, raw: Any, line: int) -> ChoiceSet:
         if isinstance(raw, YMap):
-            self.keys(raw, f"choice {name}", {"min", "max"}, {"min", "max"})
+            self.keys(raw, f"choice {name}", {"min", "max", "when"}, {"min", "max"})
             lo = self.int_expr(raw["min"], self.param_scope, raw.line_of("min"), f"min of choice {name}")
             hi = self.int_expr(raw["max"], self.param_scope, raw.line_of("max"), f"max of choice {name}")
             return ChoiceSet(name, "range", E.INT, lo=lo, hi=hi, line=line)
@@ -709,8 +744,10 @@ class _Loader:
                                       "or a {min, max} range", _short(raw))
         if not raw:
             raise self.at(line).error(f"choice {name} is an empty set: the action could never happen")
-        if all(isinstance(r, YMap) for r in raw):
+        if all(isinstance(r, YMap) and "value" not in r for r in raw):
             return self.record_set(name, raw, line)
+        whens: dict[Any, tuple[Any, int]] = {}
+        raw = self.conditional_values(name, raw, whens)
         if any(isinstance(r, (YMap, YList)) for r in raw):
             raise self.at(line).error(f"choice {name} mixes records and plain values")
         for i, v in enumerate(raw):
@@ -724,13 +761,31 @@ class _Loader:
         typ = E.type_of_value(vals[0])
         if isinstance(typ, E.EnumT):
             typ = E.EnumT(frozenset(vals), f"choice {name}")
-        return ChoiceSet(name, "scalars", typ, items=[(v,) for v in vals], line=line)
+        return ChoiceSet(name, "scalars", typ, items=[(v,) for v in vals], line=line,
+                         raw_when={str(k) if isinstance(k, str) else k: w for k, w in whens.items()})
+
+    def conditional_values(self, name: str, raw: YList, whens: dict[Any, tuple[Any, int]]) -> YList:
+        """A plain value list with `{value: V, when: COND}` items replaced by V, their
+        conditions noted in `whens` (checked once the action's scope exists)."""
+        out = YList()
+        out.line = raw.line
+        out.lines = []
+        for i, item in enumerate(raw):
+            at = raw.line_of(i)
+            if isinstance(item, YMap) and "value" in item:
+                self.keys(item, f"a value of choice {name}", {"value", "when"}, {"value", "when"})
+                item = self.plain(item["value"], item.line_of("value"), f"a value of choice {name}")
+                whens[item] = (raw[i]["when"], raw[i].line_of("when"))
+            out.append(item)
+            out.lines.append(at)
+        return out
 
     def record_set(self, name: str, raw: YList, line: int) -> ChoiceSet:
         field_names: list[str] | None = None
         field_types: dict[str, E.Type] = {}
         items: list[tuple[Any, ...]] = []
         seen: dict[str, int] = {}
+        whens: dict[Any, tuple[Any, int]] = {}
         for i, rec in enumerate(raw):
             rline = raw.line_of(i)
             if "name" not in rec or not isinstance(rec["name"], str):
@@ -740,7 +795,9 @@ class _Loader:
                 raise self.at(rline).error(f"choice {name} has two records named {rname!r} "
                                            f"(first at line {seen[rname]})")
             seen[rname] = rline
-            fields = sorted(k for k in rec if k != "name")
+            if "when" in rec:            # where this record is a possible value (a record has no field `when`)
+                whens[rname] = (rec["when"], rec.line_of("when"))
+            fields = sorted(k for k in rec if k not in ("name", "when"))
             if field_names is None:
                 field_names = fields
             elif fields != field_names:
@@ -767,7 +824,7 @@ class _Loader:
             if isinstance(t, E.EnumT):
                 fields_idx[f] = (E.EnumT(t.values, f"{name}.{f}"), i)
         return ChoiceSet(name, "records", E.EnumT(frozenset(seen), f"choice {name}"),
-                         items=items, fields=fields_idx, line=line)
+                         items=items, fields=fields_idx, line=line, raw_when=whens)
 
     # -- names
     def collect_literals(self, actions_raw: YMap, top: YMap) -> frozenset[str]:
@@ -881,6 +938,8 @@ class _Loader:
         guard = None
         if "when" in raw:
             guard = self.bool_expr(raw["when"], self.state_scope, raw.line_of("when"), f"guard of {name}")
+        for j in range(len(choices)):
+            self.choice_whens(name, choices, j)
         stages: list[SetStage | DecideStage] = []
         do = raw.get("do", YList())
         if not isinstance(do, YList):
@@ -902,6 +961,35 @@ class _Loader:
                 raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
         raises = self.action_raises(name, raw, stages) if "raises" in raw else []
         return Action(name, guard, choices, stages, line, raises=raises)
+
+    def choice_whens(self, aname: str, choices: list[tuple[str, ChoiceSet]], j: int) -> None:
+        """Check the `when:` of choice j of action `aname` and of its values: over the state the
+        action leaves, the params and the choices declared before it in the same action."""
+        cname, cs = choices[j]
+        if not cs.raw_when:
+            return
+        scope = self.action_scope(choices[:j])
+        for other in self.step_choices:
+            if other not in scope.names:
+                if other == cname:
+                    why = f"the when of choice {cname} cannot read the choice itself"
+                elif other in dict(choices):
+                    why = (f"choice {other} is made after choice {cname} in action {aname}: a choice's when "
+                           "may read only the choices declared before it")
+                else:
+                    why = f"action {aname} makes no choice {other}"
+                scope.names[other] = E.Binding(None, None, refuse=why)
+        labels = cs.labels()
+        for key, (raw, line) in cs.raw_when.items():
+            if key is None:
+                cs.when = self.bool_expr(raw, scope, line, f"when of choice {cname}")
+                continue
+            if key not in labels:      # a value written twice is reported by the set's own checks
+                continue
+            cs.value_when[key] = self.bool_expr(raw, scope, line, f"when of value {key} of choice {cname}")
+        if self.bound_spec:
+            raise self.at(cs.line).error(f"choice {cname} of action {aname} has a when: conditional choices "
+                                         "are not supported on a spec with bound code yet")
 
     def action_raises(self, name: str, raw: YMap, stages: list[SetStage | DecideStage]) -> list[Outcome]:
         """An action's `raises:` (machine/outcomes.py): it describes the bound code, so it needs `bind:`."""
@@ -1264,8 +1352,8 @@ class _Loader:
                 raise self.at(sl).error("not an action of this machine", act)
             chs = dict(self.action_choices[act])
             given = self.mapping(st.get("choices", YMap()), st.line_of("choices"), "choices")
-            for cname in chs:
-                if cname not in given:
+            for cname, cs in chs.items():
+                if cname not in given and cs.when is None:      # a conditional choice may be absent
                     raise self.at(sl).error(f"action {act} needs a value for choice {cname}")
             for cname, value in given.items():
                 cl = given.line_of(cname)

@@ -63,6 +63,8 @@ def notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
         if act.decide is not None:
             out.extend(_rule_notices(ex, k, fired.get(k, {})))
         out.extend(_choice_notices(ex, k, groups))
+        if act.conditional:
+            out.extend(_conditional_notices(ex, k))
     if spec.terminal is not None:
         for label, n in cov["terminals"].items():
             if n == 0:
@@ -170,3 +172,32 @@ def _choice_notices(ex: ExploredGraph, k: int, groups: dict[int, list[list[int]]
                                    "lead to the same step; they never make a difference", decl.line, act.name,
                    file=decl.file)
             for group in groups.get(k, []) if len(group) > 1]
+
+
+def _conditional_notices(ex: ExploredGraph, k: int) -> list[Notice]:
+    """Conditional choices of action k never made, and values with a `when:` never possible, in
+    any explored transition. Read from the stored edges: only the scalar engine runs conditional
+    choices (the vector engine declines them), and it keeps every edge."""
+    m = ex.machine
+    act, spec_action = m.actions[k], m.spec.actions[k]
+    made: dict[str, set[object]] = {c: set() for c, _ in spec_action.choices}
+    for i in range(ex.expanded):
+        for e in ex.edges_of(i):
+            if ex.e_action[e] == k:
+                for c, label in act.labels[ex.e_combo[e]].items():
+                    made[c].add(label)
+    out = []
+    for cname, cs in spec_action.choices:
+        where = f"of action {act.name}"
+        if cs.when is not None and not made[cname]:
+            out.append(Notice("choice", cname, f"vacuous: choice {cname} {where} ({where_text(m.spec, cs)}) is "
+                              "never made: its when is never true in any reachable state", cs.line, act.name,
+                              file=cs.file))
+            continue
+        for label, vw in cs.value_when.items():
+            if label not in made[cname]:
+                line = vw.line or cs.line
+                out.append(Notice("choice", cname, f"vacuous: value {label} of choice {cname} {where} (line {line}) "
+                                  "is never possible: its when is never true in any reachable step", line,
+                                  act.name, file=cs.file))
+    return out
