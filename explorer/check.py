@@ -425,8 +425,10 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
+        _past_note(p, ex, r)
     elif p.kind == "reachable":
         r = _reachable(ex, p.name, why)
+        _past_note(p, ex, r)
     elif p.kind == "terminates":
         r = _terminates(ex, graph, p.name, why_end)
     elif p.kind in ("probability", "expected"):
@@ -602,6 +604,18 @@ def monitor_states(ex: Exploration) -> str:
     states = ex.states
     plain = len({tuple(s[i] for i in user) for s in states})
     return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
+
+
+def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
+    """A decided property with past-time operators (machine/pasttime.py) says how many of the
+    explored states only its own monitors tell apart: what the operators cost."""
+    if not p.past or r.status == UNKNOWN:
+        return
+    spec = ex.machine.spec
+    others = [i for i, v in enumerate(spec.vars) if v.monitor != p.name]
+    plain = len({tuple(s[i] for i in others) for s in ex.states})
+    r.message += (f"; its past-time monitors ({p.past} var{'s' if p.past > 1 else ''}) added "
+                  f"{len(ex.states) - plain} of the {len(ex.states)} states explored")
 
 
 def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:

@@ -23,6 +23,7 @@ from . import expr as E
 from .errors import Located, Problem, SpecError
 from .inputs import TooLarge, read_bounded, shown_value, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
+from .pasttime import PastTimeMonitors, PastVar
 from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
@@ -234,6 +235,7 @@ class PropertyDecl:
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
     pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
     scope: str = "global"          # over its monitor vars, machine/patterns.py); its scope
+    past: int = 0                  # always / reachable: the monitor vars its past-time operators added
 
 
 def declared_at(spec: Spec, decl: Any) -> tuple[str, int | None]:
@@ -482,9 +484,12 @@ class _Loader:
         self.monitor_assigns: list[Assign] = []
         props = self.attempt(self.properties, top.get("properties", YMap()),
                              top.line_of("properties")) or []
-        if self.monitor_vars and self.bound_spec:
+        if self.monitor_vars and self.bound_spec and any(p.pattern for p in props):
             self.add(top.line_of("bind"), "property patterns (absence, universality, precedence, "
                      "bounded_existence) are not supported on a spec with bound code yet")
+        if self.monitor_vars and self.bound_spec and any(p.past for p in props):
+            self.add(top.line_of("bind"), "past-time operators (once, historically, previous, since) "
+                     "are not supported on a spec with bound code yet")
         monitors = list(range(len(vars_), len(vars_) + len(self.monitor_vars)))
         for p in props:     # a monitor reads the vars a property ignores; the machine's behaviour does not
             if p.kind == "independent":
@@ -744,7 +749,7 @@ class _Loader:
                                       "or a {min, max} range", _short(raw))
         if not raw:
             raise self.at(line).error(f"choice {name} is an empty set: the action could never happen")
-        if all(isinstance(r, YMap) and "value" not in r for r in raw):
+        if all(isinstance(r, YMap) and not _conditional_value(r) for r in raw):
             return self.record_set(name, raw, line)
         whens: dict[Any, tuple[Any, int]] = {}
         raw = self.conditional_values(name, raw, whens)
@@ -772,7 +777,7 @@ class _Loader:
         out.lines = []
         for i, item in enumerate(raw):
             at = raw.line_of(i)
-            if isinstance(item, YMap) and "value" in item:
+            if _conditional_value(item):
                 self.keys(item, f"a value of choice {name}", {"value", "when"}, {"value", "when"})
                 item = self.plain(item["value"], item.line_of("value"), f"a value of choice {name}")
                 whens[item] = (raw[i]["when"], raw[i].line_of("when"))
@@ -1123,7 +1128,10 @@ class _Loader:
         kline = m.line_of(key)
         value = m[key]
         if key in ("always", "reachable"):
-            p.expr = self.bool_expr(value, self.state_scope, kline, f"property {name}")
+            past = PastTimeMonitors(name, len(self.vars_list), partial(self.past_var, name, kline))
+            scope = E.Scope(self.state_scope.names, self.state_scope.literals, past)
+            p.expr = self.bool_expr(value, scope, kline, f"property {name}")
+            p.past = past.count
         elif key == "step":
             p.expr = self.bool_expr(value, self.step_scope, kline, f"property {name}")
         elif key == "terminates":
@@ -1212,6 +1220,25 @@ class _Loader:
             if end in m:
                 out["R"] = (m[end], m.line_of(end))
         return scope
+
+    def past_var(self, prop: str, line: int, declared: Callable[[int], PastVar]) -> int:
+        """Add a past-time monitor var of property `prop` (machine/pasttime.py) and its update
+        to the monitors' first stage; its index in the state."""
+        index = len(self.vars_list) + len(self.monitor_vars)
+        pv = declared(index)
+        if pv.kind == "int":
+            like = self.vars_list[present(pv.like)]
+            var = Var(pv.name, "int", E.INT, like.lo, like.hi, init=[present(like.lo)])
+        elif pv.kind == "enum" and pv.like is not None:
+            like = self.vars_list[pv.like]
+            var = Var(pv.name, "enum", pv.type, None, None, like.values, [E.literal_expr(like.values[0], like.values[0])])
+        else:
+            var = Var(pv.name, pv.kind, pv.type, None, None, pv.values, [E.literal_expr(pv.init, str(pv.init))])
+        var.line, var.ghost, var.monitor = line, True, prop
+        self.monitor_vars.append(var)
+        update = E.Expr(ast.unparse(pv.update), pv.type, pv.update, frozenset(), line)
+        self.monitor_assigns.append(Assign(index, update, line))
+        return index
 
     def monitor_var(self, prop: str, mv: MonitorVar, index: int) -> Var:
         """A hidden var of property `prop`'s monitor, named so no user expression can read it."""
@@ -1383,6 +1410,11 @@ class _Loader:
                 raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
             out[vname] = str(value) if isinstance(value, str) else value
         return out
+
+
+def _conditional_value(item: Any) -> bool:
+    """`{value: V, when: COND}` in a list of plain values (a record has a `name`)."""
+    return isinstance(item, YMap) and "value" in item and "name" not in item
 
 
 def n_what(n: str) -> str:

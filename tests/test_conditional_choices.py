@@ -265,3 +265,29 @@ def test_the_docs_example_is_the_shipped_one_and_is_proved(cli) -> None:
     replay = cli("replay", ROOT / "docs" / "examples" / "agent_choices.yaml", "--scenario", "fail_then_finish")
     assert replay.code == 0
     assert "2     step       proposal=finish               finished  status=done" in replay.out
+
+
+def test_a_record_with_a_value_field_is_still_a_record() -> None:
+    """`{value: V, when: C}` is a conditional plain value only without a `name`: a record may
+    have a field called value (and its own when)."""
+    text = textwrap.dedent("""\
+        machine: dice
+        vars:
+          n: {type: int, min: 0, max: 2, init: 0}
+        actions:
+          roll:
+            when: n < 2
+            choose:
+              die:
+                - {name: six, value: 6}
+                - {name: one, value: 1, when: n == 0}
+            do:
+              - set: {n: n + 1}
+        terminal:
+          when: n == 2
+        properties:
+          ones_first: {step: die.value == 6 or before.n == 0}
+        """)
+    runs = each_way(text, vector=False)
+    assert prop(runs["generated"], "ones_first").status == "holds"
+    assert runs["generated"].stats["transitions"] == 3
