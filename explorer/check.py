@@ -24,7 +24,7 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at, present
+from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import termination as T
@@ -32,6 +32,7 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
+from . import acknowledged
 from .chances import Chances, first_chance_error
 from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
                      trace_length)
@@ -340,10 +341,12 @@ def check_machine(m: Machine, options: Options) -> RunResult:
 
 def judged_builtins(m: Machine) -> tuple[str, ...]:
     """The built-ins a run judges: a bound spec explored with `--model` runs none of its code,
-    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"."""
-    if m.spec.bind and not m.bound_to:
-        return tuple(n for n in m.spec.builtins if n not in CODE_BUILTINS)
-    return m.spec.builtins
+    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"; and
+    `declared_unreachable` only where some `unreachable_when` holds for the run's params."""
+    skip = set(CODE_BUILTINS) if m.spec.bind and not m.bound_to else set()
+    if not m.acknowledged:
+        skip.add(DECLARED_BUILTIN)
+    return tuple(n for n in m.spec.builtins if n not in skip)
 
 
 def _check_machine(m: Machine, options: Options) -> RunResult:
@@ -355,6 +358,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
     spec_errors = [n for n in spec.builtins if n in ex.findings]
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
+    if m.acknowledged:
+        acknowledged.note_reached(ex, m)  # after too: reaching a declared-unreachable part cuts nothing short
     try:
         _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code

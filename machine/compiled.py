@@ -26,7 +26,7 @@ from . import astgen as A
 from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
-from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path
+from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, Unreachable, negative_bound, present, shown_path
 from .inputs import value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
@@ -136,6 +136,8 @@ class Machine:
     drift: Callable[[], tuple[Any, ...] | None] | None = None   # bound: where code and stages first disagree
     determinism: Callable[[], dict[str, Any]] | None = None    # bound: how determinism was checked, its cost
     representatives: Callable[[], dict[str, dict[str, dict[str, int]]]] | None = None   # bound: values per class
+    # the `unreachable_when` declarations that hold for these params, keyed as Spec.unreachables
+    acknowledged: dict[tuple[Any, ...], Unreachable] = field(default_factory=dict)
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 
@@ -192,6 +194,7 @@ class CompiledSpec:
                     g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g),
                     source=self.generated)
         at.properties(m, g)
+        m.acknowledged = {key: u for key, u in spec.unreachables() if at.value(u.when, u.line)}
         for k, ms in enumerate(spec.measures):
             m.measures[ms.name] = g[f"measure_{k}"]
         for ai, a in enumerate(spec.actions):

@@ -31,6 +31,7 @@ from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
 BUILTIN_PROPERTIES = ("domains", "well_defined")
+DECLARED_BUILTIN = "declared_unreachable"    # of specs with `unreachable_when` declarations
 CODE_BUILTINS = ("bound_code", "code_matches_spec")      # built-ins of specs bound to code
 
 
@@ -129,6 +130,17 @@ class Var:
 
 
 @dataclass
+class Unreachable:
+    """`unreachable_when: PARAM_EXPR` + `because: TEXT` on a rule, action, terminal value or
+    choice value: for the params where it holds, that part is expected never to be reached, so
+    its vacuity warning is silenced, and reaching it is a finding (`declared_unreachable`)."""
+
+    when: E.Expr                   # over params
+    because: str
+    line: int
+
+
+@dataclass
 class ChoiceSet:
     """A finite set the environment (or an adversary) picks from at each step."""
 
@@ -145,6 +157,7 @@ class ChoiceSet:
     value_when: dict[Any, E.Expr] = field(default_factory=dict)   # label -> where that value is possible
     # the loader's: the `when:` texts and lines (key None: the choice's own) before they are checked
     raw_when: dict[Any, tuple[Any, int]] = field(default_factory=dict, compare=False, repr=False)
+    value_unreachable: dict[Any, Unreachable] = field(default_factory=dict, compare=False)   # label -> declaration
 
     @property
     def conditional(self) -> bool:
@@ -177,6 +190,7 @@ class Rule:
     then: E.Expr
     line: int
     file: str | None = None
+    unreachable: Unreachable | None = None
 
 
 @dataclass
@@ -195,6 +209,7 @@ class Action:
     line: int
     file: str | None = None
     raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
+    unreachable: Unreachable | None = None
 
     @property
     def decide(self) -> DecideStage | None:
@@ -217,6 +232,7 @@ class Terminal:
     values: list[E.Value] = field(default_factory=list)
     line: int = 0
     file: str | None = None
+    value_unreachable: dict[Any, Unreachable] = field(default_factory=dict)   # label value -> declaration
 
 
 @dataclass
@@ -316,12 +332,28 @@ class Spec:
     @property
     def builtins(self) -> tuple[str, ...]:
         """The built-in properties checked on this spec."""
+        declared = (DECLARED_BUILTIN,) if self.unreachables() else ()
         if self.python:
             return BUILTIN_PROPERTIES + ("bound_code",)
         if self.bind:       # the code is compared with the spec's stages where an action has some
             compared = any(a.stages for a in self.actions)
-            return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1]
-        return BUILTIN_PROPERTIES
+            return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1] + declared
+        return BUILTIN_PROPERTIES + declared
+
+    def unreachables(self) -> list[tuple[tuple[Any, ...], Unreachable]]:
+        """Every `unreachable_when` declaration, keyed as vacuity notices name what they are
+        about: ("action", k), ("rule", k, name), ("terminal", value), ("value", k, choice, label)."""
+        out: list[tuple[tuple[Any, ...], Unreachable]] = []
+        for k, a in enumerate(self.actions):
+            if a.unreachable is not None:
+                out.append((("action", k), a.unreachable))
+            if a.decide is not None:
+                out += [(("rule", k, r.name), r.unreachable) for r in a.decide.rules if r.unreachable is not None]
+            for cname, cs in a.choices:
+                out += [(("value", k, cname, label), u) for label, u in cs.value_unreachable.items()]
+        if self.terminal is not None:
+            out += [(("terminal", v), u) for v, u in self.terminal.value_unreachable.items()]
+        return out
 
     def action(self, name: str) -> Action | None:
         return next((a for a in self.actions if a.name == name), None)
@@ -714,7 +746,8 @@ class _Loader:
     def action_choice_sets(self, aname: str, raw: Any, line: int) -> None:
         self.ident(aname, line, "an action name")
         a = self.mapping(raw, line, f"action {aname}")
-        self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises"})
+        self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises", "unreachable_when",
+                                          "because"})
         out = []
         if "choose" in a:
             ch = self.mapping(a["choose"], a.line_of("choose"), f"choose of action {aname}")
@@ -752,7 +785,8 @@ class _Loader:
         if all(isinstance(r, YMap) and not _conditional_value(r) for r in raw):
             return self.record_set(name, raw, line)
         whens: dict[Any, tuple[Any, int]] = {}
-        raw = self.conditional_values(name, raw, whens)
+        declared: dict[Any, Unreachable] = {}
+        raw = self.conditional_values(name, raw, whens, declared)
         if any(isinstance(r, (YMap, YList)) for r in raw):
             raise self.at(line).error(f"choice {name} mixes records and plain values")
         for i, v in enumerate(raw):
@@ -767,20 +801,31 @@ class _Loader:
         if isinstance(typ, E.EnumT):
             typ = E.EnumT(frozenset(vals), f"choice {name}")
         return ChoiceSet(name, "scalars", typ, items=[(v,) for v in vals], line=line,
-                         raw_when={str(k) if isinstance(k, str) else k: w for k, w in whens.items()})
+                         raw_when={str(k) if isinstance(k, str) else k: w for k, w in whens.items()},
+                         value_unreachable={str(k) if isinstance(k, str) else k: u for k, u in declared.items()})
 
-    def conditional_values(self, name: str, raw: YList, whens: dict[Any, tuple[Any, int]]) -> YList:
+    def conditional_values(self, name: str, raw: YList, whens: dict[Any, tuple[Any, int]],
+                           declared: dict[Any, Unreachable]) -> YList:
         """A plain value list with `{value: V, when: COND}` items replaced by V, their
-        conditions noted in `whens` (checked once the action's scope exists)."""
+        conditions noted in `whens` (checked once the action's scope exists) and their
+        `unreachable_when` declarations in `declared`."""
         out = YList()
         out.line = raw.line
         out.lines = []
         for i, item in enumerate(raw):
             at = raw.line_of(i)
             if _conditional_value(item):
-                self.keys(item, f"a value of choice {name}", {"value", "when"}, {"value", "when"})
-                item = self.plain(item["value"], item.line_of("value"), f"a value of choice {name}")
-                whens[item] = (raw[i]["when"], raw[i].line_of("when"))
+                what = f"a value of choice {name}"
+                self.keys(item, what, {"value", "when", "unreachable_when", "because"}, {"value"})
+                if "when" not in item and "unreachable_when" not in item:
+                    raise self.at(at).error(f"{what} written as a mapping needs a when or an unreachable_when")
+                value = self.plain(item["value"], item.line_of("value"), what)
+                if "when" in item:
+                    whens[value] = (item["when"], item.line_of("when"))
+                unreachable = self.unreachable(item, f"value {value} of choice {name}")
+                if unreachable is not None:
+                    declared[value] = unreachable
+                item = value
             out.append(item)
             out.lines.append(at)
         return out
@@ -791,6 +836,7 @@ class _Loader:
         items: list[tuple[Any, ...]] = []
         seen: dict[str, int] = {}
         whens: dict[Any, tuple[Any, int]] = {}
+        declared: dict[Any, Unreachable] = {}
         for i, rec in enumerate(raw):
             rline = raw.line_of(i)
             if "name" not in rec or not isinstance(rec["name"], str):
@@ -802,7 +848,10 @@ class _Loader:
             seen[rname] = rline
             if "when" in rec:            # where this record is a possible value (a record has no field `when`)
                 whens[rname] = (rec["when"], rec.line_of("when"))
-            fields = sorted(k for k in rec if k not in ("name", "when"))
+            unreachable = self.unreachable(rec, f"record {rname} of choice {name}")
+            if unreachable is not None:
+                declared[rname] = unreachable
+            fields = sorted(k for k in rec if k not in ("name", "when", "unreachable_when", "because"))
             if field_names is None:
                 field_names = fields
             elif fields != field_names:
@@ -829,7 +878,7 @@ class _Loader:
             if isinstance(t, E.EnumT):
                 fields_idx[f] = (E.EnumT(t.values, f"{name}.{f}"), i)
         return ChoiceSet(name, "records", E.EnumT(frozenset(seen), f"choice {name}"),
-                         items=items, fields=fields_idx, line=line, raw_when=whens)
+                         items=items, fields=fields_idx, line=line, raw_when=whens, value_unreachable=declared)
 
     # -- names
     def collect_literals(self, actions_raw: YMap, top: YMap) -> frozenset[str]:
@@ -965,7 +1014,25 @@ class _Loader:
             else:
                 raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
         raises = self.action_raises(name, raw, stages) if "raises" in raw else []
-        return Action(name, guard, choices, stages, line, raises=raises)
+        return Action(name, guard, choices, stages, line, raises=raises,
+                      unreachable=self.unreachable(raw, f"action {name}"))
+
+    def unreachable(self, m: YMap, what: str) -> Unreachable | None:
+        """`unreachable_when: PARAM_EXPR` with `because: TEXT` in mapping m, if it has them."""
+        has = [k for k in ("unreachable_when", "because") if k in m]
+        if not has:
+            return None
+        if len(has) == 1:
+            missing = "because" if has[0] == "unreachable_when" else "unreachable_when"
+            raise self.at(m.line_of(has[0])).error(f"{what} has {has[0]} without {missing}: an "
+                                                   "acknowledged vacuity says both when and why")
+        because = m["because"]
+        if not isinstance(because, str) or not because.strip():
+            raise self.at(m.line_of("because")).error(f"because of {what} must be a non-empty text",
+                                                      _short(because))
+        line = m.line_of("unreachable_when")
+        when = self.bool_expr(m["unreachable_when"], self.param_scope, line, f"unreachable_when of {what}")
+        return Unreachable(when, " ".join(because.split()), line)
 
     def choice_whens(self, aname: str, choices: list[tuple[str, ChoiceSet]], j: int) -> None:
         """Check the `when:` of choice j of action `aname` and of its values: over the state the
@@ -1033,7 +1100,8 @@ class _Loader:
         for i, r in enumerate(rules_raw):
             rline = rules_raw.line_of(i)
             r = self.mapping(r, rline, "a decide rule")
-            self.keys(r, "a decide rule", {"name", "when", "then", "description"}, {"name", "then"})
+            self.keys(r, "a decide rule", {"name", "when", "then", "description", "unreachable_when", "because"},
+                      {"name", "then"})
             rname = r["name"]
             if not isinstance(rname, str) or not rname.strip():
                 raise self.at(rline).error("a rule needs a name", rname)
@@ -1045,7 +1113,7 @@ class _Loader:
             if "when" in r:
                 when = self.bool_expr(r["when"], scope, r.line_of("when"), f"condition of rule {rname}")
             then = self.value_expr(r["then"], var, scope, r.line_of("then"), f"result of rule {rname}")
-            rules.append(Rule(str(rname), when, then, rline))
+            rules.append(Rule(str(rname), when, then, rline, unreachable=self.unreachable(r, f"rule {rname}")))
         for r in rules[:-1]:
             if r.when is None:
                 later = rules[rules.index(r) + 1]
@@ -1082,14 +1150,21 @@ class _Loader:
         if not isinstance(vals, YList) or not vals:
             raise self.at(m.line_of("values")).error("terminal values must be a non-empty list")
         out = []
+        declared: dict[Any, Unreachable] = {}
         for i, v in enumerate(vals):
+            if isinstance(v, YMap):          # {value: V, unreachable_when: PARAM_EXPR, because: TEXT}
+                self.keys(v, "a terminal value", {"value", "unreachable_when", "because"},
+                          {"value", "unreachable_when", "because"})
+                entry = v
+                v = self.plain(entry["value"], entry.line_of("value"), "a terminal value")
+                declared[str(v) if isinstance(v, str) else v] = present(self.unreachable(entry, f"terminal {v}"))
             v = self.plain(v, vals.line_of(i), "a terminal value")
             t = E.type_of_value(str(v) if isinstance(v, str) else v)
             if not E.compatible(label.type, t):
                 raise self.at(vals.line_of(i)).error(
                     f"terminal value can never equal the label ({label.type})", v)
             out.append(str(v) if isinstance(v, str) else v)
-        return Terminal(None, label, out, line)
+        return Terminal(None, label, out, line, value_unreachable=declared)
 
     # -- properties
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
@@ -1108,7 +1183,7 @@ class _Loader:
 
     def property(self, name: str, raw: Any, line: int) -> PropertyDecl:
         self.ident(name, line, "a property name")
-        if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS:
+        if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS or name == DECLARED_BUILTIN:
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
         kinds = [k for k in m if k in self.KINDS or k in PATTERNS]
@@ -1296,7 +1371,7 @@ class _Loader:
         names = m["violated"]
         if not isinstance(names, YList) or not names:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
-        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | set(CODE_BUILTINS)
+        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | set(CODE_BUILTINS) | {DECLARED_BUILTIN}
         for i, n in enumerate(names):
             if not isinstance(n, str) or n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)

@@ -29,6 +29,7 @@ class Notice:
     action: str | None = None
     summary: str = ""     # what is dead, without why: the same across param combinations
     file: str | None = None   # the file `line` is in, when not the spec's (a Python model's base class)
+    value: Any = None         # a choice value that is never possible: that value
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -36,6 +37,8 @@ class Notice:
             del out["file"]
         else:
             out["file"] = shown_path(self.file)
+        if self.value is None:
+            del out["value"]
         return out
 
 
@@ -49,7 +52,23 @@ def coverage(ex: ExploredGraph) -> dict[str, dict[str, int]]:
 
 
 def notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
-    """Every dead part of the spec in a complete exploration (call only when complete)."""
+    """Every dead part of the spec in a complete exploration (call only when complete), but
+    those the spec declares unreachable for these params (`unreachable_when`): expected, not news."""
+    acknowledged = {key if key[0] != "terminal" else ("terminal", str(key[1])) for key in ex.machine.acknowledged}
+    return [n for n in _all_notices(ex, cov) if _key(ex, n) not in acknowledged]
+
+
+def _key(ex: ExploredGraph, n: Notice) -> tuple[Any, ...]:
+    """A notice's key in `Machine.acknowledged` (its terminal values as text, as coverage has them)."""
+    k = next((i for i, a in enumerate(ex.machine.spec.actions) if a.name == n.action), -1)
+    if n.kind == "choice" and n.value is not None:
+        return ("value", k, n.name, n.value)
+    return {"action": ("action", k), "rule": ("rule", k, n.name), "terminal": ("terminal", n.name)}.get(
+        n.kind, (n.kind, k, n.name))
+
+
+def _all_notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
+    """Every dead part of the spec in a complete exploration."""
     spec = ex.machine.spec
     out: list[Notice] = []
     fired = ex.fired_by_action                  # both engines count these while they sweep
@@ -199,5 +218,5 @@ def _conditional_notices(ex: ExploredGraph, k: int) -> list[Notice]:
                 line = vw.line or cs.line
                 out.append(Notice("choice", cname, f"vacuous: value {label} of choice {cname} {where} (line {line}) "
                                   "is never possible: its when is never true in any reachable step", line,
-                                  act.name, file=cs.file))
+                                  act.name, file=cs.file, value=label))
     return out

@@ -131,9 +131,10 @@ def test_the_vector_engine_declines_and_auto_runs_scalar() -> None:
     ("when: proposal == call_tool", "when: retries",
      "agent.yaml:12: when of choice obs must be true/false, but this is int"),
     ("{value: error, when: retries < 2}", "{value: error}",
-     "agent.yaml:11: a value of choice obs needs the key 'when'"),
+     "agent.yaml:11: a value of choice obs written as a mapping needs a when or an unreachable_when"),
     ("{value: error, when: retries < 2}", "{value: error, when: retries < 2, note: x}",
-     "agent.yaml:11: unknown key in a value of choice obs (allowed: value, when): 'note'"),
+     "agent.yaml:11: unknown key in a value of choice obs (allowed: because, unreachable_when, value, when): "
+     "'note'"),
     ("when: proposal == call_tool", "when: proposal == call_tool\n        extra: 1",
      "agent.yaml:13: unknown key in choice obs (allowed: values, when): 'extra'"),
 ])
@@ -231,7 +232,7 @@ def test_a_value_or_choice_never_possible_is_a_vacuity_notice() -> None:
          "summary": "vacuous: decide rule 'again' of action step (line 19) never fires",
          "message": "vacuous: decide rule 'again' of action step (line 19) never fires: it is shadowed, whenever "
                     "its condition holds an earlier rule (worked) fires first"},
-        {"kind": "choice", "name": "obs", "line": 11, "action": "step", "summary": "",
+        {"kind": "choice", "name": "obs", "line": 11, "action": "step", "summary": "", "value": "error",
          "message": "vacuous: value error of choice obs of action step (line 11) is never possible: its when "
                     "is never true in any reachable step"}]
     text = textwrap.dedent("""\
