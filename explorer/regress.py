@@ -149,6 +149,18 @@ def _variant(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
     return False, "the variant increases within its bound on every step of the run"
 
 
+def _maximum(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
+    """A `maximum` with `at_most` is broken by any state of the run whose value exceeds it."""
+    (f, at_most), subject = m.maxima[name], Subject("property", name)
+    if at_most is None:         # never violated: nothing to replay (no test is written for it)
+        return False, "a maximum without at_most is never violated"
+    for k, s in enumerate(run.states):
+        value = evaluate(m, k, subject, f, s)
+        if value > at_most:
+            return True, _still(f"the state after step {k} has {value}, more than at_most {at_most}")
+    return False, f"every state of the run stays within at_most {at_most}"
+
+
 def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:
     loop = trace.get("loop_start")
     if trace.get("kind") == "lasso" and loop is not None:
@@ -243,7 +255,8 @@ def _is(move: tuple[Any, int | None, str | None], subject: Subject) -> bool:
 
 _JUDGES: dict[str, Callable[..., Verdict]] = {
     "invariant": _invariant, "step_invariant": _step_invariant, "variant": _variant,
-    "terminates": _terminates, "terminates_within": _terminates, "independent": _independent}
+    "terminates": _terminates, "terminates_within": _terminates, "independent": _independent,
+    "maximum": _maximum}
 
 
 # ------------------------------------------------------------------ built-in properties

@@ -203,9 +203,10 @@ class Terminal:
 class PropertyDecl:
     name: str
     kind: str     # invariant | step_invariant | reachable | terminates | terminates_within | variant | independent
+    #               | maximum (the exact maximum of an int expression over the reachable states)
     line: int
     expr: E.Expr | None = None     # the predicate, the ranking, ...
-    bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
+    bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant, at_most of a maximum
     bound_line: int | None = None  # where the bound is written
     count: E.Expr | None = None    # which transitions terminates_within counts (None: all)
     vars: list[int] = field(default_factory=list)   # independent_of
@@ -1002,7 +1003,7 @@ class _Loader:
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
              "terminates": "terminates", "terminates_within": "terminates_within",
              "variant": "variant", "independent_of": "independent",
-             "probability": "probability", "expected": "expected"}
+             "probability": "probability", "expected": "expected", "maximum": "maximum"}
 
     def properties(self, raw: Any, line: int) -> list[PropertyDecl]:
         m = self.mapping(raw, line, "properties")
@@ -1026,7 +1027,7 @@ class _Loader:
         if key in PATTERNS:
             return self.pattern(name, key, m, line)
         kind = self.KINDS[key]
-        extra = {"terminates_within": {"count"}, "variant": {"bound"}}.get(key, set())
+        extra = {"terminates_within": {"count"}, "variant": {"bound"}, "maximum": {"at_most"}}.get(key, set())
         self.keys(m, f"property {name}", {key, "description", "when"} | extra,
                   {"bound"} if key == "variant" else set())
         p = PropertyDecl(name, kind, line, description=str(m.get("description", "")))
@@ -1053,6 +1054,11 @@ class _Loader:
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
             p.bound_line = m.line_of("bound")
+        elif key == "maximum":
+            p.expr = self.int_expr(value, self.state_scope, kline, f"the maximum of {name}")
+            if "at_most" in m:
+                p.bound_line = m.line_of("at_most")
+                p.bound = self.int_expr(m["at_most"], self.param_scope, p.bound_line, f"at_most of {name}")
         elif key in ("probability", "expected"):
             p.expr, p.chance = self.chance(name, key, value, kline)
         elif key == "independent_of":

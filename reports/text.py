@@ -37,6 +37,7 @@ def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = Fal
                 lines += _run_block(run, full=False) + [""]
         else:
             lines.append("")
+        lines += _worst_case_lines(runs)
         lines += _hidden_warnings(runs)
     lines.append(F.totals_text(report))
     return "\n".join(lines) + "\n"
@@ -49,6 +50,14 @@ def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
     words = [F.run_result_stop_text(run) for run in runs]
     width = max(map(len, words), default=0)
     return [f"{word:<{width}}  {_run_line(run)}" for word, run in zip(words, runs)]
+
+
+def _worst_case_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """The `maximum` properties' values, a line per run that has any (see findings.worst_cases)."""
+    lines = [f"  {run['spec']} {F.params_text(run['params'])}: "
+             + "; ".join(f"{name} {text}" for name, text in F.worst_cases(run))
+             for run in runs if F.worst_cases(run)]
+    return ["worst cases:", *lines, ""] if lines else []
 
 
 def _run_line(run: dict[str, Any]) -> str:
