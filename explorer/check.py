@@ -431,7 +431,7 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
     elif p.kind == "reachable":
-        r = _reachable(ex, p.name, why)
+        r = _possible(ex, p.name, why) if p.possible else _reachable(ex, p.name, why)
     elif p.kind == "terminates":
         r = _terminates(ex, graph, p.name, why_end)
     elif p.kind in ("probability", "expected"):
@@ -617,6 +617,20 @@ def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
     if why:
         return PropertyResult(name, "reachable", UNKNOWN, f"not reached in the explored part; {why}")
     return PropertyResult(name, "reachable", VIOLATED, "unreachable: no reachable state satisfies it")
+
+
+def _possible(ex: Exploration, name: str, why: str | None) -> PropertyResult:
+    """A `possible` property: whether some reachable state satisfies it, as an answer that
+    holds either way (with a shortest witness when it does); unknown only while unreached
+    in an exploration that stopped early."""
+    if name in ex.reached:
+        witness = path_trace(ex, ex.reached[name])
+        return PropertyResult(name, "possible", HOLDS, f"possible: reached after {_n(len(witness), 'transition')}",
+                              witness=witness, value={"possible": True})
+    if why:
+        return PropertyResult(name, "possible", UNKNOWN, f"not decided: not reached in the explored part; {why}")
+    return PropertyResult(name, "possible", HOLDS, "impossible: no reachable state satisfies it",
+                          value={"possible": False})
 
 
 @dataclass(frozen=True)

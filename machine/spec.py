@@ -214,6 +214,8 @@ class PropertyDecl:
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
     file: str | None = None
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
+    smallest_safe: str | None = None   # an int param: a sweep reports the smallest value from which it is safe
+    possible: bool = False         # `possible:` (kind reachable): an answer, never a violation
     pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
     scope: str = "global"          # over its monitor vars, machine/patterns.py); its scope
 
@@ -1003,7 +1005,8 @@ class _Loader:
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
              "terminates": "terminates", "terminates_within": "terminates_within",
              "variant": "variant", "independent_of": "independent",
-             "probability": "probability", "expected": "expected", "maximum": "maximum"}
+             "probability": "probability", "expected": "expected", "maximum": "maximum",
+             "possible": "reachable"}
 
     def properties(self, raw: Any, line: int) -> list[PropertyDecl]:
         m = self.mapping(raw, line, "properties")
@@ -1028,14 +1031,15 @@ class _Loader:
             return self.pattern(name, key, m, line)
         kind = self.KINDS[key]
         extra = {"terminates_within": {"count"}, "variant": {"bound"}, "maximum": {"at_most"}}.get(key, set())
-        self.keys(m, f"property {name}", {key, "description", "when"} | extra,
+        self.keys(m, f"property {name}", {key, "description", "when", "smallest_safe"} | extra,
                   {"bound"} if key == "variant" else set())
-        p = PropertyDecl(name, kind, line, description=str(m.get("description", "")))
+        p = PropertyDecl(name, kind, line, description=str(m.get("description", "")), possible=key == "possible")
         if "when" in m:
             p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
+        self.smallest_safe(p, m)
         kline = m.line_of(key)
         value = m[key]
-        if key in ("always", "reachable"):
+        if key in ("always", "reachable", "possible"):
             p.expr = self.bool_expr(value, self.state_scope, kline, f"property {name}")
         elif key == "step":
             p.expr = self.bool_expr(value, self.step_scope, kline, f"property {name}")
@@ -1068,16 +1072,33 @@ class _Loader:
                 p.vars.append(idx)
         return p
 
+    def smallest_safe(self, p: PropertyDecl, m: YMap) -> None:
+        """`smallest_safe: PARAM`: an int param the spec declares, whose sweep the report
+        summarizes as the smallest value from which the property is safe (report.py)."""
+        if "smallest_safe" not in m:
+            return
+        line = m.line_of("smallest_safe")
+        name = m["smallest_safe"]
+        param = self.params_by_name.get(name) if isinstance(name, str) else None
+        if param is None:
+            raise self.at(line).error(f"smallest_safe of {p.name} must name a param (the spec has: "
+                                      f"{', '.join(self.params_by_name) or 'none'})", name)
+        if param.kind != "int":
+            raise self.at(line).error(f"smallest_safe of {p.name} needs an int param to order; {name} is "
+                                      f"a {param.kind} param", name)
+        p.smallest_safe = name
+
     SCOPE_KEYS = {frozenset({"before"}): "before", frozenset({"after"}): "after",
                   frozenset({"between"}): "between", frozenset({"after", "until"}): "after_until"}
 
     def pattern(self, name: str, key: str, m: YMap, line: int) -> PropertyDecl:
         """A pattern property (machine/patterns.py): an invariant over its own monitor vars,
         which every action's first stage advances."""
-        self.keys(m, f"property {name}", {key, "description", "when", "scope"})
+        self.keys(m, f"property {name}", {key, "description", "when", "scope", "smallest_safe"})
         p = PropertyDecl(name, "invariant", line, description=str(m.get("description", "")), pattern=key)
         if "when" in m:
             p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
+        self.smallest_safe(p, m)
         raw: dict[str, tuple[Any, int]] = {}
         kline = m.line_of(key)
         value = m[key]

@@ -66,6 +66,17 @@ def test_the_react_graph_stops_for_every_recursion_limit() -> None:
         (4, "proved", "replay", 8), (5, "proved", "replay", 10), (6, "proved", "replay", 11)]
 
 
+def test_no_recursion_limit_makes_the_limit_error_unreachable() -> None:
+    """smallest_safe over the sweep: a model that keeps asking for a tool reaches any limit."""
+    from haltproof.reports.report import to_json
+    (sweep,) = to_json(check())["sweeps"]
+    (row,) = sweep["smallest_safe"]
+    assert row == {"property": "can_hit_the_limit", "param": "recursion_limit", "safe_means": "unreachable",
+                   "others": {}, "value": None, "swept": [1, 2, 3, 4, 5, 6], "unsafe_at": [1, 2, 3, 4, 5, 6],
+                   "undecided_at": [],
+                   "message": "can_hit_the_limit reachable at every swept recursion_limit (1..6): no safe value"}
+
+
 def test_the_shortest_path_to_the_limit_runs_recursion_limit_supersteps() -> None:
     (run,) = check(pins={"recursion_limit": 3})
     hit = results(run)["can_hit_the_limit"]

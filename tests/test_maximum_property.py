@@ -155,7 +155,7 @@ def test_the_documented_example_is_the_shipped_file_and_prints_what_the_docs_say
     from conftest import ROOT
     doc = (ROOT / "docs" / "spec-language.md").read_text()
     shipped = (ROOT / "docs" / "examples" / "worst_case.yaml").read_text()
-    assert "```yaml\n" + shipped + "```" in doc
+    assert "```yml\n" + shipped + "```" in doc     # yml: test_docs reads the `yaml` blocks as retry_loop
     assert "cd docs/examples && haltproof check worst_case.yaml     # exit 1" in doc
     monkeypatch.chdir(ROOT / "docs" / "examples")
     ran = cli("check", "worst_case.yaml")
