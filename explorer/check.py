@@ -21,7 +21,7 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
-from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
+from haltproof.machine.binding import DETERMINISM, bind_machine, spec_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
@@ -283,7 +283,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
         with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
-            adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
+            adapter = spec_adapter(spec)
             if options.paths > 1 and not is_live(adapter):
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
                                          "state, which needs a live adapter (start); this one rebuilds states "

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.binding import bind_machine, spec_adapter
 from haltproof.machine.compiled import CompiledSpec, Machine, State
 from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
 from haltproof.machine.text import trace_table
@@ -348,7 +348,7 @@ def _step_function(m: Machine, subject: Subject) -> Callable[..., object] | None
 def machine_for(spec: Spec, params: dict[str, int], model: bool = False) -> Machine:
     m = CompiledSpec(spec).instantiate({p.name: params[p.name] for p in spec.params})
     if spec.bind and not model:
-        m = bind_machine(m, load_adapter(spec.bind, spec.path, spec.bind_line), spec.bind)
+        m = bind_machine(m, spec_adapter(spec), spec.bind)
     return m
 
 

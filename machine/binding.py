@@ -45,12 +45,12 @@ from .errors import Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, is_live
 from .outcomes import outcome_of, resolve
 from .usercode import OutOfTime, running
-from .spec import present
+from .spec import Spec, present
 
 T = TypeVar("T")
 # code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
 Drift = tuple[tuple[Any, ...], int, int, str | None, tuple[Any, ...], str]
-__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine", "DETERMINISM"]
+__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "spec_adapter", "bind_machine", "DETERMINISM"]
 
 DETERMINISM = ("auto", "full", "sample", "off")
 # auto: full when the spec's declared state space (the product of its vars' domain sizes for
@@ -120,6 +120,20 @@ class CodeError(EvalError):
     """The bound code failed on a reachable state: a finding, not a crash of the checker."""
 
     builtin = "bound_code"
+
+
+def spec_adapter(spec: Spec) -> Adapter | LiveAdapter:
+    """The adapter a bound spec runs: a declaration's own (machine/declarations.py), built
+    within the deadline in force, else the one its `bind:` names."""
+    assert spec.bind, "only a bound spec has an adapter"
+    if spec.adapter is None:
+        return load_adapter(spec.bind, spec.path, spec.bind_line)
+    try:
+        built: Adapter | LiveAdapter = usercode.run(spec.adapter)
+    except OutOfTime as stop:
+        stop.note(f"building the {spec.framework} adapter for {spec.bind}")
+        raise
+    return built
 
 
 def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter:

@@ -26,6 +26,7 @@ from .outcomes import Outcome, VarShape, parse_raises
 from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
+from .declarations import expand, is_declaration
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -294,6 +295,8 @@ class Spec:
     measures: list[Measure] = field(default_factory=list)
     python: bool = False                     # declared in Python (haltproof.machine.pymodel): all code
     probabilities: list[ChoiceWeights] = field(default_factory=list)   # weighted choices (machine/weights.py)
+    adapter: Callable[[], Any] | None = None   # a declaration's live adapter factory (machine/declarations.py)
+    framework: str | None = None             # a declaration's framework
 
     @property
     def builtins(self) -> tuple[str, ...]:
@@ -352,6 +355,11 @@ def parse_spec(text: str, file: str) -> Spec:
     if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
         raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
     data = load_yaml(text, file, decimal_allowed)
+    if is_declaration(data):        # `framework: NAME`: its integration writes the spec
+        declared = expand(data, file)
+        spec = _Loader(file).load(declared.spec, text)
+        spec.adapter, spec.framework = declared.adapter, str(data["framework"])
+        return spec
     return _Loader(file).load(data, text)
 
 
