@@ -9,12 +9,11 @@ declaration key they come from.
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 from typing import Any
 
 from haltproof.machine import usercode
+from haltproof.machine.binding import import_user_module
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YList, YMap
@@ -50,19 +49,17 @@ def check_keys(top: YMap, file: str, allowed: set[str], required: set[str]) -> N
 
 
 def import_target(top: YMap, file: str) -> Any:
-    """The object `target: module:attr` names, imported with the declaration's folder (and the
-    working directory, like `bind:`) importable; a problem at the target's line otherwise."""
+    """The object `target: module:attr` names, imported from the working directory or the
+    declaration's folder as `bind:` is (binding.import_user_module); a problem at the
+    target's line otherwise."""
     line = top.line_of("target")
     ref = top["target"]
     here = Located(file, line)
     if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.partition(":")[::2]):
         raise here.error("target must name the object as module:attr", ref)
     module_name, _, attr = ref.partition(":")
-    for folder in (os.getcwd(), os.path.dirname(os.path.abspath(file))):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
     try:
-        module = usercode.run(importlib.import_module, module_name)
+        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
     except OutOfTime as stop:
         stop.note(f"importing the target's module {module_name} (target: {ref})")
         raise

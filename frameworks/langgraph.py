@@ -31,7 +31,6 @@ from importlib import metadata
 from typing import Any
 
 from haltproof.machine.declarations import Declared
-from haltproof.machine.errors import SpecError
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
@@ -247,11 +246,14 @@ class DeclaredGraph(GraphAdapter):
         self.scripted = d.models
 
     def build(self, run: GraphRun) -> Any:
-        target = self.d.target
-        if is_graph(target):
-            return scripted_nodes(target, run, self.d.nodes)
+        return scripted_nodes(self.users_graph(run), run, self.d.nodes)
+
+    def users_graph(self, run: GraphRun) -> Any:
+        """The user's graph as the target gives it: itself, or built with the scripted models."""
+        if is_graph(self.d.target):
+            return self.d.target
         models = {name: scripted_model(run, model_choice(name), outs) for name, outs in self.d.models.items()}
-        return scripted_nodes(target(**models), run, self.d.nodes)
+        return self.d.target(**models)
 
     def inputs(self, params: dict[str, Any]) -> Any:
         return copy.deepcopy(self.d.input)
@@ -385,9 +387,7 @@ def declaration(top: YMap, file: str) -> Declared:
 def _graph_of(adapter: DeclaredGraph, ref: str, file: str, line: int) -> Any:
     """The graph a run explores, built once at load to read its nodes; a problem at the target's line."""
     try:
-        graph = adapter.build(GraphRun())
-    except SpecError:
-        raise
+        graph = adapter.users_graph(GraphRun())
     except Exception as exc:        # the user's function may fail in any way
         models = ", ".join(adapter.d.models) or "no models"
         raise fail(file, line, f"building the graph with {ref}({models}) failed: {type(exc).__name__}: {exc}") \
