@@ -238,3 +238,61 @@ def test_same_named_modules_in_two_folders_are_each_their_own(cli, tmp_path, mon
               for r in report["runs"]}
     assert {k: v["possible"] for k, v in limits.items()} == {
         ("ends/d.yaml", 1): False, ("ends/d.yaml", 2): False, ("loops/d.yaml", 1): True, ("loops/d.yaml", 2): True}
+
+
+BUDGET = (EXAMPLE / "react.yaml").read_text().split("params:")[0] + """\
+params:
+  recursion_limit: [4]
+properties:
+  one_search_is_enough:
+    maximum: tool_runs
+    at_most: 1
+"""
+
+
+@pytest.mark.slow
+def test_an_emitted_test_replays_the_trace_on_the_real_graph_until_it_is_fixed(cli, tmp_path, monkeypatch) -> None:
+    """--emit-tests on a declaration writes a pytest file that replays the counterexample
+    through LangGraph itself: it fails while the graph lets the model search twice, and passes
+    once the graph's own routing stops after one search."""
+    import subprocess
+    (tmp_path / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    (tmp_path / "budget.yaml").write_text(BUDGET)
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
+    assert ran.code == 1
+    assert "wrote 1 regression test to regress" in ran.err
+    (emitted,) = (tmp_path / "regress").glob("test_*.py")
+    assert emitted.name == "test_budget_one_search_is_enough_recursion_limit4.py"
+
+    def pytest_run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
+                              cwd=tmp_path, capture_output=True, text=True)
+    failing = pytest_run()
+    assert failing.returncode == 1, failing.stdout[-2000:]
+    assert ("one_search_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
+            "step 4 has 2, more than at_most 1") in failing.stdout
+    # the fix, in the user's graph: after one tool result the agent's turn ends the run
+    source = (tmp_path / "react.py").read_text()
+    fixed = source.replace('builder.add_conditional_edges("agent", tools_condition)',
+                           'builder.add_conditional_edges("agent", lambda s: "__end__" if any(\n'
+                           '        m.type == "tool" for m in s["messages"]) else tools_condition(s))')
+    assert fixed != source
+    (tmp_path / "react.py").write_text(fixed)
+    passing = pytest_run()
+    assert passing.returncode == 0, passing.stdout[-2000:]
+    assert "1 passed" in passing.stdout
+
+
+def test_the_frameworks_doc_shows_the_shipped_declarations_and_their_command(cli, monkeypatch) -> None:
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    for name in ("react.yaml", "supervisor.yaml"):
+        assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check react.yaml supervisor.yaml" in doc
+    assert "one_search_is_enough:\n    maximum: tool_runs\n    at_most: 1\n" in doc and BUDGET.endswith(
+        "one_search_is_enough:\n    maximum: tool_runs\n    at_most: 1\n")
+    monkeypatch.chdir(EXAMPLE)
+    ran = cli("check", "react.yaml", "supervisor.yaml")
+    assert ran.code == 0
+    assert ran.out.endswith("13 runs: 6 proved, 7 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "States per limit (2 to 8): 8, 16, 18, 30,\n32, 48, 50." in doc
