@@ -25,13 +25,13 @@ from __future__ import annotations
 import copy
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
 from haltproof.machine.declarations import Declared
-from haltproof.machine.live import LiveAdapter
+from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node
@@ -68,6 +68,8 @@ class GraphRun:
     runs: dict[str, int] = field(default_factory=dict)       # per node: the supersteps it ran in
     calls: int = 0                                           # the scripted models' answers so far
 
+    aevents: AsyncIterator[Any] | None = None               # an async graph's stream (`astream`)
+
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
         try:
@@ -75,6 +77,20 @@ class GraphRun:
         except StopIteration:       # ended without a last, empty checkpoint: paused, not finished
             self.status = "interrupted"
             return
+        self.took(event)
+
+    async def apull(self) -> None:
+        """`pull` for an async graph, on the run's one event loop (machine/live.py's Driver)."""
+        assert self.aevents is not None, "an async run"
+        try:
+            event = await anext(self.aevents)
+        except StopAsyncIteration:
+            self.status = "interrupted"
+            return
+        self.took(event)
+
+    def took(self, event: Any) -> None:
+        """What a checkpoint shows: the nodes before it ran, the nodes it prepares, the state."""
         for name in self.nodes:     # reached the next checkpoint: they ran
             self.runs[name] = self.runs.get(name, 0) + 1
         nodes = self.nodes = sorted(event["next"])
@@ -162,7 +178,10 @@ class GraphAdapter(LiveAdapter):
         """The graph one run explores: the user's, built with scripted models answering for `run`."""
         return self.graph({name: scripted_model(run, name, outs) for name, outs in self.scripted.items()})
 
-    def start(self, params: dict[str, Any], init: dict[str, Any]) -> GraphRun:
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> GraphRun | Coroutine[Any, Any, GraphRun]:
+        """A fresh run, up to its first nodes prepared. A graph with an `async def` node is
+        streamed with `astream`: then this returns a coroutine, which haltproof runs on the
+        run's one event loop (docs/binding.md, "Async"), like every later step."""
         require_langgraph()
         run = GraphRun()
         from langgraph.checkpoint.memory import InMemorySaver
@@ -170,14 +189,24 @@ class GraphAdapter(LiveAdapter):
         # thread an earlier run left, and explore a state that run reached instead of this one
         graph = self.build(run).copy(update={"checkpointer": InMemorySaver()})
         config = {**self.config(params), "configurable": {"thread_id": "haltproof"}}
+        if has_async_nodes(graph):
+            run.aevents = aiter(graph.astream(self.inputs(params), config, stream_mode="checkpoints"))
+            return self._astart(run)
         run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints"))
         run.pull()          # the input checkpoint: next is __start__, which only writes the input
         run.pull()          # the graph's first nodes, prepared
         return run
 
-    def step(self, live: GraphRun, action: str, choices: dict[str, Any]) -> str | None:
+    async def _astart(self, run: GraphRun) -> GraphRun:
+        await run.apull()
+        await run.apull()
+        return run
+
+    def step(self, live: GraphRun, action: str, choices: dict[str, Any]) -> str | None | Coroutine[Any, Any, None]:
         self.check_choices(action, choices)
         live.choices = dict(choices)
+        if live.aevents is not None:
+            return live.apull()
         live.pull()
         return None
 
@@ -272,6 +301,12 @@ class DeclaredGraph(GraphAdapter):
         if self.d.messages:
             out["tool_runs"] = sum(getattr(m, "type", None) == "tool" for m in live.values.get("messages", []))
         return out
+
+
+def has_async_nodes(graph: Any) -> bool:
+    """Whether a node of the graph is `async def` only: LangGraph then runs it through `astream`."""
+    return any(getattr(spec.runnable, "func", True) is None and getattr(spec.runnable, "afunc", None) is not None
+               for spec in graph.builder.nodes.values())
 
 
 def is_graph(obj: Any) -> bool:
@@ -400,10 +435,13 @@ def _graph_of(adapter: DeclaredGraph, ref: str, file: str, line: int) -> Any:
 
 def _first_state(adapter: DeclaredGraph, file: str, line: int) -> dict[str, Any]:
     """The abstract state a run starts in: the graph's own input step (`__start__`) run for real."""
+    driver = Driver()       # an async graph's start is a coroutine, run on a loop of its own
     try:
-        return adapter.abstract(adapter.start({LIMIT: DEFAULT_LIMIT}, {}))
+        return adapter.abstract(driver.call(adapter.start, {LIMIT: DEFAULT_LIMIT}, {}))
     except Exception as exc:        # the input does not fit the graph's state, say
         raise fail(file, line, f"starting the graph failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        driver.close()
 
 
 def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], start: dict[str, Any]) -> dict[str, Any]:

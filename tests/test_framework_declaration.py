@@ -296,3 +296,46 @@ def test_the_frameworks_doc_shows_the_shipped_declarations_and_their_command(cli
     assert ran.code == 0
     assert ran.out.endswith("13 runs: 6 proved, 7 violated as expected, 0 failed, 0 incomplete -> proved\n")
     assert "States per limit (2 to 8): 8, 16, 18, 30,\n32, 48, 50." in doc
+
+
+ASYNC_REACT = (EXAMPLE / "react.py").read_text().replace(
+    "    def agent(state: MessagesState) -> dict:\n        return {\"messages\": [model.invoke(state[\"messages\"])]}",
+    "    async def agent(state: MessagesState) -> dict:\n"
+    "        return {\"messages\": [await model.ainvoke(state[\"messages\"])]}")
+
+
+def _async_react(tmp_path) -> object:
+    assert "async def agent" in ASYNC_REACT
+    (tmp_path / "areact.py").write_text(ASYNC_REACT)
+    spec = tmp_path / "areact.yaml"
+    spec.write_text((EXAMPLE / "react.yaml").read_text().replace("react:build_graph", "areact:build_graph"))
+    return spec
+
+
+def test_an_async_graph_is_driven_through_astream_with_the_same_answers(tmp_path, monkeypatch) -> None:
+    """An `async def` node cannot run under `stream`: the adapter streams with `astream` on the
+    run's one event loop, and the graph proves exactly what the sync one does."""
+    monkeypatch.delitem(sys.modules, "areact", raising=False)
+    runs = check_spec(load_spec(_async_react(tmp_path)), Options(pins={"recursion_limit": [3, 4]}))
+    sys.modules.pop("areact", None)
+    assert [(r.result, r.stats["states"]) for r in runs] == [("proved", 7), ("proved", 8)]
+    assert [maxima(r) for r in runs] == [{"most_supersteps": 3, "most_model_calls": 2, "most_tool_runs": 1},
+                                         {"most_supersteps": 4, "most_model_calls": 2, "most_tool_runs": 2}]
+    assert results(runs[0])["limit_error"].message == "possible: reached after 4 transitions"
+
+
+def test_an_async_graphs_limit_is_langgraphs_own_too(tmp_path, monkeypatch) -> None:
+    """The async loop's limit checked one superstep late: the async graph's verdict changes."""
+    from langgraph.pregel import _loop
+    enter = _loop.AsyncPregelLoop.__aenter__
+
+    async def late(self):
+        out = await enter(self)
+        self.stop += 1
+        return out
+    monkeypatch.setattr(_loop.AsyncPregelLoop, "__aenter__", late)
+    monkeypatch.delitem(sys.modules, "areact", raising=False)
+    (run,) = check_spec(load_spec(_async_react(tmp_path)), Options(pins={"recursion_limit": 3}))
+    sys.modules.pop("areact", None)
+    assert run.result == "violated"
+    assert results(run)["most_supersteps"].message.startswith("reaches 4, more than at_most 3, after 4 transitions")
