@@ -362,8 +362,9 @@ def _message(raw: Any, file: str, line: int, what: str) -> Any:
 def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[str, Any]]:
     """`models:` or `nodes:`: name -> {label: outcome}, each name and label a plain identifier."""
     out: dict[str, dict[str, Any]] = {}
-    for name, labels in mapping(top, key, file, "names to their outcomes").items():
-        line = mapping(top, key, file, "").line_of(name)
+    declared = mapping(top, key, file, "names to their outcomes")
+    for name, labels in declared.items():
+        line = declared.line_of(name)
         if not str(name).isidentifier():
             raise fail(file, line, f"{key}: a name haltproof can choose by must be a plain identifier", name)
         if not isinstance(labels, YMap) or not labels:
@@ -400,7 +401,7 @@ def declaration(top: YMap, file: str) -> Declared:
     d = Declaration(target, models, nodes, plain(top["input"]))
     adapter = DeclaredGraph(d)
     graph = _graph_of(adapter, ref, file, tline)
-    names = [n for n in graph.builder.nodes]
+    names = list(graph.builder.nodes)
     for name in nodes:
         if name not in names:
             raise fail(file, mapping(top, "nodes", file, "").line_of(name),
@@ -454,7 +455,8 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
     if LIMIT not in params:         # LangGraph's default, explicit
         params = node({**params, LIMIT: [DEFAULT_LIMIT]}, top.line)
         params.lines.update(getattr(top.get("params"), "lines", {}))
-    counters = {f"runs_{n}": {"type": "int", "min": 0, "max": LIMIT, "init": start[f"runs_{n}"]} for n in names}
+    counters = {f"runs_{n}": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start[f"runs_{n}"]}
+                for n in names}         # room to see a limit overrun, like steps
     for var in ("tool_runs", "model_calls"):
         if var in start:
             counters[var] = {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1) + {start[var]}",

@@ -339,3 +339,15 @@ def test_an_async_graphs_limit_is_langgraphs_own_too(tmp_path, monkeypatch) -> N
     sys.modules.pop("areact", None)
     assert run.result == "violated"
     assert results(run)["most_supersteps"].message.startswith("reaches 4, more than at_most 3, after 4 transitions")
+
+
+def test_an_unsupported_langgraph_is_named_at_the_framework_line(tmp_path, monkeypatch) -> None:
+    from haltproof.frameworks import langgraph as hl
+    from haltproof.machine.errors import SpecError
+    monkeypatch.setattr(hl.metadata, "version", lambda name: "0.6.3")
+    spec = tmp_path / "d.yaml"
+    spec.write_text(DECLARATION.format(module="never_imported"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2,<2; "
+                                 "langgraph 0.6.3 is installed")
