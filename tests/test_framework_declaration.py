@@ -30,12 +30,16 @@ MODULES = ("react", "supervisor", "adapter")
 
 @pytest.fixture(autouse=True)
 def _fresh_modules(monkeypatch):
-    """The examples' modules are imported fresh for each test and forgotten after it."""
+    """The examples' modules are imported fresh for each test and forgotten after it, and the
+    folders the imports put on sys.path are taken off again (a later test file must not find
+    this file's temporary react.py first)."""
+    path = list(sys.path)
     for name in MODULES:
         monkeypatch.delitem(sys.modules, name, raising=False)
     yield
     for name in MODULES:
         sys.modules.pop(name, None)
+    sys.path[:] = path
 
 
 def check(name: str, **options) -> list:
