@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from haltproof.machine.binding import load_adapter
+from haltproof.machine.binding import spec_adapter
 from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec
 
@@ -37,7 +37,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.spec}: the spec is not bound to code (it has no 'bind:'), "
                          "so there is nothing to compare it with")
     machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True))
-    adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
+    adapter = spec_adapter(spec)
     result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
     sys.stdout.write(to_text(result, spec.name, spec.bind))
     if result.stopped:

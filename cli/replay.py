@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.binding import bind_machine, spec_adapter
 from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.text import assignments_text, trace_table
@@ -84,7 +84,7 @@ def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
 def _bound(spec: Spec, m: Machine, model_only: bool) -> Machine:
     """The machine replay runs: the bound code unless --model (or the spec is not bound)."""
     if spec.bind and not model_only:
-        return bind_machine(m, load_adapter(spec.bind, spec.path, spec.bind_line), spec.bind)
+        return bind_machine(m, spec_adapter(spec), spec.bind)
     return m
 
 

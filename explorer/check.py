@@ -21,7 +21,7 @@ from haltproof.machine import usercode
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
-from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
+from haltproof.machine.binding import DETERMINISM, bind_machine, spec_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
@@ -33,12 +33,13 @@ from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
-from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
+from haltproof.properties.kinds import (BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Subject,
+                                        Trace)
 
 from . import acknowledged
 from .chances import Chances, first_chance_error
-from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
-                     trace_length)
+from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, failure,
+                     first_count_error, trace_length)
 from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
@@ -289,7 +290,7 @@ def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) 
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
         with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
-            adapter = load_adapter(spec.bind, spec.path, spec.bind_line)
+            adapter = spec_adapter(spec)
             if options.paths > 1 and not is_live(adapter):
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
                                          "state, which needs a live adapter (start); this one rebuilds states "
@@ -373,6 +374,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         late.append(("evaluating the counts and measures on the explored transitions", stop))
+    maxima = _maxima(m, ex, selected)    # an expression failing here is a well_defined finding too
     why, why_end = _why_undecided(ex, spec_errors)
 
     results: list[PropertyResult] = []
@@ -380,7 +382,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
     graph = _Graph(ex)
     chances = Chances(ex, m, why_end, edge_weights(ex, m))
-    results += [_judge(p, m, ex, graph, chances, (why, why_end), late)
+    results += [_maximum(p, ex, maxima[p.name], why) if p.kind == "maximum"
+                else _judge(p, m, ex, graph, chances, (why, why_end), late)
                 for p in spec.properties if p.name in selected]
 
     scenarios = _scenarios(m, options, late)
@@ -444,7 +447,7 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
                           KIND_TEXT[p.kind])
         _past_note(p, ex, r)
     elif p.kind == "reachable":
-        r = _reachable(ex, p.name, why)
+        r = _possible(ex, p.name, why) if p.possible else _reachable(ex, p.name, why)
         _past_note(p, ex, r)
     elif p.kind == "terminates":
         r = _terminates(ex, graph, p.name, why_end)
@@ -715,6 +718,116 @@ def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
     if why:
         return PropertyResult(name, "reachable", UNKNOWN, f"not reached in the explored part; {why}")
     return PropertyResult(name, "reachable", VIOLATED, "unreachable: no reachable state satisfies it")
+
+
+def _possible(ex: Exploration, name: str, why: str | None) -> PropertyResult:
+    """A `possible` property: whether some reachable state satisfies it, as an answer that
+    holds either way (with a shortest witness when it does); unknown only while unreached
+    in an exploration that stopped early."""
+    if name in ex.reached:
+        witness = path_trace(ex, ex.reached[name])
+        return PropertyResult(name, "possible", HOLDS, f"possible: reached after {_n(len(witness), 'transition')}",
+                              witness=witness, value={"possible": True})
+    if why:
+        return PropertyResult(name, "possible", UNKNOWN, f"not decided: not reached in the explored part; {why}")
+    return PropertyResult(name, "possible", HOLDS, "impossible: no reachable state satisfies it",
+                          value={"possible": False})
+
+
+@dataclass(frozen=True)
+class Highest:
+    """A `maximum` property's answer over the explored states: its highest value, the first
+    state (in BFS order, so a shallowest one) that has it, and the first state whose value
+    exceeds the property's `at_most` (None when none does or it declares none)."""
+
+    value: int
+    at: int
+    over: int | None
+
+
+MAXIMUM_CHUNK = 1 << 16      # states decoded at once when the vector engine's states are evaluated
+
+
+def _maxima(m: Machine, ex: Exploration, selected: set[str]) -> dict[str, Highest | None]:
+    """Per `maximum` property judged: its `Highest`, or None where its expression cannot be
+    evaluated on an explored state, which is a `well_defined` finding like any other (kept
+    when its trace is shorter than the engine's own finding)."""
+    out: dict[str, Highest | None] = {}
+    for name, (fn, at_most) in m.maxima.items():
+        if name not in selected:
+            continue
+        found = (_vector_highest(ex, name, at_most) if isinstance(ex, VExploration)
+                 else _scalar_highest(ex, name, fn, at_most))
+        if isinstance(found, Finding):
+            old = ex.findings.get("well_defined")
+            if old is None or _length(ex, found) < _length(ex, old):
+                ex.findings["well_defined"] = found
+            out[name] = None
+        else:
+            out[name] = found
+    return out
+
+
+def _scalar_highest(ex: Exploration, name: str, fn: Callable[[Any], int],
+                    at_most: int | None) -> Highest | Finding:
+    """The `Highest` of one expression over the states in BFS order, or the first state where it fails."""
+    best, at, over = 0, -1, None
+    for i in range(len(ex.states)):
+        try:
+            value = fn(ex.states[i])
+        except EVAL_ERRORS as exc:
+            return Finding(i, failure(ex.machine, f"property {name}", exc), subject=Subject("property", name))
+        if at < 0 or value > best:
+            best, at = value, i
+        if over is None and at_most is not None and value > at_most:
+            over = i
+    return Highest(best, at, over)
+
+
+def _vector_highest(ex: VExploration, name: str, at_most: int | None) -> Highest:
+    """The same from the states' codes, a chunk at a time (a vectorized expression cannot fail)."""
+    fn = ex.vm.maxima[name]
+    best, at, over = 0, -1, None
+    for lo in range(0, len(ex.codes), MAXIMUM_CHUNK):
+        codes = ex.codes[lo:lo + MAXIMUM_CHUNK]
+        values = np.broadcast_to(np.asarray(fn(ex.vm.decode(codes.astype(np.int64)))), (len(codes),))
+        k = int(np.argmax(values))          # the first index of the highest value
+        if at < 0 or int(values[k]) > best:
+            best, at = int(values[k]), lo + k
+        if over is None and at_most is not None:
+            above = np.nonzero(values > at_most)[0]
+            if len(above):
+                over = lo + int(above[0])
+    return Highest(best, at, over)
+
+
+def _maximum(p: PropertyDecl, ex: Exploration, found: Highest | None, why: str | None) -> PropertyResult:
+    """A `maximum` property: the exact highest value with a shortest witness; violated, with a
+    shortest counterexample, when a reachable state exceeds its `at_most`. An exploration that
+    stopped early knows only a lower bound: unknown, unless it already exceeds `at_most`."""
+    fn, at_most = ex.machine.maxima[p.name]
+    if found is None:
+        r = PropertyResult(p.name, "maximum", UNKNOWN, "not decided: its expression cannot be evaluated in a "
+                                                       "reachable state (see well_defined)")
+    else:
+        witness = path_trace(ex, found.at)
+        value: dict[str, Any] = {"value": found.value, "exact": why is None, "at_most": at_most,
+                                 "witness_transitions": len(witness)}
+        reached = f"first reached after {_n(len(witness), 'transition')}"
+        if found.over is not None:
+            trace = path_trace(ex, found.over)
+            highest = f"the highest is {found.value}" if why is None else f"the highest found is {found.value}"
+            r = PropertyResult(p.name, "maximum", VIOLATED,
+                               f"reaches {fn(ex.states[found.over])}, more than at_most {at_most}, after "
+                               f"{_n(len(trace), 'transition')} ({highest}, {reached})", trace)
+        elif why:
+            r = PropertyResult(p.name, "maximum", UNKNOWN, f"not decided: at least {found.value} ({reached}); {why}")
+        else:
+            within = f", within at_most {at_most}" if at_most is not None else ""
+            r = PropertyResult(p.name, "maximum", HOLDS, f"maximum {found.value}{within}, {reached}")
+        r.witness, r.value = witness, {"maximum": value}
+    r.description, r.line, r.file = p.description, p.line, p.file
+    return r
 
 
 class _Graph:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from haltproof.machine.binding import bind_machine, load_adapter
+from haltproof.machine.binding import bind_machine, spec_adapter
 from haltproof.machine.compiled import CompiledSpec, Machine, State
 from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
 from haltproof.machine.text import trace_table
@@ -147,6 +147,18 @@ def _variant(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
         if after <= before or max(before, after) > bound:
             return True, _still(f"step {k} takes the variant from {before} to {after} (bound {bound})")
     return False, "the variant increases within its bound on every step of the run"
+
+
+def _maximum(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
+    """A `maximum` with `at_most` is broken by any state of the run whose value exceeds it."""
+    (f, at_most), subject = m.maxima[name], Subject("property", name)
+    if at_most is None:         # never violated: nothing to replay (no test is written for it)
+        return False, "a maximum without at_most is never violated"
+    for k, s in enumerate(run.states):
+        value = evaluate(m, k, subject, f, s)
+        if value > at_most:
+            return True, _still(f"the state after step {k} has {value}, more than at_most {at_most}")
+    return False, f"every state of the run stays within at_most {at_most}"
 
 
 def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:
@@ -264,7 +276,8 @@ def _is(move: tuple[Any, int | None, str | None], subject: Subject) -> bool:
 _JUDGES: dict[str, Callable[..., Verdict]] = {
     "invariant": _invariant, "step_invariant": _step_invariant, "variant": _variant,
     "terminates": _terminates, "terminates_within": _terminates, "independent": _independent,
-    "liveness": _liveness}
+    "liveness": _liveness,
+    "maximum": _maximum}
 
 
 # ------------------------------------------------------------------ built-in properties
@@ -359,7 +372,7 @@ def _step_function(m: Machine, subject: Subject) -> Callable[..., object] | None
 def machine_for(spec: Spec, params: dict[str, int], model: bool = False) -> Machine:
     m = CompiledSpec(spec).instantiate({p.name: params[p.name] for p in spec.params})
     if spec.bind and not model:
-        m = bind_machine(m, load_adapter(spec.bind, spec.path, spec.bind_line), spec.bind)
+        m = bind_machine(m, spec_adapter(spec), spec.bind)
     return m
 
 

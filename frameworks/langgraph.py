@@ -23,12 +23,18 @@ graph's channels; the spec sets `status` on the declared `GraphRecursionError`. 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import functools
+import os
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from haltproof.machine.live import LiveAdapter
+from haltproof.machine.declarations import Declared
+from haltproof.machine.live import Driver, LiveAdapter
+from haltproof.machine.yamlpos import YMap
+
+from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node
 
 END = "__end__"
 SUPPORTED = ((1, 2), (2, 0))        # [lowest, first excluded) major.minor; the extra's range
@@ -58,6 +64,11 @@ class GraphRun:
     steps: int = 0
     status: str = "running"
     values: dict[str, Any] = field(default_factory=dict)     # the graph's state at the last checkpoint
+    nodes: list[str] = field(default_factory=list)           # the nodes the next pull runs
+    runs: dict[str, int] = field(default_factory=dict)       # per node: the supersteps it ran in
+    calls: int = 0                                           # the scripted models' answers so far
+
+    aevents: AsyncIterator[Any] | None = None               # an async graph's stream (`astream`)
 
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
@@ -66,7 +77,23 @@ class GraphRun:
         except StopIteration:       # ended without a last, empty checkpoint: paused, not finished
             self.status = "interrupted"
             return
-        nodes = sorted(event["next"])
+        self.took(event)
+
+    async def apull(self) -> None:
+        """`pull` for an async graph, on the run's one event loop (machine/live.py's Driver)."""
+        assert self.aevents is not None, "an async run"
+        try:
+            event = await anext(self.aevents)
+        except StopAsyncIteration:
+            self.status = "interrupted"
+            return
+        self.took(event)
+
+    def took(self, event: Any) -> None:
+        """What a checkpoint shows: the nodes before it ran, the nodes it prepares, the state."""
+        for name in self.nodes:     # reached the next checkpoint: they ran
+            self.runs[name] = self.runs.get(name, 0) + 1
+        nodes = self.nodes = sorted(event["next"])
         self.values = dict(event["values"])
         self.steps = int(event["metadata"]["step"])
         self.next = "+".join(nodes) if nodes else END
@@ -74,14 +101,58 @@ class GraphRun:
             self.status = "done"
 
 
+@dataclass(frozen=True)
+class Structured:
+    """A scripted model's structured answer: what `model.with_structured_output(schema).invoke`
+    returns (a router's decision, say), as data."""
+
+    data: dict[str, Any]
+
+
 def scripted_model(run: GraphRun, choice: str, outcomes: dict[str, Any]) -> Any:
-    """LangGraph's own test double for a chat model, answering what `run.choices[choice]` names."""
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    """LangGraph's own test double for a chat model (langchain-core's `GenericFakeChatModel`),
+    answering what `run.choices[choice]` names; each answer counts in `run.calls`. A
+    `Structured` outcome is what `with_structured_output(...)` gives; `bind_tools` binds
+    nothing (the scripted messages carry the tool calls)."""
+    def answer() -> Any:
+        run.calls += 1
+        return copy.deepcopy(outcomes[run.choices[choice]])     # a fresh message: ids are set on it
 
     def answers() -> Iterator[Any]:
         while True:
-            yield copy.deepcopy(outcomes[run.choices[choice]])     # a fresh message: ids are set on it
-    return GenericFakeChatModel(messages=answers())
+            out = answer()
+            yield _as_message(out.data) if isinstance(out, Structured) else out
+    return _scripted_class()(messages=answers(), structured=answer)
+
+
+def _as_message(data: dict[str, Any]) -> Any:
+    import json
+
+    from langchain_core.messages import AIMessage
+    return AIMessage(json.dumps(data))
+
+
+@functools.cache
+def _scripted_class() -> type:
+    """GenericFakeChatModel, able to stand where a graph binds tools or asks for structured output."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.runnables import RunnableLambda
+    from pydantic import BaseModel
+
+    class ScriptedChatModel(GenericFakeChatModel):
+        structured: Any = None
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+            def respond(_: Any) -> Any:
+                out = self.structured()
+                data = out.data if isinstance(out, Structured) else {"content": getattr(out, "content", out)}
+                return schema.model_validate(data) if isinstance(schema, type) and issubclass(schema, BaseModel) \
+                    else data
+            return RunnableLambda(respond)
+    return ScriptedChatModel
 
 
 class GraphAdapter(LiveAdapter):
@@ -103,23 +174,39 @@ class GraphAdapter(LiveAdapter):
     def config(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"recursion_limit": params["recursion_limit"]}
 
-    def start(self, params: dict[str, Any], init: dict[str, Any]) -> GraphRun:
+    def build(self, run: GraphRun) -> Any:
+        """The graph one run explores: the user's, built with scripted models answering for `run`."""
+        return self.graph({name: scripted_model(run, name, outs) for name, outs in self.scripted.items()})
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> GraphRun | Coroutine[Any, Any, GraphRun]:
+        """A fresh run, up to its first nodes prepared. A graph with an `async def` node is
+        streamed with `astream`: then this returns a coroutine, which haltproof runs on the
+        run's one event loop (docs/binding.md, "Async"), like every later step."""
         require_langgraph()
         run = GraphRun()
-        models = {name: scripted_model(run, name, outs) for name, outs in self.scripted.items()}
         from langgraph.checkpoint.memory import InMemorySaver
         # always a fresh saver: a run on the user's own (shared) checkpointer would resume the
         # thread an earlier run left, and explore a state that run reached instead of this one
-        graph = self.graph(models).copy(update={"checkpointer": InMemorySaver()})
+        graph = self.build(run).copy(update={"checkpointer": InMemorySaver()})
         config = {**self.config(params), "configurable": {"thread_id": "haltproof"}}
+        if has_async_nodes(graph):
+            run.aevents = aiter(graph.astream(self.inputs(params), config, stream_mode="checkpoints"))
+            return self._astart(run)
         run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints"))
         run.pull()          # the input checkpoint: next is __start__, which only writes the input
         run.pull()          # the graph's first nodes, prepared
         return run
 
-    def step(self, live: GraphRun, action: str, choices: dict[str, Any]) -> str | None:
+    async def _astart(self, run: GraphRun) -> GraphRun:
+        await run.apull()
+        await run.apull()
+        return run
+
+    def step(self, live: GraphRun, action: str, choices: dict[str, Any]) -> str | None | Coroutine[Any, Any, None]:
         self.check_choices(action, choices)
         live.choices = dict(choices)
+        if live.aevents is not None:
+            return live.apull()
         live.pull()
         return None
 
@@ -139,3 +226,289 @@ class GraphAdapter(LiveAdapter):
 
     def abstract(self, live: GraphRun) -> dict[str, Any]:
         return {"next": live.next, "steps": live.steps, "status": live.status, **self.observe(live.values)}
+
+
+# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+
+LIMIT = "recursion_limit"
+DEFAULT_LIMIT = 25                  # LangGraph's own default recursion_limit
+DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "nodes"}
+GRAPH_VARS = ("next", "steps", "status")
+PER_SUPERSTEP = 16      # tool_runs / model_calls may grow this much per superstep: more is a `domains` finding
+LIMIT_ERROR = {"class": "langgraph.errors.GraphRecursionError", "match": r"Recursion limit of \d+ reached",
+               "set": {"status": "limit"}}
+
+
+@dataclass
+class Declaration:
+    """A LangGraph declaration, read: what its adapter builds and scripts."""
+
+    target: Any                                 # the compiled graph, or a function building it from the models
+    models: dict[str, dict[str, Any]]           # model name -> label -> the message it answers (function targets)
+    nodes: dict[str, dict[str, Any]]            # node name -> label -> the update it returns instead of running
+    input: Any                                  # the graph's input
+    messages: bool = False                      # the state has a `messages` channel: count tool runs
+    counted: list[str] = field(default_factory=list)     # the nodes whose runs are counted (runs_NODE)
+
+    def choices(self) -> dict[str, list[str]]:
+        """The step's choices: `NAME_answer` per scripted model, `NAME_returns` per scripted node."""
+        out = {model_choice(name): list(outs) for name, outs in self.models.items()}
+        out.update({node_choice(name): list(outs) for name, outs in self.nodes.items()})
+        return out
+
+
+def model_choice(name: str) -> str:
+    """The choice that picks model NAME's answer (not NAME: a node may have that name)."""
+    return f"{name}_answer"
+
+
+def node_choice(name: str) -> str:
+    """The choice that picks what node NAME returns."""
+    return f"{name}_returns"
+
+
+class DeclaredGraph(GraphAdapter):
+    """The live adapter of a declaration file: the user's own graph, the declared outcomes scripted."""
+
+    def __init__(self, d: Declaration):
+        self.d = d
+        self.scripted = d.models
+
+    def build(self, run: GraphRun) -> Any:
+        return scripted_nodes(self.users_graph(run), run, self.d.nodes)
+
+    def users_graph(self, run: GraphRun) -> Any:
+        """The user's graph as the target gives it: itself, or built with the scripted models."""
+        if is_graph(self.d.target):
+            return self.d.target
+        models = {name: scripted_model(run, model_choice(name), outs) for name, outs in self.d.models.items()}
+        return self.d.target(**models)
+
+    def inputs(self, params: dict[str, Any]) -> Any:
+        return copy.deepcopy(self.d.input)
+
+    def check_choices(self, action: str, choices: dict[str, Any]) -> None:
+        """Every scripted model and node has its choice (the spec is generated: a mismatch is a bug)."""
+        for name, outcomes in self.d.choices().items():
+            if choices.get(name) not in outcomes:
+                raise ValueError(f"no scripted outcome {name}={choices.get(name)} (it has {sorted(outcomes)})")
+
+    def abstract(self, live: GraphRun) -> dict[str, Any]:
+        out: dict[str, Any] = {"next": live.next, "steps": live.steps, "status": live.status}
+        out.update({f"runs_{n}": live.runs.get(n, 0) for n in self.d.counted})
+        if self.d.models:
+            out["model_calls"] = live.calls
+        if self.d.messages:
+            out["tool_runs"] = sum(getattr(m, "type", None) == "tool" for m in live.values.get("messages", []))
+        return out
+
+
+def has_async_nodes(graph: Any) -> bool:
+    """Whether a node of the graph is `async def` only: LangGraph then runs it through `astream`."""
+    return any(getattr(spec.runnable, "func", True) is None and getattr(spec.runnable, "afunc", None) is not None
+               for spec in graph.builder.nodes.values())
+
+
+def is_graph(obj: Any) -> bool:
+    """A compiled LangGraph graph (a `StateGraph` compiled)."""
+    from langgraph.graph.state import CompiledStateGraph
+    return isinstance(obj, CompiledStateGraph)
+
+
+def scripted_nodes(graph: Any, run: GraphRun, nodes: dict[str, dict[str, Any]]) -> Any:
+    """A copy of `graph` whose `nodes` return the update `run`'s choice names instead of running
+    (the graph's edges, routing functions and other nodes are its own, untouched)."""
+    if not nodes:
+        return graph
+    import dataclasses
+
+    from langchain_core.runnables import RunnableLambda
+    builder = copy.copy(graph.builder)
+    builder.nodes = dict(builder.nodes)
+    for name, outcomes in nodes.items():
+        def answer(state: Any, _name: str = node_choice(name), _outcomes: dict[str, Any] = outcomes) -> Any:
+            return copy.deepcopy(_outcomes[run.choices[_name]])
+        builder.nodes[name] = dataclasses.replace(builder.nodes[name], runnable=RunnableLambda(answer))
+    return builder.compile(interrupt_before=graph.interrupt_before_nodes, interrupt_after=graph.interrupt_after_nodes)
+
+
+def plain(value: Any) -> Any:
+    """A value read from YAML as plain Python data (what LangGraph's state and messages take)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def _message(raw: Any, file: str, line: int, what: str) -> Any:
+    """A scripted model's answer: text, or a message mapping (`content`, `tool_calls`, ...)."""
+    from langchain_core.messages import AIMessage, convert_to_messages
+    if isinstance(raw, str):
+        return AIMessage(str(raw))
+    if not isinstance(raw, dict):
+        raise fail(file, line, f"{what} must be the model's text, a message mapping (content, tool_calls) "
+                               "or the data of a structured answer")
+    data = plain(raw)
+    if not {"content", "tool_calls", "role", "type"} & set(data):
+        return Structured(data)
+    data.setdefault("role", "assistant")
+    try:
+        return convert_to_messages([data])[0]
+    except Exception as exc:        # langchain-core says what is wrong with the message
+        raise fail(file, line, f"{what} is not a message: {type(exc).__name__}: {exc}") from None
+
+
+def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[str, Any]]:
+    """`models:` or `nodes:`: name -> {label: outcome}, each name and label a plain identifier."""
+    out: dict[str, dict[str, Any]] = {}
+    declared = mapping(top, key, file, "names to their outcomes")
+    for name, labels in declared.items():
+        line = declared.line_of(name)
+        if not str(name).isidentifier():
+            raise fail(file, line, f"{key}: a name haltproof can choose by must be a plain identifier", name)
+        if not isinstance(labels, YMap) or not labels:
+            raise fail(file, line, f"{key}: {name} needs a mapping of outcome labels to outcomes")
+        out[str(name)] = {}
+        for label, raw in labels.items():
+            where = labels.line_of(label)
+            if not str(label).isidentifier():
+                raise fail(file, where, f"an outcome label of {name} must be a plain identifier", label)
+            out[str(name)][str(label)] = (_message(raw, file, where, f"outcome {label} of model {name}")
+                                         if message else plain(raw))
+    return out
+
+
+def declaration(top: YMap, file: str) -> Declared:
+    """Expand a `framework: langgraph` declaration into its spec and adapter (docs/frameworks.md)."""
+    try:
+        require_langgraph()
+    except RuntimeError as exc:
+        raise fail(file, top.line_of("framework"), str(exc)) from None
+    check_keys(top, file, DECLARATION_KEYS, {"target", "input"})
+    target = import_target(top, file)
+    ref, tline = str(top["target"]), top.line_of("target")
+    models = _outcomes(top, "models", file, message=True)
+    nodes = _outcomes(top, "nodes", file, message=False)
+    if is_graph(target):
+        if models:
+            raise fail(file, top.line_of("models"), f"models: {ref} is a compiled graph, built already: script "
+                                                    "the nodes that call a model under nodes:, or name a "
+                                                    "function that builds the graph from its models")
+    elif not callable(target):
+        raise fail(file, tline, f"{ref} is a {type(target).__name__}, not a compiled LangGraph graph or a "
+                                "function building one")
+    d = Declaration(target, models, nodes, plain(top["input"]))
+    adapter = DeclaredGraph(d)
+    graph = _graph_of(adapter, ref, file, tline)
+    names = list(graph.builder.nodes)
+    for name in nodes:
+        if name not in names:
+            raise fail(file, mapping(top, "nodes", file, "").line_of(name),
+                       f"nodes: the graph {ref} has no node {name!r} (its nodes: {', '.join(names)})")
+    bad = [n for n in names if not n.isidentifier()]
+    if bad:
+        raise fail(file, tline, f"node {bad[0]!r} of {ref} is not a plain identifier: the abstract state "
+                                "cannot name it yet")
+    d.messages = "messages" in graph.builder.channels
+    d.counted = names
+    start = _first_state(adapter, file, tline)
+    spec = node(_spec(top, file, ref, d, names, start), top.line_of("framework"))
+    spec.lines.update({k: top.line_of(k) for k in ("params", "properties", "expect", "machine", "description")
+                       if k in top})
+    spec.lines["bind"] = tline
+    return Declared(spec, lambda: DeclaredGraph(d))
+
+
+def _graph_of(adapter: DeclaredGraph, ref: str, file: str, line: int) -> Any:
+    """The graph a run explores, built once at load to read its nodes; a problem at the target's line."""
+    try:
+        graph = adapter.users_graph(GraphRun())
+    except Exception as exc:        # the user's function may fail in any way
+        models = ", ".join(adapter.d.models) or "no models"
+        raise fail(file, line, f"building the graph with {ref}({models}) failed: {type(exc).__name__}: {exc}") \
+            from None
+    if not is_graph(graph):
+        raise fail(file, line, f"{ref} gave a {type(graph).__name__}, not a compiled LangGraph graph "
+                               "(StateGraph(...).compile())")
+    return graph
+
+
+def _first_state(adapter: DeclaredGraph, file: str, line: int) -> dict[str, Any]:
+    """The abstract state a run starts in: the graph's own input step (`__start__`) run for real."""
+    driver = Driver()       # an async graph's start is a coroutine, run on a loop of its own
+    try:
+        return adapter.abstract(driver.call(adapter.start, {LIMIT: DEFAULT_LIMIT}, {}))
+    except Exception as exc:        # the input does not fit the graph's state, say
+        raise fail(file, line, f"starting the graph failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        driver.close()
+
+
+def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], start: dict[str, Any]) -> dict[str, Any]:
+    """The spec a declaration stands for: the graph's abstract state, one action (a real
+    superstep, the declared outcomes chosen, GraphRecursionError an outcome) and the
+    out-of-the-box properties, then the user's own."""
+    params = top.get("params", YMap())
+    if not isinstance(params, YMap):
+        raise fail(file, top.line_of("params"), "params must be a mapping")
+    if LIMIT not in params:         # LangGraph's default, explicit
+        params = node({**params, LIMIT: [DEFAULT_LIMIT]}, top.line)
+        params.lines.update(getattr(top.get("params"), "lines", {}))
+    counters = {f"runs_{n}": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start[f"runs_{n}"]}
+                for n in names}         # room to see a limit overrun, like steps
+    for var in ("tool_runs", "model_calls"):
+        if var in start:
+            counters[var] = {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1) + {start[var]}",
+                             "init": start[var]}
+    step: dict[str, Any] = {"when": "status == running", "raises": [LIMIT_ERROR]}
+    choices = d.choices()
+    if choices:
+        step["choose"] = choices
+    props = _builtin_properties(d)
+    user = top.get("properties", YMap())
+    if not isinstance(user, YMap):
+        raise fail(file, top.line_of("properties"), "properties must be a mapping")
+    for name in user:
+        if name in props:
+            raise fail(file, user.line_of(name), f"{name} is an out-of-the-box property of every LangGraph "
+                                                 "declaration: give yours another name")
+    properties = node(props, top.line_of("framework"))
+    properties.update(user)
+    properties.lines.update(user.lines if user else {})
+    spec: dict[str, Any] = {
+        "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
+        "description": top.get("description", f"{ref} as LangGraph runs it: one real superstep per transition"),
+        "bind": ref,
+        "params": params,
+        "vars": {"next": {"type": "enum", "values": [*names, END], "init": start["next"]},
+                 "steps": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start["steps"]},
+                 "status": {"type": "enum", "values": ["running", "done", "limit"], "init": start["status"]},
+                 **counters},
+        "actions": {"step": step},
+        "terminal": "status != running",
+        "properties": properties,
+    }
+    if "expect" in top:
+        spec["expect"] = top["expect"]
+    return spec
+
+
+def _builtin_properties(d: Declaration) -> dict[str, Any]:
+    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether LangGraph's
+    limit error can happen, the smallest safe limit; the worst cases, with what the limit promises."""
+    props: dict[str, Any] = {
+        "run_ends": {"terminates": True, "description": "every run ends: an answer, or LangGraph's limit error"},
+        "limit_error": {"possible": "status == limit", "smallest_safe": LIMIT,
+                        "description": "whether a run can end in GraphRecursionError, with a shortest one"},
+        "most_supersteps": {"maximum": "steps", "at_most": LIMIT,
+                            "description": "the most supersteps a run takes; LangGraph promises at most "
+                                           "recursion_limit"},
+    }
+    if d.models:
+        props["most_model_calls"] = {"maximum": "model_calls", "description": "the most answers the scripted "
+                                                                              "models give in a run"}
+    if d.messages:
+        props["most_tool_runs"] = {"maximum": "tool_runs", "description": "the most tool executions in a run "
+                                                                          "(tool messages in `messages`)"}
+    return props

@@ -45,12 +45,12 @@ from .errors import Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, is_live
 from .outcomes import outcome_of, resolve
 from .usercode import OutOfTime, running
-from .spec import present
+from .spec import Spec, present
 
 T = TypeVar("T")
 # code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
 Drift = tuple[tuple[Any, ...], int, int, str | None, tuple[Any, ...], str]
-__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "bind_machine", "DETERMINISM"]
+__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "spec_adapter", "bind_machine", "DETERMINISM"]
 
 DETERMINISM = ("auto", "full", "sample", "off")
 # auto: full when the spec's declared state space (the product of its vars' domain sizes for
@@ -122,15 +122,50 @@ class CodeError(EvalError):
     builtin = "bound_code"
 
 
+def spec_adapter(spec: Spec) -> Adapter | LiveAdapter:
+    """The adapter a bound spec runs: a declaration's own (machine/declarations.py), built
+    within the deadline in force, else the one its `bind:` names."""
+    assert spec.bind, "only a bound spec has an adapter"
+    if spec.adapter is None:
+        return load_adapter(spec.bind, spec.path, spec.bind_line)
+    try:
+        built: Adapter | LiveAdapter = usercode.run(spec.adapter)
+    except OutOfTime as stop:
+        stop.note(f"building the {spec.framework} adapter for {spec.bind}")
+        raise
+    return built
+
+
+def import_user_module(name: str, folder: str) -> Any:
+    """Import the user's module `name` as `python -m` would from the working directory, or
+    else from `folder` (the spec's): a spec found anywhere imports the code beside it. A
+    module of that name already imported from another folder (a second example's `agent.py`)
+    is not taken for this folder's own file: the file beside the spec is imported instead."""
+    if os.getcwd() not in sys.path:    # like `python -m`: the project you run in is importable
+        sys.path.insert(0, os.getcwd())
+    if folder not in sys.path:
+        sys.path.append(folder)
+    top = name.partition(".")[0]
+    beside = [os.path.join(folder, top + ".py"), os.path.join(folder, top, "__init__.py")]
+    local = next((f for f in beside if os.path.isfile(f)), None)
+    loaded = sys.modules.get(top)
+    here = os.path.join(os.getcwd(), top + ".py"), os.path.join(os.getcwd(), top, "__init__.py")
+    if local is not None and not any(os.path.isfile(f) for f in here):
+        if loaded is not None and os.path.abspath(getattr(loaded, "__file__", None) or "") != local:
+            for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+                del sys.modules[key]
+        sys.path.remove(folder)
+        sys.path.insert(0, folder)     # this folder's file, not a same-named one further on the path
+    return importlib.import_module(name)
+
+
 def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter:
     """Import `module:Name` and return an adapter instance (a class is instantiated)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise SpecError([Problem(file, line, "bind must be written module:Name", ref)])
-    if os.getcwd() not in sys.path:    # like `python -m`: the project you run in is importable
-        sys.path.insert(0, os.getcwd())
     try:
-        module = usercode.run(importlib.import_module, module_name)
+        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
     except OutOfTime as stop:
         stop.note(f"importing the bound module {module_name} (bind: {ref})")
         raise

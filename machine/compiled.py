@@ -124,6 +124,7 @@ class Machine:
     counts: dict[str, Callable[..., bool]] = field(default_factory=dict)
     variants: dict[str, tuple[Callable[[State], int], int]] = field(default_factory=dict)
     within: dict[str, int] = field(default_factory=dict)
+    maxima: dict[str, tuple[Callable[[State], int], int | None]] = field(default_factory=dict)  # fn, at_most
     chances: dict[str, Callable[[State], bool]] = field(default_factory=dict)   # probability: its reach predicate
     obligations: dict[str, Callable[[State], bool]] = field(default_factory=dict)   # liveness: where it is open
     fair_when: list[Callable[..., bool] | None] = field(default_factory=list)   # per fairness assumption: a step fn
@@ -323,6 +324,9 @@ class _Params:
                 m.chances[p.name] = g[f"prop_{k}"]
             elif p.kind == "liveness":
                 m.obligations[p.name] = g[f"prop_{k}"]
+            elif p.kind == "maximum":
+                m.maxima[p.name] = (g[f"prop_{k}"], None if p.bound is None
+                                    else self.value(p.bound, p.bound_line or p.line))
             elif p.kind == "terminates_within":
                 m.within[p.name] = self.value(present(p.bound), p.bound_line or p.line)
                 if m.within[p.name] < 0:
@@ -440,7 +444,7 @@ class _ModuleBuilder:
         out += self.terminal()
         out.append(self.domain_error())
         for k, p in enumerate(spec.properties):
-            if p.kind in ("invariant", "reachable", "variant", "step_invariant", "probability", "liveness"):
+            if p.kind in ("invariant", "reachable", "variant", "step_invariant", "probability", "liveness", "maximum"):
                 params = ["s"] if p.kind != "step_invariant" else self.step_params
                 out.append(self.returning(f"prop_{k}", params, present(p.expr), present(p.expr).line or p.line))
             elif p.kind == "terminates_within" and p.count is not None:

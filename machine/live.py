@@ -57,7 +57,7 @@ class LiveAdapter:
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None:
+    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None | Awaitable[str | None]:
         raise NotImplementedError
 
     def abstract(self, live: Any) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from .pasttime import PastTimeMonitors, PastVar
 from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
+from .declarations import expand, is_declaration
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -241,9 +242,10 @@ class PropertyDecl:
     name: str
     kind: str     # invariant | step_invariant | reachable | terminates | terminates_within | variant | independent
     #               | liveness (existence, response: `expr` says where the obligation is open, machine/liveness.py)
+    #               | maximum (the exact maximum of an int expression over the reachable states)
     line: int
     expr: E.Expr | None = None     # the predicate, the ranking, ...
-    bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
+    bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant, at_most of a maximum
     bound_line: int | None = None  # where the bound is written
     count: E.Expr | None = None    # which transitions terminates_within counts (None: all)
     vars: list[int] = field(default_factory=list)   # independent_of
@@ -251,6 +253,8 @@ class PropertyDecl:
     when: E.Expr | None = None     # a condition on params: the property applies only where it holds
     file: str | None = None
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
+    smallest_safe: str | None = None   # an int param: a sweep reports the smallest value from which it is safe
+    possible: bool = False         # `possible:` (kind reachable): an answer, never a violation
     pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
     scope: str = "global"          # over its monitor vars, machine/patterns.py), existence | response; its scope
     past: int = 0                  # always / reachable: the monitor vars its past-time operators added
@@ -349,6 +353,8 @@ class Spec:
     python: bool = False                     # declared in Python (haltproof.machine.pymodel): all code
     probabilities: list[ChoiceWeights] = field(default_factory=list)   # weighted choices (machine/weights.py)
     fairness: list[Fairness] = field(default_factory=list)             # assumptions of every liveness check
+    adapter: Callable[[], Any] | None = None   # a declaration's live adapter factory (machine/declarations.py)
+    framework: str | None = None             # a declaration's framework
 
     @property
     def builtins(self) -> tuple[str, ...]:
@@ -423,6 +429,11 @@ def parse_spec(text: str, file: str) -> Spec:
     if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
         raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
     data = load_yaml(text, file, decimal_allowed)
+    if is_declaration(data):        # `framework: NAME`: its integration writes the spec
+        declared = expand(data, file)
+        spec = _Loader(file).load(declared.spec, text)
+        spec.adapter, spec.framework = declared.adapter, str(data["framework"])
+        return spec
     return _Loader(file).load(data, text)
 
 
@@ -1192,7 +1203,8 @@ class _Loader:
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
              "terminates": "terminates", "terminates_within": "terminates_within",
              "variant": "variant", "independent_of": "independent",
-             "probability": "probability", "expected": "expected"}
+             "probability": "probability", "expected": "expected", "maximum": "maximum",
+             "possible": "reachable"}
 
     def properties(self, raw: Any, line: int) -> list[PropertyDecl]:
         m = self.mapping(raw, line, "properties")
@@ -1216,15 +1228,16 @@ class _Loader:
         if key in PATTERNS or key in LIVENESS:
             return self.pattern(name, key, m, line)
         kind = self.KINDS[key]
-        extra = {"terminates_within": {"count"}, "variant": {"bound"}}.get(key, set())
-        self.keys(m, f"property {name}", {key, "description", "when"} | extra,
+        extra = {"terminates_within": {"count"}, "variant": {"bound"}, "maximum": {"at_most"}}.get(key, set())
+        self.keys(m, f"property {name}", {key, "description", "when", "smallest_safe"} | extra,
                   {"bound"} if key == "variant" else set())
-        p = PropertyDecl(name, kind, line, description=str(m.get("description", "")))
+        p = PropertyDecl(name, kind, line, description=str(m.get("description", "")), possible=key == "possible")
         if "when" in m:
             p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
+        self.smallest_safe(p, m)
         kline = m.line_of(key)
         value = m[key]
-        if key in ("always", "reachable"):
+        if key in ("always", "reachable", "possible"):
             past = PastTimeMonitors(name, len(self.vars_list), partial(self.past_var, name, kline))
             scope = E.Scope(self.state_scope.names, self.state_scope.literals, past)
             p.expr = self.bool_expr(value, scope, kline, f"property {name}")
@@ -1246,6 +1259,11 @@ class _Loader:
             p.expr = self.int_expr(value, self.state_scope, kline, f"the variant of {name}")
             p.bound = self.int_expr(m["bound"], self.param_scope, m.line_of("bound"), f"bound of {name}")
             p.bound_line = m.line_of("bound")
+        elif key == "maximum":
+            p.expr = self.int_expr(value, self.state_scope, kline, f"the maximum of {name}")
+            if "at_most" in m:
+                p.bound_line = m.line_of("at_most")
+                p.bound = self.int_expr(m["at_most"], self.param_scope, p.bound_line, f"at_most of {name}")
         elif key in ("probability", "expected"):
             p.expr, p.chance = self.chance(name, key, value, kline)
         elif key == "independent_of":
@@ -1255,16 +1273,33 @@ class _Loader:
                 p.vars.append(idx)
         return p
 
+    def smallest_safe(self, p: PropertyDecl, m: YMap) -> None:
+        """`smallest_safe: PARAM`: an int param the spec declares, whose sweep the report
+        summarizes as the smallest value from which the property is safe (report.py)."""
+        if "smallest_safe" not in m:
+            return
+        line = m.line_of("smallest_safe")
+        name = m["smallest_safe"]
+        param = self.params_by_name.get(name) if isinstance(name, str) else None
+        if param is None:
+            raise self.at(line).error(f"smallest_safe of {p.name} must name a param (the spec has: "
+                                      f"{', '.join(self.params_by_name) or 'none'})", name)
+        if param.kind != "int":
+            raise self.at(line).error(f"smallest_safe of {p.name} needs an int param to order; {name} is "
+                                      f"a {param.kind} param", name)
+        p.smallest_safe = name
+
     SCOPE_KEYS = {frozenset({"before"}): "before", frozenset({"after"}): "after",
                   frozenset({"between"}): "between", frozenset({"after", "until"}): "after_until"}
 
     def pattern(self, name: str, key: str, m: YMap, line: int) -> PropertyDecl:
         """A pattern property (machine/patterns.py): an invariant over its own monitor vars,
         which every action's first stage advances."""
-        self.keys(m, f"property {name}", {key, "description", "when", "scope"})
+        self.keys(m, f"property {name}", {key, "description", "when", "scope", "smallest_safe"})
         p = PropertyDecl(name, "invariant", line, description=str(m.get("description", "")), pattern=key)
         if "when" in m:
             p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
+        self.smallest_safe(p, m)
         raw: dict[str, tuple[Any, int]] = {}
         kline = m.line_of(key)
         value = m[key]

@@ -25,6 +25,8 @@ KIND_TEXT = {     # what "holds" means for each kind: the message of a holding p
     "independent": "no transition depends on the ignored vars",
     "probability": "the probability of reaching a state, over every policy, meets its bound",
     "expected": "the expected total of a measure until a terminal state, over every policy, meets its bound",
+    "possible": "an answer either way: whether some reachable state satisfies it (never violated)",
+    "maximum": "the exact maximum of an int expression over every reachable state, within at_most when declared",
     "absence": "no state in its scope satisfies it",
     "universality": "every state in its scope satisfies it",
     "precedence": "in its scope, no effect state comes before a cause state",

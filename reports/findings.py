@@ -246,6 +246,20 @@ def fairness_text(prop: dict[str, Any]) -> str:
     return f"{prop['name']} holds under fairness: {', '.join(prop['fairness'])}"
 
 
+def worst_cases(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """A run's `maximum` properties as (name, its value in words): what every format shows of
+    them even when they hold (a maximum is an answer, not only a verdict)."""
+    out = []
+    for p in run["properties"]:
+        m = p.get("maximum")
+        if p["kind"] != "maximum" or m is None:
+            continue
+        value = str(m["value"]) if m["exact"] else f"at least {m['value']}"
+        n = m["witness_transitions"]
+        out.append((p["name"], f"{value} (a shortest witness takes {n} transition{'' if n == 1 else 's'})"))
+    return out
+
+
 def totals_text(report: dict[str, Any]) -> str:
     """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
     c = counts(report["runs"])

@@ -307,6 +307,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         for run, p in fair:
             out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
                        f"{md_code(p['name'])} | {md_cell(p['message'])} |")
+    worst = [(run, name, text) for run in runs for name, text in F.worst_cases(run)]
+    if worst:
+        out += ["", "### Worst cases", "", "The exact maximum of each `maximum:` property over every reachable state.",
+                "", "| spec | params | property | maximum |", "|---|---|---|---|"]
+        out += [f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | {md_code(name)} | "
+                f"{md_cell(text)} |" for run, name, text in worst]
     weighted = [run for run in runs if run.get("outcomes")]
     if weighted:
         out += ["", "### Outcomes", "",

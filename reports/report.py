@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.machine.spec import CODE_BUILTINS, shown_path
-from haltproof.properties.kinds import VIOLATED, PropertyResult
+from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, shown_path
+from haltproof.properties.kinds import HOLDS, VIOLATED, PropertyResult
 
 from haltproof.explorer.check import RunResult
 
@@ -160,7 +160,69 @@ def sweeps(runs: list[RunResult]) -> list[dict[str, Any]]:
             for p in r.properties:
                 if p.status == VIOLATED and p.name not in first:
                     first[p.name] = {"params": r.params, "expected": bool(p.expected)}
-        out.append({"spec": path, "params": list(group[0].params),
-                    "runs": [{"params": r.params, "verdict": _cell_word(r)} for r in group],
-                    "first_failures": first})
+        entry: dict[str, Any] = {"spec": path, "params": list(group[0].params),
+                                 "runs": [{"params": r.params, "verdict": _cell_word(r)} for r in group],
+                                 "first_failures": first}
+        safe = [row for decl in group[0].spec.properties if decl.smallest_safe
+                for row in smallest_safe(decl, group)]
+        if safe:
+            entry["smallest_safe"] = safe
+        out.append(entry)
     return out
+
+
+def _safe(p: PropertyResult) -> bool | None:
+    """Whether a property's result is its safe side: a `reachable` or `possible` one is safe
+    where nothing reaches it, any other where it holds; None where it was not decided."""
+    if p.kind == "reachable":
+        return {VIOLATED: True, HOLDS: False}.get(p.status)
+    if p.kind == "possible":
+        return None if p.value is None else not p.value["possible"]
+    return {HOLDS: True, VIOLATED: False}.get(p.status)
+
+
+def smallest_safe(decl: PropertyDecl, group: list[RunResult]) -> list[dict[str, Any]]:
+    """Per combination of the other params: the smallest swept value of the property's
+    `smallest_safe` param from which it is safe at every larger swept value (None when it is
+    not safe at the largest), with the values where it was unsafe or undecided."""
+    param = decl.smallest_safe
+    assert param is not None, "only asked for properties that declare it"
+    meaning = "unreachable" if decl.kind == "reachable" else "holds"
+    rows: dict[tuple[tuple[str, Any], ...], list[tuple[int, bool | None]]] = {}
+    for r in group:
+        found = [p for p in r.properties if p.name == decl.name]
+        if not found:           # not judged here (its `when`, or --property): no claim either way
+            continue
+        others = tuple((k, v) for k, v in r.params.items() if k != param)
+        rows.setdefault(others, []).append((int(r.params[param]), _safe(found[0])))
+    out = []
+    for others, values in rows.items():
+        values.sort()
+        start: int | None = None
+        for value, safe in reversed(values):
+            if safe is not True:
+                break
+            start = value
+        swept = [v for v, _ in values]
+        out.append({"property": decl.name, "param": param, "safe_means": meaning, "others": dict(others),
+                    "value": start, "swept": swept,
+                    "unsafe_at": [v for v, safe in values if safe is False],
+                    "undecided_at": [v for v, safe in values if safe is None],
+                    "message": _safe_text(decl.name, param, meaning, start, values)})
+    return out
+
+
+def _safe_text(name: str, param: str, meaning: str, start: int | None, values: list[tuple[int, bool | None]]) -> str:
+    """The smallest safe value in words: `can_hit_the_limit unreachable from recursion_limit=5 on`."""
+    lo, hi = values[0][0], values[-1][0]
+    swept = f"{lo}..{hi}" if lo != hi else f"{lo} only"
+    unsafe = {"holds": "violated", "unreachable": "reachable"}[meaning]
+    if start is None:
+        if all(safe is False for _, safe in values):
+            return f"{name} {unsafe} at every swept {param} ({swept}): no safe value"
+        why = "not decided" if values[-1][1] is None else unsafe
+        return f"{name} {why} at {param}={hi}, the largest swept ({swept}): no safe value"
+    if start == lo:
+        return f"{name} {meaning} at every swept {param} ({swept})"
+    below = max(v for v, _ in values if v < start)
+    return f"{name} {meaning} from {param}={start} on (swept {swept}; {unsafe} at {param}={below})"

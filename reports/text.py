@@ -37,6 +37,8 @@ def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = Fal
                 lines += _run_block(run, full=False) + [""]
         else:
             lines.append("")
+        lines += _worst_case_lines(runs)
+        lines += _smallest_safe_lines(report.get("sweeps") or [])
         lines += _hidden_warnings(runs)
     lines.append(F.totals_text(report))
     return "\n".join(lines) + "\n"
@@ -49,6 +51,21 @@ def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
     words = [F.run_result_stop_text(run) for run in runs]
     width = max(map(len, words), default=0)
     return [f"{word:<{width}}  {_run_line(run)}" for word, run in zip(words, runs)]
+
+
+def _worst_case_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """The `maximum` properties' values, a line per run that has any (see findings.worst_cases)."""
+    lines = [f"  {run['spec']} {F.params_text(run['params'])}: "
+             + "; ".join(f"{name} {text}" for name, text in F.worst_cases(run))
+             for run in runs if F.worst_cases(run)]
+    return ["worst cases:", *lines, ""] if lines else []
+
+
+def _smallest_safe_lines(sweeps: list[dict[str, Any]]) -> list[str]:
+    """Each sweep's `smallest_safe` summaries (report.smallest_safe), a line each."""
+    lines = [f"  {sweep['spec']}" + (f" {F.params_text(row['others'])}" if row["others"] else "")
+             + f": {row['message']}" for sweep in sweeps for row in sweep.get("smallest_safe", [])]
+    return ["smallest safe values:", *lines, ""] if lines else []
 
 
 def _run_line(run: dict[str, Any]) -> str:
@@ -221,5 +238,7 @@ def _sweep_text(sweep: dict[str, Any]) -> list[str]:
     for name, info in sweep["first_failures"].items():
         note = " (as expected)" if info["expected"] else ""
         lines.append(f"  {name} first fails at {F.params_text(info['params'])}{note}")
+    lines += [f"  smallest safe{' at ' + F.params_text(row['others']) if row['others'] else ''}: {row['message']}"
+              for row in sweep.get("smallest_safe", [])]
     lines.append("")
     return lines

@@ -37,7 +37,7 @@ def _in_the_example(monkeypatch):
 
 
 def check(**options) -> list:
-    return check_spec(load_spec(EXAMPLE / "react.yaml"), Options(**options))
+    return check_spec(load_spec(EXAMPLE / "react_adapter.yaml"), Options(**options))
 
 
 def results(run) -> dict:
@@ -66,6 +66,17 @@ def test_the_react_graph_stops_for_every_recursion_limit() -> None:
         (4, "proved", "replay", 8), (5, "proved", "replay", 10), (6, "proved", "replay", 11)]
 
 
+def test_no_recursion_limit_makes_the_limit_error_unreachable() -> None:
+    """smallest_safe over the sweep: a model that keeps asking for a tool reaches any limit."""
+    from haltproof.reports.report import to_json
+    (sweep,) = to_json(check())["sweeps"]
+    (row,) = sweep["smallest_safe"]
+    assert row == {"property": "can_hit_the_limit", "param": "recursion_limit", "safe_means": "unreachable",
+                   "others": {}, "value": None, "swept": [1, 2, 3, 4, 5, 6], "unsafe_at": [1, 2, 3, 4, 5, 6],
+                   "undecided_at": [],
+                   "message": "can_hit_the_limit reachable at every swept recursion_limit (1..6): no safe value"}
+
+
 def test_the_shortest_path_to_the_limit_runs_recursion_limit_supersteps() -> None:
     (run,) = check(pins={"recursion_limit": 3})
     hit = results(run)["can_hit_the_limit"]
@@ -90,7 +101,7 @@ def test_a_limit_checked_one_step_late_changes_the_verdict(monkeypatch) -> None:
 
 
 def test_an_undeclared_recursion_error_is_a_bound_code_finding(tmp_path) -> None:
-    text = (EXAMPLE / "react.yaml").read_text()
+    text = (EXAMPLE / "react_adapter.yaml").read_text()
     start, end = text.index("    raises:\n"), text.index("\nterminal:")
     spec = tmp_path / "react.yaml"
     spec.write_text(text[:start] + text[end:])
@@ -121,7 +132,7 @@ def test_a_graph_with_its_own_shared_checkpointer_is_explored_run_by_run(tmp_pat
     monkeypatch.syspath_prepend(str(EXAMPLE))
     monkeypatch.delitem(sys.modules, "shared_saver", raising=False)
     spec = tmp_path / "react.yaml"
-    spec.write_text((EXAMPLE / "react.yaml").read_text().replace("bind: adapter:ReactAdapter",
+    spec.write_text((EXAMPLE / "react_adapter.yaml").read_text().replace("bind: adapter:ReactAdapter",
                                                                   "bind: shared_saver:SharedAdapter"))
     (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 3}))
     assert (run.result, run.stats["states"]) == ("proved", 7)
@@ -130,9 +141,9 @@ def test_a_graph_with_its_own_shared_checkpointer_is_explored_run_by_run(tmp_pat
 def test_the_frameworks_doc_shows_the_shipped_example_and_its_command(cli) -> None:
     doc = (ROOT / "docs" / "frameworks.md").read_text()
     assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
-    assert "```yaml\n" + (EXAMPLE / "react.yaml").read_text() + "```" in doc
-    assert "cd examples/frameworks/langgraph && haltproof check react.yaml" in doc
-    ran = cli("check", "react.yaml")
+    assert "```yaml\n" + (EXAMPLE / "react_adapter.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check react_adapter.yaml" in doc
+    ran = cli("check", "react_adapter.yaml")
     assert ran.code == 0, ran.out
     assert ran.out.endswith("6 runs: 6 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n")
     assert "States per limit (1 to 6): 4, 5, 7, 8, 10, 11." in doc
@@ -145,7 +156,7 @@ def test_the_frameworks_doc_shows_the_shipped_example_and_its_command(cli) -> No
      "ReactAdapter.scripted has no message for model=refusal (it has ['final', 'tool_call'])"),
 ])
 def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, message) -> None:
-    text = (EXAMPLE / "react.yaml").read_text()
+    text = (EXAMPLE / "react_adapter.yaml").read_text()
     assert text.count(old) == 1
     spec = tmp_path / "react.yaml"
     spec.write_text(text.replace(old, new))
@@ -166,7 +177,7 @@ def test_observed_channels_bound_the_tool_executions(tmp_path, monkeypatch) -> N
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(EXAMPLE))
     monkeypatch.delitem(sys.modules, "counting", raising=False)
-    text = (EXAMPLE / "react.yaml").read_text().replace("bind: adapter:ReactAdapter", "bind: counting:CountingAdapter")
+    text = (EXAMPLE / "react_adapter.yaml").read_text().replace("bind: adapter:ReactAdapter", "bind: counting:CountingAdapter")
     text = text.replace("  status: {type: enum", "  tool_runs: {type: int, min: 0, max: recursion_limit, init: 0}\n"
                                                "  status: {type: enum")
     text += ("  tools_within_half_the_limit:\n    always: tool_runs <= recursion_limit // 2\n"
@@ -192,7 +203,7 @@ def test_an_interrupted_graph_is_not_taken_for_a_finished_one(tmp_path, monkeypa
     monkeypatch.syspath_prepend(str(EXAMPLE))
     monkeypatch.delitem(sys.modules, "pausing", raising=False)
     spec = tmp_path / "react.yaml"
-    spec.write_text((EXAMPLE / "react.yaml").read_text().replace("bind: adapter:ReactAdapter",
+    spec.write_text((EXAMPLE / "react_adapter.yaml").read_text().replace("bind: adapter:ReactAdapter",
                                                                   "bind: pausing:PausingAdapter"))
     (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 3}))
     assert run.result == "violated"

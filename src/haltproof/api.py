@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import haltproof.frameworks  # noqa: F401  (registers the framework declarations: machine/declarations.py)
 from haltproof.machine import usercode
 from haltproof.machine.spec import load_spec
 from haltproof.machine.usercode import OutOfTime

@@ -1,4 +1,4 @@
-"""react.py's real graph bound to react.yaml: the model's two outcomes are the only glue."""
+"""react.py's real graph bound to react_adapter.yaml: the model's two outcomes are the only glue."""
 from langchain_core.messages import AIMessage
 from react import build_graph
 

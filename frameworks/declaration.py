@@ -1,0 +1,85 @@
+"""What every framework's declaration file needs (machine/declarations.py has the contract):
+reading its keys, importing the user's `module:attr` target, and writing the spec it expands
+into as the YAML mapping a spec file would give, with lines.
+
+The user's own nodes (`params`, `properties`, `expect`) go into the spec as they were read,
+so a problem in them is reported at its own line; generated nodes carry the line of the
+declaration key they come from.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from haltproof.machine import usercode
+from haltproof.machine.binding import import_user_module
+from haltproof.machine.errors import Located, SpecError
+from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.yamlpos import YList, YMap
+
+COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
+
+
+def node(value: Any, line: int) -> Any:
+    """`value` as the YAML loader gives it (YMap, YList), every part at `line`; nodes already
+    read from the file (a YMap or YList) keep their own lines."""
+    if isinstance(value, (YMap, YList)):
+        return value
+    if isinstance(value, dict):
+        out = YMap({k: node(v, line) for k, v in value.items()})
+        out.line, out.lines = line, {k: line for k in value}
+        return out
+    if isinstance(value, list):
+        items = YList(node(v, line) for v in value)
+        items.line, items.lines = line, [line] * len(value)
+        return items
+    return value
+
+
+def check_keys(top: YMap, file: str, allowed: set[str], required: set[str]) -> None:
+    """Every key known, every required one there: else a problem at its line."""
+    for key in top:
+        if key not in allowed:
+            raise Located(file, top.line_of(key)).error(
+                f"unknown key in a {top['framework']} declaration (allowed: {', '.join(sorted(allowed))})", key)
+    for key in sorted(required):
+        if key not in top:
+            raise Located(file, top.line).error(f"a {top['framework']} declaration needs the key {key!r}")
+
+
+def import_target(top: YMap, file: str) -> Any:
+    """The object `target: module:attr` names, imported from the working directory or the
+    declaration's folder as `bind:` is (binding.import_user_module); a problem at the
+    target's line otherwise."""
+    line = top.line_of("target")
+    ref = top["target"]
+    here = Located(file, line)
+    if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.partition(":")[::2]):
+        raise here.error("target must name the object as module:attr", ref)
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
+    except OutOfTime as stop:
+        stop.note(f"importing the target's module {module_name} (target: {ref})")
+        raise
+    except Exception as exc:     # the user's module may fail in any way while importing
+        raise here.error(f"cannot import the target's module: {type(exc).__name__}: {exc}", ref) from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise here.error(f"module {module_name} has no {attr!r}", ref)
+        target = getattr(target, part)
+    return target
+
+
+def mapping(top: YMap, key: str, file: str, what: str) -> YMap:
+    """An optional mapping key of the declaration (empty when absent)."""
+    value = top.get(key, YMap())
+    if not isinstance(value, YMap):
+        raise Located(file, top.line_of(key)).error(f"{key} must be a mapping of {what}")
+    return value
+
+
+def fail(file: str, line: int, message: str, text: object = None) -> SpecError:
+    return Located(file, line).error(message, text)

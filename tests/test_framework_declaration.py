@@ -1,0 +1,357 @@
+"""Declaration files (`framework: langgraph` + `target: module:attr`): the user's own graph,
+checked with the out-of-the-box properties and no adapter or spec written by hand.
+
+The numbers are LangGraph's, worked out by hand from its documented behaviour and the two
+example graphs: a recursion_limit of N runs at most N supersteps; the ReAct agent alternates
+agent and tools supersteps, so its model answers at most ceil(N/2) times and its tools run at
+most floor(N/2) times; the supervisor takes a superstep before every worker, so at most
+floor(N/2) workers run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import load_spec
+from haltproof.reports.report import to_json
+
+from conftest import ROOT
+from test_langgraph import limit_off_by_one
+
+EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
+MODULES = ("react", "supervisor", "adapter")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_modules(monkeypatch):
+    """The examples' modules are imported fresh for each test and forgotten after it, and the
+    folders the imports put on sys.path are taken off again (a later test file must not find
+    this file's temporary react.py first)."""
+    path = list(sys.path)
+    for name in MODULES:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    yield
+    for name in MODULES:
+        sys.modules.pop(name, None)
+    sys.path[:] = path
+
+
+def check(name: str, **options) -> list:
+    return check_spec(load_spec(EXAMPLE / name), Options(**options))
+
+
+def results(run) -> dict:
+    return {p.name: p for p in run.properties}
+
+
+def maxima(run) -> dict:
+    return {p.name: p.value["maximum"]["value"] for p in run.properties if p.kind == "maximum"}
+
+
+def test_the_react_declaration_gives_the_worst_cases_langgraph_allows() -> None:
+    runs = check("react.yaml")
+    assert [(r.params["recursion_limit"], r.result, r.stats["states"]) for r in runs] == [
+        (1, "proved", 4), (2, "proved", 5), (3, "proved", 7), (4, "proved", 8), (5, "proved", 10), (6, "proved", 11)]
+    assert runs[0].explored == "code: react:build_graph"
+    assert [maxima(r) for r in runs] == [
+        {"most_supersteps": n, "most_model_calls": (n + 1) // 2, "most_tool_runs": n // 2} for n in range(1, 7)]
+    names = [p.name for p in runs[0].properties]
+    assert names == ["domains", "well_defined", "bound_code", "run_ends", "limit_error", "most_supersteps",
+                     "most_model_calls", "most_tool_runs", "tools_within_half_the_limit"]
+
+
+def test_the_shortest_run_to_the_limit_error_in_the_frameworks_terms() -> None:
+    (run,) = check("react.yaml", pins={"recursion_limit": 3})
+    limit = results(run)["limit_error"]
+    assert (limit.status, limit.message) == ("holds", "possible: reached after 4 transitions")
+    assert [(s.choices, s.state["next"], s.state["steps"], s.state["status"], s.state["tool_runs"])
+            for s in limit.witness.steps] == [
+        ({}, "agent", 0, "running", 0), ({"model_answer": "tool_call"}, "tools", 1, "running", 0),
+        ({"model_answer": "tool_call"}, "agent", 2, "running", 1),
+        ({"model_answer": "tool_call"}, "tools", 3, "running", 1),
+        ({"model_answer": "tool_call"}, "tools", 3, "limit", 1)]
+    assert results(run)["run_ends"].status == "holds"
+
+
+def test_no_limit_makes_the_limit_error_unreachable() -> None:
+    (sweep,) = to_json(check("react.yaml"))["sweeps"]
+    assert [row["message"] for row in sweep["smallest_safe"]] == [
+        "limit_error reachable at every swept recursion_limit (1..6): no safe value"]
+
+
+def test_a_limit_checked_one_step_late_breaks_langgraphs_promise(monkeypatch) -> None:
+    limit_off_by_one(monkeypatch)
+    (run,) = check("react.yaml", pins={"recursion_limit": 3})
+    assert run.result == "violated"
+    broken = results(run)["most_supersteps"]
+    assert broken.status == "violated"
+    assert broken.message == ("reaches 4, more than at_most 3, after 4 transitions "
+                              "(the highest is 4, first reached after 4 transitions)")
+    assert [s.state["next"] for s in broken.trace.steps] == ["agent", "tools", "agent", "tools", "agent"]
+
+
+def test_the_supervisor_delegates_half_as_often_as_the_limit_says() -> None:
+    runs = check("supervisor.yaml")
+    assert [(r.params["recursion_limit"], r.verdict, r.as_expected, r.stats["states"]) for r in runs] == [
+        (n, "pass", True, states) for n, states in zip(range(2, 9), (8, 16, 18, 30, 32, 48, 50))]
+    assert [maxima(r)["most_delegations"] for r in runs] == [n // 2 for n in range(2, 9)]
+    assert [maxima(r)["most_model_calls"] for r in runs] == list(range(2, 9))
+    delegates = results(runs[2])["delegates_as_often_as_the_limit"]
+    assert (delegates.status, delegates.message) == ("violated", "unreachable: no reachable state satisfies it")
+    witness = results(runs[2])["most_delegations"].witness     # recursion_limit=4: two workers
+    assert [s.choices.get("supervisor_answer") for s in witness.steps[1:]] == ["to_researcher"] * 4
+    assert [s.state["next"] for s in witness.steps] == ["supervisor", "researcher", "supervisor", "researcher",
+                                                        "supervisor"]
+
+
+def test_every_format_and_the_cli_take_a_declaration(cli, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "examples/frameworks/langgraph/react.yaml", "-p", "recursion_limit=4")
+    assert ran.code == 0
+    assert ("examples/frameworks/langgraph/react.yaml recursion_limit=4: most_supersteps 4 (a shortest witness "
+            "takes 4 transitions); most_model_calls 2") in ran.out
+    report = json.loads(cli("check", "examples/frameworks/langgraph/react.yaml", "-p", "recursion_limit=4",
+                            "--format", "json").out)
+    (run,) = report["runs"]
+    assert run["explored"] == "code: react:build_graph" and run["machine"] == "react"
+    assert {p["name"]: p.get("maximum", {}).get("value") for p in run["properties"]}["most_tool_runs"] == 2
+    markdown = cli("check", "examples/frameworks/langgraph/react.yaml", "-p", "recursion_limit=4",
+                   "--format", "markdown").out
+    assert "| `most_tool_runs` | 2 (a shortest witness takes 4 transitions) |" in markdown
+    sarif = json.loads(cli("check", "examples/frameworks/langgraph/react.yaml", "-p", "recursion_limit=1",
+                           "--format", "sarif").out)
+    assert sarif["runs"][0]["results"] == []
+
+
+def test_the_pytest_plugin_collects_a_declaration(pytester) -> None:
+    for name in ("react.yaml", "react.py"):
+        (pytester.path / name).write_text((EXAMPLE / name).read_text())
+    result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider")
+    # 6 limits x (domains, well_defined, bound_code + 5 out of the box + 1 of the user's)
+    result.assert_outcomes(passed=6 * 9)
+
+
+@pytest.mark.slow
+def test_the_framework_examples_are_checked_from_anywhere(cli, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "examples/frameworks")
+    assert ran.code == 0, ran.out
+    assert ran.out.endswith("19 runs: 12 proved, 7 violated as expected, 0 failed, 0 incomplete -> proved\n")
+
+
+# ---------------------------------------------------------------- bad declarations: exit 2, file and line
+
+GRAPHS = '''\
+from langgraph.graph import START, MessagesState, StateGraph
+
+
+def build_graph(model):
+    def agent(state: MessagesState) -> dict:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    return builder.compile()
+
+
+def _answer(state: MessagesState) -> dict:
+    return {"messages": [{"role": "assistant", "content": "done"}]}
+
+
+_builder = StateGraph(MessagesState)
+_builder.add_node("agent", _answer)
+_builder.add_edge(START, "agent")
+graph = _builder.compile()
+not_a_graph = 42
+
+
+def broken(model):
+    raise ValueError("no model configured")
+'''
+
+DECLARATION = """\
+framework: langgraph
+target: {module}:build_graph
+input:
+  messages: [{{role: user, content: hi}}]
+models:
+  model:
+    final: Done.
+params:
+  recursion_limit: {{min: 1, max: 2}}
+"""
+
+
+@pytest.mark.parametrize("change, line, message", [
+    (("framework: langgraph", "framework: langchain"), 1, "unknown framework (known: langgraph"),
+    ((":build_graph", ":buld_graph"), 2, "module {module} has no 'buld_graph'"),
+    (("target: {module}", "target: nowhere_at_all"), 2, "cannot import the target's module: ModuleNotFoundError: "
+                                                        "No module named 'nowhere_at_all'"),
+    ((":build_graph", ":not_a_graph"), 2, "{module}:not_a_graph is a int, not a compiled LangGraph graph or a "
+                                          "function building one"),
+    ((":build_graph", ":broken"), 2, "building the graph with {module}:broken(model) failed: ValueError: "
+                                     "no model configured"),
+    (("params:", "nodes:\n  agnt:\n    done: {messages: []}\nparams:"), 9,
+     "nodes: the graph {module}:build_graph has no node 'agnt' (its nodes: agent)"),
+    ((":build_graph", ":graph"), 5, "models: {module}:graph is a compiled graph, built already"),
+    (("params:", "propertes: {}\nparams:"), 8, "unknown key in a langgraph declaration"),
+    (("  recursion_limit: {min: 1, max: 2}\n", "  recursion_limit: {min: 1, max: 2}\nproperties:\n  run_ends:\n"
+                                              "    always: steps >= 0\n"), 11,
+     "run_ends is an out-of-the-box property of every LangGraph declaration"),
+    (("  recursion_limit: {min: 1, max: 2}\n", "  recursion_limit: {min: 1, max: 2}\nproperties:\n  mine:\n"
+                                              "    always: stepz >= 0\n"), 12, "undefined name"),
+])
+def test_a_bad_declaration_is_refused_at_its_line(check, tmp_path, request, change, line, message) -> None:
+    module = f"graphs_{request.node.callspec.id.replace('-', '_')}"[:60]
+    module = "".join(c if c.isalnum() or c == "_" else "_" for c in module)
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / f"{module}.py").write_text(GRAPHS)
+    old, new = (part.replace("{module}", module) for part in change)
+    text = DECLARATION.format(module=module)
+    assert old in text
+    ran = check(text.replace(old, new, 1))
+    sys.modules.pop(module, None)
+    assert ran.code == 2, ran.out
+    assert ran.out == ""
+    assert f"bad.yaml:{line}: {message.format(module=module)}" in ran.err
+    assert "Traceback" not in ran.err
+
+
+def test_same_named_modules_in_two_folders_are_each_their_own(cli, tmp_path, monkeypatch) -> None:
+    """`haltproof check` over two folders, each with its own `graphs.py`: each declaration runs
+    the graph beside it (one ends at once, the other loops), not the first one imported."""
+    loop = GRAPHS.replace('builder.add_edge(START, "agent")', 'builder.add_edge(START, "agent")\n'
+                          '    builder.add_edge("agent", "agent")', 1)
+    for folder, source in (("ends", GRAPHS), ("loops", loop)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "graphs_twin.py").write_text(source)
+        (tmp_path / folder / "d.yaml").write_text(DECLARATION.format(module="graphs_twin"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "graphs_twin", raising=False)
+    ran = cli("check", "ends/d.yaml", "loops/d.yaml", "--format", "json")
+    sys.modules.pop("graphs_twin", None)
+    report = json.loads(ran.out)
+    limits = {(r["spec"], r["params"]["recursion_limit"]): [p for p in r["properties"] if p["name"] == "limit_error"][0]
+              for r in report["runs"]}
+    assert {k: v["possible"] for k, v in limits.items()} == {
+        ("ends/d.yaml", 1): False, ("ends/d.yaml", 2): False, ("loops/d.yaml", 1): True, ("loops/d.yaml", 2): True}
+
+
+BUDGET = (EXAMPLE / "react.yaml").read_text().split("params:")[0] + """\
+params:
+  recursion_limit: [4]
+properties:
+  one_search_is_enough:
+    maximum: tool_runs
+    at_most: 1
+"""
+
+
+@pytest.mark.slow
+def test_an_emitted_test_replays_the_trace_on_the_real_graph_until_it_is_fixed(cli, tmp_path, monkeypatch) -> None:
+    """--emit-tests on a declaration writes a pytest file that replays the counterexample
+    through LangGraph itself: it fails while the graph lets the model search twice, and passes
+    once the graph's own routing stops after one search."""
+    import subprocess
+    (tmp_path / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    (tmp_path / "budget.yaml").write_text(BUDGET)
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
+    assert ran.code == 1
+    assert "wrote 1 regression test to regress" in ran.err
+    (emitted,) = (tmp_path / "regress").glob("test_*.py")
+    assert emitted.name == "test_budget_one_search_is_enough_recursion_limit4.py"
+
+    def pytest_run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
+                              cwd=tmp_path, capture_output=True, text=True)
+    failing = pytest_run()
+    assert failing.returncode == 1, failing.stdout[-2000:]
+    assert ("one_search_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
+            "step 4 has 2, more than at_most 1") in failing.stdout
+    # the fix, in the user's graph: after one tool result the agent's turn ends the run
+    source = (tmp_path / "react.py").read_text()
+    fixed = source.replace('builder.add_conditional_edges("agent", tools_condition)',
+                           'builder.add_conditional_edges("agent", lambda s: "__end__" if any(\n'
+                           '        m.type == "tool" for m in s["messages"]) else tools_condition(s))')
+    assert fixed != source
+    (tmp_path / "react.py").write_text(fixed)
+    passing = pytest_run()
+    assert passing.returncode == 0, passing.stdout[-2000:]
+    assert "1 passed" in passing.stdout
+
+
+def test_the_frameworks_doc_shows_the_shipped_declarations_and_their_command(cli, monkeypatch) -> None:
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    for name in ("react.yaml", "supervisor.yaml"):
+        assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check react.yaml supervisor.yaml" in doc
+    assert "one_search_is_enough:\n    maximum: tool_runs\n    at_most: 1\n" in doc and BUDGET.endswith(
+        "one_search_is_enough:\n    maximum: tool_runs\n    at_most: 1\n")
+    monkeypatch.chdir(EXAMPLE)
+    ran = cli("check", "react.yaml", "supervisor.yaml")
+    assert ran.code == 0
+    assert ran.out.endswith("13 runs: 6 proved, 7 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "States per limit (2 to 8): 8, 16, 18, 30,\n32, 48, 50." in doc
+
+
+ASYNC_REACT = (EXAMPLE / "react.py").read_text().replace(
+    "    def agent(state: MessagesState) -> dict:\n        return {\"messages\": [model.invoke(state[\"messages\"])]}",
+    "    async def agent(state: MessagesState) -> dict:\n"
+    "        return {\"messages\": [await model.ainvoke(state[\"messages\"])]}")
+
+
+def _async_react(tmp_path) -> object:
+    assert "async def agent" in ASYNC_REACT
+    (tmp_path / "areact.py").write_text(ASYNC_REACT)
+    spec = tmp_path / "areact.yaml"
+    spec.write_text((EXAMPLE / "react.yaml").read_text().replace("react:build_graph", "areact:build_graph"))
+    return spec
+
+
+def test_an_async_graph_is_driven_through_astream_with_the_same_answers(tmp_path, monkeypatch) -> None:
+    """An `async def` node cannot run under `stream`: the adapter streams with `astream` on the
+    run's one event loop, and the graph proves exactly what the sync one does."""
+    monkeypatch.delitem(sys.modules, "areact", raising=False)
+    runs = check_spec(load_spec(_async_react(tmp_path)), Options(pins={"recursion_limit": [3, 4]}))
+    sys.modules.pop("areact", None)
+    assert [(r.result, r.stats["states"]) for r in runs] == [("proved", 7), ("proved", 8)]
+    assert [maxima(r) for r in runs] == [{"most_supersteps": 3, "most_model_calls": 2, "most_tool_runs": 1},
+                                         {"most_supersteps": 4, "most_model_calls": 2, "most_tool_runs": 2}]
+    assert results(runs[0])["limit_error"].message == "possible: reached after 4 transitions"
+
+
+def test_an_async_graphs_limit_is_langgraphs_own_too(tmp_path, monkeypatch) -> None:
+    """The async loop's limit checked one superstep late: the async graph's verdict changes."""
+    from langgraph.pregel import _loop
+    enter = _loop.AsyncPregelLoop.__aenter__
+
+    async def late(self):
+        out = await enter(self)
+        self.stop += 1
+        return out
+    monkeypatch.setattr(_loop.AsyncPregelLoop, "__aenter__", late)
+    monkeypatch.delitem(sys.modules, "areact", raising=False)
+    (run,) = check_spec(load_spec(_async_react(tmp_path)), Options(pins={"recursion_limit": 3}))
+    sys.modules.pop("areact", None)
+    assert run.result == "violated"
+    assert results(run)["most_supersteps"].message.startswith("reaches 4, more than at_most 3, after 4 transitions")
+
+
+def test_an_unsupported_langgraph_is_named_at_the_framework_line(tmp_path, monkeypatch) -> None:
+    from haltproof.frameworks import langgraph as hl
+    from haltproof.machine.errors import SpecError
+    monkeypatch.setattr(hl.metadata, "version", lambda name: "0.6.3")
+    spec = tmp_path / "d.yaml"
+    spec.write_text(DECLARATION.format(module="never_imported"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2,<2; "
+                                 "langgraph 0.6.3 is installed")
