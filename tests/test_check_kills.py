@@ -1,0 +1,374 @@
+"""Single-line bugs in the check runner (explorer/check.py) that the rest of the verdict
+selection let through (issue 18, the mutation campaign's explorer/check.py run).
+
+Each test was seen failing with its mutation applied and passes on the real code;
+docs/mutation.md lists the mutations each one kills. Checks run on both engines where
+the verdict could differ between them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+from haltproof.explorer.check import (Options, RunResult, check_machine, check_pins, check_spec, prepare, prepare_python,
+                                      sweep)
+from haltproof.machine.compiled import Machine
+from haltproof.machine.pymodel import Model, action
+from haltproof.machine.errors import SpecError
+from haltproof.machine.spec import parse_spec
+from haltproof.machine.usercode import OutOfTime
+
+pytestmark = pytest.mark.verdict
+
+ENGINES = ("scalar", "vector")
+
+
+def _machine(text: str) -> Machine:
+    [m] = prepare(parse_spec(textwrap.dedent(text), "kills.yaml"), Options(model_only=True))
+    return m
+
+
+def _run(text: str, engine: str, **options) -> RunResult:
+    [r] = check_spec(parse_spec(textwrap.dedent(text), "kills.yaml"), Options(engine=engine, **options))
+    return r
+
+
+def prop(r: RunResult, name: str):
+    [p] = [p for p in r.properties if p.name == name]
+    return p
+
+
+# ---------------------------------------------------------------- patterns
+# `_pattern`: a pattern's result names its scope, keeps its line, is unknown on a partial
+# exploration, and a holding one says how many states only the monitors tell apart.
+
+PATTERNS = """\
+machine: approvals
+vars:
+  n: {type: int, min: 0, max: 2, init: 0}
+  last: {type: enum, values: [none, approve, write, refuse], init: none}
+actions:
+  act:
+    when: n < 2
+    choose: {e: [approve, refuse]}
+    do:
+      - set: {n: n + 1, last: e}
+terminal: n == 2
+properties:
+  fine: {absence: last == write}
+  scoped:
+    absence: last == write
+    scope: {after: last == refuse, until: last == approve}
+  broken:
+    absence: last == approve
+    scope: {after: last == refuse, until: last == write}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pattern_says_its_scope_and_what_the_monitors_added(engine):
+    r = _run(PATTERNS, engine)
+    added = "the pattern monitors added 2 of the 7 states explored"
+    assert (prop(r, "fine").status, prop(r, "fine").message) == (
+        "holds", f"no state in its scope satisfies it; {added}")
+    assert (prop(r, "scoped").status, prop(r, "scoped").message) == (
+        "holds", f"no state in its scope satisfies it (scope after until); {added}")
+    assert [prop(r, n).line for n in ("fine", "scoped", "broken")] == [13, 14, 17]
+    bad = prop(r, "broken")
+    assert bad.status == "violated"
+    assert bad.message == "absence (scope after until) violated: the run so far already breaks it"
+    assert [s.state["last"] for s in bad.trace.steps] == ["none", "refuse", "approve"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pattern_on_a_partial_exploration_is_unknown(engine):
+    r = _run(PATTERNS.replace("last == approve\n", "last == write\n"), engine, max_states=3)
+    assert r.result == "incomplete"
+    for name in ("fine", "scoped", "broken"):
+        p = prop(r, name)
+        assert (p.status, p.message) == ("unknown", "not decided: the exploration stopped at --max-states"), name
+
+
+# ---------------------------------------------------------------- the deadline
+
+class SlowDomains(Model):
+    def domains(self, p):
+        time.sleep(0.5)
+        return {"x": [0, 1]}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {"x": 1}
+
+
+def test_loading_a_python_model_runs_under_the_timeout():
+    """prepare_python loads the model (the user's code) within --timeout."""
+    with pytest.raises(OutOfTime) as stop:
+        prepare_python(SlowDomains, Options(timeout=0.05))
+    assert stop.value.doing == "loading the model SlowDomains (creating it, its params and domains)"
+
+
+BIG = """\
+machine: big
+vars: {x: {type: int, min: 0, max: 5000, init: 0}}
+actions:
+  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
+terminal: x == 5000
+properties:
+  small: {always: x < 5000}
+"""
+
+
+def test_a_timeout_says_how_long_it_was():
+    r = check_machine(_machine(BIG), Options(engine="scalar", timeout=1e-9))
+    assert r.stop_reason is not None and r.stop_reason.startswith("stopped at ")
+    assert r.stop_reason.endswith(" states: --timeout 1e-09 s reached")
+
+
+# ---------------------------------------------------------------- options a run cannot honour
+# `prepare`, `prepare_python`, `_check_property_names`: each refusal names the file (and
+# the line where there is one) and says why; the options it allows go through.
+
+class Tiny(Model):
+    params = {"K": [1, 2]}
+
+    def domains(self, p):
+        return {"x": [0, 1]}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {"x": 1}
+
+
+PLAIN = """\
+machine: plain
+params: {K: [1, 2]}
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < K, do: [{set: {x: x + 1}}]}
+terminal: x == K
+properties:
+  small: {always: x < 9}
+"""
+
+LOOP = "specs/loop_demo.yaml"          # bound to a state adapter (concretize)
+ONE = {"max_steps": 1, "max_retries": 0}
+HERE = __file__
+
+
+def _prepared(what: str, options: Options) -> list[Machine]:
+    from conftest import ROOT
+    from haltproof.machine.spec import load_spec
+    if what == "python":
+        return prepare_python(Tiny, options)
+    spec = parse_spec(PLAIN, "plain.yaml") if what == "plain" else load_spec(ROOT / LOOP)
+    return prepare(spec, options)
+
+
+@pytest.mark.parametrize("what,options,line,message", [
+    ("python", dict(paths=2), None, "--paths 2 compares the paths of live-bound code into a state: "
+                                    "a Python model has no bound code"),
+    ("python", dict(determinism="full"), None, "--determinism full says how often bound code runs twice: "
+                                               "a Python model's actions always run twice"),
+    ("python", dict(properties=["nope"]), None, "--property nope: the spec has no such property "
+                                                "(it has: bound_code, domains, well_defined)"),
+    ("plain", dict(paths=2), None, "--paths 2 compares the paths of live-bound code into a state: "
+                                   "the spec is not bound to code (no bind:)"),
+    ("loop", dict(paths=2, model_only=True), None, "--paths 2 compares the paths of live-bound code into a "
+                                                   "state: --model explores the spec's own stages"),
+    ("plain", dict(determinism="off"), None, "--determinism off says how often bound code runs twice: "
+                                             "the spec is not bound to code (no bind:)"),
+    ("loop", dict(determinism="sample", model_only=True), None,
+     "--determinism sample says how often bound code runs twice: --model explores the spec's own stages"),
+    ("loop", dict(properties=["bound_code"], model_only=True), None,
+     "--property bound_code: --model explores the spec's own stages and runs none of the bound code, "
+     "so it cannot check bound_code"),
+    ("plain", dict(properties=["small", "nope"]), None, "--property nope: the spec has no such property "
+                                                        "(it has: domains, small, well_defined)"),
+    ("loop", dict(paths=2, pins=ONE), 22, "--paths 2 compares paths into a state, which needs a live "
+                                          "adapter (start); this one rebuilds states (concretize)"),
+])
+def test_an_option_the_run_cannot_honour_is_refused_with_its_reason(what, options, line, message):
+    from conftest import ROOT
+    with pytest.raises(SpecError) as refused:
+        _prepared(what, Options(**options))
+    [problem] = refused.value.problems
+    assert problem.message == message
+    assert (problem.file, problem.line) == ({"python": HERE, "plain": "plain.yaml", "loop": str(ROOT / LOOP)}[what],
+                                            line)
+    assert problem.text == ("haltproof.harness.loop_binding:LoopDemoAdapter" if line else None)
+
+
+@pytest.mark.parametrize("what,options,count", [
+    ("python", dict(paths=1, determinism="auto", properties=["domains"]), 2),
+    ("plain", dict(paths=1, determinism="auto", properties=["small"]), 2),
+    ("loop", dict(determinism="off", pins=ONE), 1),
+    ("loop", dict(properties=["bound_code"], pins=ONE), 1),
+    ("loop", dict(model_only=True, pins=ONE), 1),
+])
+def test_the_options_a_run_can_honour_go_through(what, options, count):
+    machines = _prepared(what, Options(**options))
+    assert len(machines) == count
+    assert [m.bound_to for m in machines] == [
+        {"python": "test_check_kills:Tiny", "plain": None,
+         "loop": None if options.get("model_only") else "haltproof.harness.loop_binding:LoopDemoAdapter"}[what]] * count
+
+
+# ---------------------------------------------------------------- params swept, pins given
+
+SWEPT = """\
+machine: swept
+params: {K: [1, 2], W: {min: 0, max: 9999}, F: [true, false]}
+vars: {x: {type: int, min: 0, max: 5, init: 0}}
+actions:
+  inc: {when: x < K, do: [{set: {x: x + 1}}]}
+terminal: x == K
+"""
+
+
+def _spec(text: str = SWEPT):
+    return parse_spec(text, "t.yaml")
+
+
+@pytest.mark.parametrize("pins,message", [
+    ({}, "t.yaml:2: the params make 40,000 combinations, more than the 10,000 a check sweeps: pin params with "
+         "-p NAME=VALUE, e.g. -p W=0 (W has 0..9999, K has 1, 2, F has true, false)"),
+    ({"W": range(0, 6000)}, "t.yaml:2: the params make 24,000 combinations, more than the 10,000 a check sweeps: "
+                            "pin params with -p NAME=VALUE, e.g. -p K=1 (K has 1, 2, F has true, false)"),
+    ({"W": range(0, 20000)}, "t.yaml: -p W=range(0, 20000) gives 20,000 values, more than the 10,000 "
+                             "combinations a check sweeps"),
+    ({"K": []}, "t.yaml: -p K: no value given (an empty list pins no combination)"),
+    ({"K": [1, 1]}, "t.yaml: -p K=1 is given twice"),
+    ({"Z": 1}, "t.yaml: -p Z=1: the spec has no param Z (it has: K, W, F)"),
+    ({"K": [1, True]}, "t.yaml: -p K must be an integer, got True"),
+    ({"F": [1, True]}, "t.yaml: -p F must be true or false, got 1"),
+    ({"K": 3}, "t.yaml:2: -p K=3: not a declared value of K (1, 2)"),
+    ([1], "t.yaml: the params to pin must be a mapping of param names to values, got list"),
+])
+def test_params_a_check_cannot_sweep_are_refused(pins, message):
+    with pytest.raises(SpecError) as refused:
+        sweep(_spec(), pins)
+    assert str(refused.value) == message
+
+
+def test_the_params_sweep_every_combination_up_to_the_limit():
+    assert len(sweep(_spec(), {"W": range(0, 2500)})) == 10_000          # exactly the limit
+    assert len(sweep(_spec(), {"W": range(0, 2500), "F": True})) == 5_000
+    assert sweep(_spec(), {"W": (7, 3), "F": True, "K": 2}) == [{"K": 2, "W": 7, "F": True},
+                                                                 {"K": 2, "W": 3, "F": True}]
+    assert check_pins(_spec(), {"F": [True, False], "K": (1,)}) == {"F": [True, False], "K": [1]}
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(max_states=0), "max_states must be positive, got 0"),
+    (dict(max_states=True), "max_states must be a positive integer, got True"),
+    (dict(timeout=0), "timeout must be positive, got 0"),
+    (dict(max_memory="12Q"), "max_memory must be a size: bytes or a number with K, M, G or T, e.g. 512M or 4G, "
+                             "got '12Q'"),
+    (dict(max_memory=0), "max_memory must be positive, got 0"),
+    (dict(properties="small"), "properties must be a list of property names, got 'small'"),
+    (dict(properties=["small", 1]), "properties must be a list of property names, got ['small', 1]"),
+    (dict(model_only=1), "model must be True or False, got 1"),
+    (dict(paths=0), "paths must be positive, got 0"),
+    (dict(engine="fast"), "engine must be one of auto, scalar, vector, got 'fast'"),
+    (dict(determinism="some"), "determinism must be one of auto, full, sample, off, got 'some'"),
+])
+def test_options_no_run_could_honour_are_refused(options, message):
+    with pytest.raises(ValueError) as refused:
+        Options(**options)
+    assert str(refused.value) == message
+
+
+def test_options_are_kept_as_given():
+    o = Options(max_states=5, timeout=2, max_memory="1M", properties=["a"], model_only=True, paths=3,
+                engine="vector", determinism="off")
+    assert (o.max_states, o.timeout, o.memory_bytes, o.properties, o.model_only, o.paths, o.engine,
+            o.determinism) == (5, 2.0, 1048576, ["a"], True, 3, "vector", "off")
+    assert Options(max_memory=4096).memory_bytes == 4096
+
+
+# ---------------------------------------------------------------- what each property says
+
+ENDS = """\
+machine: ends
+vars: {x: {type: int, min: 0, max: 4, init: 0}}
+measures:
+  cost: {sum: "after.x * 2"}
+actions:
+  inc: {when: x < 3, choose: {k: [1, 2]}, do: [{set: {x: "min(x + k, 3)"}}]}
+terminal: x == 3
+properties:
+  ends: {terminates: true}
+  fast: {terminates_within: 3}
+  slow: {terminates_within: 2}
+  counted: {terminates_within: 1, count: "after.x == 3"}
+  three: {reachable: x == 3}
+  four: {reachable: x == 4}
+"""
+
+
+def _said(r: RunResult) -> dict:
+    return {p.name: (p.status, p.message, p.trace and len(p.trace), p.witness and len(p.witness))
+            for p in r.properties if p.kind != "builtin"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_property_kind_says_what_it_found(engine):
+    r = _run(ENDS, engine)
+    assert (r.result, r.verdict, r.stopped_by, r.stop_reason) == ("violated", "fail", None, None)
+    assert _said(r) == {
+        "ends": ("holds", "every run reaches a terminal state", None, None),
+        "fast": ("holds", "every run ends within 3 transitions (the longest takes 3)", None, None),
+        "slow": ("violated", "a run takes 3 transitions, more than 2", 3, None),
+        "counted": ("holds", "every run ends within 1 counted transitions (the longest takes 1)", None, None),
+        "three": ("holds", "reached after 2 transitions", None, 2),
+        "four": ("violated", "unreachable: no reachable state satisfies it", None, None)}
+    assert {k: (b["value"], b["exact"], b["message"], len(b["witness"])) for k, b in r.bounds.items()} == {
+        "transitions": (3, True, "at most 3", 3), "cost": (12, True, "at most 12", 3)}
+    assert r.exploration is not None and len(r.exploration.states) == 4     # small and complete: kept
+
+
+def test_a_partial_exploration_leaves_every_property_unknown_and_every_bound_a_lower_one():
+    r = _run(ENDS, "scalar", max_states=2)
+    assert (r.result, r.verdict, r.stopped_by) == ("incomplete", "incomplete", "max_states")
+    assert r.stop_reason == "stopped at 3 states: --max-states 2 reached"
+    stopped = "the exploration stopped at --max-states"
+    assert _said(r) == {
+        "ends": ("unknown", f"not decided: {stopped}", None, None),
+        "fast": ("unknown", f"not decided (longest so far: 1 transitions): {stopped}", None, None),
+        "slow": ("unknown", f"not decided (longest so far: 1 transitions): {stopped}", None, None),
+        "counted": ("unknown", f"not decided (longest so far: 0 counted transitions): {stopped}", None, None),
+        "three": ("unknown", f"not reached in the explored part; {stopped}", None, None),
+        "four": ("unknown", f"not reached in the explored part; {stopped}", None, None)}
+    assert {k: (b["value"], b["exact"], b["message"]) for k, b in r.bounds.items()} == {
+        "transitions": (1, False, f"at least 1 ({stopped})"), "cost": (4, False, f"at least 4 ({stopped})")}
+    assert r.exploration is None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_deadlock_and_a_cycle_break_every_termination_property(engine):
+    dead = _run(ENDS.replace("when: x < 3", "when: x < 2"), engine)
+    for name in ("ends", "fast", "slow", "counted"):
+        p = prop(dead, name)
+        assert (p.status, p.message, len(p.trace)) == (
+            "violated", "deadlock: a non-terminal state with no enabled action", 1), name
+        assert p.trace.steps[-1].state == {"x": 2}
+    cyclic = _run(ENDS.replace('x: "min(x + k, 3)"', 'x: "0 if x + k >= 3 else x + k"').replace(
+        "terminal: x == 3", "terminal: x == 4"), engine)
+    for name in ("ends", "fast", "slow", "counted"):
+        p = prop(cyclic, name)
+        assert p.status == "violated" and p.trace.kind == "lasso", name
+        assert p.message == f"a cycle of {len(p.trace) - p.trace.loop_start} transitions among non-terminal " \
+                            "states: the run can go on forever", name
+    assert {k: (b["value"], b["message"]) for k, b in cyclic.bounds.items()} == {
+        "transitions": (None, "unbounded: a run can cycle forever"),
+        "cost": (None, "not computed: the state graph has a cycle")}
