@@ -32,7 +32,7 @@ def _machine(text: str) -> Machine:
 
 
 def _run(text: str, engine: str, **options) -> RunResult:
-    [r] = check_spec(parse_spec(textwrap.dedent(text), "kills.yaml"), Options(engine=engine, **options))
+    [r] = check_spec(parse_spec(textwrap.dedent(text), "t.yaml"), Options(engine=engine, **options))
     return r
 
 
@@ -372,3 +372,108 @@ def test_a_deadlock_and_a_cycle_break_every_termination_property(engine):
     assert {k: (b["value"], b["message"]) for k, b in cyclic.bounds.items()} == {
         "transitions": (None, "unbounded: a run can cycle forever"),
         "cost": (None, "not computed: the state graph has a cycle")}
+
+
+# ---------------------------------------------------------------- expect: violated, scenarios
+
+EXPECTING = """\
+machine: expecting
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  small: {always: x < 2}
+  fine: {always: x < 9}
+expect: {violated: [small]}
+scenarios:
+  up:
+    steps:
+      - {action: inc}
+      - {action: inc}
+    expect: {x: 2}
+"""
+
+
+def _outcome(r: RunResult) -> tuple:
+    return (r.result, r.verdict, r.as_expected, {p.name: (p.status, p.expected) for p in r.properties},
+            [(s.name, s.ok, s.message, s.steps) for s in r.scenarios])
+
+
+HOLDS, UNKNOWN, VIOLATED = "holds", "unknown", "violated"
+BUILTINS = {"domains": (HOLDS, True), "well_defined": (HOLDS, True)}
+SCENARIO = [("up", True, "as expected", 2)]
+
+
+@pytest.mark.parametrize("change,options,outcome", [
+    ({}, {}, ("violated", "pass", True, {**BUILTINS, "small": (VIOLATED, True), "fine": (HOLDS, True)}, SCENARIO)),
+    ({}, dict(properties=["small"]), ("violated", "pass", True, {**BUILTINS, "small": (VIOLATED, True)}, [])),
+    ({}, dict(properties=["fine"]), ("proved", "fail", False, {**BUILTINS, "fine": (HOLDS, True)}, [])),
+    ({"violated: [small]": "violated: [fine]"}, {},
+     ("violated", "fail", False, {**BUILTINS, "small": (VIOLATED, False), "fine": (HOLDS, False)}, SCENARIO)),
+    ({"violated: [small]": "violated: [small, fine]"}, {},
+     ("violated", "fail", False, {**BUILTINS, "small": (VIOLATED, True), "fine": (HOLDS, False)}, SCENARIO)),
+    ({"expect: {x: 2}": "expect: {x: 1}"}, {},
+     ("violated", "fail", False, {**BUILTINS, "small": (VIOLATED, True), "fine": (HOLDS, True)},
+      [("up", False, "the run ends with x = 2 (expected 1)", 2)])),
+    ({}, dict(max_states=2),
+     ("violated", "incomplete", False, {"domains": (UNKNOWN, True), "well_defined": (UNKNOWN, True),
+                                        "small": (VIOLATED, True), "fine": (UNKNOWN, True)}, SCENARIO)),
+    ({"x < 2}": "x < 9}"}, dict(max_states=2),
+     ("incomplete", "incomplete", False, {"domains": (UNKNOWN, True), "well_defined": (UNKNOWN, True),
+                                          "small": (UNKNOWN, False), "fine": (UNKNOWN, True)}, SCENARIO)),
+])
+def test_a_spec_that_expects_a_violation_passes_only_with_exactly_that_one(change, options, outcome):
+    text = EXPECTING
+    for old, new in change.items():
+        text = text.replace(old, new)
+    assert _outcome(_run(text, "scalar", **options)) == outcome
+
+
+# ---------------------------------------------------------------- why a property is undecided
+
+CUT_SHORT = "not decided: the exploration was cut short by the spec's own errors (well_defined)"
+
+
+def test_a_terminal_that_cannot_be_evaluated_leaves_what_depends_on_where_runs_end_unknown():
+    r = _run("""\
+machine: u
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3 or 1 // (x - 2) == 5
+properties:
+  ends: {terminates: true}
+  small: {always: x < 9}
+  v: {variant: x, bound: 5}
+""", "scalar")
+    ends_unknown = ("not decided: the terminal predicate cannot be evaluated in a reachable state (see "
+                    "well_defined), so whether runs end there is unknown and nothing beyond it was explored")
+    assert {p.name: (p.status, p.message) for p in r.properties} == {
+        "domains": (UNKNOWN, CUT_SHORT),
+        "well_defined": (VIOLATED, "terminal (t.yaml:5): integer division or modulo by zero"),
+        "ends": (UNKNOWN, ends_unknown), "small": (UNKNOWN, CUT_SHORT), "v": (UNKNOWN, ends_unknown)}
+    assert (r.result, r.verdict, r.stopped_by, r.stop_reason) == ("violated", "fail", None, None)
+    assert r.exploration is not None and len(r.exploration.states) == 3
+    assert r.bounds["transitions"]["message"] == f"at least 2 ({ends_unknown.removeprefix('not decided: ')})"
+
+
+def test_an_action_that_cannot_be_evaluated_leaves_every_property_unknown():
+    r = _run("""\
+machine: w
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: "x + 1 + 0 // (x - 2)"}}]}
+terminal: x == 3
+properties:
+  ends: {terminates: true}
+  small: {always: x < 9}
+  three: {reachable: x == 3}
+""", "scalar")
+    assert {p.name: (p.status, p.message) for p in r.properties} == {
+        "domains": (UNKNOWN, CUT_SHORT),
+        "well_defined": (VIOLATED, "action inc with no choices (t.yaml:4): integer division or modulo by zero"),
+        "ends": (UNKNOWN, CUT_SHORT), "small": (UNKNOWN, CUT_SHORT),
+        "three": (UNKNOWN, "not reached in the explored part; the exploration was cut short by the spec's own "
+                           "errors (well_defined)")}
+    assert (r.result, r.verdict) == ("violated", "fail")
