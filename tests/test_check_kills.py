@@ -477,3 +477,38 @@ properties:
         "three": (UNKNOWN, "not reached in the explored part; the exploration was cut short by the spec's own "
                            "errors (well_defined)")}
     assert (r.result, r.verdict) == ("violated", "fail")
+
+
+# ---------------------------------------------------------------- which engine, what is kept
+
+def _counter(top: int) -> str:
+    return f"""\
+machine: counter
+vars: {{x: {{type: int, min: 0, max: {top}, init: 0}}}}
+actions:
+  inc: {{when: x < {top}, do: [{{set: {{x: x + 1}}}}]}}
+terminal: x == {top}
+properties:
+  small: {{always: x <= {top}}}
+"""
+
+
+@pytest.mark.parametrize("states,options,engine,stopped", [
+    (10_000, {}, "scalar", None),                 # auto: the scalar engine up to 10,000 states
+    (10_001, {}, "vector", None),                 # past them, the vector engine explores it all again
+    (10_001, dict(max_states=50), "scalar", "max_states"),      # a smaller bound: the scalar engine stops
+    (10_001, dict(max_states=10_000), "scalar", "max_states"),  # the bound is the switch point itself
+    (10_001, dict(max_states=10_001), "vector", None),
+])
+def test_auto_runs_small_spaces_on_the_scalar_engine_and_large_ones_on_the_vector_engine(states, options, engine,
+                                                                                         stopped):
+    r = check_machine(_machine(_counter(states - 1)), Options(engine="auto", **options))
+    assert (r.engine, r.stopped_by) == (engine, stopped)
+    if stopped is None:
+        assert (r.result, r.stats["states"], r.bounds["transitions"]["value"]) == ("proved", states, states - 1)
+
+
+@pytest.mark.parametrize("states,kept", [(200, True), (201, False)])
+def test_a_run_keeps_its_explored_graph_up_to_200_states(states, kept):
+    r = check_machine(_machine(_counter(states - 1)), Options(engine="scalar"))
+    assert (r.exploration is not None) == kept
