@@ -512,3 +512,57 @@ def test_auto_runs_small_spaces_on_the_scalar_engine_and_large_ones_on_the_vecto
 def test_a_run_keeps_its_explored_graph_up_to_200_states(states, kept):
     r = check_machine(_machine(_counter(states - 1)), Options(engine="scalar"))
     assert (r.exploration is not None) == kept
+
+
+# ---------------------------------------------------------------- the shorter of two errors
+# `_note_count_errors`: a measure that cannot be evaluated is a well_defined finding too,
+# kept over the engine's own finding only when its trace is shorter (`_length`).
+
+MEASURE_FAILS = """\
+machine: w
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+measures:
+  cost: {sum: "1 // (after.x - %d)"}
+actions:
+  inc: {when: x < 3, do: [{set: {x: "x + 1 + 0 // (x - 2)"}}]}
+terminal: x == 3
+"""
+
+
+@pytest.mark.parametrize("at,message,path", [
+    (1, "measure cost (t.yaml:4): integer division or modulo by zero", [0, 1]),           # shorter: it wins
+    (2, "action inc with no choices (t.yaml:6): integer division or modulo by zero", [0, 1, 2]),   # as long
+    (3, "action inc with no choices (t.yaml:6): integer division or modulo by zero", [0, 1, 2]),   # never
+])
+def test_of_two_expressions_that_cannot_be_evaluated_the_shorter_trace_is_reported(at, message, path):
+    wd = prop(_run(MEASURE_FAILS % at, "scalar"), "well_defined")
+    assert (wd.status, wd.message, [s.state["x"] for s in wd.trace.steps]) == ("violated", message, path)
+
+
+CHANCE_FAILS = """\
+machine: p
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, choose: {k: [1, 2]}, do: [{set: {x: "min(x + k, 3)"}}]}
+terminal: x == 3
+probabilities:
+  inc:
+    k: {"1": 0.5, "2": 0.5}
+properties:
+  odd: {probability: {reach: 1 // (x - 2) == 1, at_least: 0.1}}
+  fine: {always: x < 9}
+"""
+
+
+@pytest.mark.parametrize("selected", [None, ["odd"], ["fine"]])
+def test_a_probability_target_that_cannot_be_evaluated_violates_well_defined_when_it_is_selected(selected):
+    r = _run(CHANCE_FAILS, "scalar", properties=selected)
+    wd = prop(r, "well_defined")
+    if selected == ["fine"]:                  # not asked for: never evaluated
+        assert (r.result, wd.status) == ("proved", "holds")
+        return
+    assert (r.result, wd.status, wd.message) == ("violated", "violated",
+                                                 "property odd (t.yaml:10): integer division or modulo by zero")
+    assert [s.state["x"] for s in wd.trace.steps] == [0, 2]
+    assert (prop(r, "odd").status, prop(r, "odd").message) == (
+        "unknown", "not computed: its expression failed: integer division or modulo by zero")
