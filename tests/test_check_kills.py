@@ -566,3 +566,37 @@ def test_a_probability_target_that_cannot_be_evaluated_violates_well_defined_whe
     assert [s.state["x"] for s in wd.trace.steps] == [0, 2]
     assert (prop(r, "odd").status, prop(r, "odd").message) == (
         "unknown", "not computed: its expression failed: integer division or modulo by zero")
+
+
+def test_a_pin_may_give_exactly_as_many_values_as_a_check_sweeps():
+    assert len(check_pins(_spec(), {"W": range(0, 10_000)})["W"]) == 10_000
+
+
+class SlowInit(Model):
+    params = {"K": [1], "W": [2, 3]}
+
+    def domains(self, p):
+        return {"x": [0, 1]}
+
+    def init(self, p):
+        time.sleep(3)
+        return [{"x": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {"x": 1}
+
+
+def test_instantiating_a_python_model_says_which_params_ran_out_of_time():
+    with pytest.raises(OutOfTime) as stop:
+        prepare_python(SlowInit, Options(timeout=0.5))     # loading it takes far less
+    assert stop.value.doing == "instantiating the model SlowInit with K=1 W=2"
+
+
+def test_one_transition_is_said_in_the_singular():
+    r = _run(ENDS.replace("x == 3}", "x == 2}").replace("four: {reachable: x == 4}", "one: {reachable: x == 1}"),
+             "scalar")
+    assert prop(r, "one").message == "reached after 1 transition"
+    loop = _run(ENDS.replace('x: "min(x + k, 3)"', 'x: "x"').replace("when: x < 3", "when: x < 1"), "scalar")
+    assert prop(loop, "ends").message == ("a cycle of 1 transition among non-terminal states: "
+                                          "the run can go on forever")
