@@ -600,3 +600,32 @@ def test_one_transition_is_said_in_the_singular():
     loop = _run(ENDS.replace('x: "min(x + k, 3)"', 'x: "x"').replace("when: x < 3", "when: x < 1"), "scalar")
     assert prop(loop, "ends").message == ("a cycle of 1 transition among non-terminal states: "
                                           "the run can go on forever")
+
+
+def test_a_count_or_measure_that_cannot_be_evaluated_leaves_its_property_and_bound_undecided():
+    text = MEASURE_FAILS.replace('do: [{set: {x: "x + 1 + 0 // (x - 2)"}}]', 'do: [{set: {x: "x + 1"}}]') + \
+        'properties:\n  within: {terminates_within: 5, count: "1 // (after.x - 2) == 0"}\n'
+    r = _run(text % 2, "scalar")
+    assert [(p.name, p.status, p.message) for p in r.properties] == [
+        ("domains", HOLDS, "every variable stays inside its declared domain (never clamped or wrapped)"),
+        ("well_defined", VIOLATED, "count of within (t.yaml:9): integer division or modulo by zero"),
+        ("within", UNKNOWN, "not decided: its count expression failed: integer division or modulo by zero")]
+    assert (r.bounds["cost"]["value"], r.bounds["cost"]["message"]) == (
+        None, "not computed: integer division or modulo by zero")
+    assert (r.bounds["transitions"]["value"], r.bounds["transitions"]["message"]) == (3, "at most 3")
+
+
+def test_a_memory_limit_says_it_stopped_the_run():
+    r = _run(ENDS, "scalar", max_memory="1K")
+    assert (r.result, r.stopped_by, r.stop_reason) == ("incomplete", "max_memory",
+                                                       "stopped at 1 states: memory limit 1K reached")
+    assert prop(r, "ends").message == "not decided: the exploration stopped at --max-memory"
+
+
+def test_a_bound_spec_explored_as_a_model_judges_none_of_the_codes_builtins():
+    from conftest import ROOT
+    from haltproof.machine.spec import load_spec
+    [m] = prepare(load_spec(ROOT / LOOP), Options(model_only=True, pins=ONE))
+    r = check_machine(m, Options(model_only=True))
+    assert [p.name for p in r.properties if p.kind == "builtin"] == ["domains", "well_defined"]
+    assert r.explored == "model" and r.binding is None
