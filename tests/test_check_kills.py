@@ -629,3 +629,16 @@ def test_a_bound_spec_explored_as_a_model_judges_none_of_the_codes_builtins():
     r = check_machine(m, Options(model_only=True))
     assert [p.name for p in r.properties if p.kind == "builtin"] == ["domains", "well_defined"]
     assert r.explored == "model" and r.binding is None
+
+
+@pytest.mark.parametrize("change,options", [({}, {}), ({}, dict(max_states=2)),
+                                            ({"when: x < 3": "when: x < 2"}, {})])      # a deadlock
+def test_every_result_keeps_its_propertys_kind_and_line(change, options):
+    text = ENDS
+    for old, new in change.items():
+        text = text.replace(old, new)
+    r = _run(text, "scalar", **options)
+    assert [(p.name, p.kind, p.line) for p in r.properties] == [
+        ("domains", "builtin", None), ("well_defined", "builtin", None), ("ends", "terminates", 9),
+        ("fast", "terminates_within", 10), ("slow", "terminates_within", 11), ("counted", "terminates_within", 12),
+        ("three", "reachable", 13), ("four", "reachable", 14)]
