@@ -610,6 +610,7 @@ def test_a_count_or_measure_that_cannot_be_evaluated_leaves_its_property_and_bou
         ("domains", HOLDS, "every variable stays inside its declared domain (never clamped or wrapped)"),
         ("well_defined", VIOLATED, "count of within (t.yaml:9): integer division or modulo by zero"),
         ("within", UNKNOWN, "not decided: its count expression failed: integer division or modulo by zero")]
+    assert prop(r, "within").kind == "terminates_within"
     assert (r.bounds["cost"]["value"], r.bounds["cost"]["message"]) == (
         None, "not computed: integer division or modulo by zero")
     assert (r.bounds["transitions"]["value"], r.bounds["transitions"]["message"]) == (3, "at most 3")
