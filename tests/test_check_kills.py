@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from haltproof.explorer.check import (Options, RunResult, check_machine, check_pins, check_spec, prepare, prepare_python,
+from haltproof.explorer.check import (Options, RunResult, check_machine, check_pins, check_spec, judge, prepare,
+                                      prepare_python, unsettled,
                                       sweep)
 from haltproof.machine.compiled import Machine
 from haltproof.machine.pymodel import Model, action
@@ -643,3 +644,47 @@ def test_every_result_keeps_its_propertys_kind_and_line(change, options):
         ("domains", "builtin", None), ("well_defined", "builtin", None), ("ends", "terminates", 9),
         ("fast", "terminates_within", 10), ("slow", "terminates_within", 11), ("counted", "terminates_within", 12),
         ("three", "reachable", 13), ("four", "reachable", 14)]
+
+
+# ---------------------------------------------------------------- the one place a run is judged
+# `judge` and `unsettled`, and RunResult asking them: a bound that stopped the run keeps it
+# from "proved" even when every property it judged holds (the deadline passing after the
+# exploration, while the bounds or the scenarios were computed, leaves exactly that).
+
+B_, I_ = "builtin", "invariant"
+
+
+@pytest.mark.parametrize("properties,scenarios,stopped_by,as_expected,judged", [
+    ([(B_, HOLDS, None), (I_, HOLDS, None)], [], None, None, ("proved", "pass")),
+    ([(B_, HOLDS, None), ("reachable", HOLDS, None)], [], "timeout", None, ("incomplete", "incomplete")),
+    ([(I_, VIOLATED, None)], [], "max_states", None, ("violated", "fail")),
+    ([(B_, VIOLATED, None), (I_, UNKNOWN, None)], [], None, None, ("violated", "fail")),
+    ([(I_, UNKNOWN, None)], [], None, None, ("incomplete", "incomplete")),
+    ([(I_, HOLDS, None)], [False], None, None, ("violated", "fail")),
+    ([(I_, HOLDS, None)], [True], None, None, ("proved", "pass")),
+    ([(I_, VIOLATED, True), (B_, HOLDS, True)], [True], None, True, ("violated", "pass")),
+    ([(I_, VIOLATED, True), (B_, HOLDS, True)], [True], "timeout", True, ("violated", "incomplete")),
+    ([(I_, VIOLATED, False)], [True], "timeout", False, ("violated", "fail")),
+    ([(I_, UNKNOWN, True)], [True], "timeout", False, ("incomplete", "incomplete")),
+    ([(I_, HOLDS, False)], [True], None, False, ("proved", "fail")),
+    ([(I_, UNKNOWN, True)], [False], "timeout", False, ("violated", "fail")),
+])
+def test_a_run_is_judged_from_its_findings_its_scenarios_and_what_stopped_it(properties, scenarios, stopped_by,
+                                                                             as_expected, judged):
+    assert judge(properties, scenarios, stopped_by, as_expected) == judged
+
+
+def test_a_builtin_violation_explains_the_unknowns_it_left_and_nothing_else_does():
+    assert unsettled([(B_, VIOLATED), (I_, UNKNOWN)], None) is False
+    assert unsettled([(I_, VIOLATED), (I_, UNKNOWN)], None) is True
+    assert unsettled([(B_, HOLDS), (I_, HOLDS)], None) is False
+    assert unsettled([(B_, HOLDS), (I_, HOLDS)], "timeout") is True
+
+
+def test_a_run_stopped_after_its_properties_were_all_decided_is_not_proved():
+    import dataclasses
+    r = _run(ENDS.replace("  four: {reachable: x == 4}\n", "").replace("  slow: {terminates_within: 2}\n", ""),
+             "scalar")
+    assert (r.result, r.verdict) == ("proved", "pass")
+    late = dataclasses.replace(r, stopped_by="timeout")
+    assert (late.result, late.verdict) == ("incomplete", "incomplete")
