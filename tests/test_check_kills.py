@@ -634,7 +634,9 @@ def test_a_bound_spec_explored_as_a_model_judges_none_of_the_codes_builtins():
 
 
 @pytest.mark.parametrize("change,options", [({}, {}), ({}, dict(max_states=2)),
-                                            ({"when: x < 3": "when: x < 2"}, {})])      # a deadlock
+                                            ({"when: x < 3": "when: x < 2"}, {}),       # a deadlock
+                                            ({'x: "min(x + k, 3)"': 'x: "0 if x + k >= 3 else x + k"',
+                                              "terminal: x == 3": "terminal: x == 4"}, {})])     # a cycle
 def test_every_result_keeps_its_propertys_kind_and_line(change, options):
     text = ENDS
     for old, new in change.items():
