@@ -132,3 +132,25 @@ def test_auto_checks_every_transition_up_to_100000_declared_states_and_samples_p
     assert str(refused.value) == "determinism must be one of auto, full, sample, off, got 'never'"
     assert B.Determinism("full", "why", 3, 0.123456).to_json() == {
         "mode": "full", "why": "why", "extra_calls": 3, "seconds": 0.1235}
+
+
+# ---------------------------------------------------------------- what messages show
+
+def test_values_in_messages_are_written_as_in_a_spec():
+    assert [B._value_text(v) for v in (True, False, 0, 1, "idle")] == ["true", "false", "0", "1", "idle"]
+
+
+def _raises_in_user_code() -> None:
+    raise ValueError("boom")
+
+
+def test_the_users_traceback_keeps_the_users_frames_and_the_error():
+    try:
+        _raises_in_user_code()
+    except ValueError as exc:
+        text = B.user_traceback(exc)
+    lines = text.splitlines()
+    assert lines[0].startswith('  File "') and lines[0].endswith(", in test_the_users_traceback_keeps_the_users_"
+                                                                 "frames_and_the_error")
+    assert lines[-2:] == ['    raise ValueError("boom")', "ValueError: boom"]
+    assert text == text.strip("\n") and "XX" not in text
