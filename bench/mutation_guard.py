@@ -12,6 +12,14 @@ well under a second, so a test that has used this budget is stuck; ending it at 
 the same verdict ("timeout", which counts as killed) in seconds. The budget is CPU time of
 this process (ITIMER_PROF), not wall time, so a busy shared machine does not make a slow
 but finishing mutant look stuck.
+
+It also forgets, after each test, the modules the test imported from the temporary
+directory (a model or adapter it wrote to `tmp_path`). mutmut runs the whole selection
+twice in one process (once to record which tests reach which function, once clean) and
+forks every mutant's run from it, so a test that writes `tmp_path/bad_init_model.py` and
+imports `bad_init_model` would get the first run's module back, whose file pytest (or
+another pytest on the machine) may have deleted since: its messages then lose their file
+and line, and the clean run fails ("Failed to run clean test").
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Generator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -60,6 +70,7 @@ def _stuck(item: pytest.Item, seconds: float) -> Any:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
     """Arm the CPU timer for one test (setup, call and teardown), and disarm it after."""
     seconds = budget()
+    imported = set(sys.modules)
     previous = signal.signal(signal.SIGPROF, _stuck(item, seconds))
     signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
@@ -67,3 +78,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
+        forget_temporary_modules(imported, item.config.rootpath)
+
+
+def forget_temporary_modules(before: set[str], root: Path) -> list[str]:
+    """Drop from sys.modules what was imported since `before` from the temporary directory
+    (outside `root`, the tree under test); returns the names dropped. A test's own modules
+    in tmp_path are imported afresh by the next run, as in a fresh process."""
+    temp = Path(tempfile.gettempdir()).resolve()
+    dropped = []
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules[name], "__file__", None)
+        if file is None:
+            continue
+        where = Path(file).resolve()
+        if where.is_relative_to(temp) and not where.is_relative_to(root.resolve()):
+            del sys.modules[name]
+            dropped.append(name)
+    return sorted(dropped)

@@ -66,6 +66,7 @@ def props(run) -> dict:
 MODEL_STATES = {2: 5, 3: 7}     # the spec's own stages: steps 0..N-1 running, plus done/limit ends
 
 
+@pytest.mark.verdict
 def test_a_live_adapter_that_says_nothing_about_copying_is_replayed(tmp_path):
     """Copying is opt-in: a deepcopy does not copy what functions close over, so the
     closure-counting agent is only explored right by replay, and replay is the default."""
@@ -75,6 +76,7 @@ def test_a_live_adapter_that_says_nothing_about_copying_is_replayed(tmp_path):
     assert [r.stats["states"] for r in runs] == [MODEL_STATES[2], MODEL_STATES[3]]
 
 
+@pytest.mark.verdict
 def test_copying_runs_that_share_a_closure_is_caught_not_proved(tmp_path):
     """Declared copyable by mistake: the copies step the original's closure, so the same
     transition gives another result the second time (the determinism check's finding, on
@@ -91,6 +93,7 @@ def test_copying_runs_that_share_a_closure_is_caught_not_proved(tmp_path):
     assert all(props(r)["domains"].status == "violated" for r in unchecked)
 
 
+@pytest.mark.verdict
 def test_model_state_counts_are_the_reference(tmp_path):
     runs = runs_of(agent_spec(tmp_path, "AgentAdapter"), model_only=True)
     assert {r.params["N"]: r.stats["states"] for r in runs} == MODEL_STATES
@@ -99,6 +102,7 @@ def test_model_state_counts_are_the_reference(tmp_path):
 
 @pytest.mark.parametrize("adapter, mode", [("AgentAdapter", "snapshot"), ("ReplayedAdapter", "replay"),
                                            ("SnapshotAdapter", "snapshot"), ("GeneratorAdapter", "replay")])
+@pytest.mark.verdict
 def test_each_mode_proves_the_agent_with_the_model_s_states(tmp_path, adapter, mode):
     runs = runs_of(agent_spec(tmp_path, adapter))
     assert [(r.params["N"], r.result, r.binding) for r in runs] == [(2, "proved", mode), (3, "proved", mode)]
@@ -106,18 +110,21 @@ def test_each_mode_proves_the_agent_with_the_model_s_states(tmp_path, adapter, m
     assert {r.params["N"]: r.stats["transitions"] for r in runs} == {2: 4, 3: 6}
 
 
+@pytest.mark.verdict
 def test_a_run_that_stops_being_copyable_is_replayed_from_there(tmp_path):
     (run,) = runs_of(agent_spec(tmp_path, "LateUncopyable"), pins={"N": 3})
     assert (run.result, run.binding) == ("proved", "replay")
     assert (run.stats["states"], run.stats["transitions"]) == (MODEL_STATES[3], 6)
 
 
+@pytest.mark.verdict
 def test_snapshot_adapter_takes_one_snapshot_per_state(tmp_path):
     live_agents.SnapshotAdapter.taken = 0
     runs_of(agent_spec(tmp_path, "SnapshotAdapter"), pins={"N": 3})
     assert live_agents.SnapshotAdapter.taken == MODEL_STATES[3]
 
 
+@pytest.mark.verdict
 def test_replay_mode_finds_the_real_violation_with_the_shortest_trace(tmp_path):
     (run,) = runs_of(agent_spec(tmp_path, "ReplayedMutant"), pins={"N": 2})
     assert run.binding == "replay"
@@ -136,11 +143,13 @@ def test_replay_mode_finds_the_real_violation_with_the_shortest_trace(tmp_path):
     assert found["domains"].status == "violated"
 
 
+@pytest.mark.verdict
 def test_the_model_alone_cannot_see_the_mutant(tmp_path):
     (run,) = runs_of(agent_spec(tmp_path, "ReplayedMutant"), pins={"N": 2}, model_only=True)
     assert run.result == "proved"
 
 
+@pytest.mark.verdict
 def test_a_restore_that_forgets_is_a_bound_code_finding(tmp_path):
     (run,) = runs_of(agent_spec(tmp_path, "ForgetfulRestore"), pins={"N": 3})
     finding = props(run)["bound_code"]
@@ -151,6 +160,7 @@ def test_a_restore_that_forgets_is_a_bound_code_finding(tmp_path):
     assert [s.state["steps"] for s in finding.trace.steps] == [0, 1]
 
 
+@pytest.mark.verdict
 def test_a_copy_that_shares_state_is_a_bound_code_finding(tmp_path):
     (run,) = runs_of(agent_spec(tmp_path, "SharedCopyAdapter"), pins={"N": 3})
     finding = props(run)["bound_code"]
@@ -158,6 +168,7 @@ def test_a_copy_that_shares_state_is_a_bound_code_finding(tmp_path):
     assert "copy.deepcopy does not copy this live run (it shares state with the original)" in finding.message
 
 
+@pytest.mark.verdict
 def test_a_replay_that_leads_elsewhere_is_a_bound_code_finding(tmp_path):
     live_agents.LeakyReplay.calls = 0
     (run,) = runs_of(agent_spec(tmp_path, "LeakyReplay"), pins={"N": 3})
@@ -169,6 +180,7 @@ def test_a_replay_that_leads_elsewhere_is_a_bound_code_finding(tmp_path):
             "nondeterministic" in finding.message)
 
 
+@pytest.mark.verdict
 def test_start_in_the_wrong_state_is_a_bound_code_finding(tmp_path):
     (run,) = runs_of(agent_spec(tmp_path, "WrongStart"), pins={"N": 2})
     finding = props(run)["bound_code"]
@@ -176,6 +188,7 @@ def test_start_in_the_wrong_state_is_a_bound_code_finding(tmp_path):
     assert len(finding.trace.steps) == 1
 
 
+@pytest.mark.verdict
 def test_json_and_text_report_the_binding(tmp_path, cli):
     spec = agent_spec(tmp_path, "ReplayedAdapter")
     ran = cli("check", spec, "-p", "N=2", "--format", "json")
@@ -195,6 +208,7 @@ def test_a_state_adapter_is_reported_as_state(cli):
     assert [r["binding"] for r in ran.json()["runs"]] == ["state"]
 
 
+@pytest.mark.verdict
 def test_a_live_adapter_without_abstract_is_a_spec_error(tmp_path, cli):
     (tmp_path / "halfway.py").write_text("class Half:\n    def start(self, p, i): return 0\n"
                                          "    def step(self, live, a, c): return None\n")
@@ -213,6 +227,7 @@ def test_a_live_adapter_without_abstract_is_a_spec_error(tmp_path, cli):
 # ---------------------------------------------------------------- async
 
 
+@pytest.mark.verdict
 def test_an_async_adapter_runs_on_one_event_loop_and_is_replayed(tmp_path):
     live_agents.LOOPS_SEEN.clear()
     (run,) = runs_of(agent_spec(tmp_path, "AsyncAdapter"), pins={"N": 3})
@@ -237,6 +252,7 @@ def test_conform_threads_one_live_run_through_the_code(tmp_path, cli):
     assert ran.out.startswith("conformance of agent and live_agents:AgentAdapter: 20 random runs")
 
 
+@pytest.mark.verdict
 def test_conform_catches_a_live_mutant(tmp_path, cli):
     ran = cli("conform", agent_spec(tmp_path, "ReplayedMutant"), "--examples", "50", "-p", "N=2")
     assert ran.code == 1
@@ -275,11 +291,13 @@ def trail_spec(tmp_path: Path, adapter: str) -> Path:
     return path
 
 
+@pytest.mark.verdict
 def test_one_path_per_state_misses_what_the_abstraction_leaves_out(tmp_path):
     (run,) = runs_of(trail_spec(tmp_path, "TrailAdapter"))
     assert run.result == "proved"           # only the path through via=a reaches x=1's finish
 
 
+@pytest.mark.verdict
 def test_paths_2_finds_two_paths_into_one_state_that_behave_differently(tmp_path, cli):
     spec = trail_spec(tmp_path, "TrailAdapter")
     (run,) = runs_of(spec, paths=2)
@@ -294,11 +312,13 @@ def test_paths_2_finds_two_paths_into_one_state_that_behave_differently(tmp_path
     assert cli("check", spec, "--paths", "2").code == 1
 
 
+@pytest.mark.verdict
 def test_paths_2_proves_code_whose_paths_agree(tmp_path):
     (run,) = runs_of(trail_spec(tmp_path, "TrailOk"), paths=2)
     assert run.result == "proved"
 
 
+@pytest.mark.verdict
 def test_paths_needs_a_live_adapter(tmp_path, cli):
     ran = cli("check", TESTS.parent / "specs" / "loop_demo.yaml", "--paths", "2")
     assert ran.code == 2
@@ -312,6 +332,7 @@ def test_paths_needs_a_live_adapter(tmp_path, cli):
 # ---------------------------------------------------------------- code_matches_spec
 
 
+@pytest.mark.verdict
 def test_a_spec_without_stages_has_no_code_matches_spec(tmp_path):
     text = AGENT_SPEC.format(adapter="ReplayedMutant")
     text = text[:text.index("    do:\n")] + text[text.index("terminal:"):]
@@ -324,6 +345,7 @@ def test_a_spec_without_stages_has_no_code_matches_spec(tmp_path):
                                                      "work's decide table does not have (none)")
 
 
+@pytest.mark.verdict
 def test_code_matches_spec_is_a_reserved_property_name(tmp_path, cli):
     path = tmp_path / "s.yaml"
     path.write_text(AGENT_SPEC.format(adapter="AgentAdapter") + "  code_matches_spec:\n    always: steps >= 0\n")
@@ -348,6 +370,7 @@ def ghost_spec(tmp_path: Path, adapter: str, bind: bool = True) -> Path:
     return path
 
 
+@pytest.mark.verdict
 def test_a_ghost_var_is_computed_by_the_stages_alone(tmp_path):
     spec = ghost_spec(tmp_path, "AgentAdapter")
     code, model = runs_of(spec), runs_of(spec, model_only=True)
@@ -356,12 +379,14 @@ def test_a_ghost_var_is_computed_by_the_stages_alone(tmp_path):
     assert props(code[1])["code_matches_spec"].status == "holds"
 
 
+@pytest.mark.verdict
 def test_a_ghost_var_returned_by_the_code_is_a_bound_code_finding(tmp_path):
     (run,) = runs_of(ghost_spec(tmp_path, "GhostReader"), pins={"N": 2})
     assert props(run)["bound_code"].message.endswith(
         "abstract() must return a dict with exactly the vars ['status', 'steps'], got ['fails', 'status', 'steps']")
 
 
+@pytest.mark.verdict
 def test_a_ghost_var_needs_bind(tmp_path, cli):
     path = ghost_spec(tmp_path, "AgentAdapter", bind=False)
     ran = cli("check", path)

@@ -66,3 +66,12 @@ def test_mutant_names_and_source_lines_are_read_back():
     assert text.strip() == "self.widest = max(self.widest, abs(b[0]), abs(b[1]))"
     assert mutation._line_of("machine/compiled.py", "haltproof.machine.compiled.x__choice_items__mutmut_1",
                              "return list(cs.items)") is not None
+
+
+def test_the_staged_tree_keeps_every_folder_the_tests_read_by_path():
+    """Tests read specs/ and harness/ by path (`ROOT / "specs" / "budget_runner.yaml"`); both
+    are also layers, staged as the package. Leaving them out of the top of the staged tree
+    made every mutation run stop while collecting tests ("no such file")."""
+    tops = set(mutation._top_level())
+    assert {"specs", "harness", "tests", "docs", "bench", "README.md"} <= tops
+    assert not tops & set(MUTMUT["source_paths"])        # the mutated code exists once, mutated

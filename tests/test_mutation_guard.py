@@ -82,3 +82,44 @@ def test_every_run_measures_again_which_tests_reach_which_function(tmp_path, mon
     mutation.forget_stats()
     assert not stats.exists()
     mutation.forget_stats()             # nothing to forget: no error
+
+
+TWICE = """\
+import importlib
+
+def _load(tmp_path, value):
+    (tmp_path / "written_model.py").write_text(f"VALUE = {value}\\n")
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return importlib.import_module("written_model").VALUE
+    finally:
+        sys.path.remove(str(tmp_path))
+
+def test_first(tmp_path):
+    assert _load(tmp_path, 1) == 1
+
+def test_second(tmp_path):
+    assert _load(tmp_path, 2) == 2
+"""
+
+
+def test_a_module_a_test_writes_to_tmp_path_is_imported_afresh_by_the_next_test(tmp_path):
+    """mutmut runs the selection twice in one process and forks each mutant from it: a test
+    that writes and imports a module of a fixed name must not get an earlier run's module
+    (from a tmp_path that may be gone) back."""
+    (tmp_path / "test_twice.py").write_text(TWICE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "bench.mutation_guard",
+                          "test_twice.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "2 passed" in ran.stdout
+
+
+def test_only_the_modules_imported_from_the_temporary_directory_are_forgotten(tmp_path, monkeypatch):
+    before = set(sys.modules)
+    (tmp_path / "scratch_module_of_a_test.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import scratch_module_of_a_test  # noqa: F401
+    assert mutation_guard.forget_temporary_modules(before, ROOT) == ["scratch_module_of_a_test"]
+    assert "scratch_module_of_a_test" not in sys.modules
