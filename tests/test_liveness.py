@@ -246,7 +246,7 @@ def test_the_docs_verdicts_of_the_agent_loop(engine: str) -> None:
 
 
 def test_the_fairness_docs_command(tmp_path: Path) -> None:
-    section = DOC.split("## fairness", 1)[1]
+    section = DOC.split("## fairness", 1)[1].split("\n## ", 1)[0]
     (command,) = re.findall(r"```bash\n(.*?)```", section, re.S)
     line, _, comment = command.strip().partition("  # ")
     assert comment == "violated (exit 1)"

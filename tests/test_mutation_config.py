@@ -19,12 +19,16 @@ CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MUTMUT = CONFIG["tool"]["mutmut"]
 
 # The modules that decide a verdict (issue 18): the spec and its expressions, the compiled
-# and vectorized machine with its widths, bound code and Python models, every property
-# analysis, both engines and the check runner. A new module of properties/ joins by itself.
+# and vectorized machine with its widths, bound code and Python models, the monitors of
+# patterns and past-time operators, every property analysis, both engines with the vector
+# engine's visited sets, the parallel runs' merge and the check runner. A new module of
+# properties/ joins by itself.
 NAMED = ["machine/spec.py", "machine/expr.py", "machine/compiled.py", "machine/sweep.py", "machine/fold.py",
          "machine/astgen.py", "machine/vectorize.py",
          "machine/ranges.py", "machine/binding.py", "machine/pymodel.py", "machine/weights.py",
-         "explorer/engine.py", "explorer/vengine.py", "explorer/check.py", "explorer/chances.py"]
+         "machine/patterns.py", "machine/liveness.py", "machine/pasttime.py",
+         "explorer/engine.py", "explorer/vengine.py", "explorer/codeset.py", "explorer/parallel.py",
+         "explorer/check.py", "explorer/chances.py", "explorer/acknowledged.py"]
 
 
 def verdict_path_now() -> set[str]:
