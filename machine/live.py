@@ -27,7 +27,8 @@ that does not restore what was taken) is a `bound_code` finding, never a silent 
 completion on the run's one event loop, which lives across transitions (no
 `asyncio.run` per step), so tasks and async generators created in one step are still
 there in the next. Its callers run it under the check's deadline (machine/usercode.py):
-an async step that never returns is interrupted like a sync one.
+an async step that never returns is interrupted like a sync one. Closing the loop cancels
+the tasks a run left pending and lets them finish, as `asyncio.run` does.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 SNAPSHOT, REPLAY, STATE = "snapshot", "replay", "state"
+CLOSE_GRACE = 5.0       # seconds a cancelled task may take to finish when a run's loop closes
 
 
 class LiveAdapter:
@@ -57,8 +59,8 @@ class LiveAdapter:
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None:
-        raise NotImplementedError
+    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None | Awaitable[str | None]:
+        raise NotImplementedError       # an `async def step` in a subclass is typed as the awaitable
 
     def abstract(self, live: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -92,8 +94,18 @@ class Driver:
         return out
 
     def close(self) -> None:
-        if self.loop is not None and not self.loop.is_running():
-            self.loop.close()
+        """Close the loop, first cancelling the tasks still pending on it, as `asyncio.run` does:
+        a live run left paused in an await (a framework's run task) ends through its own
+        cancellation path instead of being destroyed pending ("Task was destroyed but it is
+        pending!"). Tasks that ignore the cancellation get CLOSE_GRACE seconds, never a hang."""
+        if self.loop is None or self.loop.is_running() or self.loop.is_closed():
+            return
+        pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_GRACE))
+        self.loop.close()
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:

@@ -5,12 +5,14 @@ The adapters live in tests/live_agents.py; AGENT_SPEC is the agent loop they bin
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 import live_agents
 from haltproof.explorer.check import Options, check_spec
+from haltproof.machine import live
 from haltproof.machine.spec import load_spec
 
 TESTS = Path(__file__).resolve().parent
@@ -367,3 +369,39 @@ def test_a_ghost_var_needs_bind(tmp_path, cli):
     ran = cli("check", path)
     assert ran.code == 2
     assert f"{path}:6: ghost var fails is one the bound code does not have, but the spec has no bind:" in ran.err
+
+
+async def _parked_task() -> asyncio.Task:
+    """A task left waiting, as a framework's run task paused at its next model call is."""
+    return asyncio.get_running_loop().create_task(asyncio.Event().wait())
+
+
+def test_closing_a_runs_loop_finishes_the_tasks_it_left_pending():
+    """As asyncio.run does: cancelled and run to their end, never destroyed pending."""
+    driver = live.Driver()
+    task = driver.call(_parked_task)
+    assert not task.done()
+    driver.close()
+    assert task.cancelled()
+    assert driver.loop is not None and driver.loop.is_closed()
+
+
+async def _stubborn() -> None:
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            continue
+
+
+async def _stubborn_task() -> asyncio.Task:
+    return asyncio.get_running_loop().create_task(_stubborn())
+
+
+def test_a_task_that_ignores_its_cancellation_does_not_hang_the_close(monkeypatch):
+    monkeypatch.setattr(live, "CLOSE_GRACE", 0.01)
+    driver = live.Driver()
+    task = driver.call(_stubborn_task)
+    driver.close()
+    assert driver.loop is not None and driver.loop.is_closed()
+    assert not task.done()
