@@ -185,6 +185,12 @@ async def settle(run: AgentRun) -> None:
         run.channel.agent = run.channel.result.last_agent.name
 
 
+def ended(task: asyncio.Task[Any]) -> str:
+    """How a finished run task ended, in words: `returned`, or `raised MaxTurnsExceeded`."""
+    error = task.exception()
+    return "returned" if error is None else f"raised {type(error).__name__}"
+
+
 def let_go(task: asyncio.Task[Any]) -> None:
     """A run haltproof no longer holds: cancel its paused task (the loop finishes it on its next turn)."""
     if not task.done() and not task.get_loop().is_closed():
@@ -234,8 +240,9 @@ class AgentsAdapter(LiveAdapter):
     async def step(self, live: AgentRun, action: str, choices: dict[str, Any]) -> str | None:
         name = self.scripted_choice(action, choices)
         channel = live.channel
-        if channel.reply is None or channel.status != "running":
-            raise ValueError(f"action {action} answered a model call, but the run has ended ({channel.status})")
+        if live.task.done() or channel.reply is None:
+            raise ValueError(f"action {action} answers a model call, but Runner.run has already {ended(live.task)}: "
+                             "guard the action so that it is enabled only while the run is running")
         answer = render(self.scripted[name][choices[name]], channel.call, channel.agent, channel.turns + 1)
         channel.asked = asyncio.get_running_loop().create_future()
         channel.reply.set_result(answer)

@@ -175,6 +175,33 @@ def test_a_tool_exception_reaches_runner_run_wrapped_in_the_sdks_user_error(tmp_
            "Error running tool book_hotel: no rooms left in Lisbon" in finding.message
 
 
+def test_an_action_enabled_after_the_run_returned_is_named(tmp_path) -> None:
+    """A spec that lets the model answer once Runner.run is over is told so, not met with a
+    state error from inside asyncio."""
+    text = (EXAMPLE / "travel.yaml").read_text()
+    text = text.replace("    when: status == running\n", "    when: status != limit\n").replace(
+        "terminal: status != running", "terminal: status == no_rooms")
+    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 1})
+    finding = results(run)["bound_code"]
+    assert finding.status == "violated"
+    assert ("action turn with model=weather: the bound code raised ValueError: action turn answers a model call, "
+            "but Runner.run has already returned: guard the action so that it is enabled only while the run is "
+            "running\n") in finding.message
+    assert [s.state["status"] for s in finding.trace.steps] == ["running", "done"]
+
+
+def test_a_step_after_the_run_raised_is_named() -> None:
+    from travel_adapter import TravelAdapter
+    adapter, driver = TravelAdapter(), Driver()
+    live = driver.call(adapter.start, {"max_turns": 1}, {})
+    with pytest.raises(sdk_run.MaxTurnsExceeded, match=r"Max turns \(1\) exceeded"):
+        driver.call(adapter.step, live, "turn", {"model": "weather"})
+    with pytest.raises(ValueError, match="action turn answers a model call, but Runner.run has already raised "
+                                         "MaxTurnsExceeded: guard the action"):
+        driver.call(adapter.step, live, "turn", {"model": "weather"})
+    driver.close()
+
+
 @pytest.mark.parametrize("old, new, message", [
     ("      model: [weather, book, book_full_hotel, answer]", "      reply: [weather, book, book_full_hotel, answer]",
      "action turn must choose exactly one of TravelAdapter.scripted's choices ['model'] (it chooses ['reply'])"),
