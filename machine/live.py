@@ -34,6 +34,7 @@ the tasks a run left pending and lets them finish, as `asyncio.run` does.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import inspect
 from collections.abc import Awaitable, Callable
@@ -88,6 +89,7 @@ class Driver:
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         out = fn(*args)
         if inspect.isawaitable(out):
+            finish_left_open()          # no loop runs here: a good time to finish closed runs' loops
             if self.loop is None:
                 self.loop = asyncio.new_event_loop()
             out = self.loop.run_until_complete(_awaited(out))
@@ -97,15 +99,41 @@ class Driver:
         """Close the loop, first cancelling the tasks still pending on it, as `asyncio.run` does:
         a live run left paused in an await (a framework's run task) ends through its own
         cancellation path instead of being destroyed pending ("Task was destroyed but it is
-        pending!"). Tasks that ignore the cancellation get CLOSE_GRACE seconds, never a hang."""
+        pending!"). Tasks that ignore the cancellation get CLOSE_GRACE seconds, never a hang.
+        A close that comes while another loop runs in this thread (the garbage collector
+        finalizing an old run inside a new run's call) cannot run this loop now: it is finished
+        by the next call that runs a loop, or at exit."""
         if self.loop is None or self.loop.is_running() or self.loop.is_closed():
             return
-        pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        LEFT_OPEN.append(self.loop)
+        if not loop_running():
+            finish_left_open()
+
+
+LEFT_OPEN: list[asyncio.AbstractEventLoop] = []     # closed drivers' loops, still to finish
+
+
+def loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def finish_left_open() -> None:
+    """Cancel and finish the tasks of every loop left to close, then close it."""
+    while LEFT_OPEN:
+        loop = LEFT_OPEN.pop()
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
         for task in pending:
             task.cancel()
         if pending:
-            self.loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_GRACE))
-        self.loop.close()
+            loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_GRACE))
+        loop.close()
+
+
+atexit.register(finish_left_open)
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:

@@ -6,6 +6,7 @@ The adapters live in tests/live_agents.py; AGENT_SPEC is the agent loop they bin
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 
 import pytest
@@ -402,6 +403,29 @@ def test_a_task_that_ignores_its_cancellation_does_not_hang_the_close(monkeypatc
     monkeypatch.setattr(live, "CLOSE_GRACE", 0.01)
     driver = live.Driver()
     task = driver.call(_stubborn_task)
+    told: list[str] = []
+    assert driver.loop is not None
+    driver.loop.set_exception_handler(lambda loop, context: told.append(context["message"]))
     driver.close()
-    assert driver.loop is not None and driver.loop.is_closed()
+    assert driver.loop.is_closed()
     assert not task.done()
+    del task
+    gc.collect()
+    assert told == ["Task was destroyed but it is pending!"]    # what asyncio says of such a task
+
+
+def test_a_close_while_another_loop_runs_is_finished_by_the_next_call():
+    """The garbage collector finalizes an old run's driver inside a new run's call: its loop
+    cannot run then, so the next call that runs a loop cancels and finishes its tasks."""
+    old, new = live.Driver(), live.Driver()
+    task = old.call(_parked_task)
+
+    async def close_old() -> bool:
+        old.close()
+        return old.loop is not None and old.loop.is_closed()
+    assert new.call(close_old) is False
+    assert not task.done()
+    new.call(asyncio.sleep, 0)
+    assert task.cancelled()
+    assert old.loop is not None and old.loop.is_closed()
+    new.close()
