@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -117,7 +117,7 @@ def render(answer: Answer | Sequence[Answer], call: Any, agent: str, turn: int) 
 class Channel:
     """What the paused SDK task and the adapter share: the pending model call and what was seen."""
 
-    asked: asyncio.Future[None] | None = None       # set when the SDK calls the model (or the run ends)
+    asked: asyncio.Future[None]                     # set when the SDK calls the model
     call: Any = None                                # the pending ModelCall
     reply: asyncio.Future[list[Any]] | None = None   # its answer, set by a step
     agent: str = ""
@@ -135,7 +135,7 @@ class AgentRun:
     (the SDK's `Runner.run(context=...)`, what the user's tools see). Only haltproof holds it."""
 
     task: asyncio.Task[Any]
-    channel: Channel = field(default_factory=Channel)
+    channel: Channel
     context: Any = None
 
 
@@ -166,7 +166,6 @@ def scripted_model(channel: Channel) -> Any:
         model.enqueue(ModelStep.respond(answer))        # the next call is answered the same way
         loop = asyncio.get_running_loop()
         channel.call, channel.reply = call, loop.create_future()
-        assert channel.asked is not None
         channel.asked.set_result(None)
         return await channel.reply
     model.enqueue(ModelStep.respond(answer))
@@ -175,9 +174,7 @@ def scripted_model(channel: Channel) -> Any:
 
 async def settle(run: AgentRun) -> None:
     """Let the SDK run until it calls the model again or `Runner.run` ends (its exception raised here)."""
-    asked = run.channel.asked
-    assert asked is not None, "a model call is awaited only after start or step made its future"
-    await asyncio.wait([run.task, asked], return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait([run.task, run.channel.asked], return_when=asyncio.FIRST_COMPLETED)
     if run.task.done():
         run.channel.result = run.task.result()        # raises what Runner.run raised
         run.channel.status = "done"
