@@ -29,7 +29,7 @@ from haltproof.machine.spec import load_spec
 from conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
-MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back")
+MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel")
 
 
 @pytest.fixture(autouse=True)
@@ -133,6 +133,30 @@ def test_what_the_user_sees_is_the_final_output_of_the_agent_that_answered(tmp_p
     assert [(s.state["agent"], s.state["status"], s.state["output"]) for s in witness.steps] == [
         ("Triage agent", "running", ""), ("Billing agent", "running", ""),
         ("Billing agent", "done", "Your invoice is attached.")]
+
+
+def test_parallel_tool_calls_make_max_turns_no_bound_on_tool_runs(tmp_path, monkeypatch) -> None:
+    """An answer that is a list is one turn calling several tools at once: the SDK runs them all,
+    so max_turns bounds the model calls, and two calls a turn make 2 * max_turns tool runs."""
+    (tmp_path / "parallel.py").write_text(
+        "from travel_adapter import TravelAdapter\n"
+        "from haltproof.frameworks.openai_agents import tool_call\n\n\n"
+        "class Parallel(TravelAdapter):\n"
+        "    scripted = {'model': {**TravelAdapter.scripted['model'],\n"
+        "                          'weather_twice': [tool_call('get_weather', city='Paris'),\n"
+        "                                            tool_call('get_weather', city='Lisbon')]}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = (EXAMPLE / "travel.yaml").read_text().replace("bind: travel_adapter:TravelAdapter", "bind: parallel:Parallel")
+    text = text.replace("  tool_runs: {type: int, min: 0, max: max_turns + 1", "  tool_runs: {type: int, min: 0, max: 2 * max_turns")
+    text = text.replace("      model: [weather, book, book_full_hotel, answer]",
+                        "      model: [weather, weather_twice, book, book_full_hotel, answer]")
+    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 2})
+    broken = results(run)["at_most_max_turns_tool_runs"]
+    assert broken.status == "violated"
+    assert travel_steps(broken.trace) == [
+        (None, 0, 0, 0, "running"), ("weather", 1, 1, 0, "running"), ("weather_twice", 2, 3, 0, "limit")]
+    assert results(run)["at_most_max_turns_model_calls"].status == "holds"
+    assert (run.bounds["tool_runs"]["value"], run.bounds["model_calls"]["value"]) == (4, 2)
 
 
 def test_a_max_turns_check_one_turn_late_changes_the_verdicts(monkeypatch) -> None:
