@@ -188,6 +188,20 @@ def ended(task: asyncio.Task[Any]) -> str:
     return "returned" if error is None else f"raised {type(error).__name__}"
 
 
+async def streamed_run(runner: Any, agent: Any, given: Any, options: dict[str, Any]) -> Any:
+    """`Runner.run_streamed` read to its end, as an app consuming its events does: the SDK's
+    streaming loop (with its own copy of the max_turns check) runs instead of `Runner.run`'s.
+    Its exceptions come out of `stream_events()`; a run cancelled midway is cancelled in the SDK."""
+    result = runner.run_streamed(agent, given, **options)
+    try:
+        async for _ in result.stream_events():
+            pass
+    finally:
+        if not result.is_complete:
+            result.cancel()
+    return result
+
+
 def let_go(task: asyncio.Task[Any]) -> None:
     """A run haltproof no longer holds: cancel its paused task (the loop finishes it on its next turn)."""
     if not task.done() and not task.get_loop().is_closed():
@@ -201,10 +215,12 @@ class AgentsAdapter(LiveAdapter):
     choice, the answer per label (`final`, `tool_call`, `handoff_to`, or a list of them).
     `run_options(params)` gives `max_turns` from the param of that name; override for others.
     `context(params)`: a fresh context object per run (default None); `reads` narrows the vars
-    read back; `observe(run)` adds vars read from the run (e.g. from its context)."""
+    read back; `observe(run)` adds vars read from the run (e.g. from its context);
+    `streamed = True` runs `Runner.run_streamed` instead of `Runner.run`."""
 
     scripted: dict[str, dict[str, Answer | Sequence[Answer]]] = {}
     reads: tuple[str, ...] = READS
+    streamed: bool = False          # True: Runner.run_streamed, its events read to the end
 
     def agent(self, params: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -226,9 +242,10 @@ class AgentsAdapter(LiveAdapter):
         channel = Channel(asked=asyncio.get_running_loop().create_future())
         config = RunConfig(model=scripted_model(channel), tracing_disabled=True)
         context = self.context(params)
-        task = asyncio.create_task(Runner.run(self.agent(params), self.inputs(params), context=context,
-                                              hooks=hooks_for(channel), run_config=config,
-                                              **self.run_options(params)))
+        options = {"context": context, "hooks": hooks_for(channel), "run_config": config, **self.run_options(params)}
+        agent, given = self.agent(params), self.inputs(params)
+        ran = streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
+        task = asyncio.create_task(ran)
         run = AgentRun(task, channel, context)
         weakref.finalize(run, let_go, task)
         await settle(run)

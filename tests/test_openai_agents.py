@@ -29,7 +29,7 @@ from haltproof.machine.spec import load_spec
 from conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
-MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel")
+MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel", "streamed_adapters")
 
 
 @pytest.fixture(autouse=True)
@@ -67,17 +67,39 @@ def triage_steps(trace) -> list[tuple]:
              s.state["status"]) for s in trace.steps]
 
 
-def max_turns_off_by_one(monkeypatch) -> None:
-    """The SDK's own turn check, `current_turn > max_turns` in `AgentRunner._run_impl`, one turn late:
-    the method recompiled from the SDK's source with that one comparison changed."""
-    source = textwrap.dedent(inspect.getsource(sdk_run.AgentRunner._run_impl))
+def one_turn_late(fn):
+    """`fn` recompiled from the SDK's own source with its one turn check, `current_turn >
+    max_turns`, made one turn late (in the module's globals, so it runs as the original does)."""
+    source = textwrap.dedent(inspect.getsource(fn))
     assert source.count("current_turn > max_turns") == 1
     late = source.replace("current_turn > max_turns", "current_turn > max_turns + 1")
-    code = compile(late, inspect.getsourcefile(sdk_run), "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    code = compile(late, inspect.getsourcefile(fn), "exec", flags=__future__.annotations.compiler_flag,
+                   dont_inherit=True)
     made: dict = {}
-    exec(code, vars(sdk_run), made)
-    monkeypatch.setattr(sdk_run.AgentRunner, "_run_impl", made["_run_impl"])
+    exec(code, fn.__globals__, made)
+    return made[fn.__name__]
+
+
+def max_turns_off_by_one(monkeypatch) -> None:
+    """Runner.run's turn check (in `AgentRunner._run_impl`) one turn late."""
+    monkeypatch.setattr(sdk_run.AgentRunner, "_run_impl", one_turn_late(sdk_run.AgentRunner._run_impl))
+
+
+def streamed_max_turns_off_by_one(monkeypatch) -> None:
+    """Runner.run_streamed's own copy of the turn check (its streaming loop, `start_streaming`) one
+    turn late, where `agents.run` calls it from."""
+    monkeypatch.setattr(sdk_run, "start_streaming", one_turn_late(sdk_run.start_streaming))
+
+
+def streamed(name: str, tmp_path, monkeypatch) -> str:
+    """An example spec bound to a subclass of its adapter that runs Runner.run_streamed."""
+    adapter = {"travel.yaml": ("travel_adapter", "TravelAdapter"), "triage.yaml": ("triage_adapter", "TriageAdapter")}
+    module, cls = adapter[name]
+    (tmp_path / "streamed_adapters.py").write_text(
+        f"from {module} import {cls}\n\n\nclass Streamed({cls}):\n    streamed = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("streamed_adapters", None)
+    return (EXAMPLE / name).read_text().replace(f"bind: {module}:{cls}", "bind: streamed_adapters:Streamed")
 
 
 def test_the_travel_agent_stops_for_every_max_turns() -> None:
@@ -172,6 +194,29 @@ def test_a_max_turns_check_one_turn_late_changes_the_verdicts(monkeypatch) -> No
     assert (triage.result, triage.as_expected) == ("violated", False)
     assert results(triage)["at_most_max_turns_model_calls"].status == "violated"
     assert [s[2] for s in triage_steps(results(triage)["at_most_max_turns_model_calls"].trace)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("name, states", [("travel.yaml", 22), ("triage.yaml", 14)])
+def test_runner_run_streamed_explores_the_same_runs(tmp_path, monkeypatch, name, states) -> None:
+    """The streaming loop is a second copy of the run loop, with its own turn check: read to the
+    end, it makes the same turns, tool runs and handoffs, and raises the same MaxTurnsExceeded."""
+    (plain,) = check(name, pins={"max_turns": 3})
+    (run,) = check(name, streamed(name, tmp_path, monkeypatch), tmp_path, pins={"max_turns": 3})
+    assert (run.result, run.as_expected, run.stats["states"]) == ("violated", True, states)
+    assert [(p.name, p.status) for p in run.properties] == [(p.name, p.status) for p in plain.properties]
+    assert run.bounds == plain.bounds
+
+
+def test_the_streamed_loops_own_turn_check_one_turn_late_changes_its_verdict(tmp_path, monkeypatch) -> None:
+    """Each loop has its check: the streamed one late lets Runner.run_streamed make a third model
+    call under max_turns=2 (the stream's own after-the-fact check does not stop it), while
+    Runner.run, untouched, still stops at two."""
+    streamed_max_turns_off_by_one(monkeypatch)
+    (run,) = check("travel.yaml", streamed("travel.yaml", tmp_path, monkeypatch), tmp_path, pins={"max_turns": 2})
+    assert (run.result, run.as_expected) == ("violated", False)
+    assert travel_steps(results(run)["at_most_max_turns_model_calls"].trace)[-1] == ("weather", 3, 3, 0, "limit")
+    (plain,) = check("travel.yaml", pins={"max_turns": 2})
+    assert (plain.result, plain.as_expected) == ("violated", True)
 
 
 def test_an_undeclared_max_turns_exceeded_is_a_bound_code_finding(tmp_path) -> None:
