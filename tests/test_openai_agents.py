@@ -29,7 +29,8 @@ from haltproof.machine.spec import load_spec
 from conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
-MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel", "streamed_adapters")
+MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel", "streamed_adapters",
+           "handled")
 
 
 @pytest.fixture(autouse=True)
@@ -217,6 +218,33 @@ def test_the_streamed_loops_own_turn_check_one_turn_late_changes_its_verdict(tmp
     assert travel_steps(results(run)["at_most_max_turns_model_calls"].trace)[-1] == ("weather", 3, 3, 0, "limit")
     (plain,) = check("travel.yaml", pins={"max_turns": 2})
     assert (plain.result, plain.as_expected) == ("violated", True)
+
+
+def test_a_max_turns_error_handler_ends_the_run_with_its_output_instead(tmp_path, monkeypatch) -> None:
+    """`error_handlers={"max_turns": ...}` (through run_options) turns the SDK's limit into a final
+    output: no run raises MaxTurnsExceeded any more, and the run that used its N turns ends done,
+    with the handler's text as what the user sees, in the same transition (its tools still ran)."""
+    (tmp_path / "handled.py").write_text(
+        "from travel_adapter import TravelAdapter\n\n\n"
+        "class Handled(TravelAdapter):\n"
+        "    reads = ('turns', 'tool_runs', 'status', 'output')\n\n"
+        "    def run_options(self, params):\n"
+        "        return {**super().run_options(params),\n"
+        "                'error_handlers': {'max_turns': lambda failure: 'Out of turns: try again.'}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = (EXAMPLE / "travel.yaml").read_text().replace("bind: travel_adapter:TravelAdapter", "bind: handled:Handled")
+    text = text.replace("\nactions:", "\n  output: {type: enum, values: ['', 'Booked: sunny Paris awaits.', "
+                                       "'Out of turns: try again.'], init: ''}\n\nactions:")
+    text = text.replace("  violated: [no_booking_lost_to_the_limit]", "  violated: [can_hit_the_limit]")
+    text = text.replace("\nmeasures:", "\n  out_of_turns:\n    reachable: \"output == 'Out of turns: try again.'\"\n"
+                                      "\nmeasures:")
+    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 2})
+    assert (run.result, run.as_expected) == ("violated", True)
+    assert [(s.choices.get("model"), s.state["turns"], s.state["tool_runs"], s.state["status"], s.state["output"])
+            for s in results(run)["out_of_turns"].witness.steps] == [
+        (None, 0, 0, "running", ""), ("weather", 1, 1, "running", ""),
+        ("weather", 2, 2, "done", "Out of turns: try again.")]      # the last turn's tool still ran
+    assert results(run)["no_booking_lost_to_the_limit"].status == "holds"
 
 
 def test_an_undeclared_max_turns_exceeded_is_a_bound_code_finding(tmp_path) -> None:
