@@ -303,6 +303,26 @@ def test_fixme_a_state_reached_by_a_declared_exception_is_read_back_without_its_
     assert "the bound code is nondeterministic" in finding.message
 
 
+def test_a_tool_raising_under_the_default_failure_function_is_a_message_to_the_model() -> None:
+    """get_weather keeps the SDK's default failure_error_function: its ValueError is no outcome,
+    the run goes on and the next model call reads the SDK's error text as the tool's output."""
+    from travel_adapter import TravelAdapter
+
+    from haltproof.frameworks.openai_agents import tool_call
+
+    class Unknown(TravelAdapter):
+        scripted = {"model": {**TravelAdapter.scripted["model"], "atlantis": tool_call("get_weather", city="Atlantis")}}
+    adapter, driver = Unknown(), Driver()
+    live = driver.call(adapter.start, {"max_turns": 2}, {})
+    driver.call(adapter.step, live, "turn", {"model": "atlantis"})
+    assert adapter.abstract(live) == {"turns": 1, "tool_runs": 1, "status": "running", "booked": 0}
+    outputs = [item["output"] for item in live.channel.call.input if item.get("type") == "function_call_output"]
+    assert outputs == ["An error occurred while running the tool. Please try again."]    # the error itself is not shown
+    driver.call(adapter.step, live, "turn", {"model": "answer"})
+    assert adapter.abstract(live) == {"turns": 2, "tool_runs": 1, "status": "done", "booked": 0}
+    driver.close()
+
+
 def test_a_step_after_the_run_raised_is_named() -> None:
     from travel_adapter import TravelAdapter
     adapter, driver = TravelAdapter(), Driver()
