@@ -210,6 +210,18 @@ class GraphAdapter(LiveAdapter):
         live.pull()
         return None
 
+    def close(self, live: GraphRun) -> Coroutine[Any, Any, None] | None:
+        """End the run's stream now: LangGraph's loop exits and shuts down its thread pool here,
+        in the exploring thread. Left to the garbage collector, that shutdown ran inside a new
+        thread's start-up, joining threads while holding the lock Thread.start waits on: a hang."""
+        if live.aevents is not None:
+            aclose = getattr(live.aevents, "aclose", None)
+            return aclose() if callable(aclose) else None
+        close = getattr(live.events, "close", None)
+        if callable(close):
+            close()
+        return None
+
     def check_choices(self, action: str, choices: dict[str, Any]) -> None:
         """A spec and `scripted` that disagree are named up front, not met as a KeyError in a node."""
         for name, outcomes in self.scripted.items():

@@ -387,7 +387,15 @@ class _BoundCode:
             if differs and not self.drift:
                 self.drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
         self.keep_live(act, s, state, choices, combo, t, live)
+        self.release(live, act, combo, state)
         return t, rule
+
+    def release(self, live: Any, act: CompiledAction, combo: tuple[Any, ...], state: dict[str, Any]) -> None:
+        """A live run this transition is done with goes to the adapter's close() now."""
+        runs = self.runs
+        if runs is not None and live is not None:
+            _user(lambda: runs.release(live), "the adapter's close()", f"closing a live run after action {act.name}",
+                  act, combo, state)
 
     def recheck(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
                 combo: tuple[Any, ...], first: tuple[dict[str, Any], Any]) -> None:
@@ -398,7 +406,9 @@ class _BoundCode:
         self.rechecked.add(s)
         began = time.perf_counter()
         try:
-            second = _plain_result(tuple(self.call(act, s, state, choices, combo)[:2]), self.code_vars)
+            *second_out, live = self.call(act, s, state, choices, combo)
+            self.release(live, act, combo, state)
+            second = _plain_result(tuple(second_out), self.code_vars)
         finally:
             self.checking.extra_calls += 1
             self.checking.seconds += time.perf_counter() - began
@@ -411,7 +421,9 @@ class _BoundCode:
                      first: tuple[dict[str, Any], Any]) -> None:
         """Every other concrete value of the abstract choices must do what the first one did."""
         for k, other in enumerate(concrete[1:], start=2):
-            got = _plain_result(tuple(self.call(act, s, state, other, combo)[:2]), self.code_vars)
+            *got_out, live = self.call(act, s, state, other, combo)
+            self.release(live, act, combo, state)
+            got = _plain_result(tuple(got_out), self.code_vars)
             if got != first:
                 labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in zip(act.choice_names, combo))
                 raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
@@ -448,11 +460,13 @@ class _BoundCode:
             for combo in act.combos:
                 choices_t = {name: self.adapter.representative(act.name, name, item[0])
                              for name, item in zip(act.choice_names, combo)}
-                first = _plain_result(self.on_live(act, runs.fresh(t), copy.deepcopy(choices_t))[:2],
-                                      self.code_vars)
+                one = runs.fresh(t)
+                first = _plain_result(self.on_live(act, one, copy.deepcopy(choices_t))[:2], self.code_vars)
+                runs.release(one)
                 other = runs.fresh(s)
                 self.advance(other, action, copy.deepcopy(choices))
                 then = _plain_result(self.on_live(act, other, copy.deepcopy(choices_t))[:2], self.code_vars)
+                runs.release(other)
                 if first != then:
                     labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in zip(act.choice_names, combo))
                     raise CodeError(

@@ -27,18 +27,21 @@ that does not restore what was taken) is a `bound_code` finding, never a silent 
 completion on the run's one event loop, which lives across transitions (no
 `asyncio.run` per step), so tasks and async generators created in one step are still
 there in the next. Its callers run it under the check's deadline (machine/usercode.py):
-an async step that never returns is interrupted like a sync one.
+an async step that never returns is interrupted like a sync one. Closing the loop cancels
+the tasks a run left pending and lets them finish, as `asyncio.run` does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 SNAPSHOT, REPLAY, STATE = "snapshot", "replay", "state"
+CLOSE_GRACE = 5.0       # seconds a cancelled task may take to finish when a run's loop closes
 
 
 class LiveAdapter:
@@ -58,10 +61,17 @@ class LiveAdapter:
         raise NotImplementedError
 
     def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None | Awaitable[str | None]:
-        raise NotImplementedError
+        raise NotImplementedError       # an `async def step` in a subclass is typed as the awaitable
 
     def abstract(self, live: Any) -> dict[str, Any]:
         raise NotImplementedError
+
+    def close(self, live: Any) -> None | Awaitable[None]:
+        """Release a run haltproof is done with (its threads, streams, tasks) now, in the
+        exploring thread; by default nothing. Without it the garbage collector finalizes the
+        run at a moment and in a thread of its own choosing, and a framework whose cleanup
+        joins threads can deadlock there. An `async def close` runs on the run's loop."""
+        return None
 
     def representative(self, action: str, choice: str, label: Any) -> Any:
         return label
@@ -86,14 +96,51 @@ class Driver:
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         out = fn(*args)
         if inspect.isawaitable(out):
+            finish_left_open()          # no loop runs here: a good time to finish closed runs' loops
             if self.loop is None:
                 self.loop = asyncio.new_event_loop()
             out = self.loop.run_until_complete(_awaited(out))
         return out
 
     def close(self) -> None:
-        if self.loop is not None and not self.loop.is_running():
-            self.loop.close()
+        """Close the loop, first cancelling the tasks still pending on it, as `asyncio.run` does:
+        a live run left paused in an await (a framework's run task) ends through its own
+        cancellation path instead of being destroyed pending ("Task was destroyed but it is
+        pending!"). Tasks that ignore the cancellation get CLOSE_GRACE seconds, never a hang.
+        A close that comes while another loop runs in this thread (the garbage collector
+        finalizing an old run inside a new run's call) cannot run this loop now: it is finished
+        by the next call that runs a loop, or at exit."""
+        if self.loop is None or self.loop.is_running() or self.loop.is_closed():
+            return
+        LEFT_OPEN.append(self.loop)
+        if not loop_running():
+            finish_left_open()
+
+
+LEFT_OPEN: list[asyncio.AbstractEventLoop] = []     # closed drivers' loops, still to finish
+
+
+def loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def finish_left_open() -> None:
+    """Cancel and finish the tasks of every loop left to close, then close it."""
+    while LEFT_OPEN:
+        loop = LEFT_OPEN.pop()
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_GRACE))
+        loop.close()
+
+
+atexit.register(finish_left_open)
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:
@@ -150,7 +197,9 @@ class LiveRuns:
     def fresh(self, s: tuple[Any, ...]) -> Any:
         """A live run in abstract state `s` that nobody else holds, checked to be in `s`."""
         if self.how != "replay" and s not in self.saved:
-            self._save(s, self._replay(s))
+            replayed = self._replay(s)
+            self._save(s, replayed)
+            self.release(replayed)
         live, how = self._made(s)
         self.verify(self, live, s, how)
         return live
@@ -164,6 +213,13 @@ class LiveRuns:
             except Exception:     # any failure to copy means: replay instead
                 self._give_up_copying()
         return self._replay(s), "replay"
+
+    def release(self, live: Any) -> None:
+        """The caller is done with `live` (a saved snapshot or copy is a run of its own):
+        the adapter's `close`, if it has one."""
+        close = getattr(self.adapter, "close", None)
+        if callable(close):
+            self.driver.call(close, live)
 
     def keep(self, parent: tuple[Any, ...], action: str, choices: dict[str, Any],
              s: tuple[Any, ...], live: Any, way: Any = None) -> None:

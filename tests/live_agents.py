@@ -338,3 +338,18 @@ class GhostReader(AgentAdapter):
 
     def abstract(self, live: Agent) -> dict[str, Any]:
         return {"steps": live.steps, "status": live.status, "fails": 0}
+
+
+class ClosingAdapter(ReplayedAdapter):
+    """Counts the runs it starts and the runs haltproof closes (each object once)."""
+
+    started: list[Agent] = []
+    closed: list[Agent] = []
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> Agent:
+        agent = super().start(params, init)
+        type(self).started.append(agent)
+        return agent
+
+    def close(self, live: Agent) -> None:
+        type(self).closed.append(live)

@@ -355,3 +355,22 @@ def test_an_unsupported_langgraph_is_named_at_the_framework_line(tmp_path, monke
         load_spec(spec)
     assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2,<2; "
                                  "langgraph 0.6.3 is installed")
+
+
+def test_every_run_of_a_graph_is_closed_when_the_check_is_done_with_it():
+    """GraphAdapter.close ends each run's stream in the exploring thread, so LangGraph's thread
+    pools are shut down as runs are dropped. Left to the garbage collector, they piled up (a
+    hundred threads in one sweep) and one shutdown ran inside a new thread's start-up, where it
+    waits on a lock Thread.start holds: the check hung."""
+    import gc
+    import threading
+    gc.collect()
+    before = threading.active_count()
+    gc.disable()            # only an explicit close may end a run here, as during a real check
+    try:
+        runs = check("supervisor.yaml")
+        after = threading.active_count()
+    finally:
+        gc.enable()
+    assert sum(r.stats["transitions"] for r in runs) > 100      # hundreds of runs started and dropped
+    assert after - before <= 4, f"{after - before} threads left running by dropped runs"

@@ -5,12 +5,15 @@ The adapters live in tests/live_agents.py; AGENT_SPEC is the agent loop they bin
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from pathlib import Path
 
 import pytest
 
 import live_agents
 from haltproof.explorer.check import Options, check_spec
+from haltproof.machine import live
 from haltproof.machine.spec import load_spec
 
 TESTS = Path(__file__).resolve().parent
@@ -392,3 +395,77 @@ def test_a_ghost_var_needs_bind(tmp_path, cli):
     ran = cli("check", path)
     assert ran.code == 2
     assert f"{path}:6: ghost var fails is one the bound code does not have, but the spec has no bind:" in ran.err
+
+
+async def _parked_task() -> asyncio.Task:
+    """A task left waiting, as a framework's run task paused at its next model call is."""
+    return asyncio.get_running_loop().create_task(asyncio.Event().wait())
+
+
+def test_closing_a_runs_loop_finishes_the_tasks_it_left_pending():
+    """As asyncio.run does: cancelled and run to their end, never destroyed pending."""
+    driver = live.Driver()
+    task = driver.call(_parked_task)
+    assert not task.done()
+    driver.close()
+    assert task.cancelled()
+    assert driver.loop is not None and driver.loop.is_closed()
+
+
+async def _stubborn() -> None:
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            continue
+
+
+async def _stubborn_task() -> asyncio.Task:
+    return asyncio.get_running_loop().create_task(_stubborn())
+
+
+def test_a_task_that_ignores_its_cancellation_does_not_hang_the_close(monkeypatch):
+    monkeypatch.setattr(live, "CLOSE_GRACE", 0.01)
+    driver = live.Driver()
+    task = driver.call(_stubborn_task)
+    told: list[str] = []
+    assert driver.loop is not None
+    driver.loop.set_exception_handler(lambda loop, context: told.append(context["message"]))
+    driver.close()
+    assert driver.loop.is_closed()
+    assert not task.done()
+    del task
+    gc.collect()
+    assert told == ["Task was destroyed but it is pending!"]    # what asyncio says of such a task
+
+
+def test_a_close_while_another_loop_runs_is_finished_by_the_next_call():
+    """The garbage collector finalizes an old run's driver inside a new run's call: its loop
+    cannot run then, so the next call that runs a loop cancels and finishes its tasks."""
+    old, new = live.Driver(), live.Driver()
+    task = old.call(_parked_task)
+
+    async def close_old() -> bool:
+        old.close()
+        return old.loop is not None and old.loop.is_closed()
+    assert new.call(close_old) is False
+    assert not task.done()
+    new.call(asyncio.sleep, 0)
+    assert task.cancelled()
+    assert old.loop is not None and old.loop.is_closed()
+    new.close()
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("determinism", ["full", "off"])
+def test_every_run_started_is_closed_once_when_the_check_is_done_with_it(tmp_path, determinism):
+    """LiveAdapter.close: each run haltproof starts (transitions, determinism re-runs, replays
+    for --paths) goes back to the adapter once, so it can release threads and streams in the
+    exploring thread rather than whenever the garbage collector finalizes it."""
+    live_agents.ClosingAdapter.started.clear()
+    live_agents.ClosingAdapter.closed.clear()
+    runs = runs_of(agent_spec(tmp_path, "ClosingAdapter"), determinism=determinism, paths=2)
+    assert all(props(r)["stops"].status == "holds" for r in runs)
+    started, closed = live_agents.ClosingAdapter.started, live_agents.ClosingAdapter.closed
+    assert len(started) >= 10
+    assert sorted(map(id, closed)) == sorted(map(id, started))
