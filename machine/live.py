@@ -57,8 +57,8 @@ class LiveAdapter:
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None:
-        raise NotImplementedError
+    def step(self, live: Any, action: str, choices: dict[str, Any]) -> str | None | Awaitable[str | None]:
+        raise NotImplementedError       # the annotation admits an `async def step` override
 
     def abstract(self, live: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -92,8 +92,32 @@ class Driver:
         return out
 
     def close(self) -> None:
-        if self.loop is not None and not self.loop.is_running():
-            self.loop.close()
+        """Close the loop as `asyncio.run` does: tasks a run left waiting (a live run driven by
+        a task of its own, parked between transitions) are cancelled and run to their end, and
+        async generators are closed, while the loop can still run their cleanup. A task left
+        pending on a closed loop is closed later by the garbage collector, inside whatever
+        `async with` it waits in, with no loop to run its exit (CPython 3.11 can crash there)."""
+        loop = self.loop
+        if loop is None or loop.is_running() or loop.is_closed():
+            return
+        try:
+            asyncio.get_running_loop()      # another loop runs in this thread: ours cannot run now
+        except RuntimeError:
+            _finish(loop)
+        loop.close()
+
+
+CLOSE_GRACE = 5.0       # seconds a cancelled task may take to leave; one that ignores cancelling is left
+
+
+def _finish(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the loop's pending tasks, run them to their end, then close its async generators."""
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_GRACE))
+    loop.run_until_complete(loop.shutdown_asyncgens())
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:

@@ -367,3 +367,38 @@ def test_a_ghost_var_needs_bind(tmp_path, cli):
     ran = cli("check", path)
     assert ran.code == 2
     assert f"{path}:6: ghost var fails is one the bound code does not have, but the spec has no bind:" in ran.err
+
+
+def test_closing_the_driver_lets_a_parked_task_leave_its_async_with() -> None:
+    """A live run driven by a task of its own (haltproof.frameworks.pydantic_ai) waits between
+    transitions inside `async with`. Closing the run's loop cancels it and runs it to its end
+    first, as asyncio.run does: left pending on a closed loop, the garbage collector would
+    close it later with no loop to run its exit (a crash at exit on CPython 3.11)."""
+    import asyncio
+
+    from haltproof.machine.live import Driver
+
+    left: list[str] = []
+
+    class Run:
+        async def __aenter__(self) -> Run:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            left.append(type(exc[1]).__name__)
+
+    async def parked() -> None:
+        async with Run():
+            await asyncio.Event().wait()
+
+    async def start() -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(parked())
+        await asyncio.sleep(0)          # the task enters its `async with`
+        return task
+
+    driver = Driver()
+    task = driver.call(start)
+    assert not task.done()
+    driver.close()
+    assert left == ["CancelledError"]
+    assert task.cancelled() and driver.loop is not None and driver.loop.is_closed()
