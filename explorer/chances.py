@@ -126,11 +126,12 @@ def span(e: Extremes) -> str:
 
 
 def value_json(e: Extremes) -> dict[str, Any]:
-    """`{"value": {"min", "max"}}` as floats (infinity as a float too) and, when both sides
-    are exact, `"exact"` as fraction strings ("inf" for infinity); a side solved by interval
-    iteration is the midpoint of `"interval"` [lo, hi], `"error"` its half-width."""
-    def f(x: Fraction | None) -> float:
-        return float("inf") if x is None else float(x)
+    """`{"value": {"min", "max"}}` as floats (an infinite value as null: JSON has no infinity,
+    and a report must parse everywhere) and, when both sides are exact, `"exact"` as fraction
+    strings ("inf" for infinity); a side solved by interval iteration is the midpoint of
+    `"interval"` [lo, hi], `"error"` its half-width."""
+    def f(x: Fraction | None) -> float | None:
+        return None if x is None else float(x)
 
     def s(x: Fraction | None) -> str:
         return "inf" if x is None else str(x)
@@ -141,7 +142,11 @@ def value_json(e: Extremes) -> dict[str, Any]:
     out["interval"], out["error"] = {}, {}
     for which in ("min", "max"):
         iv = e.interval(which)
-        lo, hi = iv if iv is not None else (f(e.min if which == "min" else e.max),) * 2
+        if iv is None:         # this side is exact (possibly infinite): a point, no error
+            x = f(e.min if which == "min" else e.max)
+            out["interval"][which], out["error"][which] = [x, x], None if x is None else 0.0
+            continue
+        lo, hi = iv
         out["interval"][which] = [lo, hi]
         out["error"][which] = (hi - lo) / 2
         out["value"][which] = (lo + hi) / 2

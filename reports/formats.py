@@ -26,7 +26,8 @@ def _on_use(module: str, name: str) -> Renderer:
 
 
 def render_json(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    """Strict JSON (RFC 8259): a NaN or infinity in the report is a bug of ours, never written."""
+    return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 FORMATS: dict[str, Renderer] = {
