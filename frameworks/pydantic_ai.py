@@ -114,6 +114,12 @@ async def _drive(runs: Any, inbox: asyncio.Queue[Request], started: asyncio.Futu
         # otherwise leaving a run that ended in an exception raised it again: the caller has it
 
 
+def _stop(inbox: asyncio.Queue[Request], loop: asyncio.AbstractEventLoop) -> None:
+    """Tell a dropped run's task to leave its run; once its loop is closed there is no task to tell."""
+    if not loop.is_closed():
+        inbox.put_nowait(None)
+
+
 def node_kind(node: Any) -> str:
     """The spec's name of a graph node: its kind, never its (run-specific) content."""
     name = type(node).__name__
@@ -122,11 +128,13 @@ def node_kind(node: Any) -> str:
 
 def tool_retries(live: AgentLive) -> int:
     """The highest retry attempt Pydantic AI stamped on the tool returns of the latest request
-    (pending or sent): the tool's own retry count that `retries` is checked against; 0 after a success."""
+    (pending or sent): the tool's own retry count that `retries` is checked against; 0 after a
+    success. After the run stopped on a tool's retries, the count as it stood before."""
     from pydantic_ai.messages import ModelRequest, ToolReturnPart
     request = live.node.request if node_kind(live.node) == "model_request" else None
     if request is None:
-        request = next((m for m in reversed(live.run.all_messages()) if isinstance(m, ModelRequest)), None)
+        request = next((m for m in reversed(live.run.all_messages())     # a run ended by an error
+                        if isinstance(m, ModelRequest) and m.parts), None)      # leaves an empty one last
     parts = request.parts if request is not None else []
     return max((p.retry.attempt for p in parts if isinstance(p, ToolReturnPart) and p.retry is not None
                 and p.retry.attempt is not None), default=0)
@@ -186,7 +194,7 @@ class AgentAdapter(LiveAdapter):
                                  deps=self.deps(params), capabilities=[_scripted_tools(self, live.script)])
         started: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         live.task = asyncio.create_task(_drive(runs, live.inbox, started))
-        weakref.finalize(live, live.inbox.put_nowait, None)     # dropped: its task leaves the run
+        weakref.finalize(live, _stop, live.inbox, asyncio.get_running_loop())     # dropped: its task leaves the run
         live.run = await started
         live.node = live.run.next_node
         live.node = await live.next()       # the user prompt node: no model request, no choice
