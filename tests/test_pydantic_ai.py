@@ -66,6 +66,7 @@ def limit_off_by_one(monkeypatch, check_name: str, field: str) -> None:
     monkeypatch.setattr(UsageLimits, check_name, late)
 
 
+@pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_the_weather_agent_behaves_as_its_spec_expects_for_every_limit() -> None:
     runs = check()
     assert [(tuple(r.params.values()), r.result, r.verdict, r.binding, r.stats["states"]) for r in runs] == [
@@ -121,7 +122,8 @@ def test_a_tool_calls_limit_checked_one_call_late_changes_the_verdicts(monkeypat
         (None, 0), ("both", 0), (None, 2)]
 
 
-def test_parallel_calls_are_counted_before_they_run_and_refused_whole() -> None:
+@pytest.mark.slow     # every combination of the sweep, replayed run by run
+def test_parallel_calls_are_counted_in_full_before_they_run_and_only_successes_after() -> None:
     runs = check("trip.yaml")
     assert [(r.params["tool_calls_limit"], r.verdict, r.stats["states"]) for r in runs] == [
         (1, "pass", 63), (2, "pass", 124), (3, "pass", 152)]
@@ -129,7 +131,11 @@ def test_parallel_calls_are_counted_before_they_run_and_refused_whole() -> None:
         {"transitions": 7, "model_requests": 3, "tool_executions": 2, "successful_tool_calls": 1},
         {"transitions": 7, "model_requests": 3, "tool_executions": 3, "successful_tool_calls": 2},
         {"transitions": 7, "model_requests": 3, "tool_executions": 4, "successful_tool_calls": 3}]
-    found = results(runs[2])
+
+
+def test_a_parallel_batch_that_would_cross_the_limit_is_refused_before_any_call_runs() -> None:
+    (run,) = check("trip.yaml", pins={"tool_calls_limit": 3})
+    found = results(run)
     assert found["a_refused_batch_runs_none_of_its_calls"].status == "holds"
     assert steps_of(found["stopped_by_the_limit_only_when_used_up"].trace, "tool_calls", "tool_runs", "status") == [
         (None, None, None, 0, 0, "running"), ("request", "both", None, 0, 0, "running"),
@@ -267,6 +273,7 @@ def test_a_dropped_run_leaves_the_agent_run_in_its_own_task() -> None:
         loop.close()
 
 
+@pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) -> None:
     doc = (ROOT / "docs" / "frameworks.md").read_text()
     for name in ("weather_binding.py", "weather.yaml"):
