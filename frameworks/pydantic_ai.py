@@ -87,12 +87,21 @@ class AgentLive:
     response: str = "none"              # the label of the model's latest response
     inbox: asyncio.Queue[Request] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
+    ended: str = ""                     # the exception that ended the run, as the refusal names it
 
     async def next(self) -> Any:
-        """Run `node` in the run's own task; its result, or the exception it raised."""
+        """Run `node` in the run's own task; its result, or the exception it raised. A run that
+        has ended is refused by name: its task is gone, and a request to it would wait forever."""
+        if self.ended:
+            raise RuntimeError(f"the agent run already ended ({self.ended}); a spec must not step it "
+                               "again: make the status its raises set terminal")
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.inbox.put_nowait((self.node, done))
-        return await done
+        try:
+            return await done
+        except Exception as exc:
+            self.ended = f"{type(exc).__name__}: {exc}"
+            raise
 
 
 async def _drive(runs: Any, inbox: asyncio.Queue[Request], started: asyncio.Future[Any]) -> None:

@@ -286,3 +286,30 @@ def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) ->
     assert "bounds: transitions at most 9, model_requests at most 4, tool_executions at most 4" in doc
     assert "States per run (weather, in sweep order): 21, 28, 36, 44, 21, 31, 45, 63." in doc
     assert "States per run (`tool_calls_limit` 1 to 3): 63, 124, 152." in doc
+
+
+def test_a_run_stepped_after_pydantic_ai_ended_it_is_refused_not_waited_on() -> None:
+    """Once UsageLimitExceeded ended a run, its task is gone: another step is refused by name
+    at once, instead of waiting forever for a task that will never answer."""
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        from weather_binding import WeatherAdapter
+    finally:
+        sys.path.remove(str(EXAMPLE))
+    loop = asyncio.new_event_loop()
+    try:
+        adapter = WeatherAdapter()
+        live = loop.run_until_complete(adapter.start({"request_limit": 1}, {}))
+        for action, choices in (("request", {"model": "forecast"}), ("tools", {"get_forecast": "ok"})):
+            loop.run_until_complete(adapter.step(live, action, choices))
+        with pytest.raises(Exception, match="The next request would exceed the request_limit of 1"):
+            loop.run_until_complete(adapter.step(live, "request", {"model": "forecast"}))
+        again = loop.create_task(adapter.step(live, "request", {"model": "forecast"}))
+        for _ in range(50):         # a bounded number of loop turns, no clock
+            loop.run_until_complete(asyncio.sleep(0))
+        assert again.done()
+        with pytest.raises(RuntimeError, match=r"the agent run already ended \(UsageLimitExceeded: The next "
+                                               r"request would exceed the request_limit of 1"):
+            again.result()
+    finally:
+        loop.close()
