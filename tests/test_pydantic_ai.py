@@ -122,6 +122,26 @@ def test_a_tool_calls_limit_checked_one_call_late_changes_the_verdicts(monkeypat
         (None, 0), ("both", 0), (None, 2)]
 
 
+def test_a_tool_retry_budget_checked_one_retry_late_changes_the_verdict(monkeypatch) -> None:
+    """Pydantic AI's own per-tool retry check, given one retry more: a tool may fail once more
+    in a row, and the proved bound on tool executions breaks."""
+    from pydantic_ai.tool_manager import ToolManager
+    original = ToolManager._check_max_retries
+
+    def late(self, name, max_retries, error):
+        return original(self, name, max_retries + 1, error)
+    monkeypatch.setattr(ToolManager, "_check_max_retries", late)
+    (run,) = check(pins={"request_limit": 3, "tool_calls_limit": 1, "retries": 1})
+    assert run.verdict == "fail"
+    broken = results(run)["tool_runs_within_the_real_bound"]
+    assert broken.status == "violated"
+    assert steps_of(broken.trace, "tool_runs", "tool_retries", "status") == [
+        (None, None, None, 0, 0, "running"), ("request", "forecast", None, 0, 0, "running"),
+        ("tools", None, "timeout", 1, 1, "running"), ("request", "forecast", None, 1, 1, "running"),
+        ("tools", None, "timeout", 2, 2, "running"), ("request", "forecast", None, 2, 2, "running"),
+        ("tools", None, "ok", 3, 0, "running")]
+
+
 @pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_parallel_calls_are_counted_in_full_before_they_run_and_only_successes_after() -> None:
     runs = check("trip.yaml")
