@@ -918,11 +918,17 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--baseline", metavar="PATH", help="baseline.py (default ../shared/bench/baseline.py)")
     ap.add_argument("--peers", metavar="DIR", help="peer models (default ../shared/bench/peers)")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--sweeps", action="store_true",
+                    help="instead: the sweep rows, the bundled specs and the budget runner's bound-code sweep "
+                         "with -j 1 and -j 2 (bench/sweeps.py; writes sweeps.json and sweeps.md to --out)")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.sweeps:
+        from bench import sweeps
+        return sweeps.main(["--out", str(args.out), "--timeout", str(args.timeout)])
     runner = Runner(args)
     res = runner.run()
     j, m = write_results(res, args.out)

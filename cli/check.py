@@ -12,16 +12,17 @@ from typing import Any
 
 from haltproof.machine import usercode
 from haltproof.machine.binding import DETERMINISM, FULL_UP_TO
-from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import Problem, SpecError
-from haltproof.machine.inputs import positive
+from haltproof.machine.inputs import number_option, positive
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.text import assignments_text
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
-from haltproof.explorer.check import Options, RunResult, check_machine, load_python_model, prepare, prepare_python
+from haltproof.explorer.check import MAX_WORKERS, Options, RunResult, load_python_model, prepare, prepare_python
+from haltproof.explorer import cluster, parallel
+from haltproof.explorer.parallel import Batch, Source, check_batches
 from haltproof.explorer.engine import ProgressFn
 from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
@@ -29,8 +30,6 @@ from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
 
 from .common import collect_specs, pins_option, size, timeout_option
-
-Plan = tuple[list[Machine], Options]      # the machines of one spec, and the options to check them with
 
 
 def add_parser(sub: Any) -> None:
@@ -76,6 +75,13 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--engine", choices=["auto", "scalar", "vector"], default="auto",
                    help="auto (default): the numpy level-by-level engine when the spec allows it, "
                         "else the scalar one")
+    c.add_argument("-j", "--workers", type=number_option(int, "--workers", above=0, most=MAX_WORKERS),
+                   metavar="N", help="check the runs of a sweep (and the specs given) in N processes at once, "
+                                     "with the same report (default: every core of this machine; 1: one at a time)")
+    c.add_argument("--dask", metavar="ADDRESS",
+                   help="check the runs on the Dask cluster whose scheduler is at ADDRESS (tcp://host:port); "
+                        "its workers need haltproof, the specs at the same paths and the bound code "
+                        "(docs/scaling.md)")
     c.add_argument("--emit-tests", metavar="DIR",
                    help="write a pytest regression test per violated property, replaying its counterexample")
 
@@ -85,11 +91,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
     recorded = _checked_options(args)
-    specs, models = _load_specs(paths)
-    _check_names(specs, pins, args.properties)
-    show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
-    plans = _plans(specs, models, pins, args, show_progress)
-    runs = [check_machine(m, opts) for machines, opts in plans for m in machines]
+    client = _dask_client(args.dask)
+    try:
+        specs, models = _load_specs(paths)
+        _check_names(specs, pins, args.properties)
+        show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
+        workers = parallel.default_workers() if args.workers is None else args.workers
+        one_by_one = workers == 1 and client is None      # runs here, one at a time: their own progress
+        batches = _plans(specs, models, pins, args, show_progress and one_by_one, workers)
+        done = _runs_done if show_progress and not one_by_one else None
+        runs = check_batches(batches, workers, done) if client is None \
+            else cluster.check_on_cluster(batches, client, done)
+    finally:
+        if client is not None:
+            client.close()
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     if not runs:
@@ -108,6 +123,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         for line in moved:
             print(f"  {line}", file=sys.stderr)
     return code
+
+
+def _dask_client(address: str | None) -> Any:
+    """The Dask client for --dask ADDRESS (None without it); an unreachable scheduler is exit 2."""
+    if address is None:
+        return None
+    if not address.strip():
+        raise UsageError("--dask needs the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    try:
+        return cluster.connect(address)
+    except cluster.Unreachable as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _checked_options(args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
@@ -201,10 +228,10 @@ def _check_names(specs: list[Spec], pins: dict[str, list[int | str]], wanted: li
 
 
 def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int | str]],
-           args: argparse.Namespace, show_progress: bool) -> list[Plan]:
+           args: argparse.Namespace, show_progress: bool, workers: int) -> list[Batch]:
     """Validate every spec and combination before exploring anything (exit 2, no partial report)."""
     wanted: list[str] | None = args.properties
-    plans: list[Plan] = []
+    plans: list[Batch] = []
     for spec in specs:
         names = {p.name for p in spec.params}
         props = wanted
@@ -214,12 +241,21 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int 
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
                        model_only=args.model, engine=args.engine, paths=args.paths,
-                       determinism=args.determinism,
+                       determinism=args.determinism, workers=workers,
                        max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
                        progress=_progress if show_progress else None)
-        machines = prepare_python(models[id(spec)], opts) if id(spec) in models else prepare(spec, opts)
-        plans.append((machines, opts))
+        if id(spec) in models:
+            cls = models[id(spec)]
+            batch = Batch(Source(model=f"{cls.__module__}:{cls.__qualname__}"), prepare_python(cls, opts), opts)
+        else:
+            batch = Batch(Source(path=spec.path), prepare(spec, opts), opts)
+        plans.append(batch)
     return plans
+
+
+def _runs_done(done: int, total: int) -> None:
+    """Progress of a check in several processes: how many runs are done."""
+    print(f"\r\033[Kchecked {done:,} of {total:,} runs", end="", file=sys.stderr, flush=True)
 
 
 def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:

@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from haltproof.machine import usercode
-from haltproof.machine.compiled import CompiledSpec, EvalError, Machine
+from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, EvalError, Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
 from haltproof.machine.binding import DETERMINISM, bind_machine, load_adapter
@@ -27,6 +29,7 @@ from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
@@ -45,6 +48,7 @@ Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept
 
 
 ENGINES = ("auto", "scalar", "vector")
+MAX_WORKERS = 1024      # -j: more local processes than this is a typo, not a machine
 
 
 @dataclass
@@ -62,6 +66,7 @@ class Options:
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
+    workers: int = 1              # processes (-j) the runs of a sweep are checked in (explorer/parallel.py)
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     @property
@@ -85,6 +90,7 @@ class Options:
         if not isinstance(self.model_only, bool):
             raise ValueError(f"model must be True or False, got {self.model_only!r}")
         self.paths = check_number(self.paths, "paths", int, above=0)
+        self.workers = check_number(self.workers, "workers", int, above=0, most=MAX_WORKERS)
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.determinism not in DETERMINISM:
@@ -261,8 +267,9 @@ def _check_property_names(spec: Spec, options: Options) -> None:
                                                        f"property (it has: {', '.join(sorted(known))})")])
 
 
-def prepare(spec: Spec, options: Options) -> list[Machine]:
-    """Validate pins and property names and instantiate every combination.
+def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) -> list[Machine]:
+    """Validate pins and property names and instantiate every combination (from `compiled`,
+    the spec compiled before, when given: a worker process checks many runs of one spec).
 
     Every spec error that depends on param values surfaces here, before any run. Loading
     a bound adapter runs the user's code: within the timeout, or OutOfTime."""
@@ -276,7 +283,7 @@ def prepare(spec: Spec, options: Options) -> list[Machine]:
                                  "runs twice: " + ("--model explores the spec's own stages" if spec.bind
                                                    else "the spec is not bound to code (no bind:)"))])
     combos = sweep(spec, options.pins)
-    compiled = CompiledSpec(spec)
+    compiled = CompiledSpec(spec) if compiled is None else compiled
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
         with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
@@ -328,7 +335,8 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
     return [check_machine(m, options) for m in prepare(spec, options)]
 
 
-BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory"}
+BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory",
+                "workers_lost": "lost workers"}     # every worker checking the run died (explorer/parallel.py)
 
 
 def check_machine(m: Machine, options: Options) -> RunResult:
@@ -381,6 +389,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
 
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
+    notices += _unbounded_by_fairness(m, selected)
     left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
@@ -420,8 +429,10 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
            whys: tuple[str | None, str | None], late: list[tuple[str, OutOfTime]]) -> PropertyResult:
     """One declared property's result on the exploration (`whys`: see `_why_undecided`)."""
     why, why_end = whys
-    if p.pattern is not None:
-        r = _pattern(p, ex, why)
+    if p.kind == "liveness":
+        r = _liveness(p, ex, graph, why_end)
+    elif p.pattern is not None:
+        r = _pattern(p, ex, graph, why)
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
@@ -509,8 +520,9 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                     from None
         else:
             # the probability analyses read every edge: the vector engine must keep them
-            keep = bool(m.spec.probabilities) or any(p.chance is not None and p.name in selected
-                                                     for p in m.spec.properties)
+            # and so do the liveness patterns: a run may end in any deadlock, not only the first
+            keep = bool(m.spec.probabilities) or any((p.chance is not None or p.kind == "liveness")
+                                                     and p.name in selected for p in m.spec.properties)
             if options.engine == "vector":
                 return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
                                       properties=selected, progress=progress, keep_edges=keep)
@@ -583,7 +595,7 @@ def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: 
     return PropertyResult(name, kind, HOLDS, holds, line=line)
 
 
-def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResult:
+def _pattern(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> PropertyResult:
     """A pattern property: an invariant over its monitor (machine/patterns.py), reported under
     its pattern's name with the states the monitors added to the search."""
     kind = present(p.pattern)
@@ -592,15 +604,84 @@ def _pattern(p: PropertyDecl, ex: Exploration, why: str | None) -> PropertyResul
     if r.status == VIOLATED:
         r.message = f"{kind}{scope} violated: the run so far already breaks it"
     elif r.status == HOLDS:
-        r.message += f"; {monitor_states(ex)}"
+        r.message += f"; {g.monitor_states()}"
     return r
+
+
+def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> PropertyResult:
+    """A liveness pattern: violated by a bad maximal run (properties/liveness.py), a finite one
+    first, else a fair lasso; it holds when there is none in a complete exploration."""
+    kind = present(p.pattern)
+    scope = "" if p.scope == "global" else f" (scope {p.scope.replace('_', ' ')})"
+    g.compute()                     # an acyclic graph (its order found) has no lasso to search for
+    acyclic = g.order is not None
+    try:
+        open_ = ex.open_states(p.name)
+        fairness = L.assumptions(ex)
+        bad = L.bad_run(ex, open_, fairness, acyclic)
+        if bad is None:
+            relied = [] if acyclic else _relied_on(ex, open_, fairness)
+        else:                       # a lasso is fair under them; an end needs none of them
+            relied = fairness if bad.end is None else []
+    except EVAL_ERRORS as exc:
+        return PropertyResult(p.name, kind, UNKNOWN, f"not decided: its expression cannot be evaluated on a reachable "
+                              f"state or transition: {exc}", line=p.line)
+    owed = "the trigger is not answered" if kind == "response" else "it never holds"
+    if bad is not None and bad.end is not None:
+        trace = path_trace(ex, bad.end)
+        r = PropertyResult(p.name, kind, VIOLATED, f"{kind}{scope} violated: a run ends after "
+                           f"{_n(len(trace), 'transition')} and {owed}", trace, line=p.line)
+    elif bad is not None:
+        cycle = list(bad.cycle)
+        r = PropertyResult(p.name, kind, VIOLATED, f"{kind}{scope} violated: a run can cycle forever through "
+                           f"{_n(len(cycle), 'transition')} and {owed}" + _fair_text(relied, "fair under"),
+                           lasso_trace(ex, present(bad.start), cycle), line=p.line)
+    elif why:
+        r = PropertyResult(p.name, kind, UNKNOWN, f"not decided: {why}", line=p.line)
+    else:
+        r = PropertyResult(p.name, kind, HOLDS, f"{KIND_TEXT[kind]}{scope}; {g.monitor_states()}"
+                           + _fair_text(relied, "under fairness"), line=p.line)
+    r.fairness = [f.text for f in relied] or None
+    return r
+
+
+def _relied_on(ex: Exploration, open_: Any, fairness: list[L.Assumption]) -> list[L.Assumption]:
+    """The assumptions a verdict without a fair bad run relies on: all of them when some
+    unfair one exists, none otherwise (the proof then needs no fairness)."""
+    if fairness and L.fair_lasso(ex, open_, []) is not None:
+        return fairness
+    return []
+
+
+def _fair_text(relied: list[L.Assumption], lead: str) -> str:
+    """`; under fairness: weak a, strong b when c`, or nothing when no assumption was needed."""
+    return f"; {lead}: {', '.join(f.text for f in relied)}" if relied else ""
+
+
+def _unbounded_by_fairness(m: Machine, selected: set[str]) -> list[Notice]:
+    """A notice per `terminates_within` and variant checked on a spec with fairness: a bound
+    on the runs' length does not follow from fairness, so they are judged over every run."""
+    if not m.spec.fairness:
+        return []
+    return [Notice("fairness", p.name, f"property {p.name} ({p.kind}) is judged over every run, fair or not: "
+                   "fairness does not bound how long a run takes", p.line, summary=f"{p.name} ignores fairness",
+                   file=p.file)
+            for p in m.spec.properties if p.kind in ("terminates_within", "variant") and p.name in selected]
 
 
 def monitor_states(ex: Exploration) -> str:
     """How many of the explored states only the pattern monitors' vars tell apart."""
     user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
     states = ex.states
-    plain = len({tuple(s[i] for i in user) for s in states})
+    if isinstance(ex, VExploration):        # from the codes, not one decoded tuple per state
+        vm, arrays = ex.vm, ex.vm.decode(ex.codes.astype(np.int64))
+        code = np.zeros(len(ex.codes), dtype=np.int64)
+        for i in user:
+            code += vm.local_index(i, arrays[i]) * vm.strides[i]
+        code.sort()                     # distinct values by sorting: numpy's hashed unique is slower here
+        plain = int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
+    else:
+        plain = len({tuple(s[i] for i in user) for s in states})
     return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
 
 
@@ -620,6 +701,13 @@ class _Graph:
     def __init__(self, ex: Exploration):
         self.ex = ex
         self._done = False
+        self._monitors: str | None = None
+
+    def monitor_states(self) -> str:
+        """`monitor_states` of the exploration, counted once for all its patterns."""
+        if self._monitors is None:
+            self._monitors = monitor_states(self.ex)
+        return self._monitors
 
     def compute(self) -> None:
         if self._done:
@@ -630,27 +718,47 @@ class _Graph:
         self.lasso = T.find_lasso(self.ex) if self.order is None else None   # only a cyclic graph has one
 
 
-def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str) -> PropertyResult | None:
+def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
+                           fairness: list[L.Assumption] | None = None) -> PropertyResult | None:
+    """A deadlock, else a cycle among non-terminal states (with `fairness`: a fair one only)."""
     g.compute()
     if g.deadlock is not None:
         return PropertyResult(name, kind, VIOLATED, "deadlock: a non-terminal state with no "
                                                     "enabled action", path_trace(ex, g.deadlock))
-    if g.lasso is not None:
-        start, cycle = g.lasso
+    lasso = g.lasso
+    if lasso is not None and fairness:
+        fair = L.fair_lasso(ex, np.ones(len(ex.states), dtype=bool), fairness)
+        lasso = None if fair is None else (present(fair.start), list(fair.cycle))
+    if lasso is not None:
+        start, cycle = lasso
         trace = lasso_trace(ex, start, cycle)
         return PropertyResult(name, kind, VIOLATED,
-                              f"a cycle of {_n(len(cycle), 'transition')} among non-terminal states: the "
-                              "run can go on forever", trace)
+                              f"a {'fair ' if fairness else ''}cycle of {_n(len(cycle), 'transition')} among "
+                              "non-terminal states: the run can go on forever"
+                              + _fair_text(fairness or [], "fair under"), trace)
     return None
 
 
 def _terminates(ex: Exploration, g: _Graph, name: str, why: str | None) -> PropertyResult:
-    bad = _termination_violation(ex, g, name, "terminates")
+    """No deadlock and no cycle among non-terminal states that is fair under the spec's fairness."""
+    try:
+        fairness = L.assumptions(ex)
+        bad = _termination_violation(ex, g, name, "terminates", fairness)
+    except EVAL_ERRORS as exc:
+        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: a fairness when cannot be evaluated "
+                              f"on a reachable transition: {exc}")
+    # a cycle needs fairness to be excused, and a fair lasso is fair under them; a deadlock needs none
+    lasso = bad is not None and bad.trace is not None and bad.trace.kind == "lasso"
+    relied = fairness if g.lasso is not None and (bad is None or lasso) else []
     if bad is not None:
-        return bad
-    if why:
-        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: {why}")
-    return PropertyResult(name, "terminates", HOLDS, "every run reaches a terminal state")
+        r = bad
+    elif why:
+        r = PropertyResult(name, "terminates", UNKNOWN, f"not decided: {why}")
+    else:
+        r = PropertyResult(name, "terminates", HOLDS, "every run reaches a terminal state"
+                           + _fair_text(relied, "under fairness"))
+    r.fairness = [f.text for f in relied] or None
+    return r
 
 
 def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) -> PropertyResult:

@@ -33,7 +33,7 @@ from haltproof.machine.fold import can_fail
 from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.spec import present
-from haltproof.properties import termination, vacuity
+from haltproof.properties import liveness, termination, vacuity
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
@@ -162,6 +162,15 @@ class Exploration:
                  & (np.diff(starts) == 0))
         found = np.flatnonzero(stuck)
         return int(found[0]) if len(found) else None
+
+    def run_ends(self) -> np.ndarray:
+        """From the stored edges and the terminal and errored flags."""
+        return liveness.end_states(self.expanded, self.terminal, self.errored, self.edge_start)
+
+    def open_states(self, name: str) -> np.ndarray:
+        """The property's compiled expression on every state."""
+        f = self.machine.obligations[name]
+        return np.fromiter((bool(f(s)) for s in self.states), dtype=bool, count=len(self.states))
 
     def first_deepest(self) -> int:
         """The first state of the deepest level (depths never decrease along the states)."""

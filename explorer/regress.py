@@ -169,6 +169,26 @@ def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_:
     return False, f"the run takes {n} {what} (bound {bound})"
 
 
+def _liveness(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:
+    """A liveness pattern's bad run (properties/liveness.py): a lasso whose cycle still comes
+    back with the obligation open in every state of it, or a run that still ends (terminal or
+    deadlock) with it open. Whether the spec's fairness now excuses the cycle is not judged."""
+    f, subject = m.obligations[name], Subject("property", name)
+    loop = trace.get("loop_start")
+    if trace.get("kind") == "lasso" and loop is not None:
+        if run.states[-1] != run.states[loop]:
+            return False, "the cycle is gone: the run no longer returns to the state where it started"
+        for k in range(loop, len(run.states)):
+            if not evaluate(m, k, subject, f, run.states[k]):
+                return False, f"the obligation is no longer open after step {k}, on the cycle"
+        return True, _still(f"the run still returns to the state of step {loop} with the obligation open")
+    if not (run.terminal or _deadlock(m, run)):
+        return False, "the run no longer ends where it did"
+    if evaluate(m, len(run.states) - 1, subject, f, run.states[-1]):
+        return True, _still("the run still ends with the obligation open")
+    return False, "the run now ends with the obligation met"
+
+
 def _deadlock(m: Machine, run: Replayed) -> bool:
     """Whether the run ends in a deadlock as the engines call one: a state that is not
     terminal, where every guard is false (an error in one raises Failed: no deadlock then)."""
@@ -243,7 +263,8 @@ def _is(move: tuple[Any, int | None, str | None], subject: Subject) -> bool:
 
 _JUDGES: dict[str, Callable[..., Verdict]] = {
     "invariant": _invariant, "step_invariant": _step_invariant, "variant": _variant,
-    "terminates": _terminates, "terminates_within": _terminates, "independent": _independent}
+    "terminates": _terminates, "terminates_within": _terminates, "independent": _independent,
+    "liveness": _liveness}
 
 
 # ------------------------------------------------------------------ built-in properties

@@ -27,7 +27,7 @@ from haltproof.machine.vectorize import DENSE_LIMIT, Arrays, VAction, VMachine
 from . import messages
 from .codeset import CodeIndex
 from haltproof.machine.compiled import EVAL_ERRORS
-from haltproof.properties import termination
+from haltproof.properties import liveness, termination
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
@@ -94,6 +94,16 @@ class VExploration(Exploration):
 
     def first_deepest(self) -> int:
         return int(self.depth.first_deepest())
+
+    def run_ends(self) -> np.ndarray:
+        """From the stored edges (a liveness check keeps them) and the flags noted per level."""
+        assert self.edge_start is not None, "a liveness check explores with keep_edges"
+        return liveness.end_states(self.expanded, self.terminal, self.errored, self.edge_start)
+
+    def open_states(self, name: str) -> np.ndarray:
+        """The property's array expression over every state, decoded once."""
+        arrays = self.vm.decode(self.codes.astype(np.int64))
+        return _full(self.vm.obligations[name](arrays), len(self.codes), bool)
 
     def topological_order(self) -> Sequence[int] | None:
         """The BFS levels of a forward graph, else sources peeled off level by level."""

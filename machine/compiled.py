@@ -103,6 +103,8 @@ class Machine:
     variants: dict[str, tuple[Callable[[State], int], int]] = field(default_factory=dict)
     within: dict[str, int] = field(default_factory=dict)
     chances: dict[str, Callable[[State], bool]] = field(default_factory=dict)   # probability: its reach predicate
+    obligations: dict[str, Callable[[State], bool]] = field(default_factory=dict)   # liveness: where it is open
+    fair_when: list[Callable[..., bool] | None] = field(default_factory=list)   # per fairness assumption: a step fn
     replay_lines: list[tuple[str, Callable[..., Any], bool]] = field(default_factory=list)
     inactive: set[str] = field(default_factory=set)   # properties whose `when` is false here
     measures: dict[str, Callable[..., Any]] = field(default_factory=dict)   # name -> step fn (0/1 or int)
@@ -177,6 +179,7 @@ class CompiledSpec:
         m.all_invariants = ([p.name for p in spec.properties if p.kind == "invariant"], g["all_invariants"])
         for k, (label, ex) in enumerate(spec.replay):
             m.replay_lines.append((label, g[f"replay_{k}"], _bare_choice(ex)))
+        m.fair_when = [g[f"fair_{k}"] if f.when is not None else None for k, f in enumerate(spec.fairness)]
         return m
 
 
@@ -289,6 +292,8 @@ class _Params:
                 m.variants[p.name] = (g[f"prop_{k}"], self.value(present(p.bound), p.line))
             elif p.kind == "probability":
                 m.chances[p.name] = g[f"prop_{k}"]
+            elif p.kind == "liveness":
+                m.obligations[p.name] = g[f"prop_{k}"]
             elif p.kind == "terminates_within":
                 m.within[p.name] = self.value(present(p.bound), p.bound_line or p.line)
                 if m.within[p.name] < 0:
@@ -404,12 +409,14 @@ class _ModuleBuilder:
         out += self.terminal()
         out.append(self.domain_error())
         for k, p in enumerate(spec.properties):
-            if p.kind in ("invariant", "reachable", "variant", "step_invariant", "probability"):
+            if p.kind in ("invariant", "reachable", "variant", "step_invariant", "probability", "liveness"):
                 params = ["s"] if p.kind != "step_invariant" else self.step_params
                 out.append(self.returning(f"prop_{k}", params, present(p.expr), present(p.expr).line or p.line))
             elif p.kind == "terminates_within" and p.count is not None:
                 out.append(self.returning(f"count_{k}", self.step_params, p.count, p.count.line or p.line))
         out.append(self.all_invariants())
+        out += [self.returning(f"fair_{k}", self.step_params, f.when, f.when.line or f.line)
+                for k, f in enumerate(spec.fairness) if f.when is not None]
         out += [self.returning(f"replay_{k}", self.step_params, ex, ex.line) for k, (_, ex) in enumerate(spec.replay)]
         out += [self.returning(f"measure_{k}", self.step_params, ms.expr, ms.expr.line or ms.line)
                 for k, ms in enumerate(spec.measures)]

@@ -28,6 +28,10 @@ class SpecError(Exception):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def __reduce__(self) -> tuple[type[SpecError], tuple[list[Problem]]]:
+        """Pickled with its problems (a check in a worker process raises it in the parent)."""
+        return SpecError, (self.problems,)
+
 
 class Located:
     """Where a YAML value came from; passed down so errors can point at it."""

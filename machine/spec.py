@@ -23,6 +23,7 @@ from . import expr as E
 from .errors import Located, Problem, SpecError
 from .inputs import TooLarge, read_bounded, shown_value, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
+from .liveness import LIVENESS, obligation
 from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
@@ -203,6 +204,7 @@ class Terminal:
 class PropertyDecl:
     name: str
     kind: str     # invariant | step_invariant | reachable | terminates | terminates_within | variant | independent
+    #               | liveness (existence, response: `expr` says where the obligation is open, machine/liveness.py)
     line: int
     expr: E.Expr | None = None     # the predicate, the ranking, ...
     bound: E.Expr | None = None    # N for terminates_within, the upper bound of a variant
@@ -214,7 +216,25 @@ class PropertyDecl:
     file: str | None = None
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
     pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
-    scope: str = "global"          # over its monitor vars, machine/patterns.py); its scope
+    scope: str = "global"          # over its monitor vars, machine/patterns.py), existence | response; its scope
+
+
+@dataclass
+class Fairness:
+    """One fairness assumption: a run that could take `action` (with `when`, if given, true of
+    the transition) continuously (weak) or infinitely often (strong) eventually takes it.
+    Every liveness check (`terminates`, `existence`, `response`) counts only the runs that
+    honour every assumption (properties/liveness.py)."""
+
+    strength: str                  # weak | strong
+    action: str
+    when: E.Expr | None            # over the state the transition leaves, the params, the action's choices
+    line: int
+
+    @property
+    def text(self) -> str:
+        """The assumption as reports name it: `strong call_tool when outcome == ok`."""
+        return f"{self.strength} {self.action}" + (f" when {self.when.text}" if self.when is not None else "")
 
 
 def declared_at(spec: Spec, decl: Any) -> tuple[str, int | None]:
@@ -291,6 +311,7 @@ class Spec:
     measures: list[Measure] = field(default_factory=list)
     python: bool = False                     # declared in Python (haltproof.machine.pymodel): all code
     probabilities: list[ChoiceWeights] = field(default_factory=list)   # weighted choices (machine/weights.py)
+    fairness: list[Fairness] = field(default_factory=list)             # assumptions of every liveness check
 
     @property
     def builtins(self) -> tuple[str, ...]:
@@ -409,7 +430,7 @@ class _Loader:
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
                                      "terminal", "properties", "scenarios", "expect", "replay", "bind",
-                                     "measures", "probabilities"},
+                                     "measures", "probabilities", "fairness"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -465,7 +486,7 @@ class _Loader:
                              top.line_of("properties")) or []
         if self.monitor_vars and self.bound_spec:
             self.add(top.line_of("bind"), "property patterns (absence, universality, precedence, "
-                     "bounded_existence) are not supported on a spec with bound code yet")
+                     "bounded_existence, existence, response) are not supported on a spec with bound code yet")
         monitors = list(range(len(vars_), len(vars_) + len(self.monitor_vars)))
         for p in props:     # a monitor reads the vars a property ignores; the machine's behaviour does not
             if p.kind == "independent":
@@ -486,6 +507,7 @@ class _Loader:
             weights = self.attempt(parse_probabilities, top["probabilities"], top.line_of("probabilities"),
                                    self.file, self.choice_labels()) or []
         self.attempt(self.check_chance_measures, props, measures)
+        fairness = self.attempt(self.fairness, top.get("fairness", YList()), top.line_of("fairness")) or []
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
             self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
@@ -496,7 +518,7 @@ class _Loader:
                     properties=props, scenarios=scenarios, expect_violated=expect,
                     replay=replay, choice_names=sorted(self.step_choices), text=text,
                     bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
-                    measures=measures, probabilities=weights)
+                    measures=measures, probabilities=weights, fairness=fairness)
 
     def choice_labels(self) -> dict[str, dict[str, tuple[str, list[Any]]]]:
         """Each action's choices as machine/weights.py checks weights against them."""
@@ -1018,12 +1040,12 @@ class _Loader:
         if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS:
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
-        kinds = [k for k in m if k in self.KINDS or k in PATTERNS]
+        kinds = [k for k in m if k in self.KINDS or k in PATTERNS or k in LIVENESS]
         if len(kinds) != 1:
             raise self.at(line).error(f"property {name} needs exactly one of: "
-                                      f"{', '.join([*self.KINDS, *PATTERNS])}", ", ".join(kinds) or None)
+                                      f"{', '.join([*self.KINDS, *PATTERNS, *LIVENESS])}", ", ".join(kinds) or None)
         key = kinds[0]
-        if key in PATTERNS:
+        if key in PATTERNS or key in LIVENESS:
             return self.pattern(name, key, m, line)
         kind = self.KINDS[key]
         extra = {"terminates_within": {"count"}, "variant": {"bound"}}.get(key, set())
@@ -1080,6 +1102,10 @@ class _Loader:
             body = self.mapping(value, kline, f"precedence of {name}")
             self.keys(body, f"precedence of {name}", {"cause", "effect"}, {"cause", "effect"})
             raw["S"], raw["P"] = (body["cause"], body.line_of("cause")), (body["effect"], body.line_of("effect"))
+        elif key == "response":
+            body = self.mapping(value, kline, f"response of {name}")
+            self.keys(body, f"response of {name}", {"trigger", "response"}, {"trigger", "response"})
+            raw["P"], raw["S"] = (body["trigger"], body.line_of("trigger")), (body["response"], body.line_of("response"))
         elif key == "bounded_existence":
             body = self.mapping(value, kline, f"bounded_existence of {name}")
             self.keys(body, f"bounded_existence of {name}", {"what", "at_most"}, {"what", "at_most"})
@@ -1091,19 +1117,66 @@ class _Loader:
             raw["P"] = (value, kline)
         if "scope" in m:
             p.scope = self.pattern_scope(name, m["scope"], m.line_of("scope"), raw)
-        plan = monitor(key, p.scope, at_most)
+        if key in LIVENESS:     # judged over maximal runs: properties/liveness.py
+            p.kind, plan = "liveness", obligation(key, p.scope)
+        else:
+            plan = monitor(key, p.scope, at_most)
         base = len(self.vars_list) + len(self.monitor_vars)
         mvars = [self.monitor_var(name, mv, base + i) for i, mv in enumerate(plan.vars)]
-        state_names = {n: self.bool_expr(r, self.state_scope, ln, f"{n_what(n)} of {name}")
+        state_names = {n: self.bool_expr(r, self.state_scope, ln, f"{n_what(n, key)} of {name}")
                        for n, (r, ln) in raw.items()}
         act_scope = self.action_scope([])
-        act_names = {n: self.bool_expr(r, act_scope, ln, f"{n_what(n)} of {name}") for n, (r, ln) in raw.items()}
+        act_names = {n: self.bool_expr(r, act_scope, ln, f"{n_what(n, key)} of {name}")
+                     for n, (r, ln) in raw.items()}
         p.expr = self.monitor_expr(plan.ok, state_names, mvars, base, "s", line)
         for i, mv in enumerate(plan.vars):
             self.monitor_assigns.append(Assign(base + i, self.monitor_expr(mv.update, act_names, mvars, base,
                                                                             None, line), line))
         self.monitor_vars += mvars
         return p
+
+    FAIRNESS = ("weak", "strong")
+
+    def fairness(self, raw: Any, line: int) -> list[Fairness]:
+        """`fairness:` a list of `{weak: ACTION}` or `{strong: ACTION, when: EXPR}` (`when` optional
+        on either, over the state the action leaves, the params and the action's own choices)."""
+        if not isinstance(raw, YList):
+            raise self.at(line).error("fairness must be a list of assumptions such as {weak: ACTION} "
+                                      "or {strong: ACTION, when: EXPR}", _short(raw))
+        out = []
+        for k, item in enumerate(raw):
+            found = self.attempt(self.assumption, item, raw.line_of(k))
+            if found is not None:
+                out.append(found)
+        return out
+
+    def assumption(self, raw: Any, line: int) -> Fairness:
+        m = self.mapping(raw, line, "a fairness assumption")
+        strengths = [k for k in self.FAIRNESS if k in m]
+        if len(strengths) != 1:
+            raise self.at(line).error("a fairness assumption needs exactly one of: weak, strong (naming an action)",
+                                      ", ".join(map(str, m)) or None)
+        strength = strengths[0]
+        self.keys(m, "a fairness assumption", {strength, "when"})
+        action, aline = m[strength], m.line_of(strength)
+        if not isinstance(action, str) or action not in self.action_choices:
+            raise self.at(aline).error(f"fairness names an action the spec does not declare "
+                                       f"(actions: {', '.join(self.action_choices)})", _short(action))
+        when = None
+        if "when" in m:
+            when = self.bool_expr(m["when"], self.fairness_scope(action), m.line_of("when"),
+                                  f"the when of fairness for {action}")
+        return Fairness(strength, action, when, line)
+
+    def fairness_scope(self, action: str) -> E.Scope:
+        """A fairness `when`: the action's own scope, its vars read from the state a transition
+        leaves (`b`, as a step expression's are), so it compiles as a step function."""
+        names = {p: b for p, b in self.param_scope.names.items()}
+        for i, v in enumerate(self.vars_list):
+            names[v.name] = E.Binding(v.type, partial(_sub, "b", i), what=f"var {v.name}")
+        for cname, cs in self.action_choices[action]:
+            names[cname] = _choice_binding(cname, cs)
+        return E.Scope(names, self.literals)
 
     def pattern_scope(self, name: str, raw: Any, line: int, out: dict[str, tuple[Any, int]]) -> str:
         """`scope: {before: R}`, `{after: Q}`, `{between: [Q, R]}` or `{after: Q, until: R}`."""
@@ -1297,8 +1370,10 @@ class _Loader:
         return out
 
 
-def n_what(n: str) -> str:
+def n_what(n: str, pattern: str = "") -> str:
     """How an error names a pattern's predicate."""
+    if pattern == "response" and n in ("P", "S"):
+        return {"P": "the trigger", "S": "the response"}[n]
     return {"P": "the predicate", "S": "the cause", "Q": "the scope's start", "R": "the scope's end"}[n]
 
 

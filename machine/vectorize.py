@@ -77,6 +77,7 @@ class VMachine:
     label: Callable[[Arrays], Any] | None
     invariants: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)
     reachables: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)
+    obligations: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)   # liveness: where it is open
     step_props: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # name -> action -> fn
     step_needs: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # rows reading a missing choice
     variants: dict[str, tuple[Callable[[Arrays], Any], int]] = field(default_factory=dict)
@@ -238,6 +239,8 @@ def _attach(vm: VMachine, g: dict[str, Any]) -> None:
             vm.invariants[p.name] = g[f"vprop_{k}"]
         elif p.kind == "reachable":
             vm.reachables[p.name] = g[f"vprop_{k}"]
+        elif p.kind == "liveness":
+            vm.obligations[p.name] = g[f"vprop_{k}"]
         elif p.kind == "variant":
             vm.variants[p.name] = (g[f"vprop_{k}"], m.variants[p.name][1])
         elif p.kind == "step_invariant":
@@ -483,7 +486,7 @@ class _Gen:
         for k, p in enumerate(spec.properties):
             if p.name in m.inactive:
                 continue
-            if p.kind in ("invariant", "reachable", "variant"):
+            if p.kind in ("invariant", "reachable", "variant", "liveness"):
                 out.append(_returning(f"vprop_{k}", ["S"], self.src(present(p.expr).py)))
             elif p.kind == "step_invariant":
                 out += self.step_property(k, p, step_args)

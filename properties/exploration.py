@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from haltproof.machine.compiled import Machine
 
 T_co = TypeVar("T_co", covariant=True)
@@ -119,6 +121,15 @@ class ExploredGraph(Protocol):
     def topological_order(self) -> Sequence[int] | None:
         """The expanded states in an order where every edge among them goes forward, or None
         when they lie on a cycle. A `termination.Peeled` order is level by level."""
+
+    def run_ends(self) -> np.ndarray:
+        """Per expanded state, whether a run ends there: terminal, or a deadlock (as
+        `first_deadlock` calls one). The liveness analyses need every such state."""
+
+    def open_states(self, name: str) -> np.ndarray:
+        """Per state, whether liveness property `name`'s obligation is open there (its
+        monitor's expression, machine/liveness.py); raises what a property expression raises
+        when it cannot be evaluated on some state."""
 
     def cyclic_candidates(self) -> list[int]:
         """Expanded states, ascending, among which every cycle of the explored graph lies

@@ -29,6 +29,8 @@ KIND_TEXT = {     # what "holds" means for each kind: the message of a holding p
     "universality": "every state in its scope satisfies it",
     "precedence": "in its scope, no effect state comes before a cause state",
     "bounded_existence": "in its scope, it holds in at most the bound of separate stretches of states",
+    "existence": "in its scope, every maximal run reaches a state that satisfies it",
+    "response": "in its scope, every trigger state is followed (or met) by a response state on every maximal run",
 }
 BUILTIN_TEXT = {  # the same for the built-in properties
     "domains": "every variable stays inside its declared domain (never clamped or wrapped)",
@@ -112,3 +114,4 @@ class PropertyResult:
     subject: Subject | None = None        # what failed or differs at the trace's end (see Subject)
     value: dict[str, Any] | None = None   # probability / expected: {"value": {min, max}, "exact": {min, max}}
     policy: list[dict[str, Any]] | None = None   # their witness policy: its decision in each state of the trace
+    fairness: list[str] | None = None     # a liveness check: the fairness assumptions its verdict relies on

@@ -235,6 +235,17 @@ def warnings_with_lines(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"message": w, "line": None, "kind": "other"} for w in run.get("warnings", [])]
 
 
+def under_fairness(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's properties that hold only under the spec's fairness assumptions (their
+    `fairness` key): every format names those assumptions, since the proof relies on them."""
+    return [p for p in run.get("properties") or [] if p.get("status") == "holds" and p.get("fairness")]
+
+
+def fairness_text(prop: dict[str, Any]) -> str:
+    """`ends holds under fairness: strong call_tool when outcome == ok`."""
+    return f"{prop['name']} holds under fairness: {', '.join(prop['fairness'])}"
+
+
 def totals_text(report: dict[str, Any]) -> str:
     """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
     c = counts(report["runs"])

@@ -91,6 +91,7 @@ def _trace_summary(prop: dict[str, Any]) -> str:
 def render_github(report: dict[str, Any]) -> str:
     errors: list[tuple[Key, Params, Any]] = []
     warnings: list[tuple[Key, Params, Any]] = []
+    notices: list[tuple[Key, Params, Any]] = []      # proofs that rely on fairness assumptions
     lines: list[str] = []
     for run in report["runs"]:
         file = F.spec_file(run)
@@ -110,6 +111,8 @@ def render_github(report: dict[str, Any]) -> str:
             errors.append((("expect", file), run["params"], (run, None)))
         if verdict == "incomplete":
             errors.append((("incomplete", file), run["params"], (run, None)))
+        for p in F.under_fairness(run):
+            notices.append((("fair", file, p["name"], tuple(p["fairness"])), run["params"], (run, p)))
         for w in F.warnings_with_lines(run):
             # grouped by what is dead; the why may differ between param combinations
             key = ("warning", F.warning_file(run, w), w.get("line"), w.get("summary") or w["message"])
@@ -150,6 +153,11 @@ def render_github(report: dict[str, Any]) -> str:
         lines.append(command("warning", f"{message} (params: {_params_list(entries)})",
                              file=file, line=line, title="haltproof: vacuous" if "vacuous" in message
                              else "haltproof: warning"))
+    for _key, entries in _group(notices):
+        run, p = entries[0][1]
+        at, line = F.finding_location(run, p)
+        lines.append(command("notice", f"{F.fairness_text(p)} (params: {_params_list(entries)})", file=at, line=line,
+                             title="haltproof: proved under fairness"))
     lines.append(f"haltproof: {F.totals_text(report)}")
     return "\n".join(lines) + "\n"
 
@@ -289,6 +297,14 @@ def render_markdown(report: dict[str, Any]) -> str:
                 "Found exactly as the spec's `expect:` declares (the gate passes).", "",
                 "| spec | params | property | message |", "|---|---|---|---|"]
         for run, p in expected:
+            out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
+                       f"{md_code(p['name'])} | {md_cell(p['message'])} |")
+    fair = [(run, p) for run in runs for p in F.under_fairness(run)]
+    if fair:
+        out += ["", "### Proved under fairness", "",
+                "These hold only on the runs that honour the spec's `fairness:` assumptions.", "",
+                "| spec | params | property | message |", "|---|---|---|---|"]
+        for run, p in fair:
             out.append(f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | "
                        f"{md_code(p['name'])} | {md_cell(p['message'])} |")
     weighted = [run for run in runs if run.get("outcomes")]

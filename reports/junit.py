@@ -86,6 +86,8 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
         elif kind == F.UNDECIDED:
             case["kind"] = "skipped"
             case["message"] = f"{p['name']} {p['status']}: {p['message']}"
+        elif p.get("fairness") and p["status"] == "holds":    # the proof relies on them: say so
+            case["out"] = f"{at}  [{run['machine']}]  {F.params_text(params)}\n{F.fairness_text(p)}\n"
         elif kind == F.EXPECTED:
             lines = [f"{at}  [{run['machine']}]  {F.params_text(params)}", F.finding_text(p)]
             table = F.trace_text(p)

@@ -131,6 +131,8 @@ def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
         out.update(p.value)
     if p.policy is not None:
         out["policy"] = p.policy
+    if p.fairness is not None:
+        out["fairness"] = p.fairness
     if p.expected is not None:
         out["expected"] = p.expected
     return out

@@ -189,6 +189,7 @@ def render_sarif(report: dict[str, Any]) -> str:
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
     expected: list[dict[str, Any]] = []
+    fair: list[dict[str, Any]] = []
     for run in report["runs"]:
         file = F.spec_file(run)
         where = f"{run['machine']} ({F.params_text(run['params'])})"
@@ -225,6 +226,10 @@ def render_sarif(report: dict[str, Any]) -> str:
                                    f"scenario {sc['name']} failed in {where}: {sc['message']}",
                                    file, F.scenario_line(run, sc["name"]), f"scenario:{sc['name']}", run,
                                    {"scenario": sc["name"]}))
+        for p in F.under_fairness(run):       # a proof that relies on assumptions names them
+            fair.append({"spec": file, "property": p["name"], "params": run["params"], "fairness": p["fairness"]})
+            notifications.append({"level": "note", "message": {"text": f"{file} {where}: {F.fairness_text(p)}"},
+                                  "locations": [{"physicalLocation": _physical(file, F.property_line(run, p))}]})
         verdict = F.run_verdict(run)
         if verdict == "fail" and not failed_here:
             rules.add(EXPECT_RULE, "expect", "a spec's findings are exactly the ones its expect: declares")
@@ -251,7 +256,8 @@ def render_sarif(report: dict[str, Any]) -> str:
                              "toolExecutionNotifications": notifications}],
             "results": results,
             "properties": {"haltproofSchema": report.get("schema"), "result": report.get("result"),
-                           "runs": len(report["runs"]), "expectedViolations": expected},
+                           "runs": len(report["runs"]), "expectedViolations": expected,
+                           **({"provedUnderFairness": fair} if fair else {})},
         }],
     }
     return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"

@@ -71,6 +71,9 @@ def _run_line(run: dict[str, Any]) -> str:
     if run["warnings"]:
         count = len(run["warnings"])
         out += f", {count} warning{'s' if count != 1 else ''}"
+    relied = list(dict.fromkeys(f for p in F.under_fairness(run) for f in p["fairness"]))
+    if relied:                  # a proof that holds only on fair runs says so on its one line
+        out += f"; under fairness: {', '.join(relied)}"
     return out
 
 

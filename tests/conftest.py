@@ -34,6 +34,14 @@ def cli(capsys):
     return run
 
 
+@pytest.fixture(autouse=True)
+def one_worker_by_default(monkeypatch):
+    """`haltproof check` without -j checks in every core's process; in-process tests keep to
+    this one, so what they patch in haltproof is what runs. tests/test_parallel.py passes -j."""
+    import haltproof.explorer.parallel
+    monkeypatch.setattr(haltproof.explorer.parallel, "default_workers", lambda: 1)
+
+
 # Fixtures shared by several test files come in as plugins, not as imports: ci_reports
 # (`workdir`, `validator`), spec_checks (`check`).
 pytest_plugins = ["pytester", "ci_reports", "spec_checks"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from haltproof.explorer.check import Options, prepare
@@ -117,3 +118,35 @@ def test_the_analyses_never_probe_an_engine() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
                 probes.append(f"{path.name}:{node.lineno}")
     assert probes == []
+
+
+LIVENESS_SPECS = [ROOT / "docs" / "examples" / "agent_liveness.yaml", ROOT / "docs" / "examples" / "retry_loop.yaml",
+                  ROOT / "tests" / "fixtures" / "fairness" / "retry.yaml"]
+
+
+@pytest.mark.parametrize("path", LIVENESS_SPECS + [None],
+                         ids=lambda p: "stuck" if p is None else str(p.relative_to(ROOT)))
+def test_both_engines_answer_the_liveness_methods_alike(path: Path | None) -> None:
+    """run_ends, open_states and the fair bad-run search they feed (properties/liveness.py),
+    on graphs with deadlocks, cycles and liveness monitors; the vector engine keeps its
+    edges, as check does for a liveness pattern."""
+    from haltproof.properties import liveness
+    compared = 0
+    spec = parse_spec(STUCK, "stuck.yaml") if path is None else load_spec(path)
+    for m in _machines(spec):
+        scalar = explore(m, max_states=20_000)
+        vector = explore_vector(vectorize(m), max_states=20_000, keep_edges=True)
+        assert scalar.complete and vector.complete
+        ends = scalar.run_ends()
+        assert ends.tolist() == vector.run_ends().tolist()
+        assert ends.any()
+        masks = {"terminates": ~(np.asarray(scalar.terminal) != 0)}
+        for name in m.obligations:
+            masks[name] = scalar.open_states(name)
+            assert masks[name].tolist() == vector.open_states(name).tolist(), name
+        for name, mask in masks.items():
+            assert liveness.bad_run(scalar, mask, []) == liveness.bad_run(vector, mask, []), name
+            assert (liveness.bad_run(scalar, mask, liveness.assumptions(scalar))
+                    == liveness.bad_run(vector, mask, liveness.assumptions(vector))), name
+        compared += 1
+    assert compared > 0

@@ -215,8 +215,8 @@ def test_patterns_refuse_bound_code_for_now() -> None:
     text = script(["", "P"], "{{absence: {P}}}") + "bind: mymod:Adapter\n"
     with pytest.raises(SpecError) as err:
         parse_spec(text, "test_spec.yaml")
-    assert "test_spec.yaml:13: property patterns (absence, universality, precedence, bounded_existence) " \
-           "are not supported on a spec with bound code yet" in str(err.value)
+    assert "test_spec.yaml:13: property patterns (absence, universality, precedence, bounded_existence, " \
+           "existence, response) are not supported on a spec with bound code yet" in str(err.value)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

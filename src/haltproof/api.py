@@ -22,7 +22,8 @@ from haltproof.machine.usercode import OutOfTime
 
 from haltproof.reports import report
 from haltproof.reports.text import render_text
-from haltproof.explorer.check import Options, RunResult, check_machine, check_spec, prepare_python
+from haltproof.explorer.check import Options, RunResult, prepare, prepare_python
+from haltproof.explorer.parallel import Batch, Source, check_batches, default_workers, model_source
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Report:
 def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
-          model: bool = False, determinism: str = "auto", paths: int = 1) -> Report:
+          model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1) -> Report:
     """Check a YAML spec (a path) or a `haltproof.machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
@@ -65,19 +66,25 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     a positive number of bytes or a size such as "512M" (ValueError otherwise); each
     `params` value, or a non-empty list of distinct values, of the param's declared kind and
     range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
-    line's `--determinism` and `--paths` (bound code only; docs/binding.md).
+    line's `--determinism` and `--paths` (bound code only; docs/binding.md). `workers` is the
+    command line's `-j`: the runs of a sweep checked in that many processes, with the same
+    report (default 1, in this process; None: every core; docs/scaling.md).
 
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
     import, creating the adapter or model), there is no report: TimeoutError."""
     options = Options(pins={} if params is None else params, properties=properties,
                       max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model,
-                      determinism=determinism, paths=paths)
+                      determinism=determinism, paths=paths,
+                      workers=default_workers() if workers is None else workers)
     try:
         with usercode.deadline(options.timeout):
             if isinstance(spec, type):
-                return Report([check_machine(m, options) for m in prepare_python(spec, options)])
-            return Report(check_spec(load_spec(spec), options))
+                batch = Batch(model_source(spec), prepare_python(spec, options), options)
+            else:
+                loaded = load_spec(spec)
+                batch = Batch(Source(path=loaded.path), prepare(loaded, options), options)
+            return Report(check_batches([batch], options.workers))
     except OutOfTime as stop:
         raise TimeoutError(f"haltproof: the timeout of {options.timeout:g} s passed while "
                            f"{stop.doing or 'running the user code'}; nothing was checked") from None

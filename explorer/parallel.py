@@ -1,0 +1,312 @@
+"""Checking the runs of a sweep at once, in worker processes (`-j N`) or on a Dask cluster (`--dask`).
+
+A run is one spec at one param combination. Runs share nothing, so a sweep's runs (and
+the specs of a directory) can be checked concurrently; what must not change is the report.
+So the caller validates and prepares every run first, in its own process, exactly as a
+serial check does (every user error is exit 2 before anything is explored), and each run is
+then rebuilt in a worker from a `Job`: where its spec comes from (a YAML file, or a Python
+model's `module:Class`), its params and the options. The worker imports the user's code
+itself (the `spawn` start method: nothing of the parent's state leaks in), checks the one
+run with `check_machine`, and sends the RunResult back; results are put back in the
+serial order, with the parent's own Spec and Machine objects in them, so every report
+reads them as if the parent had checked them.
+
+Faults:
+- The whole check keeps one deadline (`--timeout`): each job carries its wall-clock end,
+  and the worker checks under whatever is left of it, as a serial run does.
+- A worker process that dies (killed, `os._exit` in user code, out of memory) breaks the
+  pool; the runs it had started are charged one attempt and everything unfinished is
+  submitted again to a fresh pool. A run charged MAX_ATTEMPTS times is not tried again:
+  it is reported `incomplete` (stopped_by "workers_lost"), never dropped.
+- Any other error in a worker (a SpecError, OutOfTime while importing the user's code, a
+  bug) is raised in the parent: the one of the first run in serial order, as a serial
+  check would have raised it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from multiprocessing.queues import SimpleQueue
+from typing import Any
+
+from haltproof.machine import usercode
+from haltproof.machine.compiled import CompiledSpec, Machine
+from haltproof.machine.pymodel import load_model_ref
+from haltproof.machine.spec import Spec, load_spec, present
+from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.vectorize import vectorize
+from haltproof.properties.kinds import UNKNOWN, PropertyResult
+
+from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
+from .engine import Exploration
+
+MAX_ATTEMPTS = 3          # times a run may be in a worker that dies before it is reported lost
+LOST = "workers_lost"     # a run's stopped_by when every attempt to check it lost its worker
+# The per-edge and per-state columns an exploration may recompute on demand (engine.attach_lazy):
+# written out as lists before the exploration travels, since what recomputes them cannot.
+LAZY_COLUMNS = ("via_action", "via_combo", "via_rule", "e_action", "e_combo", "e_rule")
+DoneFn = Callable[[int, int], None]     # runs finished, runs in all
+
+
+def default_workers() -> int:
+    """`-j`'s default: every core of this machine."""
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a worker finds a run's spec again: a YAML spec file, or a Python model's
+    `module:Class` (importable in the worker as it is here)."""
+
+    path: str | None = None
+    model: str | None = None
+
+    def machines(self, options: Options) -> list[Machine]:
+        """Load and prepare the spec's runs for `options` (the pins of one combination), running
+        the user's code (bound adapter, model) within the deadline in force, as `prepare` does."""
+        if self.model is not None:
+            cls = usercode.run(load_model_ref, self.model)
+            return prepare_python(cls, options)
+        assert self.path is not None, "a source is a spec file or a model"
+        spec, compiled = _compiled(self.path)
+        return prepare(spec, options, compiled)
+
+
+def model_source(cls: type) -> Source | None:
+    """A Python model class as a Source, or None when a worker could not import it by name
+    (a class made inside a function, or in a module that is not importable)."""
+    ref = f"{cls.__module__}:{cls.__qualname__}"
+    if "<" in cls.__qualname__ or "." in cls.__qualname__ or cls.__module__ == "__main__":
+        return None
+    try:
+        same: type = load_model_ref(ref)
+    except Exception:       # anything the import raises: then the run stays in this process
+        return None
+    return Source(model=ref) if same is cls else None
+
+
+_SPECS: dict[str, tuple[Spec, CompiledSpec]] = {}   # a worker's loaded and compiled specs, by path
+
+
+def _compiled(path: str) -> tuple[Spec, CompiledSpec]:
+    """The spec at `path`, loaded and compiled once per worker process (as a serial check
+    compiles each spec once for all its combinations)."""
+    if path not in _SPECS:
+        spec = load_spec(path)
+        _SPECS[path] = spec, CompiledSpec(spec)
+    return _SPECS[path]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run as a worker rebuilds it: its source, its one param combination and the options
+    (progress left out: it writes to the parent's terminal); `end` is the whole check's deadline
+    as a wall-clock time (time.time()), None without one."""
+
+    index: int
+    source: Source
+    params: dict[str, Any]
+    options: Options
+    end: float | None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The prepared runs of one spec, where a worker finds that spec, and the options to check
+    them with. `source` None: the runs can only be checked in this process."""
+
+    source: Source | None
+    machines: list[Machine]
+    options: Options
+
+
+def jobs_of(batches: Sequence[Batch]) -> tuple[list[Job], list[Machine]]:
+    """Every run as a Job, in serial order, and the parent's Machine for each."""
+    left = usercode.remaining()
+    end = None if left is None else time.time() + left
+    jobs: list[Job] = []
+    machines: list[Machine] = []
+    for b in batches:
+        assert b.source is not None, "only runs a worker can rebuild become jobs"
+        for m in b.machines:
+            jobs.append(Job(len(jobs), b.source, dict(m.params), replace(b.options, pins=dict(m.params),
+                                                                           progress=None), end))
+            machines.append(m)
+    return jobs, machines
+
+
+_STARTED: SimpleQueue[int] | None = None    # a local worker's line to its parent (see LocalPool)
+
+
+def _hear_starts(started: SimpleQueue[int]) -> None:
+    """A local worker's initializer: where `run_job` says which run it takes in hand."""
+    global _STARTED
+    _STARTED = started
+
+
+def run_job(job: Job) -> bytes:
+    """A worker's whole task: rebuild the run, check it, and return it pickled, its kept
+    exploration without the machine (the parent puts its own spec and machine back, `restore`).
+    A local worker says first which run it takes, so the parent knows what a dying worker held.
+
+    The whole check's deadline holds here too, the worker's own import of the user's code
+    included: when it passes before the run could be rebuilt, the run comes back as a
+    `late` marker, and the parent reports it incomplete (see `restore`)."""
+    if _STARTED is not None:
+        _STARTED.put(job.index)
+    left = None if job.end is None else max(1e-6, job.end - time.time())
+    with usercode.deadline(left):
+        try:
+            (m,) = job.source.machines(job.options)
+        except OutOfTime as stop:
+            return pickle.dumps(("late", stop.doing))
+        result = check_machine(m, job.options)
+    return pickle.dumps(("done", _detached(result)))
+
+
+def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[str, Any] | None]:
+    """The result without what cannot travel: the kept exploration's machine, numpy machine and
+    recomputing columns (closures over compiled code); those columns are written out instead."""
+    ex = r.exploration
+    if ex is None:
+        return r, None, None
+    state = {k: v for k, v in vars(ex).items() if k not in ("machine", "vm")}
+    for name in LAZY_COLUMNS:
+        state[name] = list(getattr(ex, name))
+    return replace(r, exploration=None), type(ex), state
+
+
+def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
+    """A worker's result with the parent's own spec and machine in it (reports read them by identity)."""
+    kind, sent = pickle.loads(blob)
+    if kind == "late":
+        doing = f" while {sent}" if sent else ""
+        return lost_run(m, options, f"the --timeout passed{doing} in the worker process, before the run started",
+                        stopped_by="timeout")
+    r, cls, state = sent
+    assert isinstance(r, RunResult), "a worker sends a RunResult"
+    r.spec = m.spec
+    if cls is not None and state is not None:
+        ex = cls.__new__(cls)
+        ex.__dict__.update(state)
+        ex.machine = m
+        if "vm" in getattr(cls, "__annotations__", {}):     # the vector engine's: rebuilt, it is cheap
+            ex.vm = vectorize(m)
+        r.exploration = ex
+    return r
+
+
+def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST) -> RunResult:
+    """An `incomplete` run for a combination no worker finished (lost with its workers, or the
+    deadline passed before it started): nothing decided, and why."""
+    spec = m.spec
+    selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
+    props = [PropertyResult(n, "builtin", UNKNOWN, f"not decided: {why}") for n in judged_builtins(m)]
+    for p in spec.properties:
+        if p.name in selected - m.inactive:
+            r = PropertyResult(p.name, p.kind if p.pattern is None else present(p.pattern), UNKNOWN,
+                               f"not decided: {why}", line=p.line)
+            r.description, r.file = p.description, p.file
+            props.append(r)
+    stats = {"states": 0, "transitions": 0, "terminal_states": 0, "max_depth": 0, "seconds": 0.0}
+    return RunResult(spec, m.params, stats, props, {"rules": {}, "terminals": {}}, [], [], stopped_by,
+                     None if spec.expect_violated is None else False,
+                     f"code: {m.bound_to}" if m.bound_to else "model", stop_reason=f"not checked: {why}")
+
+
+def check_batches(batches: Sequence[Batch], workers: int, done: DoneFn | None = None) -> list[RunResult]:
+    """Every run of every batch, in serial order, checked in up to `workers` local processes
+    (one worker, one run, or a run no worker can rebuild: all in this process, as before)."""
+    total = sum(len(b.machines) for b in batches)
+    if workers <= 1 or total <= 1 or any(b.source is None for b in batches):
+        out: list[RunResult] = []
+        for b in batches:
+            for m in b.machines:
+                out.append(check_machine(m, b.options))
+                if done is not None:
+                    done(len(out), total)
+        return out
+    jobs, machines = jobs_of(batches)
+    return LocalPool(workers).run(jobs, machines, done)
+
+
+class LocalPool:
+    """Jobs in up to `workers` spawned processes. A pool broken by a dying worker is replaced; the
+    runs that worker may have held are then retried one at a time, so only the run that kills
+    its worker is charged for it."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.context = multiprocessing.get_context("spawn")
+
+    def run(self, jobs: list[Job], machines: list[Machine], done: DoneFn | None) -> list[RunResult]:
+        results: dict[int, RunResult] = {}
+        errors: dict[int, BaseException] = {}
+        attempts = dict.fromkeys(range(len(jobs)), 0)
+        pending = list(jobs)
+        while pending:
+            suspects = [j for j in pending if attempts[j.index]]
+            died = self._round(suspects or pending, 1 if suspects else self.workers, machines, results,
+                               errors, lambda: done(len(results), len(jobs)) if done is not None else None)
+            for i in died:
+                attempts[i] += 1
+            first_error = min(errors, default=len(jobs))    # serial order stops at the first error
+            pending = [j for j in pending if j.index not in results and j.index < first_error]
+            for j in [j for j in pending if attempts[j.index] >= MAX_ATTEMPTS]:
+                results[j.index] = lost_run(machines[j.index], j.options,
+                                            f"the worker process checking it died {MAX_ATTEMPTS} times")
+                pending.remove(j)
+        if errors:
+            raise errors[min(errors)]
+        return [results[i] for i in range(len(jobs))]
+
+    def _round(self, jobs: list[Job], workers: int, machines: list[Machine], results: dict[int, RunResult],
+               errors: dict[int, BaseException], tick: Callable[[], None]) -> set[int]:
+        """Submit `jobs` to a fresh pool of `workers` and collect what comes back; returns the runs
+        a worker had in hand when the pool broke (none when it did not)."""
+        started: SimpleQueue[int] = self.context.SimpleQueue()
+        pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=self.context,
+                                   initializer=_hear_starts, initargs=(started,))
+        broken = False
+        in_hand: set[int] = set()
+        try:
+            futures: dict[Future[bytes], int] = {pool.submit(run_job, j): j.index for j in jobs}
+            options = {j.index: j.options for j in jobs}
+            waiting = set(futures)
+            while waiting:
+                finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                _drain(started, in_hand)        # read as they come: a full pipe would stop the workers
+                for fut in sorted(finished, key=futures.__getitem__):
+                    i = futures[fut]
+                    if fut.cancelled():
+                        continue
+                    exc = fut.exception()
+                    if isinstance(exc, BrokenProcessPool):
+                        broken = True
+                    elif exc is not None:
+                        errors[i] = exc
+                        for later, k in futures.items():     # a serial check would not run them
+                            if k > i:
+                                later.cancel()
+                    else:
+                        results[i] = restore(fut.result(), machines[i], options[i])
+                        tick()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if not broken:
+            return set()
+        _drain(started, in_hand)
+        return {i for i in in_hand if i not in results and i not in errors}
+
+
+def _drain(started: SimpleQueue[int], into: set[int]) -> None:
+    """Every run index the workers have said they took, so far."""
+    while not started.empty():
+        into.add(started.get())
