@@ -26,7 +26,7 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, Spec, declared_at, present
+from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import liveness as L
@@ -35,6 +35,7 @@ from haltproof.properties import vacuity
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Trace
 
+from . import acknowledged
 from .chances import Chances, first_chance_error
 from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, first_count_error,
                      trace_length)
@@ -348,10 +349,12 @@ def check_machine(m: Machine, options: Options) -> RunResult:
 
 def judged_builtins(m: Machine) -> tuple[str, ...]:
     """The built-ins a run judges: a bound spec explored with `--model` runs none of its code,
-    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"."""
-    if m.spec.bind and not m.bound_to:
-        return tuple(n for n in m.spec.builtins if n not in CODE_BUILTINS)
-    return m.spec.builtins
+    so the code's built-ins (bound_code, code_matches_spec) are left out, never "holds"; and
+    `declared_unreachable` only where some `unreachable_when` holds for the run's params."""
+    skip = set(CODE_BUILTINS) if m.spec.bind and not m.bound_to else set()
+    if not m.acknowledged:
+        skip.add(DECLARED_BUILTIN)
+    return tuple(n for n in m.spec.builtins if n not in skip)
 
 
 def _check_machine(m: Machine, options: Options) -> RunResult:
@@ -363,6 +366,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
     spec_errors = [n for n in spec.builtins if n in ex.findings]
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
+    if m.acknowledged:
+        acknowledged.note_reached(ex, m)  # after too: reaching a declared-unreachable part cuts nothing short
     try:
         _note_count_errors(ex, selected)  # an error there cuts no exploration short
     except OutOfTime as stop:             # a Python model's counts and measures are its code
@@ -436,8 +441,10 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
+        _past_note(p, ex, r)
     elif p.kind == "reachable":
         r = _reachable(ex, p.name, why)
+        _past_note(p, ex, r)
     elif p.kind == "terminates":
         r = _terminates(ex, graph, p.name, why_end)
     elif p.kind in ("probability", "expected"):
@@ -683,6 +690,18 @@ def monitor_states(ex: Exploration) -> str:
     else:
         plain = len({tuple(s[i] for i in user) for s in states})
     return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
+
+
+def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
+    """A decided property with past-time operators (machine/pasttime.py) says how many of the
+    explored states only its own monitors tell apart: what the operators cost."""
+    if not p.past or r.status == UNKNOWN:
+        return
+    spec = ex.machine.spec
+    others = [i for i, v in enumerate(spec.vars) if v.monitor != p.name]
+    plain = len({tuple(s[i] for i in others) for s in ex.states})
+    r.message += (f"; its past-time monitors ({p.past} var{'s' if p.past > 1 else ''}) added "
+                  f"{len(ex.states) - plain} of the {len(ex.states)} states explored")
 
 
 def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:

@@ -226,6 +226,8 @@ def transitions_from(m: Machine, s: State) -> list[tuple[int, int, str | None, S
             continue
         for ci, combo in enumerate(act.combos):
             try:
+                if act.admit is not None and act.admit(s, *combo) is not None:
+                    continue
                 t, r = act.step(s, *combo)
             except _ERRORS:
                 continue
@@ -244,7 +246,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
     walked here."""
     m = ex.machine
     spec = m.spec
-    made = [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
+    made = [(a.name, a.always_made) for a in spec.actions]
     fns = [(f"count of {p.name}", Subject("count", p.name), m.counts[p.name]) for p in spec.properties
            if p.name in m.counts and (spec.python or can_fail(present(p.count), made))]
     fns += [(f"measure {ms.name}", Subject("measure", ms.name), m.measures[ms.name]) for ms in spec.measures
@@ -745,9 +747,13 @@ def _plain_transitions(x: _Sweep, i: int, act: CompiledAction, kept: list[tuple[
     m, ex = x.m, x.ex
     states, index, depth = ex.states, ex.index, ex.depth
     s, d_next = states[i], depth[i] + 1
-    from_code, step_checks, step = x.from_code, x.step_checks, act.step
+    from_code, step_checks, step, admit = x.from_code, x.step_checks, act.step, act.admit
     for ci, combo in enumerate(act.combos):
         try:
+            if admit is not None and admit(s, *combo) is not None:
+                for k, (name, _) in enumerate(x.independents):     # absent here: an outcome too
+                    _same(seen_outcomes[k], (kept[k], act.index, ci), None, i, None, name, x.fail, m)
+                continue
             t, r = step(s, *combo)
         except _ERRORS as exc:
             x.step_error(i, act.index, ci, exc)

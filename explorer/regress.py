@@ -323,6 +323,9 @@ def _evaluates(m: Machine, run: Replayed, subject: Subject) -> str:
         ci = combo_index(act, subject.choices or {})
         if ci is None:
             return f"action {name} no longer has these choices"
+        why = evaluate(m, after, subject, act.admit, last, *act.combos[ci]) if act.admit is not None else None
+        if why is not None:
+            return f"action {name} with these choices is no longer possible at the end of the run: {why}"
         evaluate(m, after, subject, act.step, last, *act.combos[ci])
         return f"action {name} with these choices now evaluates at the end of the run"
     if check == "property" and (name in m.invariants or name in m.reachables):

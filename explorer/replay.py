@@ -117,7 +117,12 @@ def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str,
         if ci is None:
             out.problem = f"step {n}: {_choices_text(choices)} is not a choice of action {aname} ({_offers(act)})"
             return False
-        nxt, rule = evaluate(m, n, Subject("action", aname, dict(choices)), act.step, state, *act.combos[ci])
+        doing = Subject("action", aname, dict(choices))
+        why = evaluate(m, n, doing, act.admit, state, *act.combos[ci]) if act.admit is not None else None
+        if why is not None:
+            out.problem = f"step {n}: {_choices_text(choices)} is not a choice of action {aname} here: {why}"
+            return False
+        nxt, rule = evaluate(m, n, doing, act.step, state, *act.combos[ci])
         bad = m.domain_error(nxt)
         out.steps.append(Step(m.state_dict(nxt), aname, dict(choices), rule))
         out.states.append(nxt)
@@ -193,7 +198,7 @@ def _offers(act: Any) -> str:
         return "it chooses nothing"
     parts = []
     for name in act.choice_names:
-        values = list(dict.fromkeys(value_text(lab[name]) for lab in act.labels))
+        values = list(dict.fromkeys(value_text(lab[name]) for lab in act.labels if name in lab))
         more = f", ... ({len(values)} values)" if len(values) > 8 else ""
         parts.append(f"{name} in {{{', '.join(values[:8])}{more}}}")
     return "it chooses " + ", ".join(parts)
@@ -203,7 +208,7 @@ def _display(value: Any, bare_choice: bool, act: Any, ci: int) -> str:
     """A replay line's value; a bare record choice shows the whole record as JSON."""
     if bare_choice:
         for cname, item in zip(act.choice_names, act.combos[ci]):
-            if item[0] == value and cname in act.record_fields:
+            if cname in act.labels[ci] and item[0] == value and cname in act.record_fields:
                 return json.dumps({"name": value, **dict(zip(act.record_fields[cname], item[1:]))})
     return value_text(value)
 

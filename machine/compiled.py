@@ -26,7 +26,7 @@ from . import astgen as A
 from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
-from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, negative_bound, present, shown_path
+from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, Unreachable, negative_bound, present, shown_path
 from .inputs import value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
@@ -65,9 +65,24 @@ class MissingChoice:
                         "does not make (guard it with action == ...)")
 
 
+class AbsentChoice(MissingChoice):
+    """A conditional choice (`when:`) that a transition does not make: its combination's item.
+    Reading it is the error of reading a choice the action does not make."""
+
+    __slots__ = ()
+
+    def __getitem__(self, _index: int) -> Any:
+        raise EvalError(f"the expression reads choice {self.name}, which action {self.action} "
+                        "does not make in this transition (its when: is false)")
+
+
+def _absent(item: object) -> bool:
+    return type(item) is AbsentChoice
+
+
 def _made(spec: Spec) -> list[tuple[str, set[str]]]:
-    """Each action with the choices it makes."""
-    return [(a.name, {c for c, _ in a.choices}) for a in spec.actions]
+    """Each action with the choices every transition of it makes."""
+    return [(a.name, a.always_made) for a in spec.actions]
 
 
 @dataclass
@@ -81,6 +96,13 @@ class CompiledAction:
     step_args: list[tuple[Any, ...]]                    # per combination: every spec choice, missing ones as sentinels
     choice_names: list[str]
     record_fields: dict[str, list[str]] = field(default_factory=dict)   # record choices: field names
+    # conditional choices: (state, *combo) -> None when the combination is possible in the state,
+    # else why not; None for an action without conditional choices (every combination always is)
+    admit: Callable[..., str | None] | None = None
+
+    def possible(self, s: State, ci: int) -> bool:
+        """Whether combination ci is a transition from s (its `when:`s hold); may raise EVAL_ERRORS."""
+        return self.admit is None or self.admit(s, *self.combos[ci]) is None
 
 
 @dataclass
@@ -116,6 +138,8 @@ class Machine:
     drift: Callable[[], tuple[Any, ...] | None] | None = None   # bound: where code and stages first disagree
     determinism: Callable[[], dict[str, Any]] | None = None    # bound: how determinism was checked, its cost
     representatives: Callable[[], dict[str, dict[str, dict[str, int]]]] | None = None   # bound: values per class
+    # the `unreachable_when` declarations that hold for these params, keyed as Spec.unreachables
+    acknowledged: dict[tuple[Any, ...], Unreachable] = field(default_factory=dict)
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
 
@@ -161,7 +185,8 @@ class CompiledSpec:
         inits = at.inits(bounds)
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
                              "_NoRule": _NoRule, "_len": len, "_enumerate": enumerate,
-                             "_ERR": EVAL_ERRORS, "_STOP": (MemoryError, OutOfTime), **at.pns}
+                             "_ERR": EVAL_ERRORS, "_STOP": (MemoryError, OutOfTime), "_absent": _absent,
+                             **at.pns}
         for i, b in enumerate(bounds):
             if b is not None:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
@@ -171,6 +196,7 @@ class CompiledSpec:
                     g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g),
                     source=self.generated)
         at.properties(m, g)
+        m.acknowledged = {key: u for key, u in spec.unreachables() if at.value(u.when, u.line)}
         for k, ms in enumerate(spec.measures):
             m.measures[ms.name] = g[f"measure_{k}"]
         for ai, a in enumerate(spec.actions):
@@ -250,21 +276,24 @@ class _Params:
 
     def action(self, ai: int, a: Action, g: dict[str, Any]) -> CompiledAction:
         """Action `a` with its choice combinations (at most MAX_PRODUCT) and functions."""
-        items_per_choice = []
+        items_per_choice: list[Sequence[tuple[Any, ...] | AbsentChoice]] = []
         for cname, cs in a.choices:
             items = _choice_items(cs, self.value)
             if _count(items) == 0:
                 raise self.fail(cs.line, f"choice {cname} of action {a.name} is an empty set")
             items_per_choice.append(items)
-        sizes = [_count(items) for items in items_per_choice]
+        sizes = [_count(items) + (cs.when is not None) for items, (_, cs) in zip(items_per_choice, a.choices)]
         if math.prod(sizes) > MAX_PRODUCT:
             widest = max(range(len(sizes)), key=sizes.__getitem__)
             raise self.fail(a.choices[widest][1].line, f"action {a.name} makes {math.prod(sizes):,} "
                                                        f"choice combinations per step, more than the "
                                                        f"limit of {MAX_PRODUCT:,}")
+        for k, (cname, cs) in enumerate(a.choices):
+            if cs.when is not None:           # a conditional choice may be absent from a transition
+                items_per_choice[k] = [*items_per_choice[k], AbsentChoice(cname, a.name)]
         combos = list(itertools.product(*items_per_choice))
         names = [c for c, _ in a.choices]
-        labels = [{n: item[0] for n, item in zip(names, combo)} for combo in combos]
+        labels = [{n: item[0] for n, item in zip(names, combo) if not _absent(item)} for combo in combos]
         step_args = []
         for combo in combos:
             mine = dict(zip(names, combo))
@@ -272,7 +301,7 @@ class _Params:
         fields = {c: [f for f, _ in sorted(cs.fields.items(), key=lambda kv: kv[1][1])]
                   for c, cs in a.choices if cs.kind == "records"}
         return CompiledAction(a.name, ai, g.get(f"guard_{ai}"), g[f"step_{ai}"], combos,
-                              labels, step_args, names, fields)
+                              labels, step_args, names, fields, g.get(f"admit_{ai}"))
 
     def properties(self, m: Machine, g: dict[str, Any]) -> None:
         """Each property active for these params, with its function and evaluated bound."""
@@ -332,7 +361,7 @@ class _Items(Sequence[Combo]):
         return (self.values[i],)
 
 
-def _count(items: Sequence[Combo]) -> int:
+def _count(items: Sequence[object]) -> int:
     return value_count(items.values) if isinstance(items, _Items) else len(items)
 
 
@@ -405,6 +434,8 @@ class _ModuleBuilder:
             if a.guard is not None:
                 out.append(self.returning(f"guard_{ai}", ["s"], a.guard, a.guard.line or a.line))
             out.append(self.step(ai, a))
+            if a.conditional:
+                out.append(self.admit(ai, a))
         out += [self.conds(ai, a) for ai, a in enumerate(spec.actions) if a.decide is not None]
         out += self.terminal()
         out.append(self.domain_error())
@@ -469,6 +500,36 @@ class _ModuleBuilder:
         state = A.tuple_of([A.load(f"v_{i}") for i in range(len(self.spec.vars))])
         body.append(ast.Return(A.tuple_of([state, A.load("r")])))
         return self.function(f"step_{ai}", ["s"] + [f"c_{c}" for c, _ in a.choices], body)
+
+    def admit(self, ai: int, a: Action) -> ast.FunctionDef:
+        """`admit_i(s, choices...)`: None when the combination is a transition from s, else why
+        not: a conditional choice is made exactly where its `when:` holds (absent elsewhere),
+        and a value with a `when:` is possible only where it holds. Choices in declared order,
+        so a `when:` reading an earlier, absent choice fails as any read of a missing choice."""
+        body: list[ast.stmt] = [self.unpack()]
+        for cname, cs in a.choices:
+            if not cs.conditional:
+                continue
+            var = A.load(f"c_{cname}")
+            made: list[ast.stmt] = []
+            absent: list[ast.stmt] = []
+            if cs.when is not None:
+                when, line = A.inline(cs.when), cs.when.line or cs.line
+                absent.append(self.at(ast.If(when, [ast.Return(A.const(
+                    f"choice {cname} is made here ({cs.when.text} holds): give its value"))], []), line))
+                made.append(self.at(ast.If(A.negate(A.inline(cs.when)), [ast.Return(A.const(
+                    f"choice {cname} is not made here ({cs.when.text} is false)"))], []), line))
+            for label, vw in cs.value_when.items():
+                same = ast.Compare(ast.Subscript(var, A.const(0), ast.Load()), [ast.Eq()], [A.const(label)])
+                refuse = ast.If(A.negate(A.inline(vw)), [ast.Return(A.const(
+                    f"value {label} of choice {cname} is not possible here ({vw.text} is false)"))], [])
+                made.append(ast.If(same, [self.at(refuse, vw.line or cs.line)], []))
+            if cs.when is None:
+                body += made
+            else:
+                body.append(ast.If(A.call(A.load("_absent"), A.load(f"c_{cname}")), absent, made))
+        body.append(ast.Return(A.const(None)))
+        return self.function(f"admit_{ai}", ["s"] + [f"c_{c}" for c, _ in a.choices], body)
 
     def conds(self, ai: int, a: Action) -> ast.FunctionDef:
         """`conds_i(s, choices...)`: each rule's `when` of the action's decide table, on the

@@ -90,15 +90,25 @@ class Binding:
     refuse: str | None = None   # using this name is an error with this message
 
 
+# A past-time operator's call, checked: (operator name, its checked arguments as (type, AST), the
+# call's text) ->
+# the type and AST of its value in the current state. Raises ValueError for a use it cannot
+# compile (the message is reported at the call). See machine/pasttime.py.
+PastTime = Callable[[str, list[tuple["Type", ast.expr]], str], tuple["Type", ast.expr]]
+PAST_OPERATORS = {"once": 1, "historically": 1, "previous": 1, "since": 2}   # name -> number of arguments
+
+
 @dataclass
 class Scope:
-    """The names an expression may use, plus the enum values usable unquoted."""
+    """The names an expression may use, plus the enum values usable unquoted, and (in a state
+    property) how its past-time operators compile."""
 
     names: dict[str, Binding]
     literals: frozenset[str] = frozenset()
+    past: PastTime | None = None
 
     def extended(self, more: dict[str, Binding]) -> Scope:
-        return Scope({**self.names, **more}, self.literals)
+        return Scope({**self.names, **more}, self.literals, self.past)
 
 
 @dataclass(frozen=True)
@@ -392,8 +402,11 @@ class _Checker:
         return typ, ast.IfExp(test=test, body=bpy, orelse=opy)
 
     def v_Call(self, node: ast.Call) -> tuple[Type, ast.expr]:
+        if isinstance(node.func, ast.Name) and node.func.id in PAST_OPERATORS:
+            return self.past_call(node, node.func.id)
         if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
-            raise self.fail(node, "only min(), max() and abs() may be called")
+            raise self.fail(node, "only min(), max() and abs() may be called (and once(), historically(), "
+                                  "previous(), since() in an always or reachable property)")
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise self.fail(node, "call with plain positional arguments only")
         name = node.func.id
@@ -403,6 +416,23 @@ class _Checker:
             raise self.fail(node, f"{name}() takes two or more arguments")
         args = [self.expect(a, INT, f"an argument of {name}()") for a in node.args]
         return INT, ast.Call(func=ast.Name(name, ast.Load()), args=args, keywords=[])
+
+    def past_call(self, node: ast.Call, name: str) -> tuple[Type, ast.expr]:
+        """A past-time operator: its arguments checked here, compiled by the scope's `past`."""
+        if self.scope.past is None:
+            raise self.fail(node, f"{name}() is a past-time operator: only an always or reachable "
+                                  "property may use it")
+        want = PAST_OPERATORS[name]
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) != want:
+            raise self.fail(node, f"{name}() takes exactly {want} plain argument{'s' if want > 1 else ''}")
+        if name == "previous":
+            args = [self.visit(node.args[0])]
+        else:
+            args = [(BOOL, self.expect(a, BOOL, f"an argument of {name}()")) for a in node.args]
+        try:
+            return self.scope.past(name, args, ast.get_source_segment(self.src, node) or name)
+        except ValueError as exc:
+            raise self.fail(node, str(exc)) from None
 
     def v_Tuple(self, node: ast.Tuple) -> tuple[Type, ast.expr]:
         raise self.fail(node, "tuples are only allowed after 'in'")

@@ -24,6 +24,7 @@ from .errors import Located, Problem, SpecError
 from .inputs import TooLarge, read_bounded, shown_value, too_large, value_count
 from .outcomes import Outcome, VarShape, parse_raises
 from .liveness import LIVENESS, obligation
+from .pasttime import PastTimeMonitors, PastVar
 from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
@@ -31,6 +32,7 @@ from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
 BUILTIN_PROPERTIES = ("domains", "well_defined")
+DECLARED_BUILTIN = "declared_unreachable"    # of specs with `unreachable_when` declarations
 CODE_BUILTINS = ("bound_code", "code_matches_spec")      # built-ins of specs bound to code
 
 
@@ -129,6 +131,17 @@ class Var:
 
 
 @dataclass
+class Unreachable:
+    """`unreachable_when: PARAM_EXPR` + `because: TEXT` on a rule, action, terminal value or
+    choice value: for the params where it holds, that part is expected never to be reached, so
+    its vacuity warning is silenced, and reaching it is a finding (`declared_unreachable`)."""
+
+    when: E.Expr                   # over params
+    because: str
+    line: int
+
+
+@dataclass
 class ChoiceSet:
     """A finite set the environment (or an adversary) picks from at each step."""
 
@@ -141,6 +154,17 @@ class ChoiceSet:
     hi: E.Expr | None = None
     line: int = 0
     file: str | None = None
+    when: E.Expr | None = None     # a conditional choice: made only where this holds (else absent)
+    value_when: dict[Any, E.Expr] = field(default_factory=dict)   # label -> where that value is possible
+    # the loader's: the `when:` texts and lines (key None: the choice's own) before they are checked
+    raw_when: dict[Any, tuple[Any, int]] = field(default_factory=dict, compare=False, repr=False)
+    value_unreachable: dict[Any, Unreachable] = field(default_factory=dict, compare=False)   # label -> declaration
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the choice or one of its values carries a `when:` (the set of transitions
+        then depends on the state: machine/compiled.py's `admit`)."""
+        return self.when is not None or bool(self.value_when)
 
     def labels(self) -> list[Any]:
         """The names that traces and scenarios use for the items."""
@@ -167,6 +191,7 @@ class Rule:
     then: E.Expr
     line: int
     file: str | None = None
+    unreachable: Unreachable | None = None
 
 
 @dataclass
@@ -185,10 +210,20 @@ class Action:
     line: int
     file: str | None = None
     raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
+    unreachable: Unreachable | None = None
 
     @property
     def decide(self) -> DecideStage | None:
         return next((s for s in self.stages if isinstance(s, DecideStage)), None)
+
+    @property
+    def always_made(self) -> set[str]:
+        """The choices every transition of the action makes (a conditional one may be absent)."""
+        return {c for c, cs in self.choices if cs.when is None}
+
+    @property
+    def conditional(self) -> bool:
+        return any(cs.conditional for _, cs in self.choices)
 
 
 @dataclass
@@ -198,6 +233,7 @@ class Terminal:
     values: list[E.Value] = field(default_factory=list)
     line: int = 0
     file: str | None = None
+    value_unreachable: dict[Any, Unreachable] = field(default_factory=dict)   # label value -> declaration
 
 
 @dataclass
@@ -217,6 +253,7 @@ class PropertyDecl:
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
     pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
     scope: str = "global"          # over its monitor vars, machine/patterns.py), existence | response; its scope
+    past: int = 0                  # always / reachable: the monitor vars its past-time operators added
 
 
 @dataclass
@@ -316,12 +353,28 @@ class Spec:
     @property
     def builtins(self) -> tuple[str, ...]:
         """The built-in properties checked on this spec."""
+        declared = (DECLARED_BUILTIN,) if self.unreachables() else ()
         if self.python:
             return BUILTIN_PROPERTIES + ("bound_code",)
         if self.bind:       # the code is compared with the spec's stages where an action has some
             compared = any(a.stages for a in self.actions)
-            return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1]
-        return BUILTIN_PROPERTIES
+            return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1] + declared
+        return BUILTIN_PROPERTIES + declared
+
+    def unreachables(self) -> list[tuple[tuple[Any, ...], Unreachable]]:
+        """Every `unreachable_when` declaration, keyed as vacuity notices name what they are
+        about: ("action", k), ("rule", k, name), ("terminal", value), ("value", k, choice, label)."""
+        out: list[tuple[tuple[Any, ...], Unreachable]] = []
+        for k, a in enumerate(self.actions):
+            if a.unreachable is not None:
+                out.append((("action", k), a.unreachable))
+            if a.decide is not None:
+                out += [(("rule", k, r.name), r.unreachable) for r in a.decide.rules if r.unreachable is not None]
+            for cname, cs in a.choices:
+                out += [(("value", k, cname, label), u) for label, u in cs.value_unreachable.items()]
+        if self.terminal is not None:
+            out += [(("terminal", v), u) for v, u in self.terminal.value_unreachable.items()]
+        return out
 
     def action(self, name: str) -> Action | None:
         return next((a for a in self.actions if a.name == name), None)
@@ -484,9 +537,12 @@ class _Loader:
         self.monitor_assigns: list[Assign] = []
         props = self.attempt(self.properties, top.get("properties", YMap()),
                              top.line_of("properties")) or []
-        if self.monitor_vars and self.bound_spec:
+        if self.monitor_vars and self.bound_spec and any(p.pattern for p in props):
             self.add(top.line_of("bind"), "property patterns (absence, universality, precedence, "
                      "bounded_existence, existence, response) are not supported on a spec with bound code yet")
+        if self.monitor_vars and self.bound_spec and any(p.past for p in props):
+            self.add(top.line_of("bind"), "past-time operators (once, historically, previous, since) "
+                     "are not supported on a spec with bound code yet")
         monitors = list(range(len(vars_), len(vars_) + len(self.monitor_vars)))
         for p in props:     # a monitor reads the vars a property ignores; the machine's behaviour does not
             if p.kind == "independent":
@@ -507,6 +563,12 @@ class _Loader:
             weights = self.attempt(parse_probabilities, top["probabilities"], top.line_of("probabilities"),
                                    self.file, self.choice_labels()) or []
         self.attempt(self.check_chance_measures, props, measures)
+        for w in weights:
+            cs = dict(self.action_choices.get(w.action, [])).get(w.choice)
+            if cs is not None and cs.conditional:
+                self.add(w.line, f"choice {w.choice} of action {w.action} has a when: weights on a conditional "
+                         "choice are not supported yet (the weights of the values possible in a state would "
+                         "not sum to 1)")
         fairness = self.attempt(self.fairness, top.get("fairness", YList()), top.line_of("fairness")) or []
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
@@ -706,23 +768,34 @@ class _Loader:
     def action_choice_sets(self, aname: str, raw: Any, line: int) -> None:
         self.ident(aname, line, "an action name")
         a = self.mapping(raw, line, f"action {aname}")
-        self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises"})
+        self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises", "unreachable_when",
+                                          "because"})
         out = []
         if "choose" in a:
             ch = self.mapping(a["choose"], a.line_of("choose"), f"choose of action {aname}")
             for cname, craw in ch.items():
                 cline = ch.line_of(cname)
                 self.ident(cname, cline, "a choice name")
+                when = None
+                if isinstance(craw, YMap) and "values" in craw:     # {values: SET, when: COND}
+                    self.keys(craw, f"choice {cname}", {"values", "when"}, {"values"})
+                    when = (craw["when"], craw.line_of("when")) if "when" in craw else None
+                    craw, cline = craw["values"], craw.line_of("values")
+                elif isinstance(craw, YMap) and "when" in craw:      # {min, max, when}
+                    when = (craw["when"], craw.line_of("when"))
                 if isinstance(craw, str):
                     if craw not in self.sets_by_name:
                         raise self.at(cline).error(f"no set named {craw!r} under sets", craw)
                     craw, cline = self.sets_by_name[craw]
-                out.append((cname, self.choice_set(cname, craw, cline)))
+                cs = self.choice_set(cname, craw, cline)
+                if when is not None:
+                    cs.raw_when[None] = when
+                out.append((cname, cs))
         self.action_choices[aname] = out
 
     def choice_set(self, name: str, raw: Any, line: int) -> ChoiceSet:
         if isinstance(raw, YMap):
-            self.keys(raw, f"choice {name}", {"min", "max"}, {"min", "max"})
+            self.keys(raw, f"choice {name}", {"min", "max", "when"}, {"min", "max"})
             lo = self.int_expr(raw["min"], self.param_scope, raw.line_of("min"), f"min of choice {name}")
             hi = self.int_expr(raw["max"], self.param_scope, raw.line_of("max"), f"max of choice {name}")
             return ChoiceSet(name, "range", E.INT, lo=lo, hi=hi, line=line)
@@ -731,8 +804,11 @@ class _Loader:
                                       "or a {min, max} range", _short(raw))
         if not raw:
             raise self.at(line).error(f"choice {name} is an empty set: the action could never happen")
-        if all(isinstance(r, YMap) for r in raw):
+        if all(isinstance(r, YMap) and not _conditional_value(r) for r in raw):
             return self.record_set(name, raw, line)
+        whens: dict[Any, tuple[Any, int]] = {}
+        declared: dict[Any, Unreachable] = {}
+        raw = self.conditional_values(name, raw, whens, declared)
         if any(isinstance(r, (YMap, YList)) for r in raw):
             raise self.at(line).error(f"choice {name} mixes records and plain values")
         for i, v in enumerate(raw):
@@ -746,13 +822,43 @@ class _Loader:
         typ = E.type_of_value(vals[0])
         if isinstance(typ, E.EnumT):
             typ = E.EnumT(frozenset(vals), f"choice {name}")
-        return ChoiceSet(name, "scalars", typ, items=[(v,) for v in vals], line=line)
+        return ChoiceSet(name, "scalars", typ, items=[(v,) for v in vals], line=line,
+                         raw_when={str(k) if isinstance(k, str) else k: w for k, w in whens.items()},
+                         value_unreachable={str(k) if isinstance(k, str) else k: u for k, u in declared.items()})
+
+    def conditional_values(self, name: str, raw: YList, whens: dict[Any, tuple[Any, int]],
+                           declared: dict[Any, Unreachable]) -> YList:
+        """A plain value list with `{value: V, when: COND}` items replaced by V, their
+        conditions noted in `whens` (checked once the action's scope exists) and their
+        `unreachable_when` declarations in `declared`."""
+        out = YList()
+        out.line = raw.line
+        out.lines = []
+        for i, item in enumerate(raw):
+            at = raw.line_of(i)
+            if _conditional_value(item):
+                what = f"a value of choice {name}"
+                self.keys(item, what, {"value", "when", "unreachable_when", "because"}, {"value"})
+                if "when" not in item and "unreachable_when" not in item:
+                    raise self.at(at).error(f"{what} written as a mapping needs a when or an unreachable_when")
+                value = self.plain(item["value"], item.line_of("value"), what)
+                if "when" in item:
+                    whens[value] = (item["when"], item.line_of("when"))
+                unreachable = self.unreachable(item, f"value {value} of choice {name}")
+                if unreachable is not None:
+                    declared[value] = unreachable
+                item = value
+            out.append(item)
+            out.lines.append(at)
+        return out
 
     def record_set(self, name: str, raw: YList, line: int) -> ChoiceSet:
         field_names: list[str] | None = None
         field_types: dict[str, E.Type] = {}
         items: list[tuple[Any, ...]] = []
         seen: dict[str, int] = {}
+        whens: dict[Any, tuple[Any, int]] = {}
+        declared: dict[Any, Unreachable] = {}
         for i, rec in enumerate(raw):
             rline = raw.line_of(i)
             if "name" not in rec or not isinstance(rec["name"], str):
@@ -762,7 +868,12 @@ class _Loader:
                 raise self.at(rline).error(f"choice {name} has two records named {rname!r} "
                                            f"(first at line {seen[rname]})")
             seen[rname] = rline
-            fields = sorted(k for k in rec if k != "name")
+            if "when" in rec:            # where this record is a possible value (a record has no field `when`)
+                whens[rname] = (rec["when"], rec.line_of("when"))
+            unreachable = self.unreachable(rec, f"record {rname} of choice {name}")
+            if unreachable is not None:
+                declared[rname] = unreachable
+            fields = sorted(k for k in rec if k not in ("name", "when", "unreachable_when", "because"))
             if field_names is None:
                 field_names = fields
             elif fields != field_names:
@@ -789,7 +900,7 @@ class _Loader:
             if isinstance(t, E.EnumT):
                 fields_idx[f] = (E.EnumT(t.values, f"{name}.{f}"), i)
         return ChoiceSet(name, "records", E.EnumT(frozenset(seen), f"choice {name}"),
-                         items=items, fields=fields_idx, line=line)
+                         items=items, fields=fields_idx, line=line, raw_when=whens, value_unreachable=declared)
 
     # -- names
     def collect_literals(self, actions_raw: YMap, top: YMap) -> frozenset[str]:
@@ -903,6 +1014,8 @@ class _Loader:
         guard = None
         if "when" in raw:
             guard = self.bool_expr(raw["when"], self.state_scope, raw.line_of("when"), f"guard of {name}")
+        for j in range(len(choices)):
+            self.choice_whens(name, choices, j)
         stages: list[SetStage | DecideStage] = []
         do = raw.get("do", YList())
         if not isinstance(do, YList):
@@ -923,7 +1036,54 @@ class _Loader:
             else:
                 raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
         raises = self.action_raises(name, raw, stages) if "raises" in raw else []
-        return Action(name, guard, choices, stages, line, raises=raises)
+        return Action(name, guard, choices, stages, line, raises=raises,
+                      unreachable=self.unreachable(raw, f"action {name}"))
+
+    def unreachable(self, m: YMap, what: str) -> Unreachable | None:
+        """`unreachable_when: PARAM_EXPR` with `because: TEXT` in mapping m, if it has them."""
+        has = [k for k in ("unreachable_when", "because") if k in m]
+        if not has:
+            return None
+        if len(has) == 1:
+            missing = "because" if has[0] == "unreachable_when" else "unreachable_when"
+            raise self.at(m.line_of(has[0])).error(f"{what} has {has[0]} without {missing}: an "
+                                                   "acknowledged vacuity says both when and why")
+        because = m["because"]
+        if not isinstance(because, str) or not because.strip():
+            raise self.at(m.line_of("because")).error(f"because of {what} must be a non-empty text",
+                                                      _short(because))
+        line = m.line_of("unreachable_when")
+        when = self.bool_expr(m["unreachable_when"], self.param_scope, line, f"unreachable_when of {what}")
+        return Unreachable(when, " ".join(because.split()), line)
+
+    def choice_whens(self, aname: str, choices: list[tuple[str, ChoiceSet]], j: int) -> None:
+        """Check the `when:` of choice j of action `aname` and of its values: over the state the
+        action leaves, the params and the choices declared before it in the same action."""
+        cname, cs = choices[j]
+        if not cs.raw_when:
+            return
+        scope = self.action_scope(choices[:j])
+        for other in self.step_choices:
+            if other not in scope.names:
+                if other == cname:
+                    why = f"the when of choice {cname} cannot read the choice itself"
+                elif other in dict(choices):
+                    why = (f"choice {other} is made after choice {cname} in action {aname}: a choice's when "
+                           "may read only the choices declared before it")
+                else:
+                    why = f"action {aname} makes no choice {other}"
+                scope.names[other] = E.Binding(None, None, refuse=why)
+        labels = cs.labels()
+        for key, (raw, line) in cs.raw_when.items():
+            if key is None:
+                cs.when = self.bool_expr(raw, scope, line, f"when of choice {cname}")
+                continue
+            if key not in labels:      # a value written twice is reported by the set's own checks
+                continue
+            cs.value_when[key] = self.bool_expr(raw, scope, line, f"when of value {key} of choice {cname}")
+        if self.bound_spec:
+            raise self.at(cs.line).error(f"choice {cname} of action {aname} has a when: conditional choices "
+                                         "are not supported on a spec with bound code yet")
 
     def action_raises(self, name: str, raw: YMap, stages: list[SetStage | DecideStage]) -> list[Outcome]:
         """An action's `raises:` (machine/outcomes.py): it describes the bound code, so it needs `bind:`."""
@@ -962,7 +1122,8 @@ class _Loader:
         for i, r in enumerate(rules_raw):
             rline = rules_raw.line_of(i)
             r = self.mapping(r, rline, "a decide rule")
-            self.keys(r, "a decide rule", {"name", "when", "then", "description"}, {"name", "then"})
+            self.keys(r, "a decide rule", {"name", "when", "then", "description", "unreachable_when", "because"},
+                      {"name", "then"})
             rname = r["name"]
             if not isinstance(rname, str) or not rname.strip():
                 raise self.at(rline).error("a rule needs a name", rname)
@@ -974,7 +1135,7 @@ class _Loader:
             if "when" in r:
                 when = self.bool_expr(r["when"], scope, r.line_of("when"), f"condition of rule {rname}")
             then = self.value_expr(r["then"], var, scope, r.line_of("then"), f"result of rule {rname}")
-            rules.append(Rule(str(rname), when, then, rline))
+            rules.append(Rule(str(rname), when, then, rline, unreachable=self.unreachable(r, f"rule {rname}")))
         for r in rules[:-1]:
             if r.when is None:
                 later = rules[rules.index(r) + 1]
@@ -1011,14 +1172,21 @@ class _Loader:
         if not isinstance(vals, YList) or not vals:
             raise self.at(m.line_of("values")).error("terminal values must be a non-empty list")
         out = []
+        declared: dict[Any, Unreachable] = {}
         for i, v in enumerate(vals):
+            if isinstance(v, YMap):          # {value: V, unreachable_when: PARAM_EXPR, because: TEXT}
+                self.keys(v, "a terminal value", {"value", "unreachable_when", "because"},
+                          {"value", "unreachable_when", "because"})
+                entry = v
+                v = self.plain(entry["value"], entry.line_of("value"), "a terminal value")
+                declared[str(v) if isinstance(v, str) else v] = present(self.unreachable(entry, f"terminal {v}"))
             v = self.plain(v, vals.line_of(i), "a terminal value")
             t = E.type_of_value(str(v) if isinstance(v, str) else v)
             if not E.compatible(label.type, t):
                 raise self.at(vals.line_of(i)).error(
                     f"terminal value can never equal the label ({label.type})", v)
             out.append(str(v) if isinstance(v, str) else v)
-        return Terminal(None, label, out, line)
+        return Terminal(None, label, out, line, value_unreachable=declared)
 
     # -- properties
     KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
@@ -1037,7 +1205,7 @@ class _Loader:
 
     def property(self, name: str, raw: Any, line: int) -> PropertyDecl:
         self.ident(name, line, "a property name")
-        if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS:
+        if name in BUILTIN_PROPERTIES or name in CODE_BUILTINS or name == DECLARED_BUILTIN:
             raise self.at(line).error(f"{name} is a built-in property and always checked")
         m = self.mapping(raw, line, f"property {name}")
         kinds = [k for k in m if k in self.KINDS or k in PATTERNS or k in LIVENESS]
@@ -1057,7 +1225,10 @@ class _Loader:
         kline = m.line_of(key)
         value = m[key]
         if key in ("always", "reachable"):
-            p.expr = self.bool_expr(value, self.state_scope, kline, f"property {name}")
+            past = PastTimeMonitors(name, len(self.vars_list), partial(self.past_var, name, kline))
+            scope = E.Scope(self.state_scope.names, self.state_scope.literals, past)
+            p.expr = self.bool_expr(value, scope, kline, f"property {name}")
+            p.past = past.count
         elif key == "step":
             p.expr = self.bool_expr(value, self.step_scope, kline, f"property {name}")
         elif key == "terminates":
@@ -1198,6 +1369,25 @@ class _Loader:
                 out["R"] = (m[end], m.line_of(end))
         return scope
 
+    def past_var(self, prop: str, line: int, declared: Callable[[int], PastVar]) -> int:
+        """Add a past-time monitor var of property `prop` (machine/pasttime.py) and its update
+        to the monitors' first stage; its index in the state."""
+        index = len(self.vars_list) + len(self.monitor_vars)
+        pv = declared(index)
+        if pv.kind == "int":
+            like = self.vars_list[present(pv.like)]
+            var = Var(pv.name, "int", E.INT, like.lo, like.hi, init=[present(like.lo)])
+        elif pv.kind == "enum" and pv.like is not None:
+            like = self.vars_list[pv.like]
+            var = Var(pv.name, "enum", pv.type, None, None, like.values, [E.literal_expr(like.values[0], like.values[0])])
+        else:
+            var = Var(pv.name, pv.kind, pv.type, None, None, pv.values, [E.literal_expr(pv.init, str(pv.init))])
+        var.line, var.ghost, var.monitor = line, True, prop
+        self.monitor_vars.append(var)
+        update = E.Expr(ast.unparse(pv.update), pv.type, pv.update, frozenset(), line)
+        self.monitor_assigns.append(Assign(index, update, line))
+        return index
+
     def monitor_var(self, prop: str, mv: MonitorVar, index: int) -> Var:
         """A hidden var of property `prop`'s monitor, named so no user expression can read it."""
         name = f"{prop}:monitor" + (f":{mv.suffix}" if mv.suffix else "")
@@ -1254,7 +1444,7 @@ class _Loader:
         names = m["violated"]
         if not isinstance(names, YList) or not names:
             raise self.at(m.line_of("violated")).error("expect violated must be a non-empty list of properties")
-        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | set(CODE_BUILTINS)
+        known = {p.name for p in props} | set(BUILTIN_PROPERTIES) | set(CODE_BUILTINS) | {DECLARED_BUILTIN}
         for i, n in enumerate(names):
             if not isinstance(n, str) or n not in known:
                 raise self.at(names.line_of(i)).error("expect names a property the spec does not have", n)
@@ -1337,8 +1527,8 @@ class _Loader:
                 raise self.at(sl).error("not an action of this machine", act)
             chs = dict(self.action_choices[act])
             given = self.mapping(st.get("choices", YMap()), st.line_of("choices"), "choices")
-            for cname in chs:
-                if cname not in given:
+            for cname, cs in chs.items():
+                if cname not in given and cs.when is None:      # a conditional choice may be absent
                     raise self.at(sl).error(f"action {act} needs a value for choice {cname}")
             for cname, value in given.items():
                 cl = given.line_of(cname)
@@ -1368,6 +1558,11 @@ class _Loader:
                 raise self.at(vl).error(f"not a value of {var.kind} var {vname}", value)
             out[vname] = str(value) if isinstance(value, str) else value
         return out
+
+
+def _conditional_value(item: Any) -> bool:
+    """`{value: V, when: COND}` in a list of plain values (a record has a `name`)."""
+    return isinstance(item, YMap) and "value" in item and "name" not in item
 
 
 def n_what(n: str, pattern: str = "") -> str:

@@ -128,7 +128,7 @@ class _SweepBuilder:
         """For a property that may fail to evaluate (in `action`'s steps): evaluate the codes
         and ignore their values (a tuple is true, so the part is false); only an evaluation
         error, caught by `check`, takes the slow path. Nothing for one that cannot fail."""
-        made = [] if action is None else [(action.name, _made(action))]
+        made = [] if action is None else [(action.name, action.always_made)]
         if not can_fail(present(p.expr), made):
             return []
         return [A.all_of(A.load(f"_w{k}"), A.tuple_of([copy.deepcopy(c) for c in codes]), A.const(False))]
@@ -307,7 +307,12 @@ class _SweepBuilder:
         if a.choices:
             ci = A.load("_ci")
         failed: list[ast.stmt] = [A.method("_x", "step_error", A.load("_i"), A.const(k), copy.deepcopy(ci), A.load("_exc"))]
-        body: list[ast.stmt] = [A.try_except(self.stages(k, a, 0, list(self.V), None, ci), "_ERR", failed, "_exc")]
+        stages = self.stages(k, a, 0, list(self.V), None, ci)
+        if a.conditional:       # only the combinations whose `when:`s hold here (machine/compiled.py, admit)
+            state = ast.Subscript(A.load("_states"), A.load("_i"), ast.Load())
+            why = A.call(A.load(f"admit_{k}"), state, *(A.load(f"c_{c}") for c, _ in a.choices))
+            stages = [ast.If(ast.Compare(why, [ast.Is()], [A.const(None)]), stages, [])]
+        body: list[ast.stmt] = [A.try_except(stages, "_ERR", failed, "_exc")]
         if not a.choices:
             return body
         target = A.tuple_of([A.store("_ci"), A.names([f"c_{c}" for c, _ in a.choices], ast.Store())], ast.Store())

@@ -150,6 +150,9 @@ def vectorize(m: Machine) -> VMachine:
     spec = m.spec
     if m.bound_to or spec.python:
         raise NotVectorizable("the spec runs real code (bound or Python); the vector engine runs YAML stages")
+    if any(a.conditional for a in spec.actions):
+        raise NotVectorizable("a conditional choice (when:): the vector engine expands every combination "
+                              "of an action's choices in every state")
     if any(p.kind != "int" for p in spec.params):
         raise NotVectorizable("a bool or enum param: the vector engine binds params as ints")
     lits = _literals(spec, m)

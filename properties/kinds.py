@@ -37,6 +37,7 @@ BUILTIN_TEXT = {  # the same for the built-in properties
     "well_defined": "every expression evaluates and every decide table has a matching rule",
     "bound_code": "the bound code ran on every reachable state and choice, deterministically",
     "code_matches_spec": "the bound code and the spec's own stages agree on every reachable transition",
+    "declared_unreachable": "nothing the spec declares unreachable for these params (unreachable_when) is reached",
 }
 
 

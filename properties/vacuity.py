@@ -29,6 +29,7 @@ class Notice:
     action: str | None = None
     summary: str = ""     # what is dead, without why: the same across param combinations
     file: str | None = None   # the file `line` is in, when not the spec's (a Python model's base class)
+    value: Any = None         # a choice value that is never possible: that value
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -36,6 +37,8 @@ class Notice:
             del out["file"]
         else:
             out["file"] = shown_path(self.file)
+        if self.value is None:
+            del out["value"]
         return out
 
 
@@ -49,7 +52,23 @@ def coverage(ex: ExploredGraph) -> dict[str, dict[str, int]]:
 
 
 def notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
-    """Every dead part of the spec in a complete exploration (call only when complete)."""
+    """Every dead part of the spec in a complete exploration (call only when complete), but
+    those the spec declares unreachable for these params (`unreachable_when`): expected, not news."""
+    acknowledged = {key if key[0] != "terminal" else ("terminal", str(key[1])) for key in ex.machine.acknowledged}
+    return [n for n in _all_notices(ex, cov) if _key(ex, n) not in acknowledged]
+
+
+def _key(ex: ExploredGraph, n: Notice) -> tuple[Any, ...]:
+    """A notice's key in `Machine.acknowledged` (its terminal values as text, as coverage has them)."""
+    k = next((i for i, a in enumerate(ex.machine.spec.actions) if a.name == n.action), -1)
+    if n.kind == "choice" and n.value is not None:
+        return ("value", k, n.name, n.value)
+    return {"action": ("action", k), "rule": ("rule", k, n.name), "terminal": ("terminal", n.name)}.get(
+        n.kind, (n.kind, k, n.name))
+
+
+def _all_notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
+    """Every dead part of the spec in a complete exploration."""
     spec = ex.machine.spec
     out: list[Notice] = []
     fired = ex.fired_by_action                  # both engines count these while they sweep
@@ -63,6 +82,8 @@ def notices(ex: ExploredGraph, cov: dict[str, dict[str, int]]) -> list[Notice]:
         if act.decide is not None:
             out.extend(_rule_notices(ex, k, fired.get(k, {})))
         out.extend(_choice_notices(ex, k, groups))
+        if act.conditional:
+            out.extend(_conditional_notices(ex, k))
     if spec.terminal is not None:
         for label, n in cov["terminals"].items():
             if n == 0:
@@ -170,3 +191,32 @@ def _choice_notices(ex: ExploredGraph, k: int, groups: dict[int, list[list[int]]
                                    "lead to the same step; they never make a difference", decl.line, act.name,
                    file=decl.file)
             for group in groups.get(k, []) if len(group) > 1]
+
+
+def _conditional_notices(ex: ExploredGraph, k: int) -> list[Notice]:
+    """Conditional choices of action k never made, and values with a `when:` never possible, in
+    any explored transition. Read from the stored edges: only the scalar engine runs conditional
+    choices (the vector engine declines them), and it keeps every edge."""
+    m = ex.machine
+    act, spec_action = m.actions[k], m.spec.actions[k]
+    made: dict[str, set[object]] = {c: set() for c, _ in spec_action.choices}
+    for i in range(ex.expanded):
+        for e in ex.edges_of(i):
+            if ex.e_action[e] == k:
+                for c, label in act.labels[ex.e_combo[e]].items():
+                    made[c].add(label)
+    out = []
+    for cname, cs in spec_action.choices:
+        where = f"of action {act.name}"
+        if cs.when is not None and not made[cname]:
+            out.append(Notice("choice", cname, f"vacuous: choice {cname} {where} ({where_text(m.spec, cs)}) is "
+                              "never made: its when is never true in any reachable state", cs.line, act.name,
+                              file=cs.file))
+            continue
+        for label, vw in cs.value_when.items():
+            if label not in made[cname]:
+                line = vw.line or cs.line
+                out.append(Notice("choice", cname, f"vacuous: value {label} of choice {cname} {where} (line {line}) "
+                                  "is never possible: its when is never true in any reachable step", line,
+                                  act.name, file=cs.file, value=label))
+    return out

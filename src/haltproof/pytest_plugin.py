@@ -23,7 +23,7 @@ from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec, shown_path
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.explorer.check import Options, RunResult, check_machine, judged_builtins, prepare
 from haltproof.reports.findings import trace_text
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class SpecFile(pytest.File):
         for k, m in enumerate(machines):
             tag = ",".join(f"{n}={v}" for n, v in m.params.items())
             suffix = f"[{tag}]" if tag else ""
-            names = list(spec.builtins) + [p.name for p in spec.properties if p.name not in m.inactive]
+            names = list(judged_builtins(m)) + [p.name for p in spec.properties if p.name not in m.inactive]
             for name in names:
                 prop = spec.property(name)
                 yield PropertyItem.from_parent(self, name=f"{name}{suffix}", machine=m, index=k,
