@@ -59,7 +59,12 @@ REFERENCE = {
     40: (482_447, 1_033_815),
     60: (1_588_867, 3_404_715),
     100: (7_212_107, 15_454_515),
+    150: (24_100_657, 51_644_265),
+    200: (56_844_207, 121_809_015),
+    300: (190_896_307, 409_063_515),
 }
+LARGE_QS = (150, 200, 300)      # --large: issue 16's rows, near the memory floor
+SPIN_BYTES_PER_STATE = 60       # pan -w24 at Q = 200: 3.28 GB for 56.8 M states (../shared/bench)
 
 
 class BenchFailure(AssertionError):
@@ -160,16 +165,27 @@ def _int(s: str) -> int:
     return int(s.replace(",", ""))
 
 
+_PAN_NUMBER = r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)"     # pan prints %g: 9317, or 5.6844207e+07 past 10^7
+
+
+def _pan_int(text: str) -> int:
+    """A count as pan prints it; past 10^7 it has 8 significant digits (1.2180902e+08)."""
+    return int(text) if text.isdigit() else round(float(text))
+
+
 def parse_spin_output(text: str) -> dict:
-    m_st = re.search(r"^\s*(\d+) states, stored", text, re.M)
-    m_tr = re.search(r"^\s*(\d+) transitions \(= stored\+matched\)", text, re.M)
+    m_st = re.search(rf"^\s*{_PAN_NUMBER} states, stored", text, re.M)
+    m_tr = re.search(rf"^\s*{_PAN_NUMBER} transitions \(= stored\+matched\)", text, re.M)
     m_err = re.search(r"errors: (\d+)", text)
     if not (m_st and m_tr and m_err):
         raise ValueError(f"cannot read pan's output: {text[-300:]!r}")
-    raw = int(m_tr.group(1))
+    raw = _pan_int(m_tr.group(1))
     # pan counts the initial state as one transition (stored + matched): fired = raw - 1
-    return {"states": int(m_st.group(1)), "transitions": raw - 1, "raw_transitions": raw,
-            "errors": int(m_err.group(1))}
+    out = {"states": _pan_int(m_st.group(1)), "transitions": raw - 1, "raw_transitions": raw,
+           "errors": int(m_err.group(1))}
+    if not (m_st.group(1).isdigit() and m_tr.group(1).isdigit()):
+        out["significant_digits"] = 8
+    return out
 
 
 def parse_tlc_output(text: str) -> dict:
@@ -340,7 +356,9 @@ class Runner:
         return [found] if found else None
 
     def _detect_engines(self) -> list[str | None]:
-        """[None] when `haltproof check` has no --engine option, else each offered engine."""
+        """[None] when `haltproof check` has no --engine option, else each offered engine
+        (those of --engines only). Notes whether it offers -j (worker rows)."""
+        self.offers_j = False
         if not self.haltproof or "haltproof" not in self.args.tools:
             return [None]
         try:
@@ -348,7 +366,18 @@ class Runner:
                                        text=True, timeout=60, cwd=REPO).stdout
         except (OSError, subprocess.TimeoutExpired):
             return [None]
-        return engines_from_help(help_text)
+        self.offers_j = bool(re.search(r"(^|[\s,\[])-j\b", help_text))
+        engines = engines_from_help(help_text)
+        if self.args.engines and engines != [None]:
+            engines = [e for e in engines if e in self.args.engines] or engines
+        return engines
+
+    def worker_counts(self, engine: str | None) -> list[int | None]:
+        """The -j values measured for an engine: --workers for the vector engines (threads
+        share a level there), when `haltproof check` offers -j; else one row without -j."""
+        if not self.args.workers or engine == "scalar" or not self.offers_j:
+            return [None]
+        return list(self.args.workers)
 
     def _detect_tools(self) -> dict:
         """name -> {"available": bool, "why": str, "version": str, ...} for every tool."""
@@ -403,13 +432,16 @@ class Runner:
         return self.tools[name]["available"]
 
     # -- one measurement per tool
-    def haltproof_row(self, q: int, engine: str | None, bug: bool) -> dict:
+    def haltproof_row(self, q: int, engine: str | None, bug: bool, workers: int | None = None) -> dict:
         b = b_bug(q) if bug else b_safe(q)
         tool = "haltproof" if engine is None else f"haltproof[{engine}]"
         argv = self.haltproof + ["check", SPEC_BUG if bug else SPEC, "-p", f"Q={q}", "-p", f"B={b}",
                                  "-p", f"A={A}", "--format", "json"]
         if engine is not None:
             argv += ["--engine", engine]
+        if workers is not None:
+            argv += ["-j", str(workers)]
+            tool += f" -j {workers}"
         row = _row(tool, q, b, "bug" if bug else "safe", argv=argv[1:])
         proc = run_measured(argv, REPO, self.timeout)
         if _proc_failure(row, proc, self.timeout, "haltproof"):
@@ -498,6 +530,11 @@ class Runner:
             row.update(status="error", note=f"{row['tool']} reported {parsed['errors']} error(s)")
             return row
         want = expected_counts(q)
+        digits = parsed.get("significant_digits")
+        if digits is not None:      # pan rounded its figures: compare them at the digits it printed
+            want = tuple(float(f"{w + extra:.{digits - 1}e}") - extra
+                         for w, extra in zip(want, (0, 1)))     # pan's transitions count one more
+            row["note"] = f"pan printed its counts to {digits} significant digits"
         if (parsed["states"], parsed["transitions"]) != want:
             # peers are not asserted (they are not ours), but a differing count is shown
             row["note"] = (f"counts differ from the reference {want[0]} / {want[1]}"
@@ -507,6 +544,13 @@ class Runner:
     def spin_row(self, q: int) -> dict:
         b = b_safe(q)
         row = _row("spin", q, b, "safe")
+        need = expected_counts(q)[0] * SPIN_BYTES_PER_STATE
+        free = available_bytes()
+        if free is not None and need > free // 3:
+            row.update(status="skipped", note=f"not run: pan would need about {need / 1e9:.0f} GB "
+                                              f"({SPIN_BYTES_PER_STATE} bytes a state), over a third of the "
+                                              f"{free / 1e9:.0f} GB available on this shared machine")
+            return row
         with tempfile.TemporaryDirectory(prefix="bench-spin-") as d:
             shutil.copy(self.peers_dir / "gate.pml", d)
             steps = [("spin -a", ["spin", "-a", f"-DQ={q}", f"-DB={b}", f"-DA={A}", "gate.pml"]),
@@ -625,16 +669,17 @@ class Runner:
                 here.append(self.measure(self.spin_row, q))
             if self.on("haltproof"):
                 for eng in self.engines:
-                    here.append(self.measure(self.haltproof_row, q, eng, False))
+                    for workers in self.worker_counts(eng):
+                        here.append(self.measure(self.haltproof_row, q, eng, False, workers))
             if self.on("rumur"):
                 here.append(self.measure(self.rumur_row, q))
             if self.on("tlc"):
                 here.append(self.measure(self.tlc_row, q))
             add_ratios(here)
             rows += here
-            if self.on("baseline"):
+            if self.on("baseline") and not self.args.no_bug:
                 bug_rows.append(self.measure(self.baseline_row, q, True))
-            if self.on("haltproof"):
+            if self.on("haltproof") and not self.args.no_bug:
                 for eng in self.engines:
                     bug_rows.append(self.measure(self.haltproof_row, q, eng, True))
         if "haltproof" in self.args.tools and not self.on("haltproof"):
@@ -704,6 +749,15 @@ def _version(argv: list[str], pattern: str) -> str | None:
         return None
     m = re.search(pattern, (p.stdout + p.stderr).strip())
     return m.group(0).strip() if m else None
+
+
+def available_bytes() -> int | None:
+    """MemAvailable: what the machine can still give without swapping."""
+    try:
+        m = re.search(r"MemAvailable:\s+(\d+) kB", Path("/proc/meminfo").read_text())
+    except OSError:
+        return None
+    return int(m.group(1)) * 1024 if m else None
 
 
 def machine_info() -> dict:
@@ -853,22 +907,26 @@ def render_markdown(res: dict, heading: str = "#") -> str:
     return "\n".join(out)
 
 
-def write_results(res: dict, out_dir: Path) -> tuple[Path, Path]:
+def write_results(res: dict, out_dir: Path, name: str = "latest") -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    j, m = out_dir / "latest.json", out_dir / "latest.md"
+    j, m = out_dir / f"{name}.json", out_dir / f"{name}.md"
     j.write_text(json.dumps(res, indent=2) + "\n")
     m.write_text(render_markdown(res))
     return j, m
 
 
-def update_readme(res: dict, readme: Path) -> bool:
+LARGE_MARKERS = ("<!-- bench:large:start (written by python -m bench --large) -->", "<!-- bench:large:end -->")
+
+
+def update_readme(res: dict, readme: Path, markers: tuple[str, str] = (README_START, README_END)) -> bool:
+    start, end = markers
     text = readme.read_text() if readme.exists() else ""
-    if README_START not in text or README_END not in text:
+    if start not in text or end not in text:
         return False
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
     body = render_markdown(res, heading="###")
-    readme.write_text(f"{head}{README_START}\n{body}\n{README_END}{tail}")
+    readme.write_text(f"{head}{start}\n{body}\n{end}{tail}")
     return True
 
 
@@ -918,26 +976,69 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--baseline", metavar="PATH", help="baseline.py (default ../shared/bench/baseline.py)")
     ap.add_argument("--peers", metavar="DIR", help="peer models (default ../shared/bench/peers)")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--engines", type=_names, metavar="E1,E2,...",
+                    help="haltproof engines to measure (default every one `haltproof check --help` offers)")
+    ap.add_argument("--workers", type=_counts, metavar="N1,N2,...",
+                    help="for the vector engines, one row per -j N (when haltproof check offers -j)")
+    ap.add_argument("--no-bug", action="store_true", help="skip the bug variant (B = 5Q)")
+    ap.add_argument("--large", action="store_true",
+                    help="issue 16's rows: Q = 150,200,300 (unless --q), haltproof's vector engine with "
+                         "-j 1 and -j 2 and SPIN (unless --tools), no bug variant; results in large.json "
+                         "and large.md and the README's large-spaces table")
     ap.add_argument("--sweeps", action="store_true",
                     help="instead: the sweep rows, the bundled specs and the budget runner's bound-code sweep "
                          "with -j 1 and -j 2 (bench/sweeps.py; writes sweeps.json and sweeps.md to --out)")
     return ap
 
 
+def _names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("wants names separated by commas")
+    return names
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers wants integers separated by commas, not {text!r}") from None
+    if not counts or any(c < 1 for c in counts):
+        raise argparse.ArgumentTypeError("--workers wants positive integers")
+    return counts
+
+
+def _large_defaults(args: argparse.Namespace, argv: list[str]) -> None:
+    """--large fills in what the command line left open."""
+    given = set(a.split("=", 1)[0] for a in argv)
+    if "--q" not in given:
+        args.q = list(LARGE_QS)
+    if "--tools" not in given:
+        args.tools = ["haltproof", "spin"]
+    if "--engines" not in given:
+        args.engines = ["vector"]
+    if "--workers" not in given:
+        args.workers = [1, 2]
+    args.no_bug = True
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     if args.sweeps:
         from bench import sweeps
         return sweeps.main(["--out", str(args.out), "--timeout", str(args.timeout)])
+    if args.large:
+        _large_defaults(args, argv)
     runner = Runner(args)
     res = runner.run()
-    j, m = write_results(res, args.out)
+    j, m = write_results(res, args.out, "large" if args.large else "latest")
     print(render_markdown(res))
     print(f"wrote {j} and {m}")
     readme = BENCH / "README.md"
     full = set(DEFAULT_QS) <= set(args.q) and set(args.tools) == set(ALL_TOOLS)
-    if not args.no_readme and (args.readme or (res["passed"] and full)):
-        if update_readme(res, readme):
+    if not args.no_readme and (args.readme or (res["passed"] and (full or args.large))):
+        if update_readme(res, readme, LARGE_MARKERS if args.large else (README_START, README_END)):
             print(f"updated the table in {readme}")
         else:
             print(f"{readme} has no {README_START} marker: not updated", file=sys.stderr)

@@ -67,7 +67,8 @@ class Options:
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
-    workers: int = 1              # processes (-j) the runs of a sweep are checked in (explorer/parallel.py)
+    workers: int = 1              # processes (-j) the runs of a sweep are checked in (explorer/parallel.py);
+                                  # a run checked in this process: the vector engine's threads
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
 
     @property
@@ -506,11 +507,12 @@ def stop_reason(ex: Exploration, options: Options) -> str | None:
     if ex.stopped_by == "max_states":
         return head + f"--max-states {options.max_states} reached"
     if ex.stopped_by == "max_memory":
+        detail = f": {ex.stopped_in}" if ex.stopped_in else ""     # judged before a level: what it needs
         if ex.out_of_memory:
-            return head + "out of memory (a bound, not a bug: try --max-memory, more memory, or smaller params)"
+            return head + f"out of memory{detail} (a bound, not a bug: try --max-memory, more memory, or smaller params)"
         limit = options.memory_bytes
         assert limit is not None, "stopped by the memory limit, so there is one"
-        return head + f"memory limit {size_text(limit)} reached"
+        return head + f"memory limit {size_text(limit)} reached{detail}"
     text = head + f"--timeout{_seconds(options)} reached"
     return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 
@@ -532,7 +534,8 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
                                                      and p.name in selected for p in m.spec.properties)
             if options.engine == "vector":
                 return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
-                                      properties=selected, progress=progress, keep_edges=keep)
+                                      properties=selected, progress=progress, keep_edges=keep,
+                                      workers=options.workers)
             # numpy pays per BFS level and per action, so small spaces go faster on the scalar
             # engine: try it first, and switch only when the space turns out to be large
             limit = AUTO_SCALAR_STATES if options.max_states is None else min(options.max_states,
@@ -545,7 +548,7 @@ def _explore(m: Machine, options: Options, selected: set[str], progress: Progres
             if timeout is not None:
                 timeout = max(0.0, timeout - (time.monotonic() - started))
             return explore_vector(vm, max_states=options.max_states, timeout=timeout, max_memory=memory,
-                                  properties=selected, progress=progress, keep_edges=keep)
+                                  properties=selected, progress=progress, keep_edges=keep, workers=options.workers)
     return explore(m, max_states=options.max_states, timeout=timeout, max_memory=memory, properties=selected,
                    progress=progress)
 

@@ -1,4 +1,4 @@
-"""A compact index of visited state codes, for product spaces too large for a dense array.
+"""Compact sets of visited state codes, for product spaces too large for a dense array.
 
 The vectorized engine names each visited state by its position in BFS order and must map
 a successor's mixed-radix code back to that position. A dense `int32` array over the whole
@@ -6,15 +6,22 @@ product space does it with one gather, but costs 4 bytes per *possible* state, s
 usable up to about 2^25 codes. `CodeIndex` costs a fixed amount per *visited* state instead,
 whatever the size of the space, and keeps the engine's batch-at-a-time style: every operation
 works on a whole array of codes, with a Python loop only per probe round.
+
+Once the engine stops keeping edges (a forward graph: every edge leads one level deeper) it
+no longer asks a visited state's index, only whether a code was visited: `CodeBitmap` answers
+that at one bit per *possible* code (16 MB for 2^27 codes), and `first_occurrences` picks a
+level's new states in discovery order without any index at all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
 
-__all__ = ["Added", "CodeIndex"]
+__all__ = ["Added", "CodeBitmap", "CodeIndex", "first_occurrences"]
 
 EMPTY = -1                      # the key of a free slot: codes are non-negative
 INDEX_LIMIT = 2 ** 31 - 1       # indices are int32
@@ -346,3 +353,124 @@ def _as_codes(codes: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "i" and int(c.min()) < 0:
         raise ValueError("codes must be non-negative")
     return c
+
+
+class CodeBitmap:
+    """The set of visited codes in [0, space) as one bit per code: membership without the
+    states' indices, for the levels where nothing asks them (edges not kept)."""
+
+    def __init__(self, space: int) -> None:
+        if space <= 0:
+            raise ValueError(f"space must be positive, got {space}")
+        self.space = space
+        self._bits = np.zeros((space + 7) >> 3, dtype=np.uint8)
+
+    @staticmethod
+    def bytes_for(space: int) -> int:
+        """What a bitmap over `space` codes holds: checked against the memory limit first."""
+        return (space + 7) >> 3
+
+    @property
+    def nbytes(self) -> int:
+        return self._bits.nbytes
+
+    def contains(self, codes: np.ndarray) -> np.ndarray:
+        """Whether each code (0 <= code < space) is in the set, as a bool array."""
+        c = np.asarray(codes)
+        byte = self._bits.take(c >> 3)
+        byte >>= (c & 7).astype(np.uint8)
+        byte &= 1
+        return byte.view(bool)
+
+    def add(self, codes: np.ndarray) -> None:
+        """Put the codes in the set (repeats allowed)."""
+        c = np.asarray(codes)
+        np.bitwise_or.at(self._bits, c >> 3, np.left_shift(np.uint8(1), (c & 7).astype(np.uint8)))
+
+
+Mapper: TypeAlias = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
+"""Runs a function over items, in order (`ThreadPoolExecutor.map` made a list): the workers."""
+
+
+def first_occurrences(codes: np.ndarray, keys: np.ndarray, space: int, key_bound: int,
+                      pieces: int = 1, run: Mapper | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct code of `codes` (0 <= code < space) once, with the smallest of its
+    `keys` (distinct ints, 0 <= key < key_bound), ordered by that key: a BFS level's new
+    states in discovery order, when a key says where a candidate comes in that order.
+
+    Two plain sorts of int64, code * 2^b + key and then key * 2^c + code: an order of
+    magnitude faster than the stable argsort that `np.unique(return_index=True)` needs,
+    which is the fallback when a code and a key do not fit 63 bits together.
+
+    With `pieces` > 1 and `run` (threads: numpy sorts without the GIL) the first sort is
+    split by ranges of codes (all copies of a code fall in one piece) and the second by
+    ranges of keys; joining the pieces in range order gives exactly the one-piece result."""
+    c, k = np.asarray(codes), np.asarray(keys)
+    if len(c) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    kb, cb = max(1, (key_bound - 1).bit_length()), max(1, (space - 1).bit_length())
+    if kb + cb > 63:
+        return _first_occurrences_wide(c, k)
+    v = c.astype(np.int64) << kb
+    v |= k
+    if pieces <= 1 or run is None:
+        w = _heads(v, kb, cb, None, None)
+        w.sort()
+    else:
+        sample = np.sort(v[::max(1, len(v) // 4096)])
+        cuts = [int(sample[len(sample) * i // pieces]) >> kb << kb for i in range(1, pieces)]
+        ranges = list(zip([None, *cuts], [*cuts, None]))
+        w = np.concatenate(run(lambda r: _heads(v, kb, cb, *r), ranges))
+        del v
+        kcuts = [(key_bound * i // pieces) << cb for i in range(1, pieces)]
+        ranges = list(zip([None, *kcuts], [*kcuts, None]))
+        w = np.concatenate(run(lambda r: _sorted_range(w, *r), ranges))
+    return w & ((1 << cb) - 1), w >> cb
+
+
+def _within(v: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
+    """The values of v in [lo, hi) (None: unbounded), a copy."""
+    if lo is None and hi is None:
+        return v.copy()
+    keep = v >= lo if lo is not None else v < hi
+    if lo is not None and hi is not None:
+        keep &= v < hi
+    return v[keep]
+
+
+def _heads(v: np.ndarray, kb: int, cb: int, lo: int | None, hi: int | None) -> np.ndarray:
+    """Of the packed code * 2^kb + key values in [lo, hi): per code its smallest key,
+    repacked as key * 2^cb + code (unsorted)."""
+    v = _within(v, lo, hi)
+    if not len(v):
+        return v
+    v.sort()
+    code = v >> kb
+    head = np.empty(len(v), dtype=bool)
+    head[0] = True
+    np.not_equal(code[1:], code[:-1], out=head[1:])
+    del code
+    v = v[head]
+    w = v & ((1 << kb) - 1)
+    w <<= cb
+    v >>= kb
+    w |= v
+    return w
+
+
+def _sorted_range(w: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
+    part = _within(w, lo, hi)
+    part.sort()
+    return part
+
+
+def _first_occurrences_wide(c: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """first_occurrences for codes and keys too wide to pack into one int64."""
+    order = np.lexsort((k, c))
+    c, k = c[order], k[order]
+    head = np.empty(len(c), dtype=bool)
+    head[0] = True
+    np.not_equal(c[1:], c[:-1], out=head[1:])
+    c, k = c[head], k[head]
+    order = np.argsort(k)
+    return c[order].astype(np.int64), k[order].astype(np.int64)

@@ -43,6 +43,15 @@ def size_text(size: int) -> str:
     return str(size)
 
 
+def rough_size(size: int) -> str:
+    """An estimate in words: 310M, 2.1G (two significant digits, binary units)."""
+    for unit in ("T", "G", "M", "K"):
+        if size >= UNITS[unit]:
+            value = size / UNITS[unit]
+            return f"{value:.1f}{unit}" if value < 10 else f"{value:.0f}{unit}"
+    return f"{size}B"
+
+
 try:
     _PAGE = os.sysconf("SC_PAGE_SIZE")
 except (AttributeError, ValueError, OSError):
@@ -60,3 +69,26 @@ def current_rss() -> int:
     import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
+
+
+def available_memory() -> int | None:
+    """What the system can still give this process without swapping or an OOM kill
+    (MemAvailable on Linux), or None where that cannot be read."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
+
+
+def memory_headroom(max_memory: int | None) -> int:
+    """How many more bytes this process may take: up to `max_memory` (resident memory) and
+    no more than the system has available; unbounded (2^62) where neither is known."""
+    room = [max_memory - current_rss()] if max_memory is not None else []
+    available = available_memory()
+    if available is not None:
+        room.append(available)
+    return max(0, min(room)) if room else 1 << 62

@@ -46,6 +46,7 @@ from haltproof.properties.kinds import UNKNOWN, PropertyResult
 
 from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
 from .engine import Exploration
+from .vengine import LazyStates
 
 MAX_ATTEMPTS = 3          # times a run may be in a worker that dies before it is reported lost
 LOST = "workers_lost"     # a run's stopped_by when every attempt to check it lost its worker
@@ -136,8 +137,9 @@ def jobs_of(batches: Sequence[Batch]) -> tuple[list[Job], list[Machine]]:
     for b in batches:
         assert b.source is not None, "only runs a worker can rebuild become jobs"
         for m in b.machines:
+            # one thread per run in a worker: the worker processes already take the cores
             jobs.append(Job(len(jobs), b.source, dict(m.params), replace(b.options, pins=dict(m.params),
-                                                                           progress=None), end))
+                                                                           progress=None, workers=1), end))
             machines.append(m)
     return jobs, machines
 
@@ -172,12 +174,13 @@ def run_job(job: Job) -> bytes:
 
 
 def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[str, Any] | None]:
-    """The result without what cannot travel: the kept exploration's machine, numpy machine and
-    recomputing columns (closures over compiled code); those columns are written out instead."""
+    """The result without what cannot travel: the kept exploration's machine, numpy machine (and
+    the vector engine's states, decoded through it) and recomputing columns (closures over
+    compiled code); those columns are written out instead."""
     ex = r.exploration
     if ex is None:
         return r, None, None
-    state = {k: v for k, v in vars(ex).items() if k not in ("machine", "vm")}
+    state = {k: v for k, v in vars(ex).items() if k not in ("machine", "vm") and not isinstance(v, LazyStates)}
     for name in LAZY_COLUMNS:
         state[name] = list(getattr(ex, name))
     return replace(r, exploration=None), type(ex), state
@@ -199,6 +202,7 @@ def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
         ex.machine = m
         if "vm" in getattr(cls, "__annotations__", {}):     # the vector engine's: rebuilt, it is cheap
             ex.vm = vectorize(m)
+            ex.states = LazyStates(ex.vm, ex.codes)         # decodes with the vm: rebuilt with it
         r.exploration = ex
     return r
 

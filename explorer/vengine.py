@@ -15,8 +15,11 @@ step) is recomputed for the few steps of that trace with the scalar step functio
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -25,14 +28,14 @@ import numpy as np
 from haltproof.machine.vectorize import DENSE_LIMIT, Arrays, VAction, VMachine
 
 from . import messages
-from .codeset import CodeIndex
+from .codeset import CodeBitmap, CodeIndex, Mapper, first_occurrences
 from haltproof.machine.compiled import EVAL_ERRORS
 from haltproof.properties import liveness, termination
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
 from .engine import Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
-from .memory import current_rss
+from .memory import available_memory, current_rss, memory_headroom, rough_size
 
 # independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
 Event: TypeAlias = tuple[Any, ...]
@@ -65,6 +68,7 @@ class VExploration(Exploration):
     the scalar step functions when a trace asks for them (engine.Exploration.attach_lazy)."""
 
     first_stuck: int | None = None   # the first expanded state with no way on (found while sweeping)
+    visited_set = "dense index"      # what held the visited codes at the end: "dense index", "hash index", "bitmap"
     # set by _explore (annotations only: VExploration is not itself a dataclass)
     codes: np.ndarray                # each state's code, in BFS order
     levels: list[tuple[int, int]]    # per BFS level: its first and one-past-last state
@@ -188,26 +192,42 @@ class _NeedEdges(Exception):
 
 def explore_vector(vm: VMachine, *, max_states: int | None = None, timeout: float | None = None,
                    max_memory: int | None = None, properties: set[str] | None = None,
-                   progress: ProgressFn | None = None, keep_edges: bool = False) -> VExploration:
+                   progress: ProgressFn | None = None, keep_edges: bool = False, workers: int = 1) -> VExploration:
     """Explore `vm` level by level; same states, order, verdict inputs as `engine.explore`.
 
     While every edge leads one level deeper, the termination analyses need no stored
     edges, so past KEEP_EDGES_BELOW transitions they are dropped; if a later edge breaks
     that, the exploration starts again keeping them (weighted measures keep them always,
-    and so does `keep_edges`: the probability analyses read every edge)."""
+    and so does `keep_edges`: the probability analyses read every edge).
+
+    `workers` threads share each large level (numpy releases the GIL in its loops): the
+    frontier is expanded in contiguous chunks and the new states are sorted out in ranges
+    of codes, then joined in order, so every figure is the same as with one worker."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     bounds: dict[str, Any] = dict(max_states=max_states, timeout=timeout, max_memory=max_memory, properties=properties,
                   progress=progress)
-    try:
-        return _explore(vm, keep_edges=keep_edges or bool(vm.edge_weights), **bounds)
-    except _NeedEdges:
-        return _explore(vm, keep_edges=True, **bounds)
+    with ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
+        run: Mapper = (lambda f, items: list(pool.map(f, items))) if pool is not None else _serial
+        try:
+            return _explore(vm, keep_edges=keep_edges or bool(vm.edge_weights), workers=(workers, run), **bounds)
+        except _NeedEdges:
+            return _explore(vm, keep_edges=True, workers=(workers, run), **bounds)
+
+
+def _serial(f: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    return [f(x) for x in items]
+
+
+PARALLEL_ROWS = 8192       # a level shared by workers has at least this many rows per worker
 
 
 def _explore(vm: VMachine, *, keep_edges: bool, max_states: int | None, timeout: float | None,
-             max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None) -> VExploration:
+             max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None,
+             workers: tuple[int, Mapper]) -> VExploration:
     """One exploration of `vm`, in three phases: the initial states, the BFS levels, and
     the result assembled from what the levels built (see _VSweep)."""
-    sweep = _VSweep(vm, keep_edges, max_states, timeout, max_memory, properties, progress)
+    sweep = _VSweep(vm, keep_edges, max_states, timeout, max_memory, properties, progress, workers)
     sweep.add_inits()
     sweep.run()
     return sweep.result()
@@ -218,9 +238,12 @@ class _VSweep:
     far, the counts the analyses read, and the findings of the level being swept."""
 
     def __init__(self, vm: VMachine, keep_edges: bool, max_states: int | None, timeout: float | None,
-                 max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None):
+                 max_memory: int | None, properties: set[str] | None, progress: ProgressFn | None,
+                 workers: tuple[int, Mapper] = (1, _serial)):
         def wanted(name: str) -> bool:
             return properties is None or name in properties
+        self.workers, self.run_all = workers
+        self.lock = threading.Lock()            # candidate findings come from every worker
         self.vm, self.m, self.spec = vm, vm.machine, vm.machine.spec
         self.keep_edges, self.max_states, self.max_memory, self.progress = keep_edges, max_states, max_memory, progress
         self.started = time.monotonic()
@@ -252,17 +275,20 @@ class _VSweep:
         self.hashed = vm.space > DENSE_LIMIT
         self.index_of = None if self.hashed else np.full(vm.space, UNSEEN, dtype=np.int32)
         self.visited = CodeIndex() if self.hashed else None
+        self.bitmap: CodeBitmap | None = None      # replaces both once edges are dropped (to_bitmap)
         self.scratch = _Scratch()
         self.nkeys = sum(len(a.combos) for a in vm.actions)     # (action, combination) pairs, numbered
         self.first_keys = [sum(len(a.combos) for a in vm.actions[:k]) for k in range(len(vm.actions))]
-        self.levels: list[np.ndarray] = []          # per level its states' codes
-        self.parents: list[np.ndarray] = []
+        # per state 12 bytes or less, end to end in arrays reserved up front (see _Parts)
+        reserve = _reserve(vm.space, self.code_t, max_memory)
+        self.levels = _Parts(self.code_t, reserve)              # per level its states' codes
+        self.parents = _Parts(np.int32, reserve)
         self.offsets = [0]                          # per level its first state, then one past the last
         self.S: list[np.ndarray] | None = None      # the frontier's vars, decoded once per state
         self.e_dst: list[np.ndarray] = []
         self.e_counts: list[np.ndarray] = []
-        self.terminal_flags: list[np.ndarray] = []
-        self.errored_flags: list[np.ndarray] = []
+        self.terminal_flags = _Parts(np.uint8, reserve)
+        self.errored_flags = _Parts(np.uint8, reserve)
         self.transitions = 0
         self.forward = True
         self.dropped = False
@@ -275,23 +301,66 @@ class _VSweep:
 
     def check_states(self, arrays: list[np.ndarray], offset: int) -> None:
         """The invariants and reachable properties on the states from `offset` on."""
+        self.note_states(self.state_checks(arrays, offset))
+
+    def state_checks(self, arrays: list[np.ndarray], offset: int) -> tuple[dict[str, int], dict[str, int]]:
+        """Per invariant not yet violated its first state (from `offset`) that breaks it,
+        per reachable property not yet reached its first state that reaches it."""
         ex = self.ex
         n = len(arrays[0]) if arrays else 0
+        bad_at, hit_at = {}, {}
         for name, f in self.invariants:
             if name not in ex.findings:
-                bad = np.nonzero(np.logical_not(_full(f(arrays), n, bool)))[0]
+                bad = np.flatnonzero(np.logical_not(_full(f(arrays), n, bool)))
                 if len(bad):
-                    ex.findings[name] = Finding(offset + int(bad[0]), messages.FALSE_IN_STATE)
+                    bad_at[name] = offset + int(bad[0])
         for name, f in self.reachables.items():
             if name not in ex.reached:
-                hit = np.nonzero(_full(f(arrays), n, bool))[0]
+                hit = np.flatnonzero(_full(f(arrays), n, bool))
                 if len(hit):
-                    ex.reached[name] = offset + int(hit[0])
+                    hit_at[name] = offset + int(hit[0])
+        return bad_at, hit_at
+
+    def note_states(self, found: tuple[dict[str, int], dict[str, int]]) -> None:
+        """What state_checks found, where nothing earlier was noted."""
+        bad_at, hit_at = found
+        for name, at in bad_at.items():
+            self.ex.findings.setdefault(name, Finding(at, messages.FALSE_IN_STATE))
+        for name, at in hit_at.items():
+            self.ex.reached.setdefault(name, at)
+
+    def decode_and_check(self, codes: np.ndarray, offset: int) -> Arrays:
+        """The new level's vars, and its states checked; by the workers in contiguous pieces
+        (the first piece with a finding has the first state with it), then joined."""
+        pieces = self.pieces(len(codes))
+        if pieces == 1:
+            S = self.vm.decode(codes)
+            self.check_states(S, offset)
+            return S
+        cuts = [len(codes) * i // pieces for i in range(pieces + 1)]
+
+        def piece(lo: int, hi: int) -> tuple[Arrays, tuple[dict[str, int], dict[str, int]]]:
+            part = self.vm.decode(codes[lo:hi])
+            return part, self.state_checks(part, offset + lo)
+        done = self.run_all(lambda r: piece(*r), list(zip(cuts, cuts[1:])))
+        for _, found in done:
+            self.note_states(found)
+        return [np.concatenate([part[j] for part, _ in done]) for j in range(len(self.vm.sizes))]
 
     def candidate(self, name: str, order: tuple[int, int, int], finding: Finding) -> None:
-        """A finding of built-in property `name` in this level; the earliest in order is kept."""
-        if name not in self.ex.findings and (name not in self.pending or order < self.pending[name][0]):
-            self.pending[name] = (order, finding)
+        """A finding of built-in property `name` in this level; the earliest in order is kept
+        (whichever worker finds it first: the order decides, not the timing)."""
+        with self.lock:
+            if name not in self.ex.findings and (name not in self.pending or order < self.pending[name][0]):
+                self.pending[name] = (order, finding)
+
+    def pieces(self, rows: int) -> int:
+        """Into how many pieces a level's work of `rows` rows is split: one per worker when
+        each gets PARALLEL_ROWS or more. Independence properties keep one piece: their
+        events are gathered per level in one order."""
+        if self.workers == 1 or self.indep:
+            return 1
+        return max(1, min(self.workers, rows // PARALLEL_ROWS))
 
     def flush_pending(self) -> None:
         """The earliest finding of each built-in property in the level just swept."""
@@ -338,15 +407,44 @@ class _VSweep:
             self.stopped, self.ex.out_of_memory = "max_memory", True
         self.flush_pending()
 
-    def bound_reached(self, total: int) -> str | None:
-        """Which bound stops the exploration before the next level, if any."""
+    def bound_reached(self, total: int, n: int) -> str | None:
+        """Which bound stops the exploration before the next level (of `n` states), if any.
+        Memory is judged before the level allocates anything: what the process holds, plus
+        what the level may take (level_bytes), against --max-memory and what the system
+        has available, so a level that cannot fit stops cleanly rather than being killed."""
         if self.max_states is not None and total > self.max_states:
             return "max_states"
         if self.deadline is not None and time.monotonic() > self.deadline:
             return "timeout"
-        if self.max_memory is not None and current_rss() > self.max_memory:
+        need = self.level_bytes(n)
+        if self.max_memory is not None:
+            rss = current_rss()
+            if rss > self.max_memory:
+                return "max_memory"
+            if need > self.max_memory - rss:
+                self.ex.stopped_in = (f"the next BFS level, from {n:,} states, may take about {rough_size(need)} "
+                                      f"more; {rough_size(self.max_memory - rss)} left")
+                return "max_memory"
+        available = available_memory()
+        if available is not None and need > available:
+            self.ex.out_of_memory = True
+            self.ex.stopped_in = (f"the next BFS level, from {n:,} states, may take about {rough_size(need)}; "
+                                  f"the system has {rough_size(available)} available")
             return "max_memory"
         return None
+
+    def level_bytes(self, n: int) -> int:
+        """A generous bound on what expanding a frontier of `n` states allocates: per
+        possible transition (every action-combination enabled) its source and successor
+        vars, position, rule, code and order keys, and the new state's code, parent, flags
+        and decoded vars; the edges too while they are kept."""
+        rows = n * self.nkeys
+        nvars = len(self.vm.sizes)
+        code = int(np.dtype(self.code_t).itemsize)
+        per_row = 8 * (2 * nvars + 6) + (code + 4 + 2 + 8 * nvars)
+        if not self.dropped:
+            per_row += 4
+        return rows * per_row
 
     def sweep_level(self) -> bool:
         """Expand the last level; False when there is nothing more to expand."""
@@ -359,26 +457,31 @@ class _VSweep:
         n = len(frontier)
         if n == 0:
             return False
-        self.stopped = self.bound_reached(total)
+        self.stopped = self.bound_reached(total, n)
         if self.stopped is not None:
             return False
         S = self.S
         assert S is not None
-        term = self.terminals(S, n)
-        if term.any():
-            live = np.flatnonzero(~term)
-            L = [a[live] for a in S]
-        else:
-            live, L = np.arange(n), S
         errored = np.zeros(n, dtype=np.uint8)
-        projected = {name: _project(self.vm, frontier, xs) for name, xs in self.indep}
-        for name, proj in projected.items():
-            self.events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * self.nslots,
-                                      term.astype(np.int64), None))
-        level = _Level(base, frontier, live, L, errored, projected)
-        blocks: list[_Block] = []
-        for act, key in zip(self.vm.actions, self.first_keys):
-            blocks += self.action_blocks(act, key, level)
+        projected: dict[str, np.ndarray] = {}
+        pieces = self.pieces(n)
+        if pieces == 1:
+            term = self.terminals(S, n)
+            projected = {name: _project(self.vm, frontier, xs) for name, xs in self.indep}
+            for name, proj in projected.items():
+                self.events[name].append((base + np.arange(n), np.zeros(n, np.int64), proj * self.nslots,
+                                          term.astype(np.int64), None))
+            blocks = self.expand(_Level.of(base, frontier, S, 0, n, term, errored, projected))
+        else:       # contiguous chunks of the frontier: every block's positions stay ascending
+            cuts = [n * i // pieces for i in range(pieces + 1)]
+            flags = np.empty(n, dtype=bool)
+
+            def chunk(lo: int, hi: int) -> list[_Block]:
+                part = [a[lo:hi] for a in S]
+                flags[lo:hi] = _full(self.vm.is_terminal(part), hi - lo, bool)
+                return self.expand(_Level.of(base, frontier, part, lo, hi, flags[lo:hi], errored, {}))
+            blocks = [b for bs in self.run_all(lambda r: chunk(*r), list(zip(cuts, cuts[1:]))) for b in bs]
+            term = self.terminals(S, n, flags)
         self.errored_flags.append(errored)
         self.count_edges(blocks, n, term, errored, base)
         if not blocks:
@@ -388,10 +491,20 @@ class _VSweep:
         self.next_level(blocks, projected, base, total, n)
         return True
 
-    def terminals(self, S: list[np.ndarray], n: int) -> np.ndarray:
-        """Which frontier states are terminal (kept as the level's flags); their labels counted."""
+    def expand(self, level: _Level) -> list[_Block]:
+        """Every action's blocks from the live states of `level` (or of one chunk of it).
+        Nothing downstream depends on the order of blocks, only on their rows."""
+        blocks: list[_Block] = []
+        for act, key in zip(self.vm.actions, self.first_keys):
+            blocks += self.action_blocks(act, key, level)
+        return blocks
+
+    def terminals(self, S: list[np.ndarray], n: int, term: np.ndarray | None = None) -> np.ndarray:
+        """Which frontier states are terminal (kept as the level's flags; `term` when the
+        workers have evaluated it already); their labels counted."""
         vm, ex = self.vm, self.ex
-        term = _full(vm.is_terminal(S), n, bool)
+        if term is None:
+            term = _full(vm.is_terminal(S), n, bool)
         self.terminal_flags.append(term.astype(np.uint8))
         if vm.label is not None and term.any():
             labels, counts = np.unique(_full(vm.label(S), n)[term], return_counts=True)
@@ -492,7 +605,10 @@ class _VSweep:
         if self.indep:
             _transition_events(vm, blocks, base, self.indep, projected, self.slots, self.nslots, self.events)
         ranks = dst = None
-        if self.visited is not None:              # the hash index numbers new codes in edge order itself
+        if self.bitmap is not None:               # edges dropped: only membership is asked
+            new_codes, new_parents = self.discover_fresh(blocks, n)
+            level_forward = True
+        elif self.visited is not None:              # the hash index numbers new codes in edge order itself
             src_o, succ_o, ranks = _edge_order(blocks, n, self.nkeys, self.code_t, self.scratch)
             added = self.visited.add_new(succ_o, total)
             new_codes, new_parents = succ_o[added.first], src_o[added.first]
@@ -509,10 +625,11 @@ class _VSweep:
         self.parents.append((base + new_parents).astype(np.int32))
         self.offsets.append(total + len(new_codes))
         nedges = sum(len(b.pos) for b in blocks)
-        if self.forward and not self.keep_edges and self.transitions + nedges > KEEP_EDGES_BELOW:
+        if not self.dropped and self.forward and not self.keep_edges and self.transitions + nedges > KEEP_EDGES_BELOW:
             self.dropped = True
             self.e_dst.clear()
             self.e_counts.clear()
+            self.to_bitmap()
         if not self.dropped:
             if dst is None:
                 _, succ_o, ranks = _edge_order(blocks, n, self.nkeys, self.code_t, self.scratch)
@@ -523,26 +640,54 @@ class _VSweep:
         _sweep_facts(vm, blocks, base, self.fired, self.cond_true, self.shadowed_by, self.choice_sig)
         _transition_checks(vm, self.ex, blocks, ranks, self.nkeys, base, self.step_props, self.variants,
                            self.weights, self.spec, nedges, self.candidate)
-        self.S = vm.decode(new_codes)
-        self.check_states(self.S, total)
+        self.S = self.decode_and_check(new_codes, total)
         if self.progress is not None:
             self.progress(self.offsets[-1], self.transitions, len(self.offsets) - 2, self.offsets[-1] - total,
                           time.monotonic() - self.started)
+
+    def discover_fresh(self, blocks: list[_Block], n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The level's new states in the scalar engine's order and their sources' frontier
+        positions, from the visited bitmap. Edges are dropped, so every edge must lead to a
+        state not seen before this level; one that does not ends this exploration (_NeedEdges)."""
+        bitmap = self.bitmap
+        assert bitmap is not None
+        if any(self.run_all(lambda b: bool(bitmap.contains(b.codes).any()), blocks)):
+            raise _NeedEdges()
+        nkeys = self.nkeys
+        codes = np.concatenate([b.codes for b in blocks])
+        keys = np.concatenate([b.pos * nkeys + b.k for b in blocks])
+        new_codes, new_keys = first_occurrences(codes, keys, self.vm.space, n * nkeys, self.pieces(len(codes)),
+                                                self.run_all)
+        del codes, keys
+        bitmap.add(new_codes)
+        return new_codes.astype(self.code_t), new_keys // nkeys
+
+    def to_bitmap(self) -> None:
+        """Once edges are dropped no index of a visited state is asked again: the visited set
+        becomes one bit per possible code, where that fits in half the memory left."""
+        need = CodeBitmap.bytes_for(self.vm.space)
+        if need > memory_headroom(self.max_memory) // 2:
+            return
+        bitmap = CodeBitmap(self.vm.space)
+        bitmap.add(self.levels.joined())
+        self.bitmap = bitmap
+        self.index_of = self.visited = None
 
     def result(self) -> VExploration:
         """The exploration, assembled from the levels: each list is joined and dropped in turn."""
         ex, offsets = self.ex, self.offsets
         ex.expanded = offsets[-2]
-        self.index_of = self.visited = None
-        ex.codes = _flat(self.levels, self.code_t)
+        ex.visited_set = "bitmap" if self.bitmap is not None else "hash index" if self.hashed else "dense index"
+        self.index_of = self.visited = self.bitmap = None
+        ex.codes = self.levels.joined()
         ex.states = LazyStates(self.vm, ex.codes)  # type: ignore[assignment]  # read-only, decoded on demand
-        ex.parent = _flat(self.parents, np.int32)
+        ex.parent = self.parents.joined()
         ex.depth = LevelDepth(offsets)
         ex.levels = [(offsets[k], offsets[k + 1]) for k in range(len(offsets) - 1)]
         ex.forward = self.forward   # of every edge seen; a partial graph keeps it for its explored part
         self.edges()
-        ex.terminal = _flat(self.terminal_flags, np.uint8)
-        ex.errored = _flat(self.errored_flags, np.uint8)
+        ex.terminal = self.terminal_flags.joined()
+        ex.errored = self.errored_flags.joined()
         ex.weights = {name: np.concatenate(ws) if ws else np.zeros(0, np.int64) for name, ws in self.weights.items()}
         for per_action in self.fired.values():
             for name, c in per_action.items():
@@ -589,6 +734,15 @@ class _Level:
     errored: np.ndarray
     projected: dict[str, np.ndarray]
 
+    @staticmethod
+    def of(base: int, frontier: np.ndarray, S: Arrays, lo: int, hi: int, term: np.ndarray, errored: np.ndarray,
+           projected: dict[str, np.ndarray]) -> _Level:
+        """The frontier's states lo..hi-1 (vars S, terminal flags term) to expand."""
+        if term.any():
+            keep = np.flatnonzero(~term)
+            return _Level(base, frontier, keep + lo if lo else keep, [a[keep] for a in S], errored, projected)
+        return _Level(base, frontier, np.arange(lo, hi), S, errored, projected)
+
 
 class _LevelMark:
     """What the level loop has built before a level, to undo that level when memory runs
@@ -604,12 +758,12 @@ class _LevelMark:
         self.label_counts = dict(ex.label_counts)
         self.first_stuck = ex.first_stuck
 
-    def undo(self, ex: VExploration, levels: list[np.ndarray], parents: list[np.ndarray], offsets: list[int],
-             e_dst: list[np.ndarray], e_counts: list[np.ndarray], terminal_flags: list[np.ndarray],
-             errored_flags: list[np.ndarray], weights: dict[str, list[np.ndarray]], events: dict[str, list[Event]],
+    def undo(self, ex: VExploration, levels: _Parts, parents: _Parts, offsets: list[int],
+             e_dst: list[np.ndarray], e_counts: list[np.ndarray], terminal_flags: _Parts,
+             errored_flags: _Parts, weights: dict[str, list[np.ndarray]], events: dict[str, list[Event]],
              fired: Fired) -> tuple[int, bool]:
         """Cut everything back to the mark; returns the transitions and forward flag then."""
-        lists: tuple[list[Any], ...] = (levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags)
+        lists: tuple[list[Any] | _Parts, ...] = (levels, parents, offsets, e_dst, e_counts, terminal_flags, errored_flags)
         for a, n in zip(lists, self.lengths):
             del a[n:]               # a list emptied meanwhile (edges dropped) stays empty
         for name, n in self.weights.items():
@@ -805,10 +959,72 @@ def _edge_order(blocks: list[_Block], n: int, nkeys: int, code_t: Any,
     return flat[order] // nkeys, np.concatenate([b.codes for b in blocks])[order], np.split(rank, cuts)
 
 
+class _Parts:
+    """A list of arrays (one per BFS level) kept end to end in one array: what the level
+    loop appends per state (code, parent, flags) costs its own bytes and nothing more, and
+    the whole is there at the end without joining (no second copy at the peak).
+
+    The array is reserved up front (`np.empty`: address space only, the operating system
+    gives pages as they are written), so it seldom moves; past the reservation it doubles."""
+
+    def __init__(self, dtype: Any, reserve: int):
+        self.data = np.empty(max(reserve, 16), dtype=dtype)
+        self.ends: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def size(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def append(self, values: np.ndarray) -> None:
+        start = self.size()
+        end = start + len(values)
+        if end > len(self.data):
+            bigger = np.empty(max(end, 2 * len(self.data)), dtype=self.data.dtype)
+            bigger[:start] = self.data[:start]
+            self.data = bigger
+        self.data[start:end] = values
+        self.ends.append(end)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        """Part k (a view)."""
+        k = k % len(self.ends)
+        return self.data[self.ends[k - 1] if k else 0:self.ends[k]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[k] for k in range(len(self.ends)))
+
+    def __delitem__(self, cut: slice) -> None:
+        """`del parts[n:]`: drop the parts from n on (as the level mark's undo does to lists)."""
+        assert cut.step is None and cut.stop is None, "only whole tails are cut"
+        del self.ends[cut]
+
+    def joined(self) -> np.ndarray:
+        """Every part, in order, as one array (a view of the reservation)."""
+        return self.data[:self.size()]
+
+
+def _reserve(space: int, code_t: Any, max_memory: int | None) -> int:
+    """How many states the per-state arrays reserve room for: as many as there can be (the
+    declared space), but no more than memory could hold at the floor of about 10 bytes a
+    state (a code, a parent and two flags)."""
+    per_state = np.dtype(code_t).itemsize + 4 + 2
+    return int(min(space, memory_headroom(max_memory) // per_state, 1 << 40))
+
+
 def _flat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-    """Join a list of arrays and empty the list, freeing the parts."""
-    out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
-    parts.clear()
+    """Join a list of arrays and empty the list, freeing each part as soon as it is copied:
+    the joined array never coexists with all of its parts (codes and parents are most of
+    what a large exploration holds, and a plain concatenate would hold them twice)."""
+    out = np.empty(sum(len(p) for p in parts), dtype=dtype)
+    parts.reverse()
+    at = 0
+    while parts:
+        part = parts.pop()
+        out[at:at + len(part)] = part
+        at += len(part)
+        del part
     return out
 
 

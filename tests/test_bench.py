@@ -217,3 +217,46 @@ def test_numeric_options_are_refused_before_anything_runs(option, value, message
     assert captured.err.splitlines()[-1] == f"python -m bench: error: argument {option}: {message}"
     assert not out.exists()
 
+
+
+def test_the_large_preset_measures_issue_16s_rows():
+    """--large: Q = 150, 200, 300 of the shared table, the vector engine with -j 1 and -j 2
+    against SPIN, no bug variant; whatever the command line gives stays."""
+    args = bench.build_parser().parse_args(["--large"])
+    bench._large_defaults(args, ["--large"])
+    assert (args.q, args.tools, args.engines, args.workers, args.no_bug) == \
+        ([150, 200, 300], ["haltproof", "spin"], ["vector"], [1, 2], True)
+    argv = ["--large", "--q=200", "--workers", "1,2,4"]
+    args = bench.build_parser().parse_args(argv)
+    bench._large_defaults(args, argv)
+    assert (args.q, args.workers) == ([200], [1, 2, 4])
+    assert bench.expected_counts(300) == (190_896_307, 409_063_515)
+
+
+def test_spin_is_not_run_where_it_would_need_more_than_a_third_of_the_memory(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "available_bytes", lambda: 20 * 10 ** 9)
+    args = bench.build_parser().parse_args(["--tools", "spin", "--quiet"])
+    runner = bench.Runner(args)
+    row = runner.spin_row(300)              # 190.9 M states at 60 bytes: 11 GB
+    assert (row["status"], row["note"]) == ("skipped", "not run: pan would need about 11 GB (60 bytes a state), "
+                                                       "over a third of the 20 GB available on this shared machine")
+
+
+@pytest.mark.parametrize("value, message", [("0", "--workers wants positive integers"),
+                                            ("two", "--workers wants integers separated by commas, not 'two'")])
+def test_bad_worker_counts_are_refused(value, message, capsys):
+    with pytest.raises(SystemExit):
+        bench.build_parser().parse_args(["--workers", value])
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m bench: error: argument --workers: {message}"
+
+
+def test_pan_counts_past_ten_million_are_read_from_its_g_format():
+    """pan prints 5.6844207e+07 past 10^7 (G(200)): read, and compared at 8 digits, not an error."""
+    spin = ("5.6844207e+07 states, stored\n 65000000 states, matched\n"
+            "1.2180902e+08 transitions (= stored+matched)\nState-vector 28 byte, depth reached 801, errors: 0\n")
+    parsed = bench.parse_spin_output(spin)
+    assert parsed == {"states": 56_844_207, "transitions": 121_809_019, "raw_transitions": 121_809_020,
+                      "errors": 0, "significant_digits": 8}
+    args = bench.build_parser().parse_args(["--tools", "spin", "--quiet"])
+    row = bench.Runner(args)._peer_counts(bench._row("spin", 200, 1800, "safe"), 200, parsed)
+    assert (row["status"], row["note"]) == ("ok", "pan printed its counts to 8 significant digits")

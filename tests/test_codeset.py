@@ -340,3 +340,42 @@ def test_memory_per_code_stays_within_the_documented_bound():
         assert len(ix) / ix.capacity > MAX_LOAD / 2      # grown by doubling, never further
     assert worst <= 2 * 12 / MAX_LOAD
     assert CodeIndex(expected=1_000_000).nbytes == 12 * 2 ** 21
+
+
+# -- CodeBitmap and first_occurrences: the visited set once a forward graph's edges are dropped
+
+def test_the_bitmap_holds_exactly_the_codes_added():
+    from haltproof.explorer.codeset import CodeBitmap
+    bm = CodeBitmap(1001)
+    assert bm.nbytes == CodeBitmap.bytes_for(1001) == 126
+    added = np.array([0, 7, 8, 9, 9, 9, 500, 999, 1000, 8], dtype=np.int32)     # repeats, one byte twice
+    bm.add(added)
+    everything = np.arange(1001)
+    assert np.flatnonzero(bm.contains(everything)).tolist() == [0, 7, 8, 9, 500, 999, 1000]
+    assert bm.contains(np.array([9, 10], dtype=np.int64)).tolist() == [True, False]
+    with pytest.raises(ValueError, match="space must be positive, got 0"):
+        CodeBitmap(0)
+
+
+def _first_occurrences_reference(codes, keys):
+    best: dict[int, int] = {}
+    for c, k in zip(codes, keys):
+        if c not in best or k < best[c]:
+            best[c] = k
+    pairs = sorted((k, c) for c, k in best.items())
+    return [c for _, c in pairs], [k for k, _ in pairs]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.integers(0, 50), max_size=200), st.sampled_from([51, 2 ** 40, 2 ** 62]), st.randoms())
+def test_first_occurrences_keep_each_code_once_with_its_smallest_key(codes, space, rnd):
+    """Against a dict; keys shuffled (distinct), so the first occurrence is by key, not by
+    position; the widest spaces take the lexsort fallback (code and key past 63 bits)."""
+    from haltproof.explorer.codeset import first_occurrences
+    keys = list(range(3 * len(codes)))
+    rnd.shuffle(keys)
+    keys = keys[:len(codes)]
+    c, k = first_occurrences(np.array(codes, dtype=np.int64), np.array(keys, dtype=np.int64), space,
+                             3 * len(codes) + 1)
+    assert (c.tolist(), k.tolist()) == _first_occurrences_reference(codes, keys)
+    assert c.dtype == k.dtype == np.int64

@@ -492,18 +492,25 @@ def test_memory_running_out_in_the_middle_of_a_level_undoes_the_level(monkeypatc
 @pytest.mark.parametrize("engine", ["scalar", "vector"])
 def test_max_memory_stops_where_the_memory_is_looked_at(monkeypatch, engine):
     """The k-th look at the process's memory sees k MiB: with --max-memory 3M the scalar
-    engine stops at its 4th look (state 3 * 4096), the vector engine at its 4th level."""
+    engine stops at its 4th look (state 3 * 4096), over the limit. The vector engine looks
+    before each level with what the level may take: at its 3rd look (3 MiB held) nothing is
+    left for level 2, so it stops there, before expanding it, and says so."""
     import haltproof.explorer.engine as E
     import haltproof.explorer.vengine as V
+    from haltproof.explorer.memory import rough_size
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(E if engine == "scalar" else V, "current_rss", lambda: next(looks) << 20)
     m = _grid_machine()
     run = check_machine(m, Options(engine=engine, max_memory=3 << 20))
     full = explore(m)
-    done = 3 * E.MEMORY_EVERY if engine == "scalar" else 10      # levels 0..2 hold 1 + 3 + 6 states
+    if engine == "scalar":
+        done, detail = 3 * E.MEMORY_EVERY, ""
+    else:                                       # levels 0..1 (1 + 3 states) expanded, level 2 holds 6
+        need = V._VSweep(vectorize(m), False, None, None, None, None, None).level_bytes(6)
+        done, detail = 4, f": the next BFS level, from 6 states, may take about {rough_size(need)} more; 0B left"
     found = 1 + sum(1 for p in full.parent[1:] if p < done)
     assert (run.result, run.stopped_by, run.stats["states"]) == ("incomplete", "max_memory", found)
-    assert run.stop_reason == f"stopped at {found:,} states: memory limit 3M reached"
+    assert run.stop_reason == f"stopped at {found:,} states: memory limit 3M reached{detail}"
     assert {p.name: p.message for p in run.properties}["within_range"] == \
         "not decided: the exploration stopped at --max-memory"
 
