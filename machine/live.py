@@ -106,7 +106,8 @@ class Driver:
         """Close the loop, first cancelling the tasks still pending on it, as `asyncio.run` does:
         a live run left paused in an await (a framework's run task) ends through its own
         cancellation path instead of being destroyed pending ("Task was destroyed but it is
-        pending!"). Tasks that ignore the cancellation get CLOSE_GRACE seconds, never a hang.
+        pending!", or CPython 3.11 crashing at exit inside an `async with` with no loop to run its
+        exit), and async generators are closed. Tasks that ignore the cancellation get CLOSE_GRACE seconds, never a hang.
         A close that comes while another loop runs in this thread (the garbage collector
         finalizing an old run inside a new run's call) cannot run this loop now: it is finished
         by the next call that runs a loop, or at exit."""
@@ -137,6 +138,7 @@ def finish_left_open() -> None:
             task.cancel()
         if pending:
             loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_GRACE))
+        loop.run_until_complete(loop.shutdown_asyncgens())      # async generators' cleanup, while the loop runs
         loop.close()
 
 

@@ -469,3 +469,38 @@ def test_every_run_started_is_closed_once_when_the_check_is_done_with_it(tmp_pat
     started, closed = live_agents.ClosingAdapter.started, live_agents.ClosingAdapter.closed
     assert len(started) >= 10
     assert sorted(map(id, closed)) == sorted(map(id, started))
+
+
+def test_closing_the_driver_lets_a_parked_task_leave_its_async_with() -> None:
+    """A live run driven by a task of its own (haltproof.frameworks.pydantic_ai) waits between
+    transitions inside `async with`. Closing the run's loop cancels it and runs it to its end
+    first, as asyncio.run does: left pending on a closed loop, the garbage collector would
+    close it later with no loop to run its exit (a crash at exit on CPython 3.11)."""
+    import asyncio
+
+    from haltproof.machine.live import Driver
+
+    left: list[str] = []
+
+    class Run:
+        async def __aenter__(self) -> Run:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            left.append(type(exc[1]).__name__)
+
+    async def parked() -> None:
+        async with Run():
+            await asyncio.Event().wait()
+
+    async def start() -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(parked())
+        await asyncio.sleep(0)          # the task enters its `async with`
+        return task
+
+    driver = Driver()
+    task = driver.call(start)
+    assert not task.done()
+    driver.close()
+    assert left == ["CancelledError"]
+    assert task.cancelled() and driver.loop is not None and driver.loop.is_closed()
