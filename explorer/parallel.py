@@ -178,6 +178,8 @@ def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[s
     the vector engine's states, decoded through it) and recomputing columns (closures over
     compiled code); those columns are written out instead."""
     ex = r.exploration
+    # the spec goes without a declaration's adapter factory (a closure); the parent puts its own spec back
+    r = replace(r, spec=replace(r.spec, adapter=None))
     if ex is None:
         return r, None, None
     state = {k: v for k, v in vars(ex).items() if k not in ("machine", "vm") and not isinstance(v, LazyStates)}

@@ -258,3 +258,13 @@ def test_the_examples_j2_give_the_serial_report(cli, monkeypatch):
     ran = {Path(r["spec"]).name for r in one.json()["runs"]}
     assert ran == {"agent.yaml"} | {p.name for p in (ROOT / "docs" / "examples").glob("*.yaml")}
     assert untimed(two.json()) == untimed(one.json())
+
+
+def test_framework_declarations_j2_give_the_serial_report(cli):
+    """A declaration's spec carries its adapter factory (a closure): the run comes back from a
+    worker without it, the parent's own spec put back (it was an exit 4, 'Can't pickle')."""
+    folder = ROOT / "examples" / "frameworks" / "langgraph"
+    one = cli("check", folder / "react.yaml", folder / "supervisor.yaml", "-j", "1", "--format", "json")
+    two = cli("check", folder / "react.yaml", folder / "supervisor.yaml", "-j", "2", "--format", "json")
+    assert one.code == two.code == 0, (one.code, two.code, two.err[-500:])
+    assert untimed(two.json()) == untimed(one.json())
