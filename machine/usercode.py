@@ -175,7 +175,12 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any])
     """The frame the SIGALRM handler looks for: below it runs user code."""
     if _state.expired:
         raise OutOfTime()
-    return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    except SystemError:
+        if _state.expired:      # the alarm's OutOfTime landed inside C code (compile's AST checks), which
+            raise OutOfTime() from None     # reports it as "recursion depth mismatch": it is the deadline
+        raise
 
 
 _CALL = _call.__code__
