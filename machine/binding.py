@@ -141,21 +141,26 @@ def import_user_module(name: str, folder: str) -> Any:
     else from `folder` (the spec's): a spec found anywhere imports the code beside it. A
     module of that name already imported from another folder (a second example's `agent.py`)
     is not taken for this folder's own file: the file beside the spec is imported instead."""
-    if os.getcwd() not in sys.path:    # like `python -m`: the project you run in is importable
-        sys.path.insert(0, os.getcwd())
+    cwd = os.getcwd()
+    if cwd not in sys.path:    # like `python -m`: the project you run in is importable
+        sys.path.insert(0, cwd)
     if folder not in sys.path:
         sys.path.append(folder)
     top = name.partition(".")[0]
-    beside = [os.path.join(folder, top + ".py"), os.path.join(folder, top, "__init__.py")]
-    local = next((f for f in beside if os.path.isfile(f)), None)
-    loaded = sys.modules.get(top)
-    here = os.path.join(os.getcwd(), top + ".py"), os.path.join(os.getcwd(), top, "__init__.py")
-    if local is not None and not any(os.path.isfile(f) for f in here):
-        if loaded is not None and os.path.abspath(getattr(loaded, "__file__", None) or "") != local:
+    # the file meant: the working directory's, else the one beside the spec; a same-named module
+    # further on the path (a folder an earlier import put there, PYTHONPATH) is never taken for it
+    for where in (cwd, folder):
+        mine = next((f for f in (os.path.join(where, top + ".py"), os.path.join(where, top, "__init__.py"))
+                     if os.path.isfile(f)), None)
+        if mine is None:
+            continue
+        loaded = sys.modules.get(top)
+        if loaded is not None and os.path.abspath(getattr(loaded, "__file__", None) or "") != mine:
             for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
                 del sys.modules[key]
-        sys.path.remove(folder)
-        sys.path.insert(0, folder)     # this folder's file, not a same-named one further on the path
+        sys.path.remove(where)
+        sys.path.insert(0, where)
+        break
     return importlib.import_module(name)
 
 

@@ -5,6 +5,7 @@ finding that names the wrong var or the wrong reason sends the user the wrong wa
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
@@ -154,3 +155,20 @@ def test_the_users_traceback_keeps_the_users_frames_and_the_error():
                                                                  "frames_and_the_error")
     assert lines[-2:] == ['    raise ValueError("boom")', "ValueError: boom"]
     assert text == text.strip("\n") and "XX" not in text
+
+
+def test_the_working_directorys_module_wins_over_a_same_named_one_earlier_on_the_path(tmp_path, monkeypatch):
+    """A -j worker inherits its parent's sys.path, where another folder's `adapter.py` may come
+    first: the working directory's own file is the one meant (it was an exit 2, 'module adapter
+    has no AgentAdapter', in a worker only)."""
+    from haltproof.machine.binding import import_user_module
+    other, here = tmp_path / "other", tmp_path / "here"
+    other.mkdir()
+    here.mkdir()
+    (other / "hp_same_name.py").write_text("WHICH = 'other'\n")
+    (here / "hp_same_name.py").write_text("WHICH = 'here'\n")
+    monkeypatch.chdir(here)
+    monkeypatch.setattr(sys, "path", [str(other), str(here), *sys.path])
+    monkeypatch.delitem(sys.modules, "hp_same_name", raising=False)
+    assert import_user_module("hp_same_name", str(tmp_path / "spec_folder")).WHICH == "here"
+    sys.modules.pop("hp_same_name", None)
