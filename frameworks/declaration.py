@@ -10,6 +10,7 @@ declaration key they come from.
 from __future__ import annotations
 
 import os
+from importlib import metadata
 from typing import Any
 
 from haltproof.machine import usercode
@@ -83,3 +84,18 @@ def mapping(top: YMap, key: str, file: str, what: str) -> YMap:
 
 def fail(file: str, line: int, message: str, text: object = None) -> SpecError:
     return Located(file, line).error(message, text)
+
+
+def require_version(module: str, dist: str, what: str, supported: tuple[tuple[int, int], tuple[int, int]],
+                    shown: str) -> str:
+    """The installed version of `dist`, or a clear error naming it when it is missing or outside
+    `supported` ([lowest, first excluded) major.minor: the extra's range, written `shown`)."""
+    try:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        raise RuntimeError(f"haltproof.frameworks.{module} needs {what}: "
+                           f"pip install 'haltproof[{module.replace('_', '-')}]'") from None
+    major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if not supported[0] <= major_minor < supported[1]:
+        raise RuntimeError(f"haltproof.frameworks.{module} supports {dist} {shown}; {dist} {version} is installed")
+    return version

@@ -27,14 +27,13 @@ import functools
 import os
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node
+from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
 
 END = "__end__"
 SUPPORTED = ((1, 2), (2, 0))        # [lowest, first excluded) major.minor; the extra's range
@@ -42,16 +41,7 @@ SUPPORTED = ((1, 2), (2, 0))        # [lowest, first excluded) major.minor; the 
 
 def require_langgraph() -> str:
     """The installed LangGraph version, or a clear error naming it when it is missing or unsupported."""
-    try:
-        version = metadata.version("langgraph")
-    except metadata.PackageNotFoundError:
-        raise RuntimeError("haltproof.frameworks.langgraph needs LangGraph: "
-                           "pip install 'haltproof[langgraph]'") from None
-    major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if not SUPPORTED[0] <= major_minor < SUPPORTED[1]:
-        raise RuntimeError(f"haltproof.frameworks.langgraph supports langgraph >=1.2,<2; "
-                           f"langgraph {version} is installed")
-    return version
+    return require_version("langgraph", "langgraph", "LangGraph", SUPPORTED, ">=1.2,<2")
 
 
 @dataclass

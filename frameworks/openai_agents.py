@@ -30,10 +30,11 @@ import asyncio
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from haltproof.machine.live import LiveAdapter
+
+from .declaration import require_version
 
 SUPPORTED = ((0, 24), (0, 25))      # [lowest, first excluded) major.minor; the extra's range
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
@@ -41,16 +42,7 @@ READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
 def require_agents() -> str:
     """The installed SDK's version, or a clear error naming it when it is missing or unsupported."""
-    try:
-        version = metadata.version("openai-agents")
-    except metadata.PackageNotFoundError:
-        raise RuntimeError("haltproof.frameworks.openai_agents needs the OpenAI Agents SDK: "
-                           "pip install 'haltproof[openai-agents]'") from None
-    major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if not SUPPORTED[0] <= major_minor < SUPPORTED[1]:
-        raise RuntimeError(f"haltproof.frameworks.openai_agents supports openai-agents >=0.24,<0.25; "
-                           f"openai-agents {version} is installed")
-    return version
+    return require_version("openai_agents", "openai-agents", "the OpenAI Agents SDK", SUPPORTED, ">=0.24,<0.25")
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,11 @@ import copy
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 from haltproof.machine.live import LiveAdapter
+
+from .declaration import require_version
 
 SUPPORTED = ((2, 68), (3, 0))       # [lowest, first excluded) major.minor; the extra's range
 RANGE = ">=2.68,<3"
@@ -48,16 +49,7 @@ LIMIT_FIELDS = ("request_limit", "tool_calls_limit", "input_tokens_limit", "outp
 
 def require_pydantic_ai() -> str:
     """The installed Pydantic AI version, or a clear error naming it when it is missing or unsupported."""
-    try:
-        version = metadata.version("pydantic-ai-slim")
-    except metadata.PackageNotFoundError:
-        raise RuntimeError("haltproof.frameworks.pydantic_ai needs Pydantic AI: "
-                           "pip install 'haltproof[pydantic-ai]'") from None
-    major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if not SUPPORTED[0] <= major_minor < SUPPORTED[1]:
-        raise RuntimeError(f"haltproof.frameworks.pydantic_ai supports pydantic-ai-slim {RANGE}; "
-                           f"pydantic-ai-slim {version} is installed")
-    return version
+    return require_version("pydantic_ai", "pydantic-ai-slim", "Pydantic AI", SUPPORTED, RANGE)
 
 
 Request = tuple[Any, "asyncio.Future[Any]"] | None      # (the node to run, its result's future); None: stop

@@ -10,6 +10,8 @@ floor(N/2) workers run.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import json
 import sys
 
@@ -346,9 +348,8 @@ def test_an_async_graphs_limit_is_langgraphs_own_too(tmp_path, monkeypatch) -> N
 
 
 def test_an_unsupported_langgraph_is_named_at_the_framework_line(tmp_path, monkeypatch) -> None:
-    from haltproof.frameworks import langgraph as hl
     from haltproof.machine.errors import SpecError
-    monkeypatch.setattr(hl.metadata, "version", lambda name: "0.6.3")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.6.3")
     spec = tmp_path / "d.yaml"
     spec.write_text(DECLARATION.format(module="never_imported"))
     with pytest.raises(SpecError) as caught:

@@ -8,6 +8,8 @@ framework's code, not on a copy of its logic.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import __future__
 import asyncio
 import gc
@@ -372,15 +374,15 @@ def test_a_handoff_the_agent_does_not_offer_is_named(tmp_path, monkeypatch) -> N
 
 
 def test_an_unsupported_sdk_version_is_named(monkeypatch) -> None:
-    monkeypatch.setattr(ho.metadata, "version", lambda name: "0.9.1")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.9.1")
     with pytest.raises(RuntimeError, match=r"supports openai-agents >=0.24,<0.25; openai-agents 0.9.1 is installed"):
         ho.require_agents()
 
 
 def test_a_missing_sdk_is_named(monkeypatch) -> None:
     def missing(name: str) -> str:
-        raise ho.metadata.PackageNotFoundError(name)
-    monkeypatch.setattr(ho.metadata, "version", missing)
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", missing)
     with pytest.raises(RuntimeError, match=r"needs the OpenAI Agents SDK: pip install 'haltproof\[openai-agents\]'"):
         ho.require_agents()
 

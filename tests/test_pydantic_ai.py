@@ -8,6 +8,8 @@ framework's code, not on a copy of its logic.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import asyncio
 import dataclasses
 import gc
@@ -221,7 +223,7 @@ def test_an_undeclared_limit_error_is_a_bound_code_finding(tmp_path) -> None:
 
 
 def test_an_unsupported_pydantic_ai_version_is_named(monkeypatch) -> None:
-    monkeypatch.setattr(hp.metadata, "version", lambda name: "1.0.17")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.0.17")
     with pytest.raises(RuntimeError, match=r"supports pydantic-ai-slim >=2.68,<3; "
                                            r"pydantic-ai-slim 1.0.17 is installed"):
         hp.require_pydantic_ai()
@@ -229,8 +231,8 @@ def test_an_unsupported_pydantic_ai_version_is_named(monkeypatch) -> None:
 
 def test_a_missing_pydantic_ai_is_named(monkeypatch) -> None:
     def missing(name):
-        raise hp.metadata.PackageNotFoundError(name)
-    monkeypatch.setattr(hp.metadata, "version", missing)
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", missing)
     with pytest.raises(RuntimeError, match=r"needs Pydantic AI: pip install 'haltproof\[pydantic-ai\]'"):
         hp.require_pydantic_ai()
 
