@@ -335,7 +335,8 @@ class DeclaredAgent(AgentAdapter):
 
     def usage_limits(self, params: dict[str, Any]) -> Any:
         from pydantic_ai.usage import UsageLimits
-        return UsageLimits(**{name: budget(value, params) for name, value in self.d.limits.items()})
+        limits: dict[str, Any] = {name: budget(value, params) for name, value in self.d.limits.items()}
+        return UsageLimits(**limits)
 
     def retries(self, params: dict[str, Any]) -> Any:
         r = self.d.retries
