@@ -324,16 +324,17 @@ def test_a_dropped_run_leaves_the_agent_run_in_its_own_task() -> None:
 @pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) -> None:
     doc = (ROOT / "docs" / "frameworks.md").read_text()
-    for name in ("weather_binding.py", "weather.yaml"):
-        fence = "python" if name.endswith(".py") else "yaml"
-        assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc
+    for name in ("weather.yaml", "trip.yaml"):
+        assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/pydantic_ai && haltproof check weather.yaml trip.yaml" in doc
     ran = cli("check", "weather.yaml", "trip.yaml")
     assert ran.code == 0, ran.out
     assert ran.out.endswith("11 runs: 0 proved, 11 violated as expected, 0 failed, 0 incomplete -> proved\n")
-    assert "bounds: transitions at most 9, model_requests at most 4, tool_executions at most 4" in doc
+    assert "(`most_model_requests` 3, 3, 3, 3, 3, 4, 4, 4 in sweep order)" in doc
     assert "States per run (weather, in sweep order): 21, 28, 36, 44, 21, 31, 45, 63." in doc
-    assert "States per run (`tool_calls_limit` 1 to 3): 63, 124, 152." in doc
+    assert "(`most_tool_runs` 2, 3, 4) and N successful calls (`most_successful_tool_calls` 1, 2, 3)" in doc
+    assert "States per run (`tool_calls_limit` 1 to 3): 70, 148, 192." in doc
+    assert "one_forecast_is_enough:\n    maximum: tool_runs\n    at_most: 1\n" in doc
 
 
 def test_a_run_stepped_after_pydantic_ai_ended_it_is_refused_not_waited_on() -> None:
