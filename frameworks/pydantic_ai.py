@@ -11,10 +11,12 @@ haltproof never re-implements a limit).
 The environment is scripted with the test doubles Pydantic AI ships: the model is a
 `FunctionModel` answering each request with the `ModelResponse` the transition's `model`
 choice names (`responses`: label -> response: text, one tool call, parallel calls, an output
-tool call); a tool named in `tool_outcomes` gets, through a capability wrapping its
-execution, the outcome its choice (named after the tool) names: `OK` runs the real tool,
-a `ModelRetry` is raised as the tool's request to retry, any other exception is raised as
-the tool's failure. Tools not named there just run.
+tool call); a tool named in `tool_outcomes` gets, through a capability wrapping the agent's
+toolset, the outcome its choice (named after the tool) names, where the real tool would run
+(so Pydantic AI counts, retries and reports it as the real tool's): `OK` runs the real tool,
+`Returns(value)` returns a value without running it, a `ModelRetry` is raised as the tool's
+request to retry, any other exception is raised as the tool's failure. Tools not named there
+just run.
 
 The abstract state read back (the vars a spec, or a generated one, declares):
 `next` (the node kind to run next: `model_request`, `call_tools`, `end`), `requests` and
@@ -259,27 +261,36 @@ def _scripted_model(adapter: AgentAdapter, script: Script) -> Callable[..., Any]
 
 
 def _scripted_tools(adapter: AgentAdapter, script: Script) -> Any:
-    """A capability wrapping each function tool's execution: the outcome the tool's choice names."""
+    """A capability wrapping the agent's toolset (Pydantic AI's `get_wrapper_toolset`): each call of a
+    scripted tool gets the outcome its choice names **where the real tool would run**, inside
+    Pydantic AI's own execution, so everything around it (the successful-call count, the retry
+    check of a `ModelRetry`, the error hooks) is Pydantic AI's as for the real tool."""
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.toolsets import WrapperToolset
 
     @dataclass
-    class ScriptedTools(AbstractCapability[Any]):
-        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
-            if tool_def.kind != "function":
-                return await handler(args)
+    class ScriptedToolset(WrapperToolset[Any]):
+        async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+            if tool.tool_def.kind != "function":
+                return await super().call_tool(name, tool_args, ctx, tool)
             script.tool_runs += 1
-            outcomes = adapter.tool_outcomes.get(call.tool_name)
+            outcomes = adapter.tool_outcomes.get(name)
             if outcomes is None:
-                return await handler(args)
-            if call.tool_name not in script.choices:
-                raise ValueError(f"the model called tool {call.tool_name}, whose outcome the transition does "
+                return await super().call_tool(name, tool_args, ctx, tool)
+            if name not in script.choices:
+                raise ValueError(f"the model called tool {name}, whose outcome the transition does "
                                  f"not choose (it chooses {sorted(script.choices)})")
-            outcome = outcomes[script.choices[call.tool_name]]
+            outcome = outcomes[script.choices[name]]
             if outcome == OK:
-                return await handler(args)
+                return await super().call_tool(name, tool_args, ctx, tool)
             if isinstance(outcome, Returns):
                 return copy.deepcopy(outcome.value)     # what the tool returns, without running it
             raise copy.copy(outcome)            # a ModelRetry (the tool asks for a retry) or its failure
+
+    @dataclass
+    class ScriptedTools(AbstractCapability[Any]):
+        def get_wrapper_toolset(self, toolset: Any) -> Any:
+            return ScriptedToolset(toolset)
     return ScriptedTools()
 
 

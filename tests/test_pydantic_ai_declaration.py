@@ -165,6 +165,13 @@ class Answer(BaseModel):
 
 structured = Agent(output_type=Answer)
 not_an_agent = 42
+
+offline = Agent()
+
+
+@offline.tool_plain
+def fetch(url: str) -> str:
+    raise RuntimeError("the real fetch ran: no network in a test")
 '''
 
 DECLARATION = """\
@@ -236,3 +243,41 @@ def test_an_output_answer_becomes_the_output_tools_call(check, tmp_path) -> None
     assert [{p["name"]: p.get("maximum", {}).get("value") for p in r["properties"]}["most_model_requests"]
             for r in runs] == [1, 1]
     assert [r["result"] for r in runs] == ["proved", "proved"]
+
+
+OFFLINE = """\
+framework: pydantic_ai
+target: agents_offline:offline
+prompt: Fetch it.
+models:
+  call: {tool_calls: [{name: fetch, args: {url: 'https://example.invalid'}}]}
+  done: Fetched.
+tools:
+  fetch:
+    cached: {returns: the cached page}
+    down: {raises: ConnectionError, message: offline}
+limits:
+  request_limit: 2
+properties:
+  can_fail:
+    reachable: status == tool_error
+  can_answer_after_a_fetch:
+    reachable: status == done and tool_calls == 1
+"""
+
+
+def test_scripted_returns_and_failures_never_run_the_real_tool(check, tmp_path) -> None:
+    """`{returns: VALUE}` answers for the tool without running it (the real one raises here), and
+    `{raises: CLASS}` ends the run with that exception: status tool_error."""
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "agents_offline.py").write_text(AGENTS)
+    ran = check(OFFLINE, "--format", "json")
+    sys.modules.pop("agents_offline", None)
+    assert ran.code == 0, ran.out
+    (run,) = json.loads(ran.out)["runs"]
+    found = {p["name"]: p for p in run["properties"]}
+    assert (run["result"], found["bound_code"]["status"]) == ("proved", "holds")
+    assert [s["choices"] for s in found["can_fail"]["witness"]["steps"]] == [
+        {}, {"model": "call"}, {"fetch": "down"}]
+    assert found["can_answer_after_a_fetch"]["status"] == "holds"
+    assert (found["most_model_requests"]["maximum"]["value"], found["request_limit_error"]["possible"]) == (2, True)
