@@ -168,6 +168,13 @@ not_an_agent = 42
 
 offline = Agent()
 
+broken = Agent()
+
+
+@broken.instructions
+def no_prompt() -> str:
+    raise ValueError("no system prompt configured")
+
 
 @offline.tool_plain
 def fetch(url: str) -> str:
@@ -196,6 +203,8 @@ params:
     (("{name: lookup", "{name: search"), 5,
      "models: answer call calls a tool {module}:agent does not have (its tools: lookup): 'search'"),
     ((":agent", ":not_an_agent"), 2, "{module}:not_an_agent is a int, not a Pydantic AI Agent"),
+    ((":agent", ":broken"), 2, "running {module}:broken up to its first model request failed: "
+                               "ValueError: no system prompt configured"),
     (("request_limit: request_limit", "request_limit: request_limt"), 11,
      "limits: request_limit names no param 'request_limt' (params: request_limit)"),
     (("limits:", "retries: retrys\nlimits:"), 10, "retries names no param 'retrys' (params: request_limit)"),
