@@ -36,9 +36,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from haltproof.machine import usercode
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.outcomes import Outcome, resolve
+from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
@@ -392,8 +394,11 @@ def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int) -> AgentTo
     stops it there); a problem at the target's line when the agent cannot get that far."""
     driver = Driver()
     try:
-        tools: AgentTools = driver.call(_probe, agent, prompt)
+        tools: AgentTools = usercode.run(driver.call, _probe, agent, prompt)
         return tools
+    except OutOfTime as stop:
+        stop.note(f"running {ref} up to its first model request")
+        raise
     except Exception as exc:        # the user's agent may fail in any way before it asks the model
         raise fail(file, line, f"running {ref} up to its first model request failed: "
                                f"{type(exc).__name__}: {exc}") from None
@@ -485,10 +490,12 @@ def _response(raw: Any, label: str, file: str, line: int, ref: str, tools: Agent
     if "output" in raw:
         where = raw.line_of("output")
         if len(tools.output) != 1:
-            raise fail(file, where, f"models: answer {label} gives an output, but {ref} has "
-                                    f"{'no output tool (its output is text)' if not tools.output else 'several output tools: name one under tool_calls'}")
+            has = ("no output tool (its output is text)" if not tools.output
+                   else "several output tools: name one under tool_calls")
+            raise fail(file, where, f"models: answer {label} gives an output, but {ref} has {has}")
         if not isinstance(raw["output"], YMap):
-            raise fail(file, where, f"models: the output of answer {label} must be a mapping (the output tool's arguments)")
+            raise fail(file, where, f"models: the output of answer {label} must be a mapping "
+                                    "(the output tool's arguments)")
         parts.append(ToolCallPart(tools.output[0], plain(raw["output"]), tool_call_id=f"{label}_output"))
     return ModelResponse(parts=parts)
 
