@@ -330,6 +330,12 @@ def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) ->
     ran = cli("check", "weather.yaml", "trip.yaml")
     assert ran.code == 0, ran.out
     assert ran.out.endswith("11 runs: 0 proved, 11 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    safe = ("weather.yaml tool_calls_limit=1 retries=2: request_limit_error unreachable from request_limit=4 on "
+            "(swept 3..4; reachable at request_limit=3)")
+    assert f"  {safe}\n" in ran.out
+    assert " ".join(safe.split()) in " ".join(doc.split())
+    assert "  trip.yaml: tool_calls_limit_error reachable at every swept tool_calls_limit (1..3): no safe value\n" \
+        in ran.out
     assert "(`most_model_requests` 3, 3, 3, 3, 3, 4, 4, 4 in sweep order)" in doc
     assert "States per run (weather, in sweep order): 21, 28, 36, 44, 21, 31, 45, 63." in doc
     assert "(`most_tool_runs` 2, 3, 4) and N successful calls (`most_successful_tool_calls` 1, 2, 3)" in doc
