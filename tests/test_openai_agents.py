@@ -289,20 +289,22 @@ def test_an_action_enabled_after_the_run_returned_is_named(tmp_path) -> None:
     assert [s.state["status"] for s in finding.trace.steps] == ["running", "done"]
 
 
-def test_fixme_a_state_reached_by_a_declared_exception_is_read_back_without_its_set_values(tmp_path) -> None:
-    """Known limit of the live binding (not of this adapter): a run replayed into a state that a
-    declared exception reached reads back without the exception's `set:` values (status=running,
-    not limit), so a spec that explores on from such a state gets a `bound_code` finding that
-    blames nondeterminism. The message should instead be this adapter's own (the run has already
-    raised MaxTurnsExceeded); fixing the binding flips this test on purpose."""
+def test_a_state_reached_by_max_turns_exceeded_is_read_back_with_its_set_values(tmp_path) -> None:
+    """A run replayed into the state MaxTurnsExceeded reached raises it again and is read back
+    with the declared `set:` (status=limit), so a spec that explores on from that state gets
+    this adapter's own message (the run is over), not a false "nondeterministic" finding."""
     text = (EXAMPLE / "travel.yaml").read_text()
     text = text.replace("    when: status == running\n", "    when: status != done\n").replace(
         "terminal: status != running", "terminal: status == no_rooms")
     (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 1})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
-    assert "the live run for this state is in state turns=1 tool_runs=1 status=running booked=0" in finding.message
-    assert "the bound code is nondeterministic" in finding.message
+    assert finding.message.startswith(
+        "action turn with model=weather: the bound code raised ValueError: action turn answers a model call, but "
+        "Runner.run has already raised MaxTurnsExceeded: guard the action so that it is enabled only while the "
+        "run is running\n")
+    assert "nondeterministic" not in finding.message
+    assert [s.state["status"] for s in finding.trace.steps] == ["running", "limit"]
 
 
 def test_a_tool_raising_under_the_default_failure_function_is_a_message_to_the_model() -> None:
