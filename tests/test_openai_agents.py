@@ -410,11 +410,17 @@ def test_a_run_let_go_is_cancelled_and_a_closing_loop_finishes_the_rest() -> Non
 
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_command(cli) -> None:
     doc = (ROOT / "docs" / "frameworks.md").read_text()
-    for name in ("travel_adapter.py", "travel.yaml"):
+    for name in ("triage.yaml", "travel.yaml", "travel_adapter.py", "travel_adapter.yaml"):
         fence = "python" if name.endswith(".py") else "yaml"
         assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/openai_agents && haltproof check travel.yaml triage.yaml" in doc
     ran = cli("check", "travel.yaml", "triage.yaml")
     assert ran.code == 0, ran.out
     assert ran.out.endswith("9 runs: 0 proved, 9 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "exits 0 (`9 runs: 0 proved, 9 violated as expected`)" in doc
+    assert "limit_error reachable at every swept max_turns (2..5): no safe value" in ran.out
+    assert "`haltproof check travel_adapter.yaml triage_adapter.yaml` finds the same" in doc
+    adapters = cli("check", "travel_adapter.yaml", "triage_adapter.yaml")
+    assert adapters.code == 0, adapters.out
+    assert adapters.out.endswith("9 runs: 0 proved, 9 violated as expected, 0 failed, 0 incomplete -> proved\n")
     assert "States per limit, travel.yaml (1 to 5): 5, 12, 22, 35, 51; triage.yaml (2 to 5): 8, 14, 23, 35." in doc
