@@ -424,12 +424,16 @@ def function_tools(agent: Any) -> dict[str, Any]:
     return {t.name: t for t in agent.tools if isinstance(t, FunctionTool)}
 
 
-def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, agents: dict[str, Any]) -> Answer | list[Answer]:
+def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: bool = False) -> Answer | list[Answer]:
     """One scripted answer: a text (the final output), `{tool: NAME, args: {...}}`, `{handoff: AGENT}`,
     or a list of tool calls and handoffs (one turn making them all)."""
-    if isinstance(raw, list) and raw:
-        parts = [_answer(r, file, line, what, d_agent, agents) for r in raw]
-        return [p for p in parts if not isinstance(p, list)]
+    if isinstance(raw, list) and raw and not nested:
+        out: list[Answer] = []
+        for one in raw:
+            part = _answer(one, file, line, what, d_agent, nested=True)
+            assert not isinstance(part, list), "a nested answer is never a list"
+            out.append(part)
+        return out
     if isinstance(raw, str):
         return final(str(raw))
     tools = function_tools(d_agent)
@@ -448,7 +452,7 @@ def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, agents: dic
                                    f"off to (its handoffs: {', '.join(offered) or 'none'})")
         return handoff_to(str(raw["handoff"]))
     raise fail(file, line, f"{what} must be the model's final text, {{tool: NAME, args: {{...}}}}, "
-                           "{handoff: AGENT}, or a list of tool calls")
+                           "{handoff: AGENT}, or a list of those (one turn making them all)")
 
 
 def plain(value: Any) -> Any:
@@ -480,7 +484,7 @@ def _models(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str,
                                                      f"(its agents: {', '.join(agents)})")
         labels = _labels(declared, name, file, "models")
         out[str(name)] = {str(label): _answer(raw, file, labels.line_of(label), f"answer {label} of {name}",
-                                              agents[name], agents) for label, raw in labels.items()}
+                                              agents[name]) for label, raw in labels.items()}
     missing = [a for a in agents if a not in out]
     if missing:
         raise fail(file, top.line_of("models") if "models" in top else top.line,
@@ -494,7 +498,7 @@ def _tools(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str, 
     known = {name: tool for agent in agents.values() for name, tool in function_tools(agent).items()}
     out: dict[str, dict[str, Any]] = {}
     for name in declared:
-        if name not in known:
+        if name not in known or not str(name).isidentifier():
             raise fail(file, declared.line_of(name), f"tools: no function tool named {name!r} in the run "
                                                      f"(its tools: {', '.join(known) or 'none'})")
         labels = _labels(declared, name, file, "tools")
@@ -532,8 +536,9 @@ def declaration(top: YMap, file: str) -> Declared:
                    f"{LIMIT}: {{min: 1, max: 5}})")
     agents = agents_of(target, file, tline)
     slugs = [slug(a) for a in agents]
-    if len(set(slugs)) != len(slugs) or not all(s.isidentifier() for s in slugs):
-        raise fail(file, tline, f"the agents' names {', '.join(agents)} do not give distinct identifiers")
+    if len(set(slugs)) != len(slugs) or not all(s.isidentifier() for s in slugs) or any("'" in a for a in agents):
+        raise fail(file, tline, f"the agents' names {', '.join(agents)} do not give distinct identifiers "
+                                "(letters, digits, spaces; no quote)")
     context = None
     if "context" in top:
         context = import_target(_context_top(top), file)
@@ -615,7 +620,8 @@ def _raising(d: AgentDeclaration) -> bool:
 
 
 def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "") + "'"
+    """An agent's name as a string literal of the expression language (names have no quote)."""
+    return "'" + text + "'"
 
 
 def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:

@@ -263,6 +263,11 @@ params:
      "params: an openai_agents declaration needs max_turns (the Runner's limit"),
     (("  Helper:\n    look: {tool: lookup, args: {order_id: A-1}}\n    answer: Found it.\n", ""), 4, "models: the agent 'Helper' can get the run, but its model has no answers"),
     (("input: hi\n", ""), 1, "a openai_agents declaration needs the key 'input'"),
+    (("input: hi\n", "input: hi\ncontext: agents_app:not_an_agent\n"), 4,
+     "context must name a class or function making the run's context object"),
+    (("    answer: Hello.", "    answer: [[{handoff: Helper}]]"), 7,
+     "answer answer of Front desk must be the model's final text, {tool: NAME, args: {...}}, {handoff: AGENT}, "
+     "or a list of those (one turn making them all)"),
     (("  max_turns: {min: 1, max: 2}\n", "  max_turns: {min: 1, max: 2}\nproperties:\n  run_ends:\n"
                                          "    always: turns >= 0\n"), 14,
      "run_ends is an out-of-the-box property of every OpenAI Agents declaration"),
