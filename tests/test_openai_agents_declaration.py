@@ -127,6 +127,24 @@ def test_a_declared_tool_exception_under_the_default_failure_function_is_a_messa
     driver.close()
 
 
+def test_parallel_tool_calls_in_one_answer_make_max_turns_no_bound_on_tool_runs(tmp_path, monkeypatch) -> None:
+    """An answer that is a list is one turn calling its tools at once: the SDK runs them all, so
+    two calls a turn make 2 * max_turns tool executions in max_turns model calls."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    text = (EXAMPLE / "travel.yaml").read_text().replace(
+        "    answer: 'Booked: sunny Paris awaits.'\n",
+        "    answer: 'Booked: sunny Paris awaits.'\n"
+        "    weather_twice: [{tool: get_weather, args: {city: Paris}}, {tool: get_weather, args: {city: Lisbon}}]\n")
+    (tmp_path / "parallel.yaml").write_text(text)
+    (run,) = check_spec(load_spec(tmp_path / "parallel.yaml"), Options(pins={"max_turns": 2}))
+    assert maxima(run) == {"most_turns": 2, "most_tool_runs": 4}
+    broken = results(run)["tools_within_max_turns"]
+    assert (run.result, run.as_expected, broken.status) == ("violated", False, "violated")
+    assert [(s.choices.get("travel_agent_says"), s.state["turns"], s.state["tool_runs"], s.state["status"])
+            for s in broken.trace.steps] == [
+        (None, 0, 0, "running"), ("weather", 1, 1, "running"), ("weather_twice", 2, 3, "limit")]
+
+
 def test_a_max_turns_check_one_turn_late_changes_the_declarations_verdicts(monkeypatch) -> None:
     max_turns_off_by_one(monkeypatch)
     (run,) = check("triage.yaml", pins={"max_turns": 2})
