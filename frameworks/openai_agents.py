@@ -22,6 +22,13 @@ the one the pending model call is for, or the one a handoff passed the run to), 
 sets its own) and `output` (what the user sees: `str(result.final_output)`, "" before), plus
 what `observe(run)` adds (e.g. from the run's context object, which the user's tools write). A generated spec (a declaration file naming the agent) has one
 action per agent guarded by `agent == NAME`, choosing that agent's labels.
+
+Declaration files (`framework: openai_agents`, `declaration` below): `target` names the user's
+own starting Agent; every agent its handoffs reach gets an action and a `SLUG_says` choice of
+its declared answers; a declared tool outcome (`TOOL_returns`) replaces the tool's own code
+inside the SDK's invoker, for haltproof's runs only (`scripted_tool`, read through the
+`RUNNING` context variable each run's task carries), so the SDK's failure handling
+(failure_error_function) still decides what an exception does.
 """
 
 from __future__ import annotations
