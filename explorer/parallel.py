@@ -525,8 +525,10 @@ class LocalSlices(Slices):
             if self._round(slices, batch, results) and alone:
                 k = batch[0]
                 attempts[k] += 1
-                if attempts[k] >= MAX_ATTEMPTS:
-                    results[k] = ("lost", f"the worker process expanding it died {MAX_ATTEMPTS} times", [])
+                if attempts[k] >= MAX_ATTEMPTS:     # the exploration stops there: later slices are not needed
+                    why = f"the worker process expanding it died {MAX_ATTEMPTS} times"
+                    for later in pending[pending.index(k):]:
+                        results.setdefault(later, ("lost", why, []))
             alone = alone or any(k not in results for k in batch)
             pending = [k for k in pending if k not in results]
         return [results[k] for k in range(len(slices))]
