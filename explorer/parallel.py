@@ -335,7 +335,7 @@ def _drain(started: SimpleQueue[int], into: set[int]) -> None:
 # engine then takes each transition's outcome in the serial order as if it had run it here
 # (`BoundCode.take`): the same states, numbering, traces, findings and figures.
 
-SHARE_SECONDS = 0.5     # a level is shared once the code is expected to take longer than this on it
+SHARE_SECONDS = 1.0     # levels are shared once the exploration has run this long (starting workers costs)
 SLICES_PER_WORKER = 4   # a level is cut into this many slices per worker, so a slow slice holds up less
 GRACE_SECONDS = 5.0     # how long past the deadline a worker may take to return before it is killed
 SliceResult = tuple[str, Any, list[list[tuple[int, int, Outcome]]]]   # kind, detail, per state its outcomes
@@ -380,29 +380,40 @@ class Slices:
     def run(self, slices: list[Slice]) -> list[SliceResult]:
         raise NotImplementedError
 
+    def warm(self, empty: Slice, workers: int) -> Callable[[], bool]:
+        """Have the workers import the run's code now, in the background; returns whether they
+        are done. By default nothing to wait for (a cluster's workers import on their first slice)."""
+        return lambda: True
+
     def close(self) -> None:
         """Stop the workers."""
 
 
 class LevelSharer:
-    """The engine's `ahead` hook for one run: measures what the levels cost while they run here,
-    and from the first level expected to take more than SHARE_SECONDS on, shares every level."""
+    """The engine's `ahead` hook for one run. A run that ends within SHARE_SECONDS is not worth
+    starting workers for (each imports haltproof and the user's code: about a second of CPU),
+    so the first levels run here. At the first level that begins after SHARE_SECONDS the
+    workers are started, and they import the code while the levels go on here; the first level
+    that begins with every worker ready, and has a state for each, and every level after it,
+    is shared. (SHARE_SECONDS 0: every level, the workers waited for.)"""
 
     def __init__(self, job: Job, code: BoundCode, m: Machine, slices: Slices, workers: int):
         self.job, self.code, self.m, self.slices, self.workers = job, code, m, slices, workers
         self.token = uuid.uuid4().hex
         self.sharing = False
-        self.last: tuple[float, int] | None = None      # when the level running here began, its size
+        self.began: float | None = None      # when the first level began
+        self.ready: Callable[[], bool] | None = None     # whether the started workers have the code
 
     def __call__(self, level: list[State]) -> None:
         if not self.sharing:
             now = time.monotonic()
+            self.began = now if self.began is None else self.began
             if SHARE_SECONDS <= 0:
                 self.sharing = True
-            elif self.last is not None:
-                per_state = (now - self.last[0]) / max(1, self.last[1])
-                self.sharing = per_state * len(level) > SHARE_SECONDS
-            self.last = (now, len(level))
+            elif self.ready is None and now - self.began > SHARE_SECONDS:
+                self.ready = self.slices.warm(Slice(self.job, self.token, []), self.workers)
+            elif self.ready is not None:
+                self.sharing = len(level) >= self.workers and self.ready()
             if not self.sharing:
                 return
         self.share(level)
@@ -514,6 +525,7 @@ class LocalSlices(Slices):
         self.workers = workers
         self.context = multiprocessing.get_context("spawn")
         self.pool: ProcessPoolExecutor | None = None
+        self.warming: list[Future[bytes]] = []
 
     def run(self, slices: list[Slice]) -> list[SliceResult]:
         results: dict[int, SliceResult] = {}
@@ -532,6 +544,13 @@ class LocalSlices(Slices):
             alone = alone or any(k not in results for k in batch)
             pending = [k for k in pending if k not in results]
         return [results[k] for k in range(len(slices))]
+
+    def warm(self, empty: Slice, workers: int) -> Callable[[], bool]:
+        """Start the workers, each building the run (an empty slice) while this process goes on."""
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context)
+        self.warming = [self.pool.submit(expand_slice, empty) for _ in range(workers)]
+        return lambda: all(f.done() for f in self.warming)
 
     def _round(self, slices: list[Slice], batch: list[int], results: dict[int, SliceResult]) -> bool:
         """Run the slices of `batch` at once; True when a worker died meanwhile."""
@@ -567,6 +586,11 @@ class LocalSlices(Slices):
         self.close()
 
     def close(self) -> None:
+        """Stop the workers; ones still importing the code for a run that ended meanwhile are
+        killed (they have done nothing else), not waited for."""
+        if self.pool is not None and not all(f.done() for f in self.warming):
+            self.warming = []
+            self._kill()
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None

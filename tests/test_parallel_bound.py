@@ -177,3 +177,27 @@ def test_code_that_hangs_in_a_worker_ends_at_the_timeout_incomplete(tmp_path, ad
 
 def _env() -> dict[str, str]:
     return dict(os.environ)
+
+
+@pytest.mark.parametrize("spec, pins, binding", SEED_RUNS, ids=["loop_demo", "gate_chain", "budget_runner"])
+def test_levels_begun_here_then_shared_give_the_serial_report(cli, monkeypatch, share_from_the_first_level, spec,
+                                                              pins, binding):
+    """The default course of a long run: its first levels run in this process (the live runs kept
+    here: a snapshot is pickled for the workers), the workers start after SHARE_SECONDS, and
+    every level from the first one they are ready for is shared."""
+    monkeypatch.setattr(parallel, "SHARE_SECONDS", 1e-9)
+    warm = parallel.LocalSlices.warm
+
+    def waited(self: parallel.LocalSlices, empty: parallel.Slice, workers: int) -> Any:
+        ready = warm(self, empty, workers)
+        for f in self.warming:
+            f.result()
+        return ready
+    monkeypatch.setattr(parallel.LocalSlices, "warm", waited)
+    one, two = both(cli, spec, *pins)
+    assert one.code == two.code == 0
+    (run,) = two.json()["runs"]
+    assert run["binding"] == binding
+    # level 0 here (the clock starts), level 1 here (the workers start), the rest shared
+    assert len(share_from_the_first_level) == run["stats"]["max_depth"] + 1 - 2
+    assert untimed(two.json()) == untimed(one.json())
