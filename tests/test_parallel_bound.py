@@ -201,3 +201,19 @@ def test_levels_begun_here_then_shared_give_the_serial_report(cli, monkeypatch, 
     # level 0 here (the clock starts), level 1 here (the workers start), the rest shared
     assert len(share_from_the_first_level) == run["stats"]["max_depth"] + 1 - 2
     assert untimed(two.json()) == untimed(one.json())
+
+
+def test_a_spec_stage_that_fails_in_a_worker_names_its_spec_line(cli, tmp_path, share_from_the_first_level):
+    """The spec's own stages run beside the code (code_matches_spec); one that divides by zero
+    in a worker is reported here with the spec file and line, as one process reports it."""
+    spec = bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter")
+    text = spec.read_text()
+    spec.write_text(text.replace("steps: steps + 1\n", "steps: steps + 1 + 0 // (2 - steps)\n", 1))
+    one, two = both(cli, spec, "-p", "max_steps=3", "-p", "max_retries=1")
+    assert one.code == two.code == 1
+    p = next(p for p in two.json()["runs"][0]["properties"] if p["name"] == "well_defined")
+    line = next(n for n, t in enumerate(spec.read_text().splitlines(), 1) if "0 // (2 - steps)" in t)
+    assert p["message"] == (f"action read_task_cards with obs=failed ({spec}:{line}): "
+                            "integer division or modulo by zero")
+    assert share_from_the_first_level
+    assert untimed(two.json()) == untimed(one.json())
