@@ -547,16 +547,16 @@ class LocalSlices(Slices):
 
     def warm(self, empty: Slice, workers: int) -> Callable[[], bool]:
         """Start the workers, each building the run (an empty slice) while this process goes on."""
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context)
-        self.warming = [self.pool.submit(expand_slice, empty) for _ in range(workers)]
+        self.warming = [self._pool().submit(expand_slice, empty) for _ in range(workers)]
         return lambda: all(f.done() for f in self.warming)
 
     def _round(self, slices: list[Slice], batch: list[int], results: dict[int, SliceResult]) -> bool:
         """Run the slices of `batch` at once; True when a worker died meanwhile."""
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context)
-        futures = {self.pool.submit(expand_slice, slices[k]): k for k in batch}
+        try:
+            futures = {self._pool().submit(expand_slice, slices[k]): k for k in batch}
+        except BrokenProcessPool:           # a worker died between two levels (while importing the code)
+            self.close()
+            futures = {self._pool().submit(expand_slice, slices[k]): k for k in batch}
         left = usercode.remaining()
         finished, waiting = wait(futures, timeout=None if left is None else left + GRACE_SECONDS)
         broken = False
@@ -578,10 +578,15 @@ class LocalSlices(Slices):
             self.close()
         return broken
 
+    def _pool(self) -> ProcessPoolExecutor:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context)
+        return self.pool
+
     def _kill(self) -> None:
         """Stop workers that do not return (their code ignores the deadline)."""
         if self.pool is not None:
-            for proc in list(self.pool._processes.values()):
+            for proc in list((self.pool._processes or {}).values()):
                 proc.kill()
         self.close()
 

@@ -542,9 +542,10 @@ class BoundCode:
         fx.drift = self.drift[drifted] if len(self.drift) > drifted else None
         del self.drift[drifted:]           # each worker slice reports its own: the main keeps the first
         fx.replaying = copying and runs is not None and runs.how == "replay"
-        out.choices = copy.deepcopy(self.chosen)
-        if runs is not None and out.result is not None and len(runs.origin) > known:
-            out.saved = _pickled(runs.saved.get(out.result[0]))
+        if runs is not None:            # a live run's path: how a worker reaches the successor
+            out.choices = copy.deepcopy(self.chosen)
+            if out.result is not None and len(runs.origin) > known:
+                out.saved = _pickled(runs.saved.get(out.result[0]))
         return out
 
     # The main process's side: the outcomes the workers computed, taken in the serial order.

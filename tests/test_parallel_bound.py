@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from concurrent.futures import wait
 
 from haltproof.explorer import parallel
 
@@ -186,14 +187,8 @@ def test_levels_begun_here_then_shared_give_the_serial_report(cli, monkeypatch, 
     here: a snapshot is pickled for the workers), the workers start after SHARE_SECONDS, and
     every level from the first one they are ready for is shared."""
     monkeypatch.setattr(parallel, "SHARE_SECONDS", 1e-9)
-    warm = parallel.LocalSlices.warm
 
-    def waited(self: parallel.LocalSlices, empty: parallel.Slice, workers: int) -> Any:
-        ready = warm(self, empty, workers)
-        for f in self.warming:
-            f.result()
-        return ready
-    monkeypatch.setattr(parallel.LocalSlices, "warm", waited)
+    monkeypatch.setattr(parallel.LocalSlices, "warm", _waited(parallel.LocalSlices.warm))
     one, two = both(cli, spec, *pins)
     assert one.code == two.code == 0
     (run,) = two.json()["runs"]
@@ -217,3 +212,29 @@ def test_a_spec_stage_that_fails_in_a_worker_names_its_spec_line(cli, tmp_path, 
                             "integer division or modulo by zero")
     assert share_from_the_first_level
     assert untimed(two.json()) == untimed(one.json())
+
+
+def _waited(warm: Any) -> Any:
+    """LocalSlices.warm that returns once the workers have imported the code (or died trying)."""
+    def waited(self: parallel.LocalSlices, empty: parallel.Slice, workers: int) -> Any:
+        ready = warm(self, empty, workers)
+        wait(self.warming)
+        return ready
+    return waited
+
+
+def test_workers_that_die_importing_the_code_are_replaced_then_lost(cli, tmp_path, monkeypatch,
+                                                                     share_from_the_first_level):
+    """The workers die while they import the run (before any level is shared): the broken pool
+    is replaced when the first level is shared, and the run ends incomplete, never exit 4."""
+    monkeypatch.setattr(parallel, "SHARE_SECONDS", 1e-9)
+    monkeypatch.setattr(parallel.LocalSlices, "warm", _waited(parallel.LocalSlices.warm))
+    ran = cli("check", bound_copy(tmp_path, "dying_adapters:DiesWhenCreatedInWorkers"), "-p", "max_steps=3",
+              "-p", "max_retries=1", "-j", "2", "--format", "json")
+    assert ran.code == 3, ran.err
+    (run,) = ran.json()["runs"]
+    assert run["stopped_by"] == "workers_lost"
+    assert run["stop_reason"].endswith(f": lost workers: the worker process expanding it died "
+                                       f"{parallel.MAX_ATTEMPTS} times")
+    assert len(share_from_the_first_level) == 1      # levels 0 and 1 here, level 2 lost
+    assert run["stats"]["max_depth"] == 2
