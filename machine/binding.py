@@ -526,10 +526,13 @@ class BoundCode:
         runs.origin = {s: (None, "", {}) for s in self.m.inits}
         runs.saved.clear()
         runs.first_way.clear()
+        runs.raised.clear()
         for s, recipe in states:
             assert recipe is not None, "a live run's state comes with its path"
-            path, blob = recipe
+            path, blob, raised = recipe
             runs.origin.update(path)
+            if raised:
+                runs.raised[s] = raised
             if blob is not None and runs.how != "replay":
                 try:
                     runs.saved[s] = usercode.run(pickle.loads, blob)
@@ -565,13 +568,15 @@ class BoundCode:
             out.choices = copy.deepcopy(self.chosen)
             if out.result is not None and len(runs.origin) > known:
                 out.saved = _pickled(runs.saved.get(out.result[0]))
+                out.raised = runs.raised.get(out.result[0], {})
         return out
 
     # The main process's side: the outcomes the workers computed, taken in the serial order.
 
     def recipe(self, s: tuple[Any, ...]) -> Recipe:
         """What a worker needs to reach state s: nothing (the state API), or its path from an
-        initial state and, when one was sent back, its saved run (pickled)."""
+        initial state, its saved run (pickled) when there is one that pickles, and the `set:`
+        values of the declared exception that reached it."""
         runs = self.runs
         if runs is None:
             return None
@@ -583,7 +588,7 @@ class BoundCode:
         blob = self.saved.pop(s, None)
         if blob is None and s in runs.saved:            # reached while this process ran the code itself
             blob = _pickled(runs.saved[s])
-        return path, blob
+        return path, blob, runs.raised.get(s, {})
 
     def take(self, act: CompiledAction, s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
         """Transition (s, act, combo) as a worker computed it: its figures added to this run's
@@ -603,6 +608,8 @@ class BoundCode:
         if runs is not None and not runs.known(t):
             runs.origin[t] = (s, act.name, out.choices or {})
             runs.first_way[t] = (s, act.index, combo)
+            if out.raised:
+                runs.raised[t] = dict(out.raised)
             self.saved[t] = out.saved
         return t, rule
 
@@ -632,7 +639,7 @@ def bound_code(m: Machine) -> BoundCode | None:
 
 
 _BOUND: dict[int, BoundCode] = {}     # bound machine's id -> its code, for as long as the machine lives
-Recipe: TypeAlias = "tuple[list[tuple[tuple[Any, ...], Origin]], bytes | None] | None"
+Recipe: TypeAlias = "tuple[list[tuple[tuple[Any, ...], Origin]], bytes | None, dict[str, Any]] | None"
 
 
 @dataclass
@@ -653,13 +660,15 @@ class Effects:
 class Outcome:
     """One transition as a worker process ran it: a result (successor, rule) or an error, its
     effects, the concrete choices it fed the code, and (live, a state new to the worker) the run
-    that reached the successor, pickled where it can be (None: replayed instead)."""
+    that reached the successor, pickled where it can be (None: replayed instead), with the
+    `set:` values of the declared exception it raised."""
 
     effects: Effects
     result: tuple[tuple[Any, ...], str | None] | None = None
     error: Relayed | None = None
     choices: dict[str, Any] | None = None
     saved: bytes | None = None
+    raised: dict[str, Any] | None = None     # the set: values of the declared exception that reached it
 
 
 class Relayed(EvalError):

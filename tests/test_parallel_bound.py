@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,39 @@ def test_workers_that_die_importing_the_code_are_replaced_then_lost(cli, tmp_pat
                                        f"{parallel.MAX_ATTEMPTS} times")
     assert len(share_from_the_first_level) == 1      # levels 0 and 1 here, level 2 lost
     assert run["stats"]["max_depth"] == 2
+
+
+@pytest.mark.parametrize("adapter, binding", [("Replayed", "replay"), ("Snapshotted", "snapshot"),
+                                              ("Copied", "snapshot")])
+def test_a_state_a_declared_exception_reached_is_reached_so_in_the_workers(cli, tmp_path, monkeypatch,
+                                                                            share_from_the_first_level, adapter,
+                                                                            binding):
+    """A live run left by a declared exception (`raises:` with `set:`) stands for its state with
+    the exception's values on top: a worker reaching that state (replayed, or restored from the
+    snapshot or copy sent to it, with those values) explores on from it as one process does."""
+    from test_live_raises import ADAPTERS, SPEC
+    (tmp_path / "raising.py").write_text(ADAPTERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "raising", raising=False)
+    spec = tmp_path / f"{adapter.lower()}.yaml"
+    spec.write_text(SPEC.format(adapter=adapter))
+    # each slice in a worker that has never seen a state: only what is sent with it reaches it
+    monkeypatch.setattr(parallel, "LocalSlices", lambda workers: ForgetfulSlices())
+    one, two = both(cli, spec)
+    assert one.code == two.code == 0, two.out
+    (run,) = two.json()["runs"]
+    assert (run["binding"], run["stats"]["states"]) == (binding, 8)
+    assert len(share_from_the_first_level) == run["stats"]["max_depth"] + 1
+    assert untimed(two.json()) == untimed(one.json())
+
+
+class ForgetfulSlices(parallel.Slices):
+    """Slices run here, one after the other, each by a run built afresh (as by a new worker)."""
+
+    def run(self, slices: list[parallel.Slice]) -> list[parallel.SliceResult]:
+        out = []
+        for sl in slices:
+            parallel._EXPANDING.clear()
+            out.append(pickle.loads(parallel.expand_slice(sl)))
+        return out
