@@ -694,7 +694,9 @@ def _generated_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, in
 def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]:
     """The loop for machines without a generated one: calls the step functions and
     stores per edge and per state what it was. Returns (states expanded, forward, the
-    transitions fired per action and rule)."""
+    transitions fired per action and rule). Bound code whose levels are shared among worker
+    processes (explorer/parallel.py) is handed each BFS level before it is expanded (the
+    code's `ahead`); its step functions then give the workers' outcomes, in this order."""
     m, ex = x.m, x.ex
     states, depth, e_dst = ex.states, ex.depth, ex.e_dst
     is_terminal, label = m.is_terminal, m.label

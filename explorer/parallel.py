@@ -1,4 +1,5 @@
-"""Checking the runs of a sweep at once, in worker processes (`-j N`) or on a Dask cluster (`--dask`).
+"""Checking the runs of a sweep at once, in worker processes (`-j N`) or on a Dask cluster (`--dask`);
+and a single run of bound code with its BFS levels shared among the workers (below, `check_shared`).
 
 A run is one spec at one param combination. Runs share nothing, so a sweep's runs (and
 the specs of a directory) can be checked concurrently; what must not change is the report.
