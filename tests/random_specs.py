@@ -501,6 +501,13 @@ def specs(draw, params: bool = True, allow: frozenset = frozenset(), runs: bool 
         name = f"a{len(actions)}"
         actions_doc[name] = body
         actions.append((name, []))
+    flaky = None
+    if runs and draw(st.booleans()):    # a call that may fail forever unless fairness says it does not
+        v = draw(st.sampled_from([v for v in vars_ if v.kind == "int" and v.name != "g"]))
+        flaky = f"a{len(actions)}"
+        actions_doc[flaky] = {"when": f"{v.name} < {v.hi}", "choose": {"res": ["succeed", "fail"]},
+                              "do": [{"set": {v.name: f"{v.name} + 1 if res == succeed else {v.name}"}}]}
+        actions.append((flaky, [Choice("res", "words", ["succeed", "fail"], ["succeed", "fail"])]))
     if sets:
         doc["sets"] = sets
     doc["actions"] = actions_doc
@@ -561,6 +568,8 @@ def specs(draw, params: bool = True, allow: frozenset = frozenset(), runs: bool 
                                                divs=divs), vars_))
         if draw(st.integers(0, 2)):
             doc["fairness"] = _fairness(draw, safe_state, actions)
+            if flaky and draw(st.booleans()):
+                doc["fairness"].insert(0, {draw(st.sampled_from(["weak", "strong"])): flaky, "when": "res == succeed"})
     if p and props and draw(st.integers(0, 3)) == 0:
         name = draw(st.sampled_from(sorted(props)))
         q = draw(st.sampled_from(list(p)))
