@@ -6,6 +6,10 @@ syntax, so `and`/`or` short-circuit and `//`/`%` floor exactly as the docs say),
 number is an exact Python int. It is slow and plain on purpose: the differential tests
 (tests/test_differential.py) run it next to both engines and compare what they report.
 
+Properties about runs (patterns, past-time operators) are judged over pairs (state, history)
+whose history is written plainly from the docs' tables (see `Pattern` and `Past`), and the
+liveness checks under `fairness:` by its own search for fair cycles (`fair_sets`).
+
 Where haltproof has a known defect, this explorer implements what the docs (or the issue)
 say is right, and names the defect in `RefRun.defects` when a run meets it, so a test can
 set the run aside until the fix is merged (see KNOWN_DEFECTS in tests/test_differential.py):

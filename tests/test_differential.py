@@ -12,6 +12,16 @@ counterexample (or witness), every trace being a real run of the reference machi
 ends where the property fails; the longest runs and every measure's worst case; the
 built-in `domains` and `well_defined`; the decide rule and terminal label counts.
 
+Properties about runs (patterns in every scope, past-time operators, `fairness:`) are drawn
+by `specs(runs=True)` in a test of their own (HALTPROOF_DIFF_RUN_EXAMPLES, default 75:
+compiling monitors is costly). The reference judges them over runs, never with haltproof's
+monitors: a safety pattern's or a past-time property's shortest counterexample, and for a
+liveness check (`existence`, `response`, and `terminates` under fairness) whether a bad maximal
+run exists; the engines' trace must then be one (a real run ending with the obligation open,
+as long as the shortest such, or a lasso going round with it open that is fair). Their
+monitors are part of the engines' states, so for such specs only the machine's own states are
+compared, not the counts.
+
 Seeded (`derandomize=True`): a failure reproduces on every run. The number of random
 specs is HALTPROOF_DIFF_EXAMPLES (default 600); raise it for a long local run.
 
