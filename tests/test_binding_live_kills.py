@@ -8,6 +8,7 @@ where the correct checker proves."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import find
 from haltproof.explorer.check import Options, RunResult, check_machine, prepare
 from haltproof.machine import binding as B
 from haltproof.machine.compiled import Machine
+from haltproof.machine.errors import SpecError
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
@@ -353,3 +355,31 @@ def test_the_default_strategy_draws_the_adapters_representative():
             return (action, choice, label)
 
     assert find(Tagged().strategy("go", "via", "a"), lambda v: True) == ("go", "via", "a")
+
+
+# ---------------------------------------------------------------- a declaration's adapter
+
+def test_a_declarations_adapter_is_built_by_its_factory_once():
+    spec = dataclasses.replace(parse_spec(FORK, "fork.yaml"), adapter=lambda: built.append(Fork()) or built[-1],
+                               framework="toy")
+    built: list[Fork] = []
+    assert B.spec_adapter(spec) is built[0] and len(built) == 1
+
+
+def test_a_deadline_while_a_declarations_adapter_is_built_says_so():
+    def late() -> Fork:
+        raise OutOfTime()
+
+    spec = dataclasses.replace(parse_spec(FORK, "fork.yaml"), adapter=late, framework="toy")
+    with pytest.raises(OutOfTime) as stop:
+        B.spec_adapter(spec)
+    assert stop.value.doing == "building the toy adapter for live_agents:Fork"
+
+
+def test_a_spec_without_a_factory_loads_the_adapter_its_bind_names_at_the_bind_line():
+    spec = parse_spec(FORK.replace("live_agents:Fork", "no_such_module_xyz:Fork"), "fork.yaml")
+    with pytest.raises(SpecError) as err:
+        B.spec_adapter(spec)
+    [problem] = err.value.problems
+    assert (problem.file, problem.line) == ("fork.yaml", 2)
+    assert problem.message == "cannot import the bound module: ModuleNotFoundError: No module named 'no_such_module_xyz'"
