@@ -1,0 +1,90 @@
+"""Single-line bugs in machine/pymodel.py that the verdict selection could let through (issue 18):
+what a Python model's domains() may return, and how the error names the file, the line and
+the problem. Each message is pinned exactly (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from haltproof.api import check
+from haltproof.machine.errors import SpecError
+from haltproof.machine.pymodel import Model, _kind, action
+
+pytestmark = pytest.mark.verdict
+
+
+class Base(Model):
+    params = {"B": [0, 1]}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def inc(self, s, p):
+        return {**s, "x": 1}
+
+
+class EmptyDomain(Base):
+    def domains(self, p):
+        return {"x": [0, 1], "y": [] if p["B"] == 1 else [0]}
+
+    def init(self, p):
+        return [{"x": 0, "y": 0}]
+
+
+class NotADict(Base):
+    def domains(self, p):
+        return [("x", [0, 1])]
+
+
+class Unhashable(Base):
+    def domains(self, p):
+        return {"x": [[0], [1]]}
+
+
+class TwoVarsGo(Base):
+    def domains(self, p):
+        return {"x": [0, 1], "y": [0], "z": [0]} if p["B"] == 0 else {"x": [0, 1]}
+
+    def init(self, p):
+        return [{"x": 0, "y": 0, "z": 0}] if p["B"] == 0 else [{"x": 0}]
+
+
+class TwoVarsCome(Base):
+    def domains(self, p):
+        return {"x": [0, 1]} if p["B"] == 0 else {"x": [0, 1], "y": [0], "z": [0]}
+
+    def init(self, p):
+        return [{"x": 0}] if p["B"] == 0 else [{"x": 0, "y": 0, "z": 0}]
+
+
+def _domains_line(cls: type) -> int:
+    return inspect.getsourcelines(cls.domains)[1]
+
+
+@pytest.mark.parametrize("cls,message", [
+    (EmptyDomain, "var y has an empty domain with {'B': 1}"),
+    (NotADict, "NotADict.domains() with {'B': 0} must return a dict of var name to a list of hashable values "
+               "(AttributeError: 'list' object has no attribute 'items')"),
+    (Unhashable, "Unhashable.domains() with {'B': 0} must return a dict of var name to a list of hashable values "
+                 "(TypeError: unhashable type: 'list')"),
+    (TwoVarsGo, "TwoVarsGo.domains() declares vars y, z with {'B': 0} but not with {'B': 1}: every param "
+                "combination has the same vars"),
+    (TwoVarsCome, "TwoVarsCome.domains() declares vars y, z with {'B': 1} but not with {'B': 0}: every param "
+                  "combination has the same vars"),
+], ids=["empty", "not-a-dict", "unhashable", "two-gone", "two-new"])
+def test_domains_a_model_cannot_have_are_a_spec_error_at_domains(cls, message):
+    with pytest.raises(SpecError) as caught:
+        check(cls)
+    assert str(caught.value) == f"{__file__}:{_domains_line(cls)}: {message}"
+
+
+@pytest.mark.parametrize("values,kind", [
+    ([False, True], "bool"), ([True], "bool"), ([0, 1], "int"), ([-3], "int"), ([0, True], "enum"),
+    ([1, 1.0], "enum"), (["a", "b"], "enum"), ([0, "a"], "enum"), ([False, "a"], "enum"),
+])
+def test_a_vars_kind_comes_from_every_value_of_its_domain(values: list[Any], kind: str):
+    assert _kind(values) == kind
