@@ -88,3 +88,89 @@ def test_domains_a_model_cannot_have_are_a_spec_error_at_domains(cls, message):
 ])
 def test_a_vars_kind_comes_from_every_value_of_its_domain(values: list[Any], kind: str):
     assert _kind(values) == kind
+
+
+# ---------------------------------------------------------------- what an action returns
+
+class Counter(Model):
+    """x counts up to 2; each subclass breaks one thing the checker must refuse."""
+
+    def domains(self, p):
+        return {"x": [0, 1, 2]}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    def terminal(self, s, p):
+        return s["x"] == 2
+
+    @action(rules=["up"])
+    def inc(self, s, p):
+        return {"x": s["x"] + 1}, "up"
+
+
+class Flaky(Counter):
+    calls = 0
+
+    @action(rules=["up"])
+    def inc(self, s, p):
+        type(self).calls += 1
+        return {"x": s["x"] + 1}, ("up" if type(self).calls % 2 else None)
+
+
+class OtherRule(Counter):
+    @action(rules=["up", "jump"])
+    def inc(self, s, p):
+        return {"x": s["x"] + 1}, "down"
+
+
+class NoRules(Counter):
+    @action()
+    def inc(self, s, p):
+        return {"x": s["x"] + 1}, "down"
+
+
+class NoDict(Counter):
+    @action()
+    def inc(self, s, p):
+        return [s["x"] + 1]
+
+
+class OtherVars(Counter):
+    @action()
+    def inc(self, s, p):
+        return {"x": s["x"] + 1, "y": 0}
+
+
+class BadInit(Counter):
+    params = {"N": [3]}
+
+    def init(self, p):
+        return [{"y": 0}]
+
+
+def _finding(cls: type) -> str:
+    (run,) = check(cls).runs
+    [code] = [p for p in run.properties if p.name == "bound_code"]
+    assert code.status == "violated"
+    return code.message
+
+
+@pytest.mark.parametrize("cls,message", [
+    (Flaky, "action inc with no choices: action inc is nondeterministic: ({'x': 1}, 'up') then ({'x': 1}, None)"),
+    (OtherRule, "action inc with no choices: action inc reports rule 'down', not one of its rules (jump, up)"),
+    (NoRules, "action inc with no choices: action inc reports rule 'down', not one of its rules (none declared)"),
+    (NoDict, "action inc with no choices: action inc must return a dict with exactly the vars ['x'], got list"),
+    (OtherVars, "action inc with no choices: action inc must return a dict with exactly the vars ['x'], got ['x', 'y']"),
+], ids=["nondeterministic", "other-rule", "no-rules", "no-dict", "other-vars"])
+def test_what_an_action_returns_is_checked_exactly(cls, message):
+    Flaky.calls = 0
+    assert _finding(cls) == message
+
+
+def test_an_init_that_gives_other_vars_is_a_spec_error_naming_the_params():
+    with pytest.raises(SpecError) as caught:
+        check(BadInit)
+    line = inspect.getsourcelines(BadInit.init)[1]
+    assert str(caught.value) == (f"{__file__}:{line}: init() must return a dict with exactly the vars ['x'], "
+                                 "got ['y'] (with {'N': 3})")
