@@ -257,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--survivors", action="store_true", help="test again only the last run's survivors")
     ap.add_argument("--survivors-from", type=Path, metavar="REPORT",
                     help="test again the survivors an earlier report lists (with --module: of those modules)")
+    ap.add_argument("--keep-stats", action="store_true",
+                    help="keep mutmut's record of which tests reach which function (only when no source "
+                         "changed since the last run: tests added since are still recorded)")
     ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
     args = ap.parse_args(argv)
@@ -281,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("no survivors to test again")
         else:
             names = [mutant_prefix(m) + "*" for m in modules]
-        if names or args.resume:
+        if (names or args.resume) and not args.keep_stats:
             forget_stats()
         code = run_mutmut(names, args.workers) if names or args.resume else 0
         seconds = time.monotonic() - started
