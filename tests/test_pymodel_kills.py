@@ -11,7 +11,8 @@ import pytest
 
 from haltproof.api import check
 from haltproof.machine.errors import SpecError
-from haltproof.machine.pymodel import Model, _kind, action
+from haltproof.machine.pymodel import (Model, _kind, action, always, independent_of, reachable, step_invariant,
+                                       terminates, terminates_within, variant)
 
 pytestmark = pytest.mark.verdict
 
@@ -174,3 +175,100 @@ def test_an_init_that_gives_other_vars_is_a_spec_error_naming_the_params():
     line = inspect.getsourcelines(BadInit.init)[1]
     assert str(caught.value) == (f"{__file__}:{line}: init() must return a dict with exactly the vars ['x'], "
                                  "got ['y'] (with {'N': 3})")
+
+
+# ---------------------------------------------------------------- a model made while the test runs
+# mutmut forks each mutant's run from a process that imported the test modules already, so a
+# class body at module level ran its decorators (`@action(...)`, `always(...)`, `terminates()`)
+# before any mutant was active: only a class made inside a test meets their mutants.
+
+def _made() -> type[Model]:
+    class Made(Model):
+        """A model made while a test runs."""
+
+        params = {"N": [2]}
+
+        def domains(self, p):
+            return {"x": range(0, 4), "mode": ["a", "b"]}
+
+        def init(self, p):
+            return [{"x": 0, "mode": "a"}]
+
+        def terminal(self, s, p):
+            return s["x"] >= p["N"]
+
+        @action(when=lambda s, p: s["x"] < p["N"], rules=["up"], by=[1, 2], mode=("a", "b"))
+        def inc(self, s, p, by, mode):
+            return {"x": min(s["x"] + by, p["N"]), "mode": s["mode"]}, "up"
+
+        small = always(lambda self, s, p: s["x"] <= p["N"])
+        rises = step_invariant(lambda self, b, a, p, action, choices, rule: a["x"] > b["x"] and choices["by"] in (1, 2))
+        done = reachable(lambda self, s, p: s["x"] == p["N"])
+        stops = terminates()
+        quick = terminates_within(lambda p: p["N"], count=lambda b, a, p, action, choices, rule: True)
+        climbs = variant(lambda s, p: s["x"], lambda p: p["N"])
+        ignores_mode = independent_of("mode")
+    return Made
+
+
+def _line_of(text: str) -> int:
+    """The file line in `_made` that starts with `text`."""
+    lines, first = inspect.getsourcelines(_made)
+    [line] = [first + k for k, x in enumerate(lines) if x.strip().startswith(text)]
+    return line
+
+
+def test_a_model_made_at_run_time_declares_every_kind_of_property_at_its_line():
+    (run,) = check(_made()).runs
+    got = [(p.name, p.kind, p.status, p.line) for p in run.properties if p.kind != "builtin"]
+    assert got == [
+        ("small", "invariant", "holds", _line_of("small = always(")),
+        ("rises", "step_invariant", "holds", _line_of("rises = step_invariant(")),
+        ("done", "reachable", "holds", _line_of("done = reachable(")),
+        ("stops", "terminates", "holds", _line_of("stops = terminates()")),
+        ("quick", "terminates_within", "holds", _line_of("quick = terminates_within(")),
+        ("climbs", "variant", "holds", _line_of("climbs = variant(")),
+        ("ignores_mode", "independent", "holds", _line_of("ignores_mode = independent_of(")),
+    ]
+    assert (run.stats["states"], run.stats["transitions"]) == (3, 8)     # by 1 or 2, mode a or b, from x=0 and 1
+    assert run.result == "proved"
+
+
+def test_a_model_without_terminal_has_no_terminal_state():
+    class NoEnd(Model):
+        def domains(self, p):
+            return {"x": [0, 1]}
+
+        def init(self, p):
+            return [{"x": 0}]
+
+        @action(when=lambda s, p: s["x"] == 0)
+        def inc(self, s, p):
+            return {"x": 1}
+
+        stops = terminates()
+
+    (run,) = check(NoEnd).runs
+    [stops] = [p for p in run.properties if p.name == "stops"]
+    assert stops.status == "violated"
+    assert [s.state for s in stops.trace.steps] == [{"x": 0}, {"x": 1}]
+
+
+class Rank:
+    """A rank that is a callable object (no __qualname__): messages name it by its repr."""
+
+    def __call__(self, s, p):
+        return "high"
+
+    def __repr__(self) -> str:
+        return "Rank()"
+
+
+def test_a_rank_that_is_no_function_is_named_by_its_repr():
+    class Ranked(Counter):
+        climbs = variant(Rank(), lambda p: 3)
+
+    (run,) = check(Ranked).runs
+    [wd] = [p for p in run.properties if p.name == "well_defined"]
+    assert wd.status == "violated"
+    assert wd.message.endswith("Rank() returned 'high' (str), not an int")
