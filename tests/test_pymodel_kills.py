@@ -206,7 +206,7 @@ def _made() -> type[Model]:
         done = reachable(lambda self, s, p: s["x"] == p["N"])
         stops = terminates()
         quick = terminates_within(lambda p: p["N"], count=lambda b, a, p, action, choices, rule: True)
-        climbs = variant(lambda s, p: s["x"], lambda p: p["N"])
+        climbs = variant(lambda s, p: s["x"] * p["N"], lambda p: p["N"] * p["N"])   # reads its params
         ignores_mode = independent_of("mode")
     return Made
 
@@ -272,3 +272,18 @@ def test_a_rank_that_is_no_function_is_named_by_its_repr():
     [wd] = [p for p in run.properties if p.name == "well_defined"]
     assert wd.status == "violated"
     assert wd.message.endswith("Rank() returned 'high' (str), not an int")
+
+
+MADE_BY_EXEC = """\
+class Execd(Counter):
+    stops = terminates()
+"""
+
+
+def test_a_property_declared_in_code_run_by_exec_is_placed_in_that_code():
+    """exec() with globals of its own (no __name__): the class body's frame is still the place."""
+    scope = {"Counter": Counter, "terminates": terminates}
+    exec(compile(MADE_BY_EXEC, "<made>", "exec"), scope)
+    (run,) = check(scope["Execd"]).runs
+    [stops] = [p for p in run.properties if p.name == "stops"]
+    assert (stops.status, stops.line, stops.file) == ("holds", 2, "<made>")
