@@ -182,6 +182,11 @@ def test_an_init_that_gives_other_vars_is_a_spec_error_naming_the_params():
 # class body at module level ran its decorators (`@action(...)`, `always(...)`, `terminates()`)
 # before any mutant was active: only a class made inside a test meets their mutants.
 
+def _nonneg(self, s, p):
+    """Declared apart from the class that uses it: the property is placed at this def."""
+    return s["x"] >= 0
+
+
 def _made() -> type[Model]:
     class Made(Model):
         """A model made while a test runs."""
@@ -202,12 +207,14 @@ def _made() -> type[Model]:
             return {"x": min(s["x"] + by, p["N"]), "mode": s["mode"]}, "up"
 
         small = always(lambda self, s, p: s["x"] <= p["N"])
-        rises = step_invariant(lambda self, b, a, p, action, choices, rule: a["x"] > b["x"] and choices["by"] in (1, 2))
+        rises = step_invariant(lambda self, b, a, p, action, choices, rule:
+                               type(self).__name__ == "Made" and a["x"] > b["x"] and choices["by"] in (1, 2))
         done = reachable(lambda self, s, p: s["x"] == p["N"])
         stops = terminates()
         quick = terminates_within(lambda p: p["N"], count=lambda b, a, p, action, choices, rule: True)
         climbs = variant(lambda s, p: s["x"] * p["N"], lambda p: p["N"] * p["N"])   # reads its params
         ignores_mode = independent_of("mode")
+        nonneg = always(_nonneg)
     return Made
 
 
@@ -229,6 +236,7 @@ def test_a_model_made_at_run_time_declares_every_kind_of_property_at_its_line():
         ("quick", "terminates_within", "holds", _line_of("quick = terminates_within(")),
         ("climbs", "variant", "holds", _line_of("climbs = variant(")),
         ("ignores_mode", "independent", "holds", _line_of("ignores_mode = independent_of(")),
+        ("nonneg", "invariant", "holds", inspect.getsourcelines(_nonneg)[1]),
     ]
     assert (run.stats["states"], run.stats["transitions"]) == (3, 8)     # by 1 or 2, mode a or b, from x=0 and 1
     assert run.result == "proved"
@@ -287,3 +295,28 @@ def test_a_property_declared_in_code_run_by_exec_is_placed_in_that_code():
     (run,) = check(scope["Execd"]).runs
     [stops] = [p for p in run.properties if p.name == "stops"]
     assert (stops.status, stops.line, stops.file) == ("holds", 2, "<made>")
+
+
+def test_a_step_predicate_that_returns_no_bool_is_named_in_the_finding():
+    def moved(self, b, a, p, action, choices, rule):
+        return "yes"
+
+    class Says(Counter):
+        rises = step_invariant(moved)
+
+    (run,) = check(Says).runs
+    [wd] = [p for p in run.properties if p.name == "well_defined"]
+    assert wd.message.endswith("returned 'yes' (str), not a bool: it must return True or False")
+    assert "moved returned" in wd.message
+
+
+def test_a_property_attached_after_the_class_is_made_is_named_after_its_function():
+    def at_most_two(self, s, p):
+        return s["x"] <= 2
+
+    class Later(Counter):
+        pass
+
+    Later.bounded = always(at_most_two)
+    (run,) = check(Later).runs
+    assert [(p.name, p.status) for p in run.properties if p.kind == "invariant"] == [("at_most_two", "holds")]
