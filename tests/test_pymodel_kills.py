@@ -206,7 +206,7 @@ def _made() -> type[Model]:
         def inc(self, s, p, by, mode):
             return {"x": min(s["x"] + by, p["N"]), "mode": s["mode"]}, "up"
 
-        small = always(lambda self, s, p: s["x"] <= p["N"])
+        small = always(lambda self, s, p: type(self).__name__ == "Made" and s["x"] <= p["N"])
         rises = step_invariant(lambda self, b, a, p, action, choices, rule:
                                type(self).__name__ == "Made" and a["x"] > b["x"] and choices["by"] in (1, 2))
         done = reachable(lambda self, s, p: s["x"] == p["N"])
@@ -320,3 +320,15 @@ def test_a_property_attached_after_the_class_is_made_is_named_after_its_function
     Later.bounded = always(at_most_two)
     (run,) = check(Later).runs
     assert [(p.name, p.status) for p in run.properties if p.kind == "invariant"] == [("at_most_two", "holds")]
+
+
+def test_a_bound_that_is_no_int_is_a_spec_error_at_the_property():
+    class Bounded(Counter):
+        params = {"N": [2]}
+        quick = terminates_within(lambda p: "3")
+
+    with pytest.raises(SpecError) as caught:
+        check(Bounded)
+    line = inspect.getsourcelines(Bounded)[0]
+    at = inspect.getsourcelines(Bounded)[1] + [k for k, x in enumerate(line) if "quick =" in x][0]
+    assert str(caught.value) == f"{__file__}:{at}: the bound of quick with {{'N': 2}} is '3' (str), not an int"
