@@ -5,13 +5,15 @@ the problem. Each message is pinned exactly (docs/mutation.md)."""
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 import pytest
 
 from haltproof.api import check
 from haltproof.machine.errors import SpecError
-from haltproof.machine.pymodel import (Model, _kind, action, always, independent_of, reachable, step_invariant,
+from haltproof.machine.pymodel import (Model, _kind, action, always, independent_of, load_model_ref, reachable,
+                                       step_invariant,
                                        terminates, terminates_within, variant)
 
 pytestmark = pytest.mark.verdict
@@ -332,3 +334,49 @@ def test_a_bound_that_is_no_int_is_a_spec_error_at_the_property():
     line = inspect.getsourcelines(Bounded)[0]
     at = inspect.getsourcelines(Bounded)[1] + [k for k, x in enumerate(line) if "quick =" in x][0]
     assert str(caught.value) == f"{__file__}:{at}: the bound of quick with {{'N': 2}} is '3' (str), not an int"
+
+
+class Pred:
+    """A predicate that is a callable object (no __qualname__): named by its repr."""
+
+    def __call__(self, model, s, p):
+        return "yes"
+
+    def __repr__(self) -> str:
+        return "Pred()"
+
+
+def test_a_predicate_that_is_no_function_is_named_by_its_repr():
+    class Says(Counter):
+        small = always(Pred())
+
+    (run,) = check(Says).runs
+    [wd] = [p for p in run.properties if p.name == "well_defined"]
+    assert wd.message.endswith("Pred() returned 'yes' (str), not a bool: it must return True or False")
+
+
+# ---------------------------------------------------------------- module:Class
+
+@pytest.mark.parametrize("ref,message", [
+    ("no_such_module_xyz:M", "cannot load the model: ModuleNotFoundError: No module named 'no_such_module_xyz'"),
+    ("json:dumps:x", "cannot load the model: AttributeError: module 'json' has no attribute 'dumps:x'"),
+    ("json:dumps", "not a subclass of haltproof.machine.pymodel.Model"),
+])
+def test_a_model_reference_that_names_no_model_is_a_spec_error(ref, message):
+    with pytest.raises(SpecError) as caught:
+        load_model_ref(ref)
+    [problem] = caught.value.problems
+    assert (problem.file, problem.line, problem.message) == (ref, None, message)
+
+
+def test_a_model_reference_is_imported_from_the_working_directory_first(tmp_path, monkeypatch):
+    (tmp_path / "hp_here_model.py").write_text("from haltproof.machine.pymodel import Model\n\n\n"
+                                               "class Here(Model):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "hp_here_model", raising=False)
+    assert load_model_ref("hp_here_model:Here").__name__ == "Here"
+    assert sys.path[0] == str(tmp_path)
+    load_model_ref("hp_here_model:Here")
+    assert sys.path.count(str(tmp_path)) == 1
+    sys.modules.pop("hp_here_model", None)
