@@ -211,7 +211,7 @@ def _made() -> type[Model]:
         small = always(lambda self, s, p: type(self).__name__ == "Made" and s["x"] <= p["N"])
         rises = step_invariant(lambda self, b, a, p, action, choices, rule:
                                type(self).__name__ == "Made" and a["x"] > b["x"] and choices["by"] in (1, 2))
-        done = reachable(lambda self, s, p: s["x"] == p["N"])
+        done = reachable(lambda self, s, p: type(self).__name__ == "Made" and s["x"] == p["N"])
         stops = terminates()
         quick = terminates_within(lambda p: p["N"], count=lambda b, a, p, action, choices, rule: True)
         climbs = variant(lambda s, p: s["x"] * p["N"], lambda p: p["N"] * p["N"])   # reads its params
