@@ -380,3 +380,14 @@ def test_a_model_reference_is_imported_from_the_working_directory_first(tmp_path
     load_model_ref("hp_here_model:Here")
     assert sys.path.count(str(tmp_path)) == 1
     sys.modules.pop("hp_here_model", None)
+
+
+def test_a_bound_of_0_is_allowed_for_a_model_that_starts_terminal():
+    class Done(Counter):
+        def init(self, p):
+            return [{"x": 2}]
+
+        quick = terminates_within(lambda p: 0)
+
+    (run,) = check(Done).runs
+    assert [(p.name, p.status) for p in run.properties if p.name == "quick"] == [("quick", "holds")]
