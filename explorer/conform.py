@@ -130,7 +130,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                               f"{m.var_names}, got {type(step.code_state).__name__}")
                 raise _Mismatch(step.error)
             for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
-                if v.ghost and step.spec_state is not None:
+                if v.ghost and v.monitor is None and step.spec_state is not None:   # a monitor: never shown
                     step.code_state.setdefault(v.name, step.spec_state[v.name])
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)

@@ -85,7 +85,7 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
 
     The run stops at the first step that does not follow the machine, or whose evaluation
     fails (see `evaluate`): `problem` names it, and `steps` holds the steps that ran."""
-    state = tuple(init[v] for v in m.var_names)
+    state = m.full_state(init)          # the property monitors start in their initial values
     if state not in m.inits:
         return Replayed([Step(dict(init))], problem=_not_initial(m, init))
     out = Replayed([Step(m.state_dict(state))], states=[state])
@@ -313,7 +313,7 @@ def trace_states(m: Machine, data: dict[str, Any], path: str) -> None:
         state = st["state"]
         if sorted(state) != want:
             raise _bad(path, f"step {n}: the trace's state has vars {sorted(state)}, the spec has {want}")
-        for var in m.spec.vars:
+        for var in m.spec.vars[:len(m.var_names)]:       # the user's vars: a trace shows no monitor
             value = state[var.name]
             if _kind(value) is not _KINDS[var.kind]:
                 raise _bad(path, f"step {n}: var {var.name} is {_json_text(value)} ({_json_type(value)}); "
