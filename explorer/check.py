@@ -32,6 +32,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
+from haltproof.properties.exploration import ExploredGraph
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import (BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Subject,
                                         Trace)
@@ -631,9 +632,10 @@ def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> P
     try:
         open_ = ex.open_states(p.name)
         fairness = L.assumptions(ex)
-        bad = L.bad_run(ex, open_, fairness, acyclic)
+        own = L.own_view(ex, p.name)       # its own monitors only: the lasso it alone would give
+        bad = L.bad_run(own, open_, fairness, acyclic)
         if bad is None:
-            relied = [] if acyclic else _relied_on(ex, open_, fairness)
+            relied = [] if acyclic else _relied_on(own, open_, fairness)
         else:                       # a lasso is fair under them; an end needs none of them
             relied = fairness if bad.end is None else []
     except EVAL_ERRORS as exc:
@@ -658,7 +660,7 @@ def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> P
     return r
 
 
-def _relied_on(ex: Exploration, open_: Any, fairness: list[L.Assumption]) -> list[L.Assumption]:
+def _relied_on(ex: ExploredGraph, open_: Any, fairness: list[L.Assumption]) -> list[L.Assumption]:
     """The assumptions a verdict without a fair bad run relies on: all of them when some
     unfair one exists, none otherwise (the proof then needs no fairness)."""
     if fairness and L.fair_lasso(ex, open_, []) is not None:
@@ -850,7 +852,9 @@ class _Graph:
         self._done = True
         self.deadlock = T.find_deadlock(self.ex)
         self.order = T.topological_order(self.ex)
-        self.lasso = T.find_lasso(self.ex) if self.order is None else None   # only a cyclic graph has one
+        # a cycle of the machine, not one of the property monitors unrolling it (liveness.OwnView)
+        self.plain = L.own_view(self.ex, None)
+        self.lasso = T.find_lasso(self.plain) if self.order is None else None   # only a cyclic graph has one
 
 
 def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
@@ -862,7 +866,7 @@ def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
                                                     "enabled action", path_trace(ex, g.deadlock))
     lasso = g.lasso
     if lasso is not None and fairness:
-        fair = L.fair_lasso(ex, np.ones(len(ex.states), dtype=bool), fairness)
+        fair = L.fair_lasso(g.plain, np.ones(len(ex.states), dtype=bool), fairness)
         lasso = None if fair is None else (present(fair.start), list(fair.cycle))
     if lasso is not None:
         start, cycle = lasso

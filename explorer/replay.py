@@ -143,6 +143,14 @@ def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str,
     return terminal
 
 
+def same_for(m: Machine, prop: str | None, s: tuple[Any, ...], t: tuple[Any, ...]) -> bool:
+    """Whether states s and t are one state for property `prop` (None: for no property's
+    monitors): the same user vars and the same own monitors. A lasso closes there, as
+    properties/liveness.py's OwnView searches it: another property's monitors do not count."""
+    keep = [k for k, v in enumerate(m.spec.vars) if v.monitor is None or v.monitor == prop]
+    return all(s[k] == t[k] for k in keep)
+
+
 def _not_initial(m: Machine, init: dict[str, Any]) -> str:
     shown = " ".join(f"{k}={value_text(v)}" for k, v in init.items())
     why = "; ".join(f"{v} = {value_text(init[v])} is {o}" for i, v in enumerate(m.var_names)
