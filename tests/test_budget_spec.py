@@ -297,3 +297,46 @@ def test_the_adapter_knows_every_move_of_the_spec():
     spec = load_spec(SPEC)
     (move_set,) = [cs for name, cs in spec.action("propose").choices if name == "move"]
     assert tuple(move_set.labels()) == MOVES
+
+
+# ------------------------------------------------------------------ the pattern and the step property agree
+
+# What specs/budget_runner.yaml said before `finish_reserved_needs_receipt` became a precedence
+# pattern: a step property reading the state a finish leaves (kept here, so the two are compared).
+STEPWISE = """\
+  finish_reserved_needs_receipt_stepwise:
+    step: >-
+      after.status != finished_reserved
+      or (before.task == reserve and before.receipt and before.written == 1)
+"""
+
+
+def _both(tmp_path: Path, adapter: str | None) -> Path:
+    """The shipped spec (bound to `adapter` from broken_runners, else the shipped one) with the
+    step property added back beside the pattern."""
+    text = SPEC.read_text()
+    if adapter is not None:
+        text = text.replace(SHIPPED_BIND, f"bind: broken_runners:{adapter}")
+    text = text.replace("\nreplay:\n", "\n" + STEPWISE + "\nreplay:\n", 1)
+    path = tmp_path / f"{adapter or 'shipped'}.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("adapter", [pytest.param(None, marks=pytest.mark.slow), "FinishWithoutReceipt"])
+def test_the_precedence_pattern_gives_the_step_property_s_verdicts(tmp_path, adapter):
+    """On every param combination the pattern and the step property it replaced agree, and where
+    they fail their shortest traces have the same length (the same finish)."""
+    runs = check_spec(load_spec(_both(tmp_path, adapter)), Options())
+    assert {(r.params["K"], r.params["R"]) for r in runs} == ALL
+    failed = 0
+    for r in runs:
+        got = {p.name: p for p in r.properties}
+        pattern, step = got["finish_reserved_needs_receipt"], got["finish_reserved_needs_receipt_stepwise"]
+        assert pattern.kind == "precedence" and step.kind == "step_invariant"
+        assert pattern.status == step.status, (r.params, pattern.message, step.message)
+        if pattern.status == "violated":
+            failed += 1
+            assert len(pattern.trace) == len(step.trace), r.params
+            assert pattern.trace.steps[-1].state == step.trace.steps[-1].state
+    assert failed == (0 if adapter is None else len(ALL))
