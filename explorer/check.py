@@ -688,20 +688,23 @@ def _unbounded_by_fairness(m: Machine, selected: set[str]) -> list[Notice]:
             for p in m.spec.properties if p.kind in ("terminates_within", "variant") and p.name in selected]
 
 
-def monitor_states(ex: Exploration) -> str:
-    """How many of the explored states only the pattern monitors' vars tell apart."""
-    user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
-    states = ex.states
+def distinct(ex: Exploration, keep: list[int]) -> int:
+    """How many explored states remain told apart by the vars `keep` alone."""
     if isinstance(ex, VExploration):        # from the codes, not one decoded tuple per state
         vm, arrays = ex.vm, ex.vm.decode(ex.codes.astype(np.int64))
         code = np.zeros(len(ex.codes), dtype=np.int64)
-        for i in user:
+        for i in keep:
             code += vm.local_index(i, arrays[i]) * vm.strides[i]
         code.sort()                     # distinct values by sorting: numpy's hashed unique is slower here
-        plain = int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
-    else:
-        plain = len({tuple(s[i] for i in user) for s in states})
-    return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
+        return int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
+    return len({tuple(s[i] for i in keep) for s in ex.states})
+
+
+def monitor_states(ex: Exploration) -> str:
+    """How many of the explored states only the pattern monitors' vars tell apart."""
+    user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
+    plain = distinct(ex, user)
+    return f"the pattern monitors added {len(ex.states) - plain} of the {len(ex.states)} states explored"
 
 
 def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
@@ -711,7 +714,7 @@ def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
         return
     spec = ex.machine.spec
     others = [i for i, v in enumerate(spec.vars) if v.monitor != p.name]
-    plain = len({tuple(s[i] for i in others) for s in ex.states})
+    plain = distinct(ex, others)
     r.message += (f"; its past-time monitors ({p.past} var{'s' if p.past > 1 else ''}) added "
                   f"{len(ex.states) - plain} of the {len(ex.states)} states explored")
 

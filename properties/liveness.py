@@ -88,12 +88,19 @@ class OwnView:
     Every other member is the explored graph's own."""
 
     def __init__(self, ex: ExploredGraph, keep: Sequence[int]):
-        self.ex = ex
-        first: dict[tuple[Any, ...], int] = {}
-        states = ex.states
-        self.rep = np.fromiter((first.setdefault(tuple(states[i][k] for k in keep), i) for i in range(len(states))),
-                               dtype=np.int64, count=len(states))
+        self.ex, self.keep = ex, list(keep)
+        self._rep: np.ndarray | None = None
         self._dst: np.ndarray | None = None
+
+    @property
+    def rep(self) -> np.ndarray:
+        """Per state, its representative; computed on first use (an acyclic graph needs none)."""
+        if self._rep is None:
+            first: dict[tuple[Any, ...], int] = {}
+            states, keep = self.ex.states, self.keep
+            self._rep = np.fromiter((first.setdefault(tuple(states[i][k] for k in keep), i)
+                                     for i in range(len(states))), dtype=np.int64, count=len(states))
+        return self._rep
 
     @property
     def e_dst(self) -> Column[int]:
