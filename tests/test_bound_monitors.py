@@ -107,3 +107,14 @@ def test_replaying_a_pattern_trace_of_bound_code_rebuilds_the_monitors(cli, tmp_
         "0     (initial)                 n=0 last=none",
         "1     act        e=write        n=1 last=write",
         "# ok: 1 steps, final state n=1 last=write (not terminal)"]
+
+
+def test_conform_draws_a_conditional_choice_only_where_it_is_made(cli, tmp_path: Path) -> None:
+    """`haltproof conform` passes the code the choices a transition makes: `reason` only with a
+    refusal (the adapter raises if it gets it otherwise, or misses it)."""
+    path = tmp_path / "approvals.yaml"
+    path.write_text(SPEC.format(adapter="Reckless").replace(
+        "      reason: {values: [policy, user], when: e == refuse}\n",
+        "      reason: {values: [policy, user], when: e == refuse}\n    do:\n      - set: {n: n + 1, last: e}\n"))
+    ran = cli("conform", path, "--examples", "60")
+    assert ran.code == 0, ran.out + ran.err
