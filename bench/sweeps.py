@@ -1,5 +1,6 @@
-"""Sweeps with `-j`: the bundled specs' sweep and the budget runner's bound-code sweep, each
-checked with `-j 1` and with `-j 2` (issue 16's targets: at least 1.6x faster with two workers).
+"""Sweeps with `-j`: the bundled specs' sweep, the budget runner's bound-code sweep and its
+largest combination as one run (its levels shared between the workers), each checked with
+`-j 1` and with `-j 2` (issue 16's targets: at least 1.6x faster with two workers).
 
 `python -m bench --sweeps` (or `python -m bench.sweeps`) measures each command as its own child
 process (wall time, CPU seconds of the process and its workers, peak RSS of the process group)
@@ -19,7 +20,9 @@ from typing import Any
 from bench.run import BENCH, REPO, machine_info, run_measured
 
 SWEEPS = (("bundled specs (107 runs, bound code)", ["specs"]),
-          ("budget_runner bound-code sweep (24 runs)", ["specs/budget_runner.yaml"]))
+          ("budget_runner bound-code sweep (24 runs)", ["specs/budget_runner.yaml"]),
+          # one run: -j 2 shares its BFS levels between two worker processes (explorer/parallel.py)
+          ("budget_runner K=8 R=2, one bound-code run", ["specs/budget_runner.yaml", "-p", "K=8", "-p", "R=2"]))
 WORKERS = (1, 2)
 TIMING = {"seconds"}
 
@@ -42,6 +45,7 @@ def measure(target: list[str], workers: int, timeout: float) -> dict[str, Any]:
                            "timed_out": proc["timed_out"], "report": None}
     if proc["rc"] == 0:
         row["report"] = untimed(json.loads(proc["stdout"]))
+        row["states"] = sum(r["stats"]["states"] for r in row["report"]["runs"])
     else:
         row["error"] = proc["stderr"][-400:]
     return row
@@ -74,16 +78,17 @@ def render(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines = [f"### Sweeps with -j: {m.get('nproc')} CPUs ({m.get('cpu')}), load average {res['load_before']:.2f} before, "
              f"{res['load_after']:.2f} after", "",
-             "| sweep | runs | -j | wall s | CPU s (all processes) | peak RSS | wall ÷ -j 1 | reports equal |",
-             "|---|--:|--:|--:|--:|--:|--:|---|"]
+             "| sweep | runs | -j | wall s | states/s | CPU s (all processes) | peak RSS | wall ÷ -j 1 | reports equal |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|---|"]
     for s in res["sweeps"]:
         first = s["rows"][0]["wall_s"]
         equal = "yes" if not any(f.startswith(s["label"]) for f in res["failures"]) else "NO"
         for r in s["rows"]:
             rss = f"{r['peak_rss'] / 2**20:,.0f} MB" if r["peak_rss"] else "-"
-            lines.append(f"| {s['label']} | {s['runs']} | {r['workers']} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | "
-                         f"{rss} | {r['wall_s'] / first:.2f}x | {equal} |")
-        lines.append(f"| {s['label']}: speed-up of -j 2 | | | {s['speedup']:.2f}x | | | | |")
+            rate = f"{r['states'] / r['wall_s']:,.0f}" if r.get("states") and r["wall_s"] else "-"
+            lines.append(f"| {s['label']} | {s['runs']} | {r['workers']} | {r['wall_s']:.2f} | {rate} | "
+                         f"{r['cpu_s']:.2f} | {rss} | {r['wall_s'] / first:.2f}x | {equal} |")
+        lines.append(f"| {s['label']}: speed-up of -j 2 | | | {s['speedup']:.2f}x | | | | | |")
     return "\n".join(lines) + "\n"
 
 

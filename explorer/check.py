@@ -521,6 +521,8 @@ def stop_reason(ex: Exploration, options: Options) -> str | None:
         limit = options.memory_bytes
         assert limit is not None, "stopped by the memory limit, so there is one"
         return head + f"memory limit {size_text(limit)} reached{detail}"
+    if ex.stopped_by == "workers_lost":        # a shared level's worker processes (explorer/parallel.py)
+        return head + f"lost workers: {ex.stopped_in}"
     text = head + f"--timeout{_seconds(options)} reached"
     return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 

@@ -28,7 +28,9 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from haltproof.machine.binding import Relayed, WorkersLost, bound_code
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, MissingChoice, spec_where
+from haltproof.machine.spec import shown_path
 from haltproof.machine.fold import can_fail
 from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime
@@ -52,7 +54,8 @@ _ERRORS = EVAL_ERRORS      # what a spec expression may raise on a reachable sta
 # What ends an exploration in the middle of a state: the deadline passing inside the user's
 # code, or the process running out of memory. Both are bounds, not bugs: the exploration
 # stops as at --max-states, with the state it was expanding left unexpanded.
-_INTERRUPTS = (OutOfTime, MemoryError)
+# Running a level's bound code in worker processes adds a third: no worker could expand a state.
+_INTERRUPTS = (OutOfTime, MemoryError, WorkersLost)
 MEMORY_EVERY = 4096       # states between two looks at the process's memory (--max-memory)
 
 
@@ -70,7 +73,11 @@ class Finding:
 def failure(m: Machine, what: str, exc: BaseException) -> str:
     """The message of a finding whose evaluation raised `exc`: what failed, the spec file:line
     of the expression (when it is a spec expression), and the error. Both engines make every
-    such message here, so they say exactly the same."""
+    such message here, so they say exactly the same; an error a worker process met carries
+    its spec line with it (binding.Relayed)."""
+    if isinstance(exc, Relayed):
+        where = f" ({shown_path(m.spec.path)}:{exc.line})" if exc.line is not None else ""
+        return f"{what}{where}: {exc}"
     return f"{what}{spec_where(m, exc)}: {exc}"
 
 
@@ -539,6 +546,8 @@ class _Sweep:
         self.cut_short = True
         if isinstance(exc, OutOfTime):
             self.stopped_by, self.stopped_in = "timeout", exc.doing
+        elif isinstance(exc, WorkersLost):
+            self.stopped_by, self.stopped_in = "workers_lost", exc.why
         else:
             self.stopped_by, self.out_of_memory = "max_memory", True
 
@@ -685,7 +694,9 @@ def _generated_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, in
 def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]:
     """The loop for machines without a generated one: calls the step functions and
     stores per edge and per state what it was. Returns (states expanded, forward, the
-    transitions fired per action and rule)."""
+    transitions fired per action and rule). Bound code whose levels are shared among worker
+    processes (explorer/parallel.py) is handed each BFS level before it is expanded (the
+    code's `ahead`); its step functions then give the workers' outcomes, in this order."""
     m, ex = x.m, x.ex
     states, depth, e_dst = ex.states, ex.depth, ex.e_dst
     is_terminal, label = m.is_terminal, m.label
@@ -694,6 +705,10 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     fired: dict[int, dict[str | None, int]] = {}     # every action that was enabled, with its rules
     forward = True
     i = 0
+    code = bound_code(m)
+    ahead, level_end = (code.ahead, 0) if code is not None else (None, 0)
+    if code is not None:
+        code.ahead = None               # one exploration's: a later one runs the code here
     try:
         while i < len(states):
             if len(states) > x.max_states:
@@ -701,6 +716,9 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                 break
             if x.ticking and (i & 255) == 0 and x.tick(i, depth[i]):
                 break
+            if ahead is not None and i == level_end:    # a new BFS level: states[i:] is all of it
+                level_end = len(states)
+                ahead(states[i:level_end])
             s = states[i]
             ex.edge_start.append(len(e_dst))
             try:
@@ -737,6 +755,9 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
     except _INTERRUPTS as exc:
         x.interrupted(exc)
         _undo_partial(x, i, False, fired)
+    finally:
+        if code is not None:
+            code.relay_done()
     return i, forward, fired
 
 

@@ -1,4 +1,5 @@
-"""Checking the runs of a sweep at once, in worker processes (`-j N`) or on a Dask cluster (`--dask`).
+"""Checking the runs of a sweep at once, in worker processes (`-j N`) or on a Dask cluster (`--dask`);
+and a single run of bound code with its BFS levels shared among the workers (below, `check_shared`).
 
 A run is one spec at one param combination. Runs share nothing, so a sweep's runs (and
 the specs of a directory) can be checked concurrently; what must not change is the report.
@@ -28,7 +29,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -37,7 +40,8 @@ from multiprocessing.queues import SimpleQueue
 from typing import Any
 
 from haltproof.machine import usercode
-from haltproof.machine.compiled import CompiledSpec, Machine
+from haltproof.machine.binding import BoundCode, Outcome, Recipe, WorkersLost, bound_code
+from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, Machine
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec, present
 from haltproof.machine.usercode import OutOfTime
@@ -45,7 +49,7 @@ from haltproof.machine.vectorize import vectorize
 from haltproof.properties.kinds import UNKNOWN, PropertyResult
 
 from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
-from .engine import Exploration
+from .engine import Exploration, State
 from .vengine import LazyStates
 
 MAX_ATTEMPTS = 3          # times a run may be in a worker that dies before it is reported lost
@@ -229,8 +233,15 @@ def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST) -> 
 
 def check_batches(batches: Sequence[Batch], workers: int, done: DoneFn | None = None) -> list[RunResult]:
     """Every run of every batch, in serial order, checked in up to `workers` local processes
-    (one worker, one run, or a run no worker can rebuild: all in this process, as before)."""
+    (one worker, or a run no worker can rebuild: all in this process, as before). A single
+    run of bound code has its BFS levels shared among the workers instead (`check_shared`)."""
     total = sum(len(b.machines) for b in batches)
+    if workers > 1 and shareable(batches):
+        (b,) = batches
+        result = check_shared(b, LocalSlices(workers), workers)
+        if done is not None:
+            done(1, 1)
+        return [result]
     if workers <= 1 or total <= 1 or any(b.source is None for b in batches):
         out: list[RunResult] = []
         for b in batches:
@@ -316,3 +327,276 @@ def _drain(started: SimpleQueue[int], into: set[int]) -> None:
     """Every run index the workers have said they took, so far."""
     while not started.empty():
         into.add(started.get())
+
+
+# One run of bound code, its BFS levels shared among worker processes. The engine explores
+# in this process as it always does; before each level it hands the level's states to
+# `LevelSharer`, which has the workers run the code's transitions out of them (each worker
+# with its own import of the user's code, machine/binding.py `BoundCode.outcome`), and the
+# engine then takes each transition's outcome in the serial order as if it had run it here
+# (`BoundCode.take`): the same states, numbering, traces, findings and figures.
+
+SHARE_SECONDS = 1.0     # levels are shared once the exploration has run this long (starting workers costs)
+SLICES_PER_WORKER = 4   # a level is cut into this many slices per worker, so a slow slice holds up less
+GRACE_SECONDS = 5.0     # how long past the deadline a worker may take to return before it is killed
+SliceResult = tuple[str, Any, list[list[tuple[int, int, Outcome]]]]   # kind, detail, per state its outcomes
+
+
+def shareable(batches: Sequence[Batch]) -> bool:
+    """Whether the check is a single run of bound code that workers can rebuild (`--paths` > 1
+    compares paths as the single process meets them: that check stays in one process)."""
+    if len(batches) != 1 or len(batches[0].machines) != 1 or batches[0].source is None:
+        return False
+    b = batches[0]
+    return bound_code(b.machines[0]) is not None and b.options.paths <= 1
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A slice of a shared level as a worker takes it: the run (`job`: its spec, params, options
+    and the deadline), a name for this check's run, and the states with what reaches each."""
+
+    job: Job
+    token: str
+    states: list[tuple[State, Recipe]]
+
+
+def check_shared(b: Batch, slices: Slices, workers: int) -> RunResult:
+    """Check the batch's one run here, its levels expanded by `slices`' workers (see above)."""
+    (m,) = b.machines
+    code = bound_code(m)
+    assert code is not None and b.source is not None, "shareable() said so"
+    (job,), _ = jobs_of([b])
+    code.ahead = LevelSharer(job, code, m, slices, workers)
+    try:
+        return check_machine(m, b.options)
+    finally:
+        code.ahead = None
+        slices.close()
+
+
+class Slices:
+    """Where slices are expanded: local worker processes (LocalSlices) or a Dask cluster."""
+
+    def run(self, slices: list[Slice]) -> list[SliceResult]:
+        raise NotImplementedError
+
+    def warm(self, empty: Slice, workers: int) -> Callable[[], bool]:
+        """Have the workers import the run's code now, in the background; returns whether they
+        are done. By default nothing to wait for (a cluster's workers import on their first slice)."""
+        return lambda: True
+
+    def close(self) -> None:
+        """Stop the workers."""
+
+
+class LevelSharer:
+    """The engine's `ahead` hook for one run. A run that ends within SHARE_SECONDS is not worth
+    starting workers for (each imports haltproof and the user's code: about a second of CPU),
+    so the first levels run here. At the first level that begins after SHARE_SECONDS the
+    workers are started, and they import the code while the levels go on here; the first level
+    that begins with every worker ready, and has a state for each, and every level after it,
+    is shared. (SHARE_SECONDS 0: every level, the workers waited for.)"""
+
+    def __init__(self, job: Job, code: BoundCode, m: Machine, slices: Slices, workers: int):
+        self.job, self.code, self.m, self.slices, self.workers = job, code, m, slices, workers
+        self.token = uuid.uuid4().hex
+        self.sharing = False
+        self.began: float | None = None      # when the first level began
+        self.ready: Callable[[], bool] | None = None     # whether the started workers have the code
+
+    def __call__(self, level: list[State]) -> None:
+        if not self.sharing:
+            now = time.monotonic()
+            self.began = now if self.began is None else self.began
+            if SHARE_SECONDS <= 0:
+                self.sharing = True
+            elif self.ready is None and now - self.began > SHARE_SECONDS:
+                self.ready = self.slices.warm(Slice(self.job, self.token, []), self.workers)
+            elif self.ready is not None:
+                self.sharing = len(level) >= self.workers and self.ready()
+            if not self.sharing:
+                return
+        self.share(level)
+
+    def share(self, level: list[State]) -> None:
+        code = self.code
+        if code.relayed is None:
+            code.relayed = {}
+        left = usercode.remaining()
+        job = replace(self.job, end=None if left is None else time.time() + left)
+        n = min(len(level), self.workers * SLICES_PER_WORKER)
+        cuts = [len(level) * k // n for k in range(n + 1)]
+        parts = [level[cuts[k]:cuts[k + 1]] for k in range(n)]
+        sent = [Slice(job, self.token, [(s, code.recipe(s)) for s in part]) for part in parts]
+        results = self.slices.run(sent)
+        errors = [detail for kind, detail, _ in results if kind == "error"]
+        if errors:
+            raise errors[0]         # the first in serial order, as one process would have met it
+        for part, (kind, detail, per_state) in zip(parts, results):
+            self.take(part, kind, detail, per_state)
+
+    def take(self, part: list[State], kind: str, detail: Any,
+             per_state: list[list[tuple[int, int, Outcome]]]) -> None:
+        """One slice's outcomes into the relay; where it stopped short, why, for each state it left."""
+        code, actions = self.code, self.m.actions
+        relayed = code.relayed
+        assert relayed is not None, "share() started relaying"
+        for s, outs in zip(part, per_state):
+            for a, ci, out in outs:
+                relayed[(s, a, actions[a].combos[ci])] = out
+        if kind == "done":
+            return
+        gap: Callable[[], BaseException]
+        if kind == "late":
+            gap = lambda: OutOfTime(detail)     # noqa: E731 -- one per state left, made when raised
+        else:
+            gap = lambda: WorkersLost(detail)   # noqa: E731
+        unfinished = len(per_state) - 1 if kind == "late" and per_state else len(per_state)
+        for s in part[max(0, unfinished):]:
+            code.gaps[s] = gap
+
+
+_EXPANDING: dict[str, Machine] = {}     # a worker's bound machine for the run it shares, by check
+_EXPANDING_LOCK = threading.Lock()       # a Dask worker may run tasks in threads
+
+
+def expand_slice(sl: Slice) -> bytes:
+    """A worker's task: every transition out of the slice's states, as the engine would make
+    them, each an Outcome; pickled ("done" or "late" with what was running, and the outcomes
+    so far: a state cut short by the deadline has its outcomes up to there)."""
+    left = None if sl.job.end is None else max(1e-6, sl.job.end - time.time())
+    per_state: list[list[tuple[int, int, Outcome]]] = []
+    with usercode.deadline(left):
+        try:
+            m = _shared_machine(sl)
+            code = bound_code(m)
+            assert code is not None, "a shared run is bound"
+            code.expanding(sl.states)
+            for s, _ in sl.states:
+                outs: list[tuple[int, int, Outcome]] = []
+                per_state.append(outs)
+                _expand(m, code, s, outs)
+        except OutOfTime as stop:
+            return pickle.dumps(("late", stop.doing or "running the bound code in a worker process", per_state))
+    return pickle.dumps(("done", None, per_state))
+
+
+def _shared_machine(sl: Slice) -> Machine:
+    """The run's bound machine in this worker: built (the user's code imported) once per check."""
+    with _EXPANDING_LOCK:
+        if sl.token not in _EXPANDING:
+            _EXPANDING.clear()
+            (m,) = sl.job.source.machines(sl.job.options)
+            _EXPANDING[sl.token] = m
+        return _EXPANDING[sl.token]
+
+
+def _expand(m: Machine, code: BoundCode, s: State, outs: list[tuple[int, int, Outcome]]) -> None:
+    """The transitions the engine's plain loop runs out of s (explorer/engine.py: the terminal
+    predicate, each action's guard, each combination's `when`s), in its order."""
+    try:
+        if m.is_terminal(s):
+            return
+    except EVAL_ERRORS:
+        return
+    for act in m.actions:
+        try:
+            if act.guard is not None and not act.guard(s):
+                continue
+        except EVAL_ERRORS:
+            continue
+        for ci, combo in enumerate(act.combos):
+            try:
+                if act.admit is not None and act.admit(s, *combo) is not None:
+                    continue
+            except EVAL_ERRORS:
+                continue
+            outs.append((act.index, ci, code.outcome(act, s, combo)))
+
+
+class LocalSlices(Slices):
+    """Slices in up to `workers` spawned processes, kept for the whole run (each imports the
+    user's code once). A worker that dies: the slices not finished are run again, one at a
+    time, so the slice that kills its worker is charged for it; one charged MAX_ATTEMPTS times
+    is lost (its states stop the exploration: `workers_lost`). A worker still running past the
+    deadline and GRACE_SECONDS (code that never returns to Python) is killed: its slice is late."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.context = multiprocessing.get_context("spawn")
+        self.pool: ProcessPoolExecutor | None = None
+        self.warming: list[Future[bytes]] = []
+
+    def run(self, slices: list[Slice]) -> list[SliceResult]:
+        results: dict[int, SliceResult] = {}
+        attempts = [0] * len(slices)
+        alone = False
+        pending = list(range(len(slices)))
+        while pending:
+            batch = pending[:1] if alone else pending
+            if self._round(slices, batch, results) and alone:
+                k = batch[0]
+                attempts[k] += 1
+                if attempts[k] >= MAX_ATTEMPTS:     # the exploration stops there: later slices are not needed
+                    why = f"the worker process expanding it died {MAX_ATTEMPTS} times"
+                    for later in pending[pending.index(k):]:
+                        results.setdefault(later, ("lost", why, []))
+            alone = alone or any(k not in results for k in batch)
+            pending = [k for k in pending if k not in results]
+        return [results[k] for k in range(len(slices))]
+
+    def warm(self, empty: Slice, workers: int) -> Callable[[], bool]:
+        """Start the workers, each building the run (an empty slice) while this process goes on."""
+        self.warming = [self._pool().submit(expand_slice, empty) for _ in range(workers)]
+        return lambda: all(f.done() for f in self.warming)
+
+    def _round(self, slices: list[Slice], batch: list[int], results: dict[int, SliceResult]) -> bool:
+        """Run the slices of `batch` at once; True when a worker died meanwhile."""
+        try:
+            futures = {self._pool().submit(expand_slice, slices[k]): k for k in batch}
+        except BrokenProcessPool:           # a worker died between two levels (while importing the code)
+            self.close()
+            futures = {self._pool().submit(expand_slice, slices[k]): k for k in batch}
+        left = usercode.remaining()
+        finished, waiting = wait(futures, timeout=None if left is None else left + GRACE_SECONDS)
+        broken = False
+        for fut in finished:
+            k = futures[fut]
+            exc = fut.exception()
+            if isinstance(exc, BrokenProcessPool):
+                broken = True
+            elif exc is not None:
+                results[k] = ("error", exc, [])
+            else:
+                results[k] = pickle.loads(fut.result())
+        for fut in waiting:
+            results[futures[fut]] = ("late", "running the bound code in a worker process, which did not "
+                                             "return to Python", [])
+        if waiting:
+            self._kill()
+        elif broken:
+            self.close()
+        return broken
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context)
+        return self.pool
+
+    def _kill(self) -> None:
+        """Stop workers that do not return (their code ignores the deadline)."""
+        if self.pool is not None:
+            for proc in list((self.pool._processes or {}).values()):
+                proc.kill()
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers; ones still importing the code for a run that ended meanwhile are
+        killed (they have done nothing else), not waited for."""
+        if self.pool is not None and not all(f.done() for f in self.warming):
+            self.warming = []
+            self._kill()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None

@@ -21,3 +21,4 @@ from haltproof.machine.declarations import register_declaration
 
 register_declaration("langgraph", "haltproof.frameworks.langgraph:declaration")
 register_declaration("openai_agents", "haltproof.frameworks.openai_agents:declaration")
+register_declaration("pydantic_ai", "haltproof.frameworks.pydantic_ai:declaration")

@@ -86,6 +86,39 @@ def fail(file: str, line: int, message: str, text: object = None) -> SpecError:
     return Located(file, line).error(message, text)
 
 
+def plain(value: Any) -> Any:
+    """A value read from YAML as plain Python data (what a framework's state and messages take)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def with_user_properties(top: YMap, file: str, builtin: dict[str, Any], what: str) -> YMap:
+    """The out-of-the-box properties (at the `framework` line), then the user's own `properties`
+    as read (their lines kept); a user's property named like a built-in one is refused at its line."""
+    user = top.get("properties", YMap())
+    if not isinstance(user, YMap):
+        raise fail(file, top.line_of("properties"), "properties must be a mapping")
+    for name in user:
+        if name in builtin:
+            raise fail(file, user.line_of(name), f"{name} is an out-of-the-box property of every {what} "
+                                                 "declaration: give yours another name")
+    properties: YMap = node(builtin, top.line_of("framework"))
+    properties.update(user)
+    properties.lines.update(user.lines if user else {})
+    return properties
+
+
+def keep_user_lines(spec: YMap, top: YMap) -> YMap:
+    """The generated spec, its keys taken from the declaration at their own lines (`bind` at the target's)."""
+    spec.lines.update({k: top.line_of(k) for k in ("params", "properties", "expect", "machine", "description")
+                       if k in top})
+    spec.lines["bind"] = top.line_of("target")
+    return spec
+
+
 def require_version(module: str, dist: str, what: str, supported: tuple[tuple[int, int], tuple[int, int]],
                     shown: str) -> str:
     """The installed version of `dist`, or a clear error naming it when it is missing or outside

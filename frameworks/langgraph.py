@@ -33,7 +33,8 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
+from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+                          require_version, with_user_properties)
 
 END = "__end__"
 SUPPORTED = ((1, 2), (2, 0))        # [lowest, first excluded) major.minor; the extra's range
@@ -334,15 +335,6 @@ def scripted_nodes(graph: Any, run: GraphRun, nodes: dict[str, dict[str, Any]]) 
     return builder.compile(interrupt_before=graph.interrupt_before_nodes, interrupt_after=graph.interrupt_after_nodes)
 
 
-def plain(value: Any) -> Any:
-    """A value read from YAML as plain Python data (what LangGraph's state and messages take)."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return str(value) if isinstance(value, str) else value
-
-
 def _message(raw: Any, file: str, line: int, what: str) -> Any:
     """A scripted model's answer: text, or a message mapping (`content`, `tool_calls`, ...)."""
     from langchain_core.messages import AIMessage, convert_to_messages
@@ -415,10 +407,7 @@ def declaration(top: YMap, file: str) -> Declared:
     d.messages = "messages" in graph.builder.channels
     d.counted = names
     start = _first_state(adapter, file, tline)
-    spec = node(_spec(top, file, ref, d, names, start), top.line_of("framework"))
-    spec.lines.update({k: top.line_of(k) for k in ("params", "properties", "expect", "machine", "description")
-                       if k in top})
-    spec.lines["bind"] = tline
+    spec = keep_user_lines(node(_spec(top, file, ref, d, names, start), top.line_of("framework")), top)
     return Declared(spec, lambda: DeclaredGraph(d))
 
 
@@ -467,17 +456,7 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
     choices = d.choices()
     if choices:
         step["choose"] = choices
-    props = _builtin_properties(d)
-    user = top.get("properties", YMap())
-    if not isinstance(user, YMap):
-        raise fail(file, top.line_of("properties"), "properties must be a mapping")
-    for name in user:
-        if name in props:
-            raise fail(file, user.line_of(name), f"{name} is an out-of-the-box property of every LangGraph "
-                                                 "declaration: give yours another name")
-    properties = node(props, top.line_of("framework"))
-    properties.update(user)
-    properties.lines.update(user.lines if user else {})
+    properties = with_user_properties(top, file, _builtin_properties(d), "LangGraph")
     spec: dict[str, Any] = {
         "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
         "description": top.get("description", f"{ref} as LangGraph runs it: one real superstep per transition"),

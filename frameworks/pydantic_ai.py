@@ -11,10 +11,12 @@ haltproof never re-implements a limit).
 The environment is scripted with the test doubles Pydantic AI ships: the model is a
 `FunctionModel` answering each request with the `ModelResponse` the transition's `model`
 choice names (`responses`: label -> response: text, one tool call, parallel calls, an output
-tool call); a tool named in `tool_outcomes` gets, through a capability wrapping its
-execution, the outcome its choice (named after the tool) names: `OK` runs the real tool,
-a `ModelRetry` is raised as the tool's request to retry, any other exception is raised as
-the tool's failure. Tools not named there just run.
+tool call); a tool named in `tool_outcomes` gets, through a capability wrapping the agent's
+toolset, the outcome its choice (named after the tool) names, where the real tool would run
+(so Pydantic AI counts, retries and reports it as the real tool's): `OK` runs the real tool,
+`Returns(value)` returns a value without running it, a `ModelRetry` is raised as the tool's
+request to retry, any other exception is raised as the tool's failure. Tools not named there
+just run.
 
 The abstract state read back (the vars a spec, or a generated one, declares):
 `next` (the node kind to run next: `model_request`, `call_tools`, `end`), `requests` and
@@ -28,14 +30,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from haltproof.machine.live import LiveAdapter
+from haltproof.machine import usercode
+from haltproof.machine.declarations import Declared
+from haltproof.machine.live import Driver, LiveAdapter
+from haltproof.machine.outcomes import Outcome, resolve
+from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.yamlpos import YMap
 
-from .declaration import require_version
+from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+                          require_version, with_user_properties)
 
 SUPPORTED = ((2, 68), (3, 0))       # [lowest, first excluded) major.minor; the extra's range
 RANGE = ">=2.68,<3"
@@ -45,6 +54,13 @@ NODE_KINDS = {"UserPromptNode": "user_prompt", "ModelRequestNode": "model_reques
               "CallToolsNode": "call_tools", "SetFinalResult": "set_final_result", "End": END}
 LIMIT_FIELDS = ("request_limit", "tool_calls_limit", "input_tokens_limit", "output_tokens_limit",
                 "total_tokens_limit")
+
+
+@dataclass(frozen=True)
+class Returns:
+    """A tool outcome: the tool returns `value` without running (a scripted success)."""
+
+    value: Any
 
 
 def require_pydantic_ai() -> str:
@@ -155,7 +171,7 @@ class AgentAdapter(LiveAdapter):
 
     `agent()`: your agent; `prompt(params)`: the user prompt; `responses`: the model's
     `ModelResponse` per label of the `model` choice; `tool_outcomes`: per tool (its choice is
-    named after it), the outcome per label (`OK`, a `ModelRetry`, an exception).
+    named after it), the outcome per label (`OK`, `Returns(value)`, a `ModelRetry`, an exception).
     `usage_limits(params)` builds `UsageLimits` from the params named like its fields;
     `retries(params)` the run's retry budgets from `retries`, `tool_retries`, `output_retries`;
     `deps(params)` the run's deps; `reads` lists `READINGS` to add; `observe(live)` adds more."""
@@ -247,23 +263,411 @@ def _scripted_model(adapter: AgentAdapter, script: Script) -> Callable[..., Any]
 
 
 def _scripted_tools(adapter: AgentAdapter, script: Script) -> Any:
-    """A capability wrapping each function tool's execution: the outcome the tool's choice names."""
+    """A capability wrapping the agent's toolset (Pydantic AI's `get_wrapper_toolset`): each call of a
+    scripted tool gets the outcome its choice names **where the real tool would run**, inside
+    Pydantic AI's own execution, so everything around it (the successful-call count, the retry
+    check of a `ModelRetry`, the error hooks) is Pydantic AI's as for the real tool."""
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.toolsets import WrapperToolset
+
+    @dataclass
+    class ScriptedToolset(WrapperToolset[Any]):
+        async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+            if tool.tool_def.kind != "function":
+                return await super().call_tool(name, tool_args, ctx, tool)
+            script.tool_runs += 1
+            outcomes = adapter.tool_outcomes.get(name)
+            if outcomes is None:
+                return await super().call_tool(name, tool_args, ctx, tool)
+            if name not in script.choices:
+                raise ValueError(f"the model called tool {name}, whose outcome the transition does "
+                                 f"not choose (it chooses {sorted(script.choices)})")
+            outcome = outcomes[script.choices[name]]
+            if outcome == OK:
+                return await super().call_tool(name, tool_args, ctx, tool)
+            if isinstance(outcome, Returns):
+                return copy.deepcopy(outcome.value)     # what the tool returns, without running it
+            raise copy.copy(outcome)            # a ModelRetry (the tool asks for a retry) or its failure
 
     @dataclass
     class ScriptedTools(AbstractCapability[Any]):
-        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
-            if tool_def.kind != "function":
-                return await handler(args)
-            script.tool_runs += 1
-            outcomes = adapter.tool_outcomes.get(call.tool_name)
-            if outcomes is None:
-                return await handler(args)
-            if call.tool_name not in script.choices:
-                raise ValueError(f"the model called tool {call.tool_name}, whose outcome the transition does "
-                                 f"not choose (it chooses {sorted(script.choices)})")
-            outcome = outcomes[script.choices[call.tool_name]]
-            if outcome == OK:
-                return await handler(args)
-            raise copy.copy(outcome)            # a ModelRetry (the tool asks for a retry) or its failure
+        def get_wrapper_toolset(self, toolset: Any) -> Any:
+            return ScriptedToolset(toolset)
     return ScriptedTools()
+
+
+# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+
+DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries"}
+DECLARED_LIMITS = ("request_limit", "tool_calls_limit")     # token and cost counts of a FunctionModel are estimates
+DEFAULT_REQUEST_LIMIT = 50          # Pydantic AI's own UsageLimits default
+RETRY_BUDGETS = ("tools", "output")     # the keys of Pydantic AI's AgentRetries
+ANSWER_KEYS = ("text", "tool_calls", "output")
+MODEL = "model"                     # the request action's choice: the model's answer
+NEXT = ["model_request", "call_tools", "set_final_result", END]
+STATUSES = ["running", "done", "request_limit_exceeded", "tool_calls_limit_exceeded", "retries_exhausted",
+            "tool_error"]
+RETRIES_EXHAUSTED = r"exceeded max retries count|Exceeded maximum output retries"
+
+Budget = int | str                  # a number, or the name of the param giving it
+
+
+@dataclass
+class AgentDeclaration:
+    """A Pydantic AI declaration, read: what its adapter runs and scripts."""
+
+    agent: Any                                  # the user's Agent, as their app builds it
+    prompt: str
+    responses: dict[str, Any]                   # label -> the ModelResponse the model answers with
+    tools: dict[str, dict[str, Any]]            # tool -> label -> OK, Returns, a ModelRetry or an exception
+    limits: dict[str, Budget]                   # UsageLimits field -> its value
+    retries: Budget | dict[str, Budget] | None  # Agent.iter(retries=...), None: the agent's own
+    errors: list[tuple[str, int]] = field(default_factory=list)    # the scripted tools' exception classes, lines
+
+
+def budget(value: Budget, params: dict[str, Any]) -> int:
+    """A limit or retry budget for these params: a number, or the value of the param it names."""
+    return int(params[value]) if isinstance(value, str) else value
+
+
+class DeclaredAgent(AgentAdapter):
+    """The live adapter of a declaration file: the user's own agent, the declared answers and outcomes scripted."""
+
+    reads = tuple(READINGS)
+
+    def __init__(self, d: AgentDeclaration):
+        self.d = d
+        self.responses = d.responses
+        self.tool_outcomes = d.tools
+
+    def agent(self) -> Any:
+        return self.d.agent
+
+    def prompt(self, params: dict[str, Any]) -> str:
+        return self.d.prompt
+
+    def usage_limits(self, params: dict[str, Any]) -> Any:
+        from pydantic_ai.usage import UsageLimits
+        limits: dict[str, Any] = {name: budget(value, params) for name, value in self.d.limits.items()}
+        return UsageLimits(**limits)
+
+    def retries(self, params: dict[str, Any]) -> Any:
+        r = self.d.retries
+        if isinstance(r, dict):
+            return {key: budget(value, params) for key, value in r.items()}
+        return None if r is None else budget(r, params)
+
+
+@dataclass
+class AgentTools:
+    """The tools the agent offers the model (as Pydantic AI's FunctionModel is told them)."""
+
+    function: list[str]
+    output: list[str]
+
+
+class _Probed(Exception):
+    """Stops the probe run at its first model request: the tools are known by then."""
+
+
+async def _probe(agent: Any, prompt: str) -> AgentTools:
+    from pydantic_ai.models.function import FunctionModel
+    seen: list[Any] = []
+
+    def look(messages: list[Any], info: Any) -> Any:
+        seen.append(info)
+        raise _Probed
+    try:
+        async with agent.iter(prompt, model=FunctionModel(look)) as run:
+            async for _ in run:
+                pass
+    except _Probed:
+        pass
+    if not seen:
+        raise RuntimeError("the agent made no model request")
+    info = seen[0]
+    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools])
+
+
+def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int) -> AgentTools:
+    """The agent's tools, read from its first model request (Pydantic AI's own, with a model that
+    stops it there); a problem at the target's line when the agent cannot get that far."""
+    driver = Driver()
+    try:
+        tools: AgentTools = usercode.run(driver.call, _probe, agent, prompt)
+        return tools
+    except OutOfTime as stop:
+        stop.note(f"running {ref} up to its first model request")
+        raise
+    except Exception as exc:        # the user's agent may fail in any way before it asks the model
+        raise fail(file, line, f"running {ref} up to its first model request failed: "
+                               f"{type(exc).__name__}: {exc}") from None
+    finally:
+        driver.close()
+
+
+def _budget_of(value: Any, file: str, line: int, params: YMap, what: str) -> Budget:
+    """A limit or retry budget as declared: a number (0 or more) or the name of a param."""
+    if isinstance(value, str):
+        if value not in params:
+            raise fail(file, line, f"{what} names no param {value!r} (params: {', '.join(params) or 'none'})")
+        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise fail(file, line, f"{what} must be a number (0 or more) or the name of a param", value)
+
+
+def _limits(top: YMap, file: str, params: YMap) -> dict[str, Budget]:
+    declared = mapping(top, "limits", file, "UsageLimits fields to a number or a param")
+    out: dict[str, Budget] = {}
+    for name, value in declared.items():
+        line = declared.line_of(name)
+        if name not in DECLARED_LIMITS:
+            raise fail(file, line, f"limits: a declaration sets {' and '.join(DECLARED_LIMITS)} only "
+                                   "(a scripted model's token counts are estimates)", name)
+        out[str(name)] = _budget_of(value, file, line, params, f"limits: {name}")
+    return out
+
+
+def _retries(top: YMap, file: str, params: YMap) -> Budget | dict[str, Budget] | None:
+    if "retries" not in top:
+        return None
+    raw, line = top["retries"], top.line_of("retries")
+    if not isinstance(raw, YMap):
+        return _budget_of(raw, file, line, params, "retries")
+    out: dict[str, Budget] = {}
+    for key, value in raw.items():
+        if key not in RETRY_BUDGETS:
+            raise fail(file, raw.line_of(key), f"retries: Pydantic AI's budgets are {' and '.join(RETRY_BUDGETS)}",
+                       key)
+        out[str(key)] = _budget_of(value, file, raw.line_of(key), params, f"retries: {key}")
+    return out
+
+
+def _label(name: Any, file: str, line: int, what: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise fail(file, line, f"{what} must be a plain identifier (haltproof chooses by it)", name)
+    return name
+
+
+def _answers(top: YMap, file: str, ref: str, tools: AgentTools) -> tuple[dict[str, Any], int]:
+    """`models:` label -> the ModelResponse it stands for; and the most tool calls one answer makes."""
+    declared = mapping(top, "models", file, "answer labels to the model's answers")
+    if not declared:
+        raise fail(file, top.line_of("models"), "models: give the model at least one answer")
+    out: dict[str, Any] = {}
+    most = 0
+    for label, raw in declared.items():
+        line = declared.line_of(label)
+        out[_label(label, file, line, "a model answer's label")] = response = \
+            _response(raw, str(label), file, line, ref, tools)
+        most = max(most, sum(getattr(p, "tool_name", None) in tools.function for p in response.parts))
+    return out, most
+
+
+def _response(raw: Any, label: str, file: str, line: int, ref: str, tools: AgentTools) -> Any:
+    """One model answer: its text, or a mapping of `text`, `tool_calls` (several: in parallel) and `output`."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    if isinstance(raw, str):
+        return ModelResponse(parts=[TextPart(str(raw))])
+    if not isinstance(raw, YMap) or not raw:
+        raise fail(file, line, f"models: answer {label} must be the model's text, or a mapping of "
+                               f"{', '.join(ANSWER_KEYS)}")
+    for key in raw:
+        if key not in ANSWER_KEYS:
+            raise fail(file, raw.line_of(key), f"models: answer {label} may give {', '.join(ANSWER_KEYS)}", key)
+    parts: list[Any] = []
+    if "text" in raw:
+        if not isinstance(raw["text"], str):
+            raise fail(file, raw.line_of("text"), f"models: the text of answer {label} must be a string")
+        parts.append(TextPart(str(raw["text"])))
+    calls = raw.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise fail(file, raw.line_of("tool_calls"), f"models: tool_calls of answer {label} must be a list")
+    for i, call in enumerate(calls, 1):
+        where = calls.lines[i - 1] if hasattr(calls, "lines") else line
+        parts.append(ToolCallPart(*_call(call, label, file, where, ref, tools), tool_call_id=f"{label}_{i}"))
+    if "output" in raw:
+        where = raw.line_of("output")
+        if len(tools.output) != 1:
+            has = ("no output tool (its output is text)" if not tools.output
+                   else "several output tools: name one under tool_calls")
+            raise fail(file, where, f"models: answer {label} gives an output, but {ref} has {has}")
+        if not isinstance(raw["output"], YMap):
+            raise fail(file, where, f"models: the output of answer {label} must be a mapping "
+                                    "(the output tool's arguments)")
+        parts.append(ToolCallPart(tools.output[0], plain(raw["output"]), tool_call_id=f"{label}_output"))
+    return ModelResponse(parts=parts)
+
+
+def _call(call: Any, label: str, file: str, line: int, ref: str, tools: AgentTools) -> tuple[str, dict[str, Any]]:
+    """A tool call of an answer: `{name: TOOL, args: {...}}`, naming a tool the agent has."""
+    if not isinstance(call, YMap) or "name" not in call or set(call) - {"name", "args"}:
+        raise fail(file, line, f"models: a tool call of answer {label} is a mapping of name and args")
+    name, args = call["name"], call.get("args", YMap())
+    known = tools.function + tools.output
+    if name not in known:
+        raise fail(file, call.line_of("name"), f"models: answer {label} calls a tool {ref} does not have "
+                                               f"(its tools: {', '.join(known) or 'none'})", name)
+    if not isinstance(args, YMap):
+        raise fail(file, call.line_of("args"), f"models: the args of {name} in answer {label} must be a mapping")
+    return str(name), plain(args)
+
+
+def _tool_outcomes(top: YMap, file: str, ref: str, tools: AgentTools) -> tuple[dict[str, dict[str, Any]],
+                                                                              list[tuple[str, int]]]:
+    """`tools:` tool -> label -> outcome; and the exception classes they raise, with their lines."""
+    declared = mapping(top, "tools", file, "tools to their outcomes")
+    out: dict[str, dict[str, Any]] = {}
+    errors: list[tuple[str, int]] = []
+    for name, labels in declared.items():
+        line = declared.line_of(name)
+        if name in tools.output:
+            raise fail(file, line, f"tools: {name} is {ref}'s output tool: its result is a model answer's output",
+                       name)
+        if name not in tools.function:
+            raise fail(file, line, f"tools: {ref} has no tool {name!r} (its tools: "
+                                   f"{', '.join(tools.function) or 'none'})")
+        if name == MODEL:
+            raise fail(file, line, "tools: a tool named model cannot be scripted: its choice would be the model's")
+        if not isinstance(labels, YMap) or not labels:
+            raise fail(file, line, f"tools: {name} needs a mapping of outcome labels to outcomes")
+        out[str(name)] = {}
+        for label, raw in labels.items():
+            where = labels.line_of(label)
+            out[str(name)][_label(label, file, where, f"an outcome label of {name}")] = \
+                _outcome(raw, str(name), file, where, errors)
+    return out, errors
+
+
+def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, int]]) -> Any:
+    """One tool outcome: `ok` (the real tool runs), `{returns: VALUE}`, `{retry: MESSAGE}` (ModelRetry)
+    or `{raises: CLASS, message: TEXT}` (the tool fails)."""
+    from pydantic_ai import ModelRetry
+    if raw == OK:
+        return OK
+    kinds = ("returns", "retry", "raises")
+    if not isinstance(raw, YMap) or len([k for k in kinds if k in raw]) != 1 or \
+            set(raw) - {*kinds, "message"} or ("message" in raw and "raises" not in raw):
+        raise fail(file, line, f"tools: an outcome of {tool} is ok, {{returns: VALUE}}, {{retry: MESSAGE}} or "
+                               "{raises: CLASS, message: TEXT}")
+    if "returns" in raw:
+        return Returns(plain(raw["returns"]))
+    if "retry" in raw:
+        return ModelRetry(str(raw["retry"]))
+    path, where = raw["raises"], raw.line_of("raises")
+    (cls, _), = resolve([Outcome(str(path), None, None, {}, where)], file)
+    try:
+        error = cls(str(raw.get("message", "")))
+    except Exception as exc:        # the user's exception class may want other arguments
+        raise fail(file, where, f"tools: cannot make a {path}(message): {type(exc).__name__}: {exc}") from None
+    errors.append((str(path), where))
+    return error
+
+
+def declaration(top: YMap, file: str) -> Declared:
+    """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/frameworks.md)."""
+    try:
+        require_pydantic_ai()
+    except RuntimeError as exc:
+        raise fail(file, top.line_of("framework"), str(exc)) from None
+    check_keys(top, file, DECLARATION_KEYS, {"target", "prompt", "models"})
+    from pydantic_ai.agent import AbstractAgent
+    agent = import_target(top, file)
+    ref, tline = str(top["target"]), top.line_of("target")
+    if not isinstance(agent, AbstractAgent):
+        raise fail(file, tline, f"{ref} is a {type(agent).__name__}, not a Pydantic AI Agent")
+    if not isinstance(top["prompt"], str):
+        raise fail(file, top.line_of("prompt"), "prompt must be the user prompt, a string")
+    params = top.get("params", YMap())
+    if not isinstance(params, YMap):
+        raise fail(file, top.line_of("params"), "params must be a mapping")
+    tools = tools_of(agent, str(top["prompt"]), ref, file, tline)
+    responses, parallel = _answers(top, file, ref, tools)
+    outcomes, errors = _tool_outcomes(top, file, ref, tools)
+    d = AgentDeclaration(agent, str(top["prompt"]), responses, outcomes, _limits(top, file, params),
+                         _retries(top, file, params), errors)
+    spec = node(_agent_spec(top, file, ref, d, max(parallel, 1), bool(tools.function)), top.line_of("framework"))
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgent(d))
+
+
+def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: int, has_tools: bool) -> dict[str, Any]:
+    """The spec a declaration stands for: the run's abstract state, one action per node kind (a
+    model request choosing the answer, the tool calls choosing each scripted tool's outcome), the
+    limits' and retries' exceptions as outcomes, the out-of-the-box properties, then the user's own."""
+    requests = f"({d.limits.get('request_limit', DEFAULT_REQUEST_LIMIT)} + 1)"     # room to see an overrun
+    counter = {"type": "int", "min": 0, "init": 0}
+    retries_exhausted = {"class": "pydantic_ai.exceptions.UnexpectedModelBehavior", "match": RETRIES_EXHAUSTED,
+                         "set": {"status": "retries_exhausted"}}
+    tools: dict[str, Any] = {
+        "when": "status == running and next == call_tools",
+        "raises": [{"class": "pydantic_ai.exceptions.UsageLimitExceeded", "match": "tool_calls_limit",
+                    "set": {"status": "tool_calls_limit_exceeded"}}, retries_exhausted,
+                   *({"class": path, "set": {"status": "tool_error"}} for path in dict(d.errors))]}
+    if d.tools:
+        tools["choose"] = {name: list(labels) for name, labels in d.tools.items()}
+    spec: dict[str, Any] = {
+        "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
+        "description": top.get("description", f"{ref} as Pydantic AI runs it: one node of its agent graph per "
+                                              "transition"),
+        "bind": ref,
+        "params": top.get("params", YMap()),
+        "vars": {"next": {"type": "enum", "values": NEXT, "init": "model_request"},
+                 "response": {"type": "enum", "values": ["none", *d.responses], "init": "none"},
+                 "requests": {**counter, "max": requests},
+                 "tool_calls": {**counter, "max": f"{requests} * {parallel}"},
+                 "tool_runs": {**counter, "max": f"{requests} * {parallel}"},
+                 "tool_retries": {**counter, "max": requests},
+                 "output_retries": {**counter, "max": requests},
+                 "status": {"type": "enum", "values": STATUSES, "init": "running"}},
+        "actions": {
+            "request": {"when": "status == running and next == model_request", "choose": {MODEL: list(d.responses)},
+                        "raises": [{"class": "pydantic_ai.exceptions.UsageLimitExceeded", "match": "request_limit",
+                                    "set": {"status": "request_limit_exceeded"}}, retries_exhausted]},
+            "tools": tools},
+        "terminal": "status != running",
+        "properties": with_user_properties(top, file, _builtin_agent_properties(d, has_tools), "Pydantic AI"),
+    }
+    if "expect" in top:
+        spec["expect"] = top["expect"]
+    return spec
+
+
+def _builtin_agent_properties(d: AgentDeclaration, has_tools: bool) -> dict[str, Any]:
+    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether each of Pydantic AI's
+    limit errors can happen, the smallest safe value of the param behind it; the worst cases, with
+    what each limit promises."""
+    request_limit = d.limits.get("request_limit", DEFAULT_REQUEST_LIMIT)
+    props: dict[str, Any] = {
+        "run_ends": {"terminates": True, "description": "every run ends: an output, a limit error or a "
+                                                        "declared failure"},
+        "request_limit_error": {"possible": "status == request_limit_exceeded",
+                                "description": "whether a run can end in UsageLimitExceeded from "
+                                               "request_limit, with a shortest one"},
+    }
+    if isinstance(request_limit, str):
+        props["request_limit_error"]["smallest_safe"] = request_limit
+    if "tool_calls_limit" in d.limits:
+        props["tool_calls_limit_error"] = {"possible": "status == tool_calls_limit_exceeded",
+                                           "description": "whether a run can end in UsageLimitExceeded from "
+                                                          "tool_calls_limit, with a shortest one"}
+        if isinstance(d.limits["tool_calls_limit"], str):
+            props["tool_calls_limit_error"]["smallest_safe"] = d.limits["tool_calls_limit"]
+    props["retries_error"] = {"possible": "status == retries_exhausted",
+                              "description": "whether a run can end in UnexpectedModelBehavior, a retry "
+                                             "budget used up, with a shortest one"}
+    if isinstance(d.retries, str):
+        props["retries_error"]["smallest_safe"] = d.retries
+    props["most_model_requests"] = {"maximum": "requests", "at_most": str(request_limit),
+                                    "description": "the most model requests in a run; Pydantic AI promises at "
+                                                   "most request_limit"}
+    if has_tools:
+        props["most_tool_runs"] = {"maximum": "tool_runs", "description": "the most tool executions in a run, "
+                                                                           "failed ones included"}
+        props["most_successful_tool_calls"] = {"maximum": "tool_calls",
+                                               "description": "the most successful tool calls in a run (what "
+                                                              "tool_calls_limit counts)"}
+        if "tool_calls_limit" in d.limits:
+            props["most_successful_tool_calls"]["at_most"] = str(d.limits["tool_calls_limit"])
+            props["most_successful_tool_calls"]["description"] += "; Pydantic AI promises at most tool_calls_limit"
+    return props

@@ -31,6 +31,7 @@ import importlib
 import itertools
 import math
 import os
+import pickle
 import sys
 import time
 import traceback
@@ -40,9 +41,9 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 from . import usercode
-from .compiled import AbsentChoice, CompiledAction, EvalError, Machine
+from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Machine, spec_line
 from .errors import Problem, SpecError
-from .live import STATE, Driver, LiveAdapter, LiveRuns, is_live
+from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
 from .usercode import OutOfTime, running
 from .spec import Spec, present
@@ -50,7 +51,8 @@ from .spec import Spec, present
 T = TypeVar("T")
 # code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
 Drift = tuple[tuple[Any, ...], int, int, str | None, tuple[Any, ...], str]
-__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "spec_adapter", "bind_machine", "DETERMINISM"]
+__all__ = ["Adapter", "LiveAdapter", "CodeError", "load_adapter", "spec_adapter", "bind_machine", "DETERMINISM",
+           "bound_code", "BoundCode", "Outcome", "Relayed", "WorkersLost"]
 
 DETERMINISM = ("auto", "full", "sample", "off")
 # auto: full when the spec's declared state space (the product of its vars' domain sizes for
@@ -300,8 +302,10 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
     under the check's deadline. `paths` > 1 (a live adapter only) compares up to that
     many paths into each abstract state (`same_after`). `determinism` (DETERMINISM) says
     which transitions run the code twice to compare (`Determinism`)."""
-    code = _BoundCode(m, adapter, paths, determinism)
+    code = BoundCode(m, adapter, paths, determinism)
     bound = copy.copy(m)
+    _BOUND[id(bound)] = code
+    weakref.finalize(bound, _BOUND.pop, id(bound), None)
     bound.actions = [CompiledAction(a.name, a.index, a.guard, code.step_of(a), a.combos, a.labels, a.step_args,
                                     a.choice_names, a.record_fields, a.admit) for a in m.actions]
     bound.domain_error = code.domain_error
@@ -327,7 +331,7 @@ class Held:
 CodeStep: TypeAlias = tuple[Any, Any, Held | None]     # the code's result, its rule, the live run (None: state API)
 
 
-class _BoundCode:
+class BoundCode:
     """The bound code behind a machine's actions: one transition is the code's result, checked
     (determinism, other representatives, the rule, the spec's own stages) and, for a live
     adapter, its live run kept for the states it reaches."""
@@ -345,6 +349,14 @@ class _BoundCode:
         self.runs = (LiveRuns(adapter, self.runner.driver, dict(m.params), self.shown, m.inits,
                               self.advance, _read_back, self.code_vars) if self.runner.live else None)
         self.drift: list[Drift] = []    # the first transition on which the code and the spec's stages disagree
+        # Sharing a run's BFS levels among worker processes (explorer/parallel.py): `ahead`, when
+        # set, is called by the engine with each level's states before it expands them; while
+        # `relayed` is not None, a transition is the outcome a worker computed for it (`take`).
+        self.ahead: Callable[[list[tuple[Any, ...]]], None] | None = None
+        self.relayed: dict[tuple[Any, ...], Outcome] | None = None     # (state, action index, combo) -> outcome
+        self.gaps: dict[tuple[Any, ...], Callable[[], BaseException]] = {}   # states no worker expanded: why
+        self.saved: dict[tuple[Any, ...], bytes | None] = {}    # live: a new state's pickled run, from a worker
+        self.chosen: dict[str, Any] = {}        # the concrete choices of the last transition begun
 
     def advance(self, live: Any, action: str, choices: dict[str, Any]) -> dict[str, Any]:
         """One transition of a live run while replaying a path: the `set:` values of the
@@ -393,11 +405,13 @@ class _BoundCode:
 
     def transition(self, act: CompiledAction, rules: set[str], stages: Callable[..., Any] | None, own: bool,
                    s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+        if self.relayed is not None:
+            return self.take(act, s, combo)
         state = dict(zip(self.shown, s))
         who = "the adapter's representatives()" if self.classes.many else "the adapter's representative()"
         concrete = _user(lambda: self.classes.choices(act, combo), who, f"{who} for action {act.name}",
                          act, combo, state)
-        choices = concrete[0]
+        choices = self.chosen = concrete[0]
         *first_out, live = self.call(act, s, state, choices, combo)
         first = _plain_result(tuple(first_out), self.code_vars)
         self.recheck(act, s, state, choices, combo, first)
@@ -505,6 +519,197 @@ class _BoundCode:
                         f"differ: action {act.name}{f' ({labels})' if labels else ''} gives {_show(then)} "
                         f"after this path and {_show(first)} after the first: the abstract state leaves "
                         "out something the code acts on (--paths)")
+
+    # A worker process's side of a shared level (explorer/parallel.py): the transitions of
+    # the states it is given, each as an Outcome the main process takes as its own.
+
+    def expanding(self, states: list[tuple[tuple[Any, ...], Recipe]]) -> None:
+        """Start on a slice of a level: forget the states of an earlier slice, and learn how to
+        reach each of these (live: its path from an initial state, and its saved run)."""
+        self.rechecked.clear()
+        runs = self.runs
+        if runs is None:
+            return
+        runs.origin = {s: (None, "", {}) for s in self.m.inits}
+        runs.saved.clear()
+        runs.first_way.clear()
+        runs.raised.clear()
+        for s, recipe in states:
+            assert recipe is not None, "a live run's state comes with its path"
+            path, blob, raised = recipe
+            runs.origin.update(path)
+            if raised:
+                runs.raised[s] = raised
+            if blob is not None and runs.how != "replay":
+                try:
+                    runs.saved[s] = usercode.run(pickle.loads, blob)
+                except Exception:         # not loadable here: the run is replayed instead
+                    pass
+
+    def outcome(self, act: CompiledAction, s: tuple[Any, ...], combo: tuple[Any, ...]) -> Outcome:
+        """Run one transition (`act` is the bound machine's action) and say what it did: its
+        result or error, and every figure it moved (`Effects`). The deadline passing in it
+        propagates (OutOfTime), noted with what was running."""
+        counts, self.classes.counts = self.classes.counts, {}
+        checking, runs = self.checking, self.runs
+        calls, seconds, drifted = checking.extra_calls, checking.seconds, len(self.drift)
+        known = len(runs.origin) if runs is not None else 0
+        copying = runs is not None and runs.how == "copy"
+        fresh_check = s not in self.rechecked
+        out = Outcome(Effects([]))
+        try:
+            out.result = act.step(s, *combo)
+        except EVAL_ERRORS as exc:
+            out.error = Relayed(str(exc), spec_line(self.m, exc), getattr(exc, "builtin", "well_defined"))
+        finally:
+            got, self.classes.counts = self.classes.counts, counts
+        fx = out.effects
+        fx.counts = [(a, c, label, n) for a, per in got.items() for c, labels in per.items()
+                     for label, n in labels.items()]
+        fx.extra_calls, fx.seconds = checking.extra_calls - calls, checking.seconds - seconds
+        fx.rechecked = fresh_check and s in self.rechecked
+        fx.drift = self.drift[drifted] if len(self.drift) > drifted else None
+        del self.drift[drifted:]           # each worker slice reports its own: the main keeps the first
+        fx.replaying = copying and runs is not None and runs.how == "replay"
+        if runs is not None:            # a live run's path: how a worker reaches the successor
+            out.choices = copy.deepcopy(self.chosen)
+            if out.result is not None and len(runs.origin) > known:
+                out.saved = _pickled(runs.saved.get(out.result[0]))
+                out.raised = runs.raised.get(out.result[0], {})
+        return out
+
+    # The main process's side: the outcomes the workers computed, taken in the serial order.
+
+    def recipe(self, s: tuple[Any, ...]) -> Recipe:
+        """What a worker needs to reach state s: nothing (the state API), or its path from an
+        initial state, its saved run (pickled) when there is one that pickles, and the `set:`
+        values of the declared exception that reached it."""
+        runs = self.runs
+        if runs is None:
+            return None
+        path: list[tuple[tuple[Any, ...], Origin]] = []
+        at: tuple[Any, ...] | None = s
+        while at is not None:
+            path.append((at, runs.origin[at]))
+            at = runs.origin[at][0]
+        blob = self.saved.pop(s, None)
+        if blob is None and s in runs.saved:            # reached while this process ran the code itself
+            blob = _pickled(runs.saved[s])
+        return path, blob, runs.raised.get(s, {})
+
+    def take(self, act: CompiledAction, s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+        """Transition (s, act, combo) as a worker computed it: its figures added to this run's
+        in the serial order, then its result returned or its error raised, as if run here."""
+        assert self.relayed is not None, "called only while relaying"
+        out = self.relayed.pop((s, act.index, combo), None)
+        if out is None:
+            gap = self.gaps.get(s)
+            assert gap is not None, f"no worker expanded state {s}"
+            raise gap()
+        self._absorb(s, out.effects)
+        if out.error is not None:
+            raise out.error
+        assert out.result is not None, "an outcome is a result or an error"
+        t, rule = out.result
+        runs = self.runs
+        if runs is not None and not runs.known(t):
+            runs.origin[t] = (s, act.name, out.choices or {})
+            runs.first_way[t] = (s, act.index, combo)
+            if out.raised:
+                runs.raised[t] = dict(out.raised)
+            self.saved[t] = out.saved
+        return t, rule
+
+    def _absorb(self, s: tuple[Any, ...], fx: Effects) -> None:
+        for a, c, label, n in fx.counts:
+            self.classes.counts.setdefault(a, {}).setdefault(c, {})[label] = n
+        self.checking.extra_calls += fx.extra_calls
+        self.checking.seconds += fx.seconds
+        if fx.rechecked:
+            self.rechecked.add(s)
+        if fx.drift is not None and not self.drift:
+            self.drift.append(fx.drift)
+        if fx.replaying and self.runs is not None:
+            self.runs.how = "replay"
+            self.runs.saved.clear()
+
+    def relay_done(self) -> None:
+        """The exploration is over: transitions run the code here again (scenarios, say)."""
+        self.relayed = None
+        self.gaps.clear()
+        self.saved.clear()
+
+
+def bound_code(m: Machine) -> BoundCode | None:
+    """The bound code behind machine m's actions (None: m runs no code, or is a copy)."""
+    return _BOUND.get(id(m))
+
+
+_BOUND: dict[int, BoundCode] = {}     # bound machine's id -> its code, for as long as the machine lives
+Recipe: TypeAlias = "tuple[list[tuple[tuple[Any, ...], Origin]], bytes | None, dict[str, Any]] | None"
+
+
+@dataclass
+class Effects:
+    """What one transition did to a run's figures besides its result: the representatives each
+    class had, the determinism check's extra calls and time, whether it re-ran its state's first
+    transition (sample), the first code_matches_spec drift, a live run given up copying."""
+
+    counts: list[tuple[str, str, str, int]]
+    extra_calls: int = 0
+    seconds: float = 0.0
+    rechecked: bool = False
+    drift: Drift | None = None
+    replaying: bool = False
+
+
+@dataclass
+class Outcome:
+    """One transition as a worker process ran it: a result (successor, rule) or an error, its
+    effects, the concrete choices it fed the code, and (live, a state new to the worker) the run
+    that reached the successor, pickled where it can be (None: replayed instead), with the
+    `set:` values of the declared exception it raised."""
+
+    effects: Effects
+    result: tuple[tuple[Any, ...], str | None] | None = None
+    error: Relayed | None = None
+    choices: dict[str, Any] | None = None
+    saved: bytes | None = None
+    raised: dict[str, Any] | None = None     # the set: values of the declared exception that reached it
+
+
+class Relayed(EvalError):
+    """An error a worker process met on a transition, raised here as it was there: the same
+    text, the same spec line and the same built-in property."""
+
+    def __init__(self, text: str, line: int | None, builtin: str):
+        super().__init__(text, line, builtin)
+        self.text, self.line, self.builtin = text, line, builtin
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class WorkersLost(BaseException):
+    """A state of a shared level that no worker process could expand (every worker that took
+    it died, or the cluster was lost): the exploration stops before it, `incomplete`."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
+def _pickled(obj: Any) -> bytes | None:
+    """A saved live run as bytes for another process, or None when it does not pickle (the
+    user's object may refuse in any way): then that process replays the run's path."""
+    if obj is None:
+        return None
+    try:
+        blob: bytes = usercode.run(pickle.dumps, obj)
+    except Exception:
+        return None
+    return blob
+
 
 def _matching(spec_out: tuple[tuple[Any, ...], str | None], t: tuple[Any, ...], rule: str | None,
               var_names: list[str]) -> tuple[str | None, str | None]:

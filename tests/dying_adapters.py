@@ -71,3 +71,11 @@ class SlowToCreate(LoopDemoAdapter):
     def __init__(self) -> None:
         import time
         time.sleep(30)
+
+
+class DiesWhenCreatedInWorkers(LoopDemoAdapter):
+    """Kills any worker process that creates it (so a worker dies while importing the run)."""
+
+    def __init__(self) -> None:
+        if multiprocessing.parent_process() is not None:
+            _die()

@@ -115,6 +115,64 @@ def test_a_cluster_that_loses_every_worker_is_incomplete_with_what_finished(cli,
     assert all(untimed(r) == local[json.dumps(r["params"])] for r in finished)
 
 
+def _shared_levels(monkeypatch) -> list[int]:
+    """Every level of a single bound run shared from the first one; the sizes of those shared."""
+    from haltproof.explorer import parallel
+    monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
+    shared: list[int] = []
+    share = parallel.LevelSharer.share
+
+    def counted(self, level):
+        shared.append(len(level))
+        share(self, level)
+    monkeypatch.setattr(parallel.LevelSharer, "share", counted)
+    return shared
+
+
+PINNED = ("-p", "max_steps=3", "-p", "max_retries=1")
+
+
+def test_a_single_bound_run_shared_on_dask_gives_the_local_report_and_a_killed_worker_loses_nothing(
+        cli, tmp_path, monkeypatch):
+    """One run of bound code, its levels' slices Dask tasks: the -j 1 report; then the first
+    worker to concretize a state is killed, Dask runs its slice on the other, nothing is lost."""
+    shared = _shared_levels(monkeypatch)
+    marker = tmp_path / "died"
+    monkeypatch.setenv("HALTPROOF_TEST_MARKER", str(marker))
+    dying = bound_to(tmp_path, "dying_adapters:DiesOnce")
+    with _cluster(tmp_path) as c:
+        remote = cli("check", LOOP_DEMO, *PINNED, "--dask", c.address, "--format", "json")
+        levels = list(shared)
+        assert not marker.exists()
+        remote_dying = cli("check", dying, *PINNED, "--dask", c.address, "--format", "json")
+        assert marker.exists(), "no worker was killed: the test proves nothing"
+        assert sum(w.poll() is not None for w in c.workers) == 1
+    local = cli("check", LOOP_DEMO, *PINNED, "-j", "1", "--format", "json")
+    assert local.code == remote.code == 0, remote.err
+    (run,) = remote.json()["runs"]
+    assert len(levels) == run["stats"]["max_depth"] + 1 and sum(levels) == run["stats"]["states"]
+    assert untimed(remote.json()) == untimed(local.json())
+    local_dying = cli("check", dying, *PINNED, "-j", "1", "--format", "json")
+    assert local_dying.code == remote_dying.code == 0, remote_dying.err
+    assert untimed(remote_dying.json()) == untimed(local_dying.json())
+
+
+def test_a_single_bound_run_whose_cluster_loses_every_worker_is_incomplete(cli, tmp_path, monkeypatch):
+    """Every worker that runs a slice dies: the run stops at the states no worker expanded,
+    incomplete (exit 3), saying why; nothing explored before them is lost."""
+    monkeypatch.setattr(cluster_module, "NO_WORKERS_SECONDS", 1.0)
+    shared = _shared_levels(monkeypatch)
+    spec = bound_to(tmp_path, "dying_adapters:DiesOnDask")
+    with _cluster(tmp_path) as c:
+        remote = cli("check", spec, *PINNED, "--dask", c.address, "--format", "json")
+        assert all(w.poll() is not None for w in c.workers)
+    assert remote.code == 3, remote.err
+    (run,) = remote.json()["runs"]
+    assert run["stopped_by"] == "workers_lost"
+    assert run["stop_reason"].startswith("stopped at 7 states: lost workers: ")
+    assert run["stats"]["transitions"] == 0 and shared == [7]
+
+
 def test_an_unreachable_scheduler_is_exit_2_naming_it(cli):
     with socket.socket() as s:     # a port nobody listens on
         s.bind(("127.0.0.1", 0))

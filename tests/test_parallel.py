@@ -162,7 +162,8 @@ def _scaling_commands() -> list[str]:
 def test_the_scaling_page_is_linked_and_its_commands_run(cli, monkeypatch):
     assert "(docs/scaling.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     commands = _scaling_commands()
-    assert commands == ["haltproof check specs/loop_demo.yaml -j 2", "haltproof check specs/loop_demo.yaml -j 1"]
+    assert commands == ["haltproof check specs/loop_demo.yaml -j 2", "haltproof check specs/loop_demo.yaml -j 1",
+                        "haltproof check specs/budget_runner.yaml -p K=8 -p R=2 -j 2"]
     monkeypatch.chdir(ROOT)
     outs = []
     for command in commands:
@@ -170,6 +171,7 @@ def test_the_scaling_page_is_linked_and_its_commands_run(cli, monkeypatch):
         assert ran.code == 0, (command, ran.err)
         outs.append(re.sub(r"\d+\.\d\d s", "0.00 s", ran.out))
     assert outs[0] == outs[1]
+    assert outs[2].startswith("proved  specs/budget_runner.yaml [budget_runner] K=8 R=2: 2,107 states, ")
 
 
 def test_a_deadline_that_passes_while_a_worker_imports_the_code_makes_the_run_incomplete(tmp_path):

@@ -3,7 +3,9 @@
 Each agent runs in Pydantic AI's own graph, offline, with its `FunctionModel` as the model;
 `UsageLimits` and the retry budgets are enforced by Pydantic AI itself. Patching its limit
 checks to be off by one must change the verdicts (issue 14): the proof rests on the
-framework's code, not on a copy of its logic.
+framework's code, not on a copy of its logic. The examples are declaration files
+(`framework: pydantic_ai`); the adapter-file form (`AgentAdapter` and a spec written by hand)
+is tests/fixtures/pydantic_ai's weather_adapter.yaml.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from haltproof.machine.spec import load_spec
 from conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
+ADAPTER = ROOT / "tests" / "fixtures" / "pydantic_ai"
 MODULES = ("weather", "weather_binding", "trip", "trip_binding")
 
 
@@ -44,7 +47,24 @@ def _in_the_example(monkeypatch):
 
 
 def check(spec: str = "weather.yaml", **options) -> list:
-    return check_spec(load_spec(EXAMPLE / spec), Options(**options))
+    folder = ADAPTER if spec == "weather_adapter.yaml" else EXAMPLE
+    return check_spec(load_spec(folder / spec), Options(**options))
+
+
+def maxima(run) -> dict:
+    return {p.name: p.value["maximum"]["value"] for p in run.properties if p.kind == "maximum"}
+
+
+def weather_adapter():
+    """The adapter file's class (tests/fixtures/pydantic_ai/weather_binding.py), which imports the
+    example's weather.py: both folders on the path, whichever test ran before."""
+    sys.path[:0] = [str(ADAPTER), str(EXAMPLE)]
+    try:
+        from weather_binding import WeatherAdapter
+    finally:
+        sys.path.remove(str(ADAPTER))
+        sys.path.remove(str(EXAMPLE))
+    return WeatherAdapter
 
 
 def results(run) -> dict:
@@ -86,26 +106,32 @@ def test_the_weather_agent_behaves_as_its_spec_expects_for_every_limit() -> None
         ((4, 2, 1), "violated", "pass", "replay", 45), ((4, 2, 2), "violated", "pass", "replay", 63)]
     assert all([p.name for p in r.properties if p.status == "violated"] ==
                ["tool_runs_within_the_tool_calls_limit"] for r in runs)
-    assert all(r.explored == "code: weather_binding:WeatherAdapter" for r in runs)
+    assert all(r.explored == "code: weather:agent" for r in runs)
+    # (request_limit, tool_calls_limit, retries) -> requests, tool executions, successful calls: the
+    # worst case is min(request_limit, tool_calls_limit * (retries + 1) + 1) requests and one fewer executions
+    assert [tuple(maxima(r).values()) for r in runs] == [
+        (3, 2, 1), (3, 3, 1), (3, 3, 2), (3, 3, 2), (3, 2, 1), (4, 3, 1), (4, 4, 2), (4, 4, 2)]
+    assert [r.params["request_limit"] for r in runs if results(r)["request_limit_error"].value["possible"]] == [
+        3, 3, 3, 4, 4]
 
 
 def test_the_weather_agents_worst_case_and_its_witnesses() -> None:
     (run,) = check(pins=WORST)
-    assert {name: b["value"] for name, b in run.bounds.items()} == {
-        "transitions": 9, "model_requests": 4, "tool_executions": 4}
+    assert {name: b["value"] for name, b in run.bounds.items()} == {"transitions": 9}
+    assert maxima(run) == {"most_model_requests": 4, "most_tool_runs": 4, "most_successful_tool_calls": 2}
     found = results(run)
     assert steps_of(found["tool_runs_within_the_tool_calls_limit"].trace, "tool_calls", "tool_runs") == [
         (None, None, None, 0, 0), ("request", "forecast", None, 0, 0), ("tools", None, "ok", 1, 1),
         ("request", "forecast", None, 1, 1), ("tools", None, "timeout", 1, 2),
         ("request", "forecast", None, 1, 2), ("tools", None, "ok", 2, 3)]
-    assert steps_of(found["tool_runs_at_the_real_bound"].witness, "requests", "tool_calls", "tool_runs",
+    assert steps_of(found["most_tool_runs"].witness, "requests", "tool_calls", "tool_runs",
                     "tool_retries", "status") == [
         (None, None, None, 0, 0, 0, 0, "running"), ("request", "forecast", None, 1, 0, 0, 0, "running"),
         ("tools", None, "ok", 1, 1, 1, 0, "running"), ("request", "forecast", None, 2, 1, 1, 0, "running"),
         ("tools", None, "timeout", 2, 1, 2, 1, "running"), ("request", "forecast", None, 3, 1, 2, 1, "running"),
         ("tools", None, "timeout", 3, 1, 3, 2, "running"), ("request", "forecast", None, 4, 1, 3, 2, "running"),
         ("tools", None, "ok", 4, 2, 4, 0, "running")]
-    exhausted = found["can_exhaust_the_retries"].witness
+    exhausted = found["retries_error"].witness
     assert [s.state["tool_retries"] for s in exhausted.steps] == [0, 0, 1, 1, 2, 2, 2]
     assert exhausted.steps[-1].state["status"] == "retries_exhausted"
 
@@ -114,8 +140,9 @@ def test_a_request_limit_checked_one_request_late_changes_the_verdict(monkeypatc
     limit_off_by_one(monkeypatch, "check_before_request", "request_limit")
     (run,) = check(pins={"request_limit": 3, "tool_calls_limit": 2, "retries": 2})
     assert run.verdict == "fail"
-    broken = results(run)["within_the_request_limit"]
+    broken = results(run)["most_model_requests"]
     assert broken.status == "violated"
+    assert broken.message.startswith("reaches 4, more than at_most 3, after 7 transitions")
     assert [s.state["requests"] for s in broken.trace.steps] == [0, 1, 1, 2, 2, 3, 3, 4]
 
 
@@ -123,11 +150,11 @@ def test_a_tool_calls_limit_checked_one_call_late_changes_the_verdicts(monkeypat
     limit_off_by_one(monkeypatch, "check_before_tool_call", "tool_calls_limit")
     (weather,) = check(pins={"request_limit": 3, "tool_calls_limit": 1, "retries": 1})
     assert weather.verdict == "fail"
-    assert [s.state["tool_calls"] for s in results(weather)["within_the_tool_calls_limit"].trace.steps] == [
+    assert [s.state["tool_calls"] for s in results(weather)["most_successful_tool_calls"].trace.steps] == [
         0, 0, 1, 1, 2]
     (trip,) = check("trip.yaml", pins={"tool_calls_limit": 1})
     assert trip.verdict == "fail"
-    broken = results(trip)["within_the_tool_calls_limit"]
+    broken = results(trip)["most_successful_tool_calls"]
     assert [(s.choices.get("model"), s.state["tool_calls"]) for s in broken.trace.steps] == [
         (None, 0), ("both", 0), (None, 2)]
 
@@ -156,11 +183,10 @@ def test_a_tool_retry_budget_checked_one_retry_late_changes_the_verdict(monkeypa
 def test_parallel_calls_are_counted_in_full_before_they_run_and_only_successes_after() -> None:
     runs = check("trip.yaml")
     assert [(r.params["tool_calls_limit"], r.verdict, r.stats["states"]) for r in runs] == [
-        (1, "pass", 63), (2, "pass", 124), (3, "pass", 152)]
-    assert [{name: b["value"] for name, b in r.bounds.items()} for r in runs] == [
-        {"transitions": 7, "model_requests": 3, "tool_executions": 2, "successful_tool_calls": 1},
-        {"transitions": 7, "model_requests": 3, "tool_executions": 3, "successful_tool_calls": 2},
-        {"transitions": 7, "model_requests": 3, "tool_executions": 4, "successful_tool_calls": 3}]
+        (1, "pass", 70), (2, "pass", 148), (3, "pass", 192)]
+    assert [maxima(r) for r in runs] == [
+        {"most_model_requests": 3, "most_tool_runs": n + 1, "most_successful_tool_calls": n} for n in (1, 2, 3)]
+    assert all(r.explored == "code: trip:agent" for r in runs)
 
 
 def test_a_parallel_batch_that_would_cross_the_limit_is_refused_before_any_call_runs() -> None:
@@ -170,7 +196,7 @@ def test_a_parallel_batch_that_would_cross_the_limit_is_refused_before_any_call_
     assert steps_of(found["stopped_by_the_limit_only_when_used_up"].trace, "tool_calls", "tool_runs", "status") == [
         (None, None, None, 0, 0, "running"), ("request", "both", None, 0, 0, "running"),
         ("tools", None, "ok", 2, 2, "running"), ("request", "both", None, 2, 2, "running"),
-        ("tools", None, "ok", 2, 2, "tool_limit")]
+        ("tools", None, "ok", 2, 2, "tool_calls_limit_exceeded")]
     assert steps_of(found["can_exhaust_the_output_retries"].witness, "output_retries", "status") == [
         (None, None, None, 0, "running"), ("request", "chat", None, 0, "running"),
         ("tools", None, "ok", 1, "running"), ("request", "chat", None, 1, "running"),
@@ -194,9 +220,9 @@ def test_without_the_response_read_back_two_runs_share_a_state(tmp_path, monkeyp
         "    def abstract(self, live):\n"
         "        return {k: v for k, v in super().abstract(live).items() if k != 'response'}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.syspath_prepend(str(ADAPTER))
     monkeypatch.delitem(sys.modules, "blind", raising=False)
-    text = (EXAMPLE / "weather.yaml").read_text().replace("weather_binding:WeatherAdapter", "blind:BlindAdapter")
+    text = (ADAPTER / "weather_adapter.yaml").read_text().replace("weather_binding:WeatherAdapter", "blind:BlindAdapter")
     text = text.replace("  response: {type: enum, values: [none, forecast, answer], init: none}\n", "")
     spec = tmp_path / "weather.yaml"
     spec.write_text(text)
@@ -207,8 +233,9 @@ def test_without_the_response_read_back_two_runs_share_a_state(tmp_path, monkeyp
     assert "the abstract state leaves out something the code acts on (--paths)" in finding.message
 
 
-def test_an_undeclared_limit_error_is_a_bound_code_finding(tmp_path) -> None:
-    text = (EXAMPLE / "weather.yaml").read_text()
+def test_an_undeclared_limit_error_is_a_bound_code_finding(tmp_path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ADAPTER))
+    text = (ADAPTER / "weather_adapter.yaml").read_text()
     declared = ("    raises:\n      - class: pydantic_ai.exceptions.UsageLimitExceeded\n"
                 "        match: request_limit\n        set: {status: limit}\n")
     assert text.count(declared) == 1
@@ -248,8 +275,9 @@ def test_a_missing_pydantic_ai_is_named(monkeypatch) -> None:
     ("      model: [forecast, answer]", "      reply: [forecast, answer]",
      "action request runs a model request, so it must choose `model` (it chooses ['reply'])"),
 ])
-def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, message) -> None:
-    text = (EXAMPLE / "weather.yaml").read_text()
+def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, monkeypatch, old, new, message) -> None:
+    monkeypatch.syspath_prepend(str(ADAPTER))
+    text = (ADAPTER / "weather_adapter.yaml").read_text()
     assert text.count(old) == 1
     spec = tmp_path / "weather.yaml"
     spec.write_text(text.replace(old, new))
@@ -260,11 +288,7 @@ def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, messa
 
 
 def test_a_reading_that_does_not_exist_is_named() -> None:
-    sys.path.insert(0, str(EXAMPLE))
-    try:
-        from weather_binding import WeatherAdapter
-    finally:
-        sys.path.remove(str(EXAMPLE))
+    WeatherAdapter = weather_adapter()
 
     class Misread(WeatherAdapter):
         reads = ("tool_runs", "retry_count")
@@ -282,11 +306,7 @@ def test_a_reading_that_does_not_exist_is_named() -> None:
 def test_a_dropped_run_leaves_the_agent_run_in_its_own_task() -> None:
     """A run haltproof drops (replay starts a fresh one per state) must not stay suspended
     inside Agent.iter(): its task is told to stop and leaves the run's context itself."""
-    sys.path.insert(0, str(EXAMPLE))
-    try:
-        from weather_binding import WeatherAdapter
-    finally:
-        sys.path.remove(str(EXAMPLE))
+    WeatherAdapter = weather_adapter()
     loop = asyncio.new_event_loop()
     try:
         adapter = WeatherAdapter()
@@ -306,26 +326,29 @@ def test_a_dropped_run_leaves_the_agent_run_in_its_own_task() -> None:
 @pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) -> None:
     doc = (ROOT / "docs" / "frameworks.md").read_text()
-    for name in ("weather_binding.py", "weather.yaml"):
-        fence = "python" if name.endswith(".py") else "yaml"
-        assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc
+    for name in ("weather.yaml", "trip.yaml"):
+        assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/pydantic_ai && haltproof check weather.yaml trip.yaml" in doc
     ran = cli("check", "weather.yaml", "trip.yaml")
     assert ran.code == 0, ran.out
     assert ran.out.endswith("11 runs: 0 proved, 11 violated as expected, 0 failed, 0 incomplete -> proved\n")
-    assert "bounds: transitions at most 9, model_requests at most 4, tool_executions at most 4" in doc
+    safe = ("weather.yaml tool_calls_limit=1 retries=2: request_limit_error unreachable from request_limit=4 on "
+            "(swept 3..4; reachable at request_limit=3)")
+    assert f"  {safe}\n" in ran.out
+    assert " ".join(safe.split()) in " ".join(doc.split())
+    assert "  trip.yaml: tool_calls_limit_error reachable at every swept tool_calls_limit (1..3): no safe value\n" \
+        in ran.out
+    assert "(`most_model_requests` 3, 3, 3, 3, 3, 4, 4, 4 in sweep order)" in doc
     assert "States per run (weather, in sweep order): 21, 28, 36, 44, 21, 31, 45, 63." in doc
-    assert "States per run (`tool_calls_limit` 1 to 3): 63, 124, 152." in doc
+    assert "(`most_tool_runs` 2, 3, 4) and N successful calls (`most_successful_tool_calls` 1, 2, 3)" in doc
+    assert "States per run (`tool_calls_limit` 1 to 3): 70, 148, 192." in doc
+    assert "one_forecast_is_enough:\n    maximum: tool_runs\n    at_most: 1\n" in doc
 
 
 def test_a_run_stepped_after_pydantic_ai_ended_it_is_refused_not_waited_on() -> None:
     """Once UsageLimitExceeded ended a run, its task is gone: another step is refused by name
     at once, instead of waiting forever for a task that will never answer."""
-    sys.path.insert(0, str(EXAMPLE))
-    try:
-        from weather_binding import WeatherAdapter
-    finally:
-        sys.path.remove(str(EXAMPLE))
+    WeatherAdapter = weather_adapter()
     loop = asyncio.new_event_loop()
     try:
         adapter = WeatherAdapter()

@@ -1,0 +1,292 @@
+"""`framework: pydantic_ai` declaration files: the user's own Agent, checked with the
+out-of-the-box properties through every entry point (the CLI's formats, -j workers, the
+pytest plugin, --emit-tests), and a bad declaration refused at its line with exit 2.
+
+The numbers are Pydantic AI's, as tests/test_pydantic_ai.py derives them for the examples.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from conftest import ROOT
+from test_parallel import untimed
+
+EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
+PINS = ("-p", "request_limit=3", "-p", "tool_calls_limit=2", "-p", "retries=1")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_modules(monkeypatch):
+    """The agents' modules are imported fresh for each test and forgotten after it; the folders
+    the imports put on sys.path are taken off again."""
+    path = list(sys.path)
+    for name in ("weather", "trip"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    yield
+    for name in ("weather", "trip"):
+        sys.modules.pop(name, None)
+    sys.path[:] = path
+
+
+def test_every_format_names_the_agent_explored(cli, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    spec = "examples/frameworks/pydantic_ai/weather.yaml"
+    ran = cli("check", spec, *PINS)
+    assert ran.code == 0, ran.out
+    assert ("examples/frameworks/pydantic_ai/weather.yaml request_limit=3 tool_calls_limit=2 retries=1: "
+            "most_model_requests 3 (a shortest witness takes 5 transitions); most_tool_runs 3") in ran.out
+    report = json.loads(cli("check", spec, *PINS, "--format", "json").out)
+    (run,) = report["runs"]
+    assert run["explored"] == "code: weather:agent" and run["machine"] == "weather"
+    found = {p["name"]: p for p in run["properties"]}
+    assert [found[n]["maximum"]["value"] for n in ("most_model_requests", "most_tool_runs",
+                                                     "most_successful_tool_calls")] == [3, 3, 2]
+    assert (found["request_limit_error"]["possible"], found["tool_calls_limit_error"]["possible"]) == (True, True)
+    markdown = cli("check", spec, *PINS, "--format", "markdown").out
+    assert "| `most_tool_runs` | 3 (a shortest witness takes 6 transitions) |" in markdown
+    sarif = json.loads(cli("check", spec, *PINS, "--format", "sarif").out)
+    assert sarif["runs"][0]["results"] == []
+
+
+def test_the_smallest_safe_request_limit_over_a_sweep(cli, monkeypatch) -> None:
+    """With one successful call allowed and one retry, no run makes more than 3 requests (call,
+    retry, call, answer is cut by tool_calls_limit): request_limit's error cannot happen at 3 or 4."""
+    monkeypatch.chdir(EXAMPLE)
+    report = json.loads(cli("check", "weather.yaml", "-p", "tool_calls_limit=1", "-p", "retries=1",
+                            "--format", "json").out)
+    rows = {row["property"]: row["message"] for row in report["sweeps"][0]["smallest_safe"]}
+    assert rows["request_limit_error"] == "request_limit_error unreachable at every swept request_limit (3..4)"
+    assert rows["retries_error"] == "retries_error reachable at every swept retries (1 only): no safe value"
+
+
+def test_workers_give_the_serial_report(cli, monkeypatch) -> None:
+    """A declaration's adapter factory is a closure: its run comes back from a -j worker without
+    it, and the report is the serial one."""
+    monkeypatch.chdir(EXAMPLE)
+    one = cli("check", "weather.yaml", "-p", "request_limit=3", "-p", "retries=1", "-j", "1", "--format", "json")
+    two = cli("check", "weather.yaml", "-p", "request_limit=3", "-p", "retries=1", "-j", "2", "--format", "json")
+    assert one.code == two.code == 0, (one.code, two.code, two.err[-500:])
+    assert len(one.json()["runs"]) == 2
+    assert untimed(two.json()) == untimed(one.json())
+
+
+def test_the_pytest_plugin_collects_a_declaration(pytester) -> None:
+    for name in ("weather.yaml", "weather.py"):
+        (pytester.path / name).write_text((EXAMPLE / name).read_text())
+    text = (pytester.path / "weather.yaml").read_text().replace(
+        "  request_limit: [3, 4]\n  tool_calls_limit: [1, 2]\n  retries: [1, 2]\n",
+        "  request_limit: [3]\n  tool_calls_limit: [1]\n  retries: [1, 2]\n")
+    (pytester.path / "weather.yaml").write_text(text)
+    result = pytester.runpytest("--haltproof", "-q", "-p", "no:cacheprovider")
+    # 2 runs x (domains, well_defined, bound_code + 7 out of the box + 2 of the user's)
+    result.assert_outcomes(passed=2 * 12)
+
+
+# ---------------------------------------------------------------- --emit-tests: replayed on the real agent
+
+BUDGET = (EXAMPLE / "weather.yaml").read_text().split("params:")[0] + """\
+params:
+  request_limit: [4]
+  tool_calls_limit: [2]
+  retries: [1]
+properties:
+  one_forecast_is_enough:
+    maximum: tool_runs
+    at_most: 1
+"""
+
+ONCE = '''async def only_once(ctx, tool_def):
+    """The fix: the forecast is offered to the model until it has returned once."""
+    from pydantic_ai.messages import ToolReturnPart
+    done = any(isinstance(p, ToolReturnPart) and p.tool_name == "get_forecast"
+               for m in ctx.messages for p in getattr(m, "parts", ()))
+    return None if done else tool_def
+
+
+@agent.tool_plain(prepare=only_once)
+def get_forecast'''
+
+
+@pytest.mark.slow
+def test_an_emitted_test_replays_the_trace_on_the_real_agent_until_it_is_fixed(cli, tmp_path, monkeypatch) -> None:
+    """--emit-tests on a declaration writes a pytest file that replays the counterexample through
+    Pydantic AI itself: it fails while the agent runs its forecast twice, and passes once the
+    agent stops offering the tool after its first result."""
+    (tmp_path / "weather.py").write_text((EXAMPLE / "weather.py").read_text())
+    (tmp_path / "budget.yaml").write_text(BUDGET)
+    assert "expect:" not in BUDGET
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
+    assert ran.code == 1, ran.out
+    assert "wrote 1 regression test to regress" in ran.err
+    (emitted,) = (tmp_path / "regress").glob("test_*.py")
+    assert emitted.name == "test_budget_one_forecast_is_enough_request_limit4_tool_calls_limit2_retries1.py"
+
+    def pytest_run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
+                              cwd=tmp_path, capture_output=True, text=True)
+    failing = pytest_run()
+    assert failing.returncode == 1, failing.stdout[-2000:]
+    assert ("one_forecast_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
+            "step 4 has 2, more than at_most 1") in failing.stdout
+    source = (EXAMPLE / "weather.py").read_text()
+    fixed = source.replace("@agent.tool_plain\ndef get_forecast", ONCE)
+    assert fixed != source
+    (tmp_path / "weather.py").write_text(fixed)
+    passing = pytest_run()
+    assert passing.returncode == 0, passing.stdout[-2000:]
+    assert "1 passed" in passing.stdout
+
+
+# ---------------------------------------------------------------- bad declarations: exit 2, file and line
+
+AGENTS = '''\
+from pydantic import BaseModel
+from pydantic_ai import Agent
+
+agent = Agent(instructions="Be brief.")
+
+
+@agent.tool_plain
+def lookup(term: str) -> str:
+    return f"{term}: found"
+
+
+class Answer(BaseModel):
+    text: str
+
+
+structured = Agent(output_type=Answer)
+not_an_agent = 42
+
+offline = Agent()
+
+broken = Agent()
+
+
+@broken.instructions
+def no_prompt() -> str:
+    raise ValueError("no system prompt configured")
+
+
+@offline.tool_plain
+def fetch(url: str) -> str:
+    raise RuntimeError("the real fetch ran: no network in a test")
+'''
+
+DECLARATION = """\
+framework: pydantic_ai
+target: {module}:agent
+prompt: Look it up.
+models:
+  call: {{tool_calls: [{{name: lookup, args: {{term: x}}}}]}}
+  done: Found it.
+tools:
+  lookup:
+    ok: ok
+limits:
+  request_limit: request_limit
+params:
+  request_limit: {{min: 1, max: 2}}
+"""
+
+
+@pytest.mark.parametrize("change, line, message", [
+    (("  lookup:\n    ok: ok", "  lokup:\n    ok: ok"), 8, "tools: {module}:agent has no tool 'lokup' (its tools: lookup)"),
+    (("{name: lookup", "{name: search"), 5,
+     "models: answer call calls a tool {module}:agent does not have (its tools: lookup): 'search'"),
+    ((":agent", ":not_an_agent"), 2, "{module}:not_an_agent is a int, not a Pydantic AI Agent"),
+    ((":agent", ":broken"), 2, "running {module}:broken up to its first model request failed: "
+                               "ValueError: no system prompt configured"),
+    (("request_limit: request_limit", "request_limit: request_limt"), 11,
+     "limits: request_limit names no param 'request_limt' (params: request_limit)"),
+    (("limits:", "retries: retrys\nlimits:"), 10, "retries names no param 'retrys' (params: request_limit)"),
+    (("  request_limit: request_limit", "  total_tokens_limit: 100"), 11,
+     "limits: a declaration sets request_limit and tool_calls_limit only"),
+    (("done: Found it.", "done: {output: {text: hi}}"), 6,
+     "models: answer done gives an output, but {module}:agent has no output tool (its output is text)"),
+    (("    ok: ok", "    ok: fine"), 9, "tools: an outcome of lookup is ok, {{returns: VALUE}}, {{retry: MESSAGE}} "
+                                      "or {{raises: CLASS, message: TEXT}}"),
+    (("    ok: ok", "    ok: {raises: NoSuchError}"), 9, "raises names a class that cannot be found"),
+    (("prompt: Look it up.\n", ""), 1, "a pydantic_ai declaration needs the key 'prompt'"),
+    (("params:", "toolz: {}\nparams:"), 12, "unknown key in a pydantic_ai declaration"),
+    (("  request_limit: {min: 1, max: 2}\n", "  request_limit: {min: 1, max: 2}\nproperties:\n  run_ends:\n"
+                                            "    always: requests >= 0\n"), 15,
+     "run_ends is an out-of-the-box property of every Pydantic AI declaration"),
+    (("  request_limit: {min: 1, max: 2}\n", "  request_limit: {min: 1, max: 2}\nproperties:\n  mine:\n"
+                                            "    always: requestz >= 0\n"), 16, "undefined name"),
+])
+def test_a_bad_declaration_is_refused_at_its_line(check, tmp_path, request, change, line, message) -> None:
+    module = "".join(c if c.isalnum() else "_" for c in f"agents_{request.node.callspec.id}")[:60]
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / f"{module}.py").write_text(AGENTS)
+    old, new = (part.replace("{module}", module) for part in change)
+    text = DECLARATION.format(module=module)
+    assert text.count(old) == 1
+    ran = check(text.replace(old, new, 1))
+    sys.modules.pop(module, None)
+    assert ran.code == 2, ran.out
+    assert ran.out == ""
+    assert f"bad.yaml:{line}: {message.format(module=module)}" in ran.err
+    assert "Traceback" not in ran.err
+
+
+def test_an_output_answer_becomes_the_output_tools_call(check, tmp_path) -> None:
+    """`output:` is the call of the agent's own output tool (final_result): the run ends with it."""
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "agents_output.py").write_text(AGENTS)
+    text = DECLARATION.format(module="agents_output").replace(":agent", ":structured").replace(
+        "  call: {tool_calls: [{name: lookup, args: {term: x}}]}\n", "").replace(
+        "done: Found it.", "done: {output: {text: Found it.}}").replace("tools:\n  lookup:\n    ok: ok\n", "")
+    ran = check(text, "--format", "json")
+    sys.modules.pop("agents_output", None)
+    assert ran.code == 0, ran.err
+    runs = json.loads(ran.out)["runs"]
+    assert [{p["name"]: p.get("maximum", {}).get("value") for p in r["properties"]}["most_model_requests"]
+            for r in runs] == [1, 1]
+    assert [r["result"] for r in runs] == ["proved", "proved"]
+
+
+OFFLINE = """\
+framework: pydantic_ai
+target: agents_offline:offline
+prompt: Fetch it.
+models:
+  call: {tool_calls: [{name: fetch, args: {url: 'https://example.invalid'}}]}
+  done: Fetched.
+tools:
+  fetch:
+    cached: {returns: the cached page}
+    down: {raises: ConnectionError, message: offline}
+limits:
+  request_limit: 2
+properties:
+  can_fail:
+    reachable: status == tool_error
+  can_answer_after_a_fetch:
+    reachable: status == done and tool_calls == 1
+"""
+
+
+def test_scripted_returns_and_failures_never_run_the_real_tool(check, tmp_path) -> None:
+    """`{returns: VALUE}` answers for the tool without running it (the real one raises here), and
+    `{raises: CLASS}` ends the run with that exception: status tool_error."""
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "agents_offline.py").write_text(AGENTS)
+    ran = check(OFFLINE, "--format", "json")
+    sys.modules.pop("agents_offline", None)
+    assert ran.code == 0, ran.out
+    (run,) = json.loads(ran.out)["runs"]
+    found = {p["name"]: p for p in run["properties"]}
+    assert (run["result"], found["bound_code"]["status"]) == ("proved", "holds")
+    assert [s["choices"] for s in found["can_fail"]["witness"]["steps"]] == [
+        {}, {"model": "call"}, {"fetch": "down"}]
+    assert found["can_answer_after_a_fetch"]["status"] == "holds"
+    assert (found["most_model_requests"]["maximum"]["value"], found["request_limit_error"]["possible"]) == (2, True)
