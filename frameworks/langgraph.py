@@ -36,12 +36,11 @@ from haltproof.machine.yamlpos import YMap
 from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
 
 END = "__end__"
-SUPPORTED = ((1, 2), (2, 0))        # [lowest, first excluded) major.minor; the extra's range
 
 
 def require_langgraph() -> str:
     """The installed LangGraph version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("langgraph", "langgraph", "LangGraph", SUPPORTED, ">=1.2,<2")
+    return require_version("langgraph", "langgraph", "LangGraph")
 
 
 @dataclass

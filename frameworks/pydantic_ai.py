@@ -37,8 +37,6 @@ from haltproof.machine.live import LiveAdapter
 
 from .declaration import require_version
 
-SUPPORTED = ((2, 68), (3, 0))       # [lowest, first excluded) major.minor; the extra's range
-RANGE = ">=2.68,<3"
 OK = "ok"                           # a tool outcome: run the real tool
 END = "end"
 NODE_KINDS = {"UserPromptNode": "user_prompt", "ModelRequestNode": "model_request",
@@ -49,7 +47,7 @@ LIMIT_FIELDS = ("request_limit", "tool_calls_limit", "input_tokens_limit", "outp
 
 def require_pydantic_ai() -> str:
     """The installed Pydantic AI version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("pydantic_ai", "pydantic-ai-slim", "Pydantic AI", SUPPORTED, RANGE)
+    return require_version("pydantic_ai", "pydantic-ai-slim", "Pydantic AI")
 
 
 Request = tuple[Any, "asyncio.Future[Any]"] | None      # (the node to run, its result's future); None: stop

@@ -354,7 +354,7 @@ def test_an_unsupported_langgraph_is_named_at_the_framework_line(tmp_path, monke
     spec.write_text(DECLARATION.format(module="never_imported"))
     with pytest.raises(SpecError) as caught:
         load_spec(spec)
-    assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2,<2; "
+    assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2.18,<2; "
                                  "langgraph 0.6.3 is installed")
 
 

@@ -116,7 +116,7 @@ def test_an_undeclared_recursion_error_is_a_bound_code_finding(tmp_path) -> None
 
 def test_an_unsupported_langgraph_version_is_named(monkeypatch) -> None:
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.6.3")
-    with pytest.raises(RuntimeError, match=r"supports langgraph >=1.2,<2; langgraph 0.6.3 is installed"):
+    with pytest.raises(RuntimeError, match=r"supports langgraph >=1.2.18,<2; langgraph 0.6.3 is installed"):
         hl.require_langgraph()
 
 
