@@ -61,33 +61,40 @@ class GraphRun:
 
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
-        try:
-            event = next(self.events)
-        except StopIteration:       # ended without a last, empty checkpoint: paused, not finished
-            self.status = "interrupted"
-            return
+        event = next(self.events, None)
         self.took(event)
+        if event is not None and not self.nodes:
+            self.ended(next(self.events, None))
 
     async def apull(self) -> None:
         """`pull` for an async graph, on the run's one event loop (machine/live.py's Driver)."""
         assert self.aevents is not None, "an async run"
-        try:
-            event = await anext(self.aevents)
-        except StopAsyncIteration:
-            self.status = "interrupted"
-            return
+        event = await anext(self.aevents, None)
         self.took(event)
+        if event is not None and not self.nodes:
+            self.ended(await anext(self.aevents, None))
 
     def took(self, event: Any) -> None:
-        """What a checkpoint shows: the nodes before it ran, the nodes it prepares, the state."""
+        """What a checkpoint shows: the nodes before it ran, the nodes it prepares, the state.
+        No checkpoint (the stream ended) with nodes still to run: paused (an interrupt), not finished."""
+        if event is None:
+            self.status = "interrupted"
+            return
         for name in self.nodes:     # reached the next checkpoint: they ran
             self.runs[name] = self.runs.get(name, 0) + 1
         nodes = self.nodes = sorted(event["next"])
         self.values = dict(event["values"])
         self.steps = int(event["metadata"]["step"])
         self.next = "+".join(nodes) if nodes else END
-        if not nodes:
-            self.status = "done"
+
+    def ended(self, after: Any) -> None:
+        """A checkpoint with nothing next is not yet the end: LangGraph counts that superstep too,
+        and when it is past recursion_limit the stream raises GraphRecursionError right after it
+        (as `invoke` does; the pull that read the checkpoint raises it). Only a stream that then
+        stops has ended."""
+        if after is not None:
+            raise RuntimeError(f"LangGraph streamed another checkpoint after one with nothing next: {after!r}")
+        self.status = "done"
 
 
 @dataclass(frozen=True)

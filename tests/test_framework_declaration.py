@@ -71,13 +71,13 @@ def test_the_react_declaration_gives_the_worst_cases_langgraph_allows() -> None:
 def test_the_shortest_run_to_the_limit_error_in_the_frameworks_terms() -> None:
     (run,) = check("react.yaml", pins={"recursion_limit": 3})
     limit = results(run)["limit_error"]
-    assert (limit.status, limit.message) == ("holds", "possible: reached after 4 transitions")
+    assert (limit.status, limit.message) == ("holds", "possible: reached after 3 transitions")
+    # the model's final answer in the limit's last superstep: LangGraph raises instead of returning it
     assert [(s.choices, s.state["next"], s.state["steps"], s.state["status"], s.state["tool_runs"])
             for s in limit.witness.steps] == [
         ({}, "agent", 0, "running", 0), ({"model_answer": "tool_call"}, "tools", 1, "running", 0),
         ({"model_answer": "tool_call"}, "agent", 2, "running", 1),
-        ({"model_answer": "tool_call"}, "tools", 3, "running", 1),
-        ({"model_answer": "tool_call"}, "tools", 3, "limit", 1)]
+        ({"model_answer": "final"}, "__end__", 3, "limit", 1)]
     assert results(run)["run_ends"].status == "holds"
 
 
@@ -144,7 +144,7 @@ def test_the_framework_examples_are_checked_from_anywhere(cli, monkeypatch) -> N
     monkeypatch.chdir(ROOT)
     ran = cli("check", "examples/frameworks")
     assert ran.code == 0, ran.out
-    assert ran.out.endswith("39 runs: 12 proved, 27 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert ran.out.endswith("38 runs: 11 proved, 27 violated as expected, 0 failed, 0 incomplete -> proved\n")
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
@@ -242,8 +242,9 @@ def test_same_named_modules_in_two_folders_are_each_their_own(cli, tmp_path, mon
     report = json.loads(ran.out)
     limits = {(r["spec"], r["params"]["recursion_limit"]): [p for p in r["properties"] if p["name"] == "limit_error"][0]
               for r in report["runs"]}
+    # at recursion_limit 1 even the graph that ends raises (LangGraph counts the superstep that ends it)
     assert {k: v["possible"] for k, v in limits.items()} == {
-        ("ends/d.yaml", 1): False, ("ends/d.yaml", 2): False, ("loops/d.yaml", 1): True, ("loops/d.yaml", 2): True}
+        ("ends/d.yaml", 1): True, ("ends/d.yaml", 2): False, ("loops/d.yaml", 1): True, ("loops/d.yaml", 2): True}
 
 
 BUDGET = (EXAMPLE / "react.yaml").read_text().split("params:")[0] + """\
@@ -327,7 +328,7 @@ def test_an_async_graph_is_driven_through_astream_with_the_same_answers(tmp_path
     assert [(r.result, r.stats["states"]) for r in runs] == [("proved", 7), ("proved", 8)]
     assert [maxima(r) for r in runs] == [{"most_supersteps": 3, "most_model_calls": 2, "most_tool_runs": 1},
                                          {"most_supersteps": 4, "most_model_calls": 2, "most_tool_runs": 2}]
-    assert results(runs[0])["limit_error"].message == "possible: reached after 4 transitions"
+    assert results(runs[0])["limit_error"].message == "possible: reached after 3 transitions"
 
 
 def test_an_async_graphs_limit_is_langgraphs_own_too(tmp_path, monkeypatch) -> None:
@@ -375,3 +376,30 @@ def test_every_run_of_a_graph_is_closed_when_the_check_is_done_with_it():
         gc.enable()
     assert sum(r.stats["transitions"] for r in runs) > 100      # hundreds of runs started and dropped
     assert after - before <= 4, f"{after - before} threads left running by dropped runs"
+
+
+def test_a_graph_ending_on_the_limits_last_superstep_ends_in_langgraphs_limit_error(tmp_path, monkeypatch) -> None:
+    """LangGraph counts the superstep that finds nothing left to run: a graph whose last node runs
+    in superstep recursion_limit raises GraphRecursionError (graph.invoke does, checked here). Its
+    `checkpoints` stream shows that superstep's checkpoint, with nothing next, and then raises:
+    taking the checkpoint for the end was a false `done` (an answer at recursion_limit=1)."""
+    from langchain_core.messages import AIMessage
+    from langgraph.errors import GraphRecursionError
+
+    from haltproof.frameworks.langgraph import scripted_model, GraphRun
+    (tmp_path / "graphs_end.py").write_text(GRAPHS)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(DECLARATION.format(module="graphs_end") + "properties:\n  answers:\n    reachable: status == done\n")
+    monkeypatch.delitem(sys.modules, "graphs_end", raising=False)
+    runs = check_spec(load_spec(spec), Options())
+    import graphs_end
+    run = GraphRun(choices={"m": "final"})
+    graph = graphs_end.build_graph(scripted_model(run, "m", {"final": AIMessage("Done.")}))
+    sys.modules.pop("graphs_end", None)
+    with pytest.raises(GraphRecursionError):
+        graph.invoke({"messages": [("user", "hi")]}, {"recursion_limit": 1})
+    assert graph.invoke({"messages": [("user", "hi")]}, {"recursion_limit": 2})["messages"][-1].content == "Done."
+    assert [(r.params["recursion_limit"], results(r)["answers"].status, results(r)["limit_error"].message)
+            for r in runs] == [(1, "violated", "possible: reached after 1 transition"),
+                               (2, "holds", "impossible: no reachable state satisfies it")]
+
