@@ -27,7 +27,7 @@ from conftest import ROOT
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
-MODULES = ("react", "supervisor", "adapter")
+MODULES = ("react", "supervisor", "adapter", "fanout")
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +144,7 @@ def test_the_framework_examples_are_checked_from_anywhere(cli, monkeypatch) -> N
     monkeypatch.chdir(ROOT)
     ran = cli("check", "examples/frameworks")
     assert ran.code == 0, ran.out
-    assert ran.out.endswith("38 runs: 11 proved, 27 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert ran.out.endswith("44 runs: 11 proved, 33 violated as expected, 0 failed, 0 incomplete -> proved\n")
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
@@ -189,6 +189,27 @@ models:
 params:
   recursion_limit: {{min: 1, max: 2}}
 """
+
+
+@pytest.mark.parametrize("outcome, message", [
+    ("{command: {goto: agnt}}", "outcome loop of node agent: goto 'agnt': the graph {module}:build_graph has no such "
+                                "node (its nodes: agent)"),
+    ("{command: {goto: agent, updte: {}}}", "outcome loop of node agent: command must be a mapping of goto and update"),
+    ("{command: {goto: [{send: agent}]}}", "outcome loop of node agent: a goto target is a node's name or "
+                                           "{{send: NODE, arg: VALUE}}"),
+    ("{command: {goto: agent}, messages: []}", "outcome loop of node agent: a command outcome has the key command only"),
+])
+def test_a_bad_command_outcome_is_refused_at_its_line(check, tmp_path, request, outcome, message) -> None:
+    module = f"graphs_cmd{request.node.callspec.id[-12:]}"
+    module = "".join(c if c.isalnum() or c == "_" else "_" for c in module)
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / f"{module}.py").write_text(GRAPHS)
+    text = DECLARATION.format(module=module).replace("params:", f"nodes:\n  agent:\n    loop: {outcome}\nparams:", 1)
+    ran = check(text)
+    sys.modules.pop(module, None)
+    assert (ran.code, ran.out) == (2, ""), ran.err
+    assert f"bad.yaml:10: {message.format(module=module)}" in ran.err
+    assert "Traceback" not in ran.err
 
 
 @pytest.mark.parametrize("change, line, message", [
@@ -403,3 +424,41 @@ def test_a_graph_ending_on_the_limits_last_superstep_ends_in_langgraphs_limit_er
             for r in runs] == [(1, "violated", "possible: reached after 1 transition"),
                                (2, "holds", "impossible: no reachable state satisfies it")]
 
+def test_send_fan_out_parallel_supersteps_and_command_outcomes_run_as_langgraph_runs_them() -> None:
+    """fanout.yaml: the graph's own Send fan-out runs research once per scripted topic in one
+    superstep, write and cite run side by side (`next` is `cite+write`), and the scripted reviewer's
+    Command goes where it says; runs_NODE counts every run. A superstep is one transition."""
+    runs = check("fanout.yaml")
+    assert [(r.params["recursion_limit"], r.result, r.stats["states"]) for r in runs] == [
+        (4, "violated", 13), (5, "violated", 19), (6, "violated", 21), (7, "violated", 24), (8, "violated", 30),
+        (9, "violated", 39)]
+    assert [[p.name for p in r.properties if p.status == "violated"] for r in runs] == [
+        ["node_runs_within_the_limit"]] * 6         # the one `expect` declares
+    assert [maxima(r)["most_node_runs"] for r in runs] == [6, 7, 9, 11, 12, 13]
+    broken = results(runs[0])["node_runs_within_the_limit"]
+    assert [(s.choices.get("planner_returns"), s.state["next"], s.state["tasks"], s.state["steps"],
+             s.state["runs_research"]) for s in broken.trace.steps] == [
+        (None, "planner", 1, 0, 0), ("two_topics", "research", 2, 1, 0), ("two_topics", "cite+write", 2, 2, 2),
+        ("two_topics", "review", 1, 3, 2)]
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "fanout.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check fanout.yaml" in doc
+    assert "States per limit (4 to 9): 13, 19, 21, 24, 30, 39." in doc
+    assert "`most_node_runs` is 6, 7, 9, 11, 12, 13" in doc
+    witness = results(runs[2])["most_node_runs"].witness.steps
+    assert [(s.choices.get("review_returns"), s.state["next"]) for s in witness][3:6] == [
+        ("approve", "review"), ("revise", "planner"), ("approve", "research")]
+
+
+def test_a_fan_out_wider_than_the_limit_is_counted_not_a_domains_finding(tmp_path, monkeypatch) -> None:
+    """Six topics sent at recursion_limit 3: research runs six times in its one superstep. The
+    planner's two outcomes lead to one `next` but not one run: `tasks` (2 or 6) tells them apart."""
+    text = (EXAMPLE / "fanout.yaml").read_text().replace("{topics: [GDP]}", "{topics: [a, b, c, d, e, f]}")
+    (tmp_path / "fanout.py").write_text((EXAMPLE / "fanout.py").read_text())
+    spec = tmp_path / "wide.yaml"
+    spec.write_text(text.replace("{min: 4, max: 9}", "[3]"))
+    monkeypatch.delitem(sys.modules, "fanout", raising=False)
+    (run,) = check_spec(load_spec(spec), Options())
+    sys.modules.pop("fanout", None)
+    assert results(run)["domains"].status == "holds"
+    assert maxima(run)["most_node_runs"] == 9       # planner, research six times, write and cite
