@@ -403,7 +403,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
         reason = f"explored in full, but {', '.join(undecided)} could not be decided"
-    as_expected = _as_expected(spec, options, results, scenarios, ex.complete and not left_open)
+    as_expected = _as_expected(spec, options, results, scenarios, ex.complete and not left_open, m.inactive)
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
@@ -466,12 +466,16 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
 
 
 def _as_expected(spec: Spec, options: Options, results: list[PropertyResult], scenarios: list[ScenarioResult],
-                 settled: bool) -> bool | None:
+                 settled: bool, inactive: set[str]) -> bool | None:
     """Whether a spec that declares `expect: violated` came out exactly as it says (None when it
-    declares nothing); marks each result's `expected`. `settled`: explored in full, nothing left open."""
+    declares nothing); marks each result's `expected`. `settled`: explored in full, nothing left open.
+    An expected property whose `when` excludes these params (`inactive`) is not expected here: a run
+    where none of them applies is judged as a run without `expect` (proved passes)."""
     if spec.expect_violated is None:
         return None
-    expect = set(spec.expect_violated)
+    expect = set(spec.expect_violated) - inactive
+    if not expect:
+        return None
     for r in results:
         r.expected = (r.status == VIOLATED) if r.name in expect else (r.status != VIOLATED)
     asked = set(options.properties) if options.properties else None

@@ -22,19 +22,32 @@ the one the pending model call is for, or the one a handoff passed the run to), 
 sets its own) and `output` (what the user sees: `str(result.final_output)`, "" before), plus
 what `observe(run)` adds (e.g. from the run's context object, which the user's tools write). A generated spec (a declaration file naming the agent) has one
 action per agent guarded by `agent == NAME`, choosing that agent's labels.
+
+Declaration files (`framework: openai_agents`, `declaration` below): `target` names the user's
+own starting Agent; every agent its handoffs reach gets an action and a `SLUG_says` choice of
+its declared answers; a declared tool outcome (`TOOL_returns`) replaces the tool's own code
+inside the SDK's invoker, for haltproof's runs only (`scripted_tool`, read through the
+`RUNNING` context variable each run's task carries), so the SDK's failure handling
+(failure_error_function) still decides what an exception does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import copy
+import functools
+import os
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
+from haltproof.machine.yamlpos import YMap
 
-from .declaration import require_version
+from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
@@ -118,6 +131,8 @@ class Channel:
     status: str = "running"
     output: str = ""
     result: Any = None                              # the RunResult once Runner.run returned
+    runs: dict[str, int] = field(default_factory=dict)     # per tool name: its executions begun
+    tools: dict[str, Any] = field(default_factory=dict)    # a declaration's tool outcomes for this turn
 
 
 @dataclass
@@ -144,6 +159,7 @@ def hooks_for(channel: Channel) -> Any:
 
         async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
             channel.tool_runs += 1
+            channel.runs[tool.name] = channel.runs.get(tool.name, 0) + 1
     return Seen()
 
 
@@ -236,7 +252,11 @@ class AgentsAdapter(LiveAdapter):
         options = {"context": context, "hooks": hooks_for(channel), "run_config": config, **self.run_options(params)}
         agent, given = self.agent(params), self.inputs(params)
         ran = streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
-        task = asyncio.create_task(ran)
+        token = RUNNING.set(channel)        # the run's task sees its channel: scripted tools read it
+        try:
+            task = asyncio.create_task(ran)
+        finally:
+            RUNNING.reset(token)
         run = AgentRun(task, channel, context)
         weakref.finalize(run, let_go, task)
         await settle(run)
@@ -275,3 +295,355 @@ class AgentsAdapter(LiveAdapter):
     def abstract(self, live: AgentRun) -> dict[str, Any]:
         seen = {name: getattr(live.channel, name) for name in self.reads}
         return {**seen, **self.observe(live)}
+
+
+# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+
+LIMIT = "max_turns"
+DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "tools", "context"}
+LIMIT_ERROR = {"class": "agents.MaxTurnsExceeded", "match": r"Max turns \(\d+\) exceeded", "set": {"status": "limit"}}
+# a tool's exception the SDK does not turn into a message for the model (failure_error_function=None)
+TOOL_ERROR = {"class": "agents.UserError", "match": r"^Error running tool \w+: ", "set": {"status": "tool_error"}}
+SCRIPTED: weakref.WeakSet[Any] = weakref.WeakSet()     # tool invokers' code already made scriptable
+RUNNING: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("haltproof_agents_run", default=None)
+
+
+@dataclass(frozen=True)
+class Raises:
+    """A declared tool outcome: the tool raises this exception (the SDK's failure handling decides the rest)."""
+
+    cls: type[BaseException]
+    message: str
+
+
+@dataclass
+class AgentDeclaration:
+    """An OpenAI Agents declaration, read: the agents, what each agent's model answers, the tools' outcomes."""
+
+    target: Any                                          # the starting Agent, the user's own
+    agents: dict[str, Any]                               # name -> Agent, every agent handoffs reach
+    models: dict[str, dict[str, Answer | list[Answer]]]  # agent name -> label -> answer
+    tools: dict[str, dict[str, Any]]                     # tool name -> label -> returned value or Raises
+    tools_of: dict[str, list[str]]                       # agent name -> its tools with declared outcomes
+    counted: list[str]                                   # the function tools whose runs are counted (runs_TOOL)
+    input: Any
+    context: Any = None                                  # a callable making each run's context object
+
+    def choices(self, agent: str) -> dict[str, list[str]]:
+        """The choices of agent `agent`'s turn: its model's answer, each declared tool's outcome."""
+        out = {model_choice(agent): list(self.models[agent])}
+        out.update({tool_choice(t): list(self.tools[t]) for t in self.tools_of.get(agent, [])})
+        return out
+
+
+def slug(name: str) -> str:
+    """An agent's name as an identifier: `Triage agent` -> `triage_agent`."""
+    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+def model_choice(agent: str) -> str:
+    return f"{slug(agent)}_says"
+
+
+def tool_choice(tool: str) -> str:
+    return f"{tool}_returns"
+
+
+class DeclaredAgents(AgentsAdapter):
+    """The live adapter of a declaration file: the user's own agents, the declared answers scripted."""
+
+    def __init__(self, d: AgentDeclaration):
+        self.d = d
+        self.scripted = {model_choice(a): dict(outs) for a, outs in d.models.items()}
+        self.reads = ("agent", "turns", "tool_runs", "handoffs", "status")
+
+    def agent(self, params: dict[str, Any]) -> Any:
+        return self.d.target
+
+    def inputs(self, params: dict[str, Any]) -> Any:
+        return copy.deepcopy(self.d.input)
+
+    def context(self, params: dict[str, Any]) -> Any:
+        return None if self.d.context is None else self.d.context()
+
+    async def step(self, live: AgentRun, action: str, choices: dict[str, Any]) -> str | None:
+        live.channel.tools = {name: self.d.tools[name][choices[tool_choice(name)]]
+                              for name in self.d.tools if tool_choice(name) in choices}
+        return await super().step(live, action, {k: v for k, v in choices.items() if k in self.scripted})
+
+    def abstract(self, live: AgentRun) -> dict[str, Any]:
+        return {**super().abstract(live), **{f"runs_{t}": live.channel.runs.get(t, 0) for t in self.d.counted}}
+
+
+def scripted_tool(tool: Any) -> None:
+    """Let a run script what function tool `tool` does: its own code is replaced, for a run that
+    declares an outcome for it and only then, by returning or raising that outcome, inside the
+    SDK's invoker, so the SDK's own failure handling (failure_error_function) takes the
+    exception exactly as it takes the tool's. Done once per tool, in place: other runs, and the
+    app outside haltproof, call the tool's own code."""
+    invoker = tool.on_invoke_tool
+    impl = getattr(invoker, "_invoke_tool_impl", None)
+    if impl is None or impl in SCRIPTED:
+        return
+
+    @functools.wraps(impl)
+    async def scripted(ctx: Any, arguments: str) -> Any:
+        channel = RUNNING.get()
+        if channel is None or tool.name not in channel.tools:
+            return await impl(ctx, arguments)
+        outcome = channel.tools[tool.name]
+        if isinstance(outcome, Raises):
+            raise outcome.cls(outcome.message)
+        return copy.deepcopy(outcome)
+    SCRIPTED.add(scripted)
+    invoker._invoke_tool_impl = scripted
+
+
+def is_agent(obj: Any) -> bool:
+    from agents import Agent
+    return isinstance(obj, Agent)
+
+
+def agents_of(start: Any, file: str, line: int) -> dict[str, Any]:
+    """Every agent the run can reach from `start` through handoffs, by name (names are unique)."""
+    found: dict[str, Any] = {}
+    todo = [start]
+    while todo:
+        agent = todo.pop(0)
+        if agent.name in found:
+            if found[agent.name] is not agent:
+                raise fail(file, line, f"two agents are named {agent.name!r}: a handoff names its agent by name")
+            continue
+        found[agent.name] = agent
+        for h in agent.handoffs:
+            ref = getattr(h, "_agent_ref", None)
+            target = h if is_agent(h) else (ref() if callable(ref) else None)
+            if target is None:
+                raise fail(file, line, f"{agent.name} hands off to {getattr(h, 'agent_name', h)!r}, an agent "
+                                       "haltproof cannot see (a handoff() of an agent no longer alive)")
+            todo.append(target)
+    return found
+
+
+def function_tools(agent: Any) -> dict[str, Any]:
+    from agents import FunctionTool
+    return {t.name: t for t in agent.tools if isinstance(t, FunctionTool)}
+
+
+def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: bool = False) -> Answer | list[Answer]:
+    """One scripted answer: a text (the final output), `{tool: NAME, args: {...}}`, `{handoff: AGENT}`,
+    or a list of tool calls and handoffs (one turn making them all)."""
+    if isinstance(raw, list) and raw and not nested:
+        out: list[Answer] = []
+        for one in raw:
+            part = _answer(one, file, line, what, d_agent, nested=True)
+            assert not isinstance(part, list), "a nested answer is never a list"
+            out.append(part)
+        return out
+    if isinstance(raw, str):
+        return final(str(raw))
+    tools = function_tools(d_agent)
+    if isinstance(raw, dict) and set(raw) <= {"tool", "args"} and "tool" in raw:
+        name, args = raw["tool"], raw.get("args", {})
+        if name not in tools:
+            raise fail(file, line, f"{what} calls the tool {name!r}, which {d_agent.name} does not have "
+                                   f"(its function tools: {', '.join(tools) or 'none'})")
+        if not isinstance(args, dict):
+            raise fail(file, line, f"{what}: args must be a mapping of the tool's arguments")
+        return tool_call(str(name), **plain(args))
+    if isinstance(raw, dict) and set(raw) == {"handoff"}:
+        offered = [getattr(h, "agent_name", None) or h.name for h in d_agent.handoffs]
+        if raw["handoff"] not in offered:
+            raise fail(file, line, f"{what} hands off to {raw['handoff']!r}, which {d_agent.name} does not hand "
+                                   f"off to (its handoffs: {', '.join(offered) or 'none'})")
+        return handoff_to(str(raw["handoff"]))
+    raise fail(file, line, f"{what} must be the model's final text, {{tool: NAME, args: {{...}}}}, "
+                           "{handoff: AGENT}, or a list of those (one turn making them all)")
+
+
+def plain(value: Any) -> Any:
+    """A value read from YAML as plain Python data."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
+    line = declared.line_of(name)
+    labels = declared[name]
+    if not isinstance(labels, YMap) or not labels:
+        raise fail(file, line, f"{key}: {name} needs a mapping of outcome labels to outcomes")
+    for label in labels:
+        if not str(label).isidentifier():
+            raise fail(file, labels.line_of(label), f"an outcome label of {name} must be a plain identifier", label)
+    return labels
+
+
+def _models(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str, Answer | list[Answer]]]:
+    declared = mapping(top, "models", file, "agent names to their model's answers")
+    out: dict[str, dict[str, Answer | list[Answer]]] = {}
+    for name in declared:
+        if name not in agents:
+            raise fail(file, declared.line_of(name), f"models: no agent named {name!r} in the run "
+                                                     f"(its agents: {', '.join(agents)})")
+        labels = _labels(declared, name, file, "models")
+        out[str(name)] = {str(label): _answer(raw, file, labels.line_of(label), f"answer {label} of {name}",
+                                              agents[name]) for label, raw in labels.items()}
+    missing = [a for a in agents if a not in out]
+    if missing:
+        raise fail(file, top.line_of("models") if "models" in top else top.line,
+                   f"models: the agent {missing[0]!r} can get the run, but its model has no answers declared")
+    return out
+
+
+def _tools(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`tools:`: tool name -> {label: what it returns, or {raises: module.Class, message: TEXT}}."""
+    declared = mapping(top, "tools", file, "tool names to their outcomes")
+    known = {name: tool for agent in agents.values() for name, tool in function_tools(agent).items()}
+    out: dict[str, dict[str, Any]] = {}
+    for name in declared:
+        if name not in known or not str(name).isidentifier():
+            raise fail(file, declared.line_of(name), f"tools: no function tool named {name!r} in the run "
+                                                     f"(its tools: {', '.join(known) or 'none'})")
+        labels = _labels(declared, name, file, "tools")
+        out[str(name)] = {str(label): _tool_outcome(raw, file, labels.line_of(label))
+                          for label, raw in labels.items()}
+        scripted_tool(known[name])
+    return out
+
+
+def _tool_outcome(raw: Any, file: str, line: int) -> Any:
+    if not (isinstance(raw, dict) and "raises" in raw):
+        return plain(raw)
+    if not set(raw) <= {"raises", "message"}:
+        raise fail(file, line, "a tool outcome that raises is {raises: module.Class, message: TEXT}")
+    from haltproof.machine.outcomes import Outcome, resolve
+    ((cls, _),) = resolve([Outcome(str(raw["raises"]), None, None, {}, line)], file)
+    return Raises(cls, str(raw.get("message", "")))
+
+
+def declaration(top: YMap, file: str) -> Declared:
+    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/frameworks.md)."""
+    try:
+        require_agents()
+    except RuntimeError as exc:
+        raise fail(file, top.line_of("framework"), str(exc)) from None
+    check_keys(top, file, DECLARATION_KEYS, {"target", "input", "models"})
+    target = import_target(top, file)
+    ref, tline = str(top["target"]), top.line_of("target")
+    if not is_agent(target):
+        raise fail(file, tline, f"{ref} is a {type(target).__name__}, not an agents.Agent")
+    params = top.get("params", YMap())
+    if not isinstance(params, YMap) or LIMIT not in params:
+        raise fail(file, top.line_of("params") if "params" in top else top.line,
+                   f"params: an openai_agents declaration needs {LIMIT} (the Runner's limit, e.g. "
+                   f"{LIMIT}: {{min: 1, max: 5}})")
+    agents = agents_of(target, file, tline)
+    slugs = [slug(a) for a in agents]
+    if len(set(slugs)) != len(slugs) or not all(s.isidentifier() for s in slugs) or any("'" in a for a in agents):
+        raise fail(file, tline, f"the agents' names {', '.join(agents)} do not give distinct identifiers "
+                                "(letters, digits, spaces; no quote)")
+    context = None
+    if "context" in top:
+        context = import_target(_context_top(top), file)
+        if not callable(context):
+            raise fail(file, top.line_of("context"), "context must name a class or function making the run's "
+                                                     "context object")
+    models = _models(top, file, agents)
+    tools = _tools(top, file, agents)
+    tools_of = {a: [t for t in function_tools(agent) if t in tools] for a, agent in agents.items()}
+    counted = sorted({t for agent in agents.values() for t in function_tools(agent)})
+    d = AgentDeclaration(target, agents, models, tools, tools_of, [t for t in counted if t.isidentifier()],
+                         plain(top["input"]), context)
+    spec = node(_spec(top, file, ref, d), top.line_of("framework"))
+    spec.lines.update({k: top.line_of(k) for k in ("params", "properties", "expect", "machine", "description")
+                       if k in top})
+    spec.lines["bind"] = tline
+    return Declared(spec, lambda: DeclaredAgents(d))
+
+
+def _context_top(top: YMap) -> YMap:
+    """`context:` read as a target (module:attr), at its own line."""
+    view = YMap({"framework": top["framework"], "target": top["context"]})
+    view.line, view.lines = top.line, {"framework": top.line_of("framework"), "target": top.line_of("context")}
+    return view
+
+
+def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]:
+    """The spec a declaration stands for: the run's abstract state, one action per agent (a real
+    model turn of that agent, its answer chosen; the SDK's limit error an outcome) and the
+    out-of-the-box properties, then the user's own."""
+    calls = max([len(a) if isinstance(a, list) else 1 for outs in d.models.values() for a in outs.values()])
+    per_turn = f"{calls} * ({LIMIT} + 1)"
+    counters: dict[str, Any] = {
+        "turns": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": 0},      # room to see an overrun
+        "tool_runs": {"type": "int", "min": 0, "max": per_turn, "init": 0},
+        "handoffs": {"type": "int", "min": 0, "max": per_turn, "init": 0},
+    }
+    counters.update({f"runs_{t}": {"type": "int", "min": 0, "max": per_turn, "init": 0} for t in d.counted})
+    statuses = ["running", "done", "limit"] + (["tool_error"] if _raising(d) else [])
+    raises = [LIMIT_ERROR] + ([TOOL_ERROR] if _raising(d) else [])
+    actions = {slug(a): {"when": f"status == running and agent == {_quoted(a)}", "choose": d.choices(a),
+                         "raises": raises} for a in d.agents}
+    props = _builtin_properties(d)
+    user = top.get("properties", YMap())
+    if not isinstance(user, YMap):
+        raise fail(file, top.line_of("properties"), "properties must be a mapping")
+    for name in user:
+        if name in props:
+            raise fail(file, user.line_of(name), f"{name} is an out-of-the-box property of every OpenAI Agents "
+                                                 "declaration: give yours another name")
+    properties = node(props, top.line_of("framework"))
+    properties.update(user)
+    properties.lines.update(user.lines if user else {})
+    spec: dict[str, Any] = {
+        "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
+        "description": top.get("description", f"{ref} as the Agents SDK's Runner runs it: one model turn per "
+                                              "transition"),
+        "bind": ref,
+        "params": top["params"],
+        "vars": {"agent": {"type": "enum", "values": list(d.agents), "init": d.target.name},
+                 "status": {"type": "enum", "values": statuses, "init": "running"},
+                 **counters},
+        "actions": actions,
+        "terminal": "status != running",
+        "properties": properties,
+    }
+    if "expect" in top:
+        spec["expect"] = top["expect"]
+    return spec
+
+
+def _raising(d: AgentDeclaration) -> bool:
+    """Whether a tool's exception can end the run: a tool whose failure_error_function is None
+    (the SDK re-raises what it raises, as its UserError; with a failure function the model reads
+    a message and the run goes on). The SDK's own resolution of the tool's setting decides."""
+    from agents.tool import resolve_function_tool_failure_error_function
+    return any(resolve_function_tool_failure_error_function(t, None) is None
+               for agent in d.agents.values() for t in function_tools(agent).values())
+
+
+def _quoted(text: str) -> str:
+    """An agent's name as a string literal of the expression language (names have no quote)."""
+    return "'" + text + "'"
+
+
+def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
+    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether the SDK's
+    MaxTurnsExceeded can happen, the smallest safe max_turns; the worst cases, with what
+    max_turns promises."""
+    props: dict[str, Any] = {
+        "run_ends": {"terminates": True, "description": "every run ends: a final output, or the SDK's "
+                                                        "MaxTurnsExceeded"},
+        "limit_error": {"possible": "status == limit", "smallest_safe": LIMIT,
+                        "description": "whether a run can end in MaxTurnsExceeded, with a shortest one"},
+        "most_turns": {"maximum": "turns", "at_most": LIMIT,
+                       "description": "the most model calls (turns) a run makes; the SDK promises at most max_turns"},
+        "most_tool_runs": {"maximum": "tool_runs", "description": "the most tool executions in a run "
+                                                                  "(max_turns does not bound them)"},
+    }
+    if any(agent.handoffs for agent in d.agents.values()):
+        props["most_handoffs"] = {"maximum": "handoffs", "description": "the most handoffs in a run"}
+    return props

@@ -235,11 +235,18 @@ class Runner:
         """One transition: (the concrete run after it, its abstract state, the rule). A declared
         exception fires its rule, and its values go on top of what abstract() reads from
         the run as the exception left it."""
+        return self.advance_raised(concrete, action, choices)[:3]
+
+    def advance_raised(self, concrete: Any, action: str,
+                       choices: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any]]:
+        """`advance`, and the `set:` values of the declared exception the step raised ({} if
+        none): a live run that raised stands for its abstract state with them on top, which
+        abstract() alone cannot read back from it later (LiveRuns.fresh)."""
         holder = [concrete]
         rule, sets = self._outcome(action, lambda: self._step(holder, action, choices))
         got = (self.driver.call(self.adapter.abstract, holder[0]) if self.live
                else self.driver.call(self.adapter.abstract, holder[0], self.params))
-        return holder[0], _with(got, sets), rule
+        return holder[0], _with(got, sets), rule, sets
 
     def _step(self, holder: list[Any], action: str, choices: dict[str, Any]) -> Any:
         if self.live:            # the live run advances in place
@@ -307,7 +314,16 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
     return bound
 
 
-CodeStep: TypeAlias = tuple[Any, Any, Any]     # the code's result, its rule, and the live run (None: state API)
+@dataclass
+class Held:
+    """A live run a transition left, and the `set:` values of the declared exception it raised
+    there ({} if none): the abstract state it stands for is what abstract() reads, with them on top."""
+
+    live: Any
+    sets: dict[str, Any]
+
+
+CodeStep: TypeAlias = tuple[Any, Any, Held | None]     # the code's result, its rule, the live run (None: state API)
 
 
 class _BoundCode:
@@ -328,9 +344,10 @@ class _BoundCode:
                               self.advance, _read_back, self.code_vars) if self.runner.live else None)
         self.drift: list[Drift] = []    # the first transition on which the code and the spec's stages disagree
 
-    def advance(self, live: Any, action: str, choices: dict[str, Any]) -> None:
-        """One transition of a live run while replaying a path."""
-        self.runner.advance(live, action, choices)
+    def advance(self, live: Any, action: str, choices: dict[str, Any]) -> dict[str, Any]:
+        """One transition of a live run while replaying a path: the `set:` values of the
+        declared exception it raised, if any."""
+        return self.runner.advance_raised(live, action, choices)[3]
 
     def domain_error(self, t: tuple[Any, ...]) -> int:
         for i, ok in enumerate(self.values_ok):
@@ -339,7 +356,8 @@ class _BoundCode:
         return -1
 
     def on_live(self, act: CompiledAction, live: Any, choices: dict[str, Any]) -> CodeStep:
-        return self.runner.advance(live, act.name, choices)[1:] + (live,)
+        _, got, rule, sets = self.runner.advance_raised(live, act.name, choices)
+        return got, rule, Held(live, sets)
 
     def run_code(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any],
                  choices: dict[str, Any]) -> CodeStep:
@@ -395,12 +413,12 @@ class _BoundCode:
         self.release(live, act, combo, state)
         return t, rule
 
-    def release(self, live: Any, act: CompiledAction, combo: tuple[Any, ...], state: dict[str, Any]) -> None:
+    def release(self, held: Held | None, act: CompiledAction, combo: tuple[Any, ...], state: dict[str, Any]) -> None:
         """A live run this transition is done with goes to the adapter's close() now."""
         runs = self.runs
-        if runs is not None and live is not None:
-            _user(lambda: runs.release(live), "the adapter's close()", f"closing a live run after action {act.name}",
-                  act, combo, state)
+        if runs is not None and held is not None:
+            _user(lambda: runs.release(held.live), "the adapter's close()",
+                  f"closing a live run after action {act.name}", act, combo, state)
 
     def recheck(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
                 combo: tuple[Any, ...], first: tuple[dict[str, Any], Any]) -> None:
@@ -437,15 +455,16 @@ class _BoundCode:
                                 "abstraction puts in one class")
 
     def keep_live(self, act: CompiledAction, s: tuple[Any, ...], state: dict[str, Any], choices: dict[str, Any],
-                  combo: tuple[Any, ...], t: tuple[Any, ...], live: Any) -> None:
-        """A live run that reached a new abstract state is kept for it; one that reached a known
-        state by another path is compared with the first (`--paths`)."""
+                  combo: tuple[Any, ...], t: tuple[Any, ...], held: Held | None) -> None:
+        """A live run that reached a new abstract state is kept for it (with the values of the
+        declared exception that got it there); one that reached a known state by another path
+        is compared with the first (`--paths`)."""
         runs = self.runs
-        if runs is None:
+        if runs is None or held is None:
             return
         way = (s, act.index, combo)
         if not runs.known(t):
-            _user(lambda: runs.keep(s, act.name, choices, t, live, way), "the adapter's snapshot()",
+            _user(lambda: runs.keep(s, act.name, choices, t, held.live, way, held.sets), "the adapter's snapshot()",
                   f"keeping the live run after action {act.name}", act, combo, state)
         elif runs.another_path(t, way, self.paths):
             _user(lambda: self.same_after(s, act.name, choices, t), "the bound code",
@@ -505,9 +524,11 @@ def _with(result: Any, sets: dict[str, Any]) -> Any:
     return {**result, **sets} if sets and type(result) is dict else result
 
 
-def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str) -> None:
-    """A live run handed to a transition must be in the state it stands for (machine/live.py)."""
-    got = _plain_result((runs.driver.call(runs.adapter.abstract, live), None), runs.code_vars)[0]
+def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str, sets: dict[str, Any]) -> None:
+    """A live run handed to a transition must be in the state it stands for (machine/live.py):
+    what abstract() reads, with `sets` on top (the values of the declared exception that
+    reached the state, which the run cannot show itself)."""
+    got = _plain_result((_with(runs.driver.call(runs.adapter.abstract, live), sets), None), runs.code_vars)[0]
     if got == {k: v for k, v in zip(runs.var_names, s) if k in got}:
         return
     shown = " ".join(f"{k}={_value_text(v)}" for k, v in got.items())

@@ -22,6 +22,9 @@ into it that the exploration found (breadth-first: a shortest one), whatever the
 Every live run handed to a transition is read back first and must be in the abstract
 state it stands for; a run that is not (a nondeterministic replay, a snapshot or copy
 that does not restore what was taken) is a `bound_code` finding, never a silent drift.
+A state a declared exception reached (`raises:` with `set:`) is what abstract() reads
+from the run the exception left, with the `set:` values on top: its runs are read back
+the same way (a replay must raise the exception again; a snapshot or copy keeps them).
 
 `Driver` makes the user's calls: an awaitable result (an `async def` method) is run to
 completion on the run's one event loop, which lives across transitions (no
@@ -160,13 +163,17 @@ class LiveRuns:
 
     def __init__(self, adapter: Any, driver: Driver, params: dict[str, Any], var_names: list[str],
                  inits: list[tuple[Any, ...]],
-                 advance: Callable[[Any, str, dict[str, Any]], None],
-                 verify: Callable[[LiveRuns, Any, tuple[Any, ...], str], None], code_vars: list[str]) -> None:
+                 advance: Callable[[Any, str, dict[str, Any]], dict[str, Any]],
+                 verify: Callable[[LiveRuns, Any, tuple[Any, ...], str, dict[str, Any]], None],
+                 code_vars: list[str]) -> None:
         self.adapter, self.driver, self.params, self.var_names = adapter, driver, params, var_names
         self.code_vars = code_vars      # the vars abstract() reads (the spec's ghost vars are not among them)
-        self.advance = advance          # one transition on a live run, declared exceptions allowed
+        self.advance = advance          # one transition on a live run, declared exceptions allowed: their set:
         self.verify = verify            # a live run must be in the state it stands for: raises if not
         self.origin: dict[tuple[Any, ...], Origin] = {s: (None, "", {}) for s in inits}
+        # the set: values of the declared exception on the transition that first reached a state:
+        # a run kept there stands for what abstract() reads from it with them on top
+        self.raised: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.saved: dict[tuple[Any, ...], Any] = {}
         if callable(getattr(adapter, "snapshot", None)) and callable(getattr(adapter, "restore", None)):
             self.how = "snapshot"
@@ -197,24 +204,27 @@ class LiveRuns:
         return s in self.origin
 
     def fresh(self, s: tuple[Any, ...]) -> Any:
-        """A live run in abstract state `s` that nobody else holds, checked to be in `s`."""
+        """A live run in abstract state `s` that nobody else holds, checked to be in `s`: a
+        state a declared exception reached is checked with the exception's `set:` values on
+        top, those it raised again when replayed, those remembered for a snapshot or copy."""
         if self.how != "replay" and s not in self.saved:
-            replayed = self._replay(s)
+            replayed, _ = self._replay(s)
             self._save(s, replayed)
             self.release(replayed)
-        live, how = self._made(s)
-        self.verify(self, live, s, how)
+        live, how, sets = self._made(s)
+        self.verify(self, live, s, how, sets)
         return live
 
-    def _made(self, s: tuple[Any, ...]) -> tuple[Any, str]:
+    def _made(self, s: tuple[Any, ...]) -> tuple[Any, str, dict[str, Any]]:
         if self.how == "snapshot":
-            return self.driver.call(self.adapter.restore, self.saved[s]), "snapshot"
+            return self.driver.call(self.adapter.restore, self.saved[s]), "snapshot", self.raised.get(s, {})
         if self.how == "copy":
             try:
-                return copy.deepcopy(self.saved[s]), "copy"
+                return copy.deepcopy(self.saved[s]), "copy", self.raised.get(s, {})
             except Exception:     # any failure to copy means: replay instead
                 self._give_up_copying()
-        return self._replay(s), "replay"
+        live, sets = self._replay(s)
+        return live, "replay", sets
 
     def release(self, live: Any) -> None:
         """The caller is done with `live` (a saved snapshot or copy is a run of its own):
@@ -224,13 +234,16 @@ class LiveRuns:
             self.driver.call(close, live)
 
     def keep(self, parent: tuple[Any, ...], action: str, choices: dict[str, Any],
-             s: tuple[Any, ...], live: Any, way: Any = None) -> None:
-        """Remember how `s` was first reached (and, snapshotting, the run that reached it);
-        `way` names that transition for `another_path`."""
+             s: tuple[Any, ...], live: Any, way: Any = None, sets: dict[str, Any] | None = None) -> None:
+        """Remember how `s` was first reached (and, snapshotting, the run that reached it, with
+        `sets`: the values of the declared exception that transition raised); `way` names that
+        transition for `another_path`."""
         if s in self.origin:
             return
         self.origin[s] = (parent, action, copy.deepcopy(choices))
         self.first_way[s] = way
+        if sets:
+            self.raised[s] = dict(sets)
         if self.how != "replay":
             self._save(s, live)
 
@@ -248,8 +261,9 @@ class LiveRuns:
         self.how = "replay"
         self.saved.clear()
 
-    def _replay(self, s: tuple[Any, ...]) -> Any:
-        """Start a run in the initial state `s` leads back to and run its path again."""
+    def _replay(self, s: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+        """Start a run in the initial state `s` leads back to and run its path again: the run,
+        and the `set:` values of the declared exception its last transition raised ({} if none)."""
         path: list[Origin] = []
         at = s
         while True:
@@ -260,10 +274,11 @@ class LiveRuns:
             at = parent
         live = self.driver.call(self.adapter.start, dict(self.params), dict(zip(self.var_names, at)))
         if not path:
-            self.verify(self, live, at, "start")
+            self.verify(self, live, at, "start", {})
+        sets: dict[str, Any] = {}
         for _, action, choices in reversed(path):
-            self.advance(live, action, copy.deepcopy(choices))
-        return live
+            sets = self.advance(live, action, copy.deepcopy(choices))
+        return live, sets
 
     def path_length(self, s: tuple[Any, ...]) -> int:
         n, at = 0, s

@@ -431,6 +431,36 @@ def test_a_spec_that_expects_a_violation_passes_only_with_exactly_that_one(chang
     assert _outcome(_run(text, "scalar", **options)) == outcome
 
 
+WHEN_EXPECTING = """\
+machine: w
+params: {n: [1, 2]}
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < n, do: [{set: {x: x + 1}}]}
+terminal: x == n
+properties:
+  small: {when: n == 2, always: x < 2}
+  ends: {always: x <= n}
+expect: {violated: [small]}
+"""
+
+
+@pytest.mark.parametrize("change, n1", [
+    ({}, ("proved", "pass", None)),
+    ({"x <= n}": "x < n}"}, ("violated", "fail", None)),
+])
+def test_an_expected_violation_whose_when_excludes_the_params_is_not_expected_there(change, n1):
+    """n=1: `small` does not apply, so nothing is expected there; the run is judged as one
+    without `expect` (it was "proved, NOT as expected" when the name counted as missing)."""
+    text = WHEN_EXPECTING
+    for old, new in change.items():
+        text = text.replace(old, new)
+    runs = check_spec(parse_spec(text, "t.yaml"), Options(engine="scalar"))
+    assert [(r.params["n"], r.result, r.verdict, r.as_expected) for r in runs][0] == (1, *n1)
+    two = runs[1]
+    assert (two.params["n"], two.result, two.verdict) == (2, "violated", "pass" if not change else "fail")
+
+
 # ---------------------------------------------------------------- why a property is undecided
 
 CUT_SHORT = "not decided: the exploration was cut short by the spec's own errors (well_defined)"

@@ -96,7 +96,7 @@ def streamed_max_turns_off_by_one(monkeypatch) -> None:
 
 def streamed(name: str, tmp_path, monkeypatch) -> str:
     """An example spec bound to a subclass of its adapter that runs Runner.run_streamed."""
-    adapter = {"travel.yaml": ("travel_adapter", "TravelAdapter"), "triage.yaml": ("triage_adapter", "TriageAdapter")}
+    adapter = {"travel_adapter.yaml": ("travel_adapter", "TravelAdapter"), "triage_adapter.yaml": ("triage_adapter", "TriageAdapter")}
     module, cls = adapter[name]
     (tmp_path / "streamed_adapters.py").write_text(
         f"from {module} import {cls}\n\n\nclass Streamed({cls}):\n    streamed = True\n")
@@ -106,7 +106,7 @@ def streamed(name: str, tmp_path, monkeypatch) -> str:
 
 
 def test_the_travel_agent_stops_for_every_max_turns() -> None:
-    runs = check("travel.yaml")
+    runs = check("travel_adapter.yaml")
     assert [(r.params["max_turns"], r.result, r.as_expected, r.binding, r.stats["states"]) for r in runs] == [
         (1, "violated", True, "replay", 5), (2, "violated", True, "replay", 12), (3, "violated", True, "replay", 22),
         (4, "violated", True, "replay", 35), (5, "violated", True, "replay", 51)]
@@ -120,7 +120,7 @@ def test_the_travel_agent_stops_for_every_max_turns() -> None:
 def test_max_turns_allows_exactly_max_turns_model_calls_and_the_last_tool_still_runs() -> None:
     """A limit of 3 allows 3 model calls; the third one's tool call runs (a room is booked) and
     only then does the SDK raise MaxTurnsExceeded: the user gets the error, not the booking."""
-    (run,) = check("travel.yaml", pins={"max_turns": 3})
+    (run,) = check("travel_adapter.yaml", pins={"max_turns": 3})
     assert travel_steps(results(run)["can_hit_the_limit"].witness) == [
         (None, 0, 0, 0, "running"), ("weather", 1, 1, 0, "running"), ("weather", 2, 2, 0, "running"),
         ("weather", 3, 3, 0, "limit")]
@@ -134,7 +134,7 @@ def test_max_turns_allows_exactly_max_turns_model_calls_and_the_last_tool_still_
 
 
 def test_the_triage_agents_stop_and_a_handoff_is_a_turn_of_its_own() -> None:
-    runs = check("triage.yaml")
+    runs = check("triage_adapter.yaml")
     assert [(r.params["max_turns"], r.result, r.as_expected, r.stats["states"]) for r in runs] == [
         (2, "violated", True, 8), (3, "violated", True, 14), (4, "violated", True, 23), (5, "violated", True, 35)]
     assert [(r.bounds["model_calls"]["value"], r.bounds["handoffs"]["value"], r.bounds["refunds"]["value"])
@@ -150,10 +150,10 @@ def test_the_triage_agents_stop_and_a_handoff_is_a_turn_of_its_own() -> None:
 
 
 def test_what_the_user_sees_is_the_final_output_of_the_agent_that_answered(tmp_path) -> None:
-    text = (EXAMPLE / "triage.yaml").read_text().replace("\nmeasures:", (
+    text = (EXAMPLE / "triage_adapter.yaml").read_text().replace("\nmeasures:", (
         "\n  billing_answers:\n    reachable: agent == 'Billing agent' and output == 'Your invoice is attached.'"
         "\n\nmeasures:"))
-    (run,) = check("triage.yaml", text, tmp_path, pins={"max_turns": 2})
+    (run,) = check("triage_adapter.yaml", text, tmp_path, pins={"max_turns": 2})
     witness = results(run)["billing_answers"].witness
     assert [(s.state["agent"], s.state["status"], s.state["output"]) for s in witness.steps] == [
         ("Triage agent", "running", ""), ("Billing agent", "running", ""),
@@ -171,11 +171,11 @@ def test_parallel_tool_calls_make_max_turns_no_bound_on_tool_runs(tmp_path, monk
         "                          'weather_twice': [tool_call('get_weather', city='Paris'),\n"
         "                                            tool_call('get_weather', city='Lisbon')]}}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    text = (EXAMPLE / "travel.yaml").read_text().replace("bind: travel_adapter:TravelAdapter", "bind: parallel:Parallel")
+    text = (EXAMPLE / "travel_adapter.yaml").read_text().replace("bind: travel_adapter:TravelAdapter", "bind: parallel:Parallel")
     text = text.replace("  tool_runs: {type: int, min: 0, max: max_turns + 1", "  tool_runs: {type: int, min: 0, max: 2 * max_turns")
     text = text.replace("      model: [weather, book, book_full_hotel, answer]",
                         "      model: [weather, weather_twice, book, book_full_hotel, answer]")
-    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 2})
+    (run,) = check("travel_adapter.yaml", text, tmp_path, pins={"max_turns": 2})
     broken = results(run)["at_most_max_turns_tool_runs"]
     assert broken.status == "violated"
     assert travel_steps(broken.trace) == [
@@ -186,20 +186,20 @@ def test_parallel_tool_calls_make_max_turns_no_bound_on_tool_runs(tmp_path, monk
 
 def test_a_max_turns_check_one_turn_late_changes_the_verdicts(monkeypatch) -> None:
     max_turns_off_by_one(monkeypatch)
-    (travel,) = check("travel.yaml", pins={"max_turns": 2})
+    (travel,) = check("travel_adapter.yaml", pins={"max_turns": 2})
     assert (travel.result, travel.as_expected) == ("violated", False)
     broken = results(travel)["at_most_max_turns_model_calls"]
     assert broken.status == "violated"
     assert travel_steps(broken.trace) == [
         (None, 0, 0, 0, "running"), ("weather", 1, 1, 0, "running"), ("weather", 2, 2, 0, "running"),
         ("weather", 3, 3, 0, "limit")]         # a third model call, and a third tool run, under max_turns=2
-    (triage,) = check("triage.yaml", pins={"max_turns": 2})
+    (triage,) = check("triage_adapter.yaml", pins={"max_turns": 2})
     assert (triage.result, triage.as_expected) == ("violated", False)
     assert results(triage)["at_most_max_turns_model_calls"].status == "violated"
     assert [s[2] for s in triage_steps(results(triage)["at_most_max_turns_model_calls"].trace)] == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("name, states", [("travel.yaml", 22), ("triage.yaml", 14)])
+@pytest.mark.parametrize("name, states", [("travel_adapter.yaml", 22), ("triage_adapter.yaml", 14)])
 def test_runner_run_streamed_explores_the_same_runs(tmp_path, monkeypatch, name, states) -> None:
     """The streaming loop is a second copy of the run loop, with its own turn check: read to the
     end, it makes the same turns, tool runs and handoffs, and raises the same MaxTurnsExceeded."""
@@ -215,10 +215,10 @@ def test_the_streamed_loops_own_turn_check_one_turn_late_changes_its_verdict(tmp
     call under max_turns=2 (the stream's own after-the-fact check does not stop it), while
     Runner.run, untouched, still stops at two."""
     streamed_max_turns_off_by_one(monkeypatch)
-    (run,) = check("travel.yaml", streamed("travel.yaml", tmp_path, monkeypatch), tmp_path, pins={"max_turns": 2})
+    (run,) = check("travel_adapter.yaml", streamed("travel_adapter.yaml", tmp_path, monkeypatch), tmp_path, pins={"max_turns": 2})
     assert (run.result, run.as_expected) == ("violated", False)
     assert travel_steps(results(run)["at_most_max_turns_model_calls"].trace)[-1] == ("weather", 3, 3, 0, "limit")
-    (plain,) = check("travel.yaml", pins={"max_turns": 2})
+    (plain,) = check("travel_adapter.yaml", pins={"max_turns": 2})
     assert (plain.result, plain.as_expected) == ("violated", True)
 
 
@@ -234,13 +234,13 @@ def test_a_max_turns_error_handler_ends_the_run_with_its_output_instead(tmp_path
         "        return {**super().run_options(params),\n"
         "                'error_handlers': {'max_turns': lambda failure: 'Out of turns: try again.'}}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    text = (EXAMPLE / "travel.yaml").read_text().replace("bind: travel_adapter:TravelAdapter", "bind: handled:Handled")
+    text = (EXAMPLE / "travel_adapter.yaml").read_text().replace("bind: travel_adapter:TravelAdapter", "bind: handled:Handled")
     text = text.replace("\nactions:", "\n  output: {type: enum, values: ['', 'Booked: sunny Paris awaits.', "
                                        "'Out of turns: try again.'], init: ''}\n\nactions:")
     text = text.replace("  violated: [no_booking_lost_to_the_limit]", "  violated: [can_hit_the_limit]")
     text = text.replace("\nmeasures:", "\n  out_of_turns:\n    reachable: \"output == 'Out of turns: try again.'\"\n"
                                       "\nmeasures:")
-    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 2})
+    (run,) = check("travel_adapter.yaml", text, tmp_path, pins={"max_turns": 2})
     assert (run.result, run.as_expected) == ("violated", True)
     assert [(s.choices.get("model"), s.state["turns"], s.state["tool_runs"], s.state["status"], s.state["output"])
             for s in results(run)["out_of_turns"].witness.steps] == [
@@ -250,10 +250,10 @@ def test_a_max_turns_error_handler_ends_the_run_with_its_output_instead(tmp_path
 
 
 def test_an_undeclared_max_turns_exceeded_is_a_bound_code_finding(tmp_path) -> None:
-    text = (EXAMPLE / "travel.yaml").read_text()
+    text = (EXAMPLE / "travel_adapter.yaml").read_text()
     start = text.index("      - class: agents.MaxTurnsExceeded\n")
     end = text.index("      - class: agents.UserError")
-    (run,) = check("travel.yaml", text[:start] + text[end:], tmp_path, pins={"max_turns": 1})
+    (run,) = check("travel_adapter.yaml", text[:start] + text[end:], tmp_path, pins={"max_turns": 1})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert finding.message.startswith(
@@ -264,10 +264,10 @@ def test_an_undeclared_max_turns_exceeded_is_a_bound_code_finding(tmp_path) -> N
 def test_a_tool_exception_reaches_runner_run_wrapped_in_the_sdks_user_error(tmp_path) -> None:
     """book_hotel has failure_error_function=None: its NoRoomsLeft ends the run, as the SDK's
     UserError (the tool's own exception is its __cause__), which is what the spec declares."""
-    text = (EXAMPLE / "travel.yaml").read_text()
+    text = (EXAMPLE / "travel_adapter.yaml").read_text()
     start = text.index("      - class: agents.UserError")
     end = text.index("\nterminal:")
-    (run,) = check("travel.yaml", text[:start] + text[end:], tmp_path, pins={"max_turns": 1})
+    (run,) = check("travel_adapter.yaml", text[:start] + text[end:], tmp_path, pins={"max_turns": 1})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert "action turn with model=book_full_hotel: the bound code raised UserError: " \
@@ -277,10 +277,10 @@ def test_a_tool_exception_reaches_runner_run_wrapped_in_the_sdks_user_error(tmp_
 def test_an_action_enabled_after_the_run_returned_is_named(tmp_path) -> None:
     """A spec that lets the model answer once Runner.run is over is told so, not met with a
     state error from inside asyncio."""
-    text = (EXAMPLE / "travel.yaml").read_text()
+    text = (EXAMPLE / "travel_adapter.yaml").read_text()
     text = text.replace("    when: status == running\n", "    when: status != limit\n").replace(
         "terminal: status != running", "terminal: status == no_rooms")
-    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 1})
+    (run,) = check("travel_adapter.yaml", text, tmp_path, pins={"max_turns": 1})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert ("action turn with model=weather: the bound code raised ValueError: action turn answers a model call, "
@@ -289,20 +289,22 @@ def test_an_action_enabled_after_the_run_returned_is_named(tmp_path) -> None:
     assert [s.state["status"] for s in finding.trace.steps] == ["running", "done"]
 
 
-def test_fixme_a_state_reached_by_a_declared_exception_is_read_back_without_its_set_values(tmp_path) -> None:
-    """Known limit of the live binding (not of this adapter): a run replayed into a state that a
-    declared exception reached reads back without the exception's `set:` values (status=running,
-    not limit), so a spec that explores on from such a state gets a `bound_code` finding that
-    blames nondeterminism. The message should instead be this adapter's own (the run has already
-    raised MaxTurnsExceeded); fixing the binding flips this test on purpose."""
-    text = (EXAMPLE / "travel.yaml").read_text()
+def test_a_state_reached_by_max_turns_exceeded_is_read_back_with_its_set_values(tmp_path) -> None:
+    """A run replayed into the state MaxTurnsExceeded reached raises it again and is read back
+    with the declared `set:` (status=limit), so a spec that explores on from that state gets
+    this adapter's own message (the run is over), not a false "nondeterministic" finding."""
+    text = (EXAMPLE / "travel_adapter.yaml").read_text()
     text = text.replace("    when: status == running\n", "    when: status != done\n").replace(
         "terminal: status != running", "terminal: status == no_rooms")
-    (run,) = check("travel.yaml", text, tmp_path, pins={"max_turns": 1})
+    (run,) = check("travel_adapter.yaml", text, tmp_path, pins={"max_turns": 1})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
-    assert "the live run for this state is in state turns=1 tool_runs=1 status=running booked=0" in finding.message
-    assert "the bound code is nondeterministic" in finding.message
+    assert finding.message.startswith(
+        "action turn with model=weather: the bound code raised ValueError: action turn answers a model call, but "
+        "Runner.run has already raised MaxTurnsExceeded: guard the action so that it is enabled only while the "
+        "run is running\n")
+    assert "nondeterministic" not in finding.message
+    assert [s.state["status"] for s in finding.trace.steps] == ["running", "limit"]
 
 
 def test_a_tool_raising_under_the_default_failure_function_is_a_message_to_the_model() -> None:
@@ -344,9 +346,9 @@ def test_a_step_after_the_run_raised_is_named() -> None:
      "TravelAdapter.scripted has no answer for model=cancel (it has ['answer', 'book', 'book_full_hotel', 'weather'])"),
 ])
 def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, message) -> None:
-    text = (EXAMPLE / "travel.yaml").read_text()
+    text = (EXAMPLE / "travel_adapter.yaml").read_text()
     assert text.count(old) == 1
-    (run,) = check("travel.yaml", text.replace(old, new), tmp_path, pins={"max_turns": 1})
+    (run,) = check("travel_adapter.yaml", text.replace(old, new), tmp_path, pins={"max_turns": 1})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert f"the bound code raised ValueError: {message}\n" in finding.message
@@ -362,10 +364,10 @@ def test_a_handoff_the_agent_does_not_offer_is_named(tmp_path, monkeypatch) -> N
         "                'billing_says': {'answer': TriageAdapter.scripted['billing_says']['answer'],\n"
         "                                 'to_triage': handoff_to('Triage agent')}}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    text = (EXAMPLE / "triage.yaml").read_text().replace("bind: triage_adapter:TriageAdapter",
+    text = (EXAMPLE / "triage_adapter.yaml").read_text().replace("bind: triage_adapter:TriageAdapter",
                                                          "bind: handing_back:HandingBack")
     text = text.replace("      billing_says: [answer]", "      billing_says: [answer, to_triage]")
-    (run,) = check("triage.yaml", text, tmp_path, pins={"max_turns": 2})
+    (run,) = check("triage_adapter.yaml", text, tmp_path, pins={"max_turns": 2})
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert finding.message.startswith("action billing with billing_says=to_triage: the bound code raised "
@@ -408,11 +410,17 @@ def test_a_run_let_go_is_cancelled_and_a_closing_loop_finishes_the_rest() -> Non
 
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_command(cli) -> None:
     doc = (ROOT / "docs" / "frameworks.md").read_text()
-    for name in ("travel_adapter.py", "travel.yaml"):
+    for name in ("triage.yaml", "travel.yaml", "travel_adapter.py", "travel_adapter.yaml"):
         fence = "python" if name.endswith(".py") else "yaml"
         assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/openai_agents && haltproof check travel.yaml triage.yaml" in doc
     ran = cli("check", "travel.yaml", "triage.yaml")
     assert ran.code == 0, ran.out
     assert ran.out.endswith("9 runs: 0 proved, 9 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "exits 0 (`9 runs: 0 proved, 9 violated as expected`)" in doc
+    assert "limit_error reachable at every swept max_turns (2..5): no safe value" in ran.out
+    assert "`haltproof check travel_adapter.yaml triage_adapter.yaml` finds the same" in doc
+    adapters = cli("check", "travel_adapter.yaml", "triage_adapter.yaml")
+    assert adapters.code == 0, adapters.out
+    assert adapters.out.endswith("9 runs: 0 proved, 9 violated as expected, 0 failed, 0 incomplete -> proved\n")
     assert "States per limit, travel.yaml (1 to 5): 5, 12, 22, 35, 51; triage.yaml (2 to 5): 8, 14, 23, 35." in doc
