@@ -49,13 +49,12 @@ from haltproof.machine.yamlpos import YMap
 
 from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
 
-SUPPORTED = ((0, 24), (0, 25))      # [lowest, first excluded) major.minor; the extra's range
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
 
 def require_agents() -> str:
     """The installed SDK's version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("openai_agents", "openai-agents", "the OpenAI Agents SDK", SUPPORTED, ">=0.24,<0.25")
+    return require_version("openai_agents", "openai-agents", "the OpenAI Agents SDK")
 
 
 @dataclass(frozen=True)
