@@ -47,7 +47,8 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
+from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+                          require_version, with_user_properties)
 
 SUPPORTED = ((0, 24), (0, 25))      # [lowest, first excluded) major.minor; the extra's range
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
@@ -462,15 +463,6 @@ def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: boo
                            "{handoff: AGENT}, or a list of those (one turn making them all)")
 
 
-def plain(value: Any) -> Any:
-    """A value read from YAML as plain Python data."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return str(value) if isinstance(value, str) else value
-
-
 def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
     line = declared.line_of(name)
     labels = declared[name]
@@ -559,10 +551,7 @@ def declaration(top: YMap, file: str) -> Declared:
     d = AgentDeclaration(target, agents, models, tools, tools_of, [t for t in counted if t.isidentifier()],
                          plain(top["input"]), context)
     spec = node(_spec(top, file, ref, d), top.line_of("framework"))
-    spec.lines.update({k: top.line_of(k) for k in ("params", "properties", "expect", "machine", "description")
-                       if k in top})
-    spec.lines["bind"] = tline
-    return Declared(spec, lambda: DeclaredAgents(d))
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d))
 
 
 def _context_top(top: YMap) -> YMap:
@@ -588,17 +577,7 @@ def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]
     raises = [LIMIT_ERROR] + ([TOOL_ERROR] if _raising(d) else [])
     actions = {slug(a): {"when": f"status == running and agent == {_quoted(a)}", "choose": d.choices(a),
                          "raises": raises} for a in d.agents}
-    props = _builtin_properties(d)
-    user = top.get("properties", YMap())
-    if not isinstance(user, YMap):
-        raise fail(file, top.line_of("properties"), "properties must be a mapping")
-    for name in user:
-        if name in props:
-            raise fail(file, user.line_of(name), f"{name} is an out-of-the-box property of every OpenAI Agents "
-                                                 "declaration: give yours another name")
-    properties = node(props, top.line_of("framework"))
-    properties.update(user)
-    properties.lines.update(user.lines if user else {})
+    properties = with_user_properties(top, file, _builtin_properties(d), "OpenAI Agents")
     spec: dict[str, Any] = {
         "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
         "description": top.get("description", f"{ref} as the Agents SDK's Runner runs it: one model turn per "
