@@ -1296,7 +1296,7 @@ class _Loader:
         if param.kind != "int":
             raise self.at(line).error(f"{key} of {p.name} needs an int param to order; {name} is "
                                       f"a {param.kind} param", name)
-        return name
+        return str(name)
 
     SCOPE_KEYS = {frozenset({"before"}): "before", frozenset({"after"}): "after",
                   frozenset({"between"}): "between", frozenset({"after", "until"}): "after_until"}
