@@ -482,14 +482,14 @@ def _builtin_properties(d: Declaration) -> dict[str, Any]:
         "run_ends": {"terminates": True, "description": "every run ends: an answer, or LangGraph's limit error"},
         "limit_error": {"possible": "status == limit", "smallest_safe": LIMIT,
                         "description": "whether a run can end in GraphRecursionError, with a shortest one"},
-        "most_supersteps": {"maximum": "steps", "at_most": LIMIT,
+        "most_supersteps": {"maximum": "steps", "at_most": LIMIT, "limit": LIMIT,
                             "description": "the most supersteps a run takes; LangGraph promises at most "
                                            "recursion_limit"},
     }
     if d.models:
-        props["most_model_calls"] = {"maximum": "model_calls", "description": "the most answers the scripted "
+        props["most_model_calls"] = {"maximum": "model_calls", "limit": LIMIT, "description": "the most answers the scripted "
                                                                               "models give in a run"}
     if d.messages:
-        props["most_tool_runs"] = {"maximum": "tool_runs", "description": "the most tool executions in a run "
+        props["most_tool_runs"] = {"maximum": "tool_runs", "limit": LIMIT, "description": "the most tool executions in a run "
                                                                           "(tool messages in `messages`)"}
     return props

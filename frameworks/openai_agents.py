@@ -619,11 +619,11 @@ def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
                                                         "MaxTurnsExceeded"},
         "limit_error": {"possible": "status == limit", "smallest_safe": LIMIT,
                         "description": "whether a run can end in MaxTurnsExceeded, with a shortest one"},
-        "most_turns": {"maximum": "turns", "at_most": LIMIT,
+        "most_turns": {"maximum": "turns", "at_most": LIMIT, "limit": LIMIT,
                        "description": "the most model calls (turns) a run makes; the SDK promises at most max_turns"},
-        "most_tool_runs": {"maximum": "tool_runs", "description": "the most tool executions in a run "
+        "most_tool_runs": {"maximum": "tool_runs", "limit": LIMIT, "description": "the most tool executions in a run "
                                                                   "(max_turns does not bound them)"},
     }
     if any(agent.handoffs for agent in d.agents.values()):
-        props["most_handoffs"] = {"maximum": "handoffs", "description": "the most handoffs in a run"}
+        props["most_handoffs"] = {"maximum": "handoffs", "limit": LIMIT, "description": "the most handoffs in a run"}
     return props

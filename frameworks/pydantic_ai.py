@@ -670,4 +670,16 @@ def _builtin_agent_properties(d: AgentDeclaration, has_tools: bool) -> dict[str,
         if "tool_calls_limit" in d.limits:
             props["most_successful_tool_calls"]["at_most"] = str(d.limits["tool_calls_limit"])
             props["most_successful_tool_calls"]["description"] += "; Pydantic AI promises at most tool_calls_limit"
+    return _with_limits(props, request_limit, d.limits.get("tool_calls_limit"))
+
+
+def _with_limits(props: dict[str, Any], request_limit: Budget, tool_calls_limit: Budget | None) -> dict[str, Any]:
+    """The worst cases' `limit:` (the sweep's "a limit of N allows at most M" line): requests against
+    request_limit, tool executions against tool_calls_limit where that is a param, else request_limit;
+    none where the limit is a fixed number (there is nothing to sweep)."""
+    tools = tool_calls_limit if isinstance(tool_calls_limit, str) else request_limit
+    for name, limit in (("most_model_requests", request_limit), ("most_tool_runs", tools),
+                        ("most_successful_tool_calls", tools)):
+        if name in props and isinstance(limit, str):
+            props[name]["limit"] = limit
     return props

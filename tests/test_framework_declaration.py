@@ -85,6 +85,11 @@ def test_no_limit_makes_the_limit_error_unreachable() -> None:
     (sweep,) = to_json(check("react.yaml"))["sweeps"]
     assert [row["message"] for row in sweep["smallest_safe"]] == [
         "limit_error reachable at every swept recursion_limit (1..6): no safe value"]
+    # what recursion_limit really bounds: supersteps, and about half as many model calls and tool runs
+    assert [row["message"] for row in sweep["limit_allows"]] == [
+        "recursion_limit = 1, 2, 3, 4, 5, 6 allows at most 1, 2, 3, 4, 5, 6 steps",
+        "recursion_limit = 1, 2, 3, 4, 5, 6 allows at most 1, 1, 2, 2, 3, 3 model_calls",
+        "recursion_limit = 1, 2, 3, 4, 5, 6 allows at most 0, 1, 1, 2, 2, 3 tool_runs"]
 
 
 def test_a_limit_checked_one_step_late_breaks_langgraphs_promise(monkeypatch) -> None:

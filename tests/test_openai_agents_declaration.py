@@ -86,6 +86,11 @@ def test_max_turns_never_makes_the_limit_error_unreachable() -> None:
     (sweep,) = to_json(check("triage.yaml"))["sweeps"]
     assert [row["message"] for row in sweep["smallest_safe"]] == [
         "limit_error reachable at every swept max_turns (2..5): no safe value"]
+    # what max_turns really bounds: model turns, and as many handoffs; a tool run only from the second turn
+    assert [(row["property"], row["message"]) for row in sweep["limit_allows"]] == [
+        ("most_turns", "max_turns = 2, 3, 4, 5 allows at most 2, 3, 4, 5 turns"),
+        ("most_tool_runs", "max_turns = 2, 3, 4, 5 allows at most 1, 2, 3, 4 tool_runs"),
+        ("most_handoffs", "max_turns = 2, 3, 4, 5 allows at most 2, 3, 4, 5 handoffs")]
 
 
 def test_the_travel_declaration_runs_the_tools_as_the_sdk_does() -> None:

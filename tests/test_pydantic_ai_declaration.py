@@ -64,6 +64,16 @@ def test_the_smallest_safe_request_limit_over_a_sweep(cli, monkeypatch) -> None:
     rows = {row["property"]: row["message"] for row in report["sweeps"][0]["smallest_safe"]}
     assert rows["request_limit_error"] == "request_limit_error unreachable at every swept request_limit (3..4)"
     assert rows["retries_error"] == "retries_error reachable at every swept retries (1 only): no safe value"
+    # what request_limit really bounds here: a retry spends a request, the limit of 4 is never used up
+    assert [(row["property"], row["others"], row["message"]) for row in report["sweeps"][0]["limit_allows"]] == [
+        ("most_model_requests", {"tool_calls_limit": 1, "retries": 1},
+         "request_limit = 3, 4 allows at most 3, 3 requests"),
+        ("most_tool_runs", {"request_limit": 3, "retries": 1}, "tool_calls_limit = 1 allows at most 2 tool_runs"),
+        ("most_tool_runs", {"request_limit": 4, "retries": 1}, "tool_calls_limit = 1 allows at most 2 tool_runs"),
+        ("most_successful_tool_calls", {"request_limit": 3, "retries": 1},
+         "tool_calls_limit = 1 allows at most 1 tool_calls"),
+        ("most_successful_tool_calls", {"request_limit": 4, "retries": 1},
+         "tool_calls_limit = 1 allows at most 1 tool_calls")]
 
 
 def test_workers_give_the_serial_report(cli, monkeypatch) -> None:
