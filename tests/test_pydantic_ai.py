@@ -56,12 +56,14 @@ def maxima(run) -> dict:
 
 
 def weather_adapter():
-    """The adapter file's class (tests/fixtures/pydantic_ai/weather_binding.py)."""
-    sys.path.insert(0, str(ADAPTER))
+    """The adapter file's class (tests/fixtures/pydantic_ai/weather_binding.py), which imports the
+    example's weather.py: both folders on the path, whichever test ran before."""
+    sys.path[:0] = [str(ADAPTER), str(EXAMPLE)]
     try:
         from weather_binding import WeatherAdapter
     finally:
         sys.path.remove(str(ADAPTER))
+        sys.path.remove(str(EXAMPLE))
     return WeatherAdapter
 
 
