@@ -24,6 +24,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
@@ -35,13 +36,8 @@ def _fresh_modules(monkeypatch):
     """The examples' modules are imported fresh for each test and forgotten after it, and the
     folders the imports put on sys.path are taken off again (a later test file must not find
     this file's temporary react.py first)."""
-    path = list(sys.path)
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in MODULES:
-        sys.modules.pop(name, None)
-    sys.path[:] = path
+    with fresh_modules(monkeypatch, MODULES):
+        yield
 
 
 def check(name: str, **options) -> list:

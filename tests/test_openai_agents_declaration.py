@@ -22,6 +22,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 from test_openai_agents import max_turns_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
@@ -32,13 +33,8 @@ MODULES = ("triage", "travel", "agents_app")
 def _fresh_modules(monkeypatch):
     """The examples' modules are imported fresh for each test and forgotten after it; the
     folders the imports put on sys.path are taken off again."""
-    path = list(sys.path)
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in MODULES:
-        sys.modules.pop(name, None)
-    sys.path[:] = path
+    with fresh_modules(monkeypatch, MODULES):
+        yield
 
 
 def check(name: str, **options) -> list:

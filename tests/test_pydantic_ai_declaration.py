@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 from test_parallel import untimed
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
@@ -26,13 +27,8 @@ PINS = ("-p", "request_limit=3", "-p", "tool_calls_limit=2", "-p", "retries=1")
 def _fresh_modules(monkeypatch):
     """The agents' modules are imported fresh for each test and forgotten after it; the folders
     the imports put on sys.path are taken off again."""
-    path = list(sys.path)
-    for name in ("weather", "trip"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in ("weather", "trip"):
-        sys.modules.pop(name, None)
-    sys.path[:] = path
+    with fresh_modules(monkeypatch, ("weather", "trip")):
+        yield
 
 
 def test_every_format_names_the_agent_explored(cli, monkeypatch) -> None:
