@@ -8,6 +8,7 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
     python -m bench.mutation --module machine/ranges.py      # one module at a time
     python -m bench.mutation --resume             # go on with the mutants not tested yet
     python -m bench.mutation --survivors          # test again only the last run's survivors
+    python -m bench.mutation --survivors-from OLD.md --module machine/binding.py   # those of a saved report
     python -m bench.mutation --report-only        # the report of the last run, no run
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
@@ -142,6 +143,18 @@ def forget_stats() -> None:
     (STAGE / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
 
 
+def survivors_in(report_text: str, modules: list[str]) -> list[str]:
+    """mutmut's names of the survivors (and "no tests") a report of `report()` lists for
+    `modules`: what --survivors tests again when build/mutation/ holds no results of its own
+    (a fresh checkout, a new worktree) but an earlier report is at hand (`git show`)."""
+    names = []
+    for row in report_text.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[0] in modules and "__mutmut_" in cells[2]:
+            names.append(mutant_prefix(cells[0]) + cells[2])
+    return names
+
+
 def run_mutmut(names: list[str], workers: int) -> int:
     """One `mutmut run` of the mutants `names` (globs allowed); none: those not tested yet."""
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
@@ -242,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1)")
     ap.add_argument("--resume", action="store_true", help="test only the mutants without a result yet")
     ap.add_argument("--survivors", action="store_true", help="test again only the last run's survivors")
+    ap.add_argument("--survivors-from", type=Path, metavar="REPORT",
+                    help="test again the survivors an earlier report lists (with --module: of those modules)")
+    ap.add_argument("--keep-stats", action="store_true",
+                    help="keep mutmut's record of which tests reach which function (only when no source "
+                         "changed since the last run: tests added since are still recorded)")
     ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
     args = ap.parse_args(argv)
@@ -259,13 +277,14 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         if args.resume:
             names = []
-        elif args.survivors:
-            names = [m.name for m in collect(modules) if m.status not in KILLED]
+        elif args.survivors or args.survivors_from:
+            names = (survivors_in(args.survivors_from.read_text(), modules) if args.survivors_from
+                     else [m.name for m in collect(modules) if m.status not in KILLED])
             if not names:
                 print("no survivors to test again")
         else:
             names = [mutant_prefix(m) + "*" for m in modules]
-        if names or args.resume:
+        if (names or args.resume) and not args.keep_stats:
             forget_stats()
         code = run_mutmut(names, args.workers) if names or args.resume else 0
         seconds = time.monotonic() - started

@@ -9,8 +9,11 @@ finding on the run that actually happens, as the engines judge it:
 - an invariant false on a state of the run, a step invariant or a variant broken by one
   of its transitions;
 - `terminates`: the run still ends in a deadlock (not terminal, every guard false), or
-  its lasso still returns to the state where the cycle starts; `terminates_within` also
-  while the run takes more counted transitions than the bound;
+  its lasso still returns to the state where the cycle starts and is a fair run under the
+  spec's `fairness:` as it is now (so adding the assumption that excuses the cycle fixes
+  it); `terminates_within` also while the run takes more counted transitions than the bound;
+- `existence` / `response`: the run still ends with the obligation open, or its lasso
+  still comes back with it open on the whole cycle, and is fair as for `terminates`;
 - `domains`: a step of the run leaves its domain;
 - `well_defined` / `bound_code`: what failed (the finding's `Subject`: the terminal
   predicate, a guard, an action's step, a property, a count or a measure) fails again on
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from haltproof.machine.binding import bind_machine, spec_adapter
-from haltproof.machine.compiled import CompiledSpec, Machine, State
+from haltproof.machine.compiled import CompiledAction, CompiledSpec, Machine, State
 from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
 from haltproof.machine.text import trace_table
 from haltproof.properties.kinds import Subject, Trace
@@ -164,9 +167,12 @@ def _maximum(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
 def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:
     loop = trace.get("loop_start")
     if trace.get("kind") == "lasso" and loop is not None:
-        if run.states[-1] == run.states[loop]:
-            return True, _still(f"the run still returns to the state of step {loop}: it can go on forever")
-        return False, "the cycle is gone: the run no longer returns to the state where it started"
+        if run.states[-1] != run.states[loop]:
+            return False, "the cycle is gone: the run no longer returns to the state where it started"
+        unfair = _unfair(m, run, loop)
+        if unfair is not None:
+            return False, unfair
+        return True, _still(f"the run still returns to the state of step {loop}: it can go on forever{_fair(m)}")
     if _deadlock(m, run):
         return True, _still("the run still ends in a deadlock")
     if _declared(m, name).kind == "terminates":
@@ -184,7 +190,7 @@ def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_:
 def _liveness(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:
     """A liveness pattern's bad run (properties/liveness.py): a lasso whose cycle still comes
     back with the obligation open in every state of it, or a run that still ends (terminal or
-    deadlock) with it open. Whether the spec's fairness now excuses the cycle is not judged."""
+    deadlock) with it open. A lasso counts only while it is fair under the spec's fairness now."""
     f, subject = m.obligations[name], Subject("property", name)
     loop = trace.get("loop_start")
     if trace.get("kind") == "lasso" and loop is not None:
@@ -193,12 +199,65 @@ def _liveness(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: A
         for k in range(loop, len(run.states)):
             if not evaluate(m, k, subject, f, run.states[k]):
                 return False, f"the obligation is no longer open after step {k}, on the cycle"
-        return True, _still(f"the run still returns to the state of step {loop} with the obligation open")
+        unfair = _unfair(m, run, loop)
+        if unfair is not None:
+            return False, unfair
+        return True, _still(f"the run still returns to the state of step {loop} with the obligation open{_fair(m)}")
     if not (run.terminal or _deadlock(m, run)):
         return False, "the run no longer ends where it did"
     if evaluate(m, len(run.states) - 1, subject, f, run.states[-1]):
         return True, _still("the run still ends with the obligation open")
     return False, "the run now ends with the obligation met"
+
+
+def _fair(m: Machine) -> str:
+    """What a lasso that still counts is fair under, as the engines' messages say it."""
+    texts = [f.text for f in m.spec.fairness]
+    return f", fair under: {', '.join(texts)}" if texts else ""
+
+
+def _unfair(m: Machine, run: Replayed, loop: int) -> str | None:
+    """Why the replayed lasso's cycle (the states from step `loop` on, the transitions after
+    it) is not a fair run under the spec's fairness now, or None when it is fair under every
+    assumption (docs/spec-language.md, "fairness"): weak, the cycle takes the action (with its
+    `when`) or passes a state where it is not enabled; strong, it takes it or it is enabled in
+    none of the cycle's states."""
+    cycle = run.states[loop:-1]
+    for f, when in zip(m.spec.fairness, m.fair_when, strict=True):
+        act = next(a for a in m.actions if a.name == f.action)
+        n = len(run.moves) + 1                          # steps named in errors: past the run's end
+        taken = any(a is act and (when is None or evaluate(m, step, Subject("fairness", f.text), when, s, t,
+                                                            a.name, rule, *a.step_args[ci]))
+                    for step, s, t, a, ci, rule in _transitions(run)[loop:])
+        if taken:
+            continue
+        enabled = [_enabled(m, act, when, s, n, f.text) for s in cycle]
+        if not (all(enabled) if f.strength == "weak" else any(enabled)):
+            continue                                    # honoured without taking it
+        why = ("it is enabled in every state of the cycle" if f.strength == "weak"
+               else "it is enabled in a state of the cycle")
+        return (f"the cycle is no fair run now: it never takes {f.text}, and {why}; the spec's fairness "
+                "excuses it")
+    return None
+
+
+def _enabled(m: Machine, act: CompiledAction, when: Callable[..., bool] | None, s: State, n: int,
+             text: str) -> bool:
+    """Whether some transition of `act` from `s` (inside every domain, as the engines' edges
+    are) satisfies the assumption's `when`."""
+    if act.guard is not None and not evaluate(m, n, Subject("guard", act.name), act.guard, s):
+        return False
+    for ci in range(len(act.combos)):
+        doing = Subject("action", act.name, dict(act.labels[ci]))
+        if act.admit is not None and evaluate(m, n, doing, act.admit, s, *act.combos[ci]) is not None:
+            continue
+        t, rule = evaluate(m, n, doing, act.step, s, *act.combos[ci])
+        if m.domain_error(t) >= 0:
+            continue
+        if when is None or evaluate(m, n, Subject("fairness", text), when, s, t, act.name, rule,
+                                    *act.step_args[ci]):
+            return True
+    return False
 
 
 def _deadlock(m: Machine, run: Replayed) -> bool:

@@ -73,7 +73,8 @@ def _what(subject: Subject) -> str:
     return {"terminal": "the terminal predicate", "guard": f"the guard of action {subject.name}",
             "action": f"action {subject.name} with {_choices_text(subject.choices or {})}",
             "replay": f"replay line {subject.name}", "property": f"property {subject.name}",
-            "count": f"count of {subject.name}", "measure": f"measure {subject.name}"}[subject.check]
+            "count": f"count of {subject.name}", "measure": f"measure {subject.name}",
+            "fairness": f"the fairness assumption {subject.name}"}[subject.check]
 
 
 _TERMINAL = Subject("terminal")

@@ -63,11 +63,13 @@ class _Fold(ast.NodeTransformer):
     def visit_BoolOp(self, n: ast.BoolOp) -> ast.AST:
         self.generic_visit(n)
         is_and = isinstance(n.op, ast.And)
-        kept = []
+        kept: list[ast.expr] = []
         for v in n.values:
             if isinstance(v, ast.Constant) and isinstance(v.value, bool):
-                if v.value != is_and:            # False in and / True in or decides it
-                    return ast.Constant(v.value)
+                if v.value != is_and:            # False in and / True in or decides it, but the
+                    if not kept:                 # operands before it are still evaluated (and
+                        return ast.Constant(v.value)   # may fail: a choice this action lacks)
+                    return ast.BoolOp(op=n.op, values=[*kept, v])
                 continue
             kept.append(v)
         if not kept:

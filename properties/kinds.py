@@ -84,7 +84,7 @@ class Subject:
     evaluate there (`well_defined`, `bound_code`), or whose outcome differs between the two
     traces (`independent`). A regression test (explorer/regress.py) re-judges exactly that."""
 
-    check: str                  # terminal | guard | action | property | count | measure
+    check: str                  # terminal | guard | action | property | count | measure | fairness
     name: str | None = None     # the action, property or measure
     choices: dict[str, Any] | None = None     # an action's choices
 

@@ -343,10 +343,105 @@ def step_expr(draw, base: Ctx, actions: list[tuple[str, list[Choice]]], rules: l
     return e
 
 
+SAFETY = ["absence", "universality", "precedence", "bounded_existence"]
+LIVENESS = ["existence", "response"]
+SCOPES = ["global", "before", "after", "between", "after_until"]
+
+
+def _pattern(draw, kind: str, ctx: Ctx) -> dict[str, Any]:
+    """A pattern property of `kind` over random predicates, in a random scope."""
+    def pred() -> str:                  # mostly one var against a value: true on some states only
+        if draw(st.integers(0, 3)) == 0 or not (ctx.ints or ctx.enums or ctx.bools):
+            return draw(bool_expr(ctx, 1))
+        return draw(atom(ctx))
+    if kind in ("absence", "universality", "existence"):
+        prop: dict[str, Any] = {kind: pred()}
+    elif kind == "precedence":
+        prop = {kind: {"cause": pred(), "effect": pred()}}
+    elif kind == "bounded_existence":
+        prop = {kind: {"what": pred(), "at_most": draw(st.integers(0, 2))}}
+    else:
+        prop = {kind: {"trigger": pred(), "response": pred()}}
+    scope = draw(st.sampled_from(SCOPES))
+    if scope == "before":
+        prop["scope"] = {"before": pred()}
+    elif scope == "after":
+        prop["scope"] = {"after": pred()}
+    elif scope == "between":
+        prop["scope"] = {"between": [pred(), pred()]}
+    elif scope == "after_until":
+        prop["scope"] = {"after": pred(), "until": pred()}
+    return prop
+
+
 @st.composite
-def specs(draw, params: bool = True, allow: frozenset = frozenset()) -> RandomSpec:
+def atom(draw, ctx: Ctx) -> str:
+    """One var against a value (`x >= 1`, `e == red`, `not b`)."""
+    pool = (["int"] * 3 if ctx.ints else []) + (["enum"] if ctx.enums else []) + (["bool"] if ctx.bools else [])
+    kind = draw(st.sampled_from(pool))
+    if kind == "int":
+        return f"{draw(st.sampled_from(ctx.ints))} {draw(st.sampled_from(CMP))} {draw(st.integers(0, 2))}"
+    if kind == "enum":
+        name, values = draw(st.sampled_from(ctx.enums))
+        return f"{name} {draw(st.sampled_from(['==', '!=']))} {draw(st.sampled_from(values))}"
+    name = draw(st.sampled_from(ctx.bools))
+    return name if draw(st.booleans()) else f"not {name}"
+
+
+@st.composite
+def past_expr(draw, ctx: Ctx, vars_: list[Var], depth: int = 2) -> str:
+    """A bool expression with past-time operators (docs: `previous` of an int takes a var)."""
+    op = draw(st.sampled_from(["once", "historically", "since", "previous", "plain"] if depth > 0 else ["plain"]))
+    sub = (lambda: draw(past_expr(ctx, vars_, depth - 1))) if draw(st.booleans()) else (lambda: draw(bool_expr(ctx, 1)))
+    if op == "plain":
+        return draw(atom(ctx)) if ctx.ints or ctx.enums or ctx.bools else draw(bool_expr(ctx, 1))
+    if op in ("once", "historically"):
+        return f"{op}({sub()})"
+    if op == "since":
+        return f"since({sub()}, {sub()})"
+    v = draw(st.sampled_from([v for v in vars_ if v.name != "g"]))
+    if v.kind == "int":
+        return f"previous({v.name}) {draw(st.sampled_from(CMP))} {draw(int_expr(ctx, 1))}"
+    if v.kind == "enum":
+        return f"previous({v.name}) {draw(st.sampled_from(['==', '!=']))} {draw(st.sampled_from(v.values))}"
+    return f"previous({sub()})"
+
+
+def _run_properties(draw, ctx: Ctx, vars_: list[Var]) -> dict[str, Any]:
+    """Properties about runs: patterns (safety and liveness, every scope) and past-time
+    operators in `always`/`reachable`."""
+    out: dict[str, Any] = {}
+    for k in range(draw(st.integers(0, 2))):
+        out[f"pat{k}"] = _pattern(draw, draw(st.sampled_from(SAFETY)), ctx)
+    for k in range(draw(st.integers(0 if out else 1, 2))):
+        out[f"live{k}"] = _pattern(draw, draw(st.sampled_from(LIVENESS)), ctx)
+    if draw(st.booleans()):
+        key = draw(st.sampled_from(["always", "reachable"]))
+        expr = draw(past_expr(ctx, vars_))
+        if "(" in expr and any(f"{op}(" in expr for op in ("once", "historically", "since", "previous")):
+            out["past"] = {key: expr}
+    return out
+
+
+def _fairness(draw, state: Ctx, actions: list[tuple[str, list[Choice]]]) -> list[dict[str, Any]]:
+    """Weak and strong assumptions on the actions, some with a `when` over the state and the
+    action's own choices."""
+    out = []
+    for _ in range(draw(st.integers(1, 2))):
+        name, choices = draw(st.sampled_from(actions))
+        f: dict[str, Any] = {draw(st.sampled_from(["weak", "strong"])): name}
+        if draw(st.booleans()):
+            f["when"] = draw(bool_expr(_stage_ctx(state, choices), 1))
+        out.append(f)
+    return out
+
+
+@st.composite
+def specs(draw, params: bool = True, allow: frozenset = frozenset(), runs: bool = False) -> RandomSpec:
     """A random valid spec. `allow` turns on paths that meet known defects on purpose:
-    terminal_error, masked_error, decide_const_domain, measure_overflow, measure_error."""
+    terminal_error, masked_error, decide_const_domain, measure_overflow, measure_error.
+    `runs` adds properties about runs (patterns, past-time operators) and, in two specs of
+    three, `fairness:` assumptions (compiling monitors is costly: a test of their own)."""
     p = _params(draw) if params else {}
     ghost = draw(st.integers(0, 3)) == 0
     vars_ = _vars(draw, p, ghost)
@@ -406,6 +501,13 @@ def specs(draw, params: bool = True, allow: frozenset = frozenset()) -> RandomSp
         name = f"a{len(actions)}"
         actions_doc[name] = body
         actions.append((name, []))
+    flaky = None
+    if runs and draw(st.booleans()):    # a call that may fail forever unless fairness says it does not
+        v = draw(st.sampled_from([v for v in vars_ if v.kind == "int" and v.name != "g"]))
+        flaky = f"a{len(actions)}"
+        actions_doc[flaky] = {"when": f"{v.name} < {v.hi}", "choose": {"res": ["succeed", "fail"]},
+                              "do": [{"set": {v.name: f"{v.name} + 1 if res == succeed else {v.name}"}}]}
+        actions.append((flaky, [Choice("res", "words", ["succeed", "fail"], ["succeed", "fail"])]))
     if sets:
         doc["sets"] = sets
     doc["actions"] = actions_doc
@@ -461,6 +563,13 @@ def specs(draw, params: bool = True, allow: frozenset = frozenset()) -> RandomSp
     if draw(st.integers(0, 2)) == 0 or ghost:
         ignored = "g" if ghost else draw(st.sampled_from([v.name for v in vars_]))
         props["indep"] = {"independent_of": ignored}
+    if runs:
+        props.update(_run_properties(draw, Ctx(safe_state.ints, safe_state.bools, safe_state.enums, list(p),
+                                               divs=divs), vars_))
+        if draw(st.integers(0, 2)):
+            doc["fairness"] = _fairness(draw, safe_state, actions)
+            if flaky and draw(st.booleans()):
+                doc["fairness"].insert(0, {draw(st.sampled_from(["weak", "strong"])): flaky, "when": "res == succeed"})
     if p and props and draw(st.integers(0, 3)) == 0:
         name = draw(st.sampled_from(sorted(props)))
         q = draw(st.sampled_from(list(p)))

@@ -6,6 +6,10 @@ syntax, so `and`/`or` short-circuit and `//`/`%` floor exactly as the docs say),
 number is an exact Python int. It is slow and plain on purpose: the differential tests
 (tests/test_differential.py) run it next to both engines and compare what they report.
 
+Properties about runs (patterns, past-time operators) are judged over pairs (state, history)
+whose history is written plainly from the docs' tables (see `Pattern` and `Past`), and the
+liveness checks under `fairness:` by its own search for fair cycles (`fair_sets`).
+
 Where haltproof has a known defect, this explorer implements what the docs (or the issue)
 say is right, and names the defect in `RefRun.defects` when a run meets it, so a test can
 set the run aside until the fix is merged (see KNOWN_DEFECTS in tests/test_differential.py):
@@ -354,8 +358,8 @@ def explore(m: Machine) -> RefRun:
             states.append(s)
             depth.append(0)
     props = m.active
-    invariants = [(n, p["always"]) for n, p in props if "always" in p]
-    reachables = [(n, p["reachable"]) for n, p in props if "reachable" in p]
+    invariants = [(n, p["always"]) for n, p in props if "always" in p and not has_past(p["always"])]
+    reachables = [(n, p["reachable"]) for n, p in props if "reachable" in p and not has_past(p["reachable"])]
     steps = [(n, p["step"]) for n, p in props if "step" in p]
     variants = [(n, p["variant"], m.const(p["bound"])) for n, p in props if "variant" in p]
     indeps = [(n, [m.names.index(v) for v in (p["independent_of"] if isinstance(p["independent_of"], list)
@@ -522,8 +526,13 @@ def explore(m: Machine) -> RefRun:
     deadlock = next((k for k in range(n) if not terminal[k] and not edges[k] and not errored[k]), None)
     lasso = _lasso(edges, depth)
     order = _topological(edges)
+    m.graph = (states, terminal)
+    runs = _Runs(m, states, depth, edges, terminal, errored, why)
     for name, p in props:
         kind = _kind(p)
+        if kind in SAFETY + LIVENESS or (kind in ("invariant", "reachable") and has_past(p[_KEYS[kind]])):
+            out[name] = runs.judge(name, kind, p)
+            continue
         if kind in ("invariant", "step_invariant", "variant", "independent"):
             if name in first_bad or name in indep_bad:
                 out[name] = RefProperty(name, kind, "violated", first_bad.get(name))
@@ -551,7 +560,13 @@ def explore(m: Machine) -> RefRun:
                   rules, {str(k): v for k, v in labels.items()}, set(m.defects), m)
 
 
+_KEYS = {"invariant": "always", "reachable": "reachable"}
+
+
 def _kind(p: dict) -> str:
+    pattern = pattern_of(p)
+    if pattern is not None:
+        return pattern
     for key, kind in (("always", "invariant"), ("step", "step_invariant"), ("reachable", "reachable"),
                       ("terminates_within", "terminates_within"), ("terminates", "terminates"),
                       ("variant", "variant"), ("independent_of", "independent")):
@@ -565,6 +580,13 @@ def _termination(name: str, kind: str, p: dict, m: Machine, deadlock: int | None
                  weight_failed: dict[str, int]) -> RefProperty:
     if deadlock is not None:
         return RefProperty(name, kind, "violated", depth[deadlock], trace_kind="path")
+    if m.spec.doc.get("fairness") and kind == "terminates":
+        # under fairness the engines may show any fair cycle: its trace is checked for that
+        states, terminal = m.graph
+        fair = fair_sets(m, edges, {k for k in range(len(edges)) if not terminal[k]}, lambda k: states[k])
+        if fair:
+            return RefProperty(name, kind, "violated", trace_kind="lasso")
+        return RefProperty(name, kind, "unknown" if why else "holds")
     if lasso is not None:
         start, cycle = lasso
         return RefProperty(name, kind, "violated", depth[start] + cycle, depth[start], "lasso")
@@ -669,3 +691,419 @@ def is_run(m: Machine, steps: list[dict], *, may_leave_domain: bool = False) -> 
             assert m.in_domain(cur), f"step {k} leaves the domain: {cur}"
         taken.append(matches[0])
     return taken
+
+
+# ---------------------------------------------------------------- patterns, past time, fairness
+#
+# Judged over RUNS, from docs/spec-language.md's tables, by a breadth-first search over pairs
+# (state, history): the history holds what the semantics needs to know about the run so far
+# (history flags, written plainly per scope below), never haltproof's monitors.
+
+SAFETY = ("absence", "universality", "precedence", "bounded_existence")
+LIVENESS = ("existence", "response")
+PAST = ("once", "historically", "since", "previous")
+BROKEN = "broken"
+
+
+@dataclass(frozen=True)
+class Hist:
+    """What a pattern knows about the run so far. `inside`: within the scope's current
+    stretch; `seen`: the scope has begun once (after Q) or ended (before R); `cause`: the
+    precedence cause came in this stretch; `count`/`last_p`: P-blocks in this stretch and
+    whether P held in the stretch's previous state; `owed`: an obligation (or a bad event a
+    closing R would confirm) is open; `status`: BROKEN once the run so far breaks it for good."""
+
+    inside: bool = False
+    seen: bool = False
+    cause: bool = False
+    count: int = 0
+    last_p: bool = False
+    owed: bool = False
+    status: str = ""
+
+
+def pattern_of(p: dict) -> str | None:
+    return next((k for k in SAFETY + LIVENESS if k in p), None)
+
+
+def scope_of(p: dict) -> tuple[str, Any, Any]:
+    """(scope name, Q, R) as the docs' `scope:` table reads it."""
+    sc = p.get("scope") or {}
+    if "between" in sc:
+        return "between", sc["between"][0], sc["between"][1]
+    if "after" in sc and "until" in sc:
+        return "after_until", sc["after"], sc["until"]
+    if "after" in sc:
+        return "after", sc["after"], None
+    if "before" in sc:
+        return "before", None, sc["before"]
+    return "global", None, None
+
+
+class Pattern:
+    """One pattern property, read from its declaration: `read` moves the history over one state."""
+
+    def __init__(self, m: Machine, name: str, p: dict):
+        self.m, self.name = m, name
+        self.kind = pattern_of(p)
+        self.scope, self.q, self.r = scope_of(p)
+        body = p[self.kind]
+        self.k = 0
+        if self.kind in ("absence", "universality", "existence"):
+            self.p, self.s = body, None
+        elif self.kind == "precedence":
+            self.p, self.s = body["effect"], body["cause"]
+        elif self.kind == "bounded_existence":
+            self.p, self.s, self.k = body["what"], None, int(body["at_most"])
+        else:
+            self.p, self.s = body["trigger"], body["response"]
+
+    def truth(self, e: Any, env: dict) -> bool:
+        return e is not None and bool(self.m.eval(e, env))
+
+    def read(self, h: Hist | None, state: tuple) -> Hist:
+        """The history once the run has also gone through `state` (None: before the run)."""
+        if h is None:               # before the run: existence owes P from the start of a global scope
+            h = Hist(inside=self.scope in ("global", "before"), owed=self.kind == "existence" and self.scope == "global")
+        if h.status == BROKEN:
+            return h
+        env = self.m.state_env(state)
+        P, S = self.truth(self.p, env), self.truth(self.s, env)
+        Q, R = self.truth(self.q, env), self.truth(self.r, env)
+        if self.kind in LIVENESS:
+            return self._live(h, P, Q, R, S)
+        return self._safety(h, P, Q, R, S)
+
+    # -- safety: the prefix breaks the pattern for good
+    def _bad(self, h: Hist, P: bool, S: bool) -> tuple[Hist, bool]:
+        """Read one state inside the scope: the new history, and whether the state is a bad event."""
+        if self.kind == "absence":
+            return h, P
+        if self.kind == "universality":
+            return h, not P
+        if self.kind == "precedence":
+            cause = h.cause or S
+            return Hist(h.inside, h.seen, cause, owed=h.owed), P and not cause
+        count = h.count + (1 if P and not h.last_p else 0)
+        return Hist(h.inside, h.seen, count=count, last_p=P, owed=h.owed), count > self.k
+
+    def _safety(self, h: Hist, P: bool, Q: bool, R: bool, S: bool) -> Hist:
+        sc = self.scope
+        if sc == "global":
+            h, bad = self._bad(h, P, S)
+            return Hist(status=BROKEN) if bad else h
+        if sc == "before":
+            if h.seen:
+                return h                                    # after the first R: out of scope
+            if R:                                           # the first R: wrong if a bad event came
+                return Hist(status=BROKEN) if h.owed else Hist(seen=True)
+            h, bad = self._bad(h, P, S)
+            return Hist(h.inside, h.seen, h.cause, h.count, h.last_p, h.owed or bad)
+        if sc == "after":
+            if not h.inside and Q and not h.seen:
+                h = Hist(inside=True, seen=True)
+            if not h.inside:
+                return h
+            h, bad = self._bad(h, P, S)
+            return Hist(status=BROKEN) if bad else h
+        # between / after_until: a stretch from a Q-state (not R) to the next R-state
+        if h.inside and R:
+            return Hist(status=BROKEN) if h.owed and sc == "between" else Hist()
+        if Q and not R and (not h.inside or (self.kind == "precedence" and h.cause)):
+            h = Hist(inside=True, owed=h.owed and h.inside)  # precedence: each Q needs its own cause
+        if not h.inside:
+            return h
+        h, bad = self._bad(h, P, S)
+        if bad and sc == "after_until":
+            return Hist(status=BROKEN)
+        return Hist(h.inside, h.seen, h.cause, h.count, h.last_p, h.owed or bad)
+
+    # -- liveness: an obligation, open or not
+    def _live(self, h: Hist, P: bool, Q: bool, R: bool, S: bool) -> Hist:
+        sc = self.scope
+        exist = self.kind == "existence"
+
+        def answer(owed: bool) -> bool:         # the obligation after this in-scope state
+            if exist:
+                return owed and not P
+            return False if S else (True if P else owed)
+
+        if sc == "global":
+            return Hist(inside=True, owed=answer(h.owed))
+        if sc == "before":
+            if h.seen:
+                return h
+            if R:
+                owed = (not h.cause) if exist else h.owed       # existence: `cause` = P came
+                return Hist(status=BROKEN) if owed else Hist(seen=True)
+            if exist:
+                return Hist(inside=True, cause=h.cause or P)
+            return Hist(inside=True, owed=answer(h.owed))
+        if sc == "after":
+            if not h.seen and Q:
+                h = Hist(inside=True, seen=True, owed=exist)
+            if not h.inside:
+                return h
+            return Hist(inside=True, seen=True, owed=answer(h.owed))
+        # between / after_until
+        if h.inside and R:
+            return Hist(status=BROKEN) if h.owed else Hist()
+        if exist:
+            if Q and not R and not h.owed:
+                h = Hist(inside=True, owed=True)            # every Q outside an open obligation
+        elif Q and not R and not h.inside:
+            h = Hist(inside=True)
+        if not h.inside:
+            return h
+        return Hist(inside=True, owed=answer(h.owed))
+
+    def broken(self, h: Hist) -> bool:
+        return h.status == BROKEN
+
+    def open(self, h: Hist) -> bool:
+        """Liveness: whether a run that ends here, or stays in such states forever, is bad."""
+        if h.status == BROKEN:
+            return True
+        if self.scope in ("before", "between"):
+            return False                        # only a closing R makes them owe anything
+        return h.owed
+
+
+class Past:
+    """An `always` or `reachable` expression that looks back along the run (docs' past-time
+    table): each operator call, innermost first, is a slot of the history, holding its value
+    in the current state (and, for `previous`, its argument's value there, for the next state)."""
+
+    def __init__(self, m: Machine, text: Any):
+        self.m = m
+        tree = ast.parse(str(text).strip(), mode="eval")
+        self.calls: list[tuple[str, list[Any]]] = []       # (operator, compiled args reading __new)
+
+        class Slots(ast.NodeTransformer):
+            def visit_Call(inner, node: ast.Call) -> Any:    # `inner`: the transformer; `self`: the Past
+                inner.generic_visit(node)
+                if isinstance(node.func, ast.Name) and node.func.id in PAST:
+                    args = [compile(ast.fix_missing_locations(ast.Expression(a)), "<ref>", "eval")
+                            for a in node.args]
+                    self.calls.append((node.func.id, args))
+                    return ast.Subscript(ast.Name("__new", ast.Load()), ast.Constant(len(self.calls) - 1),
+                                         ast.Load())
+                return node
+
+        top = ast.fix_missing_locations(Slots().visit(tree))
+        self.top = compile(top, "<ref>", "eval")
+
+    def read(self, h: tuple | None, state: tuple) -> tuple:
+        """(values, previous' argument values) once the run has also gone through `state`."""
+        env = self.m.state_env(state)
+        new: list[Any] = []
+        args_now: list[Any] = []
+        env["__new"] = new
+        for k, (op, args) in enumerate(self.calls):
+            vals = [self._eval(a, env) for a in args]
+            args_now.append(vals[0])
+            if h is None:                       # the initial state: the table's last column
+                value = vals[1] if op == "since" else vals[0]
+            else:
+                before, before_arg = h[0][k], h[1][k]
+                if op == "once":
+                    value = before or vals[0]
+                elif op == "historically":
+                    value = before and vals[0]
+                elif op == "since":
+                    value = vals[1] or (vals[0] and before)
+                else:
+                    value = before_arg
+            new.append(value)
+        return tuple(new), tuple(args_now)
+
+    def _eval(self, code: Any, env: dict) -> Any:
+        try:
+            return eval(code, self.m.globals, env)      # trusted text: generated specs only
+        except ZeroDivisionError as exc:
+            raise EvalFailure(str(exc)) from None
+
+    def holds(self, h: tuple, state: tuple) -> bool:
+        env = self.m.state_env(state)
+        env["__new"] = list(h[0])
+        return bool(self._eval(self.top, env))
+
+
+def has_past(text: Any) -> bool:
+    return isinstance(text, str) and any(f"{op}(" in text for op in PAST)
+
+
+def _product(m: Machine, starts: list[int], edges: list, reader: Any) -> tuple[list, dict, list]:
+    """BFS over (state, history) pairs from the initial states: the pairs in BFS order, each
+    pair's depth, and per pair its successors [(pair index, transition)]."""
+    nodes: list[tuple[int, Any]] = []
+    index: dict[tuple[int, Any], int] = {}
+    depth: list[int] = []
+    succ: list[list[tuple[int, dict]]] = []
+    for i in starts:
+        node = (i, reader(None, i))
+        if node not in index:
+            index[node] = len(nodes)
+            nodes.append(node)
+            depth.append(0)
+    k = 0
+    while k < len(nodes):
+        i, h = nodes[k]
+        succ.append([])
+        for j, tr in edges[i]:
+            node = (j, reader(h, j))
+            if node not in index:
+                index[node] = len(nodes)
+                nodes.append(node)
+                depth.append(depth[k] + 1)
+            succ[k].append((index[node], tr))
+        k += 1
+    return nodes, depth, succ
+
+
+def _reach_within(succ: list, nodes: set[int], frm: int) -> set[int]:
+    seen, todo = {frm}, [frm]
+    while todo:
+        v = todo.pop()
+        for d, _ in succ[v]:
+            if d in nodes and d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def _components(succ: list, nodes: set[int]) -> list[set[int]]:
+    """The strongly connected sets of `nodes` that hold a cycle (plainly: forward meets backward)."""
+    pred: dict[int, list[int]] = {v: [] for v in nodes}
+    for v in nodes:
+        for d, _ in succ[v]:
+            if d in nodes:
+                pred[d].append(v)
+    left, out = set(nodes), []
+    while left:
+        v = min(left)
+        fwd = _reach_within(succ, left, v)
+        bwd, todo = {v}, [v]
+        while todo:
+            x = todo.pop()
+            for y in pred[x]:
+                if y in left and y not in bwd:
+                    bwd.add(y)
+                    todo.append(y)
+        comp = fwd & bwd
+        left -= comp
+        if len(comp) > 1 or any(d == v for d, _ in succ[v]):
+            out.append(comp)
+    return out
+
+
+def fair_sets(m: Machine, succ: list, nodes: set[int], state_of: Any) -> list[set[int]]:
+    """The strongly connected sets of `nodes` that hold a fair cycle, under the spec's fairness
+    (docs' table): weak, the action is taken inside or disabled in one of its states; strong, it
+    is taken inside or enabled in none (Emerson-Lei: a set failing a strong one loses the states
+    where it is enabled, and is split again)."""
+    fair = [(("strong" if "strong" in f else "weak"), f.get("strong", f.get("weak")), f.get("when"))
+            for f in m.spec.doc.get("fairness") or []]
+
+    def counts(action: str, when: Any, v: int, tr: dict) -> bool:
+        if tr["action"] != action:
+            return False
+        if when is None:
+            return True
+        env = m.state_env(state_of(v))
+        env.update({c: val for c, _, val in tr["combo"]})
+        return bool(m.eval(when, env))
+
+    def enabled(action: str, when: Any, v: int) -> bool:
+        return any(counts(action, when, v, tr) for _, tr in succ[v])
+
+    out, work = [], _components(succ, nodes)
+    while work:
+        comp = work.pop()
+        verdict = True
+        for strength, action, when in fair:
+            taken = any(counts(action, when, v, tr) for v in comp for d, tr in succ[v] if d in comp)
+            if taken:
+                continue
+            on = {v for v in comp if enabled(action, when, v)}
+            if strength == "weak" and on == comp:
+                verdict = False
+                break
+            if strength == "strong" and on:
+                verdict = False
+                work.extend(_components(succ, comp - on))
+                break
+        if verdict:
+            out.append(comp)
+    return out
+
+
+def cycle_is_fair(m: Machine, cycle_states: list[tuple], cycle_trs: list[dict]) -> bool:
+    """Whether going round a cycle (its states, and the transitions taken between them) forever
+    is a fair run under the spec's fairness."""
+    def counts(f: dict, s: tuple, tr: dict) -> bool:
+        if tr["action"] != f.get("strong", f.get("weak")):
+            return False
+        env = m.state_env(s)
+        env.update({c: val for c, _, val in tr["combo"]})
+        return "when" not in f or bool(m.eval(f["when"], env))
+
+    for f in m.spec.doc.get("fairness") or []:
+        if any(counts(f, s, tr) for s, tr in zip(cycle_states, cycle_trs)):
+            continue
+        on = [any(counts(f, s, tr) for tr in m.transitions(s) if "succ" in tr and m.in_domain(tr["succ"]))
+              for s in cycle_states]
+        if ("strong" in f and any(on)) or ("weak" in f and all(on)):
+            return False
+    return True
+
+
+class _Runs:
+    """Judges the properties that speak about runs (patterns, past-time operators) on the
+    explored graph, each over its own (state, history) pairs."""
+
+    def __init__(self, m: Machine, states: list[tuple], depth: list[int], edges: list, terminal: list[bool],
+                 errored: list[bool], why: bool):
+        self.m, self.states, self.edges, self.why = m, states, edges, why
+        self.starts = [k for k in range(len(states)) if depth[k] == 0]
+        self.ends = [k < len(edges) and (terminal[k] or (not errored[k] and not edges[k])) for k in range(len(states))]
+        self.expanded = len(edges)
+
+    def _pairs(self, reader: Any) -> tuple[list, list, list]:
+        edges = self.edges + [[] for _ in range(len(self.states) - len(self.edges))]
+        return _product(self.m, self.starts, edges, lambda h, i: reader(h, self.states[i]))
+
+    def judge(self, name: str, kind: str, p: dict) -> RefProperty:
+        m = self.m
+        if kind in ("invariant", "reachable"):
+            past = Past(m, p[_KEYS[kind]])
+            nodes, depth, _ = self._pairs(past.read)
+            hits = [depth[k] for k, (i, h) in enumerate(nodes)
+                    if past.holds(h, self.states[i]) == (kind == "reachable")]
+            if kind == "reachable":
+                return RefProperty(name, kind, "holds", min(hits)) if hits else \
+                    RefProperty(name, kind, "unknown" if self.why else "violated")
+            return RefProperty(name, kind, "violated", min(hits)) if hits else \
+                RefProperty(name, kind, "unknown" if self.why else "holds")
+        pat = Pattern(m, name, p)
+        nodes, depth, succ = self._pairs(pat.read)
+        if kind in SAFETY:
+            hits = [depth[k] for k, (_, h) in enumerate(nodes) if pat.broken(h)]
+            return RefProperty(name, kind, "violated", min(hits)) if hits else \
+                RefProperty(name, kind, "unknown" if self.why else "holds")
+        ends = [depth[k] for k, (i, h) in enumerate(nodes) if self.ends[i] and pat.open(h)]
+        if ends:
+            return RefProperty(name, kind, "violated", min(ends), trace_kind="path")
+        cand = {k for k, (i, h) in enumerate(nodes) if i < self.expanded and not self.ends[i] and pat.open(h)}
+        if fair_sets(m, succ, cand, lambda k: self.states[nodes[k][0]]):
+            return RefProperty(name, kind, "violated", trace_kind="lasso")
+        return RefProperty(name, kind, "unknown" if self.why else "holds")
+
+    def history(self, name: str, p: dict, states: list[tuple]) -> list[Any]:
+        """The pattern's history after each state of a run."""
+        pat = Pattern(self.m, name, p)
+        out, h = [], None
+        for s in states:
+            h = pat.read(h, s)
+            out.append(h)
+        return out

@@ -74,6 +74,7 @@ def displacement(ix: CodeIndex) -> np.ndarray:
 
 # -- the order of discovery ------------------------------------------------------------
 
+@pytest.mark.verdict      # fast: in explorer/codeset.py's per-mutant selection
 def test_indices_follow_first_occurrence_not_sorted_order():
     ix = CodeIndex()
     got = ix.add_new(np.array([90, 30, 90, 10, 30, 70]), 5)
@@ -91,6 +92,7 @@ def test_known_codes_keep_their_index_and_only_new_ones_are_numbered():
     assert len(ix) == 5
 
 
+@pytest.mark.verdict      # fast: in explorer/codeset.py's per-mutant selection
 def test_the_first_occurrence_wins_even_when_a_later_copy_collides_first():
     # many distinct codes share one home slot, each repeated: whichever copy wins the
     # write race, the index goes by the earliest position
@@ -150,6 +152,7 @@ def test_growth_across_many_rehashes_matches_a_dict():
     check_table(ix, ref)
 
 
+@pytest.mark.verdict      # fast: in explorer/codeset.py's per-mutant selection
 def test_one_batch_that_grows_the_table_many_times_keeps_earlier_codes():
     rng = np.random.default_rng(3)
     ix, ref = CodeIndex(), DictIndex()
@@ -175,6 +178,7 @@ def test_a_batch_that_just_fits_does_not_grow():
     check_table(ix, ref)
 
 
+@pytest.mark.verdict      # fast: in explorer/codeset.py's per-mutant selection
 def test_presizing_avoids_rehashes():
     ix = CodeIndex(expected=100_000)
     cap = ix.capacity
@@ -259,6 +263,7 @@ def test_codes_crowding_the_end_of_the_table_wrap_around_on_growth():
     assert ix.capacity >= 256
 
 
+@pytest.mark.verdict      # fast: in explorer/codeset.py's per-mutant selection
 def test_growth_with_runs_across_rehash_chunks(monkeypatch):
     # small rehash ranges, so that runs of codes straddle them when the table is moved
     import haltproof.explorer.codeset as codeset
@@ -330,6 +335,7 @@ def test_invalid_input_is_refused_and_leaves_the_index_unchanged():
 
 # -- memory -----------------------------------------------------------------------------
 
+@pytest.mark.verdict      # fast: in explorer/codeset.py's per-mutant selection
 def test_memory_per_code_stays_within_the_documented_bound():
     ix = CodeIndex()
     rng = np.random.default_rng(2)

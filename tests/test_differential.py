@@ -12,6 +12,16 @@ counterexample (or witness), every trace being a real run of the reference machi
 ends where the property fails; the longest runs and every measure's worst case; the
 built-in `domains` and `well_defined`; the decide rule and terminal label counts.
 
+Properties about runs (patterns in every scope, past-time operators, `fairness:`) are drawn
+by `specs(runs=True)` in a test of their own (HALTPROOF_DIFF_RUN_EXAMPLES, default 75:
+compiling monitors is costly). The reference judges them over runs, never with haltproof's
+monitors: a safety pattern's or a past-time property's shortest counterexample, and for a
+liveness check (`existence`, `response`, and `terminates` under fairness) whether a bad maximal
+run exists; the engines' trace must then be one (a real run ending with the obligation open,
+as long as the shortest such, or a lasso going round with it open that is fair). Their
+monitors are part of the engines' states, so for such specs only the machine's own states are
+compared, not the counts.
+
 Seeded (`derandomize=True`): a failure reproduces on every run. The number of random
 specs is HALTPROOF_DIFF_EXAMPLES (default 600); raise it for a long local run.
 
@@ -37,7 +47,8 @@ from haltproof.machine.vectorize import NotVectorizable, vectorize
 
 from conftest import ROOT, repo_specs
 from random_specs import RandomSpec, specs
-from reference_explorer import RefRun, RefSpecError, is_run, reference_runs
+from reference_explorer import (LIVENESS, SAFETY, Past, Pattern, RefRun, RefSpecError, cycle_is_fair, has_past,
+                                is_run, pattern_of, reference_runs)
 
 EXAMPLES = int(os.environ.get("HALTPROOF_DIFF_EXAMPLES", "600"))
 
@@ -87,16 +98,22 @@ def compare(ref: RefRun, run, text: str) -> None:
     where = f"params {ref.params}\n{text}"
     m = ref.machine
     assert run.params == ref.params, where
-    stats = run.stats
-    got = (stats["states"], stats["transitions"], stats["terminal_states"], stats["max_depth"])
-    want = (len(ref.states), ref.transitions, ref.terminal_states, ref.max_depth)
-    assert got == want, f"(states, transitions, terminal states, depth) {got}, reference {want}\n{where}"
-    if run.exploration is not None:
-        got = [tuple(run.exploration.states[i]) for i in range(len(run.exploration.states))]
-        assert got == ref.states, f"states differ (in BFS order)\n{where}"
-    assert run.coverage["rules"] == ref.rules, where
-    if ref.labels:
-        assert run.coverage["terminals"] == ref.labels, where
+    if monitored(m):
+        # the engines explore the machine with their monitors: compare the machine's own states
+        if run.exploration is not None:
+            got = {tuple(run.exploration.states[i])[:len(m.names)] for i in range(len(run.exploration.states))}
+            assert got == set(ref.states), f"states differ (the machine's vars)\n{where}"
+    else:
+        stats = run.stats
+        got = (stats["states"], stats["transitions"], stats["terminal_states"], stats["max_depth"])
+        want = (len(ref.states), ref.transitions, ref.terminal_states, ref.max_depth)
+        assert got == want, f"(states, transitions, terminal states, depth) {got}, reference {want}\n{where}"
+        if run.exploration is not None:
+            got = [tuple(run.exploration.states[i]) for i in range(len(run.exploration.states))]
+            assert got == ref.states, f"states differ (in BFS order)\n{where}"
+        assert run.coverage["rules"] == ref.rules, where
+        if ref.labels:
+            assert run.coverage["terminals"] == ref.labels, where
 
     # bound_code and code_matches_spec (a bound spec's code) are not about the stages that --model explores
     results = {p.name: p for p in run.properties if p.name not in ("bound_code", "code_matches_spec")}
@@ -104,15 +121,17 @@ def compare(ref: RefRun, run, text: str) -> None:
     spec_props = dict(m.spec.properties)
     for name, want in ref.properties.items():
         got = results[name]
-        assert got.status == want.status, f"{name}: {got.status} ({got.message}), reference {want.status}\n{where}"
+        if want.kind in LIVENESS and want.status == "unknown" and got.status == "violated":
+            pass        # an exploration cut short by an error: any bad run it shows is checked below
+        else:
+            assert got.status == want.status, f"{name}: {got.status} ({got.message}), reference {want.status}\n{where}"
         if got.status == "violated":
             _check_counterexample(ref, name, want, got, spec_props.get(name, {}), where)
         elif want.kind == "reachable" and got.status == "holds":
             assert len(got.witness) == want.length, f"{name}: witness not shortest\n{where}"
             steps = _trace_steps(got.witness)
             is_run(m, steps)
-            last = tuple(steps[-1]["state"][n] for n in m.names)
-            assert m.eval(spec_props[name]["reachable"], m.state_env(last)), where
+            assert _past_values(m, spec_props[name]["reachable"], _states(m, steps))[-1], where
 
     why = any(ref.properties[b].status == "violated" for b in ("domains", "well_defined"))
     for name, value in ref.bounds.items():
@@ -146,7 +165,7 @@ def _check_counterexample(ref: RefRun, name: str, want, got, decl: dict, where: 
         # level comes first depends on the action order, and some show their step, some not
         assert len(trace) in want.lengths, f"{name}: trace of {len(trace)} transitions, the first " \
                                            f"errors BFS meets take {sorted(want.lengths)}\n{where}"
-    elif want.length is not None:
+    elif want.length is not None and not (want.trace_kind == "lasso" and monitored(m)):
         assert len(trace) == want.length, f"{name}: trace of {len(trace)} transitions, the shortest " \
                                           f"takes {want.length}\n{where}"
     taken = is_run(m, steps, may_leave_domain=(name == "domains"))
@@ -154,7 +173,14 @@ def _check_counterexample(ref: RefRun, name: str, want, got, decl: dict, where: 
     if name == "domains":
         assert not m.in_domain(last), where
     elif want.kind == "invariant":
-        assert not m.eval(decl["always"], m.state_env(last)), where
+        assert not _past_values(m, decl["always"], _states(m, steps))[-1], where
+    elif want.kind in SAFETY:
+        assert Pattern(m, name, decl).broken(_history(m, name, decl, _states(m, steps))[-1]), \
+            f"{name}: the trace does not break the pattern\n{where}"
+    elif want.kind in LIVENESS or (want.kind == "terminates" and fairness(m)) \
+            or (want.kind in ("terminates", "terminates_within") and want.trace_kind == "lasso" and monitored(m)):
+        # monitors in the state: a lasso may go round the machine's cycle more than once
+        _check_bad_run(m, name, want, decl, trace, steps, taken, where)
     elif want.kind == "step_invariant":
         prev = tuple(steps[-2]["state"][n] for n in m.names)
         tr = taken[-1]
@@ -169,6 +195,71 @@ def _check_counterexample(ref: RefRun, name: str, want, got, decl: dict, where: 
     elif want.kind == "independent":     # the two places that disagree: both really happen
         assert got.other_trace is not None, where
         is_run(m, _trace_steps(got.other_trace))
+
+
+def monitored(m) -> bool:
+    """Whether the spec has properties the engines judge with monitors in the state."""
+    return any(pattern_of(p) or has_past(p.get("always")) or has_past(p.get("reachable"))
+               for _, p in m.spec.properties)
+
+
+def fairness(m) -> list:
+    return m.spec.doc.get("fairness") or []
+
+
+def _states(m, steps: list[dict]) -> list[tuple]:
+    return [tuple(st["state"][n] for n in m.names) for st in steps]
+
+
+def _past_values(m, expr, states: list[tuple]) -> list[bool]:
+    """A state expression (maybe with past-time operators) along a run, by the reference."""
+    if not has_past(expr):
+        return [bool(m.eval(expr, m.state_env(s))) for s in states]
+    past, h, out = Past(m, expr), None, []
+    for s in states:
+        h = past.read(h, s)
+        out.append(past.holds(h, s))
+    return out
+
+
+def _history(m, name: str, decl: dict, states: list[tuple]) -> list:
+    pat, h, out = Pattern(m, name, decl), None, []
+    for s in states:
+        h = pat.read(h, s)
+        out.append(h)
+    return out
+
+
+def _check_bad_run(m, name: str, want, decl: dict, trace, steps: list[dict], taken: list[dict], where: str) -> None:
+    """A liveness counterexample (or, under fairness, a `terminates` one) is a bad maximal run:
+    a finite one ends (terminal or deadlock) with the obligation open, as long as the shortest;
+    a lasso comes back to its loop state and goes round forever with the obligation open, fairly."""
+    states = _states(m, steps)
+    is_pattern = want.kind in LIVENESS
+    if want.trace_kind is not None:
+        assert trace.kind == want.trace_kind, f"{name}: a {trace.kind}, the reference finds a {want.trace_kind}\n{where}"
+    if trace.kind == "path":
+        assert want.length is None or len(trace) == want.length, f"{name}: not the shortest bad run that ends\n{where}"
+        last = states[-1]
+        assert m.is_terminal(last) or not any("succ" in tr and m.in_domain(tr["succ"]) for tr in m.transitions(last)), \
+            f"{name}: the run does not end where the trace ends\n{where}"
+        if is_pattern:
+            assert Pattern(m, name, decl).open(_history(m, name, decl, states)[-1]), where
+        return
+    loop = trace.loop_start
+    assert loop is not None and steps[-1]["state"] == steps[loop]["state"], f"{name}: no lasso\n{where}"
+    cyc_states, cyc_trs = states[loop:-1], taken[loop:]
+    if want.kind != "terminates_within":        # judged over every run, fair or not
+        assert cycle_is_fair(m, cyc_states, cyc_trs), f"{name}: the lasso's cycle is not fair\n{where}"
+    assert not any(m.is_terminal(s) for s in cyc_states), where
+    if is_pattern:                      # round the cycle until the reference's history repeats
+        pat, hist = Pattern(m, name, decl), _history(m, name, decl, states[:loop + 1])
+        h, seen = hist[-1], []
+        while h not in seen:
+            seen.append(h)
+            for s in cyc_states[1:] + cyc_states[:1]:
+                h = pat.read(h, s)
+                assert pat.open(h), f"{name}: the obligation is not open all round the cycle\n{where}"
 
 
 def check_text(text: str, *, skip: frozenset = KNOWN_DEFECTS, engines: tuple[str, ...] = ENGINES,
@@ -298,6 +389,18 @@ def test_engines_agree_with_the_reference(s: RandomSpec):
     assume(not check_text(s.text))
 
 
+RUN_EXAMPLES = int(os.environ.get("HALTPROOF_DIFF_RUN_EXAMPLES", "75"))
+
+
+@settings(max_examples=RUN_EXAMPLES, **SETTINGS)
+@given(specs(runs=True))
+@pytest.mark.slow
+def test_engines_agree_with_the_reference_on_properties_about_runs(s: RandomSpec):
+    """Patterns in every scope, past-time operators, fairness: the reference judges them over
+    runs (docs' tables, history flags and its own fair-cycle search), the engines with monitors."""
+    assume(not check_text(s.text))
+
+
 DEFECTS = ["terminal_error", "masked_error", "decide_const_domain", "measure_overflow", "measure_error"]
 
 
@@ -327,6 +430,30 @@ def test_the_scalar_engine_agrees_with_the_reference_on_repo_specs(path: Path):
     scalar one on all of them."""
     load_spec(path)
     assert check_text(path.read_text(encoding="utf-8"), engines=("scalar",), most=4) == set()
+
+
+# the docs' worked examples of patterns, past-time operators and fairness (and the fairness
+# fixtures with their assumptions), on both engines
+RUN_SPECS = [ROOT / "docs" / "examples" / n for n in ("agent_liveness.yaml", "agent_history.yaml")]
+FAIR = ROOT / "tests" / "fixtures" / "fairness"
+STRONG_OK = "fairness:\n  - strong: call_tool\n    when: outcome == ok\n"
+WEAK_OK = STRONG_OK.replace("strong", "weak")
+
+
+@pytest.mark.parametrize("path", RUN_SPECS, ids=lambda p: p.name)
+def test_the_engines_agree_with_the_reference_on_the_worked_examples(path: Path):
+    assert check_text(path.read_text(encoding="utf-8")) == set()
+
+
+@pytest.mark.parametrize("fairness", ["", WEAK_OK, STRONG_OK], ids=["none", "weak", "strong"])
+@pytest.mark.parametrize("name", ["retry.yaml", "flaky.yaml"])
+def test_the_engines_agree_with_the_reference_on_the_fairness_fixtures(name: str, fairness: str):
+    text = (FAIR / name).read_text(encoding="utf-8") + fairness
+    [ref] = reference_runs(text)
+    assert check_text(text) == set()
+    if name == "retry.yaml":        # the docs' verdicts: only strong fairness of success ends every run
+        want = "holds" if fairness == STRONG_OK else "violated"
+        assert (ref.properties["ends"].status, ref.properties["finishes"].status) == (want, want)
 
 
 def models():

@@ -268,7 +268,11 @@ properties:
     ("n < 2 if action == add else n > 0", {"small_steps": "violated", "well_defined": "violated"}),
     # an if whose other branch reads n: stop reads it at once, add is fine
     ("(n > 0) if before.x >= 0 else True", {"well_defined": "violated"}),
-], ids=["guarded", "unguarded", "violated-first", "if-branch"])
+    # `and` reads n before the constant that decides it: folding the constant must keep the read
+    # (both engines said well_defined holds; found by the differential test of issue 15)
+    ("n < 9 and False", {"small_steps": "violated", "well_defined": "violated"}),
+    ("n > 0 and action == add", {"well_defined": "violated"}),
+], ids=["guarded", "unguarded", "violated-first", "if-branch", "read-before-false", "read-before-action"])
 def test_a_missing_choice_is_reported_the_same_on_both_engines(step, expect):
     text = READS.format(step=step)
     vm = vectorize(CompiledSpec(_spec(text)).instantiate({}))

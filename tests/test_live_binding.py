@@ -504,3 +504,25 @@ def test_closing_the_driver_lets_a_parked_task_leave_its_async_with() -> None:
     driver.close()
     assert left == ["CancelledError"]
     assert task.cancelled() and driver.loop is not None and driver.loop.is_closed()
+
+
+# ---------------------------------------------------------------- exact messages (issue 18)
+
+@pytest.mark.verdict
+def test_a_copy_that_shares_state_says_how_to_fix_the_adapter(tmp_path):
+    """The whole message: what the live run shows, why, and what to do (snapshot or replay)."""
+    (run,) = runs_of(agent_spec(tmp_path, "SharedCopyAdapter"), pins={"N": 3})
+    assert props(run)["bound_code"].message == (
+        "action work with tool=ok: the live run for this state is in state steps=1 status=done: copy.deepcopy "
+        "does not copy this live run (it shares state with the original): give the adapter snapshot()/restore(), "
+        "or leave copyable = False (replay)")
+
+
+@pytest.mark.verdict
+def test_a_replay_that_leads_elsewhere_names_the_usual_causes(tmp_path):
+    live_agents.LeakyReplay.calls = 0
+    (run,) = runs_of(agent_spec(tmp_path, "LeakyReplay"), pins={"N": 3})
+    assert props(run)["bound_code"].message == (
+        "action work with tool=ok: the live run for this state is in state steps=2 status=running: replaying "
+        "its path of 1 transitions from start() leads elsewhere: the bound code is nondeterministic (time, "
+        "randomness, iteration order, or state kept between runs)")

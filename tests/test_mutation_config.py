@@ -79,3 +79,20 @@ def test_the_staged_tree_keeps_every_folder_the_tests_read_by_path():
     tops = set(mutation._top_level())
     assert {"specs", "harness", "tests", "docs", "bench", "README.md"} <= tops
     assert not tops & set(MUTMUT["source_paths"])        # the mutated code exists once, mutated
+
+
+def test_the_survivors_of_a_saved_report_are_read_back_by_module():
+    """`--survivors-from`: a report's survivor rows give mutmut's full names, for the modules asked only."""
+    report = mutation.report([
+        mutation.Mutant("haltproof.machine.binding.x__value_text__mutmut_7", "machine/binding.py", "survived", 491,
+                        'return "false"', 'return "XXfalseXX"'),
+        mutation.Mutant("haltproof.machine.binding.xǁAdapterǁstrategy__mutmut_1", "machine/binding.py",
+                        "no tests"),
+        mutation.Mutant("haltproof.machine.binding.x__value_text__mutmut_1", "machine/binding.py", "killed"),
+        mutation.Mutant("haltproof.explorer.check.x__seconds__mutmut_2", "explorer/check.py", "survived", 480,
+                        "a | b", "a"),
+    ], ["machine/binding.py", "explorer/check.py"], None)
+    assert mutation.survivors_in(report, ["machine/binding.py"]) == [
+        "haltproof.machine.binding.x__value_text__mutmut_7", "haltproof.machine.binding.xǁAdapterǁstrategy__mutmut_1"]
+    assert mutation.survivors_in(report, ["explorer/check.py"]) == ["haltproof.explorer.check.x__seconds__mutmut_2"]
+    assert mutation.survivors_in(report, ["machine/ranges.py"]) == []

@@ -121,6 +121,11 @@ properties:
 
 DIVIDES = "integer division or modulo by zero"
 
+RETRY = (Path(__file__).parent / "fixtures" / "fairness" / "retry.yaml").read_text()
+FINISHES = "  finishes: {existence: status == done}\n"
+STRONG_OK = "fairness:\n  - strong: call_tool\n    when: outcome == ok\n"
+WEAK_OK = "fairness:\n  - weak: call_tool\n    when: outcome == ok\n"
+
 # what the emitted test must say while the finding stands: (spec, property, the fix as (old,
 # new) text, the AssertionError's first line after "NAME is not fixed: "); {at} is the spec's
 # file as messages show it
@@ -141,6 +146,13 @@ CASES = {
               + "properties:\n  ends: {terminates: true}\n", "ends", ("- set: {x: 0}", "- set: {x: 3}"),
               "the recorded counterexample still breaks it: the run still returns to the state of step 0: it "
               "can go on forever"),
+    # a lasso the right fairness assumption excuses: adding it is the fix (tests/fixtures/fairness/retry.yaml)
+    "fair_terminates": (RETRY, "ends", (FINISHES, FINISHES + STRONG_OK),
+                        "the recorded counterexample still breaks it: the run still returns to the state of step 1: "
+                        "it can go on forever"),
+    "fair_existence": (RETRY, "finishes", (FINISHES, FINISHES + STRONG_OK),
+                       "the recorded counterexample still breaks it: the run still returns to the state of step 1 "
+                       "with the obligation open"),
     "terminates_within": (COUNT_UP + "properties:\n  quick: {terminates_within: 2}\n", "quick",
                           ("terminates_within: 2", "terminates_within: 3"),
                           "the recorded counterexample still breaks it: the run takes 3 transitions (bound 2)"),
@@ -388,3 +400,55 @@ def test_a_param_the_trace_does_not_record_cannot_be_judged(tmp_path):
         assert_fixed(spec, "small", prop.trace.to_json(run.params), subject=None)
     assert str(raised.value) == ("small cannot be judged: the trace records no value of param N: write the "
                                  "regression tests again with --emit-tests")
+
+
+@pytest.mark.parametrize("name,still", [
+    ("ends", "the run still returns to the state of step 1: it can go on forever"),
+    ("finishes", "the run still returns to the state of step 1 with the obligation open")])
+def test_a_lasso_is_re_judged_under_the_fairness_the_spec_has_now(tmp_path, name, still):
+    """The retry loop's lasso (call_tool with outcome fail, observe, again) is excused by strong
+    fairness of success, which is enabled on the cycle and never taken there; weak fairness of
+    it is not enough (success is disabled while the result is looked at): the lasso still counts,
+    and the message says what it is fair under."""
+    assert RETRY.endswith(FINISHES)
+    assert _judge(tmp_path, RETRY, name) == (True, f"the recorded counterexample still breaks it: {still}")
+    assert _judge(tmp_path, RETRY, name, RETRY + WEAK_OK) == (
+        True, f"the recorded counterexample still breaks it: {still}, fair under: weak call_tool when outcome == ok")
+    assert _judge(tmp_path, RETRY, name, RETRY + STRONG_OK) == (
+        False, "the cycle is no fair run now: it never takes strong call_tool when outcome == ok, and it is enabled "
+               "in a state of the cycle; the spec's fairness excuses it")
+    # weak fairness of an action enabled on the whole cycle (observe) that the cycle takes: still fair
+    assert _judge(tmp_path, RETRY, name, RETRY + "fairness:\n  - weak: observe\n")[0] is True
+
+
+def test_a_weak_assumption_enabled_on_the_whole_cycle_and_never_taken_excuses_it(tmp_path):
+    """The lasso is `rest` looping on s = 0 while `finish` stays enabled: weak fairness of finish
+    excuses it; weak fairness of `turn`, disabled on the cycle (it needs s == 1), does not."""
+    text = ("machine: spin\nvars:\n  s: {type: int, min: 0, max: 2, init: 0}\nactions:\n"
+            "  turn:\n    when: s == 1\n    do:\n      - set: {s: 0}\n"
+            "  rest:\n    when: s == 0\n    do:\n      - set: {s: 0}\n"
+            "  finish:\n    when: s < 2\n    do:\n      - set: {s: 2}\n"
+            "terminal: s == 2\nproperties:\n  ends: {terminates: true}\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    _, prop = _finding(spec, {}, "ends")
+    assert ([s.action for s in prop.trace.steps], prop.trace.loop_start) == ([None, "rest"], 0)
+    assert _judge(tmp_path, text, "ends", text + "fairness:\n  - weak: finish\n") == (
+        False, "the cycle is no fair run now: it never takes weak finish, and it is enabled in every state of the "
+               "cycle; the spec's fairness excuses it")
+    assert _judge(tmp_path, text, "ends", text + "fairness:\n  - weak: turn\n") == (
+        True, "the recorded counterexample still breaks it: the run still returns to the state of step 0: it can go "
+              "on forever, fair under: weak turn")
+    assert _judge(tmp_path, text, "ends", text + "fairness:\n  - strong: turn\n")[0] is True
+    assert _judge(tmp_path, text, "ends", text + "fairness:\n  - weak: finish\n    when: s == 1\n")[0] is True
+
+
+def test_a_fairness_when_that_fails_on_the_replayed_cycle_is_another_error(tmp_path):
+    """call_tool leaves idle states only, where the `when` divides by zero: on the cycle's step 3."""
+    now = RETRY + "fairness:\n  - strong: call_tool\n    when: 1 // (1 if status == waiting else 0) == 1\n"
+    broken, why = _judge(tmp_path, RETRY, "ends", now)
+    assert broken is True
+    assert why.startswith("the replayed run now stops on another error, so the finding cannot be judged: "
+                          "step 3: well_defined: the fairness assumption strong call_tool when 1 // (1 if "
+                          "status == waiting else 0) == 1 (")
+    assert why.endswith("fails: integer division or modulo by zero")
