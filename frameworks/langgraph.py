@@ -33,7 +33,7 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
 END = "__end__"
@@ -375,11 +375,7 @@ def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[s
 
 def declaration(top: YMap, file: str) -> Declared:
     """Expand a `framework: langgraph` declaration into its spec and adapter (docs/frameworks.md)."""
-    try:
-        require_langgraph()
-    except RuntimeError as exc:
-        raise fail(file, top.line_of("framework"), str(exc)) from None
-    check_keys(top, file, DECLARATION_KEYS, {"target", "input"})
+    begin(top, file, require_langgraph, DECLARATION_KEYS, {"target", "input"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
     models = _outcomes(top, "models", file, message=True)

@@ -47,7 +47,7 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
 SUPPORTED = ((0, 24), (0, 25))      # [lowest, first excluded) major.minor; the extra's range
@@ -519,11 +519,7 @@ def _tool_outcome(raw: Any, file: str, line: int) -> Any:
 
 def declaration(top: YMap, file: str) -> Declared:
     """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/frameworks.md)."""
-    try:
-        require_agents()
-    except RuntimeError as exc:
-        raise fail(file, top.line_of("framework"), str(exc)) from None
-    check_keys(top, file, DECLARATION_KEYS, {"target", "input", "models"})
+    begin(top, file, require_agents, DECLARATION_KEYS, {"target", "input", "models"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
     if not is_agent(target):

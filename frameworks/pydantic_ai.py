@@ -43,7 +43,7 @@ from haltproof.machine.outcomes import Outcome, resolve
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
 SUPPORTED = ((2, 68), (3, 0))       # [lowest, first excluded) major.minor; the extra's range
@@ -567,11 +567,7 @@ def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, 
 
 def declaration(top: YMap, file: str) -> Declared:
     """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/frameworks.md)."""
-    try:
-        require_pydantic_ai()
-    except RuntimeError as exc:
-        raise fail(file, top.line_of("framework"), str(exc)) from None
-    check_keys(top, file, DECLARATION_KEYS, {"target", "prompt", "models"})
+    begin(top, file, require_pydantic_ai, DECLARATION_KEYS, {"target", "prompt", "models"})
     from pydantic_ai.agent import AbstractAgent
     agent = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
