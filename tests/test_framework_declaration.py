@@ -105,6 +105,9 @@ def test_the_supervisor_delegates_half_as_often_as_the_limit_says() -> None:
         (n, "pass", True, states) for n, states in zip(range(2, 9), (8, 16, 18, 30, 32, 48, 50))]
     assert [maxima(r)["most_delegations"] for r in runs] == [n // 2 for n in range(2, 9)]
     assert [maxima(r)["most_model_calls"] for r in runs] == list(range(2, 9))
+    allows = {row["property"]: row["message"] for row in to_json(runs)["sweeps"][0]["limit_allows"]}
+    assert allows["most_delegations"] == ("recursion_limit = 2, 3, 4, 5, 6, 7, 8 allows at most 1, 1, 2, 2, 3, 3, 4 "
+                                          "runs_researcher + runs_coder")
     delegates = results(runs[2])["delegates_as_often_as_the_limit"]
     assert (delegates.status, delegates.message) == ("violated", "unreachable: no reachable state satisfies it")
     witness = results(runs[2])["most_delegations"].witness     # recursion_limit=4: two workers
