@@ -32,6 +32,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
+from haltproof.properties.exploration import ExploredGraph
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import (BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Subject,
                                         Trace)
@@ -637,9 +638,10 @@ def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> P
     try:
         open_ = ex.open_states(p.name)
         fairness = L.assumptions(ex)
-        bad = L.bad_run(ex, open_, fairness, acyclic)
+        own = L.own_view(ex, p.name)       # its own monitors only: the lasso it alone would give
+        bad = L.bad_run(own, open_, fairness, acyclic)
         if bad is None:
-            relied = [] if acyclic else _relied_on(ex, open_, fairness)
+            relied = [] if acyclic else _relied_on(own, open_, fairness)
         else:                       # a lasso is fair under them; an end needs none of them
             relied = fairness if bad.end is None else []
     except EVAL_ERRORS as exc:
@@ -664,7 +666,7 @@ def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> P
     return r
 
 
-def _relied_on(ex: Exploration, open_: Any, fairness: list[L.Assumption]) -> list[L.Assumption]:
+def _relied_on(ex: ExploredGraph, open_: Any, fairness: list[L.Assumption]) -> list[L.Assumption]:
     """The assumptions a verdict without a fair bad run relies on: all of them when some
     unfair one exists, none otherwise (the proof then needs no fairness)."""
     if fairness and L.fair_lasso(ex, open_, []) is not None:
@@ -688,20 +690,23 @@ def _unbounded_by_fairness(m: Machine, selected: set[str]) -> list[Notice]:
             for p in m.spec.properties if p.kind in ("terminates_within", "variant") and p.name in selected]
 
 
-def monitor_states(ex: Exploration) -> str:
-    """How many of the explored states only the pattern monitors' vars tell apart."""
-    user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
-    states = ex.states
+def distinct(ex: Exploration, keep: list[int]) -> int:
+    """How many explored states remain told apart by the vars `keep` alone."""
     if isinstance(ex, VExploration):        # from the codes, not one decoded tuple per state
         vm, arrays = ex.vm, ex.vm.decode(ex.codes.astype(np.int64))
         code = np.zeros(len(ex.codes), dtype=np.int64)
-        for i in user:
+        for i in keep:
             code += vm.local_index(i, arrays[i]) * vm.strides[i]
         code.sort()                     # distinct values by sorting: numpy's hashed unique is slower here
-        plain = int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
-    else:
-        plain = len({tuple(s[i] for i in user) for s in states})
-    return f"the pattern monitors added {len(states) - plain} of the {len(states)} states explored"
+        return int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
+    return len({tuple(s[i] for i in keep) for s in ex.states})
+
+
+def monitor_states(ex: Exploration) -> str:
+    """How many of the explored states only the pattern monitors' vars tell apart."""
+    user = [i for i, v in enumerate(ex.machine.spec.vars) if v.monitor is None]
+    plain = distinct(ex, user)
+    return f"the pattern monitors added {len(ex.states) - plain} of the {len(ex.states)} states explored"
 
 
 def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
@@ -711,7 +716,7 @@ def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
         return
     spec = ex.machine.spec
     others = [i for i, v in enumerate(spec.vars) if v.monitor != p.name]
-    plain = len({tuple(s[i] for i in others) for s in ex.states})
+    plain = distinct(ex, others)
     r.message += (f"; its past-time monitors ({p.past} var{'s' if p.past > 1 else ''}) added "
                   f"{len(ex.states) - plain} of the {len(ex.states)} states explored")
 
@@ -856,7 +861,9 @@ class _Graph:
         self._done = True
         self.deadlock = T.find_deadlock(self.ex)
         self.order = T.topological_order(self.ex)
-        self.lasso = T.find_lasso(self.ex) if self.order is None else None   # only a cyclic graph has one
+        # a cycle of the machine, not one of the property monitors unrolling it (liveness.OwnView)
+        self.plain = L.own_view(self.ex, None)
+        self.lasso = T.find_lasso(self.plain) if self.order is None else None   # only a cyclic graph has one
 
 
 def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
@@ -868,7 +875,7 @@ def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
                                                     "enabled action", path_trace(ex, g.deadlock))
     lasso = g.lasso
     if lasso is not None and fairness:
-        fair = L.fair_lasso(ex, np.ones(len(ex.states), dtype=bool), fairness)
+        fair = L.fair_lasso(g.plain, np.ones(len(ex.states), dtype=bool), fairness)
         lasso = None if fair is None else (present(fair.start), list(fair.cycle))
     if lasso is not None:
         start, cycle = lasso

@@ -130,7 +130,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                               f"{m.var_names}, got {type(step.code_state).__name__}")
                 raise _Mismatch(step.error)
             for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
-                if v.ghost and step.spec_state is not None:
+                if v.ghost and v.monitor is None and step.spec_state is not None:   # a monitor: never shown
                     step.code_state.setdefault(v.name, step.spec_state[v.name])
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)
@@ -166,12 +166,22 @@ def _user(doing: str, fn: Any, *args: Any) -> Any:
         raise
 
 
+def _possible(act: CompiledAction, s: tuple[Any, ...], ci: int) -> bool:
+    """Whether combination ci is a transition from s: a conditional choice (`when:`) is drawn
+    only where it is made, and never passed to the code where it is not. A `when:` that fails
+    to evaluate leaves the combination to the spec's own stages, which report it."""
+    try:
+        return act.possible(s, ci)
+    except (EvalError, ZeroDivisionError):
+        return True
+
+
 def _choice_order(m: Machine, act: CompiledAction, s: tuple[Any, ...], data: st.DataObject) -> list[int]:
     """The choice combinations to draw from. Most draws prefer those after which the run
     goes on, so runs reach deep states (a uniform draw mostly ends a run at its first
     decision); a draw of 0 — where Hypothesis shrinks to — allows all, so a failure still
     shrinks to the shortest run."""
-    every = list(range(len(act.combos)))
+    every = [ci for ci in range(len(act.combos)) if _possible(act, s, ci)]
     if data.draw(st.integers(0, 3), label="keep going") == 0:
         return every
     going = []

@@ -112,9 +112,10 @@ def _hashable(value: Any) -> Any:
 
 def spec_info(spec: Spec, **extra: Any) -> dict[str, Any]:
     """What trace_to_itf needs to know about a spec: its file, machine name, vars and their types."""
+    shown = [v for v in spec.vars if v.monitor is None]     # a property monitor is in no trace
     info = {"source": shown_path(spec.path), "machine": spec.name,
-            "vars": [v.name for v in spec.vars],
-            "varTypes": {v.name: _VAR_TYPES.get(v.kind, "Str") for v in spec.vars}}
+            "vars": [v.name for v in shown],
+            "varTypes": {v.name: _VAR_TYPES.get(v.kind, "Str") for v in shown}}
     info.update(extra)
     return info
 

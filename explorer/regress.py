@@ -44,7 +44,7 @@ from haltproof.machine.text import trace_table
 from haltproof.properties.kinds import Subject, Trace
 
 from .check import RunResult
-from .replay import Failed, Replayed, combo_index, evaluate, run_steps
+from .replay import Failed, Replayed, combo_index, evaluate, run_steps, same_for
 
 BUILTINS = ("domains", "well_defined", "bound_code", "code_matches_spec")
 Verdict = tuple[bool, str]      # (the test must fail, why)
@@ -167,7 +167,7 @@ def _maximum(m: Machine, name: str, run: Replayed, *_: Any) -> Verdict:
 def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:
     loop = trace.get("loop_start")
     if trace.get("kind") == "lasso" and loop is not None:
-        if run.states[-1] != run.states[loop]:
+        if not same_for(m, None, run.states[-1], run.states[loop]):     # the machine's cycle, no monitor's
             return False, "the cycle is gone: the run no longer returns to the state where it started"
         unfair = _unfair(m, run, loop)
         if unfair is not None:
@@ -194,7 +194,7 @@ def _liveness(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: A
     f, subject = m.obligations[name], Subject("property", name)
     loop = trace.get("loop_start")
     if trace.get("kind") == "lasso" and loop is not None:
-        if run.states[-1] != run.states[loop]:
+        if not same_for(m, name, run.states[-1], run.states[loop]):     # its own monitors only
             return False, "the cycle is gone: the run no longer returns to the state where it started"
         for k in range(loop, len(run.states)):
             if not evaluate(m, k, subject, f, run.states[k]):

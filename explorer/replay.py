@@ -86,7 +86,7 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
 
     The run stops at the first step that does not follow the machine, or whose evaluation
     fails (see `evaluate`): `problem` names it, and `steps` holds the steps that ran."""
-    state = tuple(init[v] for v in m.var_names)
+    state = m.full_state(init)          # the property monitors start in their initial values
     if state not in m.inits:
         return Replayed([Step(dict(init))], problem=_not_initial(m, init))
     out = Replayed([Step(m.state_dict(state))], states=[state])
@@ -142,6 +142,14 @@ def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str,
         state = nxt
         terminal = evaluate(m, n, _TERMINAL, m.is_terminal, state)
     return terminal
+
+
+def same_for(m: Machine, prop: str | None, s: tuple[Any, ...], t: tuple[Any, ...]) -> bool:
+    """Whether states s and t are one state for property `prop` (None: for no property's
+    monitors): the same user vars and the same own monitors. A lasso closes there, as
+    properties/liveness.py's OwnView searches it: another property's monitors do not count."""
+    keep = [k for k, v in enumerate(m.spec.vars) if v.monitor is None or v.monitor == prop]
+    return all(s[k] == t[k] for k in keep)
 
 
 def _not_initial(m: Machine, init: dict[str, Any]) -> str:
@@ -314,7 +322,7 @@ def trace_states(m: Machine, data: dict[str, Any], path: str) -> None:
         state = st["state"]
         if sorted(state) != want:
             raise _bad(path, f"step {n}: the trace's state has vars {sorted(state)}, the spec has {want}")
-        for var in m.spec.vars:
+        for var in m.spec.vars[:len(m.var_names)]:       # the user's vars: a trace shows no monitor
             value = state[var.name]
             if _kind(value) is not _KINDS[var.kind]:
                 raise _bad(path, f"step {n}: var {var.name} is {_json_text(value)} ({_json_type(value)}); "

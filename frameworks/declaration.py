@@ -9,7 +9,9 @@ declaration key they come from.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
@@ -130,16 +132,55 @@ def keep_user_lines(spec: YMap, top: YMap) -> YMap:
     return spec
 
 
-def require_version(module: str, dist: str, what: str, supported: tuple[tuple[int, int], tuple[int, int]],
-                    shown: str) -> str:
+Version = tuple[int, ...]
+
+
+@functools.cache
+def supported_range(module: str, dist: str) -> tuple[Version, Version, str]:
+    """The versions of `dist` haltproof's extra for `module` accepts, read from the installed
+    haltproof's own metadata (pyproject.toml's extras: the one place the ranges are written):
+    (lowest, first excluded, the range as written `>=LOW,<HIGH`)."""
+    extra = module.replace("_", "-")
+    for line in metadata.requires("haltproof") or ():
+        requirement, _, marker = line.partition(";")
+        name = re.match(r"[A-Za-z0-9._-]+", requirement.strip())
+        if name and name.group() == dist and f'extra == "{extra}"' in marker:
+            bounds = _bounds(requirement.strip()[name.end():], line)
+            return release(bounds[">="]), release(bounds["<"]), f">={bounds['>=']},<{bounds['<']}"
+    raise RuntimeError(f"haltproof's metadata names no {dist} in its extra [{extra}]: reinstall haltproof")
+
+
+def _bounds(specifier: str, line: str) -> dict[str, str]:
+    """`>=LOW,<HIGH` (in either order) as {">=": LOW, "<": HIGH}: the only form a framework extra is written in."""
+    bounds = {}
+    for part in specifier.split(","):
+        found = re.fullmatch(r"\s*(>=|<)\s*(\d+(?:\.\d+)*)\s*", part)
+        if found is None:
+            break
+        bounds[found[1]] = found[2]
+    if set(bounds) != {">=", "<"} or len(specifier.split(",")) != 2:
+        raise RuntimeError(f"haltproof's requirement {line!r} is not written >=LOW,<HIGH")
+    return bounds
+
+
+def release(version: str) -> Version:
+    """A version's release numbers (`1.2.24` -> (1, 2, 24); `1.3.0rc1` -> (1, 3)), compared
+    with trailing zeros dropped, as PEP 440 compares them (1.2 == 1.2.0)."""
+    numbers = [int(n) for n in re.findall(r"\d+", re.split(r"[^\d.]", version)[0])]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+def require_version(module: str, dist: str, what: str) -> str:
     """The installed version of `dist`, or a clear error naming it when it is missing or outside
-    `supported` ([lowest, first excluded) major.minor: the extra's range, written `shown`)."""
+    the range of haltproof's extra for `module` (supported_range)."""
     try:
         version = metadata.version(dist)
     except metadata.PackageNotFoundError:
         raise RuntimeError(f"haltproof.frameworks.{module} needs {what}: "
                            f"pip install 'haltproof[{module.replace('_', '-')}]'") from None
-    major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if not supported[0] <= major_minor < supported[1]:
+    low, high, shown = supported_range(module, dist)
+    if not low <= release(version) < high:
         raise RuntimeError(f"haltproof.frameworks.{module} supports {dist} {shown}; {dist} {version} is installed")
     return version

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import os
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
@@ -37,12 +38,11 @@ from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lin
                           require_version, with_user_properties)
 
 END = "__end__"
-SUPPORTED = ((1, 2), (2, 0))        # [lowest, first excluded) major.minor; the extra's range
 
 
 def require_langgraph() -> str:
     """The installed LangGraph version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("langgraph", "langgraph", "LangGraph", SUPPORTED, ">=1.2,<2")
+    return require_version("langgraph", "langgraph", "LangGraph")
 
 
 @dataclass
@@ -63,33 +63,40 @@ class GraphRun:
 
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
-        try:
-            event = next(self.events)
-        except StopIteration:       # ended without a last, empty checkpoint: paused, not finished
-            self.status = "interrupted"
-            return
+        event = next(self.events, None)
         self.took(event)
+        if event is not None and not self.nodes:
+            self.ended(next(self.events, None))
 
     async def apull(self) -> None:
         """`pull` for an async graph, on the run's one event loop (machine/live.py's Driver)."""
         assert self.aevents is not None, "an async run"
-        try:
-            event = await anext(self.aevents)
-        except StopAsyncIteration:
-            self.status = "interrupted"
-            return
+        event = await anext(self.aevents, None)
         self.took(event)
+        if event is not None and not self.nodes:
+            self.ended(await anext(self.aevents, None))
 
     def took(self, event: Any) -> None:
-        """What a checkpoint shows: the nodes before it ran, the nodes it prepares, the state."""
+        """What a checkpoint shows: the nodes before it ran, the nodes it prepares, the state.
+        No checkpoint (the stream ended) with nodes still to run: paused (an interrupt), not finished."""
+        if event is None:
+            self.status = "interrupted"
+            return
         for name in self.nodes:     # reached the next checkpoint: they ran
             self.runs[name] = self.runs.get(name, 0) + 1
-        nodes = self.nodes = sorted(event["next"])
+        nodes = self.nodes = sorted(event["next"])      # a node sent several times (`Send`) is there as often
         self.values = dict(event["values"])
         self.steps = int(event["metadata"]["step"])
-        self.next = "+".join(nodes) if nodes else END
-        if not nodes:
-            self.status = "done"
+        self.next = "+".join(sorted(set(nodes))) if nodes else END
+
+    def ended(self, after: Any) -> None:
+        """A checkpoint with nothing next is not yet the end: LangGraph counts that superstep too,
+        and when it is past recursion_limit the stream raises GraphRecursionError right after it
+        (as `invoke` does; the pull that read the checkpoint raises it). Only a stream that then
+        stops has ended."""
+        if after is not None:
+            raise RuntimeError(f"LangGraph streamed another checkpoint after one with nothing next: {after!r}")
+        self.status = "done"
 
 
 @dataclass(frozen=True)
@@ -236,8 +243,9 @@ class GraphAdapter(LiveAdapter):
 LIMIT = "recursion_limit"
 DEFAULT_LIMIT = 25                  # LangGraph's own default recursion_limit
 DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "nodes"}
-GRAPH_VARS = ("next", "steps", "status")
-PER_SUPERSTEP = 16      # tool_runs / model_calls may grow this much per superstep: more is a `domains` finding
+GRAPH_VARS = ("next", "tasks", "steps", "status")
+PARALLEL_NODES = 8      # up to this many nodes, `next` may show any set of them (2**8 - 1 values)
+PER_SUPERSTEP = 16      # runs_NODE / tool_runs / model_calls may grow this much per superstep: more is a `domains` finding
 LIMIT_ERROR = {"class": "langgraph.errors.GraphRecursionError", "match": r"Recursion limit of \d+ reached",
                "set": {"status": "limit"}}
 
@@ -297,7 +305,7 @@ class DeclaredGraph(GraphAdapter):
                 raise ValueError(f"no scripted outcome {name}={choices.get(name)} (it has {sorted(outcomes)})")
 
     def abstract(self, live: GraphRun) -> dict[str, Any]:
-        out: dict[str, Any] = {"next": live.next, "steps": live.steps, "status": live.status}
+        out: dict[str, Any] = {"next": live.next, "tasks": len(live.nodes), "steps": live.steps, "status": live.status}
         out.update({f"runs_{n}": live.runs.get(n, 0) for n in self.d.counted})
         if self.d.models:
             out["model_calls"] = live.calls
@@ -353,6 +361,45 @@ def _message(raw: Any, file: str, line: int, what: str) -> Any:
         raise fail(file, line, f"{what} is not a message: {type(exc).__name__}: {exc}") from None
 
 
+COMMAND_KEYS = {"goto", "update"}
+
+
+def _node_outcome(raw: Any, file: str, line: int, what: str) -> Any:
+    """A scripted node's return: a plain update (a mapping of channels), or a LangGraph `Command`
+    written `{command: {goto: ..., update: ...}}`; `goto` names a node, `__end__`, or a list of
+    them and of `{send: NODE, arg: VALUE}` (a `Send`: NODE runs on VALUE), all in the next superstep."""
+    if not (isinstance(raw, YMap) and "command" in raw):
+        return plain(raw)
+    from langgraph.types import Command
+    if len(raw) != 1:
+        raise fail(file, line, f"{what}: a command outcome has the key command only (its goto and update go inside)")
+    spec = raw["command"]
+    if not isinstance(spec, YMap) or not spec or not set(spec) <= COMMAND_KEYS:
+        raise fail(file, line, f"{what}: command must be a mapping of {' and '.join(sorted(COMMAND_KEYS))}")
+    goto = spec.get("goto", [])
+    return Command(goto=[_goto(g, file, line, what) for g in goto] if isinstance(goto, list)
+                   else _goto(goto, file, line, what), update=plain(spec.get("update")))
+
+
+def _goto(raw: Any, file: str, line: int, what: str) -> Any:
+    """One `goto` target: a node's name, or `{send: NODE, arg: VALUE}`, a `Send`."""
+    from langgraph.types import Send
+    if isinstance(raw, str):
+        return str(raw)
+    if isinstance(raw, YMap) and set(raw) == {"send", "arg"} and isinstance(raw["send"], str):
+        return Send(str(raw["send"]), plain(raw["arg"]))
+    raise fail(file, line, f"{what}: a goto target is a node's name or {{send: NODE, arg: VALUE}}", raw)
+
+
+def goto_targets(outcome: Any) -> list[str]:
+    """The nodes a scripted `Command` outcome goes to (none for a plain update)."""
+    from langgraph.types import Command, Send
+    if not isinstance(outcome, Command):
+        return []
+    goto: list[Any] = list(outcome.goto) if isinstance(outcome.goto, (list, tuple)) else [outcome.goto]
+    return [str(g.node) if isinstance(g, Send) else str(g) for g in goto]
+
+
 def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[str, Any]]:
     """`models:` or `nodes:`: name -> {label: outcome}, each name and label a plain identifier."""
     out: dict[str, dict[str, Any]] = {}
@@ -369,7 +416,7 @@ def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[s
             if not str(label).isidentifier():
                 raise fail(file, where, f"an outcome label of {name} must be a plain identifier", label)
             out[str(name)][str(label)] = (_message(raw, file, where, f"outcome {label} of model {name}")
-                                         if message else plain(raw))
+                                         if message else _node_outcome(raw, file, where, f"outcome {label} of node {name}"))
     return out
 
 
@@ -392,10 +439,16 @@ def declaration(top: YMap, file: str) -> Declared:
     adapter = DeclaredGraph(d)
     graph = _graph_of(adapter, ref, file, tline)
     names = list(graph.builder.nodes)
-    for name in nodes:
+    declared = mapping(top, "nodes", file, "")
+    for name, outcomes in nodes.items():
         if name not in names:
-            raise fail(file, mapping(top, "nodes", file, "").line_of(name),
+            raise fail(file, declared.line_of(name),
                        f"nodes: the graph {ref} has no node {name!r} (its nodes: {', '.join(names)})")
+        for label, outcome in outcomes.items():
+            for target in goto_targets(outcome):
+                if target not in (*names, END):
+                    raise fail(file, declared[name].line_of(label), f"outcome {label} of node {name}: goto "
+                               f"{target!r}: the graph {ref} has no such node (its nodes: {', '.join(names)})")
     bad = [n for n in names if not n.isidentifier()]
     if bad:
         raise fail(file, tline, f"node {bad[0]!r} of {ref} is not a plain identifier: the abstract state "
@@ -442,8 +495,9 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
     if LIMIT not in params:         # LangGraph's default, explicit
         params = node({**params, LIMIT: [DEFAULT_LIMIT]}, top.line)
         params.lines.update(getattr(top.get("params"), "lines", {}))
-    counters = {f"runs_{n}": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start[f"runs_{n}"]}
-                for n in names}         # room to see a limit overrun, like steps
+    counters = {f"runs_{n}": {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1)",
+                              "init": start[f"runs_{n}"]}
+                for n in names}         # a Send fan-out runs a node several times in one superstep
     for var in ("tool_runs", "model_calls"):
         if var in start:
             counters[var] = {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1) + {start[var]}",
@@ -458,7 +512,8 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
         "description": top.get("description", f"{ref} as LangGraph runs it: one real superstep per transition"),
         "bind": ref,
         "params": params,
-        "vars": {"next": {"type": "enum", "values": [*names, END], "init": start["next"]},
+        "vars": {"next": {"type": "enum", "values": [*next_values(names), END], "init": start["next"]},
+                 "tasks": {"type": "int", "min": 0, "max": PER_SUPERSTEP, "init": start["tasks"]},
                  "steps": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start["steps"]},
                  "status": {"type": "enum", "values": ["running", "done", "limit"], "init": start["status"]},
                  **counters},
@@ -469,6 +524,16 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
     if "expect" in top:
         spec["expect"] = top["expect"]
     return spec
+
+
+def next_values(names: list[str]) -> list[str]:
+    """What `next` may show: each node, and (for a graph of at most PARALLEL_NODES nodes) each set
+    of nodes a parallel superstep may run, `+`-joined in sorted order; a larger graph's parallel
+    superstep is a `domains` finding naming the set."""
+    if len(names) > PARALLEL_NODES:
+        return list(names)
+    return ["+".join(sorted(group)) for size in range(1, len(names) + 1)
+            for group in itertools.combinations(names, size)]
 
 
 def _builtin_properties(d: Declaration) -> dict[str, Any]:

@@ -50,13 +50,12 @@ from haltproof.machine.yamlpos import YMap
 from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
-SUPPORTED = ((0, 24), (0, 25))      # [lowest, first excluded) major.minor; the extra's range
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
 
 def require_agents() -> str:
     """The installed SDK's version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("openai_agents", "openai-agents", "the OpenAI Agents SDK", SUPPORTED, ">=0.24,<0.25")
+    return require_version("openai_agents", "openai-agents", "the OpenAI Agents SDK")
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,6 @@ from haltproof.machine.yamlpos import YMap
 from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
-SUPPORTED = ((2, 68), (3, 0))       # [lowest, first excluded) major.minor; the extra's range
-RANGE = ">=2.68,<3"
 OK = "ok"                           # a tool outcome: run the real tool
 END = "end"
 NODE_KINDS = {"UserPromptNode": "user_prompt", "ModelRequestNode": "model_request",
@@ -65,7 +63,7 @@ class Returns:
 
 def require_pydantic_ai() -> str:
     """The installed Pydantic AI version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("pydantic_ai", "pydantic-ai-slim", "Pydantic AI", SUPPORTED, RANGE)
+    return require_version("pydantic_ai", "pydantic-ai-slim", "Pydantic AI")
 
 
 Request = tuple[Any, "asyncio.Future[Any]"] | None      # (the node to run, its result's future); None: stop

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 from . import usercode
-from .compiled import EVAL_ERRORS, CompiledAction, EvalError, Machine, spec_line
+from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Machine, spec_line
 from .errors import Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
@@ -290,8 +290,9 @@ class Classes:
 
     def choices(self, act: CompiledAction, combo: tuple[Any, ...]) -> list[dict[str, Any]]:
         """Every combination of concrete values for one abstract combination of choices."""
-        lists = [self.of(act.name, name, item[0]) for name, item in zip(act.choice_names, combo)]
-        return [dict(zip(act.choice_names, values)) for values in itertools.product(*lists)]
+        made = made_choices(act, combo)
+        lists = [self.of(act.name, name, item[0]) for name, item in made]
+        return [dict(zip([name for name, _ in made], values)) for values in itertools.product(*lists)]
 
 
 def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism: str = "auto") -> Machine:
@@ -306,7 +307,7 @@ def bind_machine(m: Machine, adapter: Any, ref: str, paths: int = 1, determinism
     _BOUND[id(bound)] = code
     weakref.finalize(bound, _BOUND.pop, id(bound), None)
     bound.actions = [CompiledAction(a.name, a.index, a.guard, code.step_of(a), a.combos, a.labels, a.step_args,
-                                    a.choice_names, a.record_fields) for a in m.actions]
+                                    a.choice_names, a.record_fields, a.admit) for a in m.actions]
     bound.domain_error = code.domain_error
     bound.sweep = None                # the generated loop runs the spec's stages, not the code
     bound.bound_to = ref
@@ -340,11 +341,12 @@ class BoundCode:
         self.checking = determinism_for(m, determinism)
         self.classes = Classes(adapter)
         self.rechecked: set[tuple[Any, ...]] = set()    # sample: the states whose first transition ran twice
-        self.var_names = m.var_names
+        self.var_names = m.all_names      # a state tuple's: the user's vars, then the property monitors'
+        self.shown = m.var_names          # what the adapter sees of a state: never a monitor
         self.code_vars = [v.name for v in m.spec.vars if not v.ghost]   # what abstract() gives; ghosts: the stages
         self.values_ok = value_checkers(m)
         self.runner = Runner(m, adapter)
-        self.runs = (LiveRuns(adapter, self.runner.driver, dict(m.params), self.var_names, m.inits,
+        self.runs = (LiveRuns(adapter, self.runner.driver, dict(m.params), self.shown, m.inits,
                               self.advance, _read_back, self.code_vars) if self.runner.live else None)
         self.drift: list[Drift] = []    # the first transition on which the code and the spec's stages disagree
         # Sharing a run's BFS levels among worker processes (explorer/parallel.py): `ahead`, when
@@ -392,17 +394,20 @@ class BoundCode:
         """Action `act`'s step function over abstract states, running the code."""
         decl = self.m.spec.actions[act.index]
         rules = {r.name for r in decl.decide.rules} if decl.decide else set()
-        stages = act.step if decl.stages else None     # the spec's own, compiled
+        # the spec's stages, compiled: its ghost vars and the property monitors come from them, and
+        # the code is compared with them where the action has stages of the user's
+        stages = act.step if decl.stages else None
+        own = decl.own_stages
 
         def step(s: tuple[Any, ...], *combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
-            return self.transition(act, rules, stages, s, combo)
+            return self.transition(act, rules, stages, own, s, combo)
         return step
 
-    def transition(self, act: CompiledAction, rules: set[str], stages: Callable[..., Any] | None,
+    def transition(self, act: CompiledAction, rules: set[str], stages: Callable[..., Any] | None, own: bool,
                    s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
         if self.relayed is not None:
             return self.take(act, s, combo)
-        state = dict(zip(self.var_names, s))
+        state = dict(zip(self.shown, s))
         who = "the adapter's representatives()" if self.classes.many else "the adapter's representative()"
         concrete = _user(lambda: self.classes.choices(act, combo), who, f"{who} for action {act.name}",
                          act, combo, state)
@@ -419,7 +424,7 @@ class BoundCode:
         ghosts = dict(zip(self.var_names, spec_out[0] if spec_out is not None else s))
         t = checked_hashable(tuple(result[v] if v in result else ghosts[v] for v in self.var_names),
                              self.var_names, "abstract()")
-        if spec_out is not None:
+        if spec_out is not None and own:
             rule, differs = _matching(spec_out, t, rule, self.var_names)
             if differs and not self.drift:
                 self.drift.append((s, act.index, act.combos.index(combo), rule, t, differs))
@@ -462,7 +467,7 @@ class BoundCode:
             self.release(live, act, combo, state)
             got = _plain_result(tuple(got_out), self.code_vars)
             if got != first:
-                labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in zip(act.choice_names, combo))
+                labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in made_choices(act, combo))
                 raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
                                 f"representative 1 gives {_show(first)}, representative {k} (of "
                                 f"{len(concrete)}) gives {_show(got)}: the code tells apart values the "
@@ -495,9 +500,11 @@ class BoundCode:
         for act in m.actions:
             if act.guard is not None and not act.guard(t):
                 continue
-            for combo in act.combos:
+            for ci, combo in enumerate(act.combos):
+                if not act.possible(t, ci):
+                    continue
                 choices_t = {name: self.adapter.representative(act.name, name, item[0])
-                             for name, item in zip(act.choice_names, combo)}
+                             for name, item in made_choices(act, combo)}
                 one = runs.fresh(t)
                 first = _plain_result(self.on_live(act, one, copy.deepcopy(choices_t))[:2], self.code_vars)
                 runs.release(one)
@@ -506,7 +513,7 @@ class BoundCode:
                 then = _plain_result(self.on_live(act, other, copy.deepcopy(choices_t))[:2], self.code_vars)
                 runs.release(other)
                 if first != then:
-                    labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in zip(act.choice_names, combo))
+                    labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in made_choices(act, combo))
                     raise CodeError(
                         f"this path reaches a state another path reached first, but the two runs then "
                         f"differ: action {act.name}{f' ({labels})' if labels else ''} gives {_show(then)} "
@@ -771,8 +778,14 @@ def _value_text(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+def made_choices(act: CompiledAction, combo: tuple[Any, ...]) -> list[tuple[str, Any]]:
+    """The choices a combination makes, (name, item): a conditional choice absent from it (its
+    `when:` false) is not one, so the bound code is never passed it."""
+    return [(name, item) for name, item in zip(act.choice_names, combo) if not isinstance(item, AbsentChoice)]
+
+
 def _choice_labels(act: CompiledAction, combo: tuple[Any, ...]) -> dict[str, Any]:
-    return {name: item[0] for name, item in zip(act.choice_names, combo)}
+    return {name: item[0] for name, item in made_choices(act, combo)}
 
 
 # Builtin scalars: hashing, comparing and printing them runs none of the user's code.

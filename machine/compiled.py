@@ -111,7 +111,7 @@ class Machine:
 
     spec: Spec
     params: dict[str, int]
-    var_names: list[str]
+    var_names: list[str]                       # the user's vars: what traces show and adapters read
     inits: list[State]
     actions: list[CompiledAction]
     is_terminal: Callable[[State], bool]
@@ -143,9 +143,27 @@ class Machine:
     acknowledged: dict[tuple[Any, ...], Unreachable] = field(default_factory=dict)
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
+    # the property monitors' hidden vars (machine/patterns.py, pasttime.py, liveness.py): they follow
+    # the user's vars in every state tuple, and no trace, report or adapter sees them
+    monitor_names: list[str] = field(default_factory=list)
+
+    @property
+    def all_names(self) -> list[str]:
+        """Every var of a state tuple, in order: the user's, then the monitors'."""
+        return self.var_names + self.monitor_names
 
     def state_dict(self, state: State) -> dict[str, Any]:
+        """A state as users see it: their own vars (zip stops before the monitors' at the tail)."""
         return dict(zip(self.var_names, state))
+
+    def full_state(self, shown: dict[str, Any]) -> State:
+        """The state tuple of an initial state given by the user's vars (`state_dict` of it, or a
+        trace's first row): the monitors start in their one initial value. A dict that also names
+        the monitors (a trace written before they were hidden) gives them itself."""
+        if all(n in shown for n in self.monitor_names):
+            return tuple(shown[v] for v in self.all_names)
+        start = self.inits[0][len(self.var_names):] if self.inits else ()
+        return tuple(shown[v] for v in self.var_names) + tuple(start)
 
     def domain_text(self, i: int) -> str:
         """The declared domain of var i, as shown in messages."""
@@ -193,9 +211,9 @@ class CompiledSpec:
                 g[f"dlo_{i}"], g[f"dhi_{i}"] = b
         exec(self.code, g)
         actions = [at.action(ai, a, g) for ai, a in enumerate(spec.actions)]
-        m = Machine(spec, dict(params), [v.name for v in spec.vars], inits, actions,
+        m = Machine(spec, dict(params), [v.name for v in spec.vars if v.monitor is None], inits, actions,
                     g["is_terminal"], g.get("label"), g["domain_error"], bounds, sweep=GeneratedLoop(self, g),
-                    source=self.generated)
+                    source=self.generated, monitor_names=[v.name for v in spec.vars if v.monitor is not None])
         at.properties(m, g)
         m.acknowledged = {key: u for key, u in spec.unreachables() if at.value(u.when, u.line)}
         for k, ms in enumerate(spec.measures):

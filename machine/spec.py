@@ -183,6 +183,7 @@ class Assign:
 class SetStage:
     assigns: list[Assign]
     line: int
+    monitor: bool = False          # the property monitors' stage the loader puts first (no stage of the user's)
 
 
 @dataclass
@@ -225,6 +226,12 @@ class Action:
     @property
     def conditional(self) -> bool:
         return any(cs.conditional for _, cs in self.choices)
+
+    @property
+    def own_stages(self) -> bool:
+        """Whether the spec says what the action does (a stage of the user's; the property
+        monitors' stage is not one): only then is bound code compared with it."""
+        return any(not (isinstance(st, SetStage) and st.monitor) for st in self.stages)
 
 
 @dataclass
@@ -365,7 +372,7 @@ class Spec:
         if self.python:
             return BUILTIN_PROPERTIES + ("bound_code",)
         if self.bind:       # the code is compared with the spec's stages where an action has some
-            compared = any(a.stages for a in self.actions)
+            compared = any(a.own_stages for a in self.actions)
             return BUILTIN_PROPERTIES + CODE_BUILTINS[:2 if compared else 1] + declared
         return BUILTIN_PROPERTIES + declared
 
@@ -550,12 +557,6 @@ class _Loader:
         self.monitor_assigns: list[Assign] = []
         props = self.attempt(self.properties, top.get("properties", YMap()),
                              top.line_of("properties")) or []
-        if self.monitor_vars and self.bound_spec and any(p.pattern for p in props):
-            self.add(top.line_of("bind"), "property patterns (absence, universality, precedence, "
-                     "bounded_existence, existence, response) are not supported on a spec with bound code yet")
-        if self.monitor_vars and self.bound_spec and any(p.past for p in props):
-            self.add(top.line_of("bind"), "past-time operators (once, historically, previous, since) "
-                     "are not supported on a spec with bound code yet")
         monitors = list(range(len(vars_), len(vars_) + len(self.monitor_vars)))
         for p in props:     # a monitor reads the vars a property ignores; the machine's behaviour does not
             if p.kind == "independent":
@@ -563,7 +564,7 @@ class _Loader:
         vars_ = vars_ + self.monitor_vars
         if self.monitor_assigns:      # first, so the monitor reads the state the transition leaves
             for act in actions:
-                act.stages.insert(0, SetStage(list(self.monitor_assigns), act.line))
+                act.stages.insert(0, SetStage(list(self.monitor_assigns), act.line, monitor=True))
         expect = None
         if "expect" in top:
             expect = self.attempt(self.expect, top["expect"], top.line_of("expect"), props)
@@ -1094,9 +1095,6 @@ class _Loader:
             if key not in labels:      # a value written twice is reported by the set's own checks
                 continue
             cs.value_when[key] = self.bool_expr(raw, scope, line, f"when of value {key} of choice {cname}")
-        if self.bound_spec:
-            raise self.at(cs.line).error(f"choice {cname} of action {aname} has a when: conditional choices "
-                                         "are not supported on a spec with bound code yet")
 
     def action_raises(self, name: str, raw: YMap, stages: list[SetStage | DecideStage]) -> list[Outcome]:
         """An action's `raises:` (machine/outcomes.py): it describes the bound code, so it needs `bind:`."""

@@ -28,12 +28,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from haltproof.machine.compiled import Machine
 
-from .exploration import Column, ExploredGraph
+from .exploration import Column, ExploredGraph, RuleFacts
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,91 @@ def _edge_predicate(ex: ExploredGraph, m: Machine, fn: Callable[..., bool]) -> C
         act = m.actions[ex.e_action[e]]
         return bool(fn(ex.states[src], ex.states[ex.e_dst[e]], act.name, ex.e_rule[e], *act.step_args[ex.e_combo[e]]))
     return holds
+
+
+class OwnView:
+    """The explored graph as one property alone would have explored it: the states told apart by
+    the user's vars and that property's own monitors only (another property's monitors unroll
+    the machine's cycles, so a lasso there could go round once more than the machine needs).
+
+    Monitors are a function of the run, so this quotient *is* the product of the machine with
+    the property's monitors: each class is represented by its first state in BFS order (whose
+    BFS path is a path of representatives), and an edge leads to its target's representative.
+    Every other member is the explored graph's own."""
+
+    def __init__(self, ex: ExploredGraph, keep: Sequence[int]):
+        self.ex, self.keep = ex, list(keep)
+        self._rep: np.ndarray | None = None
+        self._dst: np.ndarray | None = None
+
+    @property
+    def rep(self) -> np.ndarray:
+        """Per state, its representative; computed on first use (an acyclic graph needs none)."""
+        if self._rep is None:
+            first: dict[tuple[Any, ...], int] = {}
+            states, keep = self.ex.states, self.keep
+            self._rep = np.fromiter((first.setdefault(tuple(states[i][k] for k in keep), i)
+                                     for i in range(len(states))), dtype=np.int64, count=len(states))
+        return self._rep
+
+    @property
+    def e_dst(self) -> Column[int]:
+        """Per edge: the representative of the state it leads to."""
+        if self._dst is None:
+            self._dst = self.rep[np.asarray(self.ex.e_dst, dtype=np.int64)]
+        return self._dst
+
+    def cyclic_candidates(self) -> list[int]:
+        """The expanded representatives: the quotient's states."""
+        return [i for i in range(self.ex.expanded) if self.rep[i] == i]
+
+    # -- the rest is the explored graph's
+    machine = property(lambda self: self.ex.machine)
+    states = property(lambda self: self.ex.states)
+    parent = property(lambda self: self.ex.parent)
+    depth = property(lambda self: self.ex.depth)
+    edge_start = property(lambda self: self.ex.edge_start)
+    e_action = property(lambda self: self.ex.e_action)
+    e_combo = property(lambda self: self.ex.e_combo)
+    e_rule = property(lambda self: self.ex.e_rule)
+    expanded = property(lambda self: self.ex.expanded)
+    forward = property(lambda self: self.ex.forward)
+    fired_by_action = property(lambda self: self.ex.fired_by_action)
+    rule_counts = property(lambda self: self.ex.rule_counts)
+    label_counts = property(lambda self: self.ex.label_counts)
+    terminal_states = property(lambda self: self.ex.terminal_states)
+
+    def edges_of(self, i: int) -> range:
+        return self.ex.edges_of(i)
+
+    def first_deadlock(self) -> int | None:
+        return self.ex.first_deadlock()
+
+    def first_deepest(self) -> int:
+        return self.ex.first_deepest()
+
+    def topological_order(self) -> Sequence[int] | None:
+        return self.ex.topological_order()
+
+    def run_ends(self) -> np.ndarray:
+        return self.ex.run_ends()
+
+    def open_states(self, name: str) -> np.ndarray:
+        return self.ex.open_states(name)
+
+    def rule_facts(self, action: int, dead: Sequence[int]) -> RuleFacts:
+        return self.ex.rule_facts(action, dead)
+
+    def choice_groups(self, actions: Sequence[int]) -> dict[int, list[list[int]]]:
+        return self.ex.choice_groups(actions)
+
+
+def own_view(ex: ExploredGraph, prop: str | None) -> ExploredGraph:
+    """`ex` as property `prop` alone sees it (`OwnView`): the user's vars and `prop`'s own
+    monitors (None: no monitor, as `terminates` needs); `ex` itself when that is every var."""
+    spec_vars = ex.machine.spec.vars
+    keep = [k for k, v in enumerate(spec_vars) if v.monitor is None or v.monitor == prop]
+    return ex if len(keep) == len(spec_vars) else OwnView(ex, keep)
 
 
 def end_states(n: int, terminal: Column[int], errored: Column[int], edge_start: Column[int]) -> np.ndarray:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:      # networkx is imported where a graph is exported: it cost
 
 from haltproof.machine.compiled import EvalError, Machine
 from haltproof.machine.text import assignments_text, value_text
-from haltproof.properties.kinds import Trace
+from haltproof.properties.kinds import Step, Trace
 
 from haltproof.explorer.engine import Exploration
 
@@ -184,8 +184,7 @@ def _add_edges(g: StateGraph, ex: Exploration, m: Machine, shown: int) -> None:
 
 def _highlight(g: StateGraph, ex: Exploration, trace: Trace) -> str:
     """Mark the trace's states and transitions; say how much of it the graph shows."""
-    index = ex.index or {s: i for i, s in enumerate(ex.states)}     # the vector engine keeps no index
-    path: list[int | None] = [index.get(tuple(st.state.get(v) for v in g.var_names)) for st in trace.steps]
+    path = _trace_states(ex, g, trace)
     shown = len(g.states)
     marked = 0
     for n, i in enumerate(path):
@@ -205,6 +204,39 @@ def _highlight(g: StateGraph, ex: Exploration, trace: Trace) -> str:
     if cut:
         text += f"; {len(cut)} of its states are left out by --max-nodes"
     return text
+
+
+def _trace_states(ex: Exploration, g: StateGraph, trace: Trace) -> list[int | None]:
+    """The explored state of each step of `trace` (None: not one). A trace shows the user's vars
+    only; where property monitors tell explored states apart, the run is followed along the
+    explored edges instead (the monitors are a function of the run, so the path is unique)."""
+    def shown(st: Step) -> tuple[Any, ...]:
+        return tuple(st.state.get(v) for v in g.var_names)
+    if not ex.machine.monitor_names:
+        index = ex.index or {s: i for i, s in enumerate(ex.states)}     # the vector engine keeps no index
+        return [index.get(shown(st)) for st in trace.steps]
+    width = len(g.var_names)
+    first = shown(trace.steps[0])
+    at = next((i for i in range(len(ex.states)) if ex.parent[i] == -1 and tuple(ex.states[i][:width]) == first), None)
+    path: list[int | None] = [at]
+    for st in trace.steps[1:]:
+        at = None if at is None else _follow(ex, at, st, shown(st), width)
+        path.append(at)
+    return path
+
+
+def _follow(ex: Exploration, i: int, step: Step, want: tuple[Any, ...], width: int) -> int | None:
+    """The successor of explored state i along the edge `step` takes, None when none is explored."""
+    if i >= ex.expanded:
+        return None
+    m = ex.machine
+    for e in ex.edges_of(i):
+        act = m.actions[ex.e_action[e]]
+        j = int(ex.e_dst[e])
+        if (act.name == step.action and dict(act.labels[ex.e_combo[e]]) == dict(step.choices or {})
+                and tuple(ex.states[j][:width]) == want):
+            return j
+    return None
 
 
 # ---------------------------------------------------------------- networkx: GraphML and JSON

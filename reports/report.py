@@ -93,7 +93,7 @@ def _source(r: RunResult) -> dict[str, Any]:
            "actions": {a.name: a.line for a in spec.actions},
            "rules": rules,
            "properties": {p.name: p.line for p in spec.properties},
-           "vars": {v.name: v.line for v in spec.vars},
+           "vars": {v.name: v.line for v in spec.vars if v.monitor is None},   # a property monitor: no var
            "terminal": spec.terminal.line if spec.terminal is not None else None,
            "scenarios": {sc.name: sc.line for sc in spec.scenarios}}
     files = _elsewhere(spec)

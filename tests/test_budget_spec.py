@@ -297,3 +297,47 @@ def test_the_adapter_knows_every_move_of_the_spec():
     spec = load_spec(SPEC)
     (move_set,) = [cs for name, cs in spec.action("propose").choices if name == "move"]
     assert tuple(move_set.labels()) == MOVES
+
+
+# ------------------------------------------------------------------ the pattern and the step property agree
+
+# `finish_reserved_needs_receipt` said as a precedence pattern (the receipt comes first). It is
+# not the shipped spec's yet: tests/reference_explorer.py (the differential tests' reference)
+# does not read patterns. Until it does, this test adds it beside the step property.
+PATTERN = """\
+  finish_reserved_needs_receipt_pattern:
+    precedence:
+      cause: task == reserve and receipt and written == 1
+      effect: status == finished_reserved
+"""
+
+
+def _both(tmp_path: Path, adapter: str | None) -> Path:
+    """The shipped spec (bound to `adapter` from broken_runners, else the shipped one) with the
+    pattern added beside the step property."""
+    text = SPEC.read_text()
+    if adapter is not None:
+        text = text.replace(SHIPPED_BIND, f"bind: broken_runners:{adapter}")
+    text = text.replace("\nreplay:\n", "\n" + PATTERN + "\nreplay:\n", 1)
+    path = tmp_path / f"{adapter or 'shipped'}.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("adapter", [pytest.param(None, marks=pytest.mark.slow), "FinishWithoutReceipt"])
+def test_the_precedence_pattern_gives_the_step_property_s_verdicts(tmp_path, adapter):
+    """On every param combination the pattern and the step property agree, and where they fail
+    their shortest traces have the same length and end in the same state (the same finish)."""
+    runs = check_spec(load_spec(_both(tmp_path, adapter)), Options())
+    assert {(r.params["K"], r.params["R"]) for r in runs} == ALL
+    failed = 0
+    for r in runs:
+        got = {p.name: p for p in r.properties}
+        pattern, step = got["finish_reserved_needs_receipt_pattern"], got["finish_reserved_needs_receipt"]
+        assert pattern.kind == "precedence" and step.kind == "step_invariant"
+        assert pattern.status == step.status, (r.params, pattern.message, step.message)
+        if pattern.status == "violated":
+            failed += 1
+            assert len(pattern.trace) == len(step.trace), r.params
+            assert pattern.trace.steps[-1].state == step.trace.steps[-1].state
+    assert failed == (0 if adapter is None else len(ALL))

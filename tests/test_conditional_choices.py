@@ -153,14 +153,6 @@ def test_weights_on_a_conditional_choice_are_refused() -> None:
            "not supported yet" in str(err.value)
 
 
-def test_bound_code_refuses_conditional_choices() -> None:
-    text = agent("x: {always: true}") + "bind: mymod:Adapter\n"
-    with pytest.raises(SpecError) as err:
-        parse_spec(text, "agent.yaml")
-    assert "agent.yaml:11: choice obs of action step has a when: conditional choices are not supported " \
-           "on a spec with bound code yet" in str(err.value)
-
-
 def scenario(steps: str) -> str:
     body = textwrap.indent(steps, "      ")
     return agent("x: {always: true}") + f"scenarios:\n  s:\n    steps:\n{body}\n    expect: {{status: done}}\n"

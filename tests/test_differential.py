@@ -212,9 +212,11 @@ def _states(m, steps: list[dict]) -> list[tuple]:
 
 
 def _past_values(m, expr, states: list[tuple]) -> list[bool]:
-    """A state expression (maybe with past-time operators) along a run, by the reference."""
+    """A state expression (maybe with past-time operators) along a run, by the reference.
+    Without them, the last state's value only: the expression may fail to evaluate on an
+    earlier state of the run (a `well_defined` violation of its own, masked_error)."""
     if not has_past(expr):
-        return [bool(m.eval(expr, m.state_env(s))) for s in states]
+        return [bool(m.eval(expr, m.state_env(states[-1])))]
     past, h, out = Past(m, expr), None, []
     for s in states:
         h = past.read(h, s)

@@ -37,9 +37,11 @@ def test_readme_opens_with_the_two_fresh_machine_commands():
     blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
     assert "pip install . && haltproof check" in blocks[0]
     assert blocks[1].strip() == "scripts/test"
-    # CI runs the very same script, and the script installs the test extra and runs pytest.
-    ci = "\n".join(_script_lines(ROOT / ".ci" / "run"))
-    assert "exec scripts/test" in ci and "pytest" not in ci and "apt-get" not in ci
+    # CI runs the very same script, and the script installs the test extra and runs pytest; then
+    # the framework tests against the oldest supported versions (tests/test_framework_versions.py).
+    ci = _script_lines(ROOT / ".ci" / "run")
+    assert ci[-2:] == ['HALTPROOF_VENV="$venvs/venv" scripts/test', 'HALTPROOF_OLDEST_VENV="$venvs/oldest" scripts/test-oldest']
+    assert "pytest" not in "\n".join(ci) and "apt-get" not in "\n".join(ci)
 
 
 def test_the_test_command_lints_type_checks_and_tests_everything():

@@ -28,7 +28,7 @@ from framework_helpers import fresh_modules
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
-MODULES = ("react", "supervisor", "adapter")
+MODULES = ("react", "supervisor", "adapter", "fanout")
 
 
 @pytest.fixture(autouse=True)
@@ -67,13 +67,13 @@ def test_the_react_declaration_gives_the_worst_cases_langgraph_allows() -> None:
 def test_the_shortest_run_to_the_limit_error_in_the_frameworks_terms() -> None:
     (run,) = check("react.yaml", pins={"recursion_limit": 3})
     limit = results(run)["limit_error"]
-    assert (limit.status, limit.message) == ("holds", "possible: reached after 4 transitions")
+    assert (limit.status, limit.message) == ("holds", "possible: reached after 3 transitions")
+    # the model's final answer in the limit's last superstep: LangGraph raises instead of returning it
     assert [(s.choices, s.state["next"], s.state["steps"], s.state["status"], s.state["tool_runs"])
             for s in limit.witness.steps] == [
         ({}, "agent", 0, "running", 0), ({"model_answer": "tool_call"}, "tools", 1, "running", 0),
         ({"model_answer": "tool_call"}, "agent", 2, "running", 1),
-        ({"model_answer": "tool_call"}, "tools", 3, "running", 1),
-        ({"model_answer": "tool_call"}, "tools", 3, "limit", 1)]
+        ({"model_answer": "final"}, "__end__", 3, "limit", 1)]
     assert results(run)["run_ends"].status == "holds"
 
 
@@ -148,7 +148,7 @@ def test_the_framework_examples_are_checked_from_anywhere(cli, monkeypatch) -> N
     monkeypatch.chdir(ROOT)
     ran = cli("check", "examples/frameworks")
     assert ran.code == 0, ran.out
-    assert ran.out.endswith("48 runs: 12 proved, 36 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert ran.out.endswith("53 runs: 11 proved, 42 violated as expected, 0 failed, 0 incomplete -> proved\n")
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
@@ -193,6 +193,27 @@ models:
 params:
   recursion_limit: {{min: 1, max: 2}}
 """
+
+
+@pytest.mark.parametrize("outcome, message", [
+    ("{command: {goto: agnt}}", "outcome loop of node agent: goto 'agnt': the graph {module}:build_graph has no such "
+                                "node (its nodes: agent)"),
+    ("{command: {goto: agent, updte: {}}}", "outcome loop of node agent: command must be a mapping of goto and update"),
+    ("{command: {goto: [{send: agent}]}}", "outcome loop of node agent: a goto target is a node's name or "
+                                           "{{send: NODE, arg: VALUE}}"),
+    ("{command: {goto: agent}, messages: []}", "outcome loop of node agent: a command outcome has the key command only"),
+])
+def test_a_bad_command_outcome_is_refused_at_its_line(check, tmp_path, request, outcome, message) -> None:
+    module = f"graphs_cmd{request.node.callspec.id[-12:]}"
+    module = "".join(c if c.isalnum() or c == "_" else "_" for c in module)
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / f"{module}.py").write_text(GRAPHS)
+    text = DECLARATION.format(module=module).replace("params:", f"nodes:\n  agent:\n    loop: {outcome}\nparams:", 1)
+    ran = check(text)
+    sys.modules.pop(module, None)
+    assert (ran.code, ran.out) == (2, ""), ran.err
+    assert f"bad.yaml:10: {message.format(module=module)}" in ran.err
+    assert "Traceback" not in ran.err
 
 
 @pytest.mark.parametrize("change, line, message", [
@@ -246,8 +267,9 @@ def test_same_named_modules_in_two_folders_are_each_their_own(cli, tmp_path, mon
     report = json.loads(ran.out)
     limits = {(r["spec"], r["params"]["recursion_limit"]): [p for p in r["properties"] if p["name"] == "limit_error"][0]
               for r in report["runs"]}
+    # at recursion_limit 1 even the graph that ends raises (LangGraph counts the superstep that ends it)
     assert {k: v["possible"] for k, v in limits.items()} == {
-        ("ends/d.yaml", 1): False, ("ends/d.yaml", 2): False, ("loops/d.yaml", 1): True, ("loops/d.yaml", 2): True}
+        ("ends/d.yaml", 1): True, ("ends/d.yaml", 2): False, ("loops/d.yaml", 1): True, ("loops/d.yaml", 2): True}
 
 
 BUDGET = (EXAMPLE / "react.yaml").read_text().split("params:")[0] + """\
@@ -331,7 +353,7 @@ def test_an_async_graph_is_driven_through_astream_with_the_same_answers(tmp_path
     assert [(r.result, r.stats["states"]) for r in runs] == [("proved", 7), ("proved", 8)]
     assert [maxima(r) for r in runs] == [{"most_supersteps": 3, "most_model_calls": 2, "most_tool_runs": 1},
                                          {"most_supersteps": 4, "most_model_calls": 2, "most_tool_runs": 2}]
-    assert results(runs[0])["limit_error"].message == "possible: reached after 4 transitions"
+    assert results(runs[0])["limit_error"].message == "possible: reached after 3 transitions"
 
 
 def test_an_async_graphs_limit_is_langgraphs_own_too(tmp_path, monkeypatch) -> None:
@@ -358,7 +380,7 @@ def test_an_unsupported_langgraph_is_named_at_the_framework_line(tmp_path, monke
     spec.write_text(DECLARATION.format(module="never_imported"))
     with pytest.raises(SpecError) as caught:
         load_spec(spec)
-    assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2,<2; "
+    assert str(caught.value) == (f"{spec}:1: haltproof.frameworks.langgraph supports langgraph >=1.2.18,<2; "
                                  "langgraph 0.6.3 is installed")
 
 
@@ -379,3 +401,68 @@ def test_every_run_of_a_graph_is_closed_when_the_check_is_done_with_it():
         gc.enable()
     assert sum(r.stats["transitions"] for r in runs) > 100      # hundreds of runs started and dropped
     assert after - before <= 4, f"{after - before} threads left running by dropped runs"
+
+
+def test_a_graph_ending_on_the_limits_last_superstep_ends_in_langgraphs_limit_error(tmp_path, monkeypatch) -> None:
+    """LangGraph counts the superstep that finds nothing left to run: a graph whose last node runs
+    in superstep recursion_limit raises GraphRecursionError (graph.invoke does, checked here). Its
+    `checkpoints` stream shows that superstep's checkpoint, with nothing next, and then raises:
+    taking the checkpoint for the end was a false `done` (an answer at recursion_limit=1)."""
+    from langchain_core.messages import AIMessage
+    from langgraph.errors import GraphRecursionError
+
+    from haltproof.frameworks.langgraph import scripted_model, GraphRun
+    (tmp_path / "graphs_end.py").write_text(GRAPHS)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(DECLARATION.format(module="graphs_end") + "properties:\n  answers:\n    reachable: status == done\n")
+    monkeypatch.delitem(sys.modules, "graphs_end", raising=False)
+    runs = check_spec(load_spec(spec), Options())
+    import graphs_end
+    run = GraphRun(choices={"m": "final"})
+    graph = graphs_end.build_graph(scripted_model(run, "m", {"final": AIMessage("Done.")}))
+    sys.modules.pop("graphs_end", None)
+    with pytest.raises(GraphRecursionError):
+        graph.invoke({"messages": [("user", "hi")]}, {"recursion_limit": 1})
+    assert graph.invoke({"messages": [("user", "hi")]}, {"recursion_limit": 2})["messages"][-1].content == "Done."
+    assert [(r.params["recursion_limit"], results(r)["answers"].status, results(r)["limit_error"].message)
+            for r in runs] == [(1, "violated", "possible: reached after 1 transition"),
+                               (2, "holds", "impossible: no reachable state satisfies it")]
+
+def test_send_fan_out_parallel_supersteps_and_command_outcomes_run_as_langgraph_runs_them() -> None:
+    """fanout.yaml: the graph's own Send fan-out runs research once per scripted topic in one
+    superstep, write and cite run side by side (`next` is `cite+write`), and the scripted reviewer's
+    Command goes where it says; runs_NODE counts every run. A superstep is one transition."""
+    runs = check("fanout.yaml")
+    assert [(r.params["recursion_limit"], r.result, r.stats["states"]) for r in runs] == [
+        (4, "violated", 13), (5, "violated", 19), (6, "violated", 21), (7, "violated", 24), (8, "violated", 30),
+        (9, "violated", 39)]
+    assert [[p.name for p in r.properties if p.status == "violated"] for r in runs] == [
+        ["node_runs_within_the_limit"]] * 6         # the one `expect` declares
+    assert [maxima(r)["most_node_runs"] for r in runs] == [6, 7, 9, 11, 12, 13]
+    broken = results(runs[0])["node_runs_within_the_limit"]
+    assert [(s.choices.get("planner_returns"), s.state["next"], s.state["tasks"], s.state["steps"],
+             s.state["runs_research"]) for s in broken.trace.steps] == [
+        (None, "planner", 1, 0, 0), ("two_topics", "research", 2, 1, 0), ("two_topics", "cite+write", 2, 2, 2),
+        ("two_topics", "review", 1, 3, 2)]
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "fanout.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check fanout.yaml" in doc
+    assert "States per limit (4 to 9): 13, 19, 21, 24, 30, 39." in doc
+    assert "`most_node_runs` is 6, 7, 9, 11, 12, 13" in doc
+    witness = results(runs[2])["most_node_runs"].witness.steps
+    assert [(s.choices.get("review_returns"), s.state["next"]) for s in witness][3:6] == [
+        ("approve", "review"), ("revise", "planner"), ("approve", "research")]
+
+
+def test_a_fan_out_wider_than_the_limit_is_counted_not_a_domains_finding(tmp_path, monkeypatch) -> None:
+    """Six topics sent at recursion_limit 3: research runs six times in its one superstep. The
+    planner's two outcomes lead to one `next` but not one run: `tasks` (2 or 6) tells them apart."""
+    text = (EXAMPLE / "fanout.yaml").read_text().replace("{topics: [GDP]}", "{topics: [a, b, c, d, e, f]}")
+    (tmp_path / "fanout.py").write_text((EXAMPLE / "fanout.py").read_text())
+    spec = tmp_path / "wide.yaml"
+    spec.write_text(text.replace("{min: 4, max: 9}", "[3]"))
+    monkeypatch.delitem(sys.modules, "fanout", raising=False)
+    (run,) = check_spec(load_spec(spec), Options())
+    sys.modules.pop("fanout", None)
+    assert results(run)["domains"].status == "holds"
+    assert maxima(run)["most_node_runs"] == 9       # planner, research six times, write and cite

@@ -354,3 +354,14 @@ def test_itf_vars_that_are_not_the_specs_are_a_usage_error(cli, tmp_path):
                              "states": [{"x": {"#bigint": "0"}}]}))
     ran = cli("replay", LOOP_DEMO, "--trace", f)
     assert ran.code == 2 and "the trace's state has vars ['x']" in ran.err
+
+
+def test_itf_of_a_spec_with_monitors_lists_the_user_s_vars_only(cli):
+    """A pattern's monitor vars are in no trace, so not in an ITF trace's `vars` either."""
+    from conftest import ROOT
+    report = _report(cli, ROOT / "tests" / "fixtures" / "monitors" / "toggle.yaml", "--trace-format", "itf")
+    traces = [p["trace"] for p in report["runs"][0]["properties"] if p.get("trace")]
+    assert len(traces) == 2
+    for t in traces:
+        assert t["vars"] == ["x", "done"] and set(t["#meta"]["varTypes"]) == {"x", "done"}
+        assert all(set(s) == {"#meta", "x", "done"} for s in t["states"])

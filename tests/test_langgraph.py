@@ -64,7 +64,7 @@ def limit_off_by_one(monkeypatch) -> None:
 def test_the_react_graph_stops_for_every_recursion_limit() -> None:
     runs = check()
     assert [(r.params["recursion_limit"], r.result, r.binding, r.stats["states"]) for r in runs] == [
-        (1, "proved", "replay", 4), (2, "proved", "replay", 5), (3, "proved", "replay", 7),
+        (2, "proved", "replay", 5), (3, "proved", "replay", 7),
         (4, "proved", "replay", 8), (5, "proved", "replay", 10), (6, "proved", "replay", 11)]
 
 
@@ -74,19 +74,20 @@ def test_no_recursion_limit_makes_the_limit_error_unreachable() -> None:
     (sweep,) = to_json(check())["sweeps"]
     (row,) = sweep["smallest_safe"]
     assert row == {"property": "can_hit_the_limit", "param": "recursion_limit", "safe_means": "unreachable",
-                   "others": {}, "value": None, "swept": [1, 2, 3, 4, 5, 6], "unsafe_at": [1, 2, 3, 4, 5, 6],
+                   "others": {}, "value": None, "swept": [2, 3, 4, 5, 6], "unsafe_at": [2, 3, 4, 5, 6],
                    "undecided_at": [],
-                   "message": "can_hit_the_limit reachable at every swept recursion_limit (1..6): no safe value"}
+                   "message": "can_hit_the_limit reachable at every swept recursion_limit (2..6): no safe value"}
 
 
 def test_the_shortest_path_to_the_limit_runs_recursion_limit_supersteps() -> None:
+    """The shortest: the model answers in the limit's last superstep, and LangGraph raises
+    instead of returning the answer (it counts the superstep that finds nothing left to run)."""
     (run,) = check(pins={"recursion_limit": 3})
     hit = results(run)["can_hit_the_limit"]
     assert hit.status == "holds"
     assert states_of(hit.witness) == [
         (None, "agent", 0, "running"), ("tool_call", "tools", 1, "running"),
-        ("tool_call", "agent", 2, "running"), ("tool_call", "tools", 3, "running"),
-        ("tool_call", "tools", 3, "limit")]
+        ("tool_call", "agent", 2, "running"), ("final", "__end__", 3, "limit")]
     assert states_of(results(run)["can_answer"].witness) == [
         (None, "agent", 0, "running"), ("final", "__end__", 1, "done")]
 
@@ -107,16 +108,17 @@ def test_an_undeclared_recursion_error_is_a_bound_code_finding(tmp_path) -> None
     start, end = text.index("    raises:\n"), text.index("\nterminal:")
     spec = tmp_path / "react.yaml"
     spec.write_text(text[:start] + text[end:])
-    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 1}))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 2}))
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
-    assert "the bound code raised GraphRecursionError: Recursion limit of 1 reached" in finding.message
-    assert len(finding.trace.steps) == 2
+    assert finding.message.startswith("action step with model=tool_call: the bound code raised GraphRecursionError: "
+                                      "Recursion limit of 2 reached")
+    assert len(finding.trace.steps) == 3      # agent (tool call), tools: the limit's 2 supersteps, then the error
 
 
 def test_an_unsupported_langgraph_version_is_named(monkeypatch) -> None:
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.6.3")
-    with pytest.raises(RuntimeError, match=r"supports langgraph >=1.2,<2; langgraph 0.6.3 is installed"):
+    with pytest.raises(RuntimeError, match=r"supports langgraph >=1.2.18,<2; langgraph 0.6.3 is installed"):
         hl.require_langgraph()
 
 
@@ -147,8 +149,8 @@ def test_the_frameworks_doc_shows_the_shipped_example_and_its_command(cli) -> No
     assert "cd examples/frameworks/langgraph && haltproof check react_adapter.yaml" in doc
     ran = cli("check", "react_adapter.yaml")
     assert ran.code == 0, ran.out
-    assert ran.out.endswith("6 runs: 6 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n")
-    assert "States per limit (1 to 6): 4, 5, 7, 8, 10, 11." in doc
+    assert ran.out.endswith("5 runs: 5 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "States per limit (2 to 6): 5, 7, 8, 10, 11." in doc
 
 
 @pytest.mark.parametrize("old, new, message", [
@@ -162,7 +164,7 @@ def test_a_choice_the_adapter_does_not_script_is_named(tmp_path, old, new, messa
     assert text.count(old) == 1
     spec = tmp_path / "react.yaml"
     spec.write_text(text.replace(old, new))
-    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 1}))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 2}))
     finding = results(run)["bound_code"]
     assert finding.status == "violated"
     assert f"the bound code raised ValueError: {message}\n" in finding.message

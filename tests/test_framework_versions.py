@@ -1,0 +1,97 @@
+"""One supported range per framework, written once (pyproject.toml's framework extras) and
+named alike everywhere: the `test` extra, the range the framework module enforces at run time
+(read from haltproof's installed metadata), the oldest-versions CI run (scripts/test-oldest) and
+the docs. In that CI run (HALTPROOF_OLDEST_FRAMEWORKS=1) the lowest versions are the installed ones."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("framework_versions", ROOT / "scripts" / "framework_versions.py")
+assert spec is not None and spec.loader is not None
+fv = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fv)
+
+from haltproof.frameworks import declaration  # noqa: E402
+
+# extra -> (module, dist, the require_* function's module attribute)
+EXPECTED = {"langgraph": ("langgraph", "langgraph"), "openai-agents": ("openai_agents", "openai-agents"),
+            "pydantic-ai": ("pydantic_ai", "pydantic-ai-slim")}
+RANGES = fv.frameworks()
+OLDEST = os.environ.get("HALTPROOF_OLDEST_FRAMEWORKS") == "1"
+
+
+def test_every_framework_module_has_an_extra_written_low_high():
+    assert {extra: dist for extra, (dist, _, _) in RANGES.items()} == {e: d for e, (_, d) in EXPECTED.items()}
+
+
+@pytest.mark.parametrize("extra", sorted(EXPECTED))
+def test_the_test_extra_names_the_frameworks_range_as_its_extra_does(extra):
+    dist, low, high = RANGES[extra]
+    written = f"{dist}>={low},<{high}"
+    assert fv.extras()[extra] == [written]
+    assert [r for r in fv.extras()["test"] if re.split(r"[<>=;\s]", r, maxsplit=1)[0] == dist] == [written]
+
+
+@pytest.mark.parametrize("extra", sorted(EXPECTED))
+def test_the_module_enforces_the_range_pyproject_writes(extra, monkeypatch):
+    """supported_range reads the installed metadata: a stale install (pyproject changed, not
+    reinstalled) fails here. The lowest version passes, the one before it and HIGH are refused."""
+    module, dist = EXPECTED[extra]
+    _, low, high = RANGES[extra]
+    shown = f">={low},<{high}"
+    assert declaration.supported_range(module, dist)[2] == shown
+    for version in (low, f"{low}.post1" if low.count(".") == 2 else f"{low}.5"):
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, v=version: v)
+        assert declaration.require_version(module, dist, "it") == version
+    below = [int(n) for n in low.split(".")]
+    below[-1] -= 1
+    for version in (".".join(map(str, below)) if below[-1] >= 0 else "0.0.1", high, f"{high}.0.1"):
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, v=version: v)
+        with pytest.raises(RuntimeError) as refused:
+            declaration.require_version(module, dist, "it")
+        assert str(refused.value) == f"haltproof.frameworks.{module} supports {dist} {shown}; {dist} {version} is installed"
+
+
+def test_release_numbers_compare_as_pep_440_does():
+    assert declaration.release("1.2.24") == (1, 2, 24)
+    assert declaration.release("1.2") == declaration.release("1.2.0") == (1, 2)
+    assert declaration.release("1.3.0rc1") == (1, 3)
+    assert declaration.release("0.24.0") < declaration.release("0.24.1") < declaration.release("0.25")
+
+
+def test_the_oldest_run_installs_each_frameworks_lowest_version_and_runs_every_framework_test():
+    assert fv.requirements()[:3] == [f"{dist}=={low}" for dist, low, _ in RANGES.values()]
+    assert set(fv.requirements()[3:]) == {r for r in fv.extras()["test"] if r.startswith("pytest")}
+    assert {"tests/test_langgraph.py", "tests/test_framework_declaration.py", "tests/test_framework_versions.py",
+            "tests/test_openai_agents.py", "tests/test_pydantic_ai.py"} <= set(fv.tests())
+    script = (ROOT / "scripts" / "test-oldest").read_text()
+    assert "python3 scripts/framework_versions.py requirements" in script
+    assert 'HALTPROOF_OLDEST_FRAMEWORKS=1 python -m pytest -q -n auto --dist loadgroup "${tests[@]}" "$@"' in script
+    ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "nonsense"],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and "usage: python3 scripts/framework_versions.py requirements|tests" in ran.stderr
+
+
+@pytest.mark.parametrize("extra", sorted(EXPECTED))
+def test_the_installed_framework_is_in_its_range_and_the_lowest_in_the_oldest_run(extra):
+    module, dist = EXPECTED[extra]
+    _, low, _ = RANGES[extra]
+    version = declaration.require_version(module, dist, "it")
+    if OLDEST:
+        assert declaration.release(version) == declaration.release(low), f"the oldest run installed {dist} {version}"
+
+
+@pytest.mark.parametrize("extra", sorted(EXPECTED))
+def test_the_docs_name_each_range(extra):
+    dist, low, high = RANGES[extra]
+    assert f">={low},<{high}`" in (ROOT / "docs" / "frameworks.md").read_text(), extra
