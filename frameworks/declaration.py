@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
@@ -49,6 +50,16 @@ def check_keys(top: YMap, file: str, allowed: set[str], required: set[str]) -> N
     for key in sorted(required):
         if key not in top:
             raise Located(file, top.line).error(f"a {top['framework']} declaration needs the key {key!r}")
+
+
+def begin(top: YMap, file: str, require: Callable[[], str], allowed: set[str], required: set[str]) -> None:
+    """What every declaration checks first: the framework installed in its supported range (else
+    `require`'s message at the `framework` line), every key known and the required ones there."""
+    try:
+        require()
+    except RuntimeError as exc:
+        raise fail(file, top.line_of("framework"), str(exc)) from None
+    check_keys(top, file, allowed, required)
 
 
 def import_target(top: YMap, file: str) -> Any:

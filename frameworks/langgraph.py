@@ -34,7 +34,7 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
 END = "__end__"
@@ -422,11 +422,7 @@ def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[s
 
 def declaration(top: YMap, file: str) -> Declared:
     """Expand a `framework: langgraph` declaration into its spec and adapter (docs/frameworks.md)."""
-    try:
-        require_langgraph()
-    except RuntimeError as exc:
-        raise fail(file, top.line_of("framework"), str(exc)) from None
-    check_keys(top, file, DECLARATION_KEYS, {"target", "input"})
+    begin(top, file, require_langgraph, DECLARATION_KEYS, {"target", "input"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
     models = _outcomes(top, "models", file, message=True)
@@ -547,14 +543,14 @@ def _builtin_properties(d: Declaration) -> dict[str, Any]:
         "run_ends": {"terminates": True, "description": "every run ends: an answer, or LangGraph's limit error"},
         "limit_error": {"possible": "status == limit", "smallest_safe": LIMIT,
                         "description": "whether a run can end in GraphRecursionError, with a shortest one"},
-        "most_supersteps": {"maximum": "steps", "at_most": LIMIT,
+        "most_supersteps": {"maximum": "steps", "at_most": LIMIT, "limit": LIMIT,
                             "description": "the most supersteps a run takes; LangGraph promises at most "
                                            "recursion_limit"},
     }
     if d.models:
-        props["most_model_calls"] = {"maximum": "model_calls", "description": "the most answers the scripted "
+        props["most_model_calls"] = {"maximum": "model_calls", "limit": LIMIT, "description": "the most answers the scripted "
                                                                               "models give in a run"}
     if d.messages:
-        props["most_tool_runs"] = {"maximum": "tool_runs", "description": "the most tool executions in a run "
+        props["most_tool_runs"] = {"maximum": "tool_runs", "limit": LIMIT, "description": "the most tool executions in a run "
                                                                           "(tool messages in `messages`)"}
     return props

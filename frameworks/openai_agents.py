@@ -47,7 +47,8 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import COMMON_KEYS, check_keys, fail, import_target, mapping, node, require_version
+from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
+                          require_version, with_user_properties)
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
@@ -461,15 +462,6 @@ def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: boo
                            "{handoff: AGENT}, or a list of those (one turn making them all)")
 
 
-def plain(value: Any) -> Any:
-    """A value read from YAML as plain Python data."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return str(value) if isinstance(value, str) else value
-
-
 def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
     line = declared.line_of(name)
     labels = declared[name]
@@ -526,11 +518,7 @@ def _tool_outcome(raw: Any, file: str, line: int) -> Any:
 
 def declaration(top: YMap, file: str) -> Declared:
     """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/frameworks.md)."""
-    try:
-        require_agents()
-    except RuntimeError as exc:
-        raise fail(file, top.line_of("framework"), str(exc)) from None
-    check_keys(top, file, DECLARATION_KEYS, {"target", "input", "models"})
+    begin(top, file, require_agents, DECLARATION_KEYS, {"target", "input", "models"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
     if not is_agent(target):
@@ -558,10 +546,7 @@ def declaration(top: YMap, file: str) -> Declared:
     d = AgentDeclaration(target, agents, models, tools, tools_of, [t for t in counted if t.isidentifier()],
                          plain(top["input"]), context)
     spec = node(_spec(top, file, ref, d), top.line_of("framework"))
-    spec.lines.update({k: top.line_of(k) for k in ("params", "properties", "expect", "machine", "description")
-                       if k in top})
-    spec.lines["bind"] = tline
-    return Declared(spec, lambda: DeclaredAgents(d))
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d))
 
 
 def _context_top(top: YMap) -> YMap:
@@ -587,17 +572,7 @@ def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]
     raises = [LIMIT_ERROR] + ([TOOL_ERROR] if _raising(d) else [])
     actions = {slug(a): {"when": f"status == running and agent == {_quoted(a)}", "choose": d.choices(a),
                          "raises": raises} for a in d.agents}
-    props = _builtin_properties(d)
-    user = top.get("properties", YMap())
-    if not isinstance(user, YMap):
-        raise fail(file, top.line_of("properties"), "properties must be a mapping")
-    for name in user:
-        if name in props:
-            raise fail(file, user.line_of(name), f"{name} is an out-of-the-box property of every OpenAI Agents "
-                                                 "declaration: give yours another name")
-    properties = node(props, top.line_of("framework"))
-    properties.update(user)
-    properties.lines.update(user.lines if user else {})
+    properties = with_user_properties(top, file, _builtin_properties(d), "OpenAI Agents")
     spec: dict[str, Any] = {
         "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
         "description": top.get("description", f"{ref} as the Agents SDK's Runner runs it: one model turn per "
@@ -639,11 +614,11 @@ def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
                                                         "MaxTurnsExceeded"},
         "limit_error": {"possible": "status == limit", "smallest_safe": LIMIT,
                         "description": "whether a run can end in MaxTurnsExceeded, with a shortest one"},
-        "most_turns": {"maximum": "turns", "at_most": LIMIT,
+        "most_turns": {"maximum": "turns", "at_most": LIMIT, "limit": LIMIT,
                        "description": "the most model calls (turns) a run makes; the SDK promises at most max_turns"},
-        "most_tool_runs": {"maximum": "tool_runs", "description": "the most tool executions in a run "
+        "most_tool_runs": {"maximum": "tool_runs", "limit": LIMIT, "description": "the most tool executions in a run "
                                                                   "(max_turns does not bound them)"},
     }
     if any(agent.handoffs for agent in d.agents.values()):
-        props["most_handoffs"] = {"maximum": "handoffs", "description": "the most handoffs in a run"}
+        props["most_handoffs"] = {"maximum": "handoffs", "limit": LIMIT, "description": "the most handoffs in a run"}
     return props

@@ -43,7 +43,7 @@ from haltproof.machine.outcomes import Outcome, resolve
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, check_keys, fail, import_target, keep_user_lines, mapping, node, plain,
+from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
 
 OK = "ok"                           # a tool outcome: run the real tool
@@ -565,11 +565,7 @@ def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, 
 
 def declaration(top: YMap, file: str) -> Declared:
     """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/frameworks.md)."""
-    try:
-        require_pydantic_ai()
-    except RuntimeError as exc:
-        raise fail(file, top.line_of("framework"), str(exc)) from None
-    check_keys(top, file, DECLARATION_KEYS, {"target", "prompt", "models"})
+    begin(top, file, require_pydantic_ai, DECLARATION_KEYS, {"target", "prompt", "models"})
     from pydantic_ai.agent import AbstractAgent
     agent = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
@@ -668,4 +664,16 @@ def _builtin_agent_properties(d: AgentDeclaration, has_tools: bool) -> dict[str,
         if "tool_calls_limit" in d.limits:
             props["most_successful_tool_calls"]["at_most"] = str(d.limits["tool_calls_limit"])
             props["most_successful_tool_calls"]["description"] += "; Pydantic AI promises at most tool_calls_limit"
+    return _with_limits(props, request_limit, d.limits.get("tool_calls_limit"))
+
+
+def _with_limits(props: dict[str, Any], request_limit: Budget, tool_calls_limit: Budget | None) -> dict[str, Any]:
+    """The worst cases' `limit:` (the sweep's "a limit of N allows at most M" line): requests against
+    request_limit, tool executions against tool_calls_limit where that is a param, else request_limit;
+    none where the limit is a fixed number (there is nothing to sweep)."""
+    tools = tool_calls_limit if isinstance(tool_calls_limit, str) else request_limit
+    for name, limit in (("most_model_requests", request_limit), ("most_tool_runs", tools),
+                        ("most_successful_tool_calls", tools)):
+        if name in props and isinstance(limit, str):
+            props[name]["limit"] = limit
     return props

@@ -261,6 +261,8 @@ class PropertyDecl:
     file: str | None = None
     chance: Chance | None = None   # probability / expected: the bound and what it bounds
     smallest_safe: str | None = None   # an int param: a sweep reports the smallest value from which it is safe
+    limit: str | None = None       # maximum: the int param it is measured against (a sweep says what each value allows)
+    measure: str = ""              # maximum: its expression as written (what the limit's line says it allows)
     possible: bool = False         # `possible:` (kind reachable): an answer, never a violation
     pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
     scope: str = "global"          # over its monitor vars, machine/patterns.py), existence | response; its scope
@@ -1226,7 +1228,7 @@ class _Loader:
         if key in PATTERNS or key in LIVENESS:
             return self.pattern(name, key, m, line)
         kind = self.KINDS[key]
-        extra = {"terminates_within": {"count"}, "variant": {"bound"}, "maximum": {"at_most"}}.get(key, set())
+        extra = {"terminates_within": {"count"}, "variant": {"bound"}, "maximum": {"at_most", "limit"}}.get(key, set())
         self.keys(m, f"property {name}", {key, "description", "when", "smallest_safe"} | extra,
                   {"bound"} if key == "variant" else set())
         p = PropertyDecl(name, kind, line, description=str(m.get("description", "")), possible=key == "possible")
@@ -1259,6 +1261,8 @@ class _Loader:
             p.bound_line = m.line_of("bound")
         elif key == "maximum":
             p.expr = self.int_expr(value, self.state_scope, kline, f"the maximum of {name}")
+            p.measure = str(value)
+            p.limit = self.int_param(p, m, "limit")
             if "at_most" in m:
                 p.bound_line = m.line_of("at_most")
                 p.bound = self.int_expr(m["at_most"], self.param_scope, p.bound_line, f"at_most of {name}")
@@ -1274,18 +1278,23 @@ class _Loader:
     def smallest_safe(self, p: PropertyDecl, m: YMap) -> None:
         """`smallest_safe: PARAM`: an int param the spec declares, whose sweep the report
         summarizes as the smallest value from which the property is safe (report.py)."""
-        if "smallest_safe" not in m:
-            return
-        line = m.line_of("smallest_safe")
-        name = m["smallest_safe"]
+        p.smallest_safe = self.int_param(p, m, "smallest_safe")
+
+    def int_param(self, p: PropertyDecl, m: YMap, key: str) -> str | None:
+        """The int param a property's `key` names (`smallest_safe`, a maximum's `limit`): what a
+        sweep orders by; None when the key is absent, a problem at its line when it names no int param."""
+        if key not in m:
+            return None
+        line = m.line_of(key)
+        name = m[key]
         param = self.params_by_name.get(name) if isinstance(name, str) else None
         if param is None:
-            raise self.at(line).error(f"smallest_safe of {p.name} must name a param (the spec has: "
+            raise self.at(line).error(f"{key} of {p.name} must name a param (the spec has: "
                                       f"{', '.join(self.params_by_name) or 'none'})", name)
         if param.kind != "int":
-            raise self.at(line).error(f"smallest_safe of {p.name} needs an int param to order; {name} is "
+            raise self.at(line).error(f"{key} of {p.name} needs an int param to order; {name} is "
                                       f"a {param.kind} param", name)
-        p.smallest_safe = name
+        return str(name)
 
     SCOPE_KEYS = {frozenset({"before"}): "before", frozenset({"after"}): "after",
                   frozenset({"between"}): "between", frozenset({"after", "until"}): "after_until"}

@@ -313,6 +313,13 @@ def render_markdown(report: dict[str, Any]) -> str:
                 "", "| spec | params | property | maximum |", "|---|---|---|---|"]
         out += [f"| {md_code(F.spec_file(run))} | {md_cell(F.params_text(run['params']))} | {md_code(name)} | "
                 f"{md_cell(text)} |" for run, name, text in worst]
+    allows = [(sweep, row) for sweep in report.get("sweeps") or [] for row in sweep.get("limit_allows", [])]
+    if allows:
+        out += ["", "### What the limits allow", "",
+                "Per `maximum:` property with a `limit:` param: its exact maximum at each swept value.", "",
+                "| spec | other params | property | allows |", "|---|---|---|---|"]
+        out += [f"| {md_code(sweep['spec'])} | {md_cell(F.params_text(row['others'])) if row['others'] else ''} | {md_code(row['property'])} | "
+                f"{md_cell(row['message'])} |" for sweep, row in allows]
     weighted = [run for run in runs if run.get("outcomes")]
     if weighted:
         out += ["", "### Outcomes", "",

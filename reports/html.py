@@ -268,7 +268,7 @@ def render_html(report: dict[str, Any], graphs: Sequence[StateGraph | str] | Non
     w(f"<style>{CSS}</style></head><body>")
     w(f'<h1>{e(title)}</h1>')
     _summary(w, report, runs, verdicts)
-    _sweeps(w, runs, verdicts)
+    _sweeps(w, runs, verdicts, report.get("sweeps") or [])
     w('<h2 id="runs">Runs</h2>')
     for n, (run, (key, text)) in enumerate(zip(runs, verdicts)):
         _run(w, n, run, key, text, graphs[n], budget.get(n), binary, single=len(runs) == 1)
@@ -332,7 +332,8 @@ def _summary(w: Writer, report: dict[str, Any], runs: list[dict[str, Any]],
     w("</section>")
 
 
-def _sweeps(w: Writer, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]]) -> None:
+def _sweeps(w: Writer, runs: list[dict[str, Any]], verdicts: list[tuple[str, str]],
+            summaries: list[dict[str, Any]]) -> None:
     w('<section id="sweep"><h2>Sweep</h2>')
     w('<p class="legend">' + " ".join(_badge(k, VERDICT_TEXT[k])
                                       for k in ("proved", "violated", "expected", "incomplete"))
@@ -344,7 +345,18 @@ def _sweeps(w: Writer, runs: list[dict[str, Any]], verdicts: list[tuple[str, str
         w(f'<h3><code>{e(spec)}</code> <span class="muted">[{e(machine)}]</span></h3>')
         names = list(dict.fromkeys(k for n in members for k in (runs[n].get("params") or {})))
         w(_matrix(g, spec, names, members, runs, verdicts))
+        _limit_allows(w, [row for sweep in summaries if sweep["spec"] == spec
+                          for row in sweep.get("limit_allows", [])])
     w("</section>")
+
+
+def _limit_allows(w: Writer, rows: list[dict[str, Any]]) -> None:
+    """A sweep's `limit_allows` lines (report.limit_allows) under its matrix: what each limit value allows."""
+    if rows:
+        w('<ul class="allows">' + "".join(
+            f"<li><code>{e(row['property'])}</code>"
+            + (f" at {e(F.params_text(row['others']))}" if row["others"] else "")
+            + f": {e(row['message'])}</li>" for row in rows) + "</ul>")
 
 
 def _cell(n: int, run: dict[str, Any], verdict: tuple[str, str]) -> str:

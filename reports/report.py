@@ -167,6 +167,10 @@ def sweeps(runs: list[RunResult]) -> list[dict[str, Any]]:
                 for row in smallest_safe(decl, group)]
         if safe:
             entry["smallest_safe"] = safe
+        allows = [row for decl in group[0].spec.properties if decl.kind == "maximum" and decl.limit
+                  for row in limit_allows(decl, group)]
+        if allows:
+            entry["limit_allows"] = allows
         out.append(entry)
     return out
 
@@ -210,6 +214,45 @@ def smallest_safe(decl: PropertyDecl, group: list[RunResult]) -> list[dict[str, 
                     "undecided_at": [v for v, safe in values if safe is None],
                     "message": _safe_text(decl.name, param, meaning, start, values)})
     return out
+
+
+def limit_allows(decl: PropertyDecl, group: list[RunResult]) -> list[dict[str, Any]]:
+    """Per combination of the other params: what each swept value of a `maximum` property's
+    `limit` param allows, its exact maximum there (None where it was not decided: never a guess)."""
+    param = decl.limit
+    assert param is not None, "only asked for maximum properties that declare a limit"
+    rows: dict[tuple[tuple[str, Any], ...], list[tuple[int, int | None]]] = {}
+    for r in group:
+        found = [p for p in r.properties if p.name == decl.name]
+        if not found:           # not judged here (its `when`, or --property): no claim either way
+            continue
+        others = tuple((k, v) for k, v in r.params.items() if k != param)
+        rows.setdefault(others, []).append((int(r.params[param]), _exact_maximum(found[0])))
+    out = []
+    for others, values in rows.items():
+        values.sort()
+        out.append({"property": decl.name, "param": param, "of": decl.measure, "others": dict(others),
+                    "limits": [v for v, _ in values], "maxima": [m for _, m in values],
+                    "message": _allows_text(decl.measure, param, values)})
+    return out
+
+
+def _exact_maximum(p: PropertyResult) -> int | None:
+    """A `maximum` result's value when it is exact, else None (an exploration that stopped early,
+    or an expression that failed, knows no maximum)."""
+    found = (p.value or {}).get("maximum")
+    return found["value"] if found is not None and found["exact"] else None
+
+
+def _allows_text(measure: str, param: str, values: list[tuple[int, int | None]]) -> str:
+    """`max_turns = 1, 2, 3 allows at most 2, 4, 6 tool_runs`; `unknown` where not decided."""
+    limits = ", ".join(str(v) for v, _ in values)
+    maxima = ", ".join("unknown" if m is None else str(m) for _, m in values)
+    text = f"{param} = {limits} allows at most {maxima} {measure}"
+    unknown = [str(v) for v, m in values if m is None]
+    if unknown:
+        text += f" (not decided at {param} = {', '.join(unknown)})"
+    return text
 
 
 def _safe_text(name: str, param: str, meaning: str, start: int | None, values: list[tuple[int, bool | None]]) -> str:

@@ -39,6 +39,7 @@ def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = Fal
             lines.append("")
         lines += _worst_case_lines(runs)
         lines += _smallest_safe_lines(report.get("sweeps") or [])
+        lines += _limit_allows_lines(report.get("sweeps") or [])
         lines += _hidden_warnings(runs)
     lines.append(F.totals_text(report))
     return "\n".join(lines) + "\n"
@@ -66,6 +67,13 @@ def _smallest_safe_lines(sweeps: list[dict[str, Any]]) -> list[str]:
     lines = [f"  {sweep['spec']}" + (f" {F.params_text(row['others'])}" if row["others"] else "")
              + f": {row['message']}" for sweep in sweeps for row in sweep.get("smallest_safe", [])]
     return ["smallest safe values:", *lines, ""] if lines else []
+
+
+def _limit_allows_lines(sweeps: list[dict[str, Any]]) -> list[str]:
+    """Each sweep's `limit_allows` summaries (report.limit_allows), a line each."""
+    lines = [f"  {sweep['spec']}" + (f" {F.params_text(row['others'])}" if row["others"] else "")
+             + f" {row['property']}: {row['message']}" for sweep in sweeps for row in sweep.get("limit_allows", [])]
+    return ["what the limits allow:", *lines, ""] if lines else []
 
 
 def _run_line(run: dict[str, Any]) -> str:
@@ -240,5 +248,7 @@ def _sweep_text(sweep: dict[str, Any]) -> list[str]:
         lines.append(f"  {name} first fails at {F.params_text(info['params'])}{note}")
     lines += [f"  smallest safe{' at ' + F.params_text(row['others']) if row['others'] else ''}: {row['message']}"
               for row in sweep.get("smallest_safe", [])]
+    lines += [f"  {row['property']}{' at ' + F.params_text(row['others']) if row['others'] else ''}: {row['message']}"
+              for row in sweep.get("limit_allows", [])]
     lines.append("")
     return lines

@@ -24,6 +24,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
@@ -35,13 +36,8 @@ def _fresh_modules(monkeypatch):
     """The examples' modules are imported fresh for each test and forgotten after it, and the
     folders the imports put on sys.path are taken off again (a later test file must not find
     this file's temporary react.py first)."""
-    path = list(sys.path)
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in MODULES:
-        sys.modules.pop(name, None)
-    sys.path[:] = path
+    with fresh_modules(monkeypatch, MODULES):
+        yield
 
 
 def check(name: str, **options) -> list:
@@ -85,6 +81,11 @@ def test_no_limit_makes_the_limit_error_unreachable() -> None:
     (sweep,) = to_json(check("react.yaml"))["sweeps"]
     assert [row["message"] for row in sweep["smallest_safe"]] == [
         "limit_error reachable at every swept recursion_limit (1..6): no safe value"]
+    # what recursion_limit really bounds: supersteps, and about half as many model calls and tool runs
+    assert [row["message"] for row in sweep["limit_allows"]] == [
+        "recursion_limit = 1, 2, 3, 4, 5, 6 allows at most 1, 2, 3, 4, 5, 6 steps",
+        "recursion_limit = 1, 2, 3, 4, 5, 6 allows at most 1, 1, 2, 2, 3, 3 model_calls",
+        "recursion_limit = 1, 2, 3, 4, 5, 6 allows at most 0, 1, 1, 2, 2, 3 tool_runs"]
 
 
 def test_a_limit_checked_one_step_late_breaks_langgraphs_promise(monkeypatch) -> None:
@@ -104,6 +105,9 @@ def test_the_supervisor_delegates_half_as_often_as_the_limit_says() -> None:
         (n, "pass", True, states) for n, states in zip(range(2, 9), (8, 16, 18, 30, 32, 48, 50))]
     assert [maxima(r)["most_delegations"] for r in runs] == [n // 2 for n in range(2, 9)]
     assert [maxima(r)["most_model_calls"] for r in runs] == list(range(2, 9))
+    allows = {row["property"]: row["message"] for row in to_json(runs)["sweeps"][0]["limit_allows"]}
+    assert allows["most_delegations"] == ("recursion_limit = 2, 3, 4, 5, 6, 7, 8 allows at most 1, 1, 2, 2, 3, 3, 4 "
+                                          "runs_researcher + runs_coder")
     delegates = results(runs[2])["delegates_as_often_as_the_limit"]
     assert (delegates.status, delegates.message) == ("violated", "unreachable: no reachable state satisfies it")
     witness = results(runs[2])["most_delegations"].witness     # recursion_limit=4: two workers

@@ -163,6 +163,8 @@ def test_the_documented_example_is_the_shipped_file_and_prints_what_the_docs_say
     assert ("worst_case.yaml turns=3: most_tool_runs 6 (a shortest witness takes 3 transitions); "
             "tool_budget 6") in ran.out
     assert "VIOLATED  tool_budget  reaches 5, more than at_most 4, after 3 transitions" in ran.out
+    allows = "what the limits allow:\n  worst_case.yaml most_tool_runs: turns = 1, 2, 3 allows at most 2, 4, 6 tool_runs\n"
+    assert allows in ran.out and "```\n" + allows + "```" in doc
     report = json.loads(cli("check", "worst_case.yaml", "-p", "turns=2", "--format", "json").out)
     budget = [p for p in report["runs"][0]["properties"] if p["name"] == "tool_budget"][0]
     assert budget["message"] == "maximum 4, within at_most 4, first reached after 2 transitions"

@@ -29,6 +29,7 @@ from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
 MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel", "streamed_adapters",
@@ -40,11 +41,8 @@ def _in_the_example(monkeypatch):
     """Run from the example's folder; its modules are imported fresh and forgotten."""
     monkeypatch.chdir(EXAMPLE)
     monkeypatch.syspath_prepend(str(EXAMPLE))
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in MODULES:
-        sys.modules.pop(name, None)
+    with fresh_modules(monkeypatch, MODULES):
+        yield
 
 
 def check(name: str, text: str | None = None, tmp_path=None, **options) -> list:

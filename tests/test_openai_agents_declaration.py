@@ -22,6 +22,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 from test_openai_agents import max_turns_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
@@ -32,13 +33,8 @@ MODULES = ("triage", "travel", "agents_app")
 def _fresh_modules(monkeypatch):
     """The examples' modules are imported fresh for each test and forgotten after it; the
     folders the imports put on sys.path are taken off again."""
-    path = list(sys.path)
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in MODULES:
-        sys.modules.pop(name, None)
-    sys.path[:] = path
+    with fresh_modules(monkeypatch, MODULES):
+        yield
 
 
 def check(name: str, **options) -> list:
@@ -86,6 +82,11 @@ def test_max_turns_never_makes_the_limit_error_unreachable() -> None:
     (sweep,) = to_json(check("triage.yaml"))["sweeps"]
     assert [row["message"] for row in sweep["smallest_safe"]] == [
         "limit_error reachable at every swept max_turns (2..5): no safe value"]
+    # what max_turns really bounds: model turns, and as many handoffs; a tool run only from the second turn
+    assert [(row["property"], row["message"]) for row in sweep["limit_allows"]] == [
+        ("most_turns", "max_turns = 2, 3, 4, 5 allows at most 2, 3, 4, 5 turns"),
+        ("most_tool_runs", "max_turns = 2, 3, 4, 5 allows at most 1, 2, 3, 4 tool_runs"),
+        ("most_handoffs", "max_turns = 2, 3, 4, 5 allows at most 2, 3, 4, 5 handoffs")]
 
 
 def test_the_travel_declaration_runs_the_tools_as_the_sdk_does() -> None:

@@ -29,6 +29,7 @@ from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
 ADAPTER = ROOT / "tests" / "fixtures" / "pydantic_ai"
@@ -39,11 +40,8 @@ MODULES = ("weather", "weather_binding", "trip", "trip_binding")
 def _in_the_example(monkeypatch):
     """Run from the example's folder; its modules are imported fresh and forgotten."""
     monkeypatch.chdir(EXAMPLE)
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in MODULES:
-        sys.modules.pop(name, None)
+    with fresh_modules(monkeypatch, MODULES):
+        yield
 
 
 def check(spec: str = "weather.yaml", **options) -> list:

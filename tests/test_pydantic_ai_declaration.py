@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from conftest import ROOT
+from framework_helpers import fresh_modules
 from test_parallel import untimed
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
@@ -26,13 +27,8 @@ PINS = ("-p", "request_limit=3", "-p", "tool_calls_limit=2", "-p", "retries=1")
 def _fresh_modules(monkeypatch):
     """The agents' modules are imported fresh for each test and forgotten after it; the folders
     the imports put on sys.path are taken off again."""
-    path = list(sys.path)
-    for name in ("weather", "trip"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield
-    for name in ("weather", "trip"):
-        sys.modules.pop(name, None)
-    sys.path[:] = path
+    with fresh_modules(monkeypatch, ("weather", "trip")):
+        yield
 
 
 def test_every_format_names_the_agent_explored(cli, monkeypatch) -> None:
@@ -64,6 +60,16 @@ def test_the_smallest_safe_request_limit_over_a_sweep(cli, monkeypatch) -> None:
     rows = {row["property"]: row["message"] for row in report["sweeps"][0]["smallest_safe"]}
     assert rows["request_limit_error"] == "request_limit_error unreachable at every swept request_limit (3..4)"
     assert rows["retries_error"] == "retries_error reachable at every swept retries (1 only): no safe value"
+    # what request_limit really bounds here: a retry spends a request, the limit of 4 is never used up
+    assert [(row["property"], row["others"], row["message"]) for row in report["sweeps"][0]["limit_allows"]] == [
+        ("most_model_requests", {"tool_calls_limit": 1, "retries": 1},
+         "request_limit = 3, 4 allows at most 3, 3 requests"),
+        ("most_tool_runs", {"request_limit": 3, "retries": 1}, "tool_calls_limit = 1 allows at most 2 tool_runs"),
+        ("most_tool_runs", {"request_limit": 4, "retries": 1}, "tool_calls_limit = 1 allows at most 2 tool_runs"),
+        ("most_successful_tool_calls", {"request_limit": 3, "retries": 1},
+         "tool_calls_limit = 1 allows at most 1 tool_calls"),
+        ("most_successful_tool_calls", {"request_limit": 4, "retries": 1},
+         "tool_calls_limit = 1 allows at most 1 tool_calls")]
 
 
 def test_workers_give_the_serial_report(cli, monkeypatch) -> None:
