@@ -400,6 +400,7 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
     notices += _unbounded_by_fairness(m, selected)
+    notices += _expect_not_applying(spec, m.inactive)
     left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
@@ -677,6 +678,17 @@ def _relied_on(ex: ExploredGraph, open_: Any, fairness: list[L.Assumption]) -> l
 def _fair_text(relied: list[L.Assumption], lead: str) -> str:
     """`; under fairness: weak a, strong b when c`, or nothing when no assumption was needed."""
     return f"; {lead}: {', '.join(f.text for f in relied)}" if relied else ""
+
+
+def _expect_not_applying(spec: Spec, inactive: set[str]) -> list[Notice]:
+    """A notice when no property `expect:` names applies to these params (each one's `when`
+    excludes them): the run is then judged as one without `expect`, and says so."""
+    if not spec.expect_violated or set(spec.expect_violated) - inactive:
+        return []
+    names = ", ".join(spec.expect_violated)
+    return [Notice("expect", "expect", f"no expected violation applies to these params (the when of {names} "
+                   "excludes them): the run is judged as one without expect", spec.expect_line,
+                   summary="no expected violation applies")]
 
 
 def _unbounded_by_fairness(m: Machine, selected: set[str]) -> list[Notice]:

@@ -364,6 +364,7 @@ class Spec:
     fairness: list[Fairness] = field(default_factory=list)             # assumptions of every liveness check
     adapter: Callable[[], Any] | None = None   # a declaration's live adapter factory (machine/declarations.py)
     framework: str | None = None             # a declaration's framework
+    expect_line: int | None = None
 
     @property
     def builtins(self) -> tuple[str, ...]:
@@ -594,7 +595,8 @@ class _Loader:
                     properties=props, scenarios=scenarios, expect_violated=expect,
                     replay=replay, choice_names=sorted(self.step_choices), text=text,
                     bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
-                    measures=measures, probabilities=weights, fairness=fairness)
+                    measures=measures, probabilities=weights, fairness=fairness,
+                    expect_line=top.line_of("expect") if expect is not None else None)
 
     def choice_labels(self) -> dict[str, dict[str, tuple[str, list[Any]]]]:
         """Each action's choices as machine/weights.py checks weights against them."""

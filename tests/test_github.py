@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED, PROVED,
-                        TINY, VIOLATED, line_of)
+                        TINY, TINY_ONLY, VIOLATED, line_of)
 from haltproof.reports.github import (command, escape_data, escape_property, md_cell, mermaid_text,
                              render_markdown)
 
@@ -115,7 +115,7 @@ def test_incomplete_and_scenario_failures_are_errors(cli, workdir):
 
 
 def test_run_not_as_expected_is_an_error(cli, workdir):
-    ran = cli("check", TINY, "--format", "github")
+    ran = cli("check", TINY, *TINY_ONLY, "--format", "github")
     assert ran.code == 1
     (err,) = [c for c in parse(ran.out) if c["name"] == "error"]
     assert err["title"] == "haltproof: not as expected" and err["file"] == TINY

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_reports import (AS_EXPECTED, BAD_SCENARIO, DOMAINS, INDEPENDENCE, LASSO, PIN_PROVED, PIN_VIOLATED,
-                        PROVED, TINY, VIOLATED, assert_valid, line_of)
+                        PROVED, TINY, TINY_ONLY, VIOLATED, assert_valid, line_of)
 from haltproof.reports.sarif import FINGERPRINT, artifact_location, render_sarif
 
 VIOLATED_PROPS = {"complete_search_always_decides", "final_answer_on_last_step_kept",
@@ -167,7 +167,7 @@ def test_failing_scenario_is_a_result_at_the_scenario(cli, workdir, validator):
 
 
 def test_run_not_as_expected_without_a_failing_property_is_a_result(cli, workdir, validator):
-    ran, log = sarif(cli, TINY)
+    ran, log = sarif(cli, TINY, *TINY_ONLY)
     assert ran.code == 1
     assert_valid(validator, log)
     (res,) = log["runs"][0]["results"]
