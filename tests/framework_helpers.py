@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -22,3 +24,33 @@ def fresh_modules(monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]) -> It
         for name in names:
             sys.modules.pop(name, None)
         sys.path[:] = path
+
+
+def emitted_test_fails_until_fixed(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, app: Path,
+                                   declaration: str, emitted: str, still: str, fix: tuple[str, str]) -> None:
+    """`--emit-tests` on `declaration` beside a copy of the user's `app` writes one pytest file,
+    named `emitted`, that replays the counterexample against the real framework: it fails (saying
+    `still`) while the behaviour stands, and passes once `fix` (old, new) is made in the app."""
+    copy = tmp_path / app.name
+    copy.write_text(app.read_text())
+    (tmp_path / "budget.yaml").write_text(declaration)
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
+    assert ran.code == 1, ran.out
+    assert "wrote 1 regression test to regress" in ran.err
+    (test,) = (tmp_path / "regress").glob("test_*.py")
+    assert test.name == emitted
+
+    def pytest_run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
+                              cwd=tmp_path, capture_output=True, text=True)
+    failing = pytest_run()
+    assert failing.returncode == 1, failing.stdout[-2000:]
+    assert still in failing.stdout
+    source = copy.read_text()
+    fixed = source.replace(*fix)
+    assert fixed != source
+    copy.write_text(fixed)
+    passing = pytest_run()
+    assert passing.returncode == 0, passing.stdout[-2000:]
+    assert "1 passed" in passing.stdout

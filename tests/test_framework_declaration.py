@@ -24,7 +24,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import fresh_modules
+from framework_helpers import emitted_test_fails_until_fixed, fresh_modules
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
@@ -287,33 +287,15 @@ def test_an_emitted_test_replays_the_trace_on_the_real_graph_until_it_is_fixed(c
     """--emit-tests on a declaration writes a pytest file that replays the counterexample
     through LangGraph itself: it fails while the graph lets the model search twice, and passes
     once the graph's own routing stops after one search."""
-    import subprocess
-    (tmp_path / "react.py").write_text((EXAMPLE / "react.py").read_text())
-    (tmp_path / "budget.yaml").write_text(BUDGET)
-    monkeypatch.chdir(tmp_path)
-    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
-    assert ran.code == 1
-    assert "wrote 1 regression test to regress" in ran.err
-    (emitted,) = (tmp_path / "regress").glob("test_*.py")
-    assert emitted.name == "test_budget_one_search_is_enough_recursion_limit4.py"
-
-    def pytest_run() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
-                              cwd=tmp_path, capture_output=True, text=True)
-    failing = pytest_run()
-    assert failing.returncode == 1, failing.stdout[-2000:]
-    assert ("one_search_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
-            "step 4 has 2, more than at_most 1") in failing.stdout
-    # the fix, in the user's graph: after one tool result the agent's turn ends the run
-    source = (tmp_path / "react.py").read_text()
-    fixed = source.replace('builder.add_conditional_edges("agent", tools_condition)',
-                           'builder.add_conditional_edges("agent", lambda s: "__end__" if any(\n'
-                           '        m.type == "tool" for m in s["messages"]) else tools_condition(s))')
-    assert fixed != source
-    (tmp_path / "react.py").write_text(fixed)
-    passing = pytest_run()
-    assert passing.returncode == 0, passing.stdout[-2000:]
-    assert "1 passed" in passing.stdout
+    emitted_test_fails_until_fixed(
+        cli, tmp_path, monkeypatch, app=EXAMPLE / "react.py", declaration=BUDGET,
+        emitted="test_budget_one_search_is_enough_recursion_limit4.py",
+        still=("one_search_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
+               "step 4 has 2, more than at_most 1"),
+        # the fix, in the user's graph: after one tool result the agent's turn ends the run
+        fix=('builder.add_conditional_edges("agent", tools_condition)',
+             'builder.add_conditional_edges("agent", lambda s: "__end__" if any(\n'
+             '        m.type == "tool" for m in s["messages"]) else tools_condition(s))'))
 
 
 def test_the_frameworks_doc_shows_the_shipped_declarations_and_their_command(cli, monkeypatch) -> None:

@@ -10,7 +10,6 @@ handoffs (a handoff is a turn of its own), and the limit error is reachable at e
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -22,7 +21,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import fresh_modules
+from framework_helpers import emitted_test_fails_until_fixed, fresh_modules
 from test_openai_agents import max_turns_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
@@ -203,32 +202,14 @@ def test_an_emitted_test_replays_the_trace_against_the_real_sdk(cli, tmp_path, m
     """--emit-tests on a declaration writes a pytest file that replays the counterexample through
     the SDK's Runner: it fails while the agent can call book_hotel twice, and passes once the
     agent stops at its first booking (the SDK's tool_use_behavior, stop_at_tool_names)."""
-    (tmp_path / "travel.py").write_text((EXAMPLE / "travel.py").read_text())
-    (tmp_path / "budget.yaml").write_text(BUDGET)
-    monkeypatch.chdir(tmp_path)
-    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
-    assert ran.code == 1, ran.out
-    assert "wrote 1 regression test to regress" in ran.err
-    (emitted,) = (tmp_path / "regress").glob("test_*.py")
-    assert emitted.name == "test_budget_one_booking_at_most_max_turns3.py"
-
-    def pytest_run() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
-                              cwd=tmp_path, capture_output=True, text=True)
-    failing = pytest_run()
-    assert failing.returncode == 1, failing.stdout[-2000:]
-    assert ("one_booking_at_most is not fixed: the recorded counterexample still breaks it: the state after "
-            "step 2 has 2, more than at_most 1") in failing.stdout
-    # the fix, in the user's agent: the SDK ends the run with book_hotel's result as the final output
-    source = (tmp_path / "travel.py").read_text()
-    fixed = source.replace("    tools=[get_weather, book_hotel],\n",
-                           "    tools=[get_weather, book_hotel],\n"
-                           "    tool_use_behavior={'stop_at_tool_names': ['book_hotel']},\n")
-    assert fixed != source
-    (tmp_path / "travel.py").write_text(fixed)
-    passing = pytest_run()
-    assert passing.returncode == 0, passing.stdout[-2000:]
-    assert "1 passed" in passing.stdout
+    emitted_test_fails_until_fixed(
+        cli, tmp_path, monkeypatch, app=EXAMPLE / "travel.py", declaration=BUDGET,
+        emitted="test_budget_one_booking_at_most_max_turns3.py",
+        still=("one_booking_at_most is not fixed: the recorded counterexample still breaks it: the state after "
+               "step 2 has 2, more than at_most 1"),
+        # the fix, in the user's agent: the SDK ends the run with book_hotel's result as the final output
+        fix=("    tools=[get_weather, book_hotel],\n",
+             "    tools=[get_weather, book_hotel],\n    tool_use_behavior={'stop_at_tool_names': ['book_hotel']},\n"))
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line

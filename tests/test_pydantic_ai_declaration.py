@@ -8,7 +8,6 @@ The numbers are Pydantic AI's, as tests/test_pydantic_ai.py derives them for the
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from conftest import ROOT
-from framework_helpers import fresh_modules
+from framework_helpers import emitted_test_fails_until_fixed, fresh_modules
 from test_parallel import untimed
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
@@ -125,30 +124,13 @@ def test_an_emitted_test_replays_the_trace_on_the_real_agent_until_it_is_fixed(c
     """--emit-tests on a declaration writes a pytest file that replays the counterexample through
     Pydantic AI itself: it fails while the agent runs its forecast twice, and passes once the
     agent stops offering the tool after its first result."""
-    (tmp_path / "weather.py").write_text((EXAMPLE / "weather.py").read_text())
-    (tmp_path / "budget.yaml").write_text(BUDGET)
     assert "expect:" not in BUDGET
-    monkeypatch.chdir(tmp_path)
-    ran = cli("check", "budget.yaml", "--emit-tests", "regress")
-    assert ran.code == 1, ran.out
-    assert "wrote 1 regression test to regress" in ran.err
-    (emitted,) = (tmp_path / "regress").glob("test_*.py")
-    assert emitted.name == "test_budget_one_forecast_is_enough_request_limit4_tool_calls_limit2_retries1.py"
-
-    def pytest_run() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regress"],
-                              cwd=tmp_path, capture_output=True, text=True)
-    failing = pytest_run()
-    assert failing.returncode == 1, failing.stdout[-2000:]
-    assert ("one_forecast_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
-            "step 4 has 2, more than at_most 1") in failing.stdout
-    source = (EXAMPLE / "weather.py").read_text()
-    fixed = source.replace("@agent.tool_plain\ndef get_forecast", ONCE)
-    assert fixed != source
-    (tmp_path / "weather.py").write_text(fixed)
-    passing = pytest_run()
-    assert passing.returncode == 0, passing.stdout[-2000:]
-    assert "1 passed" in passing.stdout
+    emitted_test_fails_until_fixed(
+        cli, tmp_path, monkeypatch, app=EXAMPLE / "weather.py", declaration=BUDGET,
+        emitted="test_budget_one_forecast_is_enough_request_limit4_tool_calls_limit2_retries1.py",
+        still=("one_forecast_is_enough is not fixed: the recorded counterexample still breaks it: the state after "
+               "step 4 has 2, more than at_most 1"),
+        fix=("@agent.tool_plain\ndef get_forecast", ONCE))
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
