@@ -11,6 +11,16 @@ from pathlib import Path
 import pytest
 
 
+def results(run) -> dict:
+    """A run's property results by name."""
+    return {p.name: p for p in run.properties}
+
+
+def maxima(run) -> dict:
+    """A run's worst cases (`maximum` properties) by name."""
+    return {p.name: p.value["maximum"]["value"] for p in run.properties if p.kind == "maximum"}
+
+
 @contextmanager
 def fresh_modules(monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]) -> Iterator[None]:
     """The examples' modules imported fresh inside, forgotten after, and the folders their imports

@@ -24,7 +24,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import emitted_test_fails_until_fixed, fresh_modules
+from framework_helpers import emitted_test_fails_until_fixed, fresh_modules, maxima, results
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
@@ -42,14 +42,6 @@ def _fresh_modules(monkeypatch):
 
 def check(name: str, **options) -> list:
     return check_spec(load_spec(EXAMPLE / name), Options(**options))
-
-
-def results(run) -> dict:
-    return {p.name: p for p in run.properties}
-
-
-def maxima(run) -> dict:
-    return {p.name: p.value["maximum"]["value"] for p in run.properties if p.kind == "maximum"}
 
 
 def test_the_react_declaration_gives_the_worst_cases_langgraph_allows() -> None:

@@ -23,6 +23,7 @@ from haltproof.frameworks import langgraph as hl
 from haltproof.machine.spec import load_spec
 
 from conftest import ROOT
+from framework_helpers import results
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
 
@@ -40,10 +41,6 @@ def _in_the_example(monkeypatch):
 
 def check(**options) -> list:
     return check_spec(load_spec(EXAMPLE / "react_adapter.yaml"), Options(**options))
-
-
-def results(run) -> dict:
-    return {p.name: p for p in run.properties}
 
 
 def states_of(trace) -> list[tuple]:

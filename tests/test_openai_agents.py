@@ -29,7 +29,7 @@ from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec
 
 from conftest import ROOT
-from framework_helpers import fresh_modules
+from framework_helpers import fresh_modules, results
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
 MODULES = ("triage", "triage_adapter", "travel", "travel_adapter", "handing_back", "parallel", "streamed_adapters",
@@ -52,10 +52,6 @@ def check(name: str, text: str | None = None, tmp_path=None, **options) -> list:
     spec = tmp_path / name
     spec.write_text(text)
     return check_spec(load_spec(spec), Options(**options))
-
-
-def results(run) -> dict:
-    return {p.name: p for p in run.properties}
 
 
 def travel_steps(trace) -> list[tuple]:

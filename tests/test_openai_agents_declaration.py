@@ -21,7 +21,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import emitted_test_fails_until_fixed, fresh_modules
+from framework_helpers import emitted_test_fails_until_fixed, fresh_modules, maxima, results
 from test_openai_agents import max_turns_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
@@ -38,14 +38,6 @@ def _fresh_modules(monkeypatch):
 
 def check(name: str, **options) -> list:
     return check_spec(load_spec(EXAMPLE / name), Options(**options))
-
-
-def results(run) -> dict:
-    return {p.name: p for p in run.properties}
-
-
-def maxima(run) -> dict:
-    return {p.name: p.value["maximum"]["value"] for p in run.properties if p.kind == "maximum"}
 
 
 def steps(trace, *names: str) -> list[tuple]:

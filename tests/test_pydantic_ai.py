@@ -29,7 +29,7 @@ from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec
 
 from conftest import ROOT
-from framework_helpers import fresh_modules
+from framework_helpers import fresh_modules, maxima, results
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
 ADAPTER = ROOT / "tests" / "fixtures" / "pydantic_ai"
@@ -49,10 +49,6 @@ def check(spec: str = "weather.yaml", **options) -> list:
     return check_spec(load_spec(folder / spec), Options(**options))
 
 
-def maxima(run) -> dict:
-    return {p.name: p.value["maximum"]["value"] for p in run.properties if p.kind == "maximum"}
-
-
 def weather_adapter():
     """The adapter file's class (tests/fixtures/pydantic_ai/weather_binding.py), which imports the
     example's weather.py: both folders on the path, whichever test ran before."""
@@ -63,10 +59,6 @@ def weather_adapter():
         sys.path.remove(str(ADAPTER))
         sys.path.remove(str(EXAMPLE))
     return WeatherAdapter
-
-
-def results(run) -> dict:
-    return {p.name: p for p in run.properties}
 
 
 def steps_of(trace, *names) -> list[tuple]:
