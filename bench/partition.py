@@ -23,6 +23,7 @@ import numpy as np
 
 from haltproof.explorer.check import Options, prepare
 from haltproof.explorer.vengine import explore_vector
+from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec
 from haltproof.machine.vectorize import vectorize
 
@@ -92,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--q", type=int, default=100, help="the model's size Q (default 100)")
     ap.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated (default 2,4,8)")
     args = ap.parse_args(argv)
-    counts = [int(w) for w in args.workers.split(",")]
-    if any(w < 2 for w in counts):
-        ap.error("--workers: each count must be at least 2")
-    print(table(args.q, simulate(args.q, counts)))
+    parts = args.workers.split(",")
+    if not all(w.strip().isdigit() and int(w) >= 2 for w in parts):
+        ap.error(f"--workers: comma-separated counts of at least 2, not {args.workers!r}")
+    try:
+        rows = simulate(args.q, [int(w) for w in parts])
+    except SpecError as exc:            # a Q the benchmark model does not declare
+        ap.error(f"--q {args.q}: {exc}")
+    print(table(args.q, rows))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bench.partition import main, owner, simulate
 from conftest import ROOT
@@ -35,3 +36,15 @@ def test_the_documented_table_is_what_the_simulation_prints_header(capsys) -> No
     header = capsys.readouterr().out.splitlines()[2]
     assert header in doc
     assert "G(100, 900, 3) has 7,212,107 states, 15,454,515 transitions and 305 BFS levels" in doc
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--workers", "0"], "--workers: comma-separated counts of at least 2, not '0'"),
+    (["--workers", "x,2"], "--workers: comma-separated counts of at least 2, not 'x,2'"),
+    (["--q", "7"], "--q 7: "),
+])
+def test_a_bad_argument_is_a_usage_error_not_a_traceback(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
