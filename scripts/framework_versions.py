@@ -4,6 +4,10 @@
                                                           # framework at its range's lowest version
                                                           # (`dist==LOW`), and pytest as `test` has it
     python3 scripts/framework_versions.py tests          # the test files of the frameworks
+    python3 scripts/framework_versions.py tests --tested-by PYTHON
+        # only those not already run at the lowest version: the files of each framework whose
+        # lowest version differs from the one installed for PYTHON (the newest-versions venv),
+        # and the shared test_framework*.py; nothing when no framework's differs
 
 A framework extra is one named after a module of frameworks/ (`openai-agents`: openai_agents.py),
 holding one requirement written `dist>=LOW,<HIGH`. Standard library only: it runs before any venv.
@@ -12,6 +16,7 @@ holding one requirement written `dist>=LOW,<HIGH`. Standard library only: it run
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -48,15 +53,52 @@ def requirements() -> list[str]:
     return [f"{dist}=={low}" for dist, low, _ in frameworks().values()] + runners
 
 
-def tests() -> list[str]:
-    """The framework test files: tests/test_MODULE*.py per framework, and tests/test_framework*.py."""
-    found = {p for extra in frameworks() for p in (ROOT / "tests").glob(f"test_{extra.replace('-', '_')}*.py")}
-    found |= set((ROOT / "tests").glob("test_framework*.py"))
+def tests(tested_by: str | None = None) -> list[str]:
+    """The framework test files: tests/test_MODULE*.py per framework, and tests/test_framework*.py.
+    With `tested_by` (a Python whose environment ran the whole suite), a framework whose lowest
+    version is the one installed there was tested at that version already: its files are left
+    out, and when every framework's was, so are the shared ones (nothing is left to test)."""
+    again = [extra for extra, (dist, low, _) in frameworks().items()
+             if tested_by is None or _release(installed(tested_by, dist)) != _release(low)]
+    found = {p for extra in again for p in (ROOT / "tests").glob(f"test_{extra.replace('-', '_')}*.py")}
+    if again:
+        found |= set((ROOT / "tests").glob("test_framework*.py"))
     return sorted(str(p.relative_to(ROOT)) for p in found)
 
 
+def installed(python: str, dist: str) -> str:
+    """The version of `dist` installed for the interpreter `python`; "" when it has none (so it
+    was not tested there)."""
+    probe = (f"import importlib.metadata as m\ntry: print(m.version({dist!r}))\n"
+             "except m.PackageNotFoundError: print()")
+    try:
+        ran = subprocess.run([python, "-c", probe],
+                             capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        raise SystemExit(f"{python}: cannot run it to read the installed version of {dist}: {e.strerror}") from None
+    if ran.returncode != 0:
+        raise SystemExit(f"{python}: cannot read the installed version of {dist}: {ran.stderr.strip()}")
+    return ran.stdout.strip()
+
+
+def _release(version: str) -> tuple[int, ...] | str:
+    """A plain release number without its trailing zeros (0.24.0 is 0.24); anything else as written
+    ("" for none, a pre-release), so it equals no lowest version."""
+    if not re.fullmatch(r"\d+(\.\d+)*", version):
+        return version
+    numbers = [int(n) for n in version.split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+USAGE = "usage: python3 scripts/framework_versions.py requirements|tests [--tested-by PYTHON]"
+
 if __name__ == "__main__":
-    commands = {"requirements": requirements, "tests": tests}
-    if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        raise SystemExit("usage: python3 scripts/framework_versions.py requirements|tests")
-    print("\n".join(commands[sys.argv[1]]()))
+    args = sys.argv[1:]
+    if args == ["requirements"]:
+        print("\n".join(requirements()))
+    elif args[:1] == ["tests"] and (len(args) == 1 or (len(args) == 3 and args[1] == "--tested-by")):
+        print("\n".join(tests(args[2] if len(args) == 3 else None)))
+    else:
+        raise SystemExit(USAGE)

@@ -40,7 +40,7 @@ def test_readme_opens_with_the_two_fresh_machine_commands():
     # CI runs the very same script, and the script installs the test extra and runs pytest; then
     # the framework tests against the oldest supported versions (tests/test_framework_versions.py).
     ci = _script_lines(ROOT / ".ci" / "run")
-    assert ci[-2:] == ['HALTPROOF_VENV="$venvs/venv" scripts/test', 'HALTPROOF_OLDEST_VENV="$venvs/oldest" scripts/test-oldest']
+    assert ci[-2:] == ['HALTPROOF_VENV="$venvs/venv" scripts/test', 'HALTPROOF_OLDEST_VENV="$venvs/oldest" HALTPROOF_TESTED_PYTHON="$venvs/venv/bin/python" scripts/test-oldest']
     assert "pytest" not in "\n".join(ci) and "apt-get" not in "\n".join(ci)
 
 

@@ -77,9 +77,46 @@ def test_the_oldest_run_installs_each_frameworks_lowest_version_and_runs_every_f
     script = (ROOT / "scripts" / "test-oldest").read_text()
     assert "python3 scripts/framework_versions.py requirements" in script
     assert 'HALTPROOF_OLDEST_FRAMEWORKS=1 python -m pytest -q -n auto --dist loadgroup "${tests[@]}" "$@"' in script
+    assert 'framework_versions.py tests ${HALTPROOF_TESTED_PYTHON:+--tested-by "$HALTPROOF_TESTED_PYTHON"}' in script
     ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "nonsense"],
                          capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 1 and "usage: python3 scripts/framework_versions.py requirements|tests" in ran.stderr
+    assert ran.returncode == 1 and "usage: python3 scripts/framework_versions.py requirements|tests [--tested-by PYTHON]" in ran.stderr
+
+
+def test_the_oldest_run_leaves_out_a_framework_already_tested_at_its_lowest_version(monkeypatch):
+    """CI's first venv has the newest versions; where a range's newest is its lowest (one release
+    so far) that framework's tests already ran at the lowest version and are not run twice."""
+    lowest = {dist: low for dist, low, _ in RANGES.values()}
+    monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + ".0")       # 0.24.0 is 0.24
+    assert fv.tests("py") == []
+    monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] if dist != "langgraph" else "1.2.24")
+    assert fv.tests("py") == ["tests/test_framework_declaration.py", "tests/test_framework_versions.py",
+                              "tests/test_langgraph.py"]
+    # not installed there, or a pre-release of the lowest: not tested at the lowest version
+    monkeypatch.setattr(fv, "installed", lambda python, dist: "" if dist == "pydantic-ai-slim" else lowest[dist])
+    assert fv.tests("py") == ["tests/test_framework_declaration.py", "tests/test_framework_versions.py",
+                              "tests/test_pydantic_ai.py", "tests/test_pydantic_ai_declaration.py"]
+    monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + "rc1")
+    assert fv.tests("py") == fv.tests()
+
+
+def test_the_oldest_run_reads_the_versions_the_tested_venv_has():
+    """The real probe, on this interpreter: the files left are those of the frameworks whose
+    installed version here is not their lowest."""
+    ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "tests",
+                          "--tested-by", sys.executable], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    differ = [extra for extra, (dist, low, _) in RANGES.items()
+              if declaration.release(importlib.metadata.version(dist)) != declaration.release(low)]
+    expected = sorted({str(p.relative_to(ROOT)) for extra in differ
+                       for p in (ROOT / "tests").glob(f"test_{extra.replace('-', '_')}*.py")}
+                      | ({"tests/test_framework_declaration.py", "tests/test_framework_versions.py"} if differ else set()))
+    assert ran.stdout.split() == expected
+    missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "tests",
+                              "--tested-by", str(ROOT / "no-such-python")], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == (f"{ROOT / 'no-such-python'}: cannot run it to read the installed version "
+                                      f"of langgraph: No such file or directory")
 
 
 @pytest.mark.parametrize("extra", sorted(EXPECTED))
