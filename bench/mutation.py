@@ -10,6 +10,8 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
     python -m bench.mutation --survivors          # test again only the last run's survivors
     python -m bench.mutation --survivors-from OLD.md --module machine/binding.py   # those of a saved report
     python -m bench.mutation --report-only        # the report of the last run, no run
+    python -m bench.mutation --sample 60          # 60 mutants of each module, drawn at random:
+                                                  # each module's score estimated, with its 95% interval
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
 tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
@@ -26,7 +28,9 @@ import argparse
 import ast
 import datetime
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -155,6 +159,50 @@ def survivors_in(report_text: str, modules: list[str]) -> list[str]:
     return names
 
 
+# mutmut makes the mutants at the start of `mutmut run`; a sample needs their names before it.
+# These are the steps of that start (mutmut 3.8's `_run`, pinned by the `mutation` extra).
+MAKE_MUTANTS = """
+import os, mutmut.__main__ as m
+m.set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+m.copy_src_dir(); m.copy_also_copy_files(); m.setup_source_paths(); m.store_lines_covered_by_tests()
+m.create_mutants({workers})
+"""
+
+
+def make_mutants(workers: int) -> None:
+    """The mutants of every verdict-path file, made (or kept, for a file that did not change) in STAGE."""
+    subprocess.run([sys.executable, "-c", MAKE_MUTANTS.format(workers=workers)], cwd=STAGE, check=True)
+
+
+def mutant_names(module: str) -> list[str]:
+    """mutmut's names of every mutant of `module`, in their natural order."""
+    meta = STAGE / "mutants" / (staged(module) + ".meta")
+    return sorted(json.loads(meta.read_text())["exit_code_by_key"], key=_natural)
+
+
+def sample(modules: list[str], n: int, seed: int) -> dict[str, list[str]]:
+    """`n` mutants of each module drawn uniformly at random without replacement (every one of a
+    module with fewer), the same for the same seed and sources."""
+    rng = random.Random(seed)
+    out = {}
+    for module in modules:
+        names = mutant_names(module)
+        out[module] = sorted(rng.sample(names, min(n, len(names))), key=_natural)
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion k/n: a sampled score's plausible range
+    (unlike the normal approximation, it stays inside [0, 1] when nearly every mutant is killed)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (0.0 if k == 0 else centre - half, 1.0 if k == n else centre + half)
+
+
 def run_mutmut(names: list[str], workers: int) -> int:
     """One `mutmut run` of the mutants `names` (globs allowed); none: those not tested yet."""
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names]
@@ -162,8 +210,9 @@ def run_mutmut(names: list[str], workers: int) -> int:
     return subprocess.call(cmd, cwd=STAGE)
 
 
-def collect(modules: list[str]) -> list[Mutant]:
-    """Every mutant of `modules` with its status, and for a survivor its diff and line."""
+def collect(modules: list[str], only: set[str] | None = None) -> list[Mutant]:
+    """Every mutant of `modules` with its status (of `only`, when given: a sample), and for a
+    survivor its diff and line."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
     from mutmut.stats import status_by_exit_code
 
@@ -174,7 +223,7 @@ def collect(modules: list[str]) -> list[Mutant]:
             continue
         codes = json.loads(meta.read_text())["exit_code_by_key"]
         for name in sorted(codes, key=_natural):
-            if codes[name] is None:                 # not tested yet: no status to count
+            if codes[name] is None or (only is not None and name not in only):   # not tested yet
                 continue
             m = Mutant(name, module, status_by_exit_code[codes[name]])
             if m.status not in KILLED:
@@ -216,23 +265,47 @@ def _line_of(module: str, mutant: str, text: str, offset: int = 0) -> int | None
     return min(found)[1] if found else None
 
 
-def report(mutants: list[Mutant], modules: list[str], seconds: float | None) -> str:
-    """The score per module and the survivors, as markdown."""
-    rows = ["| module | mutants | killed | survived | no test | score |", "|---|---:|---:|---:|---:|---:|"]
+def report(mutants: list[Mutant], modules: list[str], seconds: float | None,
+           population: dict[str, int] | None = None) -> str:
+    """The score per module and the survivors, as markdown. `population`: the run tested a
+    sample, and these are each module's mutants in all; each score is then an estimate, shown
+    with its 95% interval, and the verdict path's is the modules' scores weighted by their size."""
+    sampled = population is not None
+    rows = ["| module | mutants | killed | survived | no test | score |" + (" 95% interval |" if sampled else ""),
+            "|---|---:|---:|---:|---:|---:|" + ("---:|" if sampled else "")]
     total = killed = 0
+    estimate = variance = 0.0
+    everything = sum(population.values()) if population else 0
     for module in modules:
         ms = [m for m in mutants if m.module == module]
         k = sum(m.status in KILLED for m in ms)
         none = sum(m.status == "no tests" for m in ms)
-        rows.append(f"| {module} | {len(ms)} | {k} | {len(ms) - k - none} | {none} | {_pct(k, len(ms))} |")
+        row = f"| {module} | {len(ms)} | {k} | {len(ms) - k - none} | {none} | {_pct(k, len(ms))} |"
+        if population is not None:
+            size = population[module]
+            low, high = wilson(k, len(ms))
+            row = row.replace(f"| {module} | {len(ms)} |", f"| {module} | {len(ms)} of {size:,} |", 1)
+            row += f" {100 * low:.1f}-{100 * high:.1f}% |"
+            if ms and everything:
+                share, p = size / everything, k / len(ms)
+                estimate += share * p
+                fpc = (size - len(ms)) / (size - 1) if size > 1 else 0.0
+                variance += share * share * p * (1 - p) / len(ms) * fpc
+        rows.append(row)
         total, killed = total + len(ms), killed + k
-    rows.append(f"| **verdict path** | {total} | {killed} | {total - killed} | | **{_pct(killed, total)}** |")
+    rows.append(f"| **verdict path** | {total} | {killed} | {total - killed} | | **{_pct(killed, total)}** |"
+                + (" |" if sampled else ""))
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# Mutation testing of the verdict path ({when})", "",
             "Made by `python -m bench.mutation`; what the numbers mean and why each accepted survivor",
             "is accepted: docs/mutation.md.", ""]
     if seconds is not None:
         head += [f"Run time: {seconds / 60:.1f} minutes.", ""]
+    if sampled:
+        half = 1.96 * math.sqrt(variance)
+        head += [f"A sample: each module's mutants drawn at random. Estimated over all {everything:,} mutants "
+                 f"(each module's score weighted by its number of mutants): {100 * estimate:.1f}% killed, "
+                 f"95% interval {100 * max(0.0, estimate - half):.1f}-{100 * min(1.0, estimate + half):.1f}%.", ""]
     survivors = [m for m in mutants if m.status not in KILLED]
     body = ["", f"## Survivors ({len(survivors)})", "",
             "| module | line | mutant | status | mutation |", "|---|---:|---|---|---|"]
@@ -261,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep mutmut's record of which tests reach which function (only when no source "
                          "changed since the last run: tests added since are still recorded)")
     ap.add_argument("--report-only", action="store_true", help="report the last run's results, run nothing")
+    ap.add_argument("--sample", type=int, metavar="N",
+                    help="test N mutants of each module drawn at random (all of a smaller module): "
+                         "each score an estimate with its 95%% interval")
+    ap.add_argument("--seed", type=int, default=18, help="the sample's random seed (default 18)")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
     args = ap.parse_args(argv)
     stage()
@@ -272,6 +349,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modules if m not in every]
     if unknown:
         ap.error(f"not on the verdict path (pyproject.toml [tool.mutmut] only_mutate): {', '.join(unknown)}")
+    if args.workers < 1:
+        ap.error(f"--workers must be at least 1, not {args.workers}")
+    if args.sample is not None and (args.sample < 1 or args.resume or args.survivors or args.survivors_from):
+        ap.error("--sample takes a count of at least 1 and goes with none of --resume, --survivors, --survivors-from")
+    drawn: dict[str, list[str]] | None = None
+    if args.sample is not None:
+        make_mutants(args.workers)
+        drawn = sample(modules, args.sample, args.seed)
     seconds = None
     if not args.report_only:
         started = time.monotonic()
@@ -282,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
                      else [m.name for m in collect(modules) if m.status not in KILLED])
             if not names:
                 print("no survivors to test again")
+        elif drawn is not None:
+            names = [name for chosen in drawn.values() for name in chosen]
         else:
             names = [mutant_prefix(m) + "*" for m in modules]
         if (names or args.resume) and not args.keep_stats:
@@ -291,7 +378,11 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
-    text = report(collect(modules), modules, seconds)
+    if drawn is not None:
+        population = {m: len(mutant_names(m)) for m in modules}
+        text = report(collect(modules, {n for chosen in drawn.values() for n in chosen}), modules, seconds, population)
+    else:
+        text = report(collect(modules), modules, seconds)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)

@@ -96,3 +96,38 @@ def test_the_survivors_of_a_saved_report_are_read_back_by_module():
         "haltproof.machine.binding.x__value_text__mutmut_7", "haltproof.machine.binding.xǁAdapterǁstrategy__mutmut_1"]
     assert mutation.survivors_in(report, ["explorer/check.py"]) == ["haltproof.explorer.check.x__seconds__mutmut_2"]
     assert mutation.survivors_in(report, ["machine/ranges.py"]) == []
+
+
+def test_a_sample_draws_each_modules_mutants_at_random_without_repeats(monkeypatch):
+    names = {"machine/ranges.py": [f"haltproof.machine.ranges.x_f__mutmut_{i}" for i in range(1, 101)],
+             "machine/fold.py": [f"haltproof.machine.fold.x_g__mutmut_{i}" for i in range(1, 6)]}
+    monkeypatch.setattr(mutation, "mutant_names", lambda module: names[module])
+    drawn = mutation.sample(list(names), 10, seed=18)
+    assert len(drawn["machine/ranges.py"]) == len(set(drawn["machine/ranges.py"])) == 10
+    assert set(drawn["machine/ranges.py"]) <= set(names["machine/ranges.py"])
+    assert drawn["machine/fold.py"] == names["machine/fold.py"]              # fewer than 10: all of them
+    assert drawn == mutation.sample(list(names), 10, seed=18)                 # the same seed, the same sample
+    assert drawn["machine/ranges.py"] != mutation.sample(list(names), 10, seed=19)["machine/ranges.py"]
+
+
+def test_a_sampled_score_comes_with_its_95_percent_wilson_interval():
+    low, high = mutation.wilson(57, 60)
+    assert (round(low, 4), round(high, 4)) == (0.863, 0.9829)
+    low, high = mutation.wilson(60, 60)
+    assert high == 1.0 and round(low, 4) == 0.9398                        # inside [0, 1], not 1.0 +- 0
+    assert mutation.wilson(0, 0) == (0.0, 1.0)                              # nothing tested: nothing known
+
+
+def test_a_sampled_report_shows_each_modules_share_and_the_weighted_estimate():
+    mutants = ([mutation.Mutant(f"haltproof.machine.ranges.x_f__mutmut_{i}", "machine/ranges.py", "killed")
+                for i in range(9)]
+               + [mutation.Mutant("haltproof.machine.ranges.x_f__mutmut_9", "machine/ranges.py", "survived", 3, "a", "b")]
+               + [mutation.Mutant(f"haltproof.machine.fold.x_g__mutmut_{i}", "machine/fold.py", "killed")
+                  for i in range(5)])
+    text = mutation.report(mutants, ["machine/ranges.py", "machine/fold.py"], None,
+                           {"machine/ranges.py": 300, "machine/fold.py": 100})
+    assert "| machine/ranges.py | 10 of 300 | 9 | 1 | 0 | 90.0% | 59.6-98.2% |" in text
+    assert "| machine/fold.py | 5 of 100 | 5 | 0 | 0 | 100.0% | 56.6-100.0% |" in text
+    # 0.75 * 0.9 + 0.25 * 1.0
+    assert "Estimated over all 400 mutants (each module's score weighted by its number of mutants): 92.5% killed" in text
+    assert "| machine/ranges.py | 3 | x_f__mutmut_9 | survived | `a` -> `b` |" in text
