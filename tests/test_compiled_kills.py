@@ -1,0 +1,151 @@
+"""Mutants of machine/compiled.py that the rest of the verdict selection let through (issue 18):
+the spec lines errors are reported at, the domains named in messages, the parameter errors'
+text. Each test was seen failing with its mutation applied (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import SpecError, load_spec, parse_spec
+from test_verdict_kills import each_way, prop
+
+pytestmark = pytest.mark.verdict
+
+DECIDE = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  d: {type: enum, values: [a, b], init: a}
+actions:
+  inc:
+    when: x < 3
+    do:
+      - set: {x: x + 1}
+      - decide: d
+        rules:
+          - name: first
+            when: x > 5
+            then: a
+          - name: second
+            then: >-
+              b if 4 // (x - 2) > 0 else a
+terminal:
+  label: d
+  values: [b]
+"""
+
+
+def test_an_error_in_a_rules_then_names_the_then_line_not_the_when_before_it():
+    for way, r in each_way(DECIDE, vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated", way
+        assert wd.message == "action inc with no choices (kills.yaml:16): integer division or modulo by zero", way
+
+
+ENUM_BOUND = """\
+machine: colours
+bind: colour_code:Paint
+vars:
+  c: {type: enum, values: [red, green], init: red}
+  lit: {type: bool, init: false}
+actions:
+  paint: {when: c == red, do: [{set: {c: green}}]}
+  light: {when: not lit, do: [{set: {lit: true}}]}
+terminal: c == green and lit
+"""
+
+ADAPTER = '''
+from haltproof.machine.binding import Adapter
+
+
+class Paint(Adapter):
+    COLOUR = "green"
+    LIT = True
+
+    def concretize(self, state, params):
+        return dict(state)
+
+    def step(self, action, concrete, choices):
+        new = dict(concrete)
+        if action == "paint":
+            new["c"] = self.COLOUR
+        else:
+            new["lit"] = self.LIT
+        return new, None
+
+    def abstract(self, concrete, params):
+        return dict(concrete)
+
+
+class Blue(Paint):
+    COLOUR = "blue"
+
+
+class Two(Paint):
+    LIT = 2
+'''
+
+
+@pytest.mark.parametrize("adapter,message", [
+    ("Blue", "c = 'blue' is outside its domain {red, green}"),
+    ("Two", "lit = 2 is outside its domain true/false")])
+def test_a_bound_value_outside_an_enum_or_bool_domain_names_the_domain(tmp_path: Path, adapter, message):
+    (tmp_path / "colour_code.py").write_text(ADAPTER)
+    path = tmp_path / f"colours_{adapter}.yaml"
+    path.write_text(ENUM_BOUND.replace("colour_code:Paint", f"colour_code:{adapter}"))
+    (run,) = check_spec(load_spec(path), Options())
+    dom = next(p for p in run.properties if p.name == "domains")
+    assert dom.status == "violated" and dom.message == message
+
+
+def test_a_parameter_expression_that_divides_by_zero_shows_the_expression():
+    text = textwrap.dedent("""\
+        machine: m
+        params:
+          n: {min: 1, max: 2}
+        vars:
+          x: {type: int, min: 0, max: 3 // (n - 1), init: 0}
+        actions:
+          inc: {when: x < 1, do: [{set: {x: x + 1}}]}
+        terminal: x == 1
+        """)
+    with pytest.raises(SpecError) as raised:
+        check_spec(parse_spec(text, "p.yaml"), Options())
+    [problem] = raised.value.problems
+    assert (problem.line, problem.message, problem.text) == (5, "division by zero (with n=1)", "3 // (n - 1)")
+
+
+CONDITIONAL = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc:
+    when: x < 3
+    choose:
+      obs:
+        values:
+          - ok
+          - value: error
+            when: VALUE_WHEN
+        when: >-
+          CHOICE_WHEN
+    do:
+      - set: {x: x + 1}
+terminal: x == 3
+"""
+
+
+@pytest.mark.parametrize("choice_when,value_when,message", [
+    ("4 // (x - 1) > 0", "true", "action inc with obs=ok (kills.yaml:13): integer division or modulo by zero"),
+    ("x != 1", "4 // (x - 2) > 0", "action inc with obs=error (kills.yaml:12): integer division or modulo by zero")])
+def test_an_error_in_a_conditional_choices_when_names_that_when_s_line(choice_when, value_when, message):
+    """The choice's own `when:` (line 13, below the choice's line 8) and a value's (line 12)."""
+    spec = CONDITIONAL.replace("CHOICE_WHEN", choice_when).replace("VALUE_WHEN", value_when)
+    for way, r in each_way(spec, vector=False).items():
+        wd = prop(r, "well_defined")
+        assert (wd.status, wd.message) == ("violated", message), way
