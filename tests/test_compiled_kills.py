@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.check import Options, check_spec, prepare
+from haltproof.explorer.replay import run_steps
 from haltproof.machine.spec import SpecError, load_spec, parse_spec
 from test_verdict_kills import each_way, prop
 
@@ -149,3 +150,36 @@ def test_an_error_in_a_conditional_choices_when_names_that_when_s_line(choice_wh
     for way, r in each_way(spec, vector=False).items():
         wd = prop(r, "well_defined")
         assert (wd.status, wd.message) == ("violated", message), way
+
+
+RECORD_REPLAY = """\
+machine: r
+vars:
+  last: {type: enum, values: [none, search, stop], init: none}
+actions:
+  act:
+    when: last == none
+    choose:
+      tool:
+        - {name: search, cost: 2}
+        - {name: stop, cost: 0}
+    do:
+      - set: {last: tool}
+terminal: last != none
+replay:
+  tool: tool
+  cost: tool.cost
+  last: after.last
+  before: before.last
+  literal: search
+"""
+
+
+def test_a_replay_line_of_a_bare_record_choice_prints_the_record_and_nothing_else_does():
+    """`tool` alone is the record, as JSON; its field, a var holding the same label and the
+    enum literal `search` (an identifier too, equal to the record's name) print as values."""
+    [m] = prepare(parse_spec(RECORD_REPLAY, "r.yaml"), Options(model_only=True))
+    out = run_steps(m, {"last": "none"}, [("act", {"tool": "search"})])
+    assert out.problem is None
+    assert out.lines == [[("tool", '{"name": "search", "cost": 2}'), ("cost", "2"), ("last", "search"),
+                          ("before", "none"), ("literal", "search")]]
