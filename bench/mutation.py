@@ -7,6 +7,7 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
     python -m bench.mutation                      # the whole verdict path, then the report
     python -m bench.mutation --module machine/ranges.py      # one module at a time
     python -m bench.mutation --resume             # go on with the mutants not tested yet
+    python -m bench.mutation --resume --module machine/compiled.py   # ... of one module
     python -m bench.mutation --survivors          # test again only the last run's survivors
     python -m bench.mutation --survivors-from OLD.md --module machine/binding.py   # those of a saved report
     python -m bench.mutation --report-only        # the report of the last run, no run
@@ -181,6 +182,15 @@ def mutant_names(module: str) -> list[str]:
     return sorted(json.loads(meta.read_text())["exit_code_by_key"], key=_natural)
 
 
+def untested(module: str) -> list[str]:
+    """mutmut's names of the mutants of `module` without a result: what --resume --module goes on with."""
+    meta = STAGE / "mutants" / (staged(module) + ".meta")
+    if not meta.exists():
+        return [mutant_prefix(module) + "*"]          # not even made yet: all of them
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    return sorted((n for n, code in codes.items() if code is None), key=_natural)
+
+
 def sample(modules: list[str], n: int, seed: int) -> dict[str, list[str]]:
     """`n` mutants of each module drawn uniformly at random without replacement (every one of a
     module with fewer), the same for the same seed and sources."""
@@ -344,8 +354,6 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(STAGE)                        # mutmut reads pyproject.toml and writes mutants/ here
     every = verdict_path()
     modules = args.module or every
-    if args.resume and args.module:
-        ap.error("--resume goes on with the whole verdict path: no --module with it")
     unknown = [m for m in modules if m not in every]
     if unknown:
         ap.error(f"not on the verdict path (pyproject.toml [tool.mutmut] only_mutate): {', '.join(unknown)}")
@@ -360,7 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     seconds = None
     if not args.report_only:
         started = time.monotonic()
-        if args.resume:
+        if args.resume and args.module:
+            names = [n for m in modules for n in untested(m)]
+            if not names:
+                print("every mutant of these modules has a result")
+        elif args.resume:
             names = []
         elif args.survivors or args.survivors_from:
             names = (survivors_in(args.survivors_from.read_text(), modules) if args.survivors_from
@@ -371,9 +383,9 @@ def main(argv: list[str] | None = None) -> int:
             names = [name for chosen in drawn.values() for name in chosen]
         else:
             names = [mutant_prefix(m) + "*" for m in modules]
-        if (names or args.resume) and not args.keep_stats:
+        if (names or (args.resume and not args.module)) and not args.keep_stats:
             forget_stats()
-        code = run_mutmut(names, args.workers) if names or args.resume else 0
+        code = run_mutmut(names, args.workers) if names or (args.resume and not args.module) else 0
         seconds = time.monotonic() - started
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
