@@ -350,8 +350,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=18, help="the sample's random seed (default 18)")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report file (default {RESULTS.relative_to(REPO)})")
     args = ap.parse_args(argv)
-    stage()
-    os.chdir(STAGE)                        # mutmut reads pyproject.toml and writes mutants/ here
     every = verdict_path()
     modules = args.module or every
     unknown = [m for m in modules if m not in every]
@@ -361,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--workers must be at least 1, not {args.workers}")
     if args.sample is not None and (args.sample < 1 or args.resume or args.survivors or args.survivors_from):
         ap.error("--sample takes a count of at least 1 and goes with none of --resume, --survivors, --survivors-from")
+    stage()
+    os.chdir(STAGE)                        # mutmut reads pyproject.toml and writes mutants/ here
     drawn: dict[str, list[str]] | None = None
     if args.sample is not None:
         make_mutants(args.workers)

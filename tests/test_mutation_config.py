@@ -131,3 +131,17 @@ def test_a_sampled_report_shows_each_modules_share_and_the_weighted_estimate():
     # 0.75 * 0.9 + 0.25 * 1.0
     assert "Estimated over all 400 mutants (each module's score weighted by its number of mutants): 92.5% killed" in text
     assert "| machine/ranges.py | 3 | x_f__mutmut_9 | survived | `a` -> `b` |" in text
+
+
+def test_a_bad_option_is_a_usage_error_before_anything_is_staged(capsys):
+    """Refused before the checkout is copied or mutmut started: exit 2 and the reason."""
+    import pytest
+
+    for argv, reason in [(["--sample", "0"], "--sample takes a count of at least 1"),
+                         (["--sample", "5", "--survivors"], "goes with none of --resume, --survivors"),
+                         (["--workers", "0"], "--workers must be at least 1, not 0"),
+                         (["--module", "nope.py"], "not on the verdict path (pyproject.toml [tool.mutmut] only_mutate): nope.py")]:
+        with pytest.raises(SystemExit) as stopped:
+            mutation.main(argv)
+        assert stopped.value.code == 2
+        assert reason in capsys.readouterr().err
