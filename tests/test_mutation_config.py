@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 import tomllib
 
+import pytest
+
 from conftest import ROOT
 
 if str(ROOT) not in sys.path:  # bench/ is not installed: it runs from the repo root
@@ -135,8 +137,6 @@ def test_a_sampled_report_shows_each_modules_share_and_the_weighted_estimate():
 
 def test_a_bad_option_is_a_usage_error_before_anything_is_staged(capsys):
     """Refused before the checkout is copied or mutmut started: exit 2 and the reason."""
-    import pytest
-
     for argv, reason in [(["--sample", "0"], "--sample takes a count of at least 1"),
                          (["--sample", "5", "--survivors"], "goes with none of --resume, --survivors"),
                          (["--workers", "0"], "--workers must be at least 1, not 0"),
