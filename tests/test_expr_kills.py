@@ -39,3 +39,9 @@ def test_an_unknown_call_is_quoted_alone_at_its_own_line():
 
 def test_abs_with_two_arguments_says_it_takes_one():
     assert _problems("  p: {always: 'abs(x, 1) > 0'}\n") == [(8, "abs() takes exactly one argument", "abs(x, 1)")]
+
+
+def test_a_refused_name_before_a_dot_is_quoted_alone():
+    """`x.y` in a step expression: the refusal points at `x`, the name it is about."""
+    assert _problems("  p: {step: 'after.x >= 0 and x.y > 0'}\n") == [
+        (8, "a step expression sees two states: write before.x or after.x", "x")]
