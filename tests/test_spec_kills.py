@@ -59,3 +59,27 @@ def test_an_unknown_key_of_a_ranged_param_is_named_with_the_allowed_keys():
 def test_a_scenario_must_choose_among_several_initial_values():
     assert _problems(init="{one_of: [0, 1]}") == [
         (12, "scenario up must choose the initial value of x (it has several)", None)]
+
+
+DECIDED = """\
+machine: d
+vars:
+  x: {type: int, min: 0, max: 1, init: 0}
+  s: {type: enum, values: [go, stop], init: go}
+actions:
+  step:
+    when: x < 1
+    do:
+      - set: {x: x + 1}
+      - decide: s
+        rules:
+          - {name: %s, then: stop}
+terminal: s == stop
+"""
+
+
+def test_a_rule_without_a_usable_name_is_named_at_its_line():
+    for name, text in (("3", "3"), ("'  '", "  ")):
+        with pytest.raises(SpecError) as info:
+            parse_spec(DECIDED % name, "d.yaml")
+        assert [(p.line, p.message, p.text) for p in info.value.problems] == [(12, "a rule needs a name", text)]
