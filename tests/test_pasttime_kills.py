@@ -1,0 +1,37 @@
+"""Mutants of machine/pasttime.py that the rest of the verdict selection let through (issue 18):
+previous() of an enum expression that is not a var (its monitor takes the sorted values, the
+first one its placeholder). Each test was seen failing with its mutation applied
+(docs/mutation.md)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine.spec import parse_spec
+
+pytestmark = pytest.mark.verdict
+
+
+@pytest.mark.parametrize("engine", ("scalar", "vector"))
+def test_previous_of_an_enum_expression_that_is_no_var(engine: str):
+    """`previous('b' if n > 0 else 'a')`: its monitor has no var to copy, so it is an enum of the
+    expression's values, initially the first of them sorted (a placeholder no state reads: in
+    the initial state previous(e) is e). The run a, b, b breaks `previous(..) == a` at b, b."""
+    text = textwrap.dedent("""\
+        machine: prev
+        vars:
+          n: {type: int, min: 0, max: 2, init: 0}
+        actions:
+          next: {when: n < 2, do: [{set: {n: n + 1}}]}
+        terminal: n == 2
+        properties:
+          it: {always: "previous('b' if n > 0 else 'a') == 'a'"}
+        """)
+    (r,) = check_spec(parse_spec(text, "prev.yaml"), Options(engine=engine))
+    (p,) = [p for p in r.properties if p.name == "it"]
+    assert r.engine == engine
+    assert (p.status, len(p.trace), p.trace.steps[-1].state) == ("violated", 2, {"n": 2})
+    assert r.stats["states"] == 3

@@ -1,0 +1,19 @@
+"""Mutants of machine/patterns.py that the rest of the verdict selection let through (issue 18):
+a `before R` scope closes for good at its first R. Each test was seen failing with its mutation
+applied (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_patterns import ABSENCE, ENGINES, judge
+
+pytestmark = pytest.mark.verdict
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_before_r_ends_at_the_first_r_and_a_later_r_reopens_nothing(engine: str):
+    """P between a first and a second R is after the scope: with the scope not closed at the
+    first R, P would leave the monitor pending and the second R would break it at state 3."""
+    p = judge(["", "R", "P", "R"], ABSENCE["before"], engine)
+    assert (p.status, p.trace) == ("holds", None), p.message
