@@ -266,6 +266,51 @@ def test_a_deadline_in_another_representative_says_what_was_running():
     assert stop.value.doing == "running the bound code for action finish (how=q, mode=m) from state x=1"
 
 
+class NoValues(Many):
+    """representatives() raises for the label q (`late`: runs out of time there instead)."""
+
+    def __init__(self, late: bool = False) -> None:
+        super().__init__()
+        self.late_at_q = late
+
+    def representatives(self, action: str, choice: str, label: Any) -> list[Any]:
+        if label == "q" and self.late_at_q:
+            raise OutOfTime()
+        if label == "q":
+            raise ValueError("no values for q")
+        return super().representatives(action, choice, label)
+
+
+class NoValue(Fork):
+    """representative() raises for the label q."""
+
+    def representative(self, action: str, choice: str, label: Any) -> Any:
+        if label == "q":
+            raise ValueError("no value for q")
+        return super().representative(action, choice, label)
+
+
+@pytest.mark.parametrize("adapter, message", [
+    (NoValues, "the adapter's representatives() raised ValueError: no values for q"),
+    (NoValue, "the adapter's representative() raised ValueError: no value for q"),
+])
+def test_representatives_that_raise_are_a_finding_naming_the_method(adapter, message):
+    finding = bound_code(check(adapter()))
+    first, *_, last = finding.message.splitlines()
+    assert (first, last) == (f"action finish with how=q, mode=m: {message}", message.split(" raised ")[1])
+    assert [(s.action, s.state) for s in finding.trace.steps] == [(None, {"x": 0}), ("go", {"x": 1})]
+
+
+def test_a_deadline_in_representatives_says_what_was_running():
+    bound = B.bind_machine(model(), NoValues(late=True), "tests:Fork", 1, "off")
+    go, finish = bound.actions[:2]
+    go.step((0,), *go.combos[0])
+    with pytest.raises(OutOfTime) as stop:
+        finish.step((1,), *finish.combos[1])
+    assert stop.value.doing == ("running the adapter's representatives() for action finish (how=q, mode=m) "
+                                "from state x=1")
+
+
 class SecondCallLate(Fork):
     """Runs out of time on the second call of the same transition (the determinism check's)."""
 

@@ -17,6 +17,8 @@ import pytest
 from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.spec import load_spec
 
+pytestmark = pytest.mark.verdict      # fast, and the only tests of a snapshot keeping a declared exception's set:
+
 ADAPTERS = '''\
 import copy
 
