@@ -69,14 +69,16 @@ actions:
 terminal: done
 properties:
   unguarded:
-    step: by * 2 > 0 or after.done
+    step: "%s"
 """
 
 
-def test_a_choice_an_action_does_not_make_read_in_arithmetic_is_a_finding():
+@pytest.mark.parametrize("step", ["by * 2 > 0 or after.done", "(2 if by > 1 else 1) > 0 or after.done"],
+                         ids=["arithmetic", "condition"])
+def test_a_choice_an_action_does_not_make_read_in_arithmetic_or_a_condition_is_a_finding(step):
     """stop does not make `by`: the vector engine marks the rows that would read it (a stand-in
-    in the arithmetic), as the scalar loops raise there."""
-    for way, r in each_way(CHOICE).items():
+    in the arithmetic or the condition), as the scalar loops raise there."""
+    for way, r in each_way(CHOICE % step).items():
         wd = prop(r, "well_defined")
         assert wd.status == "violated", way
         assert wd.message == ("property unguarded (kills.yaml:14): the expression reads choice by, which "
