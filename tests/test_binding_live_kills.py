@@ -10,7 +10,6 @@ a finding where the correct checker proves."""
 from __future__ import annotations
 
 import dataclasses
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from haltproof.machine.live import LiveAdapter
 from haltproof.machine.spec import load_spec, parse_spec
 from haltproof.machine.usercode import OutOfTime
 from test_live_binding import AGENT_SPEC
+from test_parallel_bound import ForgetfulSlices
 
 pytestmark = pytest.mark.verdict
 
@@ -439,19 +439,8 @@ def test_a_spec_without_a_factory_loads_the_adapter_its_bind_names_at_the_bind_l
 # explorer/parallel.py shares the levels of a bound run among worker processes: a worker learns
 # how to reach the states it is given (`BoundCode.expanding`: their paths and saved runs), runs
 # their transitions (`outcome`), and this process takes each one's figures as its own
-# (`take`, `_absorb`). HereSlices runs every slice in this process, each by a run built afresh as a
-# new worker's is, so mutmut sees the worker's side too.
-
-class HereSlices(parallel.Slices):
-    """Every slice run here, one after the other, each by a worker's run built afresh."""
-
-    def run(self, slices: list[parallel.Slice]) -> list[parallel.SliceResult]:
-        out = []
-        for sl in slices:
-            parallel._EXPANDING.clear()
-            out.append(pickle.loads(parallel.expand_slice(sl)))
-        return out
-
+# (`take`, `_absorb`). ForgetfulSlices (tests/test_parallel_bound.py) runs every slice in this process, each by a
+# run built afresh as a new worker's is, so mutmut sees the worker's side too.
 
 def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str) -> Path:
     """The agent loop of tests/test_live_binding.py bound to `ref`, as a spec file."""
@@ -468,7 +457,7 @@ def one(path: Path) -> RunResult:
 
 
 def shared(path: Path, monkeypatch: pytest.MonkeyPatch) -> RunResult:
-    """The check of `path` with N=3, every level shared among (HereSlices') workers; checked to be."""
+    """The check of `path` with N=3, every level shared among (ForgetfulSlices') workers; checked to be."""
     monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
     levels: list[int] = []
     share = parallel.LevelSharer.share
@@ -476,7 +465,7 @@ def shared(path: Path, monkeypatch: pytest.MonkeyPatch) -> RunResult:
                                                                              share(self, level))[1])
     options = Options(pins={"N": 3})
     batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
-    run = parallel.check_shared(batch, HereSlices(), 2)
+    run = parallel.check_shared(batch, ForgetfulSlices(), 2)
     assert levels == [1, 2, 2, 2]        # every level: steps 0..3, each running state has two ways out
     return run
 
