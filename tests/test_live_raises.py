@@ -17,7 +17,7 @@ import pytest
 from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.spec import load_spec
 
-pytestmark = pytest.mark.verdict      # fast, and the only tests of a snapshot keeping a declared exception's set:
+pytestmark = pytest.mark.verdict      # fast; the only tests that a kept run remembers its exception's set: values
 
 ADAPTERS = '''\
 import copy
