@@ -99,6 +99,9 @@ def test_the_code_and_the_spec_disagree_on_a_type_not_only_a_value():
      "module haltproof.harness.loop_binding has no 'LoopDemoAdapter.nope'"),
     ("math:pi", "the adapter has no concretize, step, abstract method"),
     ("fractions:Fraction", "the adapter has no concretize, step, abstract method"),
+    # a dotted name is looked up attribute by attribute; a class that cannot be made is named
+    ("live_agents:AgentAdapter.agent",
+     "cannot create the adapter: TypeError: Agent.__init__() missing 1 required positional argument: 'limit'"),
 ])
 def test_an_adapter_that_cannot_be_loaded_is_a_spec_error_at_the_bind_line(ref, message):
     with pytest.raises(SpecError) as refused:
@@ -172,3 +175,14 @@ def test_the_working_directorys_module_wins_over_a_same_named_one_earlier_on_the
     monkeypatch.delitem(sys.modules, "hp_same_name", raising=False)
     assert import_user_module("hp_same_name", str(tmp_path / "spec_folder")).WHICH == "here"
     sys.modules.pop("hp_same_name", None)
+
+
+def test_a_module_beside_the_spec_is_imported_from_the_specs_folder(tmp_path, monkeypatch):
+    """A spec found anywhere imports the code beside it: its folder joins the path (first)."""
+    from haltproof.machine.binding import import_user_module
+    (tmp_path / "hp_beside.py").write_text("WHICH = 'beside'\n")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "hp_beside", raising=False)
+    assert import_user_module("hp_beside", str(tmp_path)).WHICH == "beside"
+    assert sys.path[0] == str(tmp_path) and sys.path.count(str(tmp_path)) == 1
+    sys.modules.pop("hp_beside", None)

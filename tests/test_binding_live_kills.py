@@ -1,10 +1,11 @@
 """Single-line bugs in machine/binding.py's handling of live runs that the verdict selection let
 through (issue 18): `--paths` (which paths into a state are compared, with which concrete
-values, and what the finding says), the concrete values each transition hands the code, and
-what a finding or a deadline says when the adapter's own methods fail. Each adapter here is
-strict: it refuses a disabled action, an unknown action and any concrete value other than the
-one haltproof must hand it, so a slip in what the checker feeds the code becomes a finding
-where the correct checker proves."""
+values, and what the finding says), the concrete values each transition hands the code, what a
+finding or a deadline says when the adapter's own methods fail, and what a worker expanding a
+shared level hands back (the runs it reaches, copying given up, representatives counted). Each
+adapter here is strict: it refuses a disabled action, an unknown action and any concrete value
+other than the one haltproof must hand it, so a slip in what the checker feeds the code becomes
+a finding where the correct checker proves."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ from typing import Any
 import pytest
 from hypothesis import find
 
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+import live_agents
+from haltproof.explorer import parallel
+from haltproof.explorer.check import Options, RunResult, check_machine, check_spec, prepare
 from haltproof.machine import binding as B
 from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import SpecError
 from haltproof.machine.live import LiveAdapter
-from haltproof.machine.spec import parse_spec
+from haltproof.machine.spec import load_spec, parse_spec
 from haltproof.machine.usercode import OutOfTime
+from test_live_binding import AGENT_SPEC
+from test_parallel_bound import ForgetfulSlices
 
 pytestmark = pytest.mark.verdict
 
@@ -261,6 +266,51 @@ def test_a_deadline_in_another_representative_says_what_was_running():
     assert stop.value.doing == "running the bound code for action finish (how=q, mode=m) from state x=1"
 
 
+class NoValues(Many):
+    """representatives() raises for the label q (`late`: runs out of time there instead)."""
+
+    def __init__(self, late: bool = False) -> None:
+        super().__init__()
+        self.late_at_q = late
+
+    def representatives(self, action: str, choice: str, label: Any) -> list[Any]:
+        if label == "q" and self.late_at_q:
+            raise OutOfTime()
+        if label == "q":
+            raise ValueError("no values for q")
+        return super().representatives(action, choice, label)
+
+
+class NoValue(Fork):
+    """representative() raises for the label q."""
+
+    def representative(self, action: str, choice: str, label: Any) -> Any:
+        if label == "q":
+            raise ValueError("no value for q")
+        return super().representative(action, choice, label)
+
+
+@pytest.mark.parametrize("adapter, message", [
+    (NoValues, "the adapter's representatives() raised ValueError: no values for q"),
+    (NoValue, "the adapter's representative() raised ValueError: no value for q"),
+])
+def test_representatives_that_raise_are_a_finding_naming_the_method(adapter, message):
+    finding = bound_code(check(adapter()))
+    first, *_, last = finding.message.splitlines()
+    assert (first, last) == (f"action finish with how=q, mode=m: {message}", message.split(" raised ")[1])
+    assert [(s.action, s.state) for s in finding.trace.steps] == [(None, {"x": 0}), ("go", {"x": 1})]
+
+
+def test_a_deadline_in_representatives_says_what_was_running():
+    bound = B.bind_machine(model(), NoValues(late=True), "tests:Fork", 1, "off")
+    go, finish = bound.actions[:2]
+    go.step((0,), *go.combos[0])
+    with pytest.raises(OutOfTime) as stop:
+        finish.step((1,), *finish.combos[1])
+    assert stop.value.doing == ("running the adapter's representatives() for action finish (how=q, mode=m) "
+                                "from state x=1")
+
+
 class SecondCallLate(Fork):
     """Runs out of time on the second call of the same transition (the determinism check's)."""
 
@@ -383,3 +433,89 @@ def test_a_spec_without_a_factory_loads_the_adapter_its_bind_names_at_the_bind_l
     [problem] = err.value.problems
     assert (problem.file, problem.line) == ("fork.yaml", 2)
     assert problem.message == "cannot import the bound module: ModuleNotFoundError: No module named 'no_such_module_xyz'"
+
+
+# ---------------------------------------------------------------- a level shared among workers
+# explorer/parallel.py shares the levels of a bound run among worker processes: a worker learns
+# how to reach the states it is given (`BoundCode.expanding`: their paths and saved runs), runs
+# their transitions (`outcome`), and this process takes each one's figures as its own
+# (`take`, `_absorb`). ForgetfulSlices (tests/test_parallel_bound.py) runs every slice in this process, each by a
+# run built afresh as a new worker's is, so mutmut sees the worker's side too.
+
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str) -> Path:
+    """The agent loop of tests/test_live_binding.py bound to `ref`, as a spec file."""
+    monkeypatch.syspath_prepend(str(TESTS))
+    path = tmp_path / "agent.yaml"
+    path.write_text(AGENT_SPEC.format(adapter="X").replace("bind: live_agents:X", f"bind: {ref}"))
+    return path
+
+
+def one(path: Path) -> RunResult:
+    """The check of `path` with N=3 in this process alone."""
+    [run] = check_spec(load_spec(path), Options(pins={"N": 3}))
+    return run
+
+
+def shared(path: Path, monkeypatch: pytest.MonkeyPatch) -> RunResult:
+    """The check of `path` with N=3, every level shared among (ForgetfulSlices') workers; checked to be."""
+    monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
+    levels: list[int] = []
+    share = parallel.LevelSharer.share
+    monkeypatch.setattr(parallel.LevelSharer, "share", lambda self, level: (levels.append(len(level)),
+                                                                             share(self, level))[1])
+    options = Options(pins={"N": 3})
+    batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
+    run = parallel.check_shared(batch, ForgetfulSlices(), 2)
+    assert levels == [1, 2, 2, 2]        # every level: steps 0..3, each running state has two ways out
+    return run
+
+
+class CountedSnapshots(live_agents.SnapshotAdapter):
+    """Snapshots of its own; counts the runs it starts and those it restores (on the class: each
+    worker's run has an adapter of its own)."""
+
+    started = 0
+    restored = 0
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> live_agents.Agent:
+        type(self).started += 1
+        return super().start(params, init)
+
+    def restore(self, snap: tuple[int, int, str]) -> live_agents.Agent:
+        type(self).restored += 1
+        return super().restore(snap)
+
+
+def test_a_worker_restores_the_snapshot_it_is_sent_rather_than_replaying_the_path(tmp_path, monkeypatch):
+    """Each state's run is sent to the worker as its snapshot: the worker restores it (a run
+    of its own per transition, and per determinism check's second call) and never starts one."""
+    path = agent(tmp_path, monkeypatch, "test_binding_live_kills:CountedSnapshots")
+    counts = []
+    for check_it in (lambda: one(path), lambda: shared(path, monkeypatch)):
+        CountedSnapshots.started = CountedSnapshots.restored = 0
+        run = check_it()
+        assert (run.binding, run.result, run.stats["states"], run.stats["transitions"]) == ("snapshot", "proved", 7, 6)
+        counts.append((CountedSnapshots.started, CountedSnapshots.restored))
+    # the one run started is the initial state's, here, before any level is shared
+    assert counts == [(1, 12), (1, 12)]
+
+
+def test_a_worker_that_gives_up_copying_has_the_run_replay(tmp_path, monkeypatch):
+    """LateUncopyable's runs hold a generator from their second step: the worker copying them
+    gives up and replays, and this process must replay from then on too (the report says so)."""
+    path = agent(tmp_path, monkeypatch, "live_agents:LateUncopyable")
+    for run in (one(path), shared(path, monkeypatch)):
+        assert (run.binding, run.result, run.stats["states"]) == ("replay", "proved", 7)
+
+
+class TwoFails(live_agents.AgentAdapter):
+    """Two concrete failures for the tool's `fail` class, which the agent treats alike."""
+
+    def representatives(self, action: str, choice: str, label: Any) -> list[str]:
+        return ["ok"] if label == "ok" else ["fail", "broken"]
+
+
+def test_the_representatives_counted_in_the_workers_are_reported(tmp_path, monkeypatch):
+    path = agent(tmp_path, monkeypatch, "test_binding_live_kills:TwoFails")
+    for run in (one(path), shared(path, monkeypatch)):
+        assert (run.result, run.representatives) == ("proved", {"work": {"tool": {"ok": 1, "fail": 2}}})

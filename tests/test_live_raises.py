@@ -17,6 +17,8 @@ import pytest
 from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.spec import load_spec
 
+pytestmark = pytest.mark.verdict      # fast; the only tests that a kept run remembers its exception's set: values
+
 ADAPTERS = '''\
 import copy
 

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from haltproof.api import check
+from haltproof.explorer.replay import run_steps
 from haltproof.machine.errors import SpecError
-from haltproof.machine.pymodel import (Model, _kind, action, always, independent_of, load_model_ref, reachable,
-                                       step_invariant,
-                                       terminates, terminates_within, variant)
+from haltproof.machine.pymodel import (Model, _kind, action, always, independent_of, load_model_ref, python_model,
+                                       reachable, step_invariant, terminates, terminates_within, variant)
+from haltproof.machine.usercode import OutOfTime
 
 pytestmark = pytest.mark.verdict
 
@@ -391,3 +392,64 @@ def test_a_bound_of_0_is_allowed_for_a_model_that_starts_terminal():
 
     (run,) = check(Done).runs
     assert [(p.name, p.status) for p in run.properties if p.name == "quick"] == [("quick", "holds")]
+
+
+# ---------------------------------------------------------------- instantiating a model (`_machine`)
+
+def test_an_initial_state_outside_the_domains_is_a_spec_error_at_init():
+    class Outside(Counter):
+        def init(self, p):
+            return [{"x": 0}, {"x": 5}]
+
+    with pytest.raises(SpecError) as caught:
+        check(Outside)
+    line = inspect.getsourcelines(Outside.init)[1]
+    assert str(caught.value) == f"{__file__}:{line}: initial state {{'x': 5}} has x = 5 outside its domain {{0, 1, 2}}"
+
+
+def test_running_out_of_time_in_an_action_says_which_method_with_which_choices_from_where():
+    """The deadline passing in the model's code (OutOfTime, as the deadline raises it) is noted
+    with what was running, for the run's stop reason."""
+    class Late(Counter):
+        @action(by=[1, 2])
+        def inc(self, s, p, by):
+            raise OutOfTime()
+
+    _, instantiate = python_model(Late)
+    m = instantiate({})
+    inc = m.actions[0]
+    with pytest.raises(OutOfTime) as stop:
+        inc.step(m.inits[0], *inc.combos[1])
+    assert stop.value.doing == ("running test_running_out_of_time_in_an_action_says_which_method_with_which_choices"
+                                "_from_where.<locals>.Late.inc (by=2) from state x=0")
+
+
+def test_a_step_predicate_sees_only_the_choices_its_action_makes():
+    """`reset` makes no choice `by`: the step predicates see {} for it (a choice the action does
+    not make is a sentinel the adapter leaves out, never a value)."""
+    class TwoActions(Counter):
+        @action(when=lambda s, p: s["x"] < 2, by=[1])
+        def inc(self, s, p, by):
+            return {"x": s["x"] + by}
+
+        @action(when=lambda s, p: s["x"] == 1)
+        def reset(self, s, p):
+            return {"x": 2}
+
+        chosen = step_invariant(lambda self, b, a, p, action, choices, rule:
+                                choices == ({"by": 1} if action == "inc" else {}))
+        quick = terminates_within(lambda p: 2, count=lambda b, a, p, action, choices, rule:
+                                  choices == ({"by": 1} if action == "inc" else {}))
+
+    (run,) = check(TwoActions).runs
+    statuses = {p.name: p.status for p in run.properties}
+    assert [statuses[n] for n in ("chosen", "quick", "well_defined")] == ["holds", "holds", "holds"]
+    assert (run.result, run.stats["states"], run.stats["transitions"]) == ("proved", 3, 3)
+
+
+def test_a_replay_from_a_state_outside_a_models_domains_says_so():
+    """A model's int vars have the bounds of their domains, which a replay reads."""
+    _, instantiate = python_model(Counter)
+    replayed = run_steps(instantiate({}), {"x": 9}, [])
+    assert replayed.problem == ("step 0: the run starts in x=9, which is not an initial state of the machine "
+                                "(x = 9 is outside its domain {0, 1, 2})")

@@ -1,0 +1,47 @@
+"""Mutants of machine/astgen.py (the AST builders of every generated function and of the
+scalar engine's generated loop) that the rest of the verdict selection let through (issue 18).
+Each test was seen failing with its mutation applied (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from haltproof.explorer import engine as E
+from haltproof.explorer.check import Options, check_machine
+from haltproof.machine.usercode import OutOfTime
+from test_verdict_kills import _machine
+
+pytestmark = pytest.mark.verdict
+
+COUNTER = """\
+machine: counter
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  small: {always: x < 3}
+"""
+
+
+@pytest.mark.parametrize("stop, stopped_by, reason", [
+    (MemoryError, "max_memory", "stopped at 4 states: out of memory (a bound, not a bug: try --max-memory, "
+                                "more memory, or smaller params)"),
+    (OutOfTime, "timeout", "stopped at 4 states: --timeout reached"),
+])
+def test_an_interruption_inside_an_actions_stages_stops_the_run(monkeypatch, stop, stopped_by, reason):
+    """The generated loop catches only evaluation errors (`except _ERR`) around an action's
+    stages; MemoryError or the deadline passing in what they call (here the slow path of the
+    invariant, which fails on the new state x=3) stops the run, never a well_defined finding."""
+    checked = E._Sweep.check_state
+
+    def check_state(self: E._Sweep, j: int, t: tuple) -> None:
+        if t == (3,):
+            raise stop()
+        checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    r = check_machine(_machine(COUNTER), Options(engine="scalar"))
+    assert (r.result, r.stopped_by, r.stop_reason) == ("incomplete", stopped_by, reason)
+    statuses = {p.name: p.status for p in r.properties}
+    assert (statuses["well_defined"], statuses["small"]) == ("unknown", "unknown")

@@ -1,0 +1,86 @@
+"""Mutants of machine/vectorize.py (the vector engine's array code and state codes) that the
+rest of the verdict selection let through (issue 18). Each test was seen failing with its
+mutation applied (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from haltproof.machine.vectorize import NotVectorizable, vectorize
+from test_verdict_kills import _machine, each_way, prop
+
+pytestmark = pytest.mark.verdict
+
+# `seen` takes green and red, whose ids (in the order the spec first names them) are 2 and 0:
+# not a run, so its digit comes from a table, and the code moves by the digits' difference
+NOT_A_RUN = """\
+machine: lights
+vars:
+  light: {type: enum, values: [red, amber, green], init: red}
+  seen: {type: enum, values: [green, red], init: green}
+actions:
+  warm: {when: light == red, do: [{set: {light: amber, seen: red}}]}
+  cool: {when: light == amber, do: [{set: {light: green, seen: green}}]}
+terminal: light == green
+properties:
+  red_only_at_amber: {always: seen == green or light == amber}
+  saw_red: {reachable: seen == red}
+"""
+
+
+def test_an_enum_whose_ids_are_not_a_run_is_coded_by_its_table():
+    for way, r in each_way(NOT_A_RUN).items():
+        assert (r.result, r.stats["states"], r.stats["transitions"]) == ("proved", 3, 2), way
+        assert [(s.action, s.state) for s in prop(r, "saw_red").witness.steps] == [
+            (None, {"light": "red", "seen": "green"}), ("warm", {"light": "amber", "seen": "red"})], way
+
+
+WIDE = """\
+machine: wide
+vars:
+  x: {type: int, min: 0, max: %d, init: 0}
+  y: {type: int, min: 0, max: 2147483647, init: 0}
+actions:
+  inc: {when: x < 1, do: [{set: {x: x + 1}}]}
+terminal: x == 1
+"""
+
+
+def test_a_state_code_must_stay_below_2_to_the_62():
+    """x and y of 2^31 values each: 2^62 codes, one too many; one value fewer for x fits."""
+    with pytest.raises(NotVectorizable) as refused:
+        vectorize(_machine(WIDE % 2147483647))
+    assert str(refused.value) == ("the product of the domains (4,611,686,018,427,387,904 states) does not fit a "
+                                  "state code (below 2^62)")
+    assert vectorize(_machine(WIDE % 2147483646)).space == (1 << 62) - (1 << 31)
+
+
+CHOICE = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  done: {type: bool, init: false}
+actions:
+  inc:
+    when: x < 2 and not done
+    choose: {by: [1, 2]}
+    do: [{set: {x: x + by}}]
+  stop: {when: x >= 2 and not done, do: [{set: {done: true}}]}
+terminal: done
+properties:
+  unguarded:
+    step: "%s"
+"""
+
+
+@pytest.mark.parametrize("step", ["by * 2 > 0 or after.done", "(2 if by > 1 else 1) > 0 or after.done"],
+                         ids=["arithmetic", "condition"])
+def test_a_choice_an_action_does_not_make_read_in_arithmetic_or_a_condition_is_a_finding(step):
+    """stop does not make `by`: the vector engine marks the rows that would read it (a stand-in
+    in the arithmetic or the condition), as the scalar loops raise there."""
+    for way, r in each_way(CHOICE % step).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated", way
+        assert wd.message == ("property unguarded (kills.yaml:14): the expression reads choice by, which "
+                              "action stop does not make (guard it with action == ...)"), way
+        assert [(s.action, s.state["x"]) for s in wd.trace.steps] == [(None, 0), ("inc", 2), ("stop", 2)], way
