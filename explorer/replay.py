@@ -181,6 +181,10 @@ def _outside(m: Machine, i: int, value: Any) -> str | None:
         inside = value in var.values
     else:
         return None
+    if inside:      # within the bounds; a Python model's domain may still have gaps ({0, 2, 4})
+        probe = list(m.inits[0])
+        probe[i] = value
+        inside = m.domain_error(tuple(probe)) != i
     return None if inside else f"outside its domain {m.domain_text(i)}"
 
 

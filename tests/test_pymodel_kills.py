@@ -453,3 +453,28 @@ def test_a_replay_from_a_state_outside_a_models_domains_says_so():
     replayed = run_steps(instantiate({}), {"x": 9}, [])
     assert replayed.problem == ("step 0: the run starts in x=9, which is not an initial state of the machine "
                                 "(x = 9 is outside its domain {0, 1, 2})")
+
+
+def test_a_replay_from_a_value_in_a_gap_of_a_models_domain_says_so():
+    """A domain [0, 2, 4]: 3 lies within its bounds and outside it all the same."""
+    class Gappy(Model):
+        def domains(self, p):
+            return {"x": [0, 2, 4]}
+
+        def init(self, p):
+            return [{"x": 0}]
+
+        def terminal(self, s, p):
+            return s["x"] == 4
+
+        @action(rules=["up"])
+        def inc(self, s, p):
+            return {"x": s["x"] + 2}, "up"
+
+    _, instantiate = python_model(Gappy)
+    m = instantiate({})
+    assert run_steps(m, {"x": 3}, []).problem == (
+        "step 0: the run starts in x=3, which is not an initial state of the machine "
+        "(x = 3 is outside its domain {0, 2, 4})")
+    assert run_steps(m, {"x": 2}, []).problem == (
+        "step 0: the run starts in x=2, which is not an initial state of the machine")
