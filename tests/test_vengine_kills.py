@@ -11,7 +11,7 @@ import pytest
 from haltproof.explorer.check import Options, check_machine
 from haltproof.explorer.memory import rough_size
 from haltproof.machine.vectorize import vectorize
-from test_verdict_kills import _machine, each_way, prop, states
+from test_verdict_kills import _machine, _summary, each_way, prop, states
 
 pytestmark = pytest.mark.verdict
 
@@ -102,3 +102,33 @@ def test_new_states_ranked_before_they_meet_the_index_are_found_in_the_scalar_or
         assert (r.stats["states"], r.stats["transitions"]) == (9, 12), way
         p = prop(r, "not_there")
         assert [(s.state["x"], s.state["y"]) for s in p.trace.steps] == [(0, 0), (1, 0), (1, 1), (1, 2)], way
+
+
+CUBE = """\
+machine: cube
+vars:
+  x: {type: int, min: 0, max: 4, init: 0}
+  y: {type: int, min: 0, max: 4, init: 0}
+  z: {type: int, min: 0, max: 4, init: 0}
+actions:
+  a: {when: x < 4, do: [{set: {x: x + 1}}]}
+  b: {when: y < 4, do: [{set: {y: y + 1}}]}
+  c: {when: z < 4 and x > 0, do: [{set: {z: z + 1}}]}
+terminal: x == 4 and y == 4 and z == 4
+properties:
+  not_far: {always: x + y + z < 11}
+"""
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_level_split_among_threads_is_the_one_threads_level(monkeypatch, workers):
+    """Levels cut into contiguous pieces (PARALLEL_ROWS 2: every level of 4 states or more), each
+    piece's terminals, successors and checks by a thread: the run of one thread, trace included."""
+    import haltproof.explorer.vengine as V
+    m = _machine(CUBE)
+    one = check_machine(m, Options(engine="vector"))
+    monkeypatch.setattr(V, "PARALLEL_ROWS", 2)
+    split = check_machine(m, Options(engine="vector", workers=workers))
+    assert _summary(split) == _summary(one)
+    assert (one.result, one.stats["states"], one.stats["max_depth"]) == ("violated", 105, 12)
+    assert len(prop(one, "not_far").trace.steps) == 12
