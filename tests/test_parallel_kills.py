@@ -249,13 +249,19 @@ def test_a_level_whose_slices_were_lost_stops_the_run_there_incomplete(tmp_path,
     assert levels_shared == [7, 35]
 
 
+def counted() -> tuple[list[tuple[int, int]], parallel.DoneFn]:
+    """A progress callback and what it was told: (runs done, runs in all) each time."""
+    done: list[tuple[int, int]] = []
+    return done, lambda k, n: done.append((k, n))
+
+
 def test_a_pool_of_workers_gives_the_serial_runs_and_counts_them_done(tmp_path, workers_see_the_tests):
     path = small_spec(tmp_path)
     options = Options(pins={"top": [1, 2, 3]})
     batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
     jobs, machines = parallel.jobs_of([batch])
-    done: list[tuple[int, int]] = []
-    runs = forked(parallel.LocalPool(2), path).run(jobs, machines, lambda k, n: done.append((k, n)))
+    done, tick = counted()
+    runs = forked(parallel.LocalPool(2), path).run(jobs, machines, tick)
     assert json_of(runs) == json_of([check_machine(m, options) for m in prepare(load_spec(path), options)])
     assert [r.spec for r in runs] == [batch.machines[0].spec] * 3
     assert done == [(1, 3), (2, 3), (3, 3)]
@@ -324,3 +330,26 @@ def test_a_slice_whose_worker_dies_max_attempts_times_is_lost_after_exactly_that
     assert shared.stop_reason == (f"stopped at 27 states: lost workers: the worker process expanding it died "
                                   f"{parallel.MAX_ATTEMPTS} times")
     assert levels_shared == [7]
+
+
+def test_check_batches_takes_each_course_and_counts_the_runs_done(tmp_path, levels_shared, monkeypatch):
+    """One worker: in this process; several runs and workers: the pool; one run of bound code and
+    workers: its levels shared. Each gives the serial runs and says how many are done of how many."""
+    pool, slices = parallel.LocalPool, HereSlices()
+    path = small_spec(tmp_path)
+    monkeypatch.setattr(parallel, "LocalPool", lambda workers: forked(pool(workers), path))
+    monkeypatch.setattr(parallel, "LocalSlices", lambda workers: slices)
+    options = Options(pins={"top": [1, 2]})
+    serial = json_of([check_machine(m, options) for m in prepare(load_spec(path), options)])
+    for workers in (1, 2):
+        done, tick = counted()
+        batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
+        assert json_of(parallel.check_batches([batch], workers, tick)) == serial
+        assert done == [(1, 2), (2, 2)]
+    bound = bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter")
+    one = Options(pins={"max_steps": 1, "max_retries": 0})
+    serial = json_of([check_machine(m, one) for m in prepare(load_spec(bound), one)])
+    done, tick = counted()
+    batch = parallel.Batch(parallel.Source(path=str(bound)), prepare(load_spec(bound), one), one)
+    assert json_of(parallel.check_batches([batch], 2, tick)) == serial
+    assert done == [(1, 1)] and levels_shared == [7, 35]

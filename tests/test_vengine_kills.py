@@ -132,3 +132,37 @@ def test_a_level_split_among_threads_is_the_one_threads_level(monkeypatch, worke
     assert _summary(split) == _summary(one)
     assert (one.result, one.stats["states"], one.stats["max_depth"]) == ("violated", 105, 12)
     assert len(prop(one, "not_far").trace.steps) == 12
+
+
+STUCK = """\
+machine: stuck
+vars:
+  x: {type: int, min: 0, max: 6, init: 0}
+  y: {type: int, min: 0, max: 1, init: 0}
+actions:
+  inc: {when: x < 6 and not (x == 1 and y == 1), do: [{set: {x: x + 1}}]}
+  side: {when: x == 0 and y == 0, do: [{set: {y: 1}}]}
+terminal: x == 6
+properties:
+  ends: {terminates: true}
+"""
+
+
+def test_a_deadlock_found_before_memory_ran_out_mid_level_stands(monkeypatch):
+    """The deadlock (x=1, y=1) is met at level 2; memory runs out in the middle of level 4, which
+    is undone back to its start: what was found before it, the deadlock too, stays found."""
+    import haltproof.explorer.vengine as V
+    m = _machine(STUCK)
+    calls = iter(range(100))
+    checks = V._transition_checks
+
+    def transition_checks(*args, **kwargs):
+        if next(calls) == 4:                      # the 5th level, half swept
+            raise MemoryError
+        return checks(*args, **kwargs)
+    monkeypatch.setattr(V, "_transition_checks", transition_checks)
+    run = check_machine(m, Options(engine="vector"))
+    assert (run.result, run.stopped_by, run.stats["states"]) == ("violated", "max_memory", 7)
+    ends = prop(run, "ends")
+    assert (ends.status, ends.message) == ("violated", "deadlock: a non-terminal state with no enabled action")
+    assert [(s.state["x"], s.state["y"]) for s in ends.trace.steps] == [(0, 0), (0, 1), (1, 1)]
