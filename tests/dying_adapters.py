@@ -3,7 +3,9 @@ of a sweep dies, and the check must lose nothing. Nothing here ships.
 
 `DiesOnce` kills the process the first time it concretizes a state of the combination
 max_steps=3 (the file named by HALTPROOF_TEST_MARKER records that it did, so the rerun lives);
-`DiesAlways` kills it every time at max_steps=3; `FailsInWorkers` cannot be created in a
+`DiesAlways` kills it every time at max_steps=3; `DiesThrice` (`DiesFourTimes`) kills a worker
+process the first three (four) times it concretizes a state of max_steps=3 whose scenario is
+`limit`, each death one word in the marker file; `FailsInWorkers` cannot be created in a
 worker process (a user error that only a worker meets); `DiesOnDask` kills every Dask worker
 that reaches max_steps=3.
 """
@@ -39,6 +41,23 @@ class DiesAlways(LoopDemoAdapter):
         if params["max_steps"] == DOOMED and multiprocessing.parent_process() is not None:
             _die()
         return super().concretize(state, params)
+
+
+class DiesThrice(LoopDemoAdapter):
+    DEATHS = 3
+
+    def concretize(self, state: dict[str, Any], params: dict[str, int]) -> dict[str, Any]:
+        marker = Path(os.environ["HALTPROOF_TEST_MARKER"])
+        dead = marker.read_text().split() if marker.exists() else []
+        if (params["max_steps"] == DOOMED and state["scenario"] == "limit" and len(dead) < self.DEATHS
+                and multiprocessing.parent_process() is not None):
+            marker.write_text(" ".join([*dead, str(os.getpid())]))
+            _die()
+        return super().concretize(state, params)
+
+
+class DiesFourTimes(DiesThrice):
+    DEATHS = 4
 
 
 class FailsInWorkers(LoopDemoAdapter):

@@ -1,0 +1,61 @@
+"""Mutants of explorer/engine.py that the rest of the verdict selection let through (issue 18):
+which of two states an independence finding says enables the action; memory running out among
+the initial states of the generated loop. Each test was seen
+failing with its mutation applied (docs/mutation.md). (The rule counts taken back after an
+interruption: tests/test_engines.py::test_rule_counts_after_running_out_of_memory_count_the_edges_kept.)"""
+
+from __future__ import annotations
+
+import pytest
+
+import haltproof.explorer.engine as E
+from haltproof.explorer.check import Options, check_machine
+from test_verdict_kills import TERMINAL_BY_LABEL, _machine, each_way, prop
+
+pytestmark = pytest.mark.verdict
+
+
+def test_independence_says_the_first_state_met_disables_the_action():
+    """The state met first (x=1, lab=p, the third state) has the guard false: the message names it
+    disabled, whatever that state's number."""
+    text = TERMINAL_BY_LABEL.replace("x == 2 or (x == 1 and lab == q)", "x == 2").replace(
+        "when: x < 2", "when: x < 2 and (x == 0 or lab == q)")
+    for way, r in each_way(text).items():
+        p = prop(r, "ignores_lab")
+        assert p.message == ("two states equal up to the ignored vars: the action is disabled in one "
+                             "and enabled in the other"), way
+        assert [s.state for s in p.trace.steps] == [{"x": 0, "lab": "p"}, {"x": 1, "lab": "p"}], way
+        assert [s.state for s in p.other_trace.steps] == [{"x": 0, "lab": "q"}, {"x": 1, "lab": "q"}], way
+
+
+INITS = """\
+machine: inits
+vars:
+  x: {type: int, min: 0, max: 3, init: {one_of: [0, 1, 2]}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  low: {always: x < 3}
+"""
+
+
+def test_memory_running_out_among_the_initial_states_of_the_generated_loop(monkeypatch):
+    """MemoryError while the third initial state is checked: nothing expanded, the three states
+    found kept at depth 0, the run incomplete and saying why."""
+    m = _machine(INITS)
+    assert E._runs_generated(m)
+    checked = E._Sweep.check_state
+
+    def check_state(self, j, t):
+        if j == 2:
+            raise MemoryError
+        return checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    ex = E.explore(m)
+    assert (ex.expanded, len(ex.states), list(ex.depth), ex.stopped_by) == (0, 3, [0, 0, 0], "max_memory")
+    run = check_machine(m, Options(engine="scalar"))
+    assert (run.result, run.stats["states"], run.stats["max_depth"]) == ("incomplete", 3, 0)
+    assert run.stop_reason == ("stopped at 3 states: out of memory (a bound, not a bug: try --max-memory, "
+                               "more memory, or smaller params)")
+    assert prop(run, "low").message == "not decided: the exploration ran out of memory"
