@@ -599,8 +599,8 @@ def test_a_probability_target_that_cannot_be_evaluated_violates_well_defined_whe
     assert (r.result, wd.status, wd.message) == ("violated", "violated",
                                                  "property odd (t.yaml:10): integer division or modulo by zero")
     assert [s.state["x"] for s in wd.trace.steps] == [0, 2]
-    assert (prop(r, "odd").status, prop(r, "odd").message) == (
-        "unknown", "not computed: its expression failed: integer division or modulo by zero")
+    assert (prop(r, "odd").kind, prop(r, "odd").status, prop(r, "odd").message) == (
+        "probability", "unknown", "not computed: its expression failed: integer division or modulo by zero")
 
 
 def test_a_pin_may_give_exactly_as_many_values_as_a_check_sweeps():
