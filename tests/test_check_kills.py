@@ -724,3 +724,32 @@ def test_a_run_stopped_after_its_properties_were_all_decided_is_not_proved():
     assert (r.result, r.verdict) == ("proved", "pass")
     late = dataclasses.replace(r, stopped_by="timeout")
     assert (late.result, late.verdict) == ("incomplete", "incomplete")
+
+
+# ---------------------------------------------------------------- maximum below zero
+# `_scalar_highest`, `_vector_highest`: the first value read is the highest so far whatever its
+# sign; a maximum that stays below 0 is that negative value, not the 0 the search starts from.
+
+BELOW_ZERO = """\
+machine: below
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  debt: {maximum: x - 5}
+  flat: {maximum: 0 - x}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_maximum_below_zero_is_that_negative_value_with_its_witness(engine):
+    r = _run(BELOW_ZERO, engine)
+    debt, flat = prop(r, "debt"), prop(r, "flat")
+    assert (debt.status, debt.message, debt.value) == (
+        "holds", "maximum -2, first reached after 3 transitions",
+        {"maximum": {"value": -2, "exact": True, "at_most": None, "witness_transitions": 3}})
+    assert [s.state["x"] for s in debt.witness.steps] == [0, 1, 2, 3]
+    assert (flat.status, flat.message) == ("holds", "maximum 0, first reached after 0 transitions")
+    assert [s.state["x"] for s in flat.witness.steps] == [0]
