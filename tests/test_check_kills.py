@@ -753,3 +753,39 @@ def test_a_maximum_below_zero_is_that_negative_value_with_its_witness(engine):
     assert [s.state["x"] for s in debt.witness.steps] == [0, 1, 2, 3]
     assert (flat.status, flat.message) == ("holds", "maximum 0, first reached after 0 transitions")
     assert [s.state["x"] for s in flat.witness.steps] == [0]
+
+
+# ---------------------------------------------------------------- a fairness when that fails
+# `_terminates`: a fairness `when` that cannot be evaluated on a transition the cycle search
+# reads leaves `terminates` undecided, under its own name.
+
+FAIR_WHEN_FAILS = """\
+machine: spin
+vars:
+  s: {type: int, min: 0, max: 2, init: 0}
+actions:
+  spin:
+    when: s < 2
+    do:
+      - set: {s: 1 - s}
+  finish:
+    when: s == 1
+    do:
+      - set: {s: 2}
+terminal: s == 2
+properties:
+  ends: {terminates: true}
+fairness:
+  - weak: spin
+    when: 1 // (s - 1) > 0
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_fairness_when_that_cannot_be_evaluated_leaves_terminates_undecided(engine):
+    r = _run(FAIR_WHEN_FAILS, engine)
+    assert r.result == "incomplete"
+    [p] = [p for p in r.properties if p.kind == "terminates"]
+    assert (p.name, p.status, p.message, p.line, p.trace) == (
+        "ends", "unknown", "not decided: a fairness when cannot be evaluated on a reachable transition: "
+                           "integer division or modulo by zero", 15, None)
