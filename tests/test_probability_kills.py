@@ -1,8 +1,12 @@
 """Mutants of properties/probability.py that the verdict selection let through (issue 18, the
-sampled run of round 7): which side's interval `Extremes.interval` gives. A bound is judged on
-the worst side (the minimum for `at_least`, the maximum for `at_most`); read off the other
-side it is a false "holds". The case was worked out by hand and runs on both engines; the test
-was seen failing with its mutation applied (docs/mutation.md)."""
+sampled run of round 7):
+- which side's interval `Extremes.interval` gives. A bound is judged on the worst side (the
+  minimum for `at_least`, the maximum for `at_most`); judged on the other, a false "holds";
+- `avoidable`, the states where a policy avoids the target forever (minimum 0): a choice that
+  already leaves the set, counted as leaving it once more, must not use up another choice
+  that stays inside (the exact solver then meets a policy that never ends, and crashes).
+The cases were worked out by hand and run on both engines; each test was seen failing with
+its mutation applied (docs/mutation.md)."""
 
 from __future__ import annotations
 
@@ -65,3 +69,46 @@ def test_each_bound_is_judged_on_its_own_sides_interval(engine, monkeypatch):
         "violated", f"{head}: a policy makes it at least {lo:.15g}, more than 1/2 (0.5)")
     assert [(s.action, s.state["x"]) for s in maybe.trace.steps] == [(None, 0), ("step", 3)]
     assert maybe.policy == [{"state": {"x": 0}, "action": "step", "choices": {}}]
+
+
+# From 0, `go` reaches 2 (the target) or 1, whose only step reaches 2; `wait` stays at 0. A
+# policy that always waits never reaches 2: the minimum is 0. `go` leaves the avoiding set at
+# once (to 2), and once more when 1 drops out of it; `wait` still stays inside.
+STALL = """\
+machine: stall
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  go:
+    when: x == 0
+    choose:
+      way: [win, mid]
+    do:
+      - set: {x: 2 if way == win else 1}
+  finish:
+    when: x == 1
+    do:
+      - set: {x: 2}
+  wait:
+    when: x == 0
+    do:
+      - set: {x: x}
+terminal: x == 2
+probabilities:
+  go:
+    way: {win: 1/2, mid: 1/2}
+properties:
+  surely: {probability: {reach: x == 2, at_least: 1/2}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_policy_that_waits_forever_makes_the_minimum_zero(engine):
+    (r,) = check_spec(parse_spec(textwrap.dedent(STALL), "t.yaml"), Options(engine=engine))
+    [p] = [p for p in r.properties if p.name == "surely"]
+    assert (p.status, p.message) == (
+        "violated", "the probability of reaching it is between 0 and 1 over the policies: a policy makes it 0, "
+                    "less than 1/2 (0.5)")
+    assert p.value == {"value": {"min": 0.0, "max": 1.0}, "exact": {"min": "0", "max": "1"}}
+    assert p.trace is None               # waiting forever: no run that ends
+    assert p.policy == [{"state": {"x": 0}, "action": "wait", "choices": {}}]
