@@ -789,3 +789,31 @@ def test_a_fairness_when_that_cannot_be_evaluated_leaves_terminates_undecided(en
     assert (p.name, p.status, p.message, p.line, p.trace) == (
         "ends", "unknown", "not decided: a fairness when cannot be evaluated on a reachable transition: "
                            "integer division or modulo by zero", 15, None)
+
+
+# ---------------------------------------------------------------- auto: scalar, then vector
+# `_explore`: `--engine auto` explores the first AUTO_SCALAR_STATES states on the scalar engine
+# and goes on with the vector engine; --max-states past that bounds the vector engine's part.
+
+GRID = """\
+machine: grid
+vars:
+  x: {type: int, min: 0, max: 149, init: 0}
+  y: {type: int, min: 0, max: 149, init: 0}
+actions:
+  right: {when: x < 149, do: [{set: {x: x + 1}}]}
+  up: {when: y < 149, do: [{set: {y: y + 1}}]}
+terminal: x == 149 and y == 149
+properties:
+  fine: {always: x <= 149}
+"""
+
+
+def test_auto_keeps_the_max_states_bound_when_it_moves_to_the_vector_engine():
+    whole = _run(GRID, "auto")
+    assert (whole.engine, whole.result, whole.stats["states"]) == ("vector", "proved", 22_500)
+    r = _run(GRID, "auto", max_states=15_000)
+    assert (r.engine, r.result, r.stopped_by) == ("vector", "incomplete", "max_states")
+    assert (r.stats["states"], r.stats["max_depth"]) == (15_119, 177)     # whole BFS levels, past the bound
+    assert (prop(r, "fine").status, prop(r, "fine").message) == (
+        "unknown", "not decided: the exploration stopped at --max-states")
