@@ -21,6 +21,7 @@ from haltproof.machine.pymodel import Model, action
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties.kinds import Subject
 
 pytestmark = pytest.mark.verdict
 
@@ -599,6 +600,7 @@ def test_a_probability_target_that_cannot_be_evaluated_violates_well_defined_whe
     assert (r.result, wd.status, wd.message) == ("violated", "violated",
                                                  "property odd (t.yaml:10): integer division or modulo by zero")
     assert [s.state["x"] for s in wd.trace.steps] == [0, 2]
+    assert wd.subject == Subject("property", "odd")        # what --emit-tests re-judges
     assert (prop(r, "odd").kind, prop(r, "odd").status, prop(r, "odd").message) == (
         "probability", "unknown", "not computed: its expression failed: integer division or modulo by zero")
 
