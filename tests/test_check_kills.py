@@ -819,3 +819,25 @@ def test_auto_keeps_the_max_states_bound_when_it_moves_to_the_vector_engine():
     assert (r.stats["states"], r.stats["max_depth"]) == (15_119, 177)     # whole BFS levels, past the bound
     assert (prop(r, "fine").status, prop(r, "fine").message) == (
         "unknown", "not decided: the exploration stopped at --max-states")
+
+
+# `_explore`: `--engine vector` on a spec the vector engine cannot run is refused with the
+# reason, never run on the scalar engine instead (`auto` does that, and says which it ran).
+
+HALVES = """\
+machine: halves
+vars: {x: {type: int, min: 0, max: 4, init: 4}}
+actions:
+  halve: {when: x > 0, do: [{set: {x: x // 2}}]}
+terminal: x == 0
+"""
+
+
+def test_the_vector_engine_asked_for_a_spec_it_cannot_run_is_refused():
+    with pytest.raises(SpecError) as refused:
+        _run(HALVES, "vector")
+    [problem] = refused.value.problems
+    assert (problem.file, problem.line, problem.message) == (
+        "t.yaml", None, "--engine vector cannot run this spec: // and % need a per-transition division-by-zero check")
+    r = _run(HALVES, "auto")
+    assert (r.engine, r.result) == ("scalar", "proved")
