@@ -21,6 +21,7 @@ from haltproof.machine.pymodel import Model, action
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties.kinds import Subject
 
 pytestmark = pytest.mark.verdict
 
@@ -599,8 +600,9 @@ def test_a_probability_target_that_cannot_be_evaluated_violates_well_defined_whe
     assert (r.result, wd.status, wd.message) == ("violated", "violated",
                                                  "property odd (t.yaml:10): integer division or modulo by zero")
     assert [s.state["x"] for s in wd.trace.steps] == [0, 2]
-    assert (prop(r, "odd").status, prop(r, "odd").message) == (
-        "unknown", "not computed: its expression failed: integer division or modulo by zero")
+    assert wd.subject == Subject("property", "odd")        # what --emit-tests re-judges
+    assert (prop(r, "odd").kind, prop(r, "odd").status, prop(r, "odd").message) == (
+        "probability", "unknown", "not computed: its expression failed: integer division or modulo by zero")
 
 
 def test_a_pin_may_give_exactly_as_many_values_as_a_check_sweeps():
@@ -724,3 +726,118 @@ def test_a_run_stopped_after_its_properties_were_all_decided_is_not_proved():
     assert (r.result, r.verdict) == ("proved", "pass")
     late = dataclasses.replace(r, stopped_by="timeout")
     assert (late.result, late.verdict) == ("incomplete", "incomplete")
+
+
+# ---------------------------------------------------------------- maximum below zero
+# `_scalar_highest`, `_vector_highest`: the first value read is the highest so far whatever its
+# sign; a maximum that stays below 0 is that negative value, not the 0 the search starts from.
+
+BELOW_ZERO = """\
+machine: below
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  debt: {maximum: x - 5}
+  flat: {maximum: 0 - x}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_maximum_below_zero_is_that_negative_value_with_its_witness(engine):
+    r = _run(BELOW_ZERO, engine)
+    debt, flat = prop(r, "debt"), prop(r, "flat")
+    assert (debt.status, debt.message, debt.value) == (
+        "holds", "maximum -2, first reached after 3 transitions",
+        {"maximum": {"value": -2, "exact": True, "at_most": None, "witness_transitions": 3}})
+    assert [s.state["x"] for s in debt.witness.steps] == [0, 1, 2, 3]
+    assert (flat.status, flat.message) == ("holds", "maximum 0, first reached after 0 transitions")
+    assert [s.state["x"] for s in flat.witness.steps] == [0]
+
+
+# ---------------------------------------------------------------- a fairness when that fails
+# `_terminates`: a fairness `when` that cannot be evaluated on a transition the cycle search
+# reads leaves `terminates` undecided, under its own name.
+
+FAIR_WHEN_FAILS = """\
+machine: spin
+vars:
+  s: {type: int, min: 0, max: 2, init: 0}
+actions:
+  spin:
+    when: s < 2
+    do:
+      - set: {s: 1 - s}
+  finish:
+    when: s == 1
+    do:
+      - set: {s: 2}
+terminal: s == 2
+properties:
+  ends: {terminates: true}
+fairness:
+  - weak: spin
+    when: 1 // (s - 1) > 0
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_fairness_when_that_cannot_be_evaluated_leaves_terminates_undecided(engine):
+    r = _run(FAIR_WHEN_FAILS, engine)
+    assert r.result == "incomplete"
+    [p] = [p for p in r.properties if p.kind == "terminates"]
+    assert (p.name, p.status, p.message, p.line, p.trace) == (
+        "ends", "unknown", "not decided: a fairness when cannot be evaluated on a reachable transition: "
+                           "integer division or modulo by zero", 15, None)
+
+
+# ---------------------------------------------------------------- auto: scalar, then vector
+# `_explore`: `--engine auto` explores the first AUTO_SCALAR_STATES states on the scalar engine
+# and goes on with the vector engine; --max-states past that bounds the vector engine's part.
+
+GRID = """\
+machine: grid
+vars:
+  x: {type: int, min: 0, max: 149, init: 0}
+  y: {type: int, min: 0, max: 149, init: 0}
+actions:
+  right: {when: x < 149, do: [{set: {x: x + 1}}]}
+  up: {when: y < 149, do: [{set: {y: y + 1}}]}
+terminal: x == 149 and y == 149
+properties:
+  fine: {always: x <= 149}
+"""
+
+
+def test_auto_keeps_the_max_states_bound_when_it_moves_to_the_vector_engine():
+    whole = _run(GRID, "auto")
+    assert (whole.engine, whole.result, whole.stats["states"]) == ("vector", "proved", 22_500)
+    r = _run(GRID, "auto", max_states=15_000)
+    assert (r.engine, r.result, r.stopped_by) == ("vector", "incomplete", "max_states")
+    assert (r.stats["states"], r.stats["max_depth"]) == (15_119, 177)     # whole BFS levels, past the bound
+    assert (prop(r, "fine").status, prop(r, "fine").message) == (
+        "unknown", "not decided: the exploration stopped at --max-states")
+
+
+# `_explore`: `--engine vector` on a spec the vector engine cannot run is refused with the
+# reason, never run on the scalar engine instead (`auto` does that, and says which it ran).
+
+HALVES = """\
+machine: halves
+vars: {x: {type: int, min: 0, max: 4, init: 4}}
+actions:
+  halve: {when: x > 0, do: [{set: {x: x // 2}}]}
+terminal: x == 0
+"""
+
+
+def test_the_vector_engine_asked_for_a_spec_it_cannot_run_is_refused():
+    with pytest.raises(SpecError) as refused:
+        _run(HALVES, "vector")
+    [problem] = refused.value.problems
+    assert (problem.file, problem.line, problem.message) == (
+        "t.yaml", None, "--engine vector cannot run this spec: // and % need a per-transition division-by-zero check")
+    r = _run(HALVES, "auto")
+    assert (r.engine, r.result) == ("scalar", "proved")

@@ -20,3 +20,24 @@ class ChoiceBase(Model):
     @action(when=lambda s, p: s["x"] < 2, speed=["slow", "fast"])
     def inc(self, s, p, speed):
         return {"x": s["x"] + 1}
+
+
+class NeverTakenBase(Model):
+    """`never` is never enabled (x stays within 0..1): a notice about an action never taken."""
+
+    def domains(self, p):
+        return {"x": range(0, 2)}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    def terminal(self, s, p):
+        return s["x"] == 1
+
+    @action(when=lambda s, p: s["x"] == 0)
+    def step(self, s, p):
+        return {"x": 1}
+
+    @action(when=lambda s, p: s["x"] > 5)
+    def never(self, s, p):
+        return {"x": 0}

@@ -1,0 +1,100 @@
+"""Mutants of explorer/chances.py that the verdict selection let through (issue 18, the sampled
+run of round 7): the words of a bound judged on the iterative solver's interval, and where
+the witness of an infinite expected total goes. Each case was worked out by hand and runs on
+both engines; each test was seen failing with its mutation applied (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.machine.spec import parse_spec
+from haltproof.properties import probability as P
+
+pytestmark = pytest.mark.verdict
+
+ENGINES = ("scalar", "vector")
+
+
+def _run(text: str, engine: str) -> RunResult:
+    (r,) = check_spec(parse_spec(textwrap.dedent(text), "t.yaml"), Options(engine=engine))
+    return r
+
+
+def prop(r: RunResult, name: str):
+    [p] = [p for p in r.properties if p.name == name]
+    return p
+
+
+# A ring 0 -> 1 -> 2 -> 0 that leaves to the terminal 3 with 1/2 at each step: one strongly
+# connected component of 3 states, past an exact limit lowered to 2, so the probability of
+# reaching 3 (1) is an interval of the iterative solver.
+RING = """\
+machine: ring
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  step:
+    when: x < 3
+    choose:
+      way: [loop, out]
+    do:
+      - set: {x: 3 if way == out else (x + 1 if x < 2 else 0)}
+terminal: x == 3
+probabilities:
+  step:
+    way: {loop: 1/2, out: 1/2}
+properties:
+  surely: {probability: {reach: x == 3, at_least: 1/2}}
+  rarely: {probability: {reach: x == 3, at_most: 1/2}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_bound_judged_on_an_interval_says_which_side_it_is_on(engine, monkeypatch):
+    monkeypatch.setattr(P, "EXACT_LIMIT", 2)
+    r = _run(RING, engine)
+    surely, rarely = prop(r, "surely"), prop(r, "rarely")
+    lo, hi = surely.value["interval"]["min"]
+    assert surely.value["interval"]["max"] == rarely.value["interval"]["max"] == [lo, hi]
+    assert lo < 1 and hi == 1.0
+    head = (f"the probability of reaching it is between {lo:.15g} and {hi:.15g} "
+            f"(within {hi - lo:.2g}, not exact) under every policy")
+    assert (surely.status, surely.message) == ("holds", f"{head}: at least 1/2 (0.5)")
+    assert (rarely.status, rarely.message) == (
+        "violated", f"{head}: a policy makes it at least {lo:.15g}, more than 1/2 (0.5)")
+    assert [(s.action, s.state["x"]) for s in rarely.trace.steps] == [(None, 0), ("step", 3)]
+
+
+# From 0 a policy may `hang` (a deadlock at 1: never terminal) or `finish`: the expected
+# number of transitions is 1 at least and infinite at most. The witness goes to the deadlock.
+STUCK = """\
+machine: stuck
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  hang:
+    when: x == 0
+    do:
+      - set: {x: 1}
+  finish:
+    when: x == 0
+    do:
+      - set: {x: 2}
+terminal: x == 2
+properties:
+  cheap: {expected: {measure: transitions, at_most: 5}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_infinite_expected_total_is_witnessed_by_a_run_into_a_deadlock(engine):
+    p = prop(_run(STUCK, engine), "cheap")
+    assert (p.status, p.message) == (
+        "violated", "the expected transitions until a terminal state is between 1 and infinite over the policies: "
+                    "a policy makes it infinite, more than 5 (a policy does not reach a terminal state with "
+                    "probability 1)")
+    assert [(s.action, s.state["x"]) for s in p.trace.steps] == [(None, 0), ("hang", 1)]
+    assert p.policy == [{"state": {"x": 0}, "action": "hang", "choices": {}}]

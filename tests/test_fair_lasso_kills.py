@@ -1,0 +1,124 @@
+"""Mutants of properties/liveness.py that the verdict selection let through (issue 18, the
+sampled run of round 7): how `_Graph.cycle` builds a fair lasso's cycle. Each assumption the
+cycle must honour is a goal; one already met by the states visited or the edges taken so far
+is skipped, any other adds a shortest path to it. Getting that wrong shows a cycle that is
+longer than it needs, or one that is not fair at all (a false counterexample). Each case was
+worked out by hand, checked on both engines; each test was seen failing with its mutation
+applied (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.machine.spec import parse_spec
+
+pytestmark = pytest.mark.verdict
+
+ENGINES = ("scalar", "vector")
+
+
+def _run(text: str, engine: str) -> RunResult:
+    (r,) = check_spec(parse_spec(textwrap.dedent(text), "t.yaml"), Options(engine=engine))
+    return r
+
+
+def _lasso(r: RunResult, name: str) -> tuple[str, str, list[tuple[str | None, int]], int | None]:
+    [p] = [p for p in r.properties if p.name == name]
+    assert p.trace is not None and p.trace.kind == "lasso"
+    return p.status, p.message, [(s.action, s.state["s"]) for s in p.trace.steps], p.trace.loop_start
+
+
+# `a` is taken inside the loop {0, 1, 2}; `finish` never is, and is disabled only at s == 2.
+# Taking `a` (0 -> 1) visits no state where `finish` is disabled, so the cycle must go on
+# through s == 2 (detour, ret); closing it at once (back) would keep `finish` enabled all
+# along: an unfair cycle, a false counterexample.
+DETOUR = """\
+machine: detour
+vars:
+  s: {type: int, min: 0, max: 3, init: 0}
+actions:
+  a:
+    when: s == 0
+    do:
+      - set: {s: 1}
+  back:
+    when: s == 1
+    do:
+      - set: {s: 0}
+  detour:
+    when: s == 1
+    do:
+      - set: {s: 2}
+  ret:
+    when: s == 2
+    do:
+      - set: {s: 0}
+  finish:
+    when: s != 2
+    do:
+      - set: {s: 3}
+terminal: s == 3
+properties:
+  ends: {terminates: true}
+  done: {existence: s == 3}
+fairness:
+  - weak: a
+  - weak: finish
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cycle_visits_a_state_that_disables_a_weak_assumption_after_taking_another(engine):
+    r = _run(DETOUR, engine)
+    steps = [(None, 0), ("a", 1), ("detour", 2), ("ret", 0)]
+    fair = "fair under: weak a, weak finish"
+    assert _lasso(r, "ends") == (
+        "violated", f"a fair cycle of 3 transitions among non-terminal states: the run can go on forever; {fair}",
+        steps, 0)
+    assert _lasso(r, "done") == (
+        "violated", f"existence violated: a run can cycle forever through 3 transitions and it never holds; {fair}",
+        steps, 0)
+
+
+# The ring 0 -b-> 1 -a-> 2 -c-> 0: the shortest path that takes `a` (the first assumption)
+# takes `b` on its way, so `b` needs no path of its own: the cycle is the ring once round,
+# not once and a half round again to take `b` a second time.
+RING = """\
+machine: ring
+vars:
+  s: {type: int, min: 0, max: 3, init: 0}
+actions:
+  b:
+    when: s == 0
+    do:
+      - set: {s: 1}
+  a:
+    when: s == 1
+    do:
+      - set: {s: 2}
+  c:
+    when: s == 2
+    do:
+      - set: {s: 0}
+  stop:
+    when: s == 2
+    do:
+      - set: {s: 3}
+terminal: s == 3
+properties:
+  ends: {terminates: true}
+fairness:
+  - weak: a
+  - weak: b
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_assumption_taken_on_the_way_to_another_adds_no_path(engine):
+    assert _lasso(_run(RING, engine), "ends") == (
+        "violated", "a fair cycle of 3 transitions among non-terminal states: the run can go on forever; "
+                    "fair under: weak a, weak b",
+        [(None, 0), ("b", 1), ("a", 2), ("c", 0)], 0)
