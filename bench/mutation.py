@@ -295,7 +295,7 @@ def report(mutants: list[Mutant], modules: list[str], seconds: float | None,
             size = population[module]
             low, high = wilson(k, len(ms))
             row = row.replace(f"| {module} | {len(ms)} |", f"| {module} | {len(ms)} of {size:,} |", 1)
-            row += f" {100 * low:.1f}-{100 * high:.1f}% |"
+            row += f" {100 * low:.1f}-{100 * high:.1f}% |" if ms else " - |"
             if ms and everything:
                 share, p = size / everything, k / len(ms)
                 estimate += share * p
