@@ -216,6 +216,9 @@ class _Builder:
             if getattr(key_node, "tag", None) == "tag:yaml.org,2002:merge":
                 raise self.fail(kline, "YAML merge keys ('<<') are not supported in a spec")
             key = self.build(key_node, depth)
+            if isinstance(key, bool) and isinstance(key_node, yaml.ScalarNode):
+                raise self.fail(kline, f"keys must be strings: YAML reads {key_node.value} as the boolean "
+                                       f"{str(key).lower()}; quote it ('{key_node.value}')", key_node.value)
             if not isinstance(key, str):
                 raise self.fail(kline, "keys must be strings", key)
             if key in out:

@@ -190,7 +190,12 @@ def test_non_string_keys_rejected():
     p = error("a: 1\n2: b\n")
     assert p.line == 2 and p.message == "keys must be strings"
     assert error("? [1, 2]\n: x\n").message == "keys must be strings"
-    assert error("true: 1\n").message == "keys must be strings"
+    p = error("a: 1\non: 2\n")        # YAML 1.1: on, off, yes, no are booleans too
+    assert (p.line, p.message, p.text) == (2, "keys must be strings: YAML reads on as the boolean true; "
+                                              "quote it ('on')", "on")
+    assert error("No: 1\n").message == "keys must be strings: YAML reads No as the boolean false; quote it ('No')"
+    assert error("true: 1\n").message == "keys must be strings: YAML reads true as the boolean true; quote it ('true')"
+    assert load_yaml("'on': 1\n", F) == {"on": 1}
 
 
 @pytest.mark.parametrize("text, line, shown", [
