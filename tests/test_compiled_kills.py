@@ -11,6 +11,7 @@ import pytest
 
 from haltproof.explorer.check import Options, check_spec, prepare
 from haltproof.explorer.replay import run_steps
+from haltproof.machine import compiled as compiled_module
 from haltproof.machine.spec import SpecError, load_spec, parse_spec
 from test_verdict_kills import each_way, prop
 
@@ -183,3 +184,41 @@ def test_a_replay_line_of_a_bare_record_choice_prints_the_record_and_nothing_els
     assert out.problem is None
     assert out.lines == [[("tool", '{"name": "search", "cost": 2}'), ("cost", "2"), ("last", "search"),
                           ("before", "none"), ("literal", "search")]]
+
+
+INITS = """\
+machine: m
+params:
+  n: {min: 1, max: 2}
+vars:
+  x: {type: int, min: 0, max: 3, init: {one_of: [n, 1]}}
+  y: {type: int, min: 0, max: 3, init: {one_of: [0, 1, 2]}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+"""
+
+
+def test_an_init_listing_a_value_twice_for_some_params_is_refused_at_its_var():
+    with pytest.raises(SpecError) as raised:
+        check_spec(parse_spec(INITS, "i.yaml"), Options(pins={"n": [1]}))
+    [problem] = raised.value.problems
+    assert (problem.line, problem.message) == (5, "init of x lists a value twice (with n=1)")
+
+
+def test_too_many_initial_states_are_refused_at_the_var_with_the_most_values(monkeypatch):
+    monkeypatch.setattr(compiled_module, "MAX_PRODUCT", 5)
+    with pytest.raises(SpecError) as raised:
+        check_spec(parse_spec(INITS, "i.yaml"), Options(pins={"n": [2]}))
+    [problem] = raised.value.problems
+    assert (problem.line, problem.message) == (
+        6, "the vars' init values make 6 initial states, more than the limit of 5 (with n=2)")
+
+
+def test_a_spec_without_a_terminal_replays_to_a_state_that_is_not_terminal():
+    """`is_terminal` of a spec without `terminal:` answers False, a bool like every other's."""
+    [m] = prepare(parse_spec(INITS.replace("terminal: x == 3\n", ""), "i.yaml"),
+                  Options(model_only=True, pins={"n": [2]}))
+    assert m.is_terminal(m.inits[0]) is False
+    out = run_steps(m, {"x": 2, "y": 0}, [("inc", {})])
+    assert out.problem is None and out.terminal is False
