@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import sys
 import time
 import types
 from concurrent import futures as cf
@@ -394,3 +395,30 @@ def test_a_slice_the_deadline_caught_comes_back_late_with_what_was_running(tmp_p
                                                  prepare(load_spec(path), options), options)])
     blob = parallel.expand_slice(parallel.Slice(job, "token", [({"x": 0, "done": False}, None)]))
     assert pickle.loads(blob) == ("late", "running the bound code in a worker process", [])
+
+
+def test_shared_levels_of_a_run_with_a_conditional_choice_are_the_serial_run(tmp_path, levels_shared, monkeypatch):
+    """A worker makes a conditional choice (`reason`, made only where e == refuse) exactly where
+    the engine would: admitted from the state it expands, the shared run is the serial one."""
+    from test_bound_monitors import SPEC, TESTS as HERE
+    monkeypatch.syspath_prepend(str(HERE))
+    path = tmp_path / "approvals.yaml"
+    path.write_text(SPEC.format(adapter="Careful"), encoding="utf-8")
+    shared, serial = shared_and_serial(path, {}, HereSlices())
+    assert json_of([shared]) == json_of([serial])
+    assert (shared.result, shared.stats["states"], levels_shared) == ("violated", 15, [1, 2, 5, 7])
+
+
+def test_a_model_class_named_with_angle_brackets_stays_in_this_process(tmp_path, monkeypatch, request):
+    """A qualname with "<" (a class made by a function, here bound at module level under that very
+    name) is never taken for one a worker can import by name, even if this process could."""
+    from haltproof.machine.pymodel import Model
+    (tmp_path / "odd_models.py").write_text(
+        "from haltproof.machine.pymodel import Model\n"
+        "Odd = type('<odd>', (Model,), {})\n"
+        "globals()['<odd>'] = Odd\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    request.addfinalizer(lambda: sys.modules.pop("odd_models", None))
+    import odd_models
+    assert issubclass(odd_models.Odd, Model) and odd_models.Odd.__qualname__ == "<odd>"
+    assert parallel.model_source(odd_models.Odd) is None
