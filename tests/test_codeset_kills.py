@@ -85,3 +85,13 @@ def test_first_occurrences_in_pieces_are_those_of_one_piece(pieces):
                              pieces, lambda f, xs: [f(x) for x in xs])
     assert (c.tolist(), k.tolist()) == _first_occurrences_reference(codes, keys) == ([3, 4, 0, 2, 1],
                                                                                      [1, 2, 3, 8, 20])
+
+
+def test_first_occurrences_of_codes_and_keys_too_wide_for_one_int64():
+    """space 2^62 and 4 keys need 62 + 2 bits: the lexsort fallback. Each code once, with its
+    smallest key, ordered by that key."""
+    codes = np.array([5, 3, 5, 3, 7, 2**62 - 1], dtype=np.int64)
+    keys = np.array([4, 1, 0, 3, 2, 5], dtype=np.int64)
+    c, k = first_occurrences(codes, keys, 2**62, 6)
+    assert (c.tolist(), k.tolist()) == ([5, 3, 7, 2**62 - 1], [0, 1, 2, 5])
+    assert (c.dtype, k.dtype) == (np.int64, np.int64)

@@ -59,3 +59,18 @@ def test_memory_running_out_among_the_initial_states_of_the_generated_loop(monke
     assert run.stop_reason == ("stopped at 3 states: out of memory (a bound, not a bug: try --max-memory, "
                                "more memory, or smaller params)")
     assert prop(run, "low").message == "not decided: the exploration ran out of memory"
+
+
+def test_a_label_value_never_reached_is_counted_zero_on_every_loop():
+    """`failed` is a terminal value no state has: coverage lists it with 0 (the sweep seeds every
+    value of the label before exploring), and the vacuity warning names it."""
+    text = """\
+machine: labelled_zero
+vars:
+  status: {type: enum, values: [running, done, failed], init: running}
+actions:
+  finish: {when: status == running, do: [{set: {status: done}}]}
+terminal: {label: status, values: [done, failed]}
+"""
+    for way, r in each_way(text).items():
+        assert r.coverage["terminals"] == {"done": 1, "failed": 0}, way

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import sys
 import time
 import types
 from concurrent import futures as cf
@@ -153,6 +154,7 @@ def test_a_run_the_deadline_caught_in_a_worker_is_incomplete_and_says_why(tmp_pa
     (m,) = prepare(load_spec(path), options)
     r = parallel.restore(pickle.dumps(("late", doing)), m, options)
     assert (r.result, r.stopped_by, r.stop_reason) == ("incomplete", "timeout", f"not checked: {why}")
+    assert r.stats == {"states": 0, "transitions": 0, "terminal_states": 0, "max_depth": 0, "seconds": 0.0}
     assert [(p.name, p.kind, p.status, p.message) for p in r.properties] == [
         ("domains", "builtin", "unknown", f"not decided: {why}"),
         ("well_defined", "builtin", "unknown", f"not decided: {why}"),
@@ -353,3 +355,70 @@ def test_check_batches_takes_each_course_and_counts_the_runs_done(tmp_path, leve
     batch = parallel.Batch(parallel.Source(path=str(bound)), prepare(load_spec(bound), one), one)
     assert json_of(parallel.check_batches([batch], 2, tick)) == serial
     assert done == [(1, 1)] and levels_shared == [7, 35]
+
+
+def test_a_job_with_a_deadline_still_ahead_is_checked_whole(tmp_path, workers_see_the_tests):
+    """run_job bounds the worker by the time left until the check's deadline: a minute ahead, the
+    run comes back done, the serial run."""
+    path = small_spec(tmp_path)
+    options = Options(pins={"top": 2})
+    (serial,) = [check_machine(m, options) for m in prepare(load_spec(path), options)]
+    (m,) = prepare(load_spec(path), options)
+    blob = parallel.run_job(parallel.Job(0, parallel.Source(path=str(path)), {"top": 2}, options, time.time() + 60))
+    assert pickle.loads(blob)[0] == "done"
+    assert json_of([parallel.restore(blob, m, options)]) == json_of([serial])
+
+
+def test_one_run_with_several_workers_is_checked_in_this_process(tmp_path, monkeypatch):
+    """A single run that is not shared needs no pool: none is made, and it is the serial run."""
+    def no_pool(workers: int) -> Any:
+        raise AssertionError("a pool for one run")
+    monkeypatch.setattr(parallel, "LocalPool", no_pool)
+    path = small_spec(tmp_path)
+    options = Options(pins={"top": 1})
+    serial = json_of([check_machine(m, options) for m in prepare(load_spec(path), options)])
+    batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
+    done, tick = counted()
+    assert json_of(parallel.check_batches([batch], 2, tick)) == serial
+    assert done == [(1, 1)]
+
+
+def test_a_slice_the_deadline_caught_comes_back_late_with_what_was_running(tmp_path, monkeypatch):
+    """OutOfTime while the worker builds the run: the slice is `late` (the parent then reports the
+    run out of time, not its workers lost), saying the bound code was running, no outcomes."""
+    def out_of_time(sl: parallel.Slice) -> Any:
+        raise parallel.OutOfTime()
+    monkeypatch.setattr(parallel, "_shared_machine", out_of_time)
+    path = small_spec(tmp_path)
+    options = Options(pins={"top": 1})
+    (job,), _ = parallel.jobs_of([parallel.Batch(parallel.Source(path=str(path)),
+                                                 prepare(load_spec(path), options), options)])
+    blob = parallel.expand_slice(parallel.Slice(job, "token", [({"x": 0, "done": False}, None)]))
+    assert pickle.loads(blob) == ("late", "running the bound code in a worker process", [])
+
+
+def test_shared_levels_of_a_run_with_a_conditional_choice_are_the_serial_run(tmp_path, levels_shared, monkeypatch):
+    """A worker makes a conditional choice (`reason`, made only where e == refuse) exactly where
+    the engine would: admitted from the state it expands, the shared run is the serial one."""
+    from test_bound_monitors import SPEC, TESTS as HERE
+    monkeypatch.syspath_prepend(str(HERE))
+    path = tmp_path / "approvals.yaml"
+    path.write_text(SPEC.format(adapter="Careful"), encoding="utf-8")
+    shared, serial = shared_and_serial(path, {}, HereSlices())
+    assert json_of([shared]) == json_of([serial])
+    assert (shared.result, shared.stats["states"], levels_shared) == ("violated", 15, [1, 2, 5, 7])
+
+
+def test_a_model_class_named_with_angle_brackets_stays_in_this_process(tmp_path, monkeypatch, request):
+    """A qualname with "<" (a class made by a function, here bound at module level under that very
+    name) is never taken for one a worker can import by name, even if this process could."""
+    from haltproof.machine.pymodel import Model
+    (tmp_path / "odd_models.py").write_text(
+        "from haltproof.machine.pymodel import Model\n"
+        "Odd = type('<odd>', (Model,), {})\n"
+        "globals()['<odd>'] = Odd\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    request.addfinalizer(lambda: sys.modules.pop("odd_models", None))
+    import odd_models
+    assert issubclass(odd_models.Odd, Model) and odd_models.Odd.__qualname__ == "<odd>"
+    assert parallel.model_source(odd_models.Odd) is None

@@ -166,3 +166,13 @@ def test_a_deadlock_found_before_memory_ran_out_mid_level_stands(monkeypatch):
     ends = prop(run, "ends")
     assert (ends.status, ends.message) == ("violated", "deadlock: a non-terminal state with no enabled action")
     assert [(s.state["x"], s.state["y"]) for s in ends.trace.steps] == [(0, 0), (0, 1), (1, 1)]
+
+
+def test_a_level_that_keeps_its_edges_is_estimated_four_bytes_a_row_more():
+    """Two vars, int32 codes, one key: 8*(2*2+6) + (4+4+2+8*2) = 106 bytes a row, and 4 more for
+    the edge while edges are kept — the estimate --max-memory and the system's memory are judged by."""
+    import haltproof.explorer.vengine as V
+    s = V._VSweep(vectorize(_machine(UNMATCHED)), False, None, None, None, None, None)
+    assert (s.level_bytes(1), s.level_bytes(10)) == (110, 1100)
+    s.dropped = True
+    assert (s.level_bytes(1), s.level_bytes(10)) == (106, 1060)
