@@ -458,9 +458,9 @@ def test_an_expected_violation_whose_when_excludes_the_params_is_not_expected_th
         text = text.replace(old, new)
     runs = check_spec(parse_spec(text, "t.yaml"), Options(engine="scalar"))
     assert [(r.params["n"], r.result, r.verdict, r.as_expected) for r in runs][0] == (1, *n1)
-    assert [(w.kind, w.line, w.message) for w in runs[0].notices if w.kind == "expect"] == [
+    assert [(w.kind, w.line, w.message, w.summary) for w in runs[0].notices if w.kind == "expect"] == [
         ("expect", 10, "no expected violation applies to these params (the when of small excludes them): "
-                       "the run is judged as one without expect")]
+                       "the run is judged as one without expect", "no expected violation applies")]
     assert not [w for w in runs[1].notices if w.kind == "expect"]
     two = runs[1]
     assert (two.params["n"], two.result, two.verdict) == (2, "violated", "pass" if not change else "fail")
