@@ -4,10 +4,13 @@ Each test was seen failing with its mutation applied (docs/mutation.md)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from haltproof.explorer import engine as E
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.check import Options, check_machine, check_spec
+from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
 from test_verdict_kills import _machine
 
@@ -45,3 +48,26 @@ def test_an_interruption_inside_an_actions_stages_stops_the_run(monkeypatch, sto
     assert (r.result, r.stopped_by, r.stop_reason) == ("incomplete", stopped_by, reason)
     statuses = {p.name: p.status for p in r.properties}
     assert (statuses["well_defined"], statuses["small"]) == ("unknown", "unknown")
+
+
+def test_an_error_in_the_second_value_of_a_set_names_that_value_s_line_not_the_set_s():
+    """Fresh sample (seed 19): a marked expression gets a generated line of its own, so the
+    division by zero in `y: 1 // x` is told at line 11, not at the `set:` of line 9."""
+    text = textwrap.dedent("""\
+        machine: m
+        vars:
+          x: {type: int, min: 0, max: 2, init: 0}
+          y: {type: int, min: 0, max: 2, init: 0}
+        actions:
+          go:
+            when: x < 1
+            do:
+              - set:
+                  x: x + 1
+                  y: 1 // x
+        terminal: x == 1
+        """)
+    [r] = check_spec(parse_spec(text, "t.yaml"), Options(engine="scalar"))
+    [p] = [p for p in r.properties if p.name == "well_defined"]
+    assert (p.status, p.message) == (
+        "violated", "action go with no choices (t.yaml:11): integer division or modulo by zero")

@@ -6,9 +6,11 @@ both engines; each test was seen failing with its mutation applied (docs/mutatio
 from __future__ import annotations
 
 import textwrap
+from fractions import Fraction
 
 import pytest
 
+from haltproof.explorer.chances import value_json
 from haltproof.explorer.check import Options, RunResult, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
@@ -98,3 +100,17 @@ def test_an_infinite_expected_total_is_witnessed_by_a_run_into_a_deadlock(engine
                     "probability 1)")
     assert [(s.action, s.state["x"]) for s in p.trace.steps] == [(None, 0), ("hang", 1)]
     assert p.policy == [{"state": {"x": 0}, "action": "hang", "choices": {}}]
+
+
+def test_the_exact_side_of_a_half_iterated_value_is_a_point_with_no_error_and_infinity_none():
+    """A side solved exactly beside one solved by interval iteration is written as the point
+    [x, x] with error 0.0; an infinite exact side as [null, null] with error null (fresh sample,
+    seed 19: `x is not None` and `1.0` survived)."""
+    half = P.Extremes(Fraction(1, 4), Fraction(1, 2), max_interval=(0.25, 0.75))
+    assert value_json(half) == {"value": {"min": 0.25, "max": 0.5},
+                                "interval": {"min": [0.25, 0.25], "max": [0.25, 0.75]},
+                                "error": {"min": 0.0, "max": 0.25}}
+    endless = P.Extremes(Fraction(1, 2), None, min_interval=(0.25, 0.75))
+    assert value_json(endless) == {"value": {"min": 0.5, "max": None},
+                                   "interval": {"min": [0.25, 0.75], "max": [None, None]},
+                                   "error": {"min": 0.25, "max": None}}

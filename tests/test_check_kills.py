@@ -458,9 +458,9 @@ def test_an_expected_violation_whose_when_excludes_the_params_is_not_expected_th
         text = text.replace(old, new)
     runs = check_spec(parse_spec(text, "t.yaml"), Options(engine="scalar"))
     assert [(r.params["n"], r.result, r.verdict, r.as_expected) for r in runs][0] == (1, *n1)
-    assert [(w.kind, w.line, w.message) for w in runs[0].notices if w.kind == "expect"] == [
+    assert [(w.kind, w.line, w.message, w.summary) for w in runs[0].notices if w.kind == "expect"] == [
         ("expect", 10, "no expected violation applies to these params (the when of small excludes them): "
-                       "the run is judged as one without expect")]
+                       "the run is judged as one without expect", "no expected violation applies")]
     assert not [w for w in runs[1].notices if w.kind == "expect"]
     two = runs[1]
     assert (two.params["n"], two.result, two.verdict) == (2, "violated", "pass" if not change else "fail")
@@ -841,3 +841,61 @@ def test_the_vector_engine_asked_for_a_spec_it_cannot_run_is_refused():
         "t.yaml", None, "--engine vector cannot run this spec: // and % need a per-transition division-by-zero check")
     r = _run(HALVES, "auto")
     assert (r.engine, r.result) == ("scalar", "proved")
+
+
+# ---------------------------------------------------------------- fresh sample (seed 19)
+# `_terminates`: a `terminates` proved only because the spin cycle is unfair names the
+# fairness it relied on, in its message and its `fairness` field.
+
+SPIN_UNDER_FAIRNESS = """\
+machine: spin
+vars:
+  s: {type: int, min: 0, max: 2, init: 0}
+actions:
+  spin:
+    when: s < 2
+    do:
+      - set: {s: 1 - s}
+  finish:
+    when: s == 1
+    do:
+      - set: {s: 2}
+terminal: s == 2
+properties:
+  ends: {terminates: true}
+fairness:
+  - strong: finish
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_terminates_proved_under_fairness_names_the_fairness_it_relied_on(engine):
+    p = prop(_run(SPIN_UNDER_FAIRNESS, engine), "ends")
+    assert (p.status, p.message, p.fairness, p.line) == (
+        "holds", "every run reaches a terminal state; under fairness: strong finish", ["strong finish"], 15)
+
+
+# `_liveness`: a response whose trigger holds in a state a run ends in says the trigger is
+# not answered (an existence says "it never holds").
+
+UNANSWERED_AT_THE_END = """\
+machine: unanswered
+vars:
+  x: {type: int, min: 0, max: 1, init: 0}
+actions:
+  go:
+    when: x == 0
+    do:
+      - set: {x: 1}
+terminal: x == 1
+properties:
+  answered: {response: {trigger: x == 1, response: x == 0}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_response_left_open_by_a_run_that_ends_says_the_trigger_is_not_answered(engine):
+    p = prop(_run(UNANSWERED_AT_THE_END, engine), "answered")
+    assert (p.status, p.message, p.line) == (
+        "violated", "response violated: a run ends after 1 transition and the trigger is not answered", 11)
+    assert [(st.state, st.action) for st in p.trace.steps] == [({"x": 0}, None), ({"x": 1}, "go")]

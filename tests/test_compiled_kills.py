@@ -222,3 +222,50 @@ def test_a_spec_without_a_terminal_replays_to_a_state_that_is_not_terminal():
     assert m.is_terminal(m.inits[0]) is False
     out = run_steps(m, {"x": 2, "y": 0}, [("inc", {})])
     assert out.problem is None and out.terminal is False
+
+
+# fresh sample (seed 19): which properties may fail is judged against the choices each action
+# makes; a step property reading a choice only under its action's name cannot fail.
+READS_A_CHOICE = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  done: {type: bool, init: false}
+actions:
+  inc:
+    when: x < 2 and not done
+    choose: {by: [1, 2]}
+    do: [{set: {x: x + by}}]
+  stop: {when: x >= 2 and not done, do: [{set: {done: true}}]}
+terminal: done
+properties:
+  climbs:
+    step: not (action == inc) or after.x == before.x + by
+"""
+
+
+def test_a_step_property_reading_a_choice_under_its_action_is_judged_on_every_engine():
+    for way, r in each_way(READS_A_CHOICE).items():
+        assert (prop(r, "climbs").status, r.result) == ("holds", "proved"), way
+        assert (r.stats["states"], r.stats["transitions"]) == (6, 6), way
+
+
+# fresh sample (seed 19): a set of two vars assigns both, simultaneously (y sees x before).
+TWO_AT_ONCE = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+  y: {type: int, min: 0, max: 2, init: 0}
+actions:
+  go:
+    when: x < 1
+    do:
+      - set: {x: x + 1, y: x + 2}
+terminal: x == 1
+"""
+
+
+def test_a_set_of_two_vars_replays_to_both_new_values_computed_from_the_old_state():
+    [m] = prepare(parse_spec(TWO_AT_ONCE, "two.yaml"), Options(model_only=True))
+    out = run_steps(m, {"x": 0, "y": 0}, [("go", {})])
+    assert (out.problem, out.terminal, out.states) == (None, True, [(0, 0), (1, 2)])

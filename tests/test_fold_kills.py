@@ -107,3 +107,30 @@ def test_and_of_tests_that_all_hold_and_in_of_a_tuple_fold_to_their_truth_and_a_
             ("others_end_at_2", "holds"), ("others_count", "holds"), ("others_move_x", "holds"),
             ("remembered", "holds")], way
         assert (r.result, r.stats["states"], r.stats["transitions"]) == ("proved", 5, 5), way
+
+
+# fresh sample (seed 19): an `and` decided false for one action by a later operand keeps the
+# operands before it (they may still fail) under the same `and`: stop's code for `big_stop`
+# is `before.x > 5 and False`, still an `and`.
+DECIDED_LATE = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+  done: {type: bool, init: false}
+actions:
+  inc: {when: x < 2, do: [{set: {x: x + 1}}]}
+  stop: {when: x == 2 and not done, do: [{set: {done: true}}]}
+terminal: done
+properties:
+  big_stop:
+    step: not (before.x > 5 and action == stop)
+  small_inc:
+    step: not (before.x < 2 and action == inc) or after.x == before.x + 1
+"""
+
+
+def test_an_and_decided_false_by_a_later_operand_keeps_the_earlier_ones_under_and():
+    for way, r in each_way(DECIDED_LATE).items():
+        assert [(p.name, p.status) for p in r.properties if p.kind == "step_invariant"] == [
+            ("big_stop", "holds"), ("small_inc", "holds")], way
+        assert (r.result, r.stats["states"], r.stats["transitions"]) == ("proved", 4, 3), way

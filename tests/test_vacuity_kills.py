@@ -14,7 +14,7 @@ import pytest
 from haltproof.api import check
 
 from test_verdict_kills import each_way
-from vacuity_base import NeverTakenBase
+from vacuity_base import NeverTakenBase, RuleNeverReportedBase
 
 pytestmark = pytest.mark.verdict
 
@@ -52,3 +52,16 @@ def test_an_inherited_action_never_taken_names_the_base_module():
     (run,) = check(FromNeverTakenBase).runs
     assert [(n.kind, n.name, n.line, n.action, n.file) for n in run.notices] == [
         ("action", "never", never, "never", base)]
+
+
+def test_an_inherited_rule_never_reported_names_the_base_module():
+    """Fresh sample (seed 19): the notice of a dead decide rule carries the rule's file."""
+    class FromRuleBase(RuleNeverReportedBase):
+        """Its action and rules are declared in tests/vacuity_base.py."""
+
+    base = inspect.getsourcefile(RuleNeverReportedBase)
+    lines, first = inspect.getsourcelines(RuleNeverReportedBase)
+    step = first + max(k for k, ln in enumerate(lines) if "@action" in ln)
+    (run,) = check(FromRuleBase).runs
+    assert [(n.kind, n.name, n.line, n.action, n.file) for n in run.notices] == [
+        ("rule", "stuck", step, "step", base)]

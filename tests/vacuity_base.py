@@ -41,3 +41,21 @@ class NeverTakenBase(Model):
     @action(when=lambda s, p: s["x"] > 5)
     def never(self, s, p):
         return {"x": 0}
+
+
+class RuleNeverReportedBase(Model):
+    """`step` declares rules `moved` and `stuck` and only ever reports `moved`: a notice
+    about a decide rule that never fires."""
+
+    def domains(self, p):
+        return {"x": range(0, 2)}
+
+    def init(self, p):
+        return [{"x": 0}]
+
+    def terminal(self, s, p):
+        return s["x"] == 1
+
+    @action(when=lambda s, p: s["x"] == 0, rules=["moved", "stuck"])
+    def step(self, s, p):
+        return {"x": 1}, "moved"
