@@ -51,3 +51,19 @@ def test_a_past_time_monitor_var_is_named_by_its_call_with_spaces_collapsed():
           it: {always: "once(n ==  1) or n == 0"}
         """)
     assert [v.name for v in parse_spec(text, "past.yaml").vars] == ["n", "it:once(n == 1)"]
+
+
+def test_previous_of_an_enum_var_takes_the_vars_values_in_its_order():
+    """The monitor of `previous(d)` copies d's declared values, in d's order (b before a), not sorted."""
+    text = textwrap.dedent("""\
+        machine: past
+        vars:
+          d: {type: enum, values: [b, a], init: b}
+        actions:
+          flip: {when: d == 'b', do: [{set: {d: a}}]}
+        terminal: d == 'a'
+        properties:
+          it: {always: "previous(d) == 'b'"}
+        """)
+    monitor = parse_spec(text, "past.yaml").vars[-1]
+    assert (monitor.name, list(monitor.values)) == ("it:previous(d)", ["b", "a"])
