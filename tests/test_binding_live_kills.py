@@ -519,3 +519,20 @@ def test_the_representatives_counted_in_the_workers_are_reported(tmp_path, monke
     path = agent(tmp_path, monkeypatch, "test_binding_live_kills:TwoFails")
     for run in (one(path), shared(path, monkeypatch)):
         assert (run.result, run.representatives) == ("proved", {"work": {"tool": {"ok": 1, "fail": 2}}})
+
+
+class LateClose(Fork):
+    """Runs out of time closing a run (raises OutOfTime, as the deadline would)."""
+
+    def close(self, live: Run) -> None:
+        raise OutOfTime()
+
+
+def test_a_deadline_while_a_run_is_closed_says_what_was_running():
+    """The run a transition is done with is closed at once: the deadline passing in close()
+    names the action, its choice and the state it left."""
+    bound = B.bind_machine(model(), LateClose(), "tests:Fork", 1, "off")
+    go = bound.actions[0]
+    with pytest.raises(OutOfTime) as stop:
+        go.step((0,), *go.combos[1])
+    assert stop.value.doing == "running closing a live run after action go (via=b) from state x=0"

@@ -114,3 +114,9 @@ def test_a_literal_block_maps_lines_directly_and_may_continue_a_line():
 def test_a_param_in_an_in_tuple_is_allowed():
     spec = parse_spec(TYPED + "  p: {always: 'x in (1, K)'}\n", "e.yaml")
     assert [p.name for p in spec.properties if p.name == "p"] == ["p"]
+
+
+def test_a_field_of_a_var_is_quoted_as_the_field_access_alone():
+    """`x.__class__ == 1`: the problem shows the attribute access, not the whole expression."""
+    assert _problems("  p: {always: 'x == 0 or x.__class__ == 1'}\n") == [
+        (8, "var x has no fields", "x.__class__")]

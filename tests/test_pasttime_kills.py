@@ -35,3 +35,35 @@ def test_previous_of_an_enum_expression_that_is_no_var(engine: str):
     assert r.engine == engine
     assert (p.status, len(p.trace), p.trace.steps[-1].state) == ("violated", 2, {"n": 2})
     assert r.stats["states"] == 3
+
+
+def test_a_past_time_monitor_var_is_named_by_its_call_with_spaces_collapsed():
+    """The monitor var of `once(n ==  1)` is named `it:once(n == 1)`: the property, then the
+    call's text with each run of whitespace one space."""
+    text = textwrap.dedent("""\
+        machine: past
+        vars:
+          n: {type: int, min: 0, max: 2, init: 0}
+        actions:
+          next: {when: n < 2, do: [{set: {n: n + 1}}]}
+        terminal: n == 2
+        properties:
+          it: {always: "once(n ==  1) or n == 0"}
+        """)
+    assert [v.name for v in parse_spec(text, "past.yaml").vars] == ["n", "it:once(n == 1)"]
+
+
+def test_previous_of_an_enum_var_takes_the_vars_values_in_its_order():
+    """The monitor of `previous(d)` copies d's declared values, in d's order (b before a), not sorted."""
+    text = textwrap.dedent("""\
+        machine: past
+        vars:
+          d: {type: enum, values: [b, a], init: b}
+        actions:
+          flip: {when: d == 'b', do: [{set: {d: a}}]}
+        terminal: d == 'a'
+        properties:
+          it: {always: "previous(d) == 'b'"}
+        """)
+    monitor = parse_spec(text, "past.yaml").vars[-1]
+    assert (monitor.name, list(monitor.values)) == ("it:previous(d)", ["b", "a"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from test_patterns import ABSENCE, ENGINES, judge
+from haltproof.machine.spec import parse_spec
 
 pytestmark = pytest.mark.verdict
 
@@ -17,3 +18,12 @@ def test_before_r_ends_at_the_first_r_and_a_later_r_reopens_nothing(engine: str)
     first R, P would leave the monitor pending and the second R would break it at state 3."""
     p = judge(["", "R", "P", "R"], ABSENCE["before"], engine)
     assert (p.status, p.trace) == ("holds", None), p.message
+
+
+def test_a_bounded_existence_monitor_has_a_phase_a_count_and_a_prev_var():
+    """The hidden vars of `bounded_existence` are named PROP:monitor, PROP:monitor:count, PROP:monitor:prev."""
+    text = ("machine: b\nvars:\n  x: {type: int, min: 0, max: 2, init: 0}\nactions:\n"
+            "  inc: {when: x < 2, do: [{set: {x: x + 1}}]}\nterminal: x == 2\nproperties:\n"
+            "  few: {bounded_existence: {what: x == 1, at_most: 1}}\n")
+    assert [v.name for v in parse_spec(text, "b.yaml").vars] == [
+        "x", "few:monitor", "few:monitor:count", "few:monitor:prev"]

@@ -478,3 +478,13 @@ def test_a_replay_from_a_value_in_a_gap_of_a_models_domain_says_so():
         "(x = 3 is outside its domain {0, 2, 4})")
     assert run_steps(m, {"x": 2}, []).problem == (
         "step 0: the run starts in x=2, which is not an initial state of the machine")
+
+
+@pytest.mark.parametrize("values", (["a"], [True, False]))
+def test_a_param_of_text_or_bools_is_refused(values):
+    """A param's values are integers: text is refused, and so are bools (True is no 1 here)."""
+    class Worded(Counter):
+        params = {"k": values}
+    with pytest.raises(SpecError) as info:
+        python_model(Worded)
+    assert [p.message for p in info.value.problems] == ["param k needs a non-empty list of integers"]

@@ -185,3 +185,26 @@ def test_a_loader_error_is_named_whole_at_its_line(change, problem):
     with pytest.raises(SpecError) as info:
         parse_spec(MISTAKES % fields, "m.yaml")
     assert [(p.line, p.message, p.text) for p in info.value.problems] == [problem]
+
+
+def test_a_bool_pin_given_as_text_reads_as_its_value():
+    """`-p fast=false` arrives as the text "false": it pins False, as "true" pins True."""
+    fast = _spec().params[0]
+    assert (fast.pinned("false"), fast.pinned("true")) == (False, True)
+
+
+def test_a_negative_at_most_is_named_at_its_own_line():
+    """In a block mapping `at_most:` sits below `bounded_existence:`: the error names its line."""
+    with pytest.raises(SpecError) as info:
+        parse_spec(SWEPT % {"n": "", "init": "0"} + "properties:\n  few:\n    bounded_existence:\n"
+                   "      what: x == 1\n      at_most: -1\n", "s.yaml")
+    assert [(p.line, p.message, p.text) for p in info.value.problems] == [
+        (22, "at_most of few must be 0 or more", "-1")]
+
+
+def test_smallest_safe_naming_a_bool_param_quotes_the_name():
+    with pytest.raises(SpecError) as info:
+        parse_spec(SWEPT % {"n": "", "init": "0"} + "properties:\n  up:\n    always: x >= 0\n"
+                   "    smallest_safe: fast\n", "s.yaml")
+    assert [(p.line, p.message, p.text) for p in info.value.problems] == [
+        (21, "smallest_safe of up needs an int param to order; fast is a bool param", "fast")]

@@ -84,3 +84,12 @@ def test_a_choice_an_action_does_not_make_read_in_arithmetic_or_a_condition_is_a
         assert wd.message == ("property unguarded (kills.yaml:14): the expression reads choice by, which "
                               "action stop does not make (guard it with action == ...)"), way
         assert [(s.action, s.state["x"]) for s in wd.trace.steps] == [(None, 0), ("inc", 2), ("stop", 2)], way
+
+
+def test_a_unary_plus_stays_a_plus_on_the_vector_engine():
+    """`+x >= 0` holds on every engine: the vector engine keeps `+` (it is no `-`)."""
+    text = ("machine: plus\nvars:\n  x: {type: int, min: 0, max: 2, init: 0}\nactions:\n"
+            "  inc: {when: x < 2, do: [{set: {x: x + 1}}]}\nterminal: x == 2\nproperties:\n"
+            "  pos: {always: '+x >= 0'}\n")
+    for way, r in each_way(text).items():
+        assert (prop(r, "pos").status, r.stats["states"]) == ("holds", 3), way

@@ -101,3 +101,8 @@ def test_a_decimal_four_keys_deep_outside_weights_and_bounds_stays_refused():
         _choices("obs: {ok: 0.5, empty: 0.5}", k="0.5")
     assert [(p.line, p.message, p.text) for p in info.value.problems] == [
         (3, "floating-point numbers are not allowed; domains are finite integers", "0.5")]
+
+
+def test_text_where_weights_belong_is_quoted_as_written_without_repr_quotes():
+    assert _problems("probabilities:\n  step: often\n") == [
+        (14, "probabilities of action step must be a non-empty mapping", "often")]
