@@ -847,25 +847,8 @@ def test_the_vector_engine_asked_for_a_spec_it_cannot_run_is_refused():
 # `_terminates`: a `terminates` proved only because the spin cycle is unfair names the
 # fairness it relied on, in its message and its `fairness` field.
 
-SPIN_UNDER_FAIRNESS = """\
-machine: spin
-vars:
-  s: {type: int, min: 0, max: 2, init: 0}
-actions:
-  spin:
-    when: s < 2
-    do:
-      - set: {s: 1 - s}
-  finish:
-    when: s == 1
-    do:
-      - set: {s: 2}
-terminal: s == 2
-properties:
-  ends: {terminates: true}
-fairness:
-  - strong: finish
-"""
+SPIN_UNDER_FAIRNESS = FAIR_WHEN_FAILS.replace("  - weak: spin\n    when: 1 // (s - 1) > 0\n", "  - strong: finish\n")
+assert SPIN_UNDER_FAIRNESS.endswith("fairness:\n  - strong: finish\n")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
