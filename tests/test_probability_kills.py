@@ -17,6 +17,7 @@ import pytest
 from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
+from test_chances_kills import RING
 
 pytestmark = pytest.mark.verdict
 
@@ -26,29 +27,9 @@ ENGINES = ("scalar", "vector")
 # limit lowered to 2 (so both sides are intervals of the iterative solver); `wait` stays put,
 # so a policy that always waits never reaches 3 (minimum 0), one that always steps surely does
 # (maximum 1).
-WAITING_RING = """\
-machine: ring
-vars:
-  x: {type: int, min: 0, max: 3, init: 0}
-actions:
-  step:
-    when: x < 3
-    choose:
-      way: [loop, out]
-    do:
-      - set: {x: 3 if way == out else (x + 1 if x < 2 else 0)}
-  wait:
-    when: x < 3
-    do:
-      - set: {x: x}
-terminal: x == 3
-probabilities:
-  step:
-    way: {loop: 1/2, out: 1/2}
-properties:
-  surely: {probability: {reach: x == 3, at_least: 1/2}}
-  maybe: {probability: {reach: x == 3, at_most: 1/2}}
-"""
+# test_chances_kills.py's ring with a second action that waits: a policy may wait forever
+WAITING_RING = RING.replace("terminal: x == 3\n", "  wait:\n    when: x < 3\n    do:\n      - set: {x: x}\n"
+                            "terminal: x == 3\n").replace("  rarely:", "  maybe:")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
