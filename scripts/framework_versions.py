@@ -71,13 +71,16 @@ def installed(python: str, dist: str) -> str:
     was not tested there)."""
     probe = (f"import importlib.metadata as m\ntry: print(m.version({dist!r}))\n"
              "except m.PackageNotFoundError: print()")
+    if not python:
+        raise SystemExit("--tested-by needs a Python to run, not an empty path")
     try:
         ran = subprocess.run([python, "-c", probe],
                              capture_output=True, text=True, timeout=120)
     except OSError as e:
         raise SystemExit(f"{python}: cannot run it to read the installed version of {dist}: {e.strerror}") from None
     if ran.returncode != 0:
-        raise SystemExit(f"{python}: cannot read the installed version of {dist}: {ran.stderr.strip()}")
+        why = ran.stderr.strip().splitlines()[-1:] or [f"it exited with {ran.returncode}"]
+        raise SystemExit(f"{python}: cannot read the installed version of {dist}: {why[0]}")
     return ran.stdout.strip()
 
 

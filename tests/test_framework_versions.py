@@ -117,6 +117,13 @@ def test_the_oldest_run_reads_the_versions_the_tested_venv_has():
     assert missing.returncode == 1
     assert missing.stderr.strip() == (f"{ROOT / 'no-such-python'}: cannot run it to read the installed version "
                                       f"of langgraph: No such file or directory")
+    failing = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "tests",
+                              "--tested-by", "false"], capture_output=True, text=True, timeout=60)
+    assert (failing.returncode, failing.stderr.strip()) == (
+        1, "false: cannot read the installed version of langgraph: it exited with 1")
+    empty = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "tests",
+                            "--tested-by", ""], capture_output=True, text=True, timeout=60)
+    assert (empty.returncode, empty.stderr.strip()) == (1, "--tested-by needs a Python to run, not an empty path")
 
 
 @pytest.mark.parametrize("extra", sorted(EXPECTED))
