@@ -392,6 +392,24 @@ def test_a_live_runner_starts_in_the_state_it_is_given():
     assert seen == [({}, {"x": 4})]
 
 
+def test_a_runner_closes_its_event_loop_when_it_is_freed():
+    """An async adapter's calls run on the runner's own loop; freeing the runner closes it
+    (a loop per run left open would hold its tasks and file descriptors for the whole check)."""
+    import gc
+
+    class AsyncStart(Fork):
+        async def start(self, params: dict[str, Any], init: dict[str, Any]) -> Run:  # type: ignore[override]
+            return Run(init["x"])
+
+    runner = B.Runner(model(), AsyncStart())
+    assert runner.begin({"x": 4}).x == 4
+    loop = runner.driver.loop
+    assert loop is not None and not loop.is_closed()
+    del runner
+    gc.collect()
+    assert loop.is_closed()
+
+
 def test_a_state_in_its_domains_is_minus_1_to_the_engines_as_for_a_compiled_machine():
     m = model()
     bound = B.bind_machine(m, Fork(), "tests:Fork")

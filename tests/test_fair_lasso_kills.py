@@ -122,3 +122,47 @@ def test_an_assumption_taken_on_the_way_to_another_adds_no_path(engine):
         "violated", "a fair cycle of 3 transitions among non-terminal states: the run can go on forever; "
                     "fair under: weak a, weak b",
         [(None, 0), ("b", 1), ("a", 2), ("c", 0)], 0)
+
+
+# Two fair loops, one behind the other: {1, 2} (depth 1-2) and, past `across`, {3, 4} (depth 3-4).
+# The lasso starts in the shallower one. (Tarjan's algorithm finds the deeper loop first, as it
+# finishes first: a choice that keeps the first component found would start the lasso at s == 3.)
+TWO_LOOPS = """\
+machine: two_loops
+vars:
+  s: {type: int, min: 0, max: 5, init: 0}
+actions:
+  go:
+    when: s == 0
+    do:
+      - set: {s: 1}
+  up:
+    when: s == 1 or s == 3
+    do:
+      - set: {s: s + 1}
+  down:
+    when: s == 2 or s == 4
+    do:
+      - set: {s: s - 1}
+  across:
+    when: s == 2
+    do:
+      - set: {s: 3}
+  stop:
+    when: s == 4
+    do:
+      - set: {s: 5}
+terminal: s == 5
+properties:
+  ends: {terminates: true}
+fairness:
+  - weak: stop
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_of_two_fair_loops_the_lasso_enters_the_shallower(engine):
+    assert _lasso(_run(TWO_LOOPS, engine), "ends") == (
+        "violated", "a fair cycle of 2 transitions among non-terminal states: the run can go on forever; "
+                    "fair under: weak stop",
+        [(None, 0), ("go", 1), ("up", 2), ("down", 1)], 1)

@@ -93,3 +93,15 @@ def test_a_unary_plus_stays_a_plus_on_the_vector_engine():
             "  pos: {always: '+x >= 0'}\n")
     for way, r in each_way(text).items():
         assert (prop(r, "pos").status, r.stats["states"]) == ("holds", 3), way
+
+
+def test_a_string_no_domain_holds_is_coded_on_the_vector_engine():
+    """A literal the checker accepts though no var, choice or action has it ('c': the expression
+    can take it, the comparison can be true) still gets its id on the vector engine."""
+    text = ("machine: lit\nvars:\n  x: {type: enum, values: [a, b], init: a}\nactions:\n"
+            "  go: {when: x == 'a', do: [{set: {x: b}}]}\nterminal: x == 'b'\nproperties:\n"
+            "  never_c: {always: \"(x if x == 'a' else 'c') != 'c'\"}\n")
+    for way, r in each_way(text).items():
+        p = prop(r, "never_c")
+        assert (p.status, [(s.action, s.state["x"]) for s in p.trace.steps]) == (
+            "violated", [(None, "a"), ("go", "b")]), way
