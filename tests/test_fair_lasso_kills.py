@@ -209,3 +209,38 @@ def test_a_property_s_own_view_answers_as_the_explored_graph(engine):
     assert own.rule_facts(0, [0, 2]) == RuleFacts(frozenset({2}), {0: frozenset(), 2: frozenset({"small"})})
     assert own.choice_groups([0]) == {0: [[0, 1], [2]]}
     assert own.open_states("gets_there").tolist() == [True, True, False, False]
+
+
+# `flip` toggles x forever; `stop` ends the run, but no fairness makes it happen
+TOGGLE = """\
+    machine: toggle
+    vars:
+      x: {type: int, min: 0, max: 1, init: 0}
+      done: {type: bool, init: false}
+    actions:
+      flip:
+        when: not done
+        do:
+          - set: {x: 1 - x}
+      stop:
+        when: not done and x == 1
+        do:
+          - set: {done: true}
+    terminal: done
+    properties:
+      gets_done: {existence: done}
+    """
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_bad_run_is_searched_for_among_cycles_unless_the_caller_knows_there_is_none(engine):
+    """`bad_run`'s default is the sound one: a caller that does not say the graph is acyclic
+    gets the lasso `x` toggling forever, never done; one that says so wrongly gets none. A
+    finite bad run is found either way."""
+    (m,) = prepare(parse_spec(textwrap.dedent(TOGGLE), "toggle.yaml"), Options(model_only=True))
+    ex = explore(m) if engine == "scalar" else explore_vector(vectorize(m))
+    open_ = ex.open_states("gets_done")
+    assert open_.tolist() == [True, True, False]       # open until done
+    assert L.bad_run(ex, open_, []) == L.BadRun(start=0, cycle=(0, 1))
+    assert L.bad_run(ex, open_, [], acyclic=True) is None
+    assert L.bad_run(ex, open_ | True, [], acyclic=True) == L.BadRun(end=2)     # a run ends open in done
