@@ -554,3 +554,56 @@ def test_a_deadline_while_a_run_is_closed_says_what_was_running():
     with pytest.raises(OutOfTime) as stop:
         go.step((0,), *go.combos[1])
     assert stop.value.doing == "running closing a live run after action go (via=b) from state x=0"
+
+
+class ClosingMany(Many):
+    """`Many` keeping every run it starts and every run haltproof closes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[Run] = []
+        self.closed: list[Run] = []
+
+    def start(self, params: dict[str, Any], init: dict[str, Any]) -> Run:
+        run = super().start(params, init)
+        self.started.append(run)
+        return run
+
+    def close(self, live: Run) -> None:
+        self.closed.append(live)
+
+
+def test_every_run_a_representative_is_tried_on_is_closed_once():
+    """Each concrete value of an abstract choice runs the transition on a run of its own; the
+    run is closed as soon as its result is read, like the first value's. Fork replays: each
+    transition starts its runs afresh, go 3 x 2 values, finish 2 x 4 (2 hows x 2 modes), close 1."""
+    adapter = ClosingMany()
+    run = check(adapter)
+    assert bound_code(run).status == "holds"
+    assert len(adapter.started) == 15
+    assert [sum(c is r for c in adapter.closed) for r in adapter.started] == [1] * 15
+
+
+class LateSecondClose(Many):
+    """Runs out of time closing a run a second concrete value was tried on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: list[Run] = []
+
+    def step(self, live: Run, action: str, choices: dict[str, Any]) -> None:
+        if any(len(v) == 4 for v in choices.values()):
+            self.seconds.append(live)
+        super().step(live, action, choices)
+
+    def close(self, live: Run) -> None:
+        if any(live is r for r in self.seconds):
+            raise OutOfTime()
+
+
+def test_a_deadline_while_another_representatives_run_is_closed_says_what_was_running():
+    bound = B.bind_machine(model(), LateSecondClose(), "tests:Fork", 1, "off")
+    go = bound.actions[0]
+    with pytest.raises(OutOfTime) as stop:
+        go.step((0,), *go.combos[1])
+    assert stop.value.doing == "running closing a live run after action go (via=b) from state x=0"

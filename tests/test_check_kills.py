@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from haltproof.explorer import check
 from haltproof.explorer.check import (Options, RunResult, check_machine, check_pins, check_spec, judge, prepare,
                                       prepare_python, unsettled,
                                       sweep)
@@ -882,3 +883,21 @@ def test_a_response_left_open_by_a_run_that_ends_says_the_trigger_is_not_answere
     assert (p.status, p.message, p.line) == (
         "violated", "response violated: a run ends after 1 transition and the trigger is not answered", 11)
     assert [(st.state, st.action) for st in p.trace.steps] == [({"x": 0}, None), ({"x": 1}, "go")]
+
+
+@pytest.mark.parametrize("engine,top,calls", [
+    ("scalar", 3, [(1, 0, 0, 1), (4, 3, 3, 0)]),                 # the first state, then the end
+    ("vector", 3, [(2, 1, 1, 1), (3, 2, 2, 1), (4, 3, 3, 1)]),   # each level
+    ("auto", 3, [(1, 0, 0, 1), (4, 3, 3, 0)]),                   # small: the scalar engine's
+    # large: the scalar engine's up to its 4 states (as it stops at max_states), then the
+    # vector engine's, from the start
+    ("auto", 4, [(1, 0, 0, 1), (5, 4, 4, 1), (2, 1, 1, 1), (3, 2, 2, 1), (4, 3, 3, 1), (5, 4, 4, 1)]),
+])
+def test_every_engine_tells_progress_how_the_exploration_goes(engine, top, calls, monkeypatch):
+    """(states, transitions, depth, frontier) as each engine the run takes reports them."""
+    monkeypatch.setattr(check, "AUTO_SCALAR_STATES", 4)
+    seen: list[tuple] = []
+    r = check_machine(_machine(_counter(top)),
+                      Options(engine=engine, progress=lambda spec, params: lambda *a: seen.append(a[:4])))
+    assert (r.result, r.engine) == ("proved", "scalar" if len(calls) == 2 else "vector")
+    assert seen == calls

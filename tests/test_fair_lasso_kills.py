@@ -2,9 +2,10 @@
 sampled run of round 7): how `_Graph.cycle` builds a fair lasso's cycle. Each assumption the
 cycle must honour is a goal; one already met by the states visited or the edges taken so far
 is skipped, any other adds a shortest path to it. Getting that wrong shows a cycle that is
-longer than it needs, or one that is not fair at all (a false counterexample). Each case was
-worked out by hand, checked on both engines; each test was seen failing with its mutation
-applied (docs/mutation.md)."""
+longer than it needs, or one that is not fair at all (a false counterexample). Also (the
+seed-20 sample): `OwnView`, one property's view of the graph, passes the questions it does not
+change on to the graph as asked. Each case was worked out by hand, checked on both engines;
+each test was seen failing with its mutation applied (docs/mutation.md)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,13 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.explorer.check import Options, RunResult, check_spec, prepare
+from haltproof.explorer.engine import explore
+from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.spec import parse_spec
+from haltproof.machine.vectorize import vectorize
+from haltproof.properties import liveness as L
+from haltproof.properties.exploration import RuleFacts
 
 pytestmark = pytest.mark.verdict
 
@@ -166,3 +172,75 @@ def test_of_two_fair_loops_the_lasso_enters_the_shallower(engine):
         "violated", "a fair cycle of 2 transitions among non-terminal states: the run can go on forever; "
                     "fair under: weak stop",
         [(None, 0), ("go", 1), ("up", 2), ("down", 1)], 1)
+
+
+# `OwnView` answers the protocol questions it does not change (those about rules, choices and
+# obligations) with the explored graph's own answer, to the same question. `step`'s rule
+# `never` is never true, `hidden` is true only where `small` fires first; the values 1 and 2
+# of `by` always take the same step.
+OWN = """\
+    machine: own
+    vars:
+      x: {type: int, min: 0, max: 3, init: 0}
+    actions:
+      step:
+        when: x < 2
+        choose:
+          by: {min: 1, max: 3}
+        do:
+          - decide: x
+            rules:
+              - {name: never, when: x > 5, then: 0}
+              - {name: small, when: by < 3, then: x + 1}
+              - {name: hidden, when: by < 2, then: 0}
+              - {name: big, then: x + 2}
+    terminal: x >= 2
+    properties:
+      gets_there: {existence: x >= 2}
+    """
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_property_s_own_view_answers_as_the_explored_graph(engine):
+    (m,) = prepare(parse_spec(textwrap.dedent(OWN), "own.yaml"), Options(model_only=True))
+    ex = explore(m) if engine == "scalar" else explore_vector(vectorize(m))
+    own = L.own_view(ex, None)                  # without gets_there's monitor
+    assert isinstance(own, L.OwnView)
+    assert own.rule_facts(0, [0, 2]) == RuleFacts(frozenset({2}), {0: frozenset(), 2: frozenset({"small"})})
+    assert own.choice_groups([0]) == {0: [[0, 1], [2]]}
+    assert own.open_states("gets_there").tolist() == [True, True, False, False]
+
+
+# `flip` toggles x forever; `stop` ends the run, but no fairness makes it happen
+TOGGLE = """\
+    machine: toggle
+    vars:
+      x: {type: int, min: 0, max: 1, init: 0}
+      done: {type: bool, init: false}
+    actions:
+      flip:
+        when: not done
+        do:
+          - set: {x: 1 - x}
+      stop:
+        when: not done and x == 1
+        do:
+          - set: {done: true}
+    terminal: done
+    properties:
+      gets_done: {existence: done}
+    """
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_bad_run_is_searched_for_among_cycles_unless_the_caller_knows_there_is_none(engine):
+    """`bad_run`'s default is the sound one: a caller that does not say the graph is acyclic
+    gets the lasso `x` toggling forever, never done; one that says so wrongly gets none. A
+    finite bad run is found either way."""
+    (m,) = prepare(parse_spec(textwrap.dedent(TOGGLE), "toggle.yaml"), Options(model_only=True))
+    ex = explore(m) if engine == "scalar" else explore_vector(vectorize(m))
+    open_ = ex.open_states("gets_done")
+    assert open_.tolist() == [True, True, False]       # open until done
+    assert L.bad_run(ex, open_, []) == L.BadRun(start=0, cycle=(0, 1))
+    assert L.bad_run(ex, open_, [], acyclic=True) is None
+    assert L.bad_run(ex, open_ | True, [], acyclic=True) == L.BadRun(end=2)     # a run ends open in done
