@@ -115,6 +115,18 @@ def test_the_jobs_of_a_batch_carry_each_run_alone_in_serial_order(tmp_path):
         (0, {"top": 1}, {"top": 1}, 1, None), (1, {"top": 2}, {"top": 2}, 1, None)]
 
 
+def test_the_jobs_of_a_batch_carry_the_checks_deadline_as_a_wall_clock_time(tmp_path, monkeypatch):
+    """30 seconds left of the check at wall-clock time 1000: every job ends at 1030 (a worker's clock
+    is the wall clock, not this process's monotonic one)."""
+    path = small_spec(tmp_path)
+    options = Options(pins={"top": [1, 2]}, workers=2)
+    machines = prepare(load_spec(path), options)
+    monkeypatch.setattr(parallel, "usercode", types.SimpleNamespace(remaining=lambda: 30.0))
+    monkeypatch.setattr(parallel, "time", types.SimpleNamespace(time=lambda: 1000.0, monotonic=time.monotonic))
+    jobs, _ = parallel.jobs_of([parallel.Batch(parallel.Source(path=str(path)), machines, options)])
+    assert [(j.index, j.end) for j in jobs] == [(0, 1030.0), (1, 1030.0)]
+
+
 @pytest.mark.parametrize("engine", ["scalar", "vector"])
 def test_a_run_checked_by_the_workers_function_comes_back_as_the_serial_run(tmp_path, workers_see_the_tests,
                                                                             engine):
@@ -422,3 +434,29 @@ def test_a_model_class_named_with_angle_brackets_stays_in_this_process(tmp_path,
     import odd_models
     assert issubclass(odd_models.Odd, Model) and odd_models.Odd.__qualname__ == "<odd>"
     assert parallel.model_source(odd_models.Odd) is None
+
+
+def test_a_model_class_a_worker_can_import_is_sent_as_its_module_and_name(tmp_path, monkeypatch, request,
+                                                                        workers_see_the_tests):
+    """`module:Class` when importing that name here gives the very class; None for a class a worker
+    could not find by name (made in a function, in no importable module, another class under the
+    name), and for a nested class or one of __main__ even where this process finds it under that
+    name (a worker's __main__ is not this one's)."""
+    from haltproof.machine.pymodel import Model
+    import stuck_code
+
+    class Local(Model):
+        pass
+    (tmp_path / "nested_models.py").write_text(
+        "from haltproof.machine.pymodel import Model\n"
+        "Inner = type('Inner', (Model,), {'__qualname__': 'Outer.Inner'})\n"
+        "globals()['Outer.Inner'] = Inner\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    request.addfinalizer(lambda: sys.modules.pop("nested_models", None))
+    import nested_models
+    in_main = type("InMain", (Model,), {"__module__": "__main__"})
+    monkeypatch.setattr(sys.modules["__main__"], "InMain", in_main, raising=False)
+    gone = type("Gone", (Model,), {"__module__": "no_such_module_here"})
+    other = type("Retry", (Model,), {"__module__": "stuck_code"})
+    assert parallel.model_source(stuck_code.Retry) == parallel.Source(model="stuck_code:Retry")
+    assert [parallel.model_source(cls) for cls in (Local, nested_models.Inner, in_main, gone, other)] == [None] * 5
