@@ -460,3 +460,46 @@ def test_a_model_class_a_worker_can_import_is_sent_as_its_module_and_name(tmp_pa
     other = type("Retry", (Model,), {"__module__": "stuck_code"})
     assert parallel.model_source(stuck_code.Retry) == parallel.Source(model="stuck_code:Retry")
     assert [parallel.model_source(cls) for cls in (Local, nested_models.Inner, in_main, gone, other)] == [None] * 5
+
+
+def test_warming_has_each_worker_expand_the_empty_slice_and_says_when_all_are_done(tmp_path, workers_see_the_tests):
+    """warm hands each of the workers the check's empty slice (each builds the run: nothing to
+    expand, "done"); what it returns turns true once every one of them is done."""
+    bound = bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter")
+    options = Options(pins={"max_steps": 1, "max_retries": 0})
+    (job,), _ = parallel.jobs_of([parallel.Batch(parallel.Source(path=str(bound)),
+                                                 prepare(load_spec(bound), options), options)])
+    slices = forked(parallel.LocalSlices(2), bound)
+    try:
+        ready = slices.warm(parallel.Slice(job, "token", []), 2)
+        cf.wait(slices.warming)
+        assert ready() is True
+        assert [pickle.loads(f.result()) for f in slices.warming] == [("done", None, [])] * 2
+    finally:
+        slices.close()
+
+
+class BrokenBetweenLevels(parallel.LocalSlices):
+    """Local slices whose workers are killed after each level, so the next level meets a broken
+    pool as it hands its slices out (a worker that died between two levels)."""
+
+    def run(self, slices: list[parallel.Slice]) -> list[parallel.SliceResult]:
+        if self.pool is not None:
+            for proc in list((self.pool._processes or {}).values()):
+                proc.kill()
+            for _ in range(1000):           # until the pool's own thread sees the death
+                if self.pool._broken:
+                    break
+                time.sleep(0.01)
+            assert self.pool._broken
+        return super().run(slices)
+
+
+def test_a_level_handed_to_a_pool_broken_meanwhile_goes_to_a_new_pool(tmp_path, levels_shared):
+    """No slice is charged for a death between two levels: the level's slices go whole to a
+    fresh pool, and the run is the serial one."""
+    bound = bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter")
+    shared, serial = shared_and_serial(bound, {"max_steps": 2, "max_retries": 0},
+                                       forked(BrokenBetweenLevels(2), bound))
+    assert json_of([shared]) == json_of([serial])
+    assert (shared.result, shared.stats["states"], levels_shared) == ("proved", 77, [7, 35, 35])
