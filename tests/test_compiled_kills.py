@@ -269,3 +269,39 @@ def test_a_set_of_two_vars_replays_to_both_new_values_computed_from_the_old_stat
     [m] = prepare(parse_spec(TWO_AT_ONCE, "two.yaml"), Options(model_only=True))
     out = run_steps(m, {"x": 0, "y": 0}, [("go", {})])
     assert (out.problem, out.terminal, out.states) == (None, True, [(0, 0), (1, 2)])
+
+
+WITHIN = """\
+machine: within
+params:
+  n: {min: 1, max: 3}
+vars: {x: {type: int, min: 0, max: 1, init: 0}}
+actions:
+  go: {when: x < 1, do: [{set: {x: x + 1}}]}
+terminal: x == 1
+properties:
+  instant:
+    terminates_within: n - 2
+"""
+
+
+def test_a_terminates_within_bound_of_0_is_a_bound_and_below_it_is_refused():
+    """With n=2 the bound is 0 (no transition at all): checked, and violated by the run of one;
+    with n=1 it is -1, refused at the bound's line."""
+    zero = WITHIN.replace("params:\n  n: {min: 1, max: 3}\n", "").replace("n - 2", "0")
+    for way, r in each_way(zero).items():
+        p = prop(r, "instant")
+        assert (p.status, p.message) == ("violated", "a run takes 1 transitions, more than 0"), way
+        assert [(s.action, s.state["x"]) for s in p.trace.steps] == [(None, 0), ("go", 1)], way
+    (r,) = check_spec(parse_spec(WITHIN, "w.yaml"), Options(pins={"n": [2]}))
+    assert (prop(r, "instant").status, prop(r, "instant").message) == ("violated", "a run takes 1 transitions, "
+                                                                                   "more than 0")
+    with pytest.raises(SpecError) as raised:
+        check_spec(parse_spec(WITHIN, "w.yaml"), Options(pins={"n": [1]}))
+    [problem] = raised.value.problems
+    assert (problem.line, problem.message) == (10, "the bound of instant is -1: a run takes at least 0 transitions, "
+                                                   "so terminates_within needs a bound of 0 or more (with n=1)")
+    with pytest.raises(SpecError) as raised:
+        check_spec(parse_spec(WITHIN.replace("n - 2", "3 // (n - 1)"), "w.yaml"), Options(pins={"n": [1]}))
+    [problem] = raised.value.problems
+    assert (problem.line, problem.message) == (10, "division by zero (with n=1)")

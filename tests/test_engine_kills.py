@@ -74,3 +74,14 @@ terminal: {label: status, values: [done, failed]}
 """
     for way, r in each_way(text).items():
         assert r.coverage["terminals"] == {"done": 1, "failed": 0}, way
+
+
+def test_an_error_a_worker_relayed_is_named_with_its_spec_line_when_it_has_one():
+    """A worker's error comes back as a Relayed with the spec line it met there: the message names
+    file:line as a local error would, and nothing for an error of the bound code (no spec line)."""
+    from haltproof.machine.binding import Relayed
+    m = _machine(TERMINAL_BY_LABEL)
+    assert E.failure(m, "property p", Relayed("division by zero", 7, "well_defined")) == (
+        "property p (kills.yaml:7): division by zero")
+    assert E.failure(m, "action go with (no choices)", Relayed("the adapter broke", None, "bound_code")) == (
+        "action go with (no choices): the adapter broke")

@@ -115,6 +115,18 @@ def test_the_jobs_of_a_batch_carry_each_run_alone_in_serial_order(tmp_path):
         (0, {"top": 1}, {"top": 1}, 1, None), (1, {"top": 2}, {"top": 2}, 1, None)]
 
 
+def test_the_jobs_of_a_batch_carry_the_checks_deadline_as_a_wall_clock_time(tmp_path, monkeypatch):
+    """30 seconds left of the check at wall-clock time 1000: every job ends at 1030 (a worker's clock
+    is the wall clock, not this process's monotonic one)."""
+    path = small_spec(tmp_path)
+    options = Options(pins={"top": [1, 2]}, workers=2)
+    machines = prepare(load_spec(path), options)
+    monkeypatch.setattr(parallel, "usercode", types.SimpleNamespace(remaining=lambda: 30.0))
+    monkeypatch.setattr(parallel, "time", types.SimpleNamespace(time=lambda: 1000.0, monotonic=time.monotonic))
+    jobs, _ = parallel.jobs_of([parallel.Batch(parallel.Source(path=str(path)), machines, options)])
+    assert [(j.index, j.end) for j in jobs] == [(0, 1030.0), (1, 1030.0)]
+
+
 @pytest.mark.parametrize("engine", ["scalar", "vector"])
 def test_a_run_checked_by_the_workers_function_comes_back_as_the_serial_run(tmp_path, workers_see_the_tests,
                                                                             engine):
@@ -422,3 +434,72 @@ def test_a_model_class_named_with_angle_brackets_stays_in_this_process(tmp_path,
     import odd_models
     assert issubclass(odd_models.Odd, Model) and odd_models.Odd.__qualname__ == "<odd>"
     assert parallel.model_source(odd_models.Odd) is None
+
+
+def test_a_model_class_a_worker_can_import_is_sent_as_its_module_and_name(tmp_path, monkeypatch, request,
+                                                                        workers_see_the_tests):
+    """`module:Class` when importing that name here gives the very class; None for a class a worker
+    could not find by name (made in a function, in no importable module, another class under the
+    name), and for a nested class or one of __main__ even where this process finds it under that
+    name (a worker's __main__ is not this one's)."""
+    from haltproof.machine.pymodel import Model
+    import stuck_code
+
+    class Local(Model):
+        pass
+    (tmp_path / "nested_models.py").write_text(
+        "from haltproof.machine.pymodel import Model\n"
+        "Inner = type('Inner', (Model,), {'__qualname__': 'Outer.Inner'})\n"
+        "globals()['Outer.Inner'] = Inner\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    request.addfinalizer(lambda: sys.modules.pop("nested_models", None))
+    import nested_models
+    in_main = type("InMain", (Model,), {"__module__": "__main__"})
+    monkeypatch.setattr(sys.modules["__main__"], "InMain", in_main, raising=False)
+    gone = type("Gone", (Model,), {"__module__": "no_such_module_here"})
+    other = type("Retry", (Model,), {"__module__": "stuck_code"})
+    assert parallel.model_source(stuck_code.Retry) == parallel.Source(model="stuck_code:Retry")
+    assert [parallel.model_source(cls) for cls in (Local, nested_models.Inner, in_main, gone, other)] == [None] * 5
+
+
+def test_warming_has_each_worker_expand_the_empty_slice_and_says_when_all_are_done(tmp_path, workers_see_the_tests):
+    """warm hands each of the workers the check's empty slice (each builds the run: nothing to
+    expand, "done"); what it returns turns true once every one of them is done."""
+    bound = bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter")
+    options = Options(pins={"max_steps": 1, "max_retries": 0})
+    (job,), _ = parallel.jobs_of([parallel.Batch(parallel.Source(path=str(bound)),
+                                                 prepare(load_spec(bound), options), options)])
+    slices = forked(parallel.LocalSlices(2), bound)
+    try:
+        ready = slices.warm(parallel.Slice(job, "token", []), 2)
+        cf.wait(slices.warming)
+        assert ready() is True
+        assert [pickle.loads(f.result()) for f in slices.warming] == [("done", None, [])] * 2
+    finally:
+        slices.close()
+
+
+class BrokenBetweenLevels(parallel.LocalSlices):
+    """Local slices whose workers are killed after each level, so the next level meets a broken
+    pool as it hands its slices out (a worker that died between two levels)."""
+
+    def run(self, slices: list[parallel.Slice]) -> list[parallel.SliceResult]:
+        if self.pool is not None:
+            for proc in list((self.pool._processes or {}).values()):
+                proc.kill()
+            for _ in range(1000):           # until the pool's own thread sees the death
+                if self.pool._broken:
+                    break
+                time.sleep(0.01)
+            assert self.pool._broken
+        return super().run(slices)
+
+
+def test_a_level_handed_to_a_pool_broken_meanwhile_goes_to_a_new_pool(tmp_path, levels_shared):
+    """No slice is charged for a death between two levels: the level's slices go whole to a
+    fresh pool, and the run is the serial one."""
+    bound = bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter")
+    shared, serial = shared_and_serial(bound, {"max_steps": 2, "max_retries": 0},
+                                       forked(BrokenBetweenLevels(2), bound))
+    assert json_of([shared]) == json_of([serial])
+    assert (shared.result, shared.stats["states"], levels_shared) == ("proved", 77, [7, 35, 35])

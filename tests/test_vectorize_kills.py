@@ -73,11 +73,13 @@ properties:
 """
 
 
-@pytest.mark.parametrize("step", ["by * 2 > 0 or after.done", "(2 if by > 1 else 1) > 0 or after.done"],
-                         ids=["arithmetic", "condition"])
+@pytest.mark.parametrize("step", ["by * 2 > 0 or after.done", "(2 if by > 1 else 1) > 0 or after.done",
+                                  "by > 1 or after.x == before.x + by"],
+                         ids=["arithmetic", "condition", "or"])
 def test_a_choice_an_action_does_not_make_read_in_arithmetic_or_a_condition_is_a_finding(step):
     """stop does not make `by`: the vector engine marks the rows that would read it (a stand-in
-    in the arithmetic or the condition), as the scalar loops raise there."""
+    in the arithmetic or the condition, or in the operand of `or` that decides whether the rest
+    is read), as the scalar loops raise there."""
     for way, r in each_way(CHOICE % step).items():
         wd = prop(r, "well_defined")
         assert wd.status == "violated", way
@@ -105,3 +107,22 @@ def test_a_string_no_domain_holds_is_coded_on_the_vector_engine():
         p = prop(r, "never_c")
         assert (p.status, [(s.action, s.state["x"]) for s in p.trace.steps]) == (
             "violated", [(None, "a"), ("go", "b")]), way
+
+
+@pytest.mark.parametrize("step, status, read", [
+    ("after.x > 5 or after.done or by > 0", "holds", False),         # stop: after.done decides first
+    ("after.x > 5 or before.done or by > 0", "unknown", True),       # stop: neither decides, by is read
+    ("after.done and by > 0", "violated", True),                     # stop: after.done lets `and` go on
+    ("(before.x > 2 and by > 1) or by > 0", "unknown", True),        # stop at x = 2: both reads are reached
+], ids=["or-decided", "or-of-three", "and", "nested"])
+def test_which_operands_of_and_or_are_evaluated_decides_whether_a_missing_choice_is_read(step, status, read):
+    """`and`/`or` stop at the operand that decides: the vector engine marks as reading `by` exactly
+    the rows of stop where Python's evaluation gets to a read of it (through every operand before
+    the last, and inside a nested one), as the scalar loops raise exactly there."""
+    for way, r in each_way(CHOICE % step).items():
+        wd = prop(r, "well_defined")
+        assert (prop(r, "unguarded").status, wd.status) == (status, "violated" if read else "holds"), way
+        if read:
+            assert wd.message == ("property unguarded (kills.yaml:14): the expression reads choice by, which "
+                                  "action stop does not make (guard it with action == ...)"), way
+            assert [(s.action, s.state["x"]) for s in wd.trace.steps] == [(None, 0), ("inc", 2), ("stop", 2)], way

@@ -176,3 +176,15 @@ def test_a_level_that_keeps_its_edges_is_estimated_four_bytes_a_row_more():
     assert (s.level_bytes(1), s.level_bytes(10)) == (110, 1100)
     s.dropped = True
     assert (s.level_bytes(1), s.level_bytes(10)) == (106, 1060)
+
+
+def test_a_timeout_not_reached_changes_nothing_on_the_vector_engine():
+    """The deadline is the start plus the timeout: an hour ahead, the run is the one without a
+    timeout; one already past stops it before its first level."""
+    m = _machine(GRID)
+    free = check_machine(m, Options(engine="vector"))
+    timed = check_machine(m, Options(engine="vector", timeout=3600.0))
+    assert (timed.result, timed.stopped_by, timed.stats["states"]) == ("violated", None, 9)
+    assert _summary(timed) == _summary(free)
+    late = check_machine(m, Options(engine="vector", timeout=1e-9))
+    assert (late.result, late.stopped_by) == ("incomplete", "timeout")
