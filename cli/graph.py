@@ -13,6 +13,7 @@ from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number, positive
 from haltproof.machine.spec import load_spec, shown_path
+from haltproof.machine.text import counted
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
@@ -98,9 +99,9 @@ def _highlighted(m: Machine, opts: Options, highlight: str) -> tuple[Trace | Non
                       "(its `when` is false): nothing highlighted")
     if res.status == VIOLATED and res.trace is not None:
         return res.trace, (f"--highlight {highlight}: violated; its counterexample "
-                           f"({_n(len(res.trace), 'transition')}) is highlighted")
+                           f"({counted(len(res.trace), 'transition')}) is highlighted")
     if res.witness is not None:
-        return res.witness, (f"--highlight {highlight}: holds; its witness ({_n(len(res.witness), 'transition')}) "
+        return res.witness, (f"--highlight {highlight}: holds; its witness ({counted(len(res.witness), 'transition')}) "
                              "is highlighted")
     what = "holds" if res.status == HOLDS else res.status
     return None, f"--highlight {highlight}: {what}, no trace: nothing highlighted"
@@ -137,7 +138,3 @@ def cmd_graph(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"haltproof graph: {note}", file=sys.stderr)
     return 0
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

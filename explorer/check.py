@@ -27,7 +27,7 @@ from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
-from haltproof.machine.text import values_text
+from haltproof.machine.text import counted, values_text
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
@@ -598,10 +598,6 @@ def _note_drift(m: Machine, ex: Exploration) -> None:
                                                subject=action_subject(m, action, ci))
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: str | None,
                   holds: str) -> PropertyResult:
     f: Finding | None = ex.findings.get(name)
@@ -652,11 +648,11 @@ def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> P
     if bad is not None and bad.end is not None:
         trace = path_trace(ex, bad.end)
         r = PropertyResult(p.name, kind, VIOLATED, f"{kind}{scope} violated: a run ends after "
-                           f"{_n(len(trace), 'transition')} and {owed}", trace, line=p.line)
+                           f"{counted(len(trace), 'transition')} and {owed}", trace, line=p.line)
     elif bad is not None:
         cycle = list(bad.cycle)
         r = PropertyResult(p.name, kind, VIOLATED, f"{kind}{scope} violated: a run can cycle forever through "
-                           f"{_n(len(cycle), 'transition')} and {owed}" + _fair_text(relied, "fair under"),
+                           f"{counted(len(cycle), 'transition')} and {owed}" + _fair_text(relied, "fair under"),
                            lasso_trace(ex, present(bad.start), cycle), line=p.line)
     elif why:
         r = PropertyResult(p.name, kind, UNKNOWN, f"not decided: {why}", line=p.line)
@@ -737,7 +733,7 @@ def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
     if name in ex.reached:
         witness = path_trace(ex, ex.reached[name])
         return PropertyResult(name, "reachable", HOLDS,
-                              f"reached after {_n(len(witness), 'transition')}", witness=witness)
+                              f"reached after {counted(len(witness), 'transition')}", witness=witness)
     if why:
         return PropertyResult(name, "reachable", UNKNOWN, f"not reached in the explored part; {why}")
     return PropertyResult(name, "reachable", VIOLATED, "unreachable: no reachable state satisfies it")
@@ -749,7 +745,7 @@ def _possible(ex: Exploration, name: str, why: str | None) -> PropertyResult:
     in an exploration that stopped early."""
     if name in ex.reached:
         witness = path_trace(ex, ex.reached[name])
-        return PropertyResult(name, "possible", HOLDS, f"possible: reached after {_n(len(witness), 'transition')}",
+        return PropertyResult(name, "possible", HOLDS, f"possible: reached after {counted(len(witness), 'transition')}",
                               witness=witness, value={"possible": True})
     if why:
         return PropertyResult(name, "possible", UNKNOWN, f"not decided: not reached in the explored part; {why}")
@@ -836,13 +832,13 @@ def _maximum(p: PropertyDecl, ex: Exploration, found: Highest | None, why: str |
         witness = path_trace(ex, found.at)
         value: dict[str, Any] = {"value": found.value, "exact": why is None, "at_most": at_most,
                                  "witness_transitions": len(witness)}
-        reached = f"first reached after {_n(len(witness), 'transition')}"
+        reached = f"first reached after {counted(len(witness), 'transition')}"
         if found.over is not None:
             trace = path_trace(ex, found.over)
             highest = f"the highest is {found.value}" if why is None else f"the highest found is {found.value}"
             r = PropertyResult(p.name, "maximum", VIOLATED,
                                f"reaches {fn(ex.states[found.over])}, more than at_most {at_most}, after "
-                               f"{_n(len(trace), 'transition')} ({highest}, {reached})", trace)
+                               f"{counted(len(trace), 'transition')} ({highest}, {reached})", trace)
         elif why:
             r = PropertyResult(p.name, "maximum", UNKNOWN, f"not decided: at least {found.value} ({reached}); {why}")
         else:
@@ -893,7 +889,7 @@ def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
         start, cycle = lasso
         trace = lasso_trace(ex, start, cycle)
         return PropertyResult(name, kind, VIOLATED,
-                              f"a {'fair ' if fairness else ''}cycle of {_n(len(cycle), 'transition')} among "
+                              f"a {'fair ' if fairness else ''}cycle of {counted(len(cycle), 'transition')} among "
                               "non-terminal states: the run can go on forever"
                               + _fair_text(fairness or [], "fair under"), trace)
     return None
@@ -927,7 +923,7 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
         return bad
     bound = m.within[name]
     count = m.counts.get(name)
-    what = "counted transitions" if count is not None else "transitions"
+    what = "counted transition" if count is not None else "transition"
     assert g.order is not None, "an acyclic graph: a cycle would have been a violation"
     try:
         longest, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, count, as_int=False))
@@ -936,13 +932,13 @@ def _within(ex: Exploration, g: _Graph, name: str, why: str | None, m: Machine) 
                               f"not decided: its count expression failed: {exc}")
     if longest > bound:
         return PropertyResult(name, "terminates_within", VIOLATED,
-                              f"a run takes {longest} {what}, more than {bound}",
+                              f"a run takes {counted(longest, what)}, more than {bound}",
                               _longest_trace(ex, start, edges, end))
     if why:
         return PropertyResult(name, "terminates_within", UNKNOWN,
-                              f"not decided (longest so far: {longest} {what}): {why}")
+                              f"not decided (longest so far: {counted(longest, what)}): {why}")
     return PropertyResult(name, "terminates_within", HOLDS,
-                          f"every run ends within {bound} {what} (the longest takes {longest})")
+                          f"every run ends within {counted(bound, what)} (the longest takes {longest})")
 
 
 def edge_weights(ex: Exploration, m: Machine) -> Callable[[str], Any]:

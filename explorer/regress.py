@@ -40,7 +40,7 @@ from typing import Any
 from haltproof.machine.binding import bind_machine, spec_adapter
 from haltproof.machine.compiled import CompiledAction, CompiledSpec, Machine, State
 from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
-from haltproof.machine.text import trace_table
+from haltproof.machine.text import counted, trace_table
 from haltproof.properties.kinds import Subject, Trace
 
 from .check import RunResult
@@ -181,10 +181,10 @@ def _terminates(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_:
     n = sum(1 for k, s, t, act, ci, rule in _transitions(run)
             if count is None or evaluate(m, k, Subject("count", name), count, s, t, act.name, rule,
                                          *act.step_args[ci]))
-    what = "counted transitions" if count is not None else "transitions"
+    taken = f"the run takes {counted(n, 'counted transition' if count is not None else 'transition')} (bound {bound})"
     if n > bound:
-        return True, _still(f"the run takes {n} {what} (bound {bound})")
-    return False, f"the run takes {n} {what} (bound {bound})"
+        return True, _still(taken)
+    return False, taken
 
 
 def _liveness(m: Machine, name: str, run: Replayed, trace: dict[str, Any], *_: Any) -> Verdict:

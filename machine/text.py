@@ -24,6 +24,11 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 transition`, `2 transitions`: a count with its noun in the number it needs."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def assignments_text(values: Mapping[str, Any], sep: str = " ") -> str:
     """`K=2 R=1`: names and values, in their order (empty when there are none)."""
     return sep.join(f"{k}={value_text(v)}" for k, v in values.items())

@@ -332,7 +332,7 @@ def test_every_property_kind_says_what_it_found(engine):
         "ends": ("holds", "every run reaches a terminal state", None, None),
         "fast": ("holds", "every run ends within 3 transitions (the longest takes 3)", None, None),
         "slow": ("violated", "a run takes 3 transitions, more than 2", 3, None),
-        "counted": ("holds", "every run ends within 1 counted transitions (the longest takes 1)", None, None),
+        "counted": ("holds", "every run ends within 1 counted transition (the longest takes 1)", None, None),
         "three": ("holds", "reached after 2 transitions", None, 2),
         "four": ("violated", "unreachable: no reachable state satisfies it", None, None)}
     assert {k: (b["value"], b["exact"], b["message"], len(b["witness"])) for k, b in r.bounds.items()} == {
@@ -347,8 +347,8 @@ def test_a_partial_exploration_leaves_every_property_unknown_and_every_bound_a_l
     stopped = "the exploration stopped at --max-states"
     assert _said(r) == {
         "ends": ("unknown", f"not decided: {stopped}", None, None),
-        "fast": ("unknown", f"not decided (longest so far: 1 transitions): {stopped}", None, None),
-        "slow": ("unknown", f"not decided (longest so far: 1 transitions): {stopped}", None, None),
+        "fast": ("unknown", f"not decided (longest so far: 1 transition): {stopped}", None, None),
+        "slow": ("unknown", f"not decided (longest so far: 1 transition): {stopped}", None, None),
         "counted": ("unknown", f"not decided (longest so far: 0 counted transitions): {stopped}", None, None),
         "three": ("unknown", f"not reached in the explored part; {stopped}", None, None),
         "four": ("unknown", f"not reached in the explored part; {stopped}", None, None)}

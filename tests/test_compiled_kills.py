@@ -291,10 +291,10 @@ def test_a_terminates_within_bound_of_0_is_a_bound_and_below_it_is_refused():
     zero = WITHIN.replace("params:\n  n: {min: 1, max: 3}\n", "").replace("n - 2", "0")
     for way, r in each_way(zero).items():
         p = prop(r, "instant")
-        assert (p.status, p.message) == ("violated", "a run takes 1 transitions, more than 0"), way
+        assert (p.status, p.message) == ("violated", "a run takes 1 transition, more than 0"), way
         assert [(s.action, s.state["x"]) for s in p.trace.steps] == [(None, 0), ("go", 1)], way
     (r,) = check_spec(parse_spec(WITHIN, "w.yaml"), Options(pins={"n": [2]}))
-    assert (prop(r, "instant").status, prop(r, "instant").message) == ("violated", "a run takes 1 transitions, "
+    assert (prop(r, "instant").status, prop(r, "instant").message) == ("violated", "a run takes 1 transition, "
                                                                                    "more than 0")
     with pytest.raises(SpecError) as raised:
         check_spec(parse_spec(WITHIN, "w.yaml"), Options(pins={"n": [1]}))

@@ -331,7 +331,7 @@ def test_a_terminal_predicate_that_fails_leaves_termination_unknown(cli, tmp_pat
         assert (props[name]["status"], props[name]["message"]) == ("unknown", UNKNOWN_END), name
     assert props["quick"]["status"] == "unknown"
     assert props["quick"]["message"] == UNKNOWN_END.replace("not decided:", "not decided (longest so far: 1 "
-                                                            "transitions):")
+                                                            "transition):")
     assert props["small"]["status"] == "unknown"
     assert props["small"]["message"] == ("not decided: the exploration was cut short by the spec's own "
                                          "errors (well_defined)")

@@ -263,7 +263,7 @@ def test_a_bound_negative_for_some_params_is_refused_for_those(check):
 
 def test_terminates_within_zero_is_a_bound(check):
     r = check(BASE + "properties:\n  quick: {terminates_within: 0}\n", "-p", "n=1")
-    assert r.code == 1 and "a run takes 1 transitions, more than 0" in r.out
+    assert r.code == 1 and "a run takes 1 transition, more than 0" in r.out
 
 
 class NegativeBound(RetryLoop):

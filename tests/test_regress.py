@@ -159,6 +159,9 @@ CASES = {
     "counted_within": (COUNT_UP + "properties:\n  quick: {terminates_within: 1, count: 'after.x >= 2'}\n", "quick",
                        ("after.x >= 2", "after.x >= 3"),
                        "the recorded counterexample still breaks it: the run takes 2 counted transitions (bound 1)"),
+    "counted_within_one": (COUNT_UP + "properties:\n  quick: {terminates_within: 0, count: 'after.x == 3'}\n",
+                           "quick", ("after.x == 3", "after.x == 4"),
+                           "the recorded counterexample still breaks it: the run takes 1 counted transition (bound 0)"),
     "independent_outcome": (PAIR.replace("{x: x + 1}", "{x: '2 if tag else x + 1'}"), "blind",
                             ("'2 if tag else x + 1'", "x + 1"),
                             "the recorded counterexample still breaks it: the same transition up to the ignored "
