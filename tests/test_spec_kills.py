@@ -265,3 +265,18 @@ def test_a_choice_param_or_scope_of_the_wrong_shape_is_named_whole_at_its_line(c
     with pytest.raises(SpecError) as info:
         parse_spec(SHAPED % fields, "c.yaml")
     assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [("c.yaml", *problem)]
+
+
+def test_a_var_bound_and_a_choice_name_are_named_at_their_own_lines():
+    """A block-mapped var's `max:` below its `type:`, and a choice's name: each at its own line."""
+    with pytest.raises(SpecError) as info:
+        parse_spec(SHAPED.replace("  x: {type: int, min: 0, max: 2, init: 0}",
+                                  "  x:\n    type: int\n    min: 0\n    max: 'K > 1'\n    init: 0")
+                   % {"param": "[1, 2]", "choice": "[u, v]", "scope": "before: x == 2"}, "c.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [
+        ("c.yaml", 8, "max of x must be an int, but this is bool", "K > 1")]
+    with pytest.raises(SpecError) as info:
+        parse_spec(SHAPED.replace("      c: %(choice)s", "      c: [u, v]\n      class: [a, b]")
+                   % {"param": "[1, 2]", "choice": "", "scope": "before: x == 2"}, "c.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [
+        ("c.yaml", 11, "a choice name must be a plain identifier", "class")]
