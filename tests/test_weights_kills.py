@@ -147,11 +147,13 @@ NUMBER = "a decimal (0.25), an integer or a fraction ('1/3')"
         (15, "the weights of choice obs of action step sum to 1/2 (0.5), not 1", None)]),
     ("  step:\n    obs: 5", [(15, "weights of choice obs of action step must be a non-empty mapping", "5")]),
     ("  step: " + "a" * 70, [(14, "probabilities of action step must be a non-empty mapping", "a" * 57 + "...")]),
+    ("  step: " + "a" * 60, [(14, "probabilities of action step must be a non-empty mapping", "a" * 60)]),
+    ("  step: " + "a" * 61, [(14, "probabilities of action step must be a non-empty mapping", "a" * 57 + "...")]),
 ])
 def test_every_weight_error_is_named_whole_at_the_line_of_its_key(weights, problems):
     """Each message of the weights' checks in full, at the line of the action, the choice or the
     value it is about (one problem per action), a name with no close match given no hint at all,
-    and a long value cut to its first 57 characters and `...`."""
+    and a value longer than 60 characters cut to its first 57 and `...`."""
     with pytest.raises(SpecError) as info:
         parse_spec(TWO_ACTIONS + weights + "\n", "w.yaml")
     assert [(p.line, p.message, p.text) for p in info.value.problems] == problems
