@@ -249,6 +249,8 @@ SCOPES = "scope of p must be one of {before: R}, {after: Q}, {between: [Q, R]}, 
     ({"param": "\n    - true\n    - 1"}, (5, ONE_KIND, "1")),
     ({"param": "\n    - 1\n    - [" + ", ".join(["12345"] * 12) + "]"},
      (5, ONE_KIND, "[12345, 12345, 12345, 12345, 12345, 12345, 12345, 12345, ...")),
+    ({"param": "\n    - 1\n    - " + "a" * 60}, (5, ONE_KIND, "a" * 60)),
+    ({"param": "\n    - 1\n    - " + "a" * 61}, (5, ONE_KIND, "a" * 57 + "...")),
     ({"param": "\n    - 1\n    - 1"}, (3, "param K lists a value twice", "[1, 1]")),
     ({"param": "\n    - a\n    - b c"},
      (5, "a value of enum param K must be a name (letters, digits, _), usable in expressions", "b c")),
@@ -260,7 +262,7 @@ SCOPES = "scope of p must be one of {before: R}, {after: Q}, {between: [Q, R]}, 
 def test_a_choice_param_or_scope_of_the_wrong_shape_is_named_whole_at_its_line(change, problem):
     """Every message of `choice_set`, `param_list` and `pattern_scope`, with the line of the very
     item (a param's second value, the `between` key below a `{` on its own line) and the text it
-    quotes (a long value cut to 57 characters and `...`)."""
+    quotes (a value longer than 60 characters cut to 57 and `...`)."""
     fields = {"param": "[1, 2]", "choice": "[u, v]", "scope": "before: x == 2"} | change
     with pytest.raises(SpecError) as info:
         parse_spec(SHAPED % fields, "c.yaml")
