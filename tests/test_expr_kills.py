@@ -120,3 +120,49 @@ def test_a_field_of_a_var_is_quoted_as_the_field_access_alone():
     """`x.__class__ == 1`: the problem shows the attribute access, not the whole expression."""
     assert _problems("  p: {always: 'x == 0 or x.__class__ == 1'}\n") == [
         (8, "var x has no fields", "x.__class__")]
+
+
+@pytest.mark.parametrize("text,named", [
+    ("x[0]", "indexing"), ("lambda: 1", "lambda"), ("[a for a in (1, 2)]", "comprehension"),
+    ("(a for a in (1, 2))", "comprehension"), ("{a: 1 for a in (1, 2)}", "comprehension"),
+    ("{a for a in (1, 2)}", "comprehension"), ('f"{x}"', "f-string"), ("{1: 2}", "dict literal"),
+    ("{1, 2}", "set literal"), ("await x", "await"), ("x := 1", "assignment"), ("yield x", "yield"),
+    ("yield from x", "yield"),
+])
+def test_every_refused_construct_is_named_whole_in_its_message(text, named):
+    """Each entry of `_describe`'s table: the construct's plain name, never the AST class."""
+    assert _problems(f"  p: {{always: '({text})'}}\n") == [
+        (8, f"not allowed in a spec expression ({named})", text)]
+
+
+def test_a_starred_element_of_an_in_tuple_is_named_a_star_expression():
+    assert _problems("  p: {always: 'x in (*x,)'}\n") == [
+        (8, "not allowed in a spec expression (star-expression)", "*x")]
+
+
+RECORDS = """\
+machine: r
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  inc:
+    when: x < 2
+    choose: {c: [{name: small, value: 1}, {name: big, value: 2}]}
+    do: [{set: {x: '%s'}}]
+terminal: x == 2
+"""
+
+
+FIELDS_ONLY = "field access is only allowed on a choice (or on before/after in a step expression)"
+
+
+@pytest.mark.parametrize("expr,message,text", [
+    ("c.value.real", FIELDS_ONLY, "c.value.real"),
+    ("x + (1).real", FIELDS_ONLY, "(1).real"),
+    ("x + c.valeu", "choice c has no field 'valeu' (did you mean 'value'?); it has: name, value", "c.valeu"),
+    ("x + c.zzz", "choice c has no field 'zzz'; it has: name, value", "c.zzz"),
+])
+def test_a_field_access_error_is_named_whole_with_the_access_it_is_about(expr, message, text):
+    with pytest.raises(SpecError) as info:
+        parse_spec(RECORDS % expr, "r.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [("r.yaml", 8, message, text)]

@@ -208,3 +208,77 @@ def test_smallest_safe_naming_a_bool_param_quotes_the_name():
                    "    smallest_safe: fast\n", "s.yaml")
     assert [(p.line, p.message, p.text) for p in info.value.problems] == [
         (21, "smallest_safe of up needs an int param to order; fast is a bool param", "fast")]
+
+
+SHAPED = """\
+machine: c
+params:
+  K: %(param)s
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  inc:
+    when: x < 2
+    choose:
+      c: %(choice)s
+    do: [{set: {x: x + 1}}]
+terminal: x == 2
+properties:
+  p:
+    absence: x > 5
+    scope:
+      %(scope)s
+"""
+ONE_KIND = "the values of param K must all be of one kind: ints, strings, or true/false"
+SCOPES = "scope of p must be one of {before: R}, {after: Q}, {between: [Q, R]}, {after: Q, until: R}"
+
+
+@pytest.mark.parametrize("change,problem", [
+    ({"choice": "{min: 0}"}, (10, "choice c needs the key 'max'", None)),
+    ({"choice": "{max: 1}"}, (10, "choice c needs the key 'min'", None)),
+    ({"choice": "\n        min: 0"}, (11, "choice c needs the key 'max'", None)),
+    ({"choice": "{min: 0, max: 1, step: 1}"}, (10, "unknown key in choice c (allowed: max, min, when)", "step")),
+    ({"choice": "5"}, (10, "choice c must be a list of values or records, or a {min, max} range", "5")),
+    ({"choice": "[]"}, (10, "choice c is an empty set: the action could never happen", None)),
+    ({"choice": "[{a: 1}, u]"}, (10, "choice c mixes records and plain values", None)),
+    ({"choice": "[1, u]"}, (10, "choice c mixes values of different types", None)),
+    ({"choice": "[u, u]"}, (10, "choice c lists a value twice", None)),
+    ({"param": "[]"}, (3, "a param needs at least one value", "K")),
+    ({"param": "\n    - 1\n    - a"}, (5, ONE_KIND, "a")),
+    ({"param": "\n    - a\n    - 1"}, (5, ONE_KIND, "1")),
+    ({"param": "\n    - true\n    - 1"}, (5, ONE_KIND, "1")),
+    ({"param": "\n    - 1\n    - [" + ", ".join(["12345"] * 12) + "]"},
+     (5, ONE_KIND, "[12345, 12345, 12345, 12345, 12345, 12345, 12345, 12345, ...")),
+    ({"param": "\n    - 1\n    - " + "a" * 60}, (5, ONE_KIND, "a" * 60)),
+    ({"param": "\n    - 1\n    - " + "a" * 61}, (5, ONE_KIND, "a" * 57 + "...")),
+    ({"param": "\n    - 1\n    - 1"}, (3, "param K lists a value twice", "[1, 1]")),
+    ({"param": "\n    - a\n    - b c"},
+     (5, "a value of enum param K must be a name (letters, digits, _), usable in expressions", "b c")),
+    ({"scope": "{\n        between: x}"}, (18, "between of p must be a list [Q, R]", None)),
+    ({"scope": "{\n        between: [x == 1]}"}, (18, "between of p must be a list [Q, R]", None)),
+    ({"scope": "{\n        nope: 1}"}, (16, SCOPES, "nope")),
+    ({"scope": "{after: x == 1, before: x == 2}"}, (16, SCOPES, "after, before")),
+])
+def test_a_choice_param_or_scope_of_the_wrong_shape_is_named_whole_at_its_line(change, problem):
+    """Every message of `choice_set`, `param_list` and `pattern_scope`, with the line of the very
+    item (a param's second value, the `between` key below a `{` on its own line) and the text it
+    quotes (a value longer than 60 characters cut to 57 and `...`)."""
+    fields = {"param": "[1, 2]", "choice": "[u, v]", "scope": "before: x == 2"} | change
+    with pytest.raises(SpecError) as info:
+        parse_spec(SHAPED % fields, "c.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [("c.yaml", *problem)]
+
+
+def test_a_var_bound_and_a_choice_name_are_named_at_their_own_lines():
+    """A block-mapped var's `max:` below its `type:`, and a choice's name: each at its own line."""
+    with pytest.raises(SpecError) as info:
+        parse_spec(SHAPED.replace("  x: {type: int, min: 0, max: 2, init: 0}",
+                                  "  x:\n    type: int\n    min: 0\n    max: 'K > 1'\n    init: 0")
+                   % {"param": "[1, 2]", "choice": "[u, v]", "scope": "before: x == 2"}, "c.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [
+        ("c.yaml", 8, "max of x must be an int, but this is bool", "K > 1")]
+    with pytest.raises(SpecError) as info:
+        parse_spec(SHAPED.replace("      c: %(choice)s", "      c: [u, v]\n      class: [a, b]")
+                   % {"param": "[1, 2]", "choice": "", "scope": "before: x == 2"}, "c.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [
+        ("c.yaml", 11, "a choice name must be a plain identifier", "class")]

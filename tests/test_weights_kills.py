@@ -106,3 +106,54 @@ def test_a_decimal_four_keys_deep_outside_weights_and_bounds_stays_refused():
 def test_text_where_weights_belong_is_quoted_as_written_without_repr_quotes():
     assert _problems("probabilities:\n  step: often\n") == [
         (14, "probabilities of action step must be a non-empty mapping", "often")]
+
+
+TWO_ACTIONS = """\
+machine: w
+vars:
+  n: {type: int, min: 0, max: 2, init: 0}
+actions:
+  step:
+    when: n < 2
+    choose: {obs: [ok, empty]}
+    do:
+      - set: {n: n + 1}
+  idle:
+    when: n == 5
+terminal: n == 2
+probabilities:
+"""
+NUMBER = "a decimal (0.25), an integer or a fraction ('1/3')"
+
+
+@pytest.mark.parametrize("weights,problems", [
+    ("  zzz:\n    obs: {ok: 1}", [(14, "probabilities name an action the spec does not have", "zzz")]),
+    ("  x: 1\n  stepp:\n    obs: {ok: 1}", [
+        (14, "probabilities name an action the spec does not have", "x"),
+        (15, "probabilities name an action the spec does not have (did you mean 'step'?)", "stepp")]),
+    ("  step:\n    obz: {ok: 1}", [(15, "action step has no choice named 'obz' (did you mean 'obs'?)", "obz")]),
+    ("  step:\n    qqq: {ok: 1}", [(15, "action step has no choice named 'qqq'", "qqq")]),
+    ("  idle:\n    obs: {ok: 1}", [(15, "action idle has no choice named 'obs' (it makes none)", "obs")]),
+    ("  step:\n    obs:\n      ok: 1\n      bad: 0", [(17, "not a value of choice obs (ok, empty)", "bad")]),
+    ("  step:\n    obs:\n      empty: 0\n      ok: [1]", [(17, f"the weight of obs = ok must be a number: {NUMBER}", "[1]")]),
+    ("  step:\n    obs:\n      empty: 0\n      ok: '1/0'", [
+        (17, f"the weight of obs = ok must be a finite number: {NUMBER}", "1/0")]),
+    ("  step:\n    obs:\n      empty: 0\n      ok: 'x'", [
+        (17, f"the weight of obs = ok must be a finite number: {NUMBER}", "x")]),
+    ("  step:\n    obs:\n      empty: 0\n      ok: -1", [(17, "the weight of obs = ok is negative", "-1")]),
+    ("  step:\n    obs:\n      ok: 1", [
+        (15, "choice obs of action step has no weight for empty: give every value one (0 is allowed)", None)]),
+    ("  step:\n    obs:\n      ok: 0.25\n      empty: 0.25", [
+        (15, "the weights of choice obs of action step sum to 1/2 (0.5), not 1", None)]),
+    ("  step:\n    obs: 5", [(15, "weights of choice obs of action step must be a non-empty mapping", "5")]),
+    ("  step: " + "a" * 70, [(14, "probabilities of action step must be a non-empty mapping", "a" * 57 + "...")]),
+    ("  step: " + "a" * 60, [(14, "probabilities of action step must be a non-empty mapping", "a" * 60)]),
+    ("  step: " + "a" * 61, [(14, "probabilities of action step must be a non-empty mapping", "a" * 57 + "...")]),
+])
+def test_every_weight_error_is_named_whole_at_the_line_of_its_key(weights, problems):
+    """Each message of the weights' checks in full, at the line of the action, the choice or the
+    value it is about (one problem per action), a name with no close match given no hint at all,
+    and a value longer than 60 characters cut to its first 57 and `...`."""
+    with pytest.raises(SpecError) as info:
+        parse_spec(TWO_ACTIONS + weights + "\n", "w.yaml")
+    assert [(p.line, p.message, p.text) for p in info.value.problems] == problems
