@@ -4,6 +4,8 @@ mutation applied (docs/mutation.md)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from haltproof.machine.vectorize import NotVectorizable, vectorize
@@ -126,3 +128,76 @@ def test_which_operands_of_and_or_are_evaluated_decides_whether_a_missing_choice
             assert wd.message == ("property unguarded (kills.yaml:14): the expression reads choice by, which "
                                   "action stop does not make (guard it with action == ...)"), way
             assert [(s.action, s.state["x"]) for s in wd.trace.steps] == [(None, 0), ("inc", 2), ("stop", 2)], way
+
+
+# `inc` makes choice `by`, `stop` makes none; each case below is one thing the vector engine
+# does not run, and says so whole (`--engine vector` shows the reason; `auto` runs the scalar engine)
+DECLINED = """\
+machine: declined
+%svars:
+  x: {type: int, min: 0, max: 4, init: 0}
+actions:
+  inc:
+    when: %s
+    choose:
+      by: %s
+    do:
+      - set: {x: 'min(x + by, 3)'}
+  stop:
+    when: x == 3
+    do:
+      - set: {x: 4}
+terminal: x == 4
+"""
+
+
+@pytest.mark.parametrize("params, guard, by, tail, reason", [
+    ("params:\n  mode: [fast]\n", "x < 3 and mode == fast", "[1, 2]", "",
+     "a bool or enum param: the vector engine binds params as ints"),
+    ("params:\n  flag: [true]\n", "x < 3 and flag", "[1, 2]", "",
+     "a bool or enum param: the vector engine binds params as ints"),
+    ("", "x < 3", "{values: [1, 2], when: x < 2}", "",
+     "a conditional choice (when:): the vector engine expands every combination of an action's choices in "
+     "every state"),
+    ("", "x < 3", "[1, 2]", "properties:\n  p: {step: 'before.x <= after.x <= before.x + by'}\n",
+     "a chained comparison reads a choice the action does not make"),
+    ("", "x < 3", "[1, 2]", "measures:\n  m: {sum: by}\n",
+     "a step expression reads choice by, which action stop does not make"),
+    ("", "x < 3", "[1, 2]", "properties:\n  q: {terminates_within: 5, count: 'by > 1'}\n",
+     "a step expression reads choice by, which action stop does not make"),
+], ids=["enum-param", "bool-param", "conditional-choice", "chained-comparison", "measure", "count"])
+def test_what_the_vector_engine_does_not_run_is_said_whole(params, guard, by, tail, reason):
+    with pytest.raises(NotVectorizable) as refused:
+        vectorize(_machine(DECLINED % (params, guard, by) + tail))
+    assert str(refused.value) == reason
+
+
+def test_a_python_model_or_a_spec_bound_to_code_is_not_vectorized():
+    """Their actions are the user's code: vectorized, the YAML stages would run instead."""
+    from haltproof.machine.pymodel import Model, action, python_model
+
+    reason = "the spec runs real code (bound or Python); the vector engine runs YAML stages"
+    bound = copy.copy(_machine(DECLINED % ("", "x < 3", "[1, 2]")))
+    bound.bound_to = "agent:Adapter"            # as machine/binding.py marks the machine it binds
+    with pytest.raises(NotVectorizable) as refused:
+        vectorize(bound)
+    assert str(refused.value) == reason
+
+    class Tiny(Model):
+        def domains(self, p):
+            return {"x": range(0, 2)}
+
+        def init(self, p):
+            return [{"x": 0}]
+
+        def terminal(self, s, p):
+            return s["x"] == 1
+
+        @action(when=lambda s, p: s["x"] == 0)
+        def up(self, s, p):
+            return {"x": 1}
+
+    _, make = python_model(Tiny)
+    with pytest.raises(NotVectorizable) as refused:
+        vectorize(make({}))
+    assert str(refused.value) == reason
