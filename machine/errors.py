@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .text import value_text
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -43,7 +45,8 @@ class Located:
         self.line = line
 
     def problem(self, message: str, text: object = None) -> Problem:
-        return Problem(self.file, self.line, message, None if text is None else str(text))
+        """`text` as the spec spells it: a YAML value read as a bool is quoted `true`, not `True`."""
+        return Problem(self.file, self.line, message, None if text is None else value_text(text))
 
     def error(self, message: str, text: object = None) -> SpecError:
         return SpecError([self.problem(message, text)])
