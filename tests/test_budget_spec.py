@@ -15,6 +15,7 @@ import budget_checks
 from haltproof.explorer.check import Options, check_spec, prepare
 from haltproof.harness.budget.binding import BudgetRunnerAdapter
 from haltproof.machine.spec import load_spec
+from haltproof.machine.text import counted
 
 from conftest import SPECS
 
@@ -106,7 +107,8 @@ def test_the_bounds_are_the_derived_ones(sweep):
     _, report = sweep
     for (K, _R), run in _runs(report).items():
         p = {q["name"]: q for q in run["properties"]}
-        assert f"within {K} counted transitions (the longest takes {K})" in p["tool_calls_within_K"]["message"]
+        assert f"within {counted(K, 'counted transition')} (the longest takes {K})" in \
+            p["tool_calls_within_K"]["message"]
         assert f"within {K + 1} counted" in p["policy_asked_at_most_K_plus_1"]["message"]
         assert f"every run ends within {3 * K + 1} transitions" in p["terminates_within_bound"]["message"]
         assert run["stats"]["max_depth"] <= 3 * K + 1

@@ -18,6 +18,7 @@ from haltproof.harness.gate_binding import CALLS, RESERVATIONS, WHITELIST
 from haltproof.harness.gates import GateContext, RegexGate, ToolCall
 from haltproof.harness.ledger import ObservationLedger
 from haltproof.machine.spec import load_spec
+from haltproof.machine.text import counted
 
 # one pytest-xdist worker for the whole module (scripts/test: --dist loadgroup):
 # the module's gate_chain sweeps (the `reports` fixture) run once
@@ -83,7 +84,7 @@ def test_bounds_are_the_derived_ones(reports):
     for run in report["runs"]:
         p = run["params"]
         props = {x["name"]: x for x in run["properties"]}
-        assert props["terminates_within_T"]["message"].startswith(f"every run ends within {p['T']} transitions")
+        assert props["terminates_within_T"]["message"].startswith(f"every run ends within {counted(p['T'], 'transition')}")
         assert f"(the longest takes {p['T']})" in props["terminates_within_T"]["message"]
         assert f"(the longest takes {min(p['A'], p['T'])})" in props["refusals_within_min_A_T"]["message"]
 
