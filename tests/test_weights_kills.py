@@ -91,7 +91,7 @@ def test_weight_errors_name_the_value_at_its_line():
         (17, "weights on the range choice r are not supported yet: list its values instead", None)]
     assert _refused("obs: {ok: -0.5, empty: 1.5}") == [(17, "the weight of obs = ok is negative", "-0.5")]
     assert _refused("obs: {ok: true, empty: 1}") == [
-        (17, "the weight of obs = ok must be a number, not true/false", "True")]
+        (17, "the weight of obs = ok must be a number, not true/false", "true")]      # as the spec spells it
 
 
 def test_a_decimal_four_keys_deep_outside_weights_and_bounds_stays_refused():
