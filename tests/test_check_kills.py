@@ -936,3 +936,13 @@ def test_every_answer_of_a_possible_property_is_said_whole(engine):
     assert (cut.kind, cut.status, cut.message) == (
         "possible", "unknown",
         "not decided: not reached in the explored part; the exploration stopped at --max-states")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_decided_past_time_property_says_what_its_monitors_cost_and_an_undecided_one_does_not(engine):
+    text = POSSIBLE.replace("  five: {possible: n == 5}\n", "  began: {always: once(n == 0)}\n")
+    began = prop(_run(text, engine), "began")
+    assert (began.status, began.message) == (
+        "holds", "true in every reachable state; its past-time monitors (1 var) added 0 of the 4 states explored")
+    cut = prop(_run(text, engine, max_states=2), "began")
+    assert (cut.status, cut.message) == ("unknown", "not decided: the exploration stopped at --max-states")
