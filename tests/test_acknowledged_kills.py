@@ -56,3 +56,37 @@ def test_a_terminal_value_declared_unreachable_is_traced_to_a_state_of_that_valu
                     "one unit is not enough")
     assert [(s.action, s.state["n"], s.state["status"]) for s in p.trace.steps] == [
         (None, 0, "running"), ("work", 1, "running"), ("work", 2, "done")]
+
+
+# Three parts declared unreachable for K == 1 and all reached: the finding is the shortest one
+# (`quit`, one transition) and counts the two others in the plural.
+THREE = (QUITTER
+         .replace("{name: enough, when: n >= 2, then: done}",
+                  "{name: enough, when: n >= 2, then: done, unreachable_when: K == 1, because: b}")
+         .replace("  quit:\n    when: status == running\n",
+                  "  quit:\n    unreachable_when: K == 1\n    because: q\n    when: status == running\n"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_three_parts_reached_name_the_shortest_and_count_the_two_others(engine):
+    runs = {r.params["K"]: r for r in check_spec(parse_spec(textwrap.dedent(THREE), "q.yaml"),
+                                                  Options(engine=engine))}
+    [p] = [p for p in runs[1].properties if p.name == "declared_unreachable"]
+    assert (p.status, p.message) == (
+        "violated", "action quit (line 16) is taken, but it is declared unreachable when K == 1 (q.yaml:17): q "
+                    "(and 2 more parts declared unreachable here are reached)")
+    assert [(s.action, s.state["n"], s.state["status"]) for s in p.trace.steps] == [
+        (None, 0, "running"), ("quit", 0, "gave_up")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_parts_reached_count_the_other_in_the_singular(engine):
+    text = THREE.replace("    unreachable_when: K == 1\n    because: q\n", "")
+    runs = {r.params["K"]: r for r in check_spec(parse_spec(textwrap.dedent(text), "q.yaml"),
+                                                  Options(engine=engine))}
+    [p] = [p for p in runs[1].properties if p.name == "declared_unreachable"]
+    assert (p.status, p.message) == (
+        "violated", "decide rule 'enough' of action work (line 14) fires, but it is declared unreachable when "
+                    "K == 1 (q.yaml:14): b (and 1 more part declared unreachable here is reached)")
+    assert [(s.action, s.state["n"], s.state["status"]) for s in p.trace.steps] == [
+        (None, 0, "running"), ("work", 1, "running"), ("work", 2, "done")]

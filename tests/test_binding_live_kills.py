@@ -607,3 +607,28 @@ def test_a_deadline_while_another_representatives_run_is_closed_says_what_was_ru
     with pytest.raises(OutOfTime) as stop:
         go.step((0,), *go.combos[1])
     assert stop.value.doing == "running closing a live run after action go (via=b) from state x=0"
+
+
+class CloseFails(live_agents.SnapshotAdapter):
+    """Raises closing a run: with the determinism check off, the transition fails after its
+    successor's run was kept."""
+
+    def close(self, live: live_agents.Agent) -> None:
+        raise RuntimeError("cannot close")
+
+
+def test_a_close_that_raises_in_a_worker_is_the_same_finding_as_in_this_process(tmp_path, monkeypatch):
+    """The worker's transition kept its successor's run, then failed: its outcome is an error
+    with no result, which this process raises as its own (seed-21: `outcome` read the result
+    of a transition that has none when it tested `or` for `and`)."""
+    path = agent(tmp_path, monkeypatch, "test_binding_live_kills:CloseFails")
+    monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
+    options = Options(pins={"N": 3}, determinism="off")
+    batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
+    [alone] = check_spec(load_spec(path), options)
+    for run in (alone, parallel.check_shared(batch, ForgetfulSlices(), 2)):
+        assert run.result == "violated"
+        assert [(p.name, p.message) for p in run.properties if p.status == "violated"] == [(
+            "bound_code", "action work with tool=ok: the bound code raised RuntimeError: cannot close\n"
+                          f'  File "{__file__}", line {CloseFails.close.__code__.co_firstlineno + 1}, in close\n'
+                          '    raise RuntimeError("cannot close")\nRuntimeError: cannot close')]

@@ -14,6 +14,7 @@ from haltproof.explorer.chances import value_json
 from haltproof.explorer.check import Options, RunResult, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
+from haltproof.properties.kinds import Subject
 
 pytestmark = pytest.mark.verdict
 
@@ -64,7 +65,7 @@ def test_a_bound_judged_on_an_interval_says_which_side_it_is_on(engine, monkeypa
     assert lo < 1 and hi == 1.0
     head = (f"the probability of reaching it is between {lo:.15g} and {hi:.15g} "
             f"(within {hi - lo:.2g}, not exact) under every policy")
-    assert (surely.status, surely.message) == ("holds", f"{head}: at least 1/2 (0.5)")
+    assert (surely.kind, surely.status, surely.message) == ("probability", "holds", f"{head}: at least 1/2 (0.5)")
     assert (rarely.status, rarely.message) == (
         "violated", f"{head}: a policy makes it at least {lo:.15g}, more than 1/2 (0.5)")
     assert [(s.action, s.state["x"]) for s in rarely.trace.steps] == [(None, 0), ("step", 3)]
@@ -114,3 +115,38 @@ def test_the_exact_side_of_a_half_iterated_value_is_a_point_with_no_error_and_in
     assert value_json(endless) == {"value": {"min": 0.5, "max": None},
                                    "interval": {"min": [0.25, 0.75], "max": [None, None]},
                                    "error": {"min": 0.25, "max": None}}
+
+
+# A fair coin from 0: heads ends at 1, tails at 2. `half` holds exactly; `odd` divides by
+# x - 1, which fails at state 1: a `well_defined` finding about the property `odd`.
+COIN = """\
+machine: coin
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+actions:
+  toss:
+    when: x == 0
+    choose:
+      side: [heads, tails]
+    do:
+      - set: {x: 1 if side == heads else 2}
+terminal: x > 0
+probabilities:
+  toss:
+    side: {heads: 1/2, tails: 1/2}
+properties:
+  half: {probability: {reach: x == 1, at_least: 1/4}}
+  odd: {probability: {reach: 2 // (x - 1) == 1, at_most: 1/2}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_exact_bound_that_holds_says_its_side_and_a_failing_target_names_its_property(engine):
+    r = _run(COIN, engine)
+    half = prop(r, "half")
+    assert (half.kind, half.status, half.message) == (
+        "probability", "holds", "the probability of reaching it is 1/2 (0.5) under every policy: at least 1/4 (0.25)")
+    wd = prop(r, "well_defined")
+    assert (wd.status, wd.message) == ("violated", "property odd (t.yaml:17): integer division or modulo by zero")
+    assert [(s.action, s.state["x"]) for s in wd.trace.steps] == [(None, 0), ("toss", 1)]
+    assert wd.subject == Subject("property", "odd")

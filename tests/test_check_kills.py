@@ -901,3 +901,48 @@ def test_every_engine_tells_progress_how_the_exploration_goes(engine, top, calls
                       Options(engine=engine, progress=lambda spec, params: lambda *a: seen.append(a[:4])))
     assert (r.result, r.engine) == ("proved", "scalar" if len(calls) == 2 else "vector")
     assert seen == calls
+
+
+# ---------------------------------------------------------------- possible
+# `_possible`: every answer of a `possible` property, whole: reached (with its witness),
+# impossible, and undecided on an exploration cut short before reaching it.
+
+POSSIBLE = """\
+machine: counter
+vars:
+  n: {type: int, min: 0, max: 3, init: 0}
+actions:
+  up:
+    when: n < 3
+    do:
+      - set: {n: n + 1}
+terminal: n == 3
+properties:
+  two: {possible: n == 2}
+  five: {possible: n == 5}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_answer_of_a_possible_property_is_said_whole(engine):
+    r = _run(POSSIBLE, engine)
+    two, five = prop(r, "two"), prop(r, "five")
+    assert (two.kind, two.status, two.message, two.value) == (
+        "possible", "holds", "possible: reached after 2 transitions", {"possible": True})
+    assert [s.state["n"] for s in two.witness.steps] == [0, 1, 2]
+    assert (five.kind, five.status, five.message, five.value, five.witness) == (
+        "possible", "holds", "impossible: no reachable state satisfies it", {"possible": False}, None)
+    cut = prop(_run(POSSIBLE, engine, max_states=2), "five")
+    assert (cut.kind, cut.status, cut.message) == (
+        "possible", "unknown",
+        "not decided: not reached in the explored part; the exploration stopped at --max-states")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_decided_past_time_property_says_what_its_monitors_cost_and_an_undecided_one_does_not(engine):
+    text = POSSIBLE.replace("  five: {possible: n == 5}\n", "  began: {always: once(n == 0)}\n")
+    began = prop(_run(text, engine), "began")
+    assert (began.status, began.message) == (
+        "holds", "true in every reachable state; its past-time monitors (1 var) added 0 of the 4 states explored")
+    cut = prop(_run(text, engine, max_states=2), "began")
+    assert (cut.status, cut.message) == ("unknown", "not decided: the exploration stopped at --max-states")
