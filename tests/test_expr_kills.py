@@ -91,6 +91,7 @@ def _rejected(props: str) -> list[tuple[str, int | None, str, str | None]]:
                  "before the choices are made (test the choice in the action's decide rules, or in a step "
                  "expression)", "c"),
     ("'x > 0 and [x] == 1'", "not allowed in a spec expression (List)", "[x]"),
+    ("7", "property p must be true/false, but this is int", "7"),       # a YAML int: its text as written
 ])
 def test_an_expression_error_is_named_whole_with_file_line_and_the_piece_it_is_about(prop, message, text):
     """Each message in full, with the sub-expression it points at (a literal's type named by its

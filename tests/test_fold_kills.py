@@ -134,3 +134,29 @@ def test_an_and_decided_false_by_a_later_operand_keeps_the_earlier_ones_under_an
         assert [(p.name, p.status) for p in r.properties if p.kind == "step_invariant"] == [
             ("big_stop", "holds"), ("small_inc", "holds")], way
         assert (r.result, r.stats["states"], r.stats["transitions"]) == ("proved", 4, 3), way
+
+
+# fresh sample (seed 21): an `if` whose test folding does not decide keeps all three parts,
+# each folded: for inc, `x_grew` is `(after.x - before.x if before.x < 2 else 0) == 1`.
+UNDECIDED_IF = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 2, init: 0}
+  done: {type: bool, init: false}
+actions:
+  inc: {when: x < 2, do: [{set: {x: x + 1}}]}
+  stop: {when: x == 2 and not done, do: [{set: {done: true}}]}
+terminal: done
+properties:
+  x_grew:
+    step: not (action == inc) or (after.x - before.x if before.x < 2 else 0) == 1
+  x_kept:
+    step: action == inc or (after.x if before.x == 2 else (1 if action == stop else 0)) == 2
+"""
+
+
+def test_an_if_whose_test_is_undecided_folds_its_test_body_and_orelse():
+    for way, r in each_way(UNDECIDED_IF).items():
+        assert [(p.name, p.status) for p in r.properties if p.kind == "step_invariant"] == [
+            ("x_grew", "holds"), ("x_kept", "holds")], way
+        assert (r.result, r.stats["states"], r.stats["transitions"]) == ("proved", 4, 3), way

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_patterns import ABSENCE, ENGINES, judge
+from test_patterns import ABSENCE, ENGINES, PRECEDENCE, judge
 from haltproof.machine.spec import parse_spec
 
 pytestmark = pytest.mark.verdict
@@ -27,3 +27,11 @@ def test_a_bounded_existence_monitor_has_a_phase_a_count_and_a_prev_var():
             "  few: {bounded_existence: {what: x == 1, at_most: 1}}\n")
     assert [v.name for v in parse_spec(text, "b.yaml").vars] == [
         "x", "few:monitor", "few:monitor:count", "few:monitor:prev"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_precedence_after_q_met_once_stays_met_at_a_later_q(engine: str):
+    """`after: Q` opens once, at the first Q: a cause S met after it stays met when Q comes again,
+    so a later effect P needs no new cause (only `between` and `after ... until` restart at each Q)."""
+    p = judge(["", "Q", "S", "Q", "P"], PRECEDENCE["after"], engine)
+    assert (p.status, p.trace) == ("holds", None), p.message

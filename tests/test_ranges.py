@@ -92,6 +92,9 @@ def test_a_boolean_is_zero_or_one(value, update, expect):
 def test_an_int_domain_counts_with_its_own_ends():
     text = COUNTER.replace("min: 0, max: 3", "min: -2, max: 1").replace("x < 3", "x < 1").replace("x == 3", "x == 1")
     assert widest(text % "x + 1") == 2                  # the domain's -2 and x + 1 up to 2
+    unread = COUNTER.replace("vars:\n", "vars:\n  far: {type: int, min: %s, max: %s, init: 0}\n")
+    assert widest(unread % (-50, 70000, "x + 1")) == 70000     # a var no expression reads: its high end
+    assert widest(unread % (-80000, 5, "x + 1")) == 80000      # and its low end
 
 
 def test_the_terminal_the_guards_and_the_properties_are_bounded():
@@ -168,3 +171,5 @@ actions:
 terminal: m == n
 """
     assert widest(text) == NLITS                        # no literal read: the domains alone
+    assert widest(text.replace("when: m != n", "when: m != n and m != c")) == NLITS   # a literal: an id
+    assert widest(text + "properties:\n  moved: {step: action == go}\n") == NLITS      # an action's id

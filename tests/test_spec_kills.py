@@ -282,3 +282,67 @@ def test_a_var_bound_and_a_choice_name_are_named_at_their_own_lines():
                    % {"param": "[1, 2]", "choice": "", "scope": "before: x == 2"}, "c.yaml")
     assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [
         ("c.yaml", 11, "a choice name must be a plain identifier", "class")]
+
+
+@pytest.mark.parametrize("action,problem", [
+    ("class: {when: x < 1}", (9, "an action name must be a plain identifier", "class")),
+    ("rule: {when: x < 1}", (9, "an action name uses a reserved name", "rule")),
+    ("inc: 5", (9, "action inc must be a mapping", "5")),
+])
+def test_a_bad_action_name_or_body_is_named_whole_at_its_line(action, problem):
+    """The action's own name and body are checked before its choices: the whole message, its line
+    and the name it quotes."""
+    text = MISTAKES % {"max": "1", "set": "letters", "prop": "", "fairness": "[]"}
+    with pytest.raises(SpecError) as info:
+        parse_spec(text.replace("inc: {when: x < 1, do: [{set: {x: x + 1}}]}", action), "m.yaml")
+    assert [(p.line, p.message, p.text) for p in info.value.problems] == [problem]
+
+
+SCENARIO = """\
+machine: s
+params:
+  K: [1, 2]
+vars:
+  x: {type: int, min: 0, max: 2, init: {one_of: [0, 1]}}
+actions:
+  inc:
+    when: x < 2
+    choose: {c: [u, v], r: {min: 0, max: 1}}
+    do: [{set: {x: x + 1}}]
+terminal: x == 2
+scenarios:
+  up:
+    params: {K: 1}
+    init: {x: 0}
+    steps:
+      - action: inc
+        choices: {c: u, r: 0}
+    expect: {x: 1}
+"""
+
+
+@pytest.mark.parametrize("old,new,problem", [
+    ("params: {K: 1}", "params: {J: 1}", (14, "not a declared param", "J")),
+    ("params: {K: 1}", "params: {K: 3}", (14, "K=3 is not a declared value of K (1, 2)", None)),
+    ("params: {K: 1}", "params: {}", (13, "scenario up must set param K (it has several values)", None)),
+    ("init: {x: 0}", "init: {}", (13, "scenario up must choose the initial value of x (it has several)", None)),
+    ("    steps:\n      - action: inc\n        choices: {c: u, r: 0}", "    steps: 5",
+     (16, "steps must be a list", None)),
+    ("      - action: inc\n        choices: {c: u, r: 0}", "      - 5", (17, "a scenario step must be a mapping", "5")),
+    ("action: inc\n", "action: dec\n", (17, "not an action of this machine", "dec")),
+    ("{c: u, r: 0}", "{r: 0}", (17, "action inc needs a value for choice c", None)),
+    ("{c: u, r: 0}", "{c: u, r: 0, d: 1}", (18, "action inc has no choice named 'd'", None)),
+    ("{c: u, r: 0}", "{c: w, r: 0}", (18, "not a value of choice c (u, v)", "w")),
+    ("{c: u, r: 0}", "{c: u, r: a}", (18, "choice r must be an integer", "a")),
+    ("expect: {x: 1}", "expect: {y: 1}", (19, "not a declared var", "y")),
+    ("        choices: {c: u, r: 0}", "        choices: {c: u, r: 0}\n        note: 1",
+     (19, "unknown key in a scenario step (allowed: action, choices)", "note")),
+])
+def test_every_scenario_error_is_named_whole_at_its_line(old, new, problem):
+    """Each message of `_Loader.scenario` in full, at the line of the param, step, choice or
+    scenario it is about, with the text it quotes (a choice's allowed values listed in order)."""
+    assert old in SCENARIO
+    parse_spec(SCENARIO, "s.yaml")        # the scenario as written loads
+    with pytest.raises(SpecError) as info:
+        parse_spec(SCENARIO.replace(old, new), "s.yaml")
+    assert [(p.file, p.line, p.message, p.text) for p in info.value.problems] == [("s.yaml", *problem)]
