@@ -10,7 +10,8 @@ import pytest
 
 import haltproof.explorer.engine as E
 from haltproof.explorer.check import Options, check_machine
-from test_verdict_kills import TERMINAL_BY_LABEL, _machine, each_way, prop
+from haltproof.properties.kinds import Subject
+from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _plain, each_way, prop
 
 pytestmark = pytest.mark.verdict
 
@@ -24,6 +25,7 @@ def test_independence_says_the_first_state_met_disables_the_action():
         p = prop(r, "ignores_lab")
         assert p.message == ("two states equal up to the ignored vars: the action is disabled in one "
                              "and enabled in the other"), way
+        assert p.subject == Subject("guard", "go"), way
         assert [s.state for s in p.trace.steps] == [{"x": 0, "lab": "p"}, {"x": 1, "lab": "p"}], way
         assert [s.state for s in p.other_trace.steps] == [{"x": 0, "lab": "q"}, {"x": 1, "lab": "q"}], way
 
@@ -59,6 +61,36 @@ def test_memory_running_out_among_the_initial_states_of_the_generated_loop(monke
     assert run.stop_reason == ("stopped at 3 states: out of memory (a bound, not a bug: try --max-memory, "
                                "more memory, or smaller params)")
     assert prop(run, "low").message == "not decided: the exploration ran out of memory"
+
+
+class FullAt(list):
+    """A list whose append runs out of memory once it holds `limit` items."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def append(self, item):
+        if len(self) == self.limit:
+            raise MemoryError
+        super().append(item)
+
+
+def test_memory_running_out_between_two_appends_of_the_plain_loop_cuts_every_list_to_what_is_whole(monkeypatch):
+    """The third initial state is in the states, parents, actions and combos when appending its
+    rule runs out of memory: every per-state list is cut back to the two whole states."""
+    m = _plain(_machine(INITS))
+    assert not E._runs_generated(m)
+    init = E._Sweep.__init__
+
+    def sweep_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.ex.via_rule = FullAt(2)
+    monkeypatch.setattr(E._Sweep, "__init__", sweep_init)
+    ex = E.explore(m)
+    assert (ex.stopped_by, ex.expanded) == ("max_memory", 0)
+    assert (list(ex.states), list(ex.parent), list(ex.depth)) == ([(0,), (1,)], [-1, -1], [0, 0])
+    assert (list(ex.via_action), list(ex.via_combo), list(ex.via_rule)) == ([-1, -1], [-1, -1], [None, None])
 
 
 def test_a_label_value_never_reached_is_counted_zero_on_every_loop():

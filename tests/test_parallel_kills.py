@@ -503,3 +503,10 @@ def test_a_level_handed_to_a_pool_broken_meanwhile_goes_to_a_new_pool(tmp_path, 
                                        forked(BrokenBetweenLevels(2), bound))
     assert json_of([shared]) == json_of([serial])
     assert (shared.result, shared.stats["states"], levels_shared) == ("proved", 77, [7, 35, 35])
+
+
+def test_both_pools_spawn_their_workers():
+    """Workers are spawned, never forked from this process (which may hold threads, the user's
+    imported code and a run's state): what the forked pools of these tests stand in for."""
+    assert parallel.LocalPool(2).context.get_start_method() == "spawn"
+    assert parallel.LocalSlices(2).context.get_start_method() == "spawn"

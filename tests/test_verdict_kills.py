@@ -19,6 +19,7 @@ from haltproof.explorer.check import Options, RunResult, check_machine, prepare
 from haltproof.machine.compiled import Machine
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.vectorize import vectorize
+from haltproof.properties.kinds import Subject
 
 pytestmark = pytest.mark.verdict
 
@@ -56,7 +57,8 @@ def _summary(r: RunResult) -> dict:
     return {"result": r.result, "stats": {k: v for k, v in r.stats.items() if k != "seconds"},
             "coverage": r.coverage, "bounds": {k: (b["value"], b["message"]) for k, b in r.bounds.items()},
             "properties": [(p.name, p.status, p.message, p.trace and p.trace.to_json(),
-                            p.other_trace and p.other_trace.to_json()) for p in r.properties]}
+                            p.other_trace and p.other_trace.to_json(), p.subject and p.subject.to_json())
+                           for p in r.properties]}
 
 
 def prop(r: RunResult, name: str):
@@ -194,6 +196,7 @@ def test_independence_sees_a_difference_in_being_terminal():
         p = prop(r, "ignores_lab")
         assert p.status == "violated", way
         assert p.message == "two states equal up to the ignored vars differ in being terminal", way
+        assert p.subject == Subject("terminal"), way
         assert [s.state for s in p.trace.steps] == [{"x": 0, "lab": "p"}, {"x": 1, "lab": "p"}], way
         assert [s.state for s in p.other_trace.steps] == [{"x": 0, "lab": "q"}, {"x": 1, "lab": "q"}], way
 
