@@ -63,6 +63,23 @@ def test_memory_running_out_among_the_initial_states_of_the_generated_loop(monke
     assert prop(run, "low").message == "not decided: the exploration ran out of memory"
 
 
+def test_a_run_stopped_by_max_states_says_so_not_that_memory_ran_out():
+    """Nothing ran out of memory: the stop and every undecided property name --max-states."""
+    for way, r in each_way(INITS, max_states=2).items():
+        assert (r.result, r.stop_reason) == ("incomplete", "stopped at 3 states: --max-states 2 reached"), way
+        assert [(p.name, p.status, p.message) for p in r.properties] == [
+            (name, "unknown", "not decided: the exploration stopped at --max-states")
+            for name in ("domains", "well_defined", "low")], way
+
+
+def test_max_states_equal_to_the_states_there_are_explores_them_all():
+    """--max-states 4 of 4 states: complete (the bound is passed only by a state more); 3: cut."""
+    for way, r in each_way(INITS, max_states=4).items():
+        assert (r.result, r.stop_reason, r.stats["states"]) == ("violated", None, 4), way
+    for way, r in each_way(INITS, max_states=3).items():
+        assert (r.result, r.stop_reason) == ("violated", "stopped at 4 states: --max-states 3 reached"), way
+
+
 class FullAt(list):
     """A list whose append runs out of memory once it holds `limit` items."""
 
