@@ -10,6 +10,7 @@ import pytest
 
 import haltproof.explorer.engine as E
 from haltproof.explorer.check import Options, check_machine
+from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
 from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _plain, each_way, prop
 
@@ -108,6 +109,21 @@ def test_memory_running_out_between_two_appends_of_the_plain_loop_cuts_every_lis
     assert (ex.stopped_by, ex.expanded) == ("max_memory", 0)
     assert (list(ex.states), list(ex.parent), list(ex.depth)) == ([(0,), (1,)], [-1, -1], [0, 0])
     assert (list(ex.via_action), list(ex.via_combo), list(ex.via_rule)) == ([-1, -1], [-1, -1], [None, None])
+
+
+def test_the_deadline_passing_among_the_initial_states_says_what_was_running(monkeypatch):
+    """OutOfTime while the third initial state is checked: a timeout, with what was running."""
+    checked = E._Sweep.check_state
+
+    def check_state(self, j, t):
+        if j == 2:
+            raise OutOfTime("running low from state x=2")
+        return checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    for m in (_machine(INITS), _plain(_machine(INITS))):
+        ex = E.explore(m)
+        assert (ex.stopped_by, ex.stopped_in, ex.out_of_memory, ex.expanded) == (
+            "timeout", "running low from state x=2", False, 0)
 
 
 def test_a_label_value_never_reached_is_counted_zero_on_every_loop():
