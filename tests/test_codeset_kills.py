@@ -95,3 +95,39 @@ def test_first_occurrences_of_codes_and_keys_too_wide_for_one_int64():
     c, k = first_occurrences(codes, keys, 2**62, 6)
     assert (c.tolist(), k.tolist()) == ([5, 3, 7, 2**62 - 1], [0, 1, 2, 5])
     assert (c.dtype, k.dtype) == (np.int64, np.int64)
+
+
+@pytest.mark.parametrize("space", [5, 2**62])
+def test_first_occurrences_of_a_single_candidate_is_that_candidate(space):
+    """A level of one candidate (the run's first level): the first code after the sort is
+    always a head, also where the array has no second entry; space 2^62 with 6 keys takes the
+    lexsort fallback, space 5 the packed sort."""
+    c, k = first_occurrences(np.array([3], dtype=np.int64), np.array([4], dtype=np.int64), space, 6)
+    assert (c.tolist(), k.tolist()) == ([3], [4])
+    assert (c.dtype, k.dtype) == (np.int64, np.int64)
+
+
+def test_the_bitmap_holds_exactly_the_codes_added_each_in_its_own_byte_and_bit():
+    """Codes in several bytes (8 codes a byte), first and last bits of a byte, a repeat."""
+    bm = CodeBitmap(64)
+    bm.add(np.array([8, 20, 63, 7, 20], dtype=np.int64))
+    assert np.flatnonzero(bm.contains(np.arange(64))).tolist() == [7, 8, 20, 63]
+
+
+@pytest.mark.parametrize("pieces", [2, 3])
+def test_first_occurrences_of_a_level_past_4096_candidates_in_pieces_are_those_of_one_piece(pieces):
+    """Past 4096 candidates the piece boundaries come from every (len // 4096)-th value."""
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 3000, size=9000).astype(np.int64)
+    keys = rng.permutation(9000).astype(np.int64)
+    one = first_occurrences(codes, keys, 3000, 9000)
+    split = first_occurrences(codes, keys, 3000, 9000, pieces, lambda f, xs: [f(x) for x in xs])
+    assert [a.tolist() for a in split] == [a.tolist() for a in one] == list(
+        _first_occurrences_reference(codes.tolist(), keys.tolist()))
+
+
+def test_an_empty_batch_adds_nothing_and_gives_integer_positions_and_indices():
+    """`first` indexes the batch (codes[first], parent[first]): int64 even when empty."""
+    added = CodeIndex().add_new(np.zeros(0, dtype=np.int64), 3)
+    assert (added.first.dtype, added.index.dtype) == (np.int64, np.int32)
+    assert (added.first.tolist(), added.index.tolist()) == ([], [])

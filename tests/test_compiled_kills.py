@@ -13,7 +13,8 @@ from haltproof.explorer.check import Options, check_spec, prepare
 from haltproof.explorer.replay import run_steps
 from haltproof.machine import compiled as compiled_module
 from haltproof.machine.spec import SpecError, load_spec, parse_spec
-from test_verdict_kills import each_way, prop
+from test_check_kills import PATTERNS
+from test_verdict_kills import _machine, each_way, prop
 
 pytestmark = pytest.mark.verdict
 
@@ -305,3 +306,12 @@ def test_a_terminates_within_bound_of_0_is_a_bound_and_below_it_is_refused():
         check_spec(parse_spec(WITHIN.replace("n - 2", "3 // (n - 1)"), "w.yaml"), Options(pins={"n": [1]}))
     [problem] = raised.value.problems
     assert (problem.line, problem.message) == (10, "division by zero (with n=1)")
+
+
+def test_an_initial_state_given_by_the_users_vars_starts_the_monitors_in_their_initial_values():
+    """A trace's first row without the monitors (what replay reads): the monitors are appended
+    in their one initial value; a row naming them gives them itself."""
+    m = _machine(PATTERNS)
+    assert m.full_state({"n": 1, "last": "refuse"}) == (1, "refuse", "open", "waiting", "waiting")
+    named = {"n": 0, "last": "none", "fine:monitor": "open", "scoped:monitor": "inside", "broken:monitor": "waiting"}
+    assert m.full_state(named) == (0, "none", "open", "inside", "waiting")

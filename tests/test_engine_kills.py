@@ -10,7 +10,9 @@ import pytest
 
 import haltproof.explorer.engine as E
 from haltproof.explorer.check import Options, check_machine
-from test_verdict_kills import TERMINAL_BY_LABEL, _machine, each_way, prop
+from haltproof.machine.usercode import OutOfTime
+from haltproof.properties.kinds import Subject
+from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _plain, each_way, prop
 
 pytestmark = pytest.mark.verdict
 
@@ -24,6 +26,7 @@ def test_independence_says_the_first_state_met_disables_the_action():
         p = prop(r, "ignores_lab")
         assert p.message == ("two states equal up to the ignored vars: the action is disabled in one "
                              "and enabled in the other"), way
+        assert p.subject == Subject("guard", "go"), way
         assert [s.state for s in p.trace.steps] == [{"x": 0, "lab": "p"}, {"x": 1, "lab": "p"}], way
         assert [s.state for s in p.other_trace.steps] == [{"x": 0, "lab": "q"}, {"x": 1, "lab": "q"}], way
 
@@ -59,6 +62,68 @@ def test_memory_running_out_among_the_initial_states_of_the_generated_loop(monke
     assert run.stop_reason == ("stopped at 3 states: out of memory (a bound, not a bug: try --max-memory, "
                                "more memory, or smaller params)")
     assert prop(run, "low").message == "not decided: the exploration ran out of memory"
+
+
+def test_a_run_stopped_by_max_states_says_so_not_that_memory_ran_out():
+    """Nothing ran out of memory: the stop and every undecided property name --max-states."""
+    for way, r in each_way(INITS, max_states=2).items():
+        assert (r.result, r.stop_reason) == ("incomplete", "stopped at 3 states: --max-states 2 reached"), way
+        assert [(p.name, p.status, p.message) for p in r.properties] == [
+            (name, "unknown", "not decided: the exploration stopped at --max-states")
+            for name in ("domains", "well_defined", "low")], way
+
+
+def test_max_states_equal_to_the_states_there_are_explores_them_all():
+    """--max-states 4 of 4 states: complete (the bound is passed only by a state more); 3: cut."""
+    for way, r in each_way(INITS, max_states=4).items():
+        assert (r.result, r.stop_reason, r.stats["states"]) == ("violated", None, 4), way
+    for way, r in each_way(INITS, max_states=3).items():
+        assert (r.result, r.stop_reason) == ("violated", "stopped at 4 states: --max-states 3 reached"), way
+
+
+class FullAt(list):
+    """A list whose append runs out of memory once it holds `limit` items."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def append(self, item):
+        if len(self) == self.limit:
+            raise MemoryError
+        super().append(item)
+
+
+def test_memory_running_out_between_two_appends_of_the_plain_loop_cuts_every_list_to_what_is_whole(monkeypatch):
+    """The third initial state is in the states, parents, actions and combos when appending its
+    rule runs out of memory: every per-state list is cut back to the two whole states."""
+    m = _plain(_machine(INITS))
+    assert not E._runs_generated(m)
+    init = E._Sweep.__init__
+
+    def sweep_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.ex.via_rule = FullAt(2)
+    monkeypatch.setattr(E._Sweep, "__init__", sweep_init)
+    ex = E.explore(m)
+    assert (ex.stopped_by, ex.expanded) == ("max_memory", 0)
+    assert (list(ex.states), list(ex.parent), list(ex.depth)) == ([(0,), (1,)], [-1, -1], [0, 0])
+    assert (list(ex.via_action), list(ex.via_combo), list(ex.via_rule)) == ([-1, -1], [-1, -1], [None, None])
+
+
+def test_the_deadline_passing_among_the_initial_states_says_what_was_running(monkeypatch):
+    """OutOfTime while the third initial state is checked: a timeout, with what was running."""
+    checked = E._Sweep.check_state
+
+    def check_state(self, j, t):
+        if j == 2:
+            raise OutOfTime("running low from state x=2")
+        return checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    for m in (_machine(INITS), _plain(_machine(INITS))):
+        ex = E.explore(m)
+        assert (ex.stopped_by, ex.stopped_in, ex.out_of_memory, ex.expanded) == (
+            "timeout", "running low from state x=2", False, 0)
 
 
 def test_a_label_value_never_reached_is_counted_zero_on_every_loop():

@@ -503,3 +503,39 @@ def test_a_level_handed_to_a_pool_broken_meanwhile_goes_to_a_new_pool(tmp_path, 
                                        forked(BrokenBetweenLevels(2), bound))
     assert json_of([shared]) == json_of([serial])
     assert (shared.result, shared.stats["states"], levels_shared) == ("proved", 77, [7, 35, 35])
+
+
+def test_both_pools_spawn_their_workers():
+    """Workers are spawned, never forked from this process (which may hold threads, the user's
+    imported code and a run's state): what the forked pools of these tests stand in for."""
+    assert parallel.LocalPool(2).context.get_start_method() == "spawn"
+    assert parallel.LocalSlices(2).context.get_start_method() == "spawn"
+
+
+class CountingContext:
+    """The fork context, counting the worker processes a pool starts through it."""
+
+    def __init__(self) -> None:
+        self.fork = multiprocessing.get_context("fork")
+        self.made = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fork, name)
+
+    def Process(self, *args: Any, **kwargs: Any) -> Any:     # the context's own name
+        self.made += 1
+        return self.fork.Process(*args, **kwargs)
+
+
+def test_a_pool_of_runs_starts_its_workers_with_its_own_context(tmp_path, workers_see_the_tests):
+    """Two workers for three runs, both started through the pool's context (spawn, in use)."""
+    path = small_spec(tmp_path)
+    options = Options(pins={"top": [1, 2, 3]})
+    jobs, machines = parallel.jobs_of([parallel.Batch(parallel.Source(path=str(path)),
+                                                      prepare(load_spec(path), options), options)])
+    pool = forked(parallel.LocalPool(2), path)
+    pool.context = context = CountingContext()
+    runs = pool.run(jobs, machines, None)
+    assert [(r.params, r.result) for r in runs] == [({"top": 1}, "proved"), ({"top": 2}, "proved"),
+                                                    ({"top": 3}, "violated")]
+    assert context.made == 2

@@ -76,8 +76,8 @@ properties:
 
 
 @pytest.mark.parametrize("step", ["by * 2 > 0 or after.done", "(2 if by > 1 else 1) > 0 or after.done",
-                                  "by > 1 or after.x == before.x + by"],
-                         ids=["arithmetic", "condition", "or"])
+                                  "(1 if by > 1 else by) > 0", "by > 1 or after.x == before.x + by"],
+                         ids=["arithmetic", "condition", "condition-and-branch", "or"])
 def test_a_choice_an_action_does_not_make_read_in_arithmetic_or_a_condition_is_a_finding(step):
     """stop does not make `by`: the vector engine marks the rows that would read it (a stand-in
     in the arithmetic or the condition, or in the operand of `or` that decides whether the rest
@@ -116,11 +116,12 @@ def test_a_string_no_domain_holds_is_coded_on_the_vector_engine():
     ("after.x > 5 or before.done or by > 0", "unknown", True),       # stop: neither decides, by is read
     ("after.done and by > 0", "violated", True),                     # stop: after.done lets `and` go on
     ("(before.x > 2 and by > 1) or by > 0", "unknown", True),        # stop at x = 2: both reads are reached
-], ids=["or-decided", "or-of-three", "and", "nested"])
+    ("by > 0 if action == 'inc' else after.done", "holds", False),   # stop: the test (naming the action) decides
+], ids=["or-decided", "or-of-three", "and", "nested", "if-on-action"])
 def test_which_operands_of_and_or_are_evaluated_decides_whether_a_missing_choice_is_read(step, status, read):
-    """`and`/`or` stop at the operand that decides: the vector engine marks as reading `by` exactly
-    the rows of stop where Python's evaluation gets to a read of it (through every operand before
-    the last, and inside a nested one), as the scalar loops raise exactly there."""
+    """`and`/`or` (and `if`) stop at the operand that decides: the vector engine marks as reading `by`
+    exactly the rows of stop where Python's evaluation gets to a read of it (through every operand
+    before the last, and inside a nested one), as the scalar loops raise exactly there."""
     for way, r in each_way(CHOICE % step).items():
         wd = prop(r, "well_defined")
         assert (prop(r, "unguarded").status, wd.status) == (status, "violated" if read else "holds"), way

@@ -10,8 +10,9 @@ import pytest
 
 from haltproof.explorer.check import Options, check_machine
 from haltproof.explorer.memory import rough_size
+from haltproof.explorer.vengine import LevelDepth, explore_vector
 from haltproof.machine.vectorize import vectorize
-from test_verdict_kills import _machine, _summary, each_way, prop, states
+from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _summary, each_way, prop, states
 
 pytestmark = pytest.mark.verdict
 
@@ -188,3 +189,18 @@ def test_a_timeout_not_reached_changes_nothing_on_the_vector_engine():
     assert _summary(timed) == _summary(free)
     late = check_machine(m, Options(engine="vector", timeout=1e-9))
     assert (late.result, late.stopped_by) == ("incomplete", "timeout")
+
+
+def test_the_depth_of_levels_with_no_state_is_zero():
+    """Level boundaries with no state in any level (nothing explored): depth 0, as the scalar
+    engine's `max_depth` of an empty exploration, and the deepest level starts at state 0."""
+    for offsets in ([0], [0, 0], [0, 0, 0]):
+        depth = LevelDepth(offsets)
+        assert (len(depth), depth.max(), depth.first_deepest()) == (0, 0, 0), offsets
+    assert (LevelDepth([0, 3, 3]).max(), LevelDepth([0, 3, 5]).max()) == (0, 1)
+    assert LevelDepth([0, 3, 5]).first_deepest() == 3
+
+
+def test_a_small_space_is_held_in_the_dense_index():
+    ex = explore_vector(vectorize(_machine(TERMINAL_BY_LABEL)))
+    assert (ex.visited_set, len(ex.states)) == ("dense index", 5)

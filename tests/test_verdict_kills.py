@@ -19,6 +19,7 @@ from haltproof.explorer.check import Options, RunResult, check_machine, prepare
 from haltproof.machine.compiled import Machine
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.vectorize import vectorize
+from haltproof.properties.kinds import Subject
 
 pytestmark = pytest.mark.verdict
 
@@ -56,7 +57,8 @@ def _summary(r: RunResult) -> dict:
     return {"result": r.result, "stats": {k: v for k, v in r.stats.items() if k != "seconds"},
             "coverage": r.coverage, "bounds": {k: (b["value"], b["message"]) for k, b in r.bounds.items()},
             "properties": [(p.name, p.status, p.message, p.trace and p.trace.to_json(),
-                            p.other_trace and p.other_trace.to_json()) for p in r.properties]}
+                            p.other_trace and p.other_trace.to_json(), p.subject and p.subject.to_json())
+                           for p in r.properties]}
 
 
 def prop(r: RunResult, name: str):
@@ -194,6 +196,7 @@ def test_independence_sees_a_difference_in_being_terminal():
         p = prop(r, "ignores_lab")
         assert p.status == "violated", way
         assert p.message == "two states equal up to the ignored vars differ in being terminal", way
+        assert p.subject == Subject("terminal"), way
         assert [s.state for s in p.trace.steps] == [{"x": 0, "lab": "p"}, {"x": 1, "lab": "p"}], way
         assert [s.state for s in p.other_trace.steps] == [{"x": 0, "lab": "q"}, {"x": 1, "lab": "q"}], way
 
@@ -295,23 +298,40 @@ properties:
 def test_a_step_property_that_raises_ends_its_trace_with_the_step():
     for way, r in each_way(FAILING % ("x + 1", "x == 3", "1 // (before.x - 1) > -5"), vector=False).items():
         wd = prop(r, "well_defined")
-        assert wd.status == "violated" and "property p (kills.yaml:7): " in wd.message, way
+        assert wd.status == "violated", way
+        assert wd.message == "property p (kills.yaml:7): integer division or modulo by zero", way
+        assert wd.subject == Subject("property", "p"), way
         assert states(wd.trace, "x") == [0, 1, 2], way            # the step 1 -> 2 raised
 
 
 def test_an_action_that_raises_is_shown_at_the_state_it_raised_in():
     for way, r in each_way(FAILING % ("x + 1 + 0 // (x - 1)", "x == 3", "True"), vector=False).items():
         wd = prop(r, "well_defined")
-        assert wd.status == "violated" and wd.message.startswith("action inc with no choices (kills.yaml:4): "), way
+        assert wd.status == "violated", way
+        assert wd.message == "action inc with no choices (kills.yaml:4): integer division or modulo by zero", way
+        assert wd.subject == Subject("action", "inc", {}), way
         assert states(wd.trace, "x") == [0, 1], way
         assert wd.trace.steps[-1].action == "inc", way
+        assert r.stats["states"] == 2 and r.stats["transitions"] == 1, way
+
+
+def test_a_guard_that_raises_is_shown_at_the_state_it_raised_in():
+    text = (FAILING % ("x + 1", "x == 3", "True")).replace("when: x < 3,", "when: x < 3 and 1 // (x - 1) >= -5,")
+    for way, r in each_way(text, vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated", way
+        assert wd.message == "guard of inc (kills.yaml:4): integer division or modulo by zero", way
+        assert wd.subject == Subject("guard", "inc"), way
+        assert states(wd.trace, "x") == [0, 1], way
         assert r.stats["states"] == 2 and r.stats["transitions"] == 1, way
 
 
 def test_a_terminal_that_raises_leaves_the_state_unexpanded():
     for way, r in each_way(FAILING % ("x + 1", "x == 3 or 1 // (x - 1) == 7", "True"), vector=False).items():
         wd = prop(r, "well_defined")
-        assert wd.status == "violated" and wd.message.startswith("terminal (kills.yaml:5): "), way
+        assert wd.status == "violated", way
+        assert wd.message == "terminal (kills.yaml:5): integer division or modulo by zero", way
+        assert wd.subject == Subject("terminal"), way
         assert states(wd.trace, "x") == [0, 1], way
         # whether a run may end at x = 1 is unknown: its successors would be invented
         assert r.stats["states"] == 2 and r.stats["transitions"] == 1, way
@@ -445,7 +465,9 @@ def test_a_variant_that_raises_ends_its_trace_with_the_step():
     text = FAILING.replace('p: {step: "%s"}', 'p: {variant: "x + 0 * (1 // (x - 2))", bound: 9}')
     for way, r in each_way(text % ("x + 1", "x == 3"), vector=False).items():
         wd = prop(r, "well_defined")
-        assert wd.status == "violated" and "property p (kills.yaml:7): " in wd.message, way
+        assert wd.status == "violated", way
+        assert wd.message == "property p (kills.yaml:7): integer division or modulo by zero", way
+        assert wd.subject == Subject("property", "p"), way
         assert states(wd.trace, "x") == [0, 1, 2], way            # the step 1 -> 2 raised
 
 
