@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from haltproof.machine import usercode
-from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, EvalError, Machine
+from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, EvalError, Machine, spec_where
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number
 from haltproof.machine.binding import DETERMINISM, bind_machine, spec_adapter
@@ -900,9 +900,9 @@ def _terminates(ex: Exploration, g: _Graph, name: str, why: str | None) -> Prope
     try:
         fairness = L.assumptions(ex)
         bad = _termination_violation(ex, g, name, "terminates", fairness)
-    except EVAL_ERRORS as exc:
-        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: a fairness when cannot be evaluated "
-                              f"on a reachable transition: {exc}")
+    except EVAL_ERRORS as exc:          # named with the line of the `when` that failed
+        return PropertyResult(name, "terminates", UNKNOWN, f"not decided: a fairness when{spec_where(ex.machine, exc)} "
+                              f"cannot be evaluated on a reachable transition: {exc}")
     # a cycle needs fairness to be excused, and a fair lasso is fair under them; a deadlock needs none
     lasso = bad is not None and bad.trace is not None and bad.trace.kind == "lasso"
     relied = fairness if g.lasso is not None and (bad is None or lasso) else []

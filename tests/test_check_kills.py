@@ -790,7 +790,7 @@ def test_a_fairness_when_that_cannot_be_evaluated_leaves_terminates_undecided(en
     assert r.result == "incomplete"
     [p] = [p for p in r.properties if p.kind == "terminates"]
     assert (p.name, p.status, p.message, p.line, p.trace) == (
-        "ends", "unknown", "not decided: a fairness when cannot be evaluated on a reachable transition: "
+        "ends", "unknown", "not decided: a fairness when (t.yaml:18) cannot be evaluated on a reachable transition: "
                            "integer division or modulo by zero", 15, None)
 
 
