@@ -138,15 +138,7 @@ def test_an_and_decided_false_by_a_later_operand_keeps_the_earlier_ones_under_an
 
 # fresh sample (seed 21): an `if` whose test folding does not decide keeps all three parts,
 # each folded: for inc, `x_grew` is `(after.x - before.x if before.x < 2 else 0) == 1`.
-UNDECIDED_IF = """\
-machine: m
-vars:
-  x: {type: int, min: 0, max: 2, init: 0}
-  done: {type: bool, init: false}
-actions:
-  inc: {when: x < 2, do: [{set: {x: x + 1}}]}
-  stop: {when: x == 2 and not done, do: [{set: {done: true}}]}
-terminal: done
+UNDECIDED_IF = NOT_ACTION[:NOT_ACTION.index("properties:\n")] + """\
 properties:
   x_grew:
     step: not (action == inc) or (after.x - before.x if before.x < 2 else 0) == 1
