@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from haltproof.explorer.check import BOUND_OPTION, judge, unsettled
-from haltproof.machine.text import assignments_text, trace_table
+from haltproof.machine.text import assignments_text, counted, trace_table
 
 # What one property result means for the gate.
 PASS = "pass"            # holds (and was meant to)
@@ -256,7 +256,7 @@ def worst_cases(run: dict[str, Any]) -> list[tuple[str, str]]:
             continue
         value = str(m["value"]) if m["exact"] else f"at least {m['value']}"
         n = m["witness_transitions"]
-        out.append((p["name"], f"{value} (a shortest witness takes {n} transition{'' if n == 1 else 's'})"))
+        out.append((p["name"], f"{value} (a shortest witness takes {counted(n, 'transition')})"))
     return out
 
 

@@ -283,7 +283,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 continue
             kind = "lasso (a prefix, then a cycle)" if trace.get("kind") == "lasso" else "shortest path"
             n = len(trace["steps"]) - 1
-            out += ["", f"{label.capitalize()}, {kind}, {n} transition{'' if n == 1 else 's'}:", ""]
+            out += ["", f"{label.capitalize()}, {kind}, {T.counted(n, 'transition')}:", ""]
             out += md_trace_table(trace)
             out += [""] + mermaid_trace(trace)
         out.append("")

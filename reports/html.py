@@ -30,7 +30,7 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from typing import Any
 
-from haltproof.machine.text import assignments_text, value_text
+from haltproof.machine.text import assignments_text, counted, value_text
 from haltproof.properties.kinds import VIOLATED, Trace
 
 from . import findings as F
@@ -307,15 +307,14 @@ def _summary(w: Writer, report: dict[str, Any], runs: list[dict[str, Any]],
              verdicts: list[tuple[str, str]]) -> None:
     result = report.get("result", "error")
     key = result if result in ("proved", "violated", "incomplete") else "error"
-    counted = F.counts(runs)
-    counts = {k: counted[c] for k, c in _COUNTED.items()}
+    tally = F.counts(runs)
+    counts = {k: tally[c] for k, c in _COUNTED.items()}
     specs = list(dict.fromkeys(r.get("spec", "?") for r in runs))
     states = sum((r.get("stats") or {}).get("states", 0) for r in runs)
     w('<section id="summary"><h2>Summary</h2><div class="summary">')
     w(f'<span class="badge result v-{key}" id="overall">{e(result)}</span>')
     code = report.get("exit_code")
-    w(f'<span>{len(runs)} run{"s" if len(runs) != 1 else ""} of {len(specs)} '
-      f'spec{"s" if len(specs) != 1 else ""}, {states:,} states explored'
+    w(f'<span>{counted(len(runs), "run")} of {counted(len(specs), "spec")}, {states:,} states explored'
       + (f", exit code {e(code)}" if code is not None else "") + "</span></div>")
     w('<table class="counts"><tr>')
     for k in ("proved", "expected", "violated", "incomplete"):

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from haltproof.explorer.chances import number
-from haltproof.machine.text import assignments_text
+from haltproof.machine.text import assignments_text, counted
 
 from . import findings as F
 
@@ -95,7 +95,7 @@ def _run_line(run: dict[str, Any]) -> str:
         out += f" ({', '.join(expected)})"
     if run["warnings"]:
         count = len(run["warnings"])
-        out += f", {count} warning{'s' if count != 1 else ''}"
+        out += f", {counted(count, 'warning')}"
     relied = list(dict.fromkeys(f for p in F.under_fairness(run) for f in p["fairness"]))
     if relied:                  # a proof that holds only on fair runs says so on its one line
         out += f"; under fairness: {', '.join(relied)}"
@@ -119,7 +119,7 @@ def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
     if not count:
         return []
     with_some = sum(1 for run in runs if run["warnings"])
-    return [f"{count} warning{'s' if count != 1 else ''} in {with_some} run{'s' if with_some != 1 else ''} "
+    return [f"{counted(count, 'warning')} in {counted(with_some, 'run')} "
             "(vacuity: parts of a spec that never matter): --verbose lists them"]
 
 
