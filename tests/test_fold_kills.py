@@ -112,15 +112,7 @@ def test_and_of_tests_that_all_hold_and_in_of_a_tuple_fold_to_their_truth_and_a_
 # fresh sample (seed 19): an `and` decided false for one action by a later operand keeps the
 # operands before it (they may still fail) under the same `and`: stop's code for `big_stop`
 # is `before.x > 5 and False`, still an `and`.
-DECIDED_LATE = """\
-machine: m
-vars:
-  x: {type: int, min: 0, max: 2, init: 0}
-  done: {type: bool, init: false}
-actions:
-  inc: {when: x < 2, do: [{set: {x: x + 1}}]}
-  stop: {when: x == 2 and not done, do: [{set: {done: true}}]}
-terminal: done
+DECIDED_LATE = NOT_ACTION[:NOT_ACTION.index("properties:\n")] + """\
 properties:
   big_stop:
     step: not (before.x > 5 and action == stop)

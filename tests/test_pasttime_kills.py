@@ -14,22 +14,24 @@ from haltproof.machine.spec import parse_spec
 
 pytestmark = pytest.mark.verdict
 
+# n counts 0, 1, 2; each test adds its property
+COUNTER = """\
+machine: past
+vars:
+  n: {type: int, min: 0, max: 2, init: 0}
+actions:
+  next: {when: n < 2, do: [{set: {n: n + 1}}]}
+terminal: n == 2
+properties:
+"""
+
 
 @pytest.mark.parametrize("engine", ("scalar", "vector"))
 def test_previous_of_an_enum_expression_that_is_no_var(engine: str):
     """`previous('b' if n > 0 else 'a')`: its monitor has no var to copy, so it is an enum of the
     expression's values, initially the first of them sorted (a placeholder no state reads: in
     the initial state previous(e) is e). The run a, b, b breaks `previous(..) == a` at b, b."""
-    text = textwrap.dedent("""\
-        machine: prev
-        vars:
-          n: {type: int, min: 0, max: 2, init: 0}
-        actions:
-          next: {when: n < 2, do: [{set: {n: n + 1}}]}
-        terminal: n == 2
-        properties:
-          it: {always: "previous('b' if n > 0 else 'a') == 'a'"}
-        """)
+    text = COUNTER + """  it: {always: "previous('b' if n > 0 else 'a') == 'a'"}\n"""
     (r,) = check_spec(parse_spec(text, "prev.yaml"), Options(engine=engine))
     (p,) = [p for p in r.properties if p.name == "it"]
     assert r.engine == engine
@@ -40,16 +42,7 @@ def test_previous_of_an_enum_expression_that_is_no_var(engine: str):
 def test_a_past_time_monitor_var_is_named_by_its_call_with_spaces_collapsed():
     """The monitor var of `once(n ==  1)` is named `it:once(n == 1)`: the property, then the
     call's text with each run of whitespace one space."""
-    text = textwrap.dedent("""\
-        machine: past
-        vars:
-          n: {type: int, min: 0, max: 2, init: 0}
-        actions:
-          next: {when: n < 2, do: [{set: {n: n + 1}}]}
-        terminal: n == 2
-        properties:
-          it: {always: "once(n ==  1) or n == 0"}
-        """)
+    text = COUNTER + """  it: {always: "once(n ==  1) or n == 0"}\n"""
     assert [v.name for v in parse_spec(text, "past.yaml").vars] == ["n", "it:once(n == 1)"]
 
 
