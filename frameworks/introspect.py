@@ -456,10 +456,11 @@ def _cycles(shape: Shape) -> Iterator[Finding]:
     g = _graph(shape)
     bounded = [lim for lim in shape.limits if lim.value is not None]
     unbounded = [lim for lim in shape.limits if lim.value is None]
+    reach = nx.descendants(g, shape.start)
     for scc in nx.strongly_connected_components(g):
         nodes = sorted(scc)
-        if shape.end in scc or not (len(nodes) > 1 or g.has_edge(nodes[0], nodes[0])):
-            continue
+        if shape.end in scc or not (len(nodes) > 1 or g.has_edge(nodes[0], nodes[0])) or not scc <= reach:
+            continue        # no cycle, or one no run reaches (its nodes are reported unreachable)
         if any(n in shape.open for n in nodes):
             continue        # where a node may go is not all known: nothing to claim
         exits = [e for e in shape.edges if e.source in scc and e.target not in scc]
@@ -515,7 +516,11 @@ def _runs_var(shape: Shape, name: str) -> str:
 
 
 def _routes(shape: Shape) -> Iterator[Finding]:
+    import networkx as nx
+    reach = nx.descendants(_graph(shape), shape.start)
     for r in shape.routes:
+        if r.source not in reach:
+            continue        # in a node no run reaches: reported as unreachable
         yield Finding("unknown-route", f"{shape.unit} {r.source}",
                       f"{r.source} can send the run to {r.value!r}, which is not one of its targets "
                       f"({', '.join(r.known)})", r.site, r.how,

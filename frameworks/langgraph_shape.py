@@ -157,8 +157,12 @@ def _read_sites(g: Graph, obj: Any) -> None:
             tree, g.file = found
     if tree is None:
         return
+    span = _builder_span(tree, obj)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if span is not None and not (isinstance(node.func.value, ast.Name) and node.func.value.id == span[0]
+                                     and span[1] < node.lineno < span[2]):
             continue
         args = [a.value if isinstance(a, ast.Constant) else NAMED.get(getattr(a, "id", ""), getattr(a, "id", None))
                 for a in node.args]
@@ -169,6 +173,25 @@ def _read_sites(g: Graph, obj: Any) -> None:
             g.sites.setdefault(("edge", str(args[0]), str(args[1])), node.lineno)
         elif method == "add_conditional_edges" and args and isinstance(args[0], str):
             g.sites.setdefault(("branch", args[0]), node.lineno)
+
+
+def _builder_span(tree: ast.AST, obj: Any) -> tuple[str, int, int] | None:
+    """For a module that builds several graphs: the builder variable the target was compiled from
+    (`graph = builder.compile()`) and the lines between its last assignment and that compile call,
+    where its `add_*` calls are; None when the source does not show it."""
+    if inspect.isfunction(obj):
+        return None
+    module = _module_holding(obj)
+    names = {k for k, v in vars(module).items() if v is obj} if module else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets) \
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
+                and node.value.func.attr == "compile" and isinstance(node.value.func.value, ast.Name):
+            builder, end = node.value.func.value.id, node.lineno
+            starts = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < end
+                      and any(isinstance(t, ast.Name) and t.id == builder for t in n.targets)]
+            return builder, max(starts, default=0), end
+    return None
 
 
 def _module_holding(obj: Any) -> Any:

@@ -78,7 +78,7 @@ def shape(obj: Any, ref: str) -> Shape:
     agents = _agents(obj, ref)
     module = _module_of(obj)
     lines, file = _agent_lines(module)
-    others = {a.name: a for a in vars(module).values() if is_agent(a) and a.name not in agents} if module else {}
+    others = _forgotten(module, agents)
 
     def site(name: str) -> Site | None:
         return Site(file, lines[name]) if file and name in lines else None
@@ -88,6 +88,15 @@ def shape(obj: Any, ref: str) -> Shape:
         _turns(s, name, agent, site(name))
     s.limits = _limits(module, agents)
     return s
+
+
+def _forgotten(module: Any, agents: dict[str, Any]) -> dict[str, Any]:
+    """Agents the module defines that hand off into the run but that no agent of the run hands off to (a
+    handoff forgotten?); agents with no link to the run are another app's, and none of lint's business."""
+    if module is None:
+        return {}
+    return {a.name: a for a in vars(module).values()
+            if is_agent(a) and a.name not in agents and any(h in agents for h in _handoff_names(a))}
 
 
 def _module_of(obj: Any) -> Any:
