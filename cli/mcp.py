@@ -204,7 +204,7 @@ def _steps(run: dict[str, Any], prop: dict[str, Any]) -> str:
     lines = [f"{prop['name']} ({prop['kind']}) is violated in {run['machine']} "
              f"({T.assignments_text(run['params']) or 'no params'}): {prop.get('message', '')}",
              ("a lasso: the steps from " + str(trace.get("loop_start")) + " on repeat forever")
-             if trace.get("kind") == "lasso" else f"the shortest run that breaks it: {len(trace['steps']) - 1} steps"]
+             if trace.get("kind") == "lasso" else f"the shortest run that breaks it: {_count(len(trace['steps']) - 1)}"]
     for n, step in enumerate(trace["steps"]):
         if n == 0:
             lines.append(f"step 0: the initial state: {T.assignments_text(step['state'])}")
@@ -218,6 +218,10 @@ def _steps(run: dict[str, Any], prop: dict[str, Any]) -> str:
         mark = T.loop_mark(trace, n)
         lines.append(f"{head}: {T.changes(trace['steps'], n)}" + (f" ({mark})" if mark else ""))
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
 
 
 def replay(spec: str, trace_file: str, property: str | None = None, params: dict[str, Any] | None = None,
@@ -235,15 +239,14 @@ def replay(spec: str, trace_file: str, property: str | None = None, params: dict
     return {"ok": ran.returncode == report.EXIT_OK, "exit_code": ran.returncode, "steps": ran.stdout}
 
 
-def properties(target: str, timeout_seconds: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+def properties(target: str, timeout_seconds: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """The out-of-the-box properties haltproof checks on a framework target (module:attr of a LangGraph graph or
     function building one, an OpenAI Agents Agent, a Pydantic AI Agent): each with its kind and what it answers."""
     timeout = _budget(timeout_seconds)
     ran = _run(["properties", target, str(timeout)], timeout, module=__name__)
     if ran.returncode != 0:
         raise _error(_message(ran))
-    answer: list[dict[str, Any]] = json.loads(ran.stdout)
-    return answer
+    return {"target": target, "properties": json.loads(ran.stdout)}
 
 
 def init(target: str, output: str, force: bool = False, timeout_seconds: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
