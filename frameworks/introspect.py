@@ -24,8 +24,9 @@ import importlib
 import inspect
 import os
 import re
+import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, Protocol, cast
@@ -163,6 +164,12 @@ SUPPORTED = "a compiled LangGraph graph (or a function building one from its cha
             "or a Pydantic AI Agent"
 
 
+def target_module(ref: str) -> ModuleType | None:
+    """The module TARGET names (`module` of `module:attr`), imported by `load`: where the app's code
+    that builds and runs the object is read from."""
+    return sys.modules.get(ref.partition(":")[0])
+
+
 def load(ref: str) -> Any:
     """The object TARGET (`module:attr`) names, imported from the working directory as
     declarations import theirs; TargetError when it does not import."""
@@ -175,7 +182,7 @@ def load(ref: str) -> Any:
 
 def reader(obj: Any, ref: str) -> ShapeModule:
     """The module of the framework `obj` belongs to, its version checked; TargetError otherwise."""
-    for framework, name in _SHAPES.items():
+    for name in _SHAPES.values():
         module = cast(ShapeModule, importlib.import_module(name))
         if module.claims(obj):
             try:
@@ -407,12 +414,6 @@ def receiver(call: ast.Call) -> str | None:
     return None
 
 
-def module_of(obj: Any) -> ModuleType | None:
-    name = getattr(obj, "__module__", None)
-    mod = importlib.import_module(name) if isinstance(name, str) else None
-    return mod
-
-
 # ---------------------------------------------------------------- the rules over a shape
 
 def _graph(shape: Shape) -> Any:
@@ -623,12 +624,3 @@ def header(doc: Doc, ref: str, framework: str, asks: list[str]) -> None:
     doc.comment("What init cannot know from the code, and asks you (search for ASK):")
     for n, ask in enumerate(asks, 1):
         doc.comment(f"{n}. {ask}")
-
-
-PROPERTIES_HINT = ("properties of your own: what your app must do, over the vars the framework section of "
-                   "docs/frameworks.md lists (the out-of-the-box ones are always checked), e.g.")
-
-
-def chosen(values: list[Any]) -> Callable[[Any], bool]:
-    """A membership test that never hashes (values may be lists)."""
-    return lambda v: any(v is x or v == x for x in values)

@@ -24,9 +24,9 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.usercode import OutOfTime
 
-from .introspect import (Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, function_ast,
+from .introspect import (Decided, Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, function_ast,
                          header, keyword, keyword_calls, label, literal_limit, module_ast, placeholder, receiver,
-                         referenced, resolve_name, returned_targets, site_of)
+                         referenced, resolve_name, returned_targets, site_of, target_module)
 from .langgraph import DEFAULT_LIMIT, END, GraphRun, is_graph, model_choice, require_langgraph, scripted_model
 
 FRAMEWORK = "langgraph"
@@ -151,13 +151,13 @@ def _read_sites(g: Graph, obj: Any) -> None:
         tree, site = parsed
         g.file = site.file
     else:
-        module = inspect.getmodule(obj) if inspect.isfunction(obj) else _module_holding(obj)
+        module = target_module(g.ref)
         found = module_ast(module) if module else None
         if found:
             tree, g.file = found
     if tree is None:
         return
-    span = _builder_span(tree, obj)
+    span = _builder_span(tree, obj, target_module(g.ref))
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
@@ -175,13 +175,12 @@ def _read_sites(g: Graph, obj: Any) -> None:
             g.sites.setdefault(("branch", args[0]), node.lineno)
 
 
-def _builder_span(tree: ast.AST, obj: Any) -> tuple[str, int, int] | None:
+def _builder_span(tree: ast.AST, obj: Any, module: Any) -> tuple[str, int, int] | None:
     """For a module that builds several graphs: the builder variable the target was compiled from
     (`graph = builder.compile()`) and the lines between its last assignment and that compile call,
     where its `add_*` calls are; None when the source does not show it."""
     if inspect.isfunction(obj):
         return None
-    module = _module_holding(obj)
     names = {k for k, v in vars(module).items() if v is obj} if module else set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets) \
@@ -191,16 +190,6 @@ def _builder_span(tree: ast.AST, obj: Any) -> tuple[str, int, int] | None:
             starts = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < end
                       and any(isinstance(t, ast.Name) and t.id == builder for t in n.targets)]
             return builder, max(starts, default=0), end
-    return None
-
-
-def _module_holding(obj: Any) -> Any:
-    """The module whose globals hold `obj` (a compiled graph has no `__module__` of its own)."""
-    for module in list(sys.modules.values()):
-        space = getattr(module, "__dict__", None)
-        if space and any(v is obj for v in list(space.values())) and getattr(module, "__file__", None):
-            if not str(module.__name__).startswith(("langgraph", "haltproof", "__main__")):
-                return module
     return None
 
 
@@ -235,7 +224,7 @@ def _branch(g: Graph, s: Shape, source: str, name: str, spec: Any, known: list[s
     the returns that name no destination."""
     from langgraph.prebuilt import tools_condition
     fn = getattr(spec.path, "func", None) or getattr(spec.path, "afunc", None)
-    decided = "model" if fn is tools_condition or g.calls_model(source) else "code"
+    decided: Decided = "model" if fn is tools_condition or g.calls_model(source) else "code"
     ends = dict(spec.ends) if spec.ends else None
     where = g.site("branch", source) or site_of(fn)
     how = f"the routing function {name}: " + ("its path map or Literal return annotation" if ends
@@ -277,7 +266,7 @@ def _commands(g: Graph, s: Shape, name: str, spec: Any, known: list[str]) -> Non
     fn = g.funcs.get(name)
     if fn is None:
         return
-    decided = "model" if g.calls_model(name) else "code"
+    decided: Decided = "model" if g.calls_model(name) else "code"
     gotos, seen, whole = keyword_calls(fn, "Command", "goto")
     site = site_of(fn)
     for value, line in gotos:
@@ -307,7 +296,7 @@ def _limits(g: Graph) -> list[Limit]:
         out.append(Limit("recursion_limit", value if bounded else None, False, None,
                          "the compiled graph's config (with_config)"))
         return out
-    module = inspect.getmodule(g.target) if inspect.isfunction(g.target) else _module_holding(g.target)
+    module = target_module(g.ref)
     if module is None:
         return out
     names = _graph_names(module, g.target)

@@ -20,7 +20,7 @@ from typing import Any
 from haltproof.machine.errors import SpecError
 
 from .introspect import (Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, header, keyword, label,
-                         literal_limit, module_ast, placeholder)
+                         literal_limit, module_ast, placeholder, target_module)
 from .openai_agents import agents_of, function_tools, is_agent, require_agents
 
 FRAMEWORK = "openai_agents"
@@ -76,7 +76,7 @@ def _handoff_names(agent: Any) -> list[str]:
 def shape(obj: Any, ref: str) -> Shape:
     """The agents, the turns that end a run, stay with an agent or hand it off, and the max_turns the code shows."""
     agents = _agents(obj, ref)
-    module = _module_of(obj)
+    module = target_module(ref)
     lines, file = _agent_lines(module)
     others = _forgotten(module, agents)
 
@@ -97,17 +97,6 @@ def _forgotten(module: Any, agents: dict[str, Any]) -> dict[str, Any]:
         return {}
     return {a.name: a for a in vars(module).values()
             if is_agent(a) and a.name not in agents and any(h in agents for h in _handoff_names(a))}
-
-
-def _module_of(obj: Any) -> Any:
-    """The module whose globals hold the agent (an Agent has no `__module__` of its own)."""
-    import sys
-    for module in list(sys.modules.values()):
-        space = getattr(module, "__dict__", None)
-        if space and getattr(module, "__file__", None) and any(v is obj for v in list(space.values())) and \
-                not str(module.__name__).startswith(("agents", "haltproof", "__main__")):
-            return module
-    return None
 
 
 def _turns(s: Shape, name: str, agent: Any, site: Site | None) -> None:

@@ -12,13 +12,12 @@ that run the agent (`run`, `run_sync`, `run_stream`, `iter`) in the target's mod
 from __future__ import annotations
 
 import ast
-import sys
 from typing import Any
 
 from haltproof.machine.errors import SpecError
 
 from .introspect import (Doc, Edge, Limit, Shape, Site, TargetError, calls_in_module, header, keyword, label,
-                         literal_limit, placeholder, site_of)
+                         literal_limit, placeholder, site_of, target_module)
 from .pydantic_ai import DEFAULT_REQUEST_LIMIT, AgentTools, require_pydantic_ai, tools_of
 
 FRAMEWORK = "pydantic_ai"
@@ -58,7 +57,7 @@ def _tools(obj: Any, ref: str) -> AgentTools:
 
 def shape(obj: Any, ref: str) -> Shape:
     """Pydantic AI's run graph for this agent, and the request_limit the code shows."""
-    module = _module_of(obj)
+    module = target_module(ref)
     site = _agent_site(obj, module)
     s = Shape(FRAMEWORK, ref, "node", START, END, {"model_request": site, "call_tools": site},
               limit_error="request_limit_error")
@@ -71,16 +70,6 @@ def shape(obj: Any, ref: str) -> Shape:
                      + "an answer the output does not accept, asks the model again")]
     s.limits = _limits(module, obj)
     return s
-
-
-def _module_of(obj: Any) -> Any:
-    """The module whose globals hold the agent."""
-    for module in list(sys.modules.values()):
-        space = getattr(module, "__dict__", None)
-        if space and getattr(module, "__file__", None) and any(v is obj for v in list(space.values())) and \
-                not str(module.__name__).startswith(("pydantic_ai", "haltproof", "__main__")):
-            return module
-    return None
 
 
 def _agent_site(obj: Any, module: Any) -> Site | None:
