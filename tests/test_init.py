@@ -198,3 +198,23 @@ def test_a_target_that_hangs_on_import_is_cut_short_by_timeout(cli, tmp_path, mo
     assert ran.err == ("haltproof: incomplete: --timeout reached while importing the target's module slow_import "
                        "(target: slow_import:graph)\n")
     assert not (tmp_path / "graph.yaml").exists()
+
+
+@pytest.mark.slow
+def test_the_docs_tour_runs_as_written(cli, tmp_path, monkeypatch):
+    """docs/init.md's commands, from a folder holding react.py; its YAML is the file's, comments shortened."""
+    import re
+    doc = (ROOT / "docs" / "init.md").read_text()
+    commands = [line for block in re.findall(r"```bash\n(.*?)```", doc, re.S) for line in block.splitlines()]
+    assert commands == ["haltproof init react:build_graph -o starter.yaml", "haltproof check starter.yaml"]
+    shutil.copy(EXAMPLES / "langgraph" / "react.py", tmp_path / "react.py")
+    monkeypatch.chdir(tmp_path)
+    with fresh_modules(monkeypatch, ("react",)):
+        ran = [cli(*command.split()[1:], *(["--quiet"] if "check" in command else [])) for command in commands]
+    assert [r.code for r in ran] == [0, 0]
+    assert ran[1].out == "4 runs: 4 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved\n"
+    assert "`4 runs: 4 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`" in doc
+    written = (tmp_path / "starter.yaml").read_text().splitlines()
+    (shown,) = re.findall(r"```yaml\n(.*?)```", doc, re.S)
+    assert [line for line in shown.splitlines() if line and not line.startswith("#")] == \
+        [line for line in written if line and not line.startswith("#")]

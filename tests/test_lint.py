@@ -178,3 +178,12 @@ def test_fixtures_are_written_as_the_tests_read_them():
     assert text[31] == 'b.add_edge("plan", "act")'
     assert text[66] == '    return "finish"'
     assert Path(FIXTURES / f"{OA}.py").read_text().splitlines()[23].startswith('booker = Agent(name="Booker"')
+
+
+def test_the_docs_example_is_what_lint_prints(cli, fixtures):
+    import re
+    doc = (ROOT / "docs" / "lint.md").read_text()
+    (command,) = [b.strip() for b in re.findall(r"```bash\n(.*?)```", doc, re.S)]
+    ran = cli(*command.split()[1:])
+    assert ran.code == 1
+    assert f"exits 1 and prints\n\n```\n{ran.out}```" in doc

@@ -16,8 +16,6 @@ from ci_reports import TINY_TEXT, without_expect
 from conftest import LOOP_DEMO, ROOT
 from haltproof.reports import report
 
-pytestmark = pytest.mark.slow        # each tool call starts haltproof in a fresh process
-
 TOOLS = ["check", "explain", "init", "lint", "properties", "replay", "validate"]
 BROKEN = "machine: broken\nvars:\n  x: {type: int, min: 0, max: 1, init: 0}\nactions:\n  step:\n    when: x ==\n"
 
@@ -51,6 +49,7 @@ def specs(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow        # each tool call starts haltproof in a fresh process
 def test_a_session_validates_checks_explains_and_replays_a_spec(specs, tmp_path):
     async def body(s, init):
         out = {"init": init, "tools": await s.list_tools()}
@@ -98,6 +97,7 @@ def test_a_session_validates_checks_explains_and_replays_a_spec(specs, tmp_path)
                                           "is proved")
 
 
+@pytest.mark.slow        # each tool call starts haltproof in a fresh process
 def test_bad_input_is_a_tool_error_with_a_clear_message_and_the_server_goes_on(specs, tmp_path):
     calls = [
         ("check", {"spec": "tiny.yaml", "timeout_seconds": 0, "max_states": 10},
@@ -128,6 +128,7 @@ def test_bad_input_is_a_tool_error_with_a_clear_message_and_the_server_goes_on(s
     assert not (specs / "x.yaml").exists()
 
 
+@pytest.mark.slow        # each tool call starts haltproof in a fresh process
 def test_a_session_lists_properties_inits_and_lints_a_framework_target(tmp_path):
     app = tmp_path / "app"
     app.mkdir()
@@ -149,3 +150,26 @@ def test_a_session_lists_properties_inits_and_lints_a_framework_target(tmp_path)
     assert made["declaration"].startswith("# A starter declaration for react:build_graph")
     assert again.is_error and "react.yaml: already exists; init never overwrites a file" in text(again)
     assert (lint["result"], lint["findings"]) == ("clean", [])
+
+
+def test_the_docs_configs_start_this_server():
+    """docs/mcp.md's registrations: valid JSON, each running `haltproof mcp`; Claude Code's command alike."""
+    import re
+    doc = (ROOT / "docs" / "mcp.md").read_text()
+    configs = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", doc, re.S)]
+    assert [c.get("mcpServers", c.get("servers"))["haltproof"]["args"] for c in configs] == [["mcp"], ["mcp"]]
+    assert all(c.get("mcpServers", c.get("servers"))["haltproof"]["command"] == "haltproof" for c in configs)
+    assert "claude mcp add haltproof -- haltproof mcp" in doc
+
+
+def test_the_doc_lists_every_tool():
+    import re
+    from haltproof.cli import mcp
+    doc = (ROOT / "docs" / "mcp.md").read_text()
+    assert sorted(re.findall(r"^\| `(\w+)` \|", doc, re.M)) == sorted(t.__name__ for t in mcp.TOOLS) == TOOLS
+
+
+def test_without_the_sdk_the_command_says_how_to_install_it(cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)
+    ran = cli("mcp")
+    assert (ran.code, ran.err) == (2, "error: haltproof mcp needs the MCP Python SDK: pip install 'haltproof[mcp]'\n")
