@@ -91,7 +91,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
     recorded = _checked_options(args)
-    client = _dask_client(args.dask)
+    client = _dask_client(args.dask, args.timeout)
     try:
         specs, models = _load_specs(paths)
         _check_names(specs, pins, args.properties)
@@ -125,15 +125,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def _dask_client(address: str | None) -> Any:
-    """The Dask client for --dask ADDRESS (None without it); an unreachable scheduler is exit 2."""
+def _dask_client(address: str | None, timeout: float | None) -> Any:
+    """The Dask client for --dask ADDRESS (None without it). An unreachable scheduler, or
+    anything else answering there, is exit 2; a --timeout shorter than the time given to
+    connecting bounds it too, and a scheduler silent until then is exit 3 (nothing checked)."""
     if address is None:
         return None
     if not address.strip():
         raise UsageError("--dask needs the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    seconds = cluster.CONNECT_SECONDS if timeout is None else min(timeout, cluster.CONNECT_SECONDS)
     try:
-        return cluster.connect(address)
+        return cluster.connect(address, seconds)
     except cluster.Unreachable as exc:
+        if exc.timed_out and seconds < cluster.CONNECT_SECONDS:
+            raise OutOfTime(f"waiting for the Dask scheduler at {address} to answer") from None
         raise UsageError(str(exc)) from None
 
 
