@@ -169,12 +169,14 @@ def _greeting(data: bytes) -> bool | None:
     while it is too short to tell."""
     if len(data) < 16:
         return None
+    total: int
+    frames: int
     total, frames = struct.unpack_from("=QQ", data)
     if not (16 <= total <= GREETING_MAX and 1 <= frames <= 64):
         return False
     if len(data) < 8 + total:
         return None
-    sizes = struct.unpack_from(f"={frames}Q", data, 16)
+    sizes: tuple[int, ...] = struct.unpack_from(f"={frames}Q", data, 16)
     return len(data) == 8 + total and 8 * (1 + frames) + sum(sizes) == total
 
 
@@ -200,7 +202,8 @@ def _judge(address: str, seconds: float, got: bytes, closed: bool, until: float)
 
 def _dask_role(address: str, seconds: float) -> None:
     """Unreachable when the Dask server at `address` is a worker or a nanny, not the scheduler."""
-    from distributed.comm import connect as comm_connect
+    from distributed import comm as dask_comm
+    comm_connect: Any = dask_comm.connect     # distributed's connect has no annotations
 
     async def identity() -> Any:
         comm = await comm_connect(address, timeout=seconds)
