@@ -29,7 +29,7 @@ from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
 
-from .common import collect_specs, pins_option, size, timeout_option
+from .common import collect_specs, pins_option, size, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -116,7 +116,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         code = report.EXIT_VIOLATED
     if args.emit_tests:
         _emit_tests(args.emit_tests, runs)
-    sys.stdout.write(text)
+    write_stdout(text)
     if moved:
         print(f"baseline {args.baseline}: {len(moved)} figure{'s' if len(moved) != 1 else ''} moved "
               "(rerun with --update-baseline to accept):", file=sys.stderr)
@@ -277,7 +277,7 @@ def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:
 def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict[str, Any]]:
     """The stdout text and the report dict; writes the report files and the GitHub job summary."""
     data = report.to_json(runs)
-    shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
+    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r.spec for r in runs]))} \
         if args.trace_format == "itf" else {}
     text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)
