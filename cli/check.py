@@ -29,7 +29,7 @@ from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
 
-from .common import collect_specs, pins_option, size, timeout_option
+from .common import collect_specs, pins_option, size, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -91,7 +91,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
     recorded = _checked_options(args)
-    client = _dask_client(args.dask)
+    client = _dask_client(args.dask, args.timeout)
     try:
         specs, models = _load_specs(paths)
         _check_names(specs, pins, args.properties)
@@ -116,7 +116,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         code = report.EXIT_VIOLATED
     if args.emit_tests:
         _emit_tests(args.emit_tests, runs)
-    sys.stdout.write(text)
+    write_stdout(text)
     if moved:
         print(f"baseline {args.baseline}: {len(moved)} figure{'s' if len(moved) != 1 else ''} moved "
               "(rerun with --update-baseline to accept):", file=sys.stderr)
@@ -125,15 +125,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def _dask_client(address: str | None) -> Any:
-    """The Dask client for --dask ADDRESS (None without it); an unreachable scheduler is exit 2."""
+def _dask_client(address: str | None, timeout: float | None) -> Any:
+    """The Dask client for --dask ADDRESS (None without it). An unreachable scheduler, or
+    anything else answering there, is exit 2; a --timeout shorter than the time given to
+    connecting bounds it too, and a scheduler silent until then is exit 3 (nothing checked)."""
     if address is None:
         return None
     if not address.strip():
         raise UsageError("--dask needs the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    seconds = cluster.CONNECT_SECONDS if timeout is None else min(timeout, cluster.CONNECT_SECONDS)
     try:
-        return cluster.connect(address)
+        return cluster.connect(address, seconds)
     except cluster.Unreachable as exc:
+        if exc.timed_out and seconds < cluster.CONNECT_SECONDS:
+            raise OutOfTime(f"waiting for the Dask scheduler at {address} to answer") from None
         raise UsageError(str(exc)) from None
 
 
@@ -272,7 +277,7 @@ def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:
 def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict[str, Any]]:
     """The stdout text and the report dict; writes the report files and the GitHub job summary."""
     data = report.to_json(runs)
-    shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
+    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r.spec for r in runs]))} \
         if args.trace_format == "itf" else {}
     text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from haltproof.machine.binding import spec_adapter
@@ -14,7 +13,7 @@ from haltproof.explorer.check import Options, prepare
 from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
 
-from .common import pins_option, timeout_option
+from .common import pins_option, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -39,7 +38,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True))
     adapter = spec_adapter(spec)
     result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
-    sys.stdout.write(to_text(result, spec.name, spec.bind))
+    write_stdout(to_text(result, spec.name, spec.bind))
     if result.stopped:
         return report.EXIT_INCOMPLETE
     return report.EXIT_OK if result.ok else report.EXIT_VIOLATED

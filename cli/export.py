@@ -20,7 +20,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.prism import ident, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 
-from .common import not_one_combination, timeout_option
+from .common import not_one_combination, timeout_option, write_stdout
 
 FORMATS = ("prism",)
 
@@ -72,5 +72,5 @@ def cmd_export(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the model: {exc.strerror}") from None
     else:
-        sys.stdout.write(text)
+        write_stdout(text)
     return 0

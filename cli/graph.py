@@ -23,7 +23,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
 from haltproof.reports.report import EXIT_INCOMPLETE
 
-from .common import not_one_combination, timeout_option
+from .common import not_one_combination, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -134,7 +134,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the graph: {exc.strerror}") from None
     else:
-        sys.stdout.write(text)
+        write_stdout(text)
     for note in notes:
         print(f"haltproof graph: {note}", file=sys.stderr)
     return 0

@@ -16,7 +16,7 @@ from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_st
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
-from .common import pins_option, timeout_option
+from .common import pins_option, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -40,15 +40,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     compiled = CompiledSpec(spec)
     if args.scenario is not None:
-        m, out = _replay_scenario(args, compiled, pins)
+        m, out, head = _replay_scenario(args, compiled, pins)
     else:
-        m, out = _replay_trace(args, compiled, pins)
-    _print_replay(m, out)
+        m, out, head = _replay_trace(args, compiled, pins)
+    write_stdout("\n".join([head, *_replay_lines(m, out)]) + "\n")
     return report.EXIT_OK if out.ok else report.EXIT_VIOLATED
 
 
 def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
-                     pins: dict[str, int | str]) -> tuple[Machine, Replayed]:
+                     pins: dict[str, int | str]) -> tuple[Machine, Replayed, str]:
     spec = compiled.spec
     sc = next((s for s in spec.scenarios if s.name == args.scenario), None)
     if sc is None:
@@ -58,12 +58,11 @@ def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
     params.update({name: values[0] for name, values in check_pins(spec, pins).items()})
     m = _bound(spec, compiled.instantiate(params), args.model)
     out = run_scenario(m, sc)
-    print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
-    return m, out
+    return m, out, f"# scenario {sc.name} of {spec.name}, {_params_text(params)}"
 
 
 def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
-                  pins: dict[str, int | str]) -> tuple[Machine, Replayed]:
+                  pins: dict[str, int | str]) -> tuple[Machine, Replayed, str]:
     spec = compiled.spec
     data = load_trace(args.trace, args.property)
     params = trace_params(spec, data, args.trace, pins)
@@ -77,8 +76,7 @@ def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
     steps = data["steps"]
     out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
                     [s["state"] for s in steps])
-    print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
-    return m, out
+    return m, out, f"# trace {args.trace} on {spec.name}, {_params_text(params)}"
 
 
 def _bound(spec: Spec, m: Machine, model_only: bool) -> Machine:
@@ -92,18 +90,16 @@ def _params_text(params: dict[str, int]) -> str:
     return assignments_text(params) or "no params"
 
 
-def _print_replay(m: Machine, out: Replayed) -> None:
+def _replay_lines(m: Machine, out: Replayed) -> list[str]:
+    """The replay as it is printed: each step, then how it ended."""
     if m.replay_lines:
-        for lines in out.lines:
-            for label, value in lines:
-                print(f"{label}: {value}")
+        lines = [f"{label}: {value}" for step in out.lines for label, value in step]
     else:
-        for row in trace_table(Trace(out.steps).to_json()):
-            print(row)
+        lines = trace_table(Trace(out.steps).to_json())
     if out.ok:
         end = out.steps[-1].state
-        print(f"# ok: {len(out.steps) - 1} steps, final state "
-              + assignments_text(end)
-              + ("" if out.terminal else " (not terminal)"))
+        lines.append(f"# ok: {len(out.steps) - 1} steps, final state " + assignments_text(end)
+                     + ("" if out.terminal else " (not terminal)"))
     else:
-        print(f"# FAILED: {out.problem}")
+        lines.append(f"# FAILED: {out.problem}")
+    return lines

@@ -29,7 +29,7 @@ from haltproof.machine import usercode
 from haltproof.machine.binding import Adapter, Runner, user_traceback, value_checkers
 from haltproof.machine.compiled import CompiledAction, EvalError, Machine
 from haltproof.machine.live import LiveAdapter
-from haltproof.machine.text import assignments_text, value_text
+from haltproof.machine.text import assignments_text, exception_text, value_text
 from haltproof.machine.usercode import OutOfTime, running
 
 
@@ -208,7 +208,7 @@ def _outside(m: Machine, checkers: list[Callable[[Any], bool]], state: dict[str,
 
 
 def _raised(who: str, exc: Exception) -> str:
-    return f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}"
+    return f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}"
 
 
 def _show_code(step: ConformStep, var: str) -> str:

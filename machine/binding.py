@@ -47,6 +47,7 @@ from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
 from .usercode import OutOfTime, running
 from .spec import Spec, present
+from .text import exception_text
 
 T = TypeVar("T")
 # code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
@@ -178,7 +179,7 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter
         raise
     except Exception as exc:   # the user's module may fail in any way while importing
         raise SpecError([Problem(file, line, f"cannot import the bound module: "
-                                             f"{type(exc).__name__}: {exc}", ref)]) from None
+                                             f"{exception_text(exc)}", ref)]) from None
     target = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -190,7 +191,7 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter
         stop.note(f"creating the adapter {ref}")
         raise
     except Exception as exc:
-        raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
+        raise SpecError([Problem(file, line, f"cannot create the adapter: {exception_text(exc)}",
                                  ref)]) from None
     needed = ("start", "step", "abstract") if is_live(adapter) else ("concretize", "step", "abstract")
     missing = [m for m in needed if not callable(getattr(adapter, m, None))]
@@ -771,7 +772,7 @@ def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo:
     except CodeError:
         raise
     except Exception as exc:
-        raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}") from None
+        raise CodeError(f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}") from None
 
 
 def _value_text(value: Any) -> str:
@@ -807,6 +808,7 @@ def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
         if type(result[name]) not in _PLAIN:
             raise CodeError(f"abstract() gave var {name} a value of type {type(result[name]).__name__}; "
                             "abstract states hold ints, bools and strings")
+        _finite(result[name], name, "abstract()")
     if rule is not None and type(rule) is not str:
         raise CodeError(f"the bound code reports a rule of type {type(rule).__name__}; a rule is "
                         "the name of a decide rule (a string) or None")
@@ -822,7 +824,17 @@ def checked_hashable(state: tuple[Any, ...], var_names: list[str], what: str) ->
             raise CodeError(f"{what} gave var {name} the unhashable value {value!r} "
                             f"({type(value).__name__}); abstract states hold ints, bools and "
                             "strings") from None
+        _finite(value, name, what)
     return state
+
+
+def _finite(value: Any, name: str, what: str) -> None:
+    """A NaN is not equal to itself (a state holding it is never found again, and running the
+    same transition twice looks nondeterministic), and no report can write it or an infinity:
+    the code's mistake, said as such, rather than a domain error whose trace shows the value."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CodeError(f"{what} gave var {name} the value {value!r}, which no state can hold: it is not a "
+                        "finite number (a NaN is not even equal to itself)")
 
 
 def value_checkers(m: Machine) -> list[Callable[[Any], bool]]:
