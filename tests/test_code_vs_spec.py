@@ -1,0 +1,228 @@
+"""Every comparison of bound code with something else catches each compared field alone.
+
+`check` compares the code's result for a transition (its rule and each var) with the spec's
+own stages (`code_matches_spec`), with a second call (the determinism check), with the
+result of another concrete value of the same abstract choice (`representatives()`) and with
+the run that came by another path (`--paths`); it reads a live run back and compares it with
+the state it stands for; `conform` compares the code with the stages on random runs; `replay`
+compares a run with the recorded trace. A comparison that drops one field (the rule, say)
+still catches a difference in two fields at once, so each test here changes exactly one
+field of one transition (tests/compare_adapters.py): the rule, a var's value, or a var's
+type (True == 1 == 1.0 in Python; an int where the spec has a bool is another value).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from haltproof.explorer.check import Options, check_spec
+from haltproof.machine import binding as B
+from haltproof.machine.spec import load_spec
+
+from compare_adapters import RETRYING
+
+pytestmark = pytest.mark.verdict
+
+TESTS = Path(__file__).resolve().parent
+FIELDS = ["rule", "tries", "status", "noted", "noted_type", "tries_type"]
+
+# the state after `call` with tool=fail from the initial state, as the stages give it
+# (tries=1 status=running noted=true, rule retry), with each field off alone
+AFTER_FAIL = {"tries": 1, "status": "running", "noted": True}
+OFF_AFTER_FAIL = {
+    "rule": ({**AFTER_FAIL}, "gave_up"),
+    "tries": ({**AFTER_FAIL, "tries": 0}, "retry"),
+    "status": ({**AFTER_FAIL, "status": "failed"}, "retry"),
+    "noted": ({**AFTER_FAIL, "noted": False}, "retry"),
+    "noted_type": ({**AFTER_FAIL, "noted": 1}, "retry"),
+    "tries_type": ({**AFTER_FAIL, "tries": 1.0}, "retry"),
+}
+# how code_matches_spec names each difference
+DRIFT = {"rule": "rule: code 'gave_up', spec 'retry'", "tries": "tries: code 0, spec 1",
+         "status": "status: code failed, spec running", "noted": "noted: code false, spec true",
+         "noted_type": "noted: code 1, spec true", "tries_type": "tries: code 1.0, spec 1"}
+
+
+@pytest.fixture(autouse=True)
+def _tests_importable(monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+
+
+def retrying(tmp_path: Path, adapter: str) -> Path:
+    path = tmp_path / f"{adapter}.yaml"
+    path.write_text(RETRYING.format(adapter=adapter))
+    return path
+
+
+def run_of(path: Path, **options):
+    (run,) = check_spec(load_spec(path), Options(**options))
+    return run
+
+
+def props(run) -> dict:
+    return {p.name: p for p in run.properties}
+
+
+def shown(result: tuple[dict, str]) -> str:
+    return f"{result[0]} (rule {result[1]!r})"
+
+
+@pytest.mark.parametrize("adapter", ["Retrying", "LiveRetrying"])
+def test_code_that_does_what_the_stages_do_is_proved(tmp_path, adapter):
+    run = run_of(retrying(tmp_path, adapter), paths=2 if adapter.startswith("Live") else 1)
+    assert run.result == "proved"
+    assert (run.stats["states"], run.stats["transitions"]) == (5, 6)
+    assert run.coverage["rules"] == {"finished": 2, "retry": 2, "gave_up": 2}
+
+
+# ---------------------------------------------------------------- code_matches_spec
+
+def test_a_rule_alone_that_differs_from_the_stages_is_a_difference():
+    """The code fires gave_up into the very state the spec's retry reaches: dropping the
+    rule from the comparison judged that transition as matching (issue 26, finding 1)."""
+    names = ["tries", "status", "noted"]
+    spec_out = ((1, "running", True), "retry")
+    assert B._matching(spec_out, (1, "running", True), "gave_up", names) == (
+        "gave_up", "the code and the spec's own stages disagree: rule: code 'gave_up', spec 'retry'")
+    assert B._matching(spec_out, (1, "running", True), "retry", names) == ("retry", None)
+    assert B._matching(spec_out, (1, "running", True), None, names) == ("retry", None)
+
+
+@pytest.mark.parametrize("adapter", ["Retrying_rule", "LiveRetrying_rule"])
+def test_check_fails_code_that_fires_another_rule_into_the_same_state(tmp_path, cli, adapter):
+    """Exit 1 with the shortest trace, on the state API and on live binding alike: the code
+    reports gave_up where the spec's table says retry, and reaches the same state."""
+    path = retrying(tmp_path, adapter)
+    ran = cli("check", path, "--format", "json")
+    assert ran.code == 1, ran.out + ran.err
+    (run,) = ran.json()["runs"]
+    assert run["result"] == "violated"
+    found = {p["name"]: p for p in run["properties"] if p["status"] != "holds"}
+    assert list(found) == ["code_matches_spec"]
+    assert found["code_matches_spec"]["message"] == (
+        "action call with tool=fail: the code and the spec's own stages disagree: "
+        "rule: code 'gave_up', spec 'retry'")
+    assert found["code_matches_spec"]["trace"]["steps"] == [
+        {"state": {"tries": 0, "status": "running", "noted": False}, "action": None, "choices": {}, "rule": None},
+        {"state": {"tries": 1, "status": "running", "noted": True}, "action": "call", "choices": {"tool": "fail"},
+         "rule": "gave_up"}]
+    text = cli("check", path)
+    assert text.code == 1
+    assert ("  VIOLATED  code_matches_spec  action call with tool=fail: the code and the spec's own stages "
+            "disagree: rule: code 'gave_up', spec 'retry'\n"
+            "      step  action     choices    rule     state (changes)\n"
+            "      0     (initial)                      tries=0 status=running noted=false\n"
+            "      1     call       tool=fail  gave_up  tries=1 noted=true\n") in text.out
+
+
+def test_steps_and_coverage_read_the_rule_the_code_fired(tmp_path):
+    """Where the code and the stages disagree, the code's run is explored: a `step:` property
+    and the coverage read the rule the code reported, the one the finding's trace shows."""
+    path = retrying(tmp_path, "Retrying_rule")
+    path.write_text(path.read_text() + "  gives_up_only_when_failed:\n"
+                                       "    step: rule != gave_up or after.status == failed\n")
+    run = run_of(path)
+    found = props(run)
+    step = found["gives_up_only_when_failed"]
+    assert step.status == "violated"
+    assert [(s.rule, s.state) for s in step.trace.steps] == [(s.rule, s.state) for s in
+                                                             found["code_matches_spec"].trace.steps] == [
+        (None, {"tries": 0, "status": "running", "noted": False}),
+        ("gave_up", {"tries": 1, "status": "running", "noted": True})]
+    # fail from the initial state fires gave_up in the code; flaky (the same class to the spec) retry
+    assert run.coverage["rules"] == {"finished": 2, "retry": 1, "gave_up": 3}
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_code_matches_spec_catches_each_field_alone(tmp_path, field):
+    run = run_of(retrying(tmp_path, f"Retrying_{field}"))
+    finding = props(run)["code_matches_spec"]
+    assert finding.status == "violated"
+    assert finding.message == ("action call with tool=fail: the code and the spec's own stages disagree: "
+                               + DRIFT[field])
+    state, rule = OFF_AFTER_FAIL[field]
+    assert [(s.choices, s.rule) for s in finding.trace.steps] == [({}, None), ({"tool": "fail"}, rule)]
+    assert finding.trace.steps[-1].state == state
+
+
+# ---------------------------------------------------------------- the determinism check
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_the_determinism_check_catches_each_field_alone(tmp_path, field):
+    """The second call of the same transition has one field off: a bool 1 for true, a float
+    1.0 for the int 1 included (== in Python, so a plain comparison of the two results
+    took them for the same and proved the run)."""
+    run = run_of(retrying(tmp_path, f"SecondCall_{field}"))
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message == (
+        "action call with tool=fail: the bound code is nondeterministic: two calls with the same state "
+        f"and choices gave {shown((AFTER_FAIL, 'retry'))} and {shown(OFF_AFTER_FAIL[field])}")
+    assert [(s.choices, s.rule) for s in finding.trace.steps] == [({}, None)]
+
+
+# ---------------------------------------------------------------- several concrete values of a class
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_the_representatives_check_catches_each_field_alone(tmp_path, field):
+    run = run_of(retrying(tmp_path, f"OtherValue_{field}"))
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message == (
+        "action call with tool=fail: two concrete values of the abstract choice tool=fail behave differently: "
+        f"representative 1 gives {shown((AFTER_FAIL, 'retry'))}, representative 2 (of 2) gives "
+        f"{shown(OFF_AFTER_FAIL[field])}: the code tells apart values the abstraction puts in one class")
+
+
+# ---------------------------------------------------------------- --paths
+
+# after fail or flaky (both tries=1 status=running noted=true), `call` with tool=ok: the
+# stages give tries=2 status=done noted=false, rule finished; the code that came by flaky
+# has one field off
+AFTER_OK = {"tries": 2, "status": "done", "noted": False}
+OFF_AFTER_OK = {
+    "rule": ({**AFTER_OK}, "gave_up"),
+    "tries": ({**AFTER_OK, "tries": 0}, "finished"),
+    "status": ({**AFTER_OK, "status": "failed"}, "finished"),
+    "noted": ({**AFTER_OK, "noted": True}, "finished"),
+    "noted_type": ({**AFTER_OK, "noted": 0}, "finished"),
+    "tries_type": ({**AFTER_OK, "tries": 2.0}, "finished"),
+}
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_the_paths_check_catches_each_field_alone(tmp_path, field):
+    path = retrying(tmp_path, f"AfterFlaky_{field}")
+    assert run_of(path).result == "proved"        # one path per state: the kept run came by fail
+    run = run_of(path, paths=2)
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message == (
+        "action call with tool=flaky: this path reaches a state another path reached first, but the two runs "
+        f"then differ: action call (tool=ok) gives {shown(OFF_AFTER_OK[field])} after this path and "
+        f"{shown((AFTER_OK, 'finished'))} after the first: the abstract state leaves out something the code "
+        "acts on (--paths)")
+    assert [(s.choices, s.rule) for s in finding.trace.steps] == [({}, None)]
+
+
+# ---------------------------------------------------------------- reading a live run back
+
+@pytest.mark.parametrize("field,shown_state", [
+    ("tries", "tries=0 status=running noted=true"), ("status", "tries=1 status=failed noted=true"),
+    ("noted", "tries=1 status=running noted=false"), ("noted_type", "tries=1 status=running noted=1"),
+    ("tries_type", "tries=1.0 status=running noted=true")])
+def test_reading_a_restored_run_back_catches_each_var_alone(tmp_path, field, shown_state):
+    """A live run handed to a transition must be in the state it stands for, each var of the
+    same type: a restore that gives 1 for true (or 1.0 for 1) gives back another run."""
+    assert run_of(retrying(tmp_path, "Restores")).result == "proved"
+    run = run_of(retrying(tmp_path, f"Restores_{field}"))
+    finding = props(run)["bound_code"]
+    assert finding.status == "violated"
+    assert finding.message == (f"action call with tool=ok: the live run for this state is in state {shown_state}: "
+                               "restore(snapshot(...)) does not give back the run the snapshot was taken of")
+    assert [(s.choices, s.rule, s.state) for s in finding.trace.steps] == [
+        ({}, None, {"tries": 0, "status": "running", "noted": False}),
+        ({"tool": "fail"}, "retry", AFTER_FAIL)]
