@@ -191,7 +191,7 @@ def _named(base: type, field: str) -> type:
 
 
 # One class per (way of binding, field): compare_adapters:Retrying_rule, SecondCall_tries, ...
-for _base in (Retrying, SecondCall, OtherValue, LiveRetrying, AfterFlaky, Restores):
+for _base in (Retrying, NoRule, SecondCall, OtherValue, LiveRetrying, AfterFlaky, Restores):
     for _field in OFF:
         _cls = _named(_base, _field)
         globals()[_cls.__name__] = _cls
