@@ -12,7 +12,8 @@ from haltproof.machine.text import assignments_text, trace_table
 from haltproof.properties.kinds import Trace
 
 from haltproof.explorer.check import check_pins
-from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
+from haltproof.explorer.replay import (Replayed, load_trace, recorded_rules, run_scenario, run_steps, trace_params,
+                                      trace_states)
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
@@ -76,7 +77,7 @@ def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
     trace_states(m, data, args.trace)
     steps = data["steps"]
     out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
-                    [s["state"] for s in steps])
+                    [s["state"] for s in steps], recorded_rules(steps))
     print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
     return m, out
 

@@ -271,3 +271,77 @@ def test_conform_with_no_rule_from_the_code_still_compares_the_state(tmp_path, c
     run = run_of(retrying(tmp_path, "NoRule_tries"))
     assert props(run)["code_matches_spec"].message == (
         "action call with tool=fail: the code and the spec's own stages disagree: tries: code 0, spec 1")
+
+
+# ---------------------------------------------------------------- replay
+
+INITIAL = {"tries": 0, "status": "running", "noted": False}
+REPLAY_LINE = {"rule": "the rule differs from the recorded one: recorded retry, replay gives gave_up",
+               "tries": "the state differs from the recorded one: tries recorded 1, replay gives 0",
+               "status": "the state differs from the recorded one: status recorded running, replay gives failed",
+               "noted": "the state differs from the recorded one: noted recorded true, replay gives false",
+               "noted_type": "noted = 1 is outside its domain true/false",
+               "tries_type": "tries = 1.0 is outside its domain 0..2"}
+
+
+def fail_trace(tmp_path: Path, **step) -> Path:
+    """The run `call` with tool=fail, as the stages make it (rule retry), recorded as a report traces it."""
+    path = tmp_path / "trace.json"
+    first = {"state": AFTER_FAIL, "action": "call", "choices": {"tool": "fail"}, "rule": "retry", **step}
+    path.write_text(json.dumps({"steps": [{"state": INITIAL, "action": None, "choices": {}, "rule": None},
+                                          {k: v for k, v in first.items() if v is not ...}]}))
+    return path
+
+
+@pytest.mark.parametrize("adapter", [f"{way}_{field}" for field in FIELDS for way in ("Retrying", "LiveRetrying")])
+def test_replay_catches_each_field_alone(tmp_path, cli, adapter):
+    """A recorded rule is compared like each recorded var: code that fires gave_up into the
+    recorded state replayed as if it followed the trace."""
+    trace = fail_trace(tmp_path)
+    assert cli("replay", retrying(tmp_path, adapter.partition("_")[0]), "--trace", trace).code == 0
+    ran = cli("replay", retrying(tmp_path, adapter), "--trace", trace)
+    assert (ran.code, ran.err) == (1, "")
+    assert ran.out.endswith(f"# FAILED: step 1: {REPLAY_LINE[adapter.partition('_')[2]]}\n")
+
+
+def test_replay_with_model_compares_the_rule_the_code_recorded(tmp_path, cli):
+    """A trace of the code (gave_up where the stages say retry) is not a run of the stages."""
+    trace = fail_trace(tmp_path, rule="gave_up")
+    path = retrying(tmp_path, "Retrying_rule")
+    assert cli("replay", path, "--trace", trace).code == 0
+    ran = cli("replay", path, "--trace", trace, "--model")
+    assert ran.code == 1
+    assert ran.out.endswith("# FAILED: step 1: the rule differs from the recorded one: recorded gave_up, "
+                            "replay gives retry\n")
+
+
+def test_a_trace_that_records_no_rule_is_compared_on_its_states(tmp_path, cli):
+    """A trace written by hand (or by another tool) may leave the rule out: nothing to compare."""
+    ran = cli("replay", retrying(tmp_path, "Retrying_rule"), "--trace", fail_trace(tmp_path, rule=...))
+    assert ran.code == 0, ran.out + ran.err
+    null = cli("replay", retrying(tmp_path, "Retrying"), "--trace", fail_trace(tmp_path, rule=None))
+    assert null.code == 1
+    assert null.out.endswith("# FAILED: step 1: the rule differs from the recorded one: recorded no rule, "
+                             "replay gives retry\n")
+
+
+def test_a_recorded_rule_that_is_no_name_is_refused(tmp_path, cli):
+    trace = fail_trace(tmp_path, rule=3)
+    ran = cli("replay", retrying(tmp_path, "Retrying"), "--trace", trace)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == (f"error: {trace}: step 1 of the trace: 'rule' must be the name of a decide rule (a string) "
+                       "or null, not a number\n")
+
+
+def test_an_itf_trace_compares_the_rule_its_meta_records(tmp_path, cli):
+    from haltproof.explorer.itf import trace_to_itf
+    itf = trace_to_itf(json.loads(fail_trace(tmp_path).read_text()), {"vars": ["tries", "status", "noted"]})
+    path = tmp_path / "trace.itf.json"
+    path.write_text(json.dumps(itf))
+    ran = cli("replay", retrying(tmp_path, "Retrying_rule"), "--trace", path)
+    assert ran.code == 1
+    assert ran.out.endswith("# FAILED: step 1: the rule differs from the recorded one: recorded retry, "
+                            "replay gives gave_up\n")
+    del itf["states"][1]["#meta"]["rule"]          # another tool's trace: no rule recorded
+    path.write_text(json.dumps(itf))
+    assert cli("replay", retrying(tmp_path, "Retrying_rule"), "--trace", path).code == 0
