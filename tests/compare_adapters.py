@@ -116,6 +116,26 @@ class SecondCall(Retrying):
         return super().where(state, tool, calls) and calls == 2
 
 
+class Boom(Exception):
+    """An exception RAISING declares an outcome of `call`: rule gave_up, status failed."""
+
+
+RAISING = RETRYING.replace("    do:\n", "    raises:\n      - {{class: compare_adapters.Boom, rule: gave_up, "
+                                         "set: {{status: failed}}}}\n    do:\n")
+
+
+class SecondRaises(Retrying):
+    """The second call of the first fail raises Boom, a declared outcome, where the first
+    returned: what the exception stands for is the second call's result."""
+
+    def step(self, action: str, concrete: dict[str, Any], choices: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        new, rule = super().step(action, concrete, choices)
+        key = (*sorted(concrete.items()), choices["tool"])
+        if self.where(concrete, choices["tool"], self.calls[key]) and self.calls[key] == 2:
+            raise Boom("gave up")
+        return new, rule
+
+
 class OtherValue(Retrying):
     """Two concrete values of tool=fail (`representatives()`): the second behaves otherwise."""
 

@@ -22,7 +22,7 @@ from haltproof.explorer.check import Options, check_spec
 from haltproof.machine import binding as B
 from haltproof.machine.spec import load_spec
 
-from compare_adapters import RETRYING
+from compare_adapters import RAISING, RETRYING
 
 pytestmark = pytest.mark.verdict
 
@@ -162,6 +162,19 @@ def test_the_determinism_check_catches_each_field_alone(tmp_path, field):
         "action call with tool=fail: the bound code is nondeterministic: two calls with the same state "
         f"and choices gave {shown((AFTER_FAIL, 'retry'))} and {shown(OFF_AFTER_FAIL[field])}")
     assert [(s.choices, s.rule) for s in finding.trace.steps] == [({}, None)]
+
+
+def test_the_determinism_check_compares_what_a_declared_exception_stands_for(tmp_path):
+    """A second call that raises a declared exception (raises:) where the first returned is
+    compared by the outcome the exception stands for: its rule, and the state abstract()
+    reads from the run it left with the exception's set: values on top."""
+    path = tmp_path / "raising.yaml"
+    path.write_text(RAISING.format(adapter="SecondRaises"))
+    finding = props(run_of(path))["bound_code"]
+    assert finding.message == (
+        "action call with tool=fail: the bound code is nondeterministic: two calls with the same state and "
+        f"choices gave {shown((AFTER_FAIL, 'retry'))} and "
+        f"{shown(({'tries': 0, 'status': 'failed', 'noted': False}, 'gave_up'))}")
 
 
 # ---------------------------------------------------------------- several concrete values of a class
