@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from haltproof.machine.inputs import positive
 from haltproof.machine.spec import Spec, symlink_problem
 from haltproof.machine.text import encodable
+from haltproof.machine.trust import ENV, no_code_from_env
 
 from haltproof.explorer.memory import parse_size
 from haltproof.cli.usage import UsageError
@@ -44,6 +45,22 @@ def timeout_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS",
                    help=f"wall-clock bound on {what}, the bound code included; hitting it gives "
                         "incomplete (exit 3)")
+
+
+def no_code_option(p: argparse.ArgumentParser) -> None:
+    """`--no-code`: import and run none of the spec's code (machine/trust.py)."""
+    p.add_argument("--no-code", action="store_true",
+                   help="import and run none of the spec's code (bind:, raises:, framework:, Python models): "
+                        f"for specs nobody vouched for; also {ENV}=1 (docs/trust.md)")
+
+
+def runs_code(args: argparse.Namespace) -> bool:
+    """Whether this command may import the spec's code: not with --no-code or HALTPROOF_NO_CODE=1."""
+    try:
+        from_env = no_code_from_env()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return not (args.no_code or from_env)
 
 
 def size(text: str) -> int:

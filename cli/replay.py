@@ -11,12 +11,15 @@ from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.text import assignments_text, trace_table
 from haltproof.properties.kinds import Trace
 
-from haltproof.explorer.check import check_pins
-from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
+from haltproof.machine.trust import MODEL, NO_CODE, without_code
+
+from haltproof.explorer.check import check_pins, stages_for_every_action
+from haltproof.explorer.replay import (Replayed, load_trace, recorded_rules, run_scenario, run_steps, trace_params,
+                                      trace_states)
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
-from .common import pins_option, timeout_option, write_stdout
+from .common import no_code_option, pins_option, runs_code, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +32,7 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--property", metavar="NAME", help="which trace, when FILE is a whole report")
     r.add_argument("--model", action="store_true",
                    help="run the spec's own stages even when it is bound to code")
+    no_code_option(r)
     pins_option(r)
     timeout_option(r, "the replay")
 
@@ -37,7 +41,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "replay")
     if args.trace is not None and not args.trace.strip():
         raise UsageError("--trace needs a file name")
-    spec = load_spec(args.spec)
+    args.run_code = runs_code(args)
+    spec = load_spec(args.spec, args.run_code and not args.model, mode=MODEL if args.run_code else NO_CODE)
+    if spec.bind and (args.model or not args.run_code):
+        stages_for_every_action(spec, without_code(MODEL if args.run_code else NO_CODE))
     compiled = CompiledSpec(spec)
     if args.scenario is not None:
         m, out, head = _replay_scenario(args, compiled, pins)
@@ -56,7 +63,7 @@ def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
         raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
     params = dict(sc.params)
     params.update({name: values[0] for name, values in check_pins(spec, pins).items()})
-    m = _bound(spec, compiled.instantiate(params), args.model)
+    m = _bound(spec, compiled.instantiate(params), args.model or not args.run_code)
     out = run_scenario(m, sc)
     return m, out, f"# scenario {sc.name} of {spec.name}, {_params_text(params)}"
 
@@ -71,11 +78,11 @@ def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
         raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
     typed = check_pins(spec, params)
     params = {p.name: typed[p.name][0] for p in spec.params}
-    m = _bound(spec, compiled.instantiate(params), args.model)
+    m = _bound(spec, compiled.instantiate(params), args.model or not args.run_code)
     trace_states(m, data, args.trace)
     steps = data["steps"]
     out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
-                    [s["state"] for s in steps])
+                    [s["state"] for s in steps], recorded_rules(steps))
     return m, out, f"# trace {args.trace} on {spec.name}, {_params_text(params)}"
 
 

@@ -455,7 +455,7 @@ class BoundCode:
         finally:
             self.checking.extra_calls += 1
             self.checking.seconds += time.perf_counter() - began
-        if first != second:
+        if not _agree(first, second):
             raise CodeError("the bound code is nondeterministic: two calls with the same state "
                             f"and choices gave {_show(first)} and {_show(second)}")
 
@@ -467,7 +467,7 @@ class BoundCode:
             *got_out, live = self.call(act, s, state, other, combo)
             self.release(live, act, combo, state)
             got = _plain_result(tuple(got_out), self.code_vars)
-            if got != first:
+            if not _agree(got, first):
                 labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in made_choices(act, combo))
                 raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
                                 f"representative 1 gives {_show(first)}, representative {k} (of "
@@ -513,7 +513,7 @@ class BoundCode:
                 self.advance(other, action, copy.deepcopy(choices))
                 then = _plain_result(self.on_live(act, other, copy.deepcopy(choices_t))[:2], self.code_vars)
                 runs.release(other)
-                if first != then:
+                if not _agree(first, then):
                     labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in made_choices(act, combo))
                     raise CodeError(
                         f"this path reaches a state another path reached first, but the two runs then "
@@ -732,6 +732,17 @@ def _typed(state: tuple[Any, ...]) -> tuple[tuple[type, Any], ...]:
     return tuple((type(v), v) for v in state)
 
 
+def _typed_vars(state: dict[str, Any]) -> dict[str, tuple[type, Any]]:
+    return {k: (type(v), v) for k, v in state.items()}
+
+
+def _agree(one: tuple[dict[str, Any], Any], other: tuple[dict[str, Any], Any]) -> bool:
+    """Two results of the code (abstract state, rule) are one: the same rule, and every var
+    the same value of the same type (True, 1 and 1.0 are three values, as in the domain
+    checks: a plain == takes a bool 1 for true and proves code that gives either)."""
+    return one[1] == other[1] and _typed_vars(one[0]) == _typed_vars(other[0])
+
+
 def _with(result: Any, sets: dict[str, Any]) -> Any:
     """The abstract state the code reports, with a declared exception's values on top."""
     return {**result, **sets} if sets and type(result) is dict else result
@@ -742,7 +753,7 @@ def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str, sets: di
     what abstract() reads, with `sets` on top (the values of the declared exception that
     reached the state, which the run cannot show itself)."""
     got = _plain_result((_with(runs.driver.call(runs.adapter.abstract, live), sets), None), runs.code_vars)[0]
-    if got == {k: v for k, v in zip(runs.var_names, s) if k in got}:
+    if _typed_vars(got) == _typed_vars({k: v for k, v in zip(runs.var_names, s) if k in got}):
         return
     shown = " ".join(f"{k}={_value_text(v)}" for k, v in got.items())
     if how == "start":

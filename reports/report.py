@@ -97,7 +97,8 @@ def _run_json(r: RunResult) -> dict[str, Any]:
         out["representatives"] = r.representatives
     if r.spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
         out["code_not_run"] = {"bind": r.spec.bind,
-                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS]}
+                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS],
+                               "by": r.stages_by}
     return out
 
 
