@@ -524,7 +524,7 @@ def _pull_request(head: str | None, base: str = "me/repo") -> dict:
 
 @pytest.fixture
 def bound(tmp_path: Path):
-    """A spec bound to a module whose import leaves a file (tests/test_trust.py)."""
+    """A spec bound to a module whose import leaves a file (tests/machine/test_trust.py)."""
     from test_trust import Code
     code = Code(tmp_path)
     return code

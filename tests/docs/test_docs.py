@@ -38,7 +38,7 @@ def test_readme_opens_with_the_two_fresh_machine_commands():
     assert "pip install . && haltproof check" in blocks[0]
     assert blocks[1].strip() == "scripts/test"
     # CI runs the very same script, and the script installs the test extra and runs pytest; then
-    # the framework tests against the oldest supported versions (tests/test_framework_versions.py).
+    # the framework tests against the oldest supported versions (tests/frameworks/test_framework_versions.py).
     ci = _script_lines(ROOT / ".ci" / "run")
     assert ci[-2:] == ['HALTPROOF_VENV="$venvs/venv" scripts/test', 'HALTPROOF_OLDEST_VENV="$venvs/oldest" HALTPROOF_TESTED_PYTHON="$venvs/venv/bin/python" scripts/test-oldest']
     assert "pytest" not in "\n".join(ci) and "apt-get" not in "\n".join(ci)
@@ -137,7 +137,7 @@ def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
                                   "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
             assert ran.returncode == 0, ran.stdout[-2000:]
         elif "--emit-tests" in command:
-            continue        # exercised with a real broken spec in tests/test_regress.py
+            continue        # exercised with a real broken spec in tests/explorer/test_regress.py
         else:
             raise AssertionError(f"untested command in docs/binding.md: {command}")
 

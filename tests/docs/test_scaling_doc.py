@@ -1,5 +1,5 @@
 """The commands of docs/scaling.md's section on one large state space (its `sh` blocks; the
-`-j` section's run in tests/test_parallel.py) run with their exit codes and say what the
+`-j` section's run in tests/explorer/test_parallel.py) run with their exit codes and say what the
 page says."""
 
 from __future__ import annotations

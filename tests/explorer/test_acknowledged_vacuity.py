@@ -122,7 +122,7 @@ def test_several_reached_name_the_shortest_and_count_the_rest() -> None:
 
 def test_a_choice_value() -> None:
     from pathlib import Path
-    text = (Path(__file__).parent.parent / "docs" / "examples" / "agent_choices.yaml").read_text()
+    text = (Path(__file__).parent.parent.parent / "docs" / "examples" / "agent_choices.yaml").read_text()
     assert "unreachable_when: R == 0" in text
     got = {r.params["R"]: r for r in check_spec(parse_spec(text, "a.yaml"), Options())}
     assert got[0].notices == [] and got[0].result == "proved"

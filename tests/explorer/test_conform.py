@@ -29,7 +29,7 @@ from conftest import LOOP_DEMO, MUTANTS, Ran
 # its module fixtures (failing conform runs, shrunk: seconds each) run once
 pytestmark = pytest.mark.xdist_group("conform")
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 SHIPPED_BIND = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
 FEW = "30"          # examples for runs that must fail: a lumped class shows up at once
 

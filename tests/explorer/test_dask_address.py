@@ -3,7 +3,7 @@ what answered instead, never a hang, a traceback or distributed's 3 EiB allocati
 
 Each test serves something else on 127.0.0.1 (port 0) from a thread of this process: a
 listener that never answers, an HTTP server, a server speaking another protocol, one that
-closes every connection. No Dask process is started (tests/test_dask.py starts real ones), so
+closes every connection. No Dask process is started (tests/explorer/test_dask.py starts real ones), so
 these run in a fraction of a second with the probe's waits shortened.
 """
 

@@ -428,7 +428,7 @@ REPO_SPECS = sorted((ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "exampl
 @pytest.mark.parametrize("path", repo_specs(REPO_SPECS), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_scalar_engine_agrees_with_the_reference_on_repo_specs(path: Path):
     """The repository's own specs (bound ones by their stages, as `--model` explores them),
-    four param combinations each; tests/test_engines.py holds the vector engine to the
+    four param combinations each; tests/explorer/test_engines.py holds the vector engine to the
     scalar one on all of them."""
     load_spec(path)
     assert check_text(path.read_text(encoding="utf-8"), engines=("scalar",), most=4) == set()
@@ -459,7 +459,7 @@ def test_the_engines_agree_with_the_reference_on_the_fairness_fixtures(name: str
 
 
 def models():
-    """Random machines without params, for tests/test_engines.py (`instantiate({})`)."""
+    """Random machines without params, for tests/explorer/test_engines.py (`instantiate({})`)."""
     return specs(params=False)
 
 

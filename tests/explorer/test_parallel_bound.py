@@ -23,7 +23,7 @@ from test_binding import bound_copy
 from test_live_binding import agent_spec
 from test_parallel import untimed
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)

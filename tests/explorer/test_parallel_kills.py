@@ -7,8 +7,8 @@ applied (docs/mutation.md).
 They stay fast: the workers' functions run in this process where they can (`run_job`,
 `expand_slice` by slices run here), and where a pool is the subject (`LocalPool`,
 `LocalSlices`) its processes are forked from this one instead of spawned — the same pool code,
-without a second import of haltproof per worker; the spawned pools are tests/test_parallel.py's
-and tests/test_parallel_bound.py's. A forked worker runs the mutated code too (mutmut switches a
+without a second import of haltproof per worker; the spawned pools are tests/explorer/test_parallel.py's
+and tests/explorer/test_parallel_bound.py's. A forked worker runs the mutated code too (mutmut switches a
 mutant on by an environment variable the child inherits)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from test_parallel import untimed
 
 pytestmark = pytest.mark.verdict
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 DEFAULT_WORKERS = parallel.default_workers     # conftest's one_worker_by_default replaces it in every test
 
 SMALL = """\

@@ -121,7 +121,7 @@ properties:
 
 DIVIDES = "integer division or modulo by zero"
 
-RETRY = (Path(__file__).parent / "fixtures" / "fairness" / "retry.yaml").read_text()
+RETRY = (Path(__file__).parent.parent / "fixtures" / "fairness" / "retry.yaml").read_text()
 FINISHES = "  finishes: {existence: status == done}\n"
 STRONG_OK = "fairness:\n  - strong: call_tool\n    when: outcome == ok\n"
 WEAK_OK = "fairness:\n  - weak: call_tool\n    when: outcome == ok\n"
@@ -375,7 +375,7 @@ def test_both_engines_give_a_finding_the_same_subject(tmp_path, case):
 
 
 def test_the_documented_example_fails_as_the_docs_show(cli, pytester):
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "binding.md").read_text()
+    doc = (Path(__file__).resolve().parent.parent.parent / "docs" / "binding.md").read_text()
     section = doc[doc.index("## Findings as regression tests"):]
     spec = section[section.index("```yaml\n") + 8:section.index("```", section.index("```yaml\n") + 8)]
     shown = section[section.index("```text\n") + 8:section.index("```", section.index("```text\n") + 8)]

@@ -19,7 +19,7 @@ import pytest
 from conftest import LOOP_DEMO
 from haltproof.reports.report import shown_path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 # The issue's reproducer: the scenario reaches x = 0, where the terminal predicate divides by zero.
 TERMINAL_DIVIDES = """\

@@ -72,8 +72,9 @@ def test_release_numbers_compare_as_pep_440_does():
 def test_the_oldest_run_installs_each_frameworks_lowest_version_and_runs_every_framework_test():
     assert fv.requirements()[:3] == [f"{dist}=={low}" for dist, low, _ in RANGES.values()]
     assert set(fv.requirements()[3:]) == {r for r in fv.extras()["test"] if r.startswith("pytest")}
-    assert {"tests/test_langgraph.py", "tests/test_framework_declaration.py", "tests/test_framework_versions.py",
-            "tests/test_openai_agents.py", "tests/test_pydantic_ai.py"} <= set(fv.tests())
+    assert {"tests/frameworks/test_langgraph.py", "tests/frameworks/test_framework_declaration.py",
+            "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_openai_agents.py",
+            "tests/frameworks/test_pydantic_ai.py"} <= set(fv.tests())
     script = (ROOT / "scripts" / "test-oldest").read_text()
     assert "python3 scripts/framework_versions.py requirements" in script
     assert 'HALTPROOF_OLDEST_FRAMEWORKS=1 python -m pytest -q -n auto --dist loadgroup "${tests[@]}" "$@"' in script
@@ -90,12 +91,13 @@ def test_the_oldest_run_leaves_out_a_framework_already_tested_at_its_lowest_vers
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + ".0")       # 0.24.0 is 0.24
     assert fv.tests("py") == []
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] if dist != "langgraph" else "1.2.24")
-    assert fv.tests("py") == ["tests/test_framework_declaration.py", "tests/test_framework_versions.py",
-                              "tests/test_langgraph.py"]
+    assert fv.tests("py") == ["tests/frameworks/test_framework_declaration.py",
+                              "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_langgraph.py"]
     # not installed there, or a pre-release of the lowest: not tested at the lowest version
     monkeypatch.setattr(fv, "installed", lambda python, dist: "" if dist == "pydantic-ai-slim" else lowest[dist])
-    assert fv.tests("py") == ["tests/test_framework_declaration.py", "tests/test_framework_versions.py",
-                              "tests/test_pydantic_ai.py", "tests/test_pydantic_ai_declaration.py"]
+    assert fv.tests("py") == ["tests/frameworks/test_framework_declaration.py",
+                              "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_pydantic_ai.py",
+                              "tests/frameworks/test_pydantic_ai_declaration.py"]
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + "rc1")
     assert fv.tests("py") == fv.tests()
 
@@ -109,8 +111,9 @@ def test_the_oldest_run_reads_the_versions_the_tested_venv_has():
     differ = [extra for extra, (dist, low, _) in RANGES.items()
               if declaration.release(importlib.metadata.version(dist)) != declaration.release(low)]
     expected = sorted({str(p.relative_to(ROOT)) for extra in differ
-                       for p in (ROOT / "tests").glob(f"test_{extra.replace('-', '_')}*.py")}
-                      | ({"tests/test_framework_declaration.py", "tests/test_framework_versions.py"} if differ else set()))
+                       for p in (ROOT / "tests" / "frameworks").glob(f"test_{extra.replace('-', '_')}*.py")}
+                      | ({"tests/frameworks/test_framework_declaration.py",
+                          "tests/frameworks/test_framework_versions.py"} if differ else set()))
     assert ran.stdout.split() == expected
     missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "tests",
                               "--tested-by", str(ROOT / "no-such-python")], capture_output=True, text=True, timeout=60)

@@ -2,7 +2,7 @@
 out-of-the-box properties through every entry point (the CLI's formats, -j workers, the
 pytest plugin, --emit-tests), and a bad declaration refused at its line with exit 2.
 
-The numbers are Pydantic AI's, as tests/test_pydantic_ai.py derives them for the examples.
+The numbers are Pydantic AI's, as tests/frameworks/test_pydantic_ai.py derives them for the examples.
 """
 
 from __future__ import annotations

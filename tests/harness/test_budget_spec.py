@@ -23,7 +23,7 @@ from conftest import SPECS
 # the budget_runner sweep (a module fixture and budget_checks' cache) runs once
 pytestmark = pytest.mark.xdist_group("budget_runner")
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 SPEC = SPECS / "budget_runner.yaml"
 SHIPPED_BIND = "bind: haltproof.harness.budget.binding:BudgetRunnerAdapter"
 ALL = {(K, R) for K in range(1, 9) for R in range(3)}

@@ -25,7 +25,7 @@ from haltproof.machine.text import counted
 pytestmark = pytest.mark.xdist_group("gate_chain")
 
 GATE_CHAIN = SPECS / "gate_chain.yaml"
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 SHIPPED_BIND = "bind: haltproof.harness.gate_binding:GateChainAdapter"
 CODE = "code: haltproof.harness.gate_binding:GateChainAdapter"
 GRID = 32            # B, N, A, T, P: two values each

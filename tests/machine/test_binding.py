@@ -25,7 +25,7 @@ from haltproof.machine.spec import load_spec
 
 from conftest import LOOP_DEMO, MUTANTS
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 SHIPPED_BIND = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
 HEADER = "(checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter)"
 ALL_TEN = {(s, r) for s in range(1, 6) for r in (0, 1)}

@@ -30,7 +30,7 @@ from test_parallel_bound import ForgetfulSlices
 
 pytestmark = pytest.mark.verdict
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 # three ways into x=1 (via a, b, c), two into x=2 (how p, q); finish has two choices so a
 # message lists them joined, and close has none
@@ -457,11 +457,11 @@ def test_a_spec_without_a_factory_loads_the_adapter_its_bind_names_at_the_bind_l
 # explorer/parallel.py shares the levels of a bound run among worker processes: a worker learns
 # how to reach the states it is given (`BoundCode.expanding`: their paths and saved runs), runs
 # their transitions (`outcome`), and this process takes each one's figures as its own
-# (`take`, `_absorb`). ForgetfulSlices (tests/test_parallel_bound.py) runs every slice in this process, each by a
+# (`take`, `_absorb`). ForgetfulSlices (tests/explorer/test_parallel_bound.py) runs every slice in this process, each by a
 # run built afresh as a new worker's is, so mutmut sees the worker's side too.
 
 def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str) -> Path:
-    """The agent loop of tests/test_live_binding.py bound to `ref`, as a spec file."""
+    """The agent loop of tests/machine/test_live_binding.py bound to `ref`, as a spec file."""
     monkeypatch.syspath_prepend(str(TESTS))
     path = tmp_path / "agent.yaml"
     path.write_text(AGENT_SPEC.format(adapter="X").replace("bind: live_agents:X", f"bind: {ref}"))

@@ -11,7 +11,7 @@ import pytest
 from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.spec import parse_spec
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.verdict
 

@@ -26,7 +26,7 @@ from compare_adapters import RAISING, RETRYING
 
 pytestmark = pytest.mark.verdict
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 FIELDS = ["rule", "tries", "status", "noted", "noted_type", "tries_type"]
 
 # the state after `call` with tool=fail from the initial state, as the stages give it

@@ -19,7 +19,7 @@ from test_binding import bound_copy
 
 pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 PINS = ("-p", "max_steps=2", "-p", "max_retries=1")    # 112 states, 105 transitions, 21 non-terminal
 
 

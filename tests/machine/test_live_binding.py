@@ -16,7 +16,7 @@ from haltproof.explorer.check import Options, check_spec
 from haltproof.machine import live
 from haltproof.machine.spec import load_spec
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 AGENT_SPEC = """\
 machine: agent

@@ -28,7 +28,7 @@ from haltproof.properties.kinds import HOLDS, VIOLATED
 pytestmark = pytest.mark.verdict
 
 ENGINES = ("scalar", "vector")
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parent.parent.parent
 DOC = (ROOT / "docs" / "spec-language.md").read_text()
 EXAMPLE = ROOT / "docs" / "examples" / "agent_liveness.yaml"
 

@@ -10,7 +10,7 @@ from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec, parse_spec
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 SPEC = """\
 machine: raising

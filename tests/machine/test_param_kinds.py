@@ -13,7 +13,7 @@ from haltproof.explorer.check import Options, check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "param_kinds.yaml"
 HASTY = ("-p", "policy=hasty", "-p", "log_failures=false", "-p", "R=1")
 

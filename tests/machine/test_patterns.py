@@ -242,7 +242,7 @@ def test_the_docs_example_is_the_branching_spec() -> None:
     """docs/spec-language.md's pattern example (fenced `yml`: test_docs reads the `yaml` blocks as the
     shipped retry_loop example) is the one whose counterexamples are tested above."""
     from pathlib import Path
-    doc = (Path(__file__).parent.parent / "docs" / "spec-language.md").read_text()
+    doc = (Path(__file__).parent.parent.parent / "docs" / "spec-language.md").read_text()
     section = doc.split("### Property patterns", 1)[1]
     block = section.split("```yml\n", 1)[1].split("```", 1)[0]
     assert block in BRANCHING

@@ -633,7 +633,7 @@ def test_vacuity_notices_and_results_point_into_the_base_module(monkeypatch):
     below = next(p for p in data["properties"] if p["name"] == "below_two")
     assert (below["file"], below["line"]) == (SHOWN_BASE, BELOW)
     assert "file" not in next(p for p in data["properties"] if p["name"] == "reaches_two")
-    assert data["source"]["file"] == "tests/test_pymodel.py"
+    assert data["source"]["file"] == "tests/machine/test_pymodel.py"
     assert data["source"]["files"] == {
         "actions": {"inc": SHOWN_BASE, "jump": SHOWN_BASE},
         "properties": {"below_two": SHOWN_BASE, "stops": SHOWN_BASE, "quick": SHOWN_BASE},
@@ -654,7 +654,7 @@ def test_ci_formats_point_at_the_base_module(monkeypatch):
     below = next(p for p in run["properties"] if p["name"] == "below_two")
     assert F.finding_location(run, below) == (SHOWN_BASE, BELOW)
     assert F.step_location(run, below["trace"]["steps"][-1]) == (SHOWN_BASE, INC)
-    assert F.step_location(run, below["trace"]["steps"][0]) == ("tests/test_pymodel.py", FROM_BASE)
+    assert F.step_location(run, below["trace"]["steps"][0]) == ("tests/machine/test_pymodel.py", FROM_BASE)
     github = render_github(data)
     assert f"::error file={SHOWN_BASE},line={BELOW},title=haltproof%3A below_two violated::" in github
     assert f"::warning file={SHOWN_BASE},line={JUMP},title=haltproof%3A vacuous::vacuous: action jump" in github
@@ -746,7 +746,7 @@ def test_a_var_that_changes_between_param_combinations_is_a_spec_error(cli, monk
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     ran = cli("check", f"test_pymodel:{cls.__name__}", "-p", "B=1")
-    assert (ran.code, ran.out, ran.err) == (2, "", f"error: tests/test_pymodel.py:{domains}: {message}\n")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: tests/machine/test_pymodel.py:{domains}: {message}\n")
 
 
 class OrderChanges(Model):

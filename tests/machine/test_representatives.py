@@ -14,7 +14,7 @@ from test_binding import bound_copy
 
 pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 PINS = ("-p", "max_steps=2", "-p", "max_retries=1")
 COUNTS = {"read_task_cards": {"obs": {"failed": 2, "one_match": 2, "zero_matches": 3, "many_matches": 2,
                                       "incomplete": 1}}}

@@ -298,13 +298,13 @@ def test_the_pytest_plugin_collects_without_importing_the_code(code, pytester):
 
 # ---------------------------------------------------------------- docs/trust.md
 
-TRUST_DOC = (Path(__file__).resolve().parent.parent / "docs" / "trust.md").read_text()
+TRUST_DOC = (Path(__file__).resolve().parent.parent.parent / "docs" / "trust.md").read_text()
 
 
 def test_the_trust_doc_commands_print_what_it_shows(cli, monkeypatch):
     import re
     import shlex
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent.parent.parent
     monkeypatch.chdir(root)
     commands = [ln for block in re.findall(r"```bash\n(.*?)```", TRUST_DOC, re.S) for ln in block.splitlines()]
     shown = re.findall(r"```text\n(.*?)```", TRUST_DOC, re.S)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 # Lowest first. A module may import from its own layer or a lower one only.
 LAYERS = {

@@ -13,9 +13,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import ROOT, doc_commands, sweeps_seed_systems
+from conftest import LAYERS, ROOT, TEST_PATH, doc_commands, sweeps_seed_systems
 
-TESTS = sorted((ROOT / "tests").glob("*.py"))
+# The test files of every layer folder and the shared helpers beside conftest.py (not fixtures/).
+TESTS = sorted([*(ROOT / "tests").glob("*.py"), *(p for folder in LAYERS for p in folder.glob("*.py"))])
 
 
 def _trees() -> Iterator[tuple[Path, ast.Module]]:
@@ -117,7 +118,7 @@ def test_the_fuzzers_scratch_directories_are_removed_when_the_process_ends():
     """The fuzz modules make their scratch directory on import, in every xdist worker; none is left behind."""
     script = "import test_fuzz_specs, test_fuzz_cli; print(test_fuzz_specs._ROOT); print(test_fuzz_cli._ROOT)"
     ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "tests", capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
+                         env={**os.environ, "PYTHONPATH": TEST_PATH})
     assert ran.returncode == 0, ran.stderr
     made = [Path(line) for line in ran.stdout.split()]
     assert len(made) == 2 and all(p.name.startswith(("haltproof-fuzz-", "haltproof-cli-fuzz-")) for p in made)

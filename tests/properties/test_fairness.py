@@ -24,7 +24,7 @@ from haltproof.properties.kinds import HOLDS, VIOLATED
 pytestmark = pytest.mark.verdict
 
 ENGINES = ("scalar", "vector")
-FIXTURES = Path(__file__).parent / "fixtures" / "fairness"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "fairness"
 RETRY = (FIXTURES / "retry.yaml").read_text()
 FLAKY = (FIXTURES / "flaky.yaml").read_text()
 STRONG_OK = "fairness:\n  - strong: call_tool\n    when: outcome == ok\n"

@@ -33,7 +33,7 @@ from haltproof.machine.text import TEXT_LIMIT, shortened
 from test_junit import assert_schema
 from test_live_binding import AGENT_SPEC
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
 from retry_model import RetryLoop  # noqa: E402
