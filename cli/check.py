@@ -284,7 +284,7 @@ def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:
 def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict[str, Any]]:
     """The stdout text and the report dict; writes the report files and the GitHub job summary."""
     data = report.to_json(runs)
-    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r.spec for r in runs]))} \
+    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r._spec for r in runs]))} \
         if args.trace_format == "itf" else {}
     text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)

@@ -31,7 +31,7 @@ class BaselineError(Exception):
 
 def _key(r: RunResult) -> str:
     params = ",".join(f"{k}={v}" for k, v in r.params.items())
-    return f"{shown_path(r.spec.path)} [{r.spec.name}] {params}".rstrip()
+    return f"{shown_path(r.spec_path)} [{r.machine}] {params}".rstrip()
 
 
 def figures(runs: list[RunResult]) -> dict[str, dict[str, Any]]:

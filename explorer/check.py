@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,7 +26,8 @@ from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
-from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
+from haltproof.machine.spec import (CODE_BUILTINS, DECLARED_BUILTIN, ParamValue, Pins, PropertyDecl, Spec, declared_at,
+                                    present)
 from haltproof.machine.text import counted, values_text
 from haltproof.machine.trust import MODEL, NO_CODE, python_model_refused, without_code
 from haltproof.machine.usercode import OutOfTime
@@ -35,8 +36,8 @@ from haltproof.properties import termination as T
 from haltproof.properties import vacuity
 from haltproof.properties.exploration import ExploredGraph
 from haltproof.properties.vacuity import Notice
-from haltproof.properties.kinds import (BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, PropertyResult, Subject,
-                                        Trace)
+from haltproof.properties.kinds import (BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, Kind, PropertyResult,
+                                        Subject, Trace)
 
 from . import acknowledged
 from .chances import Chances, first_chance_error
@@ -46,9 +47,6 @@ from .memory import parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
-
-
-Pins = Mapping[str, Any]     # NAME -> a value (int, bool, str), or values swept in this order
 
 
 ENGINES = ("auto", "scalar", "vector")
@@ -115,8 +113,10 @@ class Options:
             raise ValueError(f"determinism must be one of {', '.join(DETERMINISM)}, got {self.determinism!r}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScenarioResult:
+    """One scenario replayed on a run: whether it went as the spec says, and how far."""
+
     name: str
     ok: bool
     message: str
@@ -125,46 +125,72 @@ class ScenarioResult:
 
 KEEP_GRAPH_STATES = 200      # runs up to this size keep their explored graph for the reports
 
+RunVerdict = Literal["proved", "violated", "incomplete"]     # a run's result, as the exit code says it
+Gate = Literal["pass", "fail", "incomplete"]                 # what a run means for the gate, `expect` counted
 
-@dataclass
+
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
-    spec: Spec
-    params: dict[str, int]
-    stats: dict[str, Any]
+    """One run: one param combination of a spec, explored once, each property judged. `result`
+    and `verdict` are decided by `judge` from the run's own findings; `property(name)` reads
+    one property's result. The fields starting with `_` are the reports' own (the loaded spec,
+    the explored graph of a small run), not part of the API."""
+
+    params: Mapping[str, ParamValue]     # the combination: NAME -> its value
+    stats: dict[str, Any]                # states, transitions, terminal_states, max_depth, seconds
     properties: list[PropertyResult]
     coverage: dict[str, dict[str, int]]
     notices: list[Notice]                # vacuity warnings (empty when the exploration was partial)
     scenarios: list[ScenarioResult]
-    stopped_by: str | None
+    stopped_by: str | None               # the bound that stopped the exploration (max_states, timeout, ...)
     as_expected: bool | None             # None when the spec declares no expectation
     explored: str = "model"              # "model", or "code: module:Name" for a bound spec
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)   # worst cases, see _bounds
     engine: str = "scalar"               # which engine explored it
-    exploration: Exploration | None = None   # kept for small complete runs, to draw their graph
     stop_reason: str | None = None       # why it is incomplete, in words: "stopped at N states: ..."
     binding: str | None = None           # bound code: how it reached each state (state | snapshot | replay)
     determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
     representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
     odds: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/chances.py)
     stages_by: str = MODEL               # a bound spec on its own stages: the option that asked (--model, --no-code)
+    _spec: Spec = field(repr=False)      # the loaded spec, for the reports
+    _exploration: Exploration | None = field(default=None, repr=False)   # small complete runs: to draw their graph
+
+    @property
+    def spec_path(self) -> str:
+        """The spec's file (a Python model: its module's file)."""
+        return self._spec.path
+
+    @property
+    def machine(self) -> str:
+        """The machine's name, as the spec declares it."""
+        return self._spec.name
 
     @property
     def warnings(self) -> list[str]:
         return [n.message for n in self.notices]
 
     @property
-    def result(self) -> str:
+    def result(self) -> RunVerdict:
         """proved | violated | incomplete, decided by `judge` from the run's own findings."""
         return self._judged()[0]
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Gate:
         """What this run means for the gate: pass, fail, or incomplete (see `judge`)."""
         return self._judged()[1]
 
-    def _judged(self) -> tuple[str, str]:
+    def _judged(self) -> tuple[RunVerdict, Gate]:
         return judge([(p.kind, p.status, p.expected) for p in self.properties],
                      [s.ok for s in self.scenarios], self.stopped_by, self.as_expected)
+
+    def property(self, name: str) -> PropertyResult:
+        """The result of the property called `name`; KeyError naming the judged ones when none is."""
+        for p in self.properties:
+            if p.name == name:
+                return p
+        raise KeyError(f"this run judged no property {name!r} (it judged: "
+                       f"{', '.join(p.name for p in self.properties) or 'none'})")
 
 
 def unsettled(properties: Sequence[tuple[str, str]], stopped_by: str | None) -> bool:
@@ -180,7 +206,7 @@ def unsettled(properties: Sequence[tuple[str, str]], stopped_by: str | None) -> 
 
 
 def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequence[bool],
-          stopped_by: str | None, as_expected: bool | None) -> tuple[str, str]:
+          stopped_by: str | None, as_expected: bool | None) -> tuple[RunVerdict, Gate]:
     """A run's result (proved | violated | incomplete) and what it means for the gate (pass |
     fail | incomplete), from each property's (kind, status, expected), whether each scenario
     passed, the bound that stopped it and its `expect` outcome. The one place both are
@@ -193,12 +219,14 @@ def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequ
     scenario fails even if the exploration stopped early; otherwise an unsettled run is
     incomplete, and a settled one whose expected violation did not happen fails."""
     left_open = unsettled([(kind, status) for kind, status, _ in properties], stopped_by)
+    result: RunVerdict
     if any(status == VIOLATED for _, status, _ in properties) or not all(scenarios_ok):
         result = "violated"
     else:
         result = "incomplete" if left_open else "proved"
     if as_expected is None:
-        return result, {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}[result]
+        gate: dict[RunVerdict, Gate] = {"proved": "pass", "violated": "fail", "incomplete": "incomplete"}
+        return result, gate[result]
     if as_expected and not left_open:
         return result, "pass"
     unexpected = any(expected is False and status == VIOLATED for _, status, expected in properties)
@@ -438,14 +466,16 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     stats = {"states": len(ex.states), "transitions": ex.transitions,
              "terminal_states": ex.terminal_states, "max_depth": ex.max_depth,
              "seconds": round(ex.seconds, 4)}
-    return RunResult(spec, m.params, stats, results, coverage, notices, scenarios,
-                     stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
-                     bounds, "vector" if isinstance(ex, VExploration) else "scalar",
-                     ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
-                     reason, m.binding() if m.binding is not None else None,
-                     m.determinism() if m.determinism is not None else None,
-                     m.representatives() if m.representatives is not None else None, odds,
-                     options.stages_mode)
+    return RunResult(
+        _spec=spec, params=m.params, stats=stats, properties=results, coverage=coverage, notices=notices,
+        scenarios=scenarios, stopped_by=stopped_by, as_expected=as_expected,
+        explored=f"code: {m.bound_to}" if m.bound_to else "model", bounds=bounds,
+        engine="vector" if isinstance(ex, VExploration) else "scalar",
+        _exploration=ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
+        stop_reason=reason, binding=m.binding() if m.binding is not None else None,
+        determinism=m.determinism() if m.determinism is not None else None,
+        representatives=m.representatives() if m.representatives is not None else None, odds=odds,
+        stages_by=options.stages_mode)
 
 
 def _why_undecided(ex: Exploration, spec_errors: list[str]) -> tuple[str | None, str | None]:
@@ -628,7 +658,7 @@ def _note_drift(m: Machine, ex: Exploration) -> None:
                                                subject=action_subject(m, action, ci))
 
 
-def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: str | None,
+def _from_finding(ex: Exploration, name: str, kind: Kind, line: int | None, why: str | None,
                   holds: str) -> PropertyResult:
     f: Finding | None = ex.findings.get(name)
     if f is not None:
@@ -645,7 +675,7 @@ def _from_finding(ex: Exploration, name: str, kind: str, line: int | None, why: 
 def _pattern(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> PropertyResult:
     """A pattern property: an invariant over its monitor (machine/patterns.py), reported under
     its pattern's name with the states the monitors added to the search."""
-    kind = present(p.pattern)
+    kind: Kind = present(p.pattern)
     scope = "" if p.scope == "global" else f" (scope {p.scope.replace('_', ' ')})"
     r = _from_finding(ex, p.name, kind, p.line, why, KIND_TEXT[kind] + scope)
     if r.status == VIOLATED:
@@ -658,7 +688,7 @@ def _pattern(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> Pr
 def _liveness(p: PropertyDecl, ex: Exploration, g: _Graph, why: str | None) -> PropertyResult:
     """A liveness pattern: violated by a bad maximal run (properties/liveness.py), a finite one
     first, else a fair lasso; it holds when there is none in a complete exploration."""
-    kind = present(p.pattern)
+    kind: Kind = present(p.pattern)
     scope = "" if p.scope == "global" else f" (scope {p.scope.replace('_', ' ')})"
     g.compute()                     # an acyclic graph (its order found) has no lasso to search for
     acyclic = g.order is not None
@@ -904,7 +934,7 @@ class _Graph:
         self.lasso = T.find_lasso(self.plain) if self.order is None else None   # only a cyclic graph has one
 
 
-def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
+def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: Kind,
                            fairness: list[L.Assumption] | None = None) -> PropertyResult | None:
     """A deadlock, else a cycle among non-terminal states (with `fairness`: a fair one only)."""
     g.compute()

@@ -13,11 +13,11 @@ import difflib
 import errno
 import keyword
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from . import expr as E
 from .errors import Located, Problem, SpecError
@@ -41,6 +41,11 @@ CODE_BUILTINS = ("bound_code", "code_matches_spec")      # built-ins of specs bo
 # ---------------------------------------------------------------- the model
 
 PARAM_KINDS = ("int", "bool", "enum")
+
+
+ParamValue = int | bool | str          # an int, bool or enum param's value
+# Params pinned for a check: NAME -> a value, or the values swept in this order
+Pins = Mapping[str, ParamValue | list[ParamValue] | tuple[ParamValue, ...] | range]
 
 
 @dataclass
@@ -245,10 +250,16 @@ class Terminal:
     value_unreachable: dict[Any, Unreachable] = field(default_factory=dict)   # label value -> declaration
 
 
+# What a declared property is (a pattern is declared `invariant` or `liveness`, its name in `pattern`).
+DeclKind = Literal["invariant", "step_invariant", "reachable", "terminates", "terminates_within", "variant",
+                   "independent", "liveness", "maximum", "probability", "expected"]
+PatternName = Literal["absence", "universality", "precedence", "bounded_existence", "existence", "response"]
+
+
 @dataclass
 class PropertyDecl:
     name: str
-    kind: str     # invariant | step_invariant | reachable | terminates | terminates_within | variant | independent
+    kind: DeclKind  # invariant | step_invariant | reachable | terminates | terminates_within | variant | independent
     #               | liveness (existence, response: `expr` says where the obligation is open, machine/liveness.py)
     #               | maximum (the exact maximum of an int expression over the reachable states)
     line: int
@@ -265,7 +276,7 @@ class PropertyDecl:
     limit: str | None = None       # maximum: the int param it is measured against (a sweep says what each value allows)
     measure: str = ""              # maximum: its expression as written (what the limit's line says it allows)
     possible: bool = False         # `possible:` (kind reachable): an answer, never a violation
-    pattern: str | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
+    pattern: PatternName | None = None     # absence | universality | precedence | bounded_existence (kind: invariant
     scope: str = "global"          # over its monitor vars, machine/patterns.py), existence | response; its scope
     past: int = 0                  # always / reachable: the monitor vars its past-time operators added
 
@@ -1210,7 +1221,7 @@ class _Loader:
         return Terminal(None, label, out, line, value_unreachable=declared)
 
     # -- properties
-    KINDS = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
+    KINDS: dict[str, DeclKind] = {"always": "invariant", "step": "step_invariant", "reachable": "reachable",
              "terminates": "terminates", "terminates_within": "terminates_within",
              "variant": "variant", "independent_of": "independent",
              "probability": "probability", "expected": "expected", "maximum": "maximum",
@@ -1313,7 +1324,8 @@ class _Loader:
         """A pattern property (machine/patterns.py): an invariant over its own monitor vars,
         which every action's first stage advances."""
         self.keys(m, f"property {name}", {key, "description", "when", "scope", "smallest_safe"})
-        p = PropertyDecl(name, "invariant", line, description=str(m.get("description", "")), pattern=key)
+        p = PropertyDecl(name, "invariant", line, description=str(m.get("description", "")),
+                         pattern=cast(PatternName, key))     # key is one of PATTERNS or LIVENESS
         if "when" in m:
             p.when = self.bool_expr(m["when"], self.param_scope, m.line_of("when"), f"when of {name}")
         self.smallest_safe(p, m)

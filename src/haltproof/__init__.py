@@ -17,14 +17,14 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from haltproof.api import Report, check
-from haltproof.explorer.check import RunResult
+from haltproof.explorer.check import RunResult, RunVerdict
 from haltproof.machine.binding import Adapter
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.pymodel import (Model, action, always, independent_of, reachable, step_invariant,
                                        terminates, terminates_within, variant)
-from haltproof.machine.spec import Spec, load_spec
-from haltproof.properties.kinds import PropertyResult, Step, Trace
+from haltproof.machine.spec import Pins, Spec, load_spec
+from haltproof.properties.kinds import Kind, PropertyResult, Status, Step, Trace
 
 try:
     __version__ = _metadata.version("haltproof")      # single-sourced from pyproject.toml
@@ -32,7 +32,7 @@ except _metadata.PackageNotFoundError:                # imported from a checkout
     __version__ = "0+unknown"
 
 __all__ = [
-    "Adapter", "LiveAdapter", "Model", "Problem", "PropertyResult", "Report", "RunResult", "Spec", "SpecError", "Step",
-    "Trace", "__version__", "action", "always", "check", "independent_of", "load_spec", "reachable",
+    "Adapter", "Kind", "LiveAdapter", "Model", "Pins", "Problem", "PropertyResult", "Report", "RunResult", "RunVerdict",
+    "Spec", "SpecError", "Status", "Step", "Trace", "__version__", "action", "always", "check", "independent_of", "load_spec", "reachable",
     "step_invariant", "terminates", "terminates_within", "variant",
 ]

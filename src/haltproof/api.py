@@ -18,22 +18,24 @@ from typing import Any
 
 import haltproof.frameworks  # noqa: F401  (registers the framework declarations: machine/declarations.py)
 from haltproof.machine import usercode
-from haltproof.machine.spec import load_spec
+from haltproof.machine.spec import Pins, load_spec
 from haltproof.machine.trust import MODEL, NO_CODE
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.reports import report
 from haltproof.reports.text import render_text
-from haltproof.explorer.check import Options, RunResult, prepare, prepare_python
+from haltproof.explorer.check import Options, RunResult, RunVerdict, prepare, prepare_python
 from haltproof.explorer.parallel import Batch, Source, check_batches, default_workers, model_source
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """What `check` found: a `RunResult` per param combination, in sweep order."""
+
     runs: list[RunResult]
 
     @property
-    def result(self) -> str:
+    def result(self) -> RunVerdict:
         """proved | violated | incomplete: the same verdict as the CLI's exit code."""
         return report.overall(self.runs)[0]
 
@@ -56,7 +58,7 @@ class Report:
             raise AssertionError(f"haltproof: {self.result}\n" + render_text(report.to_json(failing), verbose=True))
 
 
-def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
+def check(spec: str | Path | type, *, params: Pins | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
           model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1,
@@ -68,7 +70,8 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     `max_states` a positive int, `timeout` a positive finite number of seconds, `max_memory`
     a positive number of bytes or a size such as "512M" (ValueError otherwise); each
     `params` value, or a non-empty list of distinct values, of the param's declared kind and
-    range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
+    range (SpecError otherwise: `True` is not 1; a bool or enum param takes True/False or
+    one of its names). `determinism` and `paths` are the command
     line's `--determinism` and `--paths` (bound code only; docs/binding.md). `workers` is the
     command line's `-j`: the runs of a sweep checked in that many processes, with the same
     report (default 1, in this process; None: every core; docs/scaling.md). `run_code=False` is

@@ -136,7 +136,7 @@ class PropertyItem(_Item):
     def runtest(self) -> None:
         run = self.result()
         prop = next(p for p in run.properties if p.name == self.prop_name)
-        where = f"{shown_path(run.spec.path)}:{prop.line or 1}"
+        where = f"{shown_path(run.spec_path)}:{prop.line or 1}"
         if prop.expected is True:
             return
         if prop.expected is False:
@@ -162,5 +162,5 @@ class ScenarioItem(_Item):
         run = self.result()
         sc = next(s for s in run.scenarios if s.name == self.scenario)
         if not sc.ok:
-            raise HaltproofFailure(f"{shown_path(run.spec.path)}:{self.line}: scenario "
+            raise HaltproofFailure(f"{shown_path(run.spec_path)}:{self.line}: scenario "
                                    f"{self.scenario}: {sc.message}")
