@@ -473,8 +473,9 @@ class Guard:
         mode the guard picks the run up again where its vars name exactly one explored state."""
         step = self.taken + (1 if event == "after" else 0)
         again = self._by_user.get(key, []) if key is not None else []
+        self.taken = step
         if self.on_escape != "deny" and len(again) == 1:
-            self.current, self.taken = again[0], step
+            self.current = again[0]
         else:
             self.escaped, self.current = True, None
         return Decision(self.on_escape, event, step, f"model escape at step {step}: {why}", action,
