@@ -74,7 +74,7 @@ def test_the_guard_agrees_with_the_explored_graph_on_every_state_and_action(seed
     assert [tuple(s) for s in table["states"]] == ex.states
     guard = Guard.load(seed_guards[name], spec=ROOT / "specs" / f"{name}.yaml", params=SEEDS[name])
     checked = 0
-    for i, s in enumerate(ex.states):
+    for i in range(len(ex.states)):
         graph = {(m.actions[ex.e_action[e]].name, ex.e_combo[e]): ex.e_dst[e]
                  for e in (ex.edges_of(i) if i < ex.expanded else ())}
         for act in m.actions:

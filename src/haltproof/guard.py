@@ -99,7 +99,8 @@ class _Edge:
                  bad: tuple[str, ...], weights: tuple[int, ...]):
         self.action, self.combo, self.labels, self.dst, self.rule = action, combo, labels, dst, rule
         self.bad, self.weights = bad, weights
-        self.rank, self.props = _SAFE, ()
+        self.rank: int = _SAFE
+        self.props: tuple[str, ...] = ()
 
 
 class Guard:
@@ -364,7 +365,8 @@ class Guard:
 
     def _judge(self, e: _Edge) -> tuple[int, tuple[str, ...], int]:
         """The transition's rank with the budgets added: (rank, properties, budget index or -1)."""
-        rank, props, over = e.rank, e.props, -1
+        rank, over = e.rank, -1
+        props: tuple[str, ...] = e.props
         for k, b in enumerate(self.budgets):
             after = self.used[k] + e.weights[k]
             short, long_ = b["shortest"][e.dst], b["longest"][e.dst]
