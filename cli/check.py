@@ -21,7 +21,9 @@ from haltproof.machine.trust import MODEL, NO_CODE, python_model_refused
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
-from haltproof.explorer.check import MAX_WORKERS, Options, RunResult, load_python_model, prepare, prepare_python
+from haltproof.explorer.options import MAX_WORKERS, Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import load_python_model, prepare, prepare_python
 from haltproof.explorer import cluster, parallel
 from haltproof.explorer.parallel import Batch, Source, check_batches
 from haltproof.explorer.engine import ProgressFn

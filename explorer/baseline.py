@@ -17,7 +17,7 @@ from haltproof.machine import strict_json
 from haltproof.machine.inputs import TooLarge, read_bounded
 from haltproof.machine.spec import shown_path
 
-from .check import RunResult
+from .results import RunResult
 
 SCHEMA = "haltproof-baseline/1"
 # 1.4 KB a run (the bundled specs' 107 runs make 150 KB): 64 MiB holds far more than the

@@ -48,7 +48,9 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.vectorize import vectorize
 from haltproof.properties.kinds import UNKNOWN, PropertyResult
 
-from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
+from .options import Options
+from .results import RunResult
+from .check import check_machine, judged_builtins, prepare, prepare_python
 from .engine import Exploration, State
 from .vengine import LazyStates
 

@@ -43,7 +43,7 @@ from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
 from haltproof.machine.text import counted, trace_table
 from haltproof.properties.kinds import Subject, Trace
 
-from .check import RunResult
+from .results import RunResult
 from .replay import Failed, Replayed, combo_index, evaluate, run_steps, same_for
 
 BUILTINS = ("domains", "well_defined", "bound_code", "code_matches_spec")

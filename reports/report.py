@@ -15,7 +15,7 @@ from haltproof.machine.spec import CODE_BUILTINS, ParamValue, PropertyDecl, show
 from haltproof.machine.text import encodable, report_text
 from haltproof.properties.kinds import HOLDS, VIOLATED, PropertyResult
 
-from haltproof.explorer.check import RunResult, RunVerdict
+from haltproof.explorer.results import RunResult, RunVerdict
 
 SCHEMA = "haltproof-report/1"
 

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from haltproof.explorer import check
-from haltproof.explorer.check import (Options, RunResult, check_machine, check_pins, check_spec, judge, prepare,
-                                      prepare_python, unsettled,
-                                      sweep)
+from haltproof.explorer.options import Options, check_pins, sweep
+from haltproof.explorer.results import RunResult, judge, unsettled
+from haltproof.explorer.check import check_machine, check_spec, prepare, prepare_python
 from haltproof.machine.compiled import Machine
 from haltproof.machine.pymodel import Model, action
 from haltproof.machine.errors import SpecError

@@ -40,7 +40,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec, parse_spec
 from haltproof.machine.vectorize import NotVectorizable, vectorize

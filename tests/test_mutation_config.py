@@ -30,7 +30,8 @@ NAMED = ["machine/spec.py", "machine/expr.py", "machine/compiled.py", "machine/s
          "machine/ranges.py", "machine/binding.py", "machine/pymodel.py", "machine/weights.py",
          "machine/patterns.py", "machine/liveness.py", "machine/pasttime.py",
          "explorer/engine.py", "explorer/vengine.py", "explorer/codeset.py", "explorer/parallel.py",
-         "explorer/check.py", "explorer/chances.py", "explorer/acknowledged.py"]
+         "explorer/check.py", "explorer/options.py", "explorer/results.py", "explorer/judging.py",
+         "explorer/chances.py", "explorer/acknowledged.py"]
 
 
 def verdict_path_now() -> set[str]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from haltproof.api import check
-from haltproof.explorer.check import Options
+from haltproof.explorer.options import Options
 from haltproof.explorer.parallel import MAX_ATTEMPTS
 from haltproof.reports.graph import build_graph
 

@@ -26,7 +26,9 @@ from typing import Any
 import pytest
 
 from haltproof.explorer import parallel
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.spec import load_spec
 from haltproof.reports.graph import build_graph
 from haltproof.reports.report import to_json

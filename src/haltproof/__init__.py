@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from haltproof.api import Report, check
-from haltproof.explorer.check import RunResult, RunVerdict
+from haltproof.explorer.results import RunResult, RunVerdict
 from haltproof.machine.binding import Adapter
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.live import LiveAdapter

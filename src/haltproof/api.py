@@ -24,7 +24,9 @@ from haltproof.machine.usercode import OutOfTime
 
 from haltproof.reports import report
 from haltproof.reports.text import render_text
-from haltproof.explorer.check import Options, RunResult, RunVerdict, prepare, prepare_python
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult, RunVerdict
+from haltproof.explorer.check import prepare, prepare_python
 from haltproof.explorer.parallel import Batch, Source, check_batches, default_workers, model_source
 
 

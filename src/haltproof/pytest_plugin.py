@@ -24,7 +24,9 @@ from haltproof.machine.spec import load_spec, shown_path
 from haltproof.machine.trust import no_code_from_env
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
-from haltproof.explorer.check import Options, RunResult, check_machine, judged_builtins, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, judged_builtins, prepare
 from haltproof.reports.findings import trace_text
 
 if TYPE_CHECKING:
