@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from haltproof.machine import strict_json
-from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.inputs import TooLarge
 from haltproof.machine.spec import shown_path
 
 from .results import RunResult
@@ -50,7 +50,7 @@ def load(path: str | Path) -> dict[str, dict[str, Any]] | None:
     if not p.exists():
         return None
     try:
-        data = strict_json.loads(read_bounded(p, MAX_BASELINE_BYTES, "a baseline"))
+        data = strict_json.read(p, MAX_BASELINE_BYTES, "a baseline")
     except TooLarge as exc:
         raise BaselineError(f"--baseline {path}: {exc}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: JSON, or a key given twice
