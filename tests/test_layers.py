@@ -412,10 +412,18 @@ def package_folders() -> set[str]:
     return out
 
 
+# The layers' folders: every module in them is drawn, so a newcomer finds each file's job there.
+LAYER_FOLDERS = ("machine/", "properties/", "explorer/", "reports/", "cli/", "frameworks/", "src/haltproof/")
+
+
 def readme_problems(tree: str) -> list[str]:
-    """Package folders the drawing leaves out, and modules it draws that do not exist."""
+    """Package folders the drawing leaves out, modules of the layers' folders it leaves out, and
+    modules it draws that do not exist."""
     drawn = drawn_modules(tree)
     out = [f"the README does not draw the package folder {f}" for f in sorted(package_folders() - set(drawn))]
+    out += [f"the README does not draw the module {folder}{f.name}" for folder in LAYER_FOLDERS
+            for f in sorted((ROOT / folder).glob("*.py"))
+            if f.name != "__init__.py" and f.name not in drawn.get(folder, [])]     # a package: its folder line
     out += [f"the README draws {folder}{f}, which does not exist" for folder, files in drawn.items()
             for f in files if not (ROOT / folder / f).is_file()]
     return out
@@ -428,4 +436,10 @@ def test_the_readme_draws_the_tree_that_exists() -> None:
 def test_the_readme_check_catches_a_missing_folder_and_a_module_that_is_gone() -> None:
     tree = readme_tree().replace("specs/mutants/", "# ").replace("termination.py", "terminat1on.py")
     assert readme_problems(tree) == ["the README does not draw the package folder specs/mutants/",
+                                     "the README does not draw the module properties/termination.py",
                                      "the README draws properties/terminat1on.py, which does not exist"]
+
+
+def test_the_readme_check_catches_a_module_left_out_of_the_drawing() -> None:
+    tree = "\n".join(line for line in readme_tree().splitlines() if not line.startswith("  judging.py "))
+    assert readme_problems(tree) == ["the README does not draw the module explorer/judging.py"]
