@@ -28,10 +28,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .errors import Located, SpecError
-from .yamlpos import YMap
+
+if TYPE_CHECKING:       # imported where used: registering an integration loads no YAML parser
+    from .yamlpos import YMap
 
 
 @dataclass
@@ -42,7 +44,7 @@ class Declared:
     adapter: Callable[[], Any]
 
 
-Expand = Callable[[YMap, str], Declared]
+Expand: TypeAlias = "Callable[[YMap, str], Declared]"
 
 _REGISTRY: dict[str, Expand | str] = {}
 
@@ -60,6 +62,7 @@ def registered() -> list[str]:
 
 def is_declaration(top: Any) -> bool:
     """Whether a file's top level is a declaration (it names a framework) rather than a spec."""
+    from .yamlpos import YMap
     return isinstance(top, YMap) and "framework" in top
 
 

@@ -7,6 +7,10 @@ exploration was incomplete: an incomplete proof proves nothing. An invalid spec 
 collection error carrying haltproof's file:line message. Each param combination is
 explored once, when its first item runs. Without `--haltproof` (or the ini option
 `haltproof = true`) the plugin does nothing.
+
+Every pytest run of a project that installs haltproof loads this module, so it imports
+haltproof's loader, engines (and numpy) only inside the hooks that collect and run specs:
+a run without specs pays nothing for them (tests/test_lazy_imports.py).
 """
 
 from __future__ import annotations
@@ -17,18 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from haltproof.machine.compiled import Machine
-from haltproof.machine.errors import SpecError
-from haltproof.machine.inputs import positive
-from haltproof.machine.spec import load_spec, shown_path
-from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
-
-from haltproof.explorer.check import Options, RunResult, check_machine, judged_builtins, prepare
-from haltproof.reports.findings import trace_text
-
 if TYPE_CHECKING:
     # the types of Item.repr_failure's signature, which pytest does not export under public names
     from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from haltproof.explorer.check import RunResult
+    from haltproof.machine.compiled import Machine
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,6 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _max_states(text: str) -> int:
     """A positive int, as `haltproof check --max-states` takes (0 or -1 stopped every run at once)."""
+    from haltproof.machine.inputs import positive
     return positive(int, "--haltproof-max-states")(text)
 
 
@@ -63,6 +62,9 @@ class HaltproofFailure(Exception):
 
 class SpecFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
+        from haltproof.explorer.check import Options, judged_builtins, prepare
+        from haltproof.machine.errors import SpecError
+        from haltproof.machine.spec import load_spec
         try:
             spec = load_spec(self.path)
             options = Options(max_states=self.config.getoption("haltproof_max_states"))
@@ -86,6 +88,7 @@ class SpecFile(pytest.File):
                                                    index=k, scenario=sc.name, line=sc.line)
 
     def result(self, index: int, machine: Machine) -> RunResult:
+        from haltproof.explorer.check import check_machine
         if index not in self._results:
             self._results[index] = check_machine(machine, self.options)
         return self._results[index]
@@ -120,6 +123,9 @@ class PropertyItem(_Item):
         self.prop_name = prop_name
 
     def runtest(self) -> None:
+        from haltproof.machine.spec import shown_path
+        from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
+        from haltproof.reports.findings import trace_text
         run = self.result()
         prop = next(p for p in run.properties if p.name == self.prop_name)
         where = f"{shown_path(run.spec.path)}:{prop.line or 1}"
@@ -145,6 +151,7 @@ class ScenarioItem(_Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
+        from haltproof.machine.spec import shown_path
         run = self.result()
         sc = next(s for s in run.scenarios if s.name == self.scenario)
         if not sc.ok:
