@@ -66,9 +66,9 @@ def test_the_wheel_installs_only_the_haltproof_package(wheel):
 
 
 @pytest.mark.slow
-def test_the_wheel_ships_the_specs_the_seed_harness_and_the_type_marker(wheel):
+def test_the_wheel_ships_the_specs_the_seed_harness_the_type_marker_and_the_report_schema(wheel):
     names = set(wheel.namelist())
-    for path in ("haltproof/py.typed", "haltproof/specs/loop_demo.yaml", "haltproof/specs/mutants/__init__.py",
+    for path in ("haltproof/py.typed", "haltproof/report.schema.json", "haltproof/specs/loop_demo.yaml", "haltproof/specs/mutants/__init__.py",
                  "haltproof/harness/02_stop_policy.json", "haltproof/harness/budget/binding.py",
                  "haltproof/machine/spec.py", "haltproof/cli/main.py", "haltproof/properties/kinds.py"):
         assert path in names, path
