@@ -1,7 +1,7 @@
 """Declaration files: a YAML file naming a framework and the user's own object, instead of a spec.
 
 A file whose top level has `framework: NAME` is not a spec: the integration registered
-under NAME expands it into one (docs/frameworks.md). The spec loader calls `expand` and
+under NAME expands it into one (docs/how-to/frameworks.md). The spec loader calls `expand` and
 loads what it returns like any spec, so `haltproof check`, sweeps, every output format and
 the pytest plugin take declarations as they take specs.
 

@@ -81,7 +81,7 @@ SLOW_SPECS = {"budget_runner.yaml", "gate_chain.yaml"}     # seconds each on eve
 
 def verdict_specs(paths: list[Path]) -> list:
     """`paths` as parameters, each marked `verdict` (the per-mutant selection of
-    docs/mutation.md) unless it is one of the slow specs, which are marked `slow`."""
+    docs/explanation/mutation-testing.md) unless it is one of the slow specs, which are marked `slow`."""
     return [pytest.param(p, marks=pytest.mark.slow if p.name in SLOW_SPECS else pytest.mark.verdict)
             for p in paths]
 

@@ -1,5 +1,5 @@
 """The GitHub Action (action.yml + scripts/action-run), the pre-commit hook
-(.pre-commit-hooks.yaml) and their page, docs/ci.md.
+(.pre-commit-hooks.yaml) and their page, docs/how-to/ci.md.
 
 The action's script runs here as the runner would run it: its inputs as INPUT_* variables
 (the defaults action.yml declares, then the test's), GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
@@ -31,7 +31,7 @@ ACTION_TEXT = (ROOT / "action.yml").read_text()
 ACTION = yaml.safe_load(ACTION_TEXT)
 HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
 SCRIPT = ROOT / "scripts" / "action-run"
-DOC = (ROOT / "docs" / "ci.md").read_text()
+DOC = (ROOT / "docs" / "how-to" / "ci.md").read_text()
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 BIN = Path(sys.executable).parent                 # this environment's python and haltproof
 OUTPUTS = {"exit-code", "result", "sarif", "junit", "json"}
@@ -397,7 +397,7 @@ def test_hook_checks_the_changed_specs(repo):
     assert ran.stdout.rstrip().endswith("6 runs: 0 proved, 0 violated as expected, 6 failed, 0 incomplete -> violated")
 
 
-# -- docs/ci.md ----------------------------------------------------------------------------------
+# -- docs/how-to/ci.md ----------------------------------------------------------------------------------
 
 def _yaml_blocks() -> list[str]:
     return re.findall(r"```yaml\n(.*?)```", DOC, re.S)
@@ -504,5 +504,5 @@ def test_doc_tables_list_every_input_with_its_default_and_every_output():
 
 
 def test_doc_is_linked_from_the_readme_and_the_formats_page():
-    assert "(docs/ci.md)" in (ROOT / "README.md").read_text()
-    assert "(ci.md)" in (ROOT / "docs" / "ci-formats.md").read_text()
+    assert "(docs/how-to/ci.md)" in (ROOT / "README.md").read_text()
+    assert "(ci.md)" in (ROOT / "docs" / "how-to" / "ci-formats.md").read_text()

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, doc_commands
 
 README = (ROOT / "README.md").read_text()
-SPEC_DOC = (ROOT / "docs" / "spec-language.md").read_text()
+SPEC_DOC = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
 
 
 def _commands() -> list[str]:
@@ -107,7 +107,7 @@ def test_spec_language_example_is_the_shipped_example_and_it_is_proved(cli):
     assert "outcome: error\nstatus: running\ncall: 2\noutcome: ok\nstatus: done" in replay.out
 
 
-BINDING_DOC = (ROOT / "docs" / "binding.md").read_text()
+BINDING_DOC = (ROOT / "docs" / "how-to" / "binding.md").read_text()
 
 
 def _doc_commands(text: str) -> list[str]:
@@ -139,7 +139,7 @@ def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
         elif "--emit-tests" in command:
             continue        # exercised with a real broken spec in tests/test_regress.py
         else:
-            raise AssertionError(f"untested command in docs/binding.md: {command}")
+            raise AssertionError(f"untested command in docs/how-to/binding.md: {command}")
 
 
 def test_binding_doc_python_example_is_the_shipped_one():

@@ -138,4 +138,4 @@ def test_the_installed_framework_is_in_its_range_and_the_lowest_in_the_oldest_ru
 @pytest.mark.parametrize("extra", sorted(EXPECTED))
 def test_the_docs_name_each_range(extra):
     dist, low, high = RANGES[extra]
-    assert f">={low},<{high}`" in (ROOT / "docs" / "frameworks.md").read_text(), extra
+    assert f">={low},<{high}`" in (ROOT / "docs" / "how-to" / "frameworks.md").read_text(), extra

@@ -619,7 +619,7 @@ def test_chromium_renders_the_trace_the_violation_and_the_sweep(mixed, tmp_path)
 
 # ---------------------------------------------------------------- the documentation
 
-DOC = (ROOT / "docs" / "html-report.md").read_text()
+DOC = (ROOT / "docs" / "how-to" / "html-report.md").read_text()
 
 
 def _doc_commands() -> list[tuple[str, int]]:

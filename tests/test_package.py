@@ -96,7 +96,7 @@ def test_a_users_own_harness_and_machine_are_never_picked_up(tmp_path):
 
 def test_the_api_page_example_runs_as_written(tmp_path):
     import re
-    page = (ROOT / "docs" / "api.md").read_text()
+    page = (ROOT / "docs" / "reference" / "api.md").read_text()
     (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
     (tmp_path / "example.py").write_text(code)
     ran = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True)

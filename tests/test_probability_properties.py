@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 # An agent step: the policy picks the tool, the environment the observation (weighted).
 # With `search` every step: success 1/2 + 3/10 * 1/2 + 9/100 * 1/2 = 139/200, limit (3/10)^3,
@@ -204,11 +204,11 @@ def test_text_report_prints_the_value_beside_the_verdict(check):
 
 
 def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
-    """docs/spec-language.md shows docs/examples/agent_odds.yaml and what checking it prints."""
+    """docs/reference/spec-language.md shows docs/examples/agent_odds.yaml and what checking it prints."""
     import re
 
     from conftest import ROOT
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     section = doc[doc.index("## probabilities: how likely"):]
     example = (ROOT / "docs" / "examples" / "agent_odds.yaml").read_text()
     assert "```yaml\n" + example + "```" in section

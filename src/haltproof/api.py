@@ -71,9 +71,9 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     a positive number of bytes or a size such as "512M" (ValueError otherwise); each
     `params` value, or a non-empty list of distinct values, of the param's declared kind and
     range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
-    line's `--determinism` and `--paths` (bound code only; docs/binding.md). `workers` is the
+    line's `--determinism` and `--paths` (bound code only; docs/how-to/binding.md). `workers` is the
     command line's `-j`: the runs of a sweep checked in that many processes, with the same
-    report (default 1, in this process; None: every core; docs/scaling.md).
+    report (default 1, in this process; None: every core; docs/how-to/scaling.md).
 
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
