@@ -298,7 +298,7 @@ class AgentsAdapter(LiveAdapter):
         return {**seen, **self.observe(live)}
 
 
-# ---------------------------------------------------------------- declaration files (docs/how-to/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/openai-agents.md)
 
 LIMIT = "max_turns"
 DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "tools", "context"}
@@ -517,7 +517,7 @@ def _tool_outcome(raw: Any, file: str, line: int) -> Any:
 
 
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/how-to/frameworks.md)."""
+    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/how-to/openai-agents.md)."""
     begin(top, file, require_agents, DECLARATION_KEYS, {"target", "input", "models"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
@@ -606,7 +606,7 @@ def _quoted(text: str) -> str:
 
 
 def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/how-to/frameworks.md): the run ends; whether the SDK's
+    """The out-of-the-box properties (docs/how-to/openai-agents.md): the run ends; whether the SDK's
     MaxTurnsExceeded can happen, the smallest safe max_turns; the worst cases, with what
     max_turns promises."""
     props: dict[str, Any] = {
