@@ -1,5 +1,5 @@
 """The `haltproof` command line: the parser, the dispatch to one module per subcommand
-(check, conform, replay, graph), and the exit code.
+(check, conform, replay, graph, export, init, lint, mcp), and the exit code.
 
 Exit codes (a contract): 0 proved, 1 violated, 2 usage error or invalid spec,
 3 incomplete, 4 internal error. Reports go to stdout or files, progress to stderr.
@@ -20,7 +20,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
-from . import check, conform, export, graph, replay
+from . import check, conform, export, graph, init, lint, mcp, replay
 from .common import Parser
 
 Command = Callable[[argparse.Namespace], int]
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="haltproof", description="Prove that an agent run loop stops, and stops honestly.")
     ap.add_argument("--version", action="version", version=f"haltproof {report.version()}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (check, conform, replay, graph, export):
+    for module in (check, conform, replay, graph, export, init, lint, mcp):
         module.add_parser(sub)
     return ap
 
@@ -69,13 +69,16 @@ def _error_text(exc: Exception) -> str:
 
 
 COMMANDS: dict[str, Command] = {"check": check.cmd_check, "conform": conform.cmd_conform,
-                                "replay": replay.cmd_replay, "export": export.cmd_export}
+                                "replay": replay.cmd_replay, "export": export.cmd_export,
+                                "init": init.cmd_init, "lint": lint.cmd_lint}
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "graph":       # its own deadline: a graph is of the whole space, or none
         return graph.cmd_graph(args)
+    if args.command == "mcp":         # a server: each tool call has its own budget
+        return mcp.cmd_mcp(args)
     with usercode.deadline(args.timeout):     # one wall-clock bound on the whole command
         return COMMANDS[args.command](args)
 

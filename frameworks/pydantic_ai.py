@@ -362,6 +362,7 @@ class AgentTools:
 
     function: list[str]
     output: list[str]
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)     # tool -> its arguments' JSON schema
 
 
 class _Probed(Exception):
@@ -384,7 +385,8 @@ async def _probe(agent: Any, prompt: str) -> AgentTools:
     if not seen:
         raise RuntimeError("the agent made no model request")
     info = seen[0]
-    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools])
+    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools],
+                      {t.name: dict(t.parameters_json_schema) for t in [*info.function_tools, *info.output_tools]})
 
 
 def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int) -> AgentTools:
