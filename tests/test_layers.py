@@ -8,7 +8,7 @@ checker is a pure function of the graph, so the tests below also feed it small s
 graphs and check that each kind of problem is reported with its edge named.
 
 The architecture page's drawing (docs/explanation/architecture.md) is checked against the tree
-here too: every module it names exists and every package folder is named.
+here too: every module it names exists, and every package folder and every module is named.
 """
 
 from __future__ import annotations
@@ -412,9 +412,14 @@ def package_folders() -> set[str]:
 
 
 def drawing_problems(tree: str) -> list[str]:
-    """Package folders the drawing leaves out, and modules it draws that do not exist."""
+    """Package folders and modules the drawing leaves out, and modules it draws that do not exist
+    (a package's `__init__.py` need not be drawn: the folder's line says what the package is)."""
     drawn = drawn_modules(tree)
-    out = [f"the architecture page does not draw the package folder {f}" for f in sorted(package_folders() - set(drawn))]
+    folders = package_folders()
+    out = [f"the architecture page does not draw the package folder {f}" for f in sorted(folders - set(drawn))]
+    out += [f"the architecture page does not draw the module {folder}{p.name}"
+            for folder in sorted(folders & set(drawn)) for p in sorted((ROOT / folder).glob("*.py"))
+            if p.name != "__init__.py" and p.name not in drawn[folder]]
     out += [f"the architecture page draws {folder}{f}, which does not exist" for folder, files in drawn.items()
             for f in files if not (ROOT / folder / f).is_file()]
     return out
@@ -424,7 +429,8 @@ def test_the_architecture_page_draws_the_tree_that_exists() -> None:
     assert drawing_problems(drawn_tree()) == []
 
 
-def test_the_drawing_check_catches_a_missing_folder_and_a_module_that_is_gone() -> None:
+def test_the_drawing_check_catches_a_missing_folder_a_missing_module_and_one_that_is_gone() -> None:
     tree = drawn_tree().replace("specs/mutants/", "# ").replace("termination.py", "terminat1on.py")
     assert drawing_problems(tree) == ["the architecture page does not draw the package folder specs/mutants/",
+                                      "the architecture page does not draw the module properties/termination.py",
                                       "the architecture page draws properties/terminat1on.py, which does not exist"]
