@@ -9,14 +9,13 @@ while importing or reading the target).
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from haltproof.frameworks.introspect import RULES, TargetError, findings, load, reader
 from haltproof.cli.usage import UsageError
 from haltproof.reports import lint as lint_reports
 
-from .common import timeout_option
+from .common import timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -43,6 +42,6 @@ def cmd_lint(args: argparse.Namespace) -> int:
         data = lint(args.target)
     except TargetError as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(lint_reports.FORMATS[args.format](data))
+    write_stdout(lint_reports.FORMATS[args.format](data))
     code: int = data["exit_code"]
     return code

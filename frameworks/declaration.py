@@ -21,6 +21,7 @@ from haltproof.machine.binding import import_user_module
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YList, YMap
+from haltproof.machine.text import exception_text
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
 
@@ -82,7 +83,7 @@ def import_object(ref: Any, folder: str, here: Located) -> Any:
         stop.note(f"importing the target's module {module_name} (target: {ref})")
         raise
     except Exception as exc:     # the user's module may fail in any way while importing
-        raise here.error(f"cannot import the target's module: {type(exc).__name__}: {exc}", ref) from None
+        raise here.error(f"cannot import the target's module: {exception_text(exc)}", ref) from None
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):

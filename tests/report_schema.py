@@ -47,9 +47,13 @@ def closed(schema: Any) -> Any:
 
 @cache
 def strict_validator() -> jsonschema.Draft202012Validator:
+    """The closed schema's validator; a tuple counts as an array, as `json.dumps` writes one."""
     schema = closed(published())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    arrays = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "array", lambda checker, value: isinstance(value, (list, tuple)))
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=arrays)
+    return validator(schema)
 
 
 def problems(data: Any) -> list[str]:

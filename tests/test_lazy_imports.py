@@ -22,7 +22,7 @@ from conftest import LOOP_DEMO, ROOT
 # What `import haltproof` may load of its own: the package, the framework registry (every entry
 # point needs it) and the little the registry imports. No loader, no YAML parser, no engine.
 LIGHT = ["haltproof", "haltproof.frameworks", "haltproof.machine", "haltproof.machine.declarations",
-         "haltproof.machine.errors", "haltproof.machine.inputs", "haltproof.machine.text"]
+         "haltproof.machine.errors", "haltproof.machine.inputs", "haltproof.machine.text", "haltproof.machine.trust"]
 
 
 def loaded_after(code: str, cwd: Path) -> list[str]:

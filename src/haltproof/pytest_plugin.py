@@ -35,6 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="collect haltproof YAML specs as tests (spec x params x property)")
     group.addoption("--haltproof-max-states", type=_max_states, default=None, metavar="N",
                     help="bound each exploration; hitting it fails the items (incomplete)")
+    group.addoption("--haltproof-no-code", action="store_true", default=False,
+                    help="import and run none of the specs' code (bind:, raises:, framework:): "
+                         "as `haltproof check --no-code`; also HALTPROOF_NO_CODE=1 (docs/trust.md)")
     parser.addini("haltproof", type="bool", default=False,
                   help="collect haltproof YAML specs as tests without --haltproof")
 
@@ -48,6 +51,16 @@ def _max_states(text: str) -> int:
 def _enabled(config: pytest.Config) -> bool:
     flag = config.getoption("haltproof")
     return bool(flag) if flag is not None else bool(config.getini("haltproof"))
+
+
+def _runs_code(config: pytest.Config) -> bool:
+    """Whether the plugin may import the specs' code: not with --haltproof-no-code or HALTPROOF_NO_CODE=1."""
+    from haltproof.machine.trust import no_code_from_env
+    try:
+        from_env = no_code_from_env()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return not (config.getoption("haltproof_no_code") or from_env)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -65,9 +78,10 @@ class SpecFile(pytest.File):
         from haltproof.explorer.check import Options, judged_builtins, prepare
         from haltproof.machine.errors import SpecError
         from haltproof.machine.spec import load_spec
+        run_code = _runs_code(self.config)
         try:
-            spec = load_spec(self.path)
-            options = Options(max_states=self.config.getoption("haltproof_max_states"))
+            spec = load_spec(self.path, run_code)
+            options = Options(max_states=self.config.getoption("haltproof_max_states"), run_code=run_code)
             machines = prepare(spec, options)
         except SpecError as exc:
             raise self.CollectError(f"invalid spec:\n{exc}") from None
