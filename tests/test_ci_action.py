@@ -515,7 +515,7 @@ def test_doc_is_linked_from_the_readme_and_the_formats_page():
     assert "(ci.md)" in (ROOT / "docs" / "how-to" / "ci-formats.md").read_text()
 
 
-# -- run-code: no code of a fork's specs runs (docs/trust.md) ----------------------------------
+# -- run-code: no code of a fork's specs runs (docs/how-to/trust.md) ----------------------------------
 
 def _pull_request(head: str | None, base: str = "me/repo") -> dict:
     return {"pull_request": {"head": {"repo": None if head is None else {"full_name": head}}},
@@ -535,7 +535,7 @@ def test_a_pull_request_from_a_fork_runs_none_of_the_specs_code(bound):
     assert ran.code == 0, ran.err
     lines = ran.out.splitlines()
     assert lines[0] == ("::notice title=haltproof%3A --no-code::A pull request from someone/fork: none of the code "
-                        "the specs name runs (run-code: auto; docs/trust.md).")
+                        "the specs name runs (run-code: auto; docs/how-to/trust.md).")
     assert lines[1].startswith("haltproof check trusting.yaml --no-code --format github ")
     assert bound.imported() == []
     assert json.loads((bound.folder / "haltproof.json").read_text())["runs"][0]["code_not_run"]["by"] == "--no-code"

@@ -37,7 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="bound each exploration; hitting it fails the items (incomplete)")
     group.addoption("--haltproof-no-code", action="store_true", default=False,
                     help="import and run none of the specs' code (bind:, raises:, framework:): "
-                         "as `haltproof check --no-code`; also HALTPROOF_NO_CODE=1 (docs/trust.md)")
+                         "as `haltproof check --no-code`; also HALTPROOF_NO_CODE=1 (docs/how-to/trust.md)")
     parser.addini("haltproof", type="bool", default=False,
                   help="collect haltproof YAML specs as tests without --haltproof")
 
