@@ -93,7 +93,7 @@ class Options:
             raise ValueError(f"determinism must be one of {', '.join(DETERMINISM)}, got {self.determinism!r}")
 
 
-MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
+MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (docs/reference/cli.md, "-p")
 
 
 def sweep(spec: Spec, pins: Pins) -> list[dict[str, Any]]:

@@ -397,8 +397,6 @@ class Spec:
 
 # ---------------------------------------------------------------- loading
 
-# The largest bundled spec is 23 KB. Checking costs grow with the text (a 1 MiB expression takes
-# about 25 s and 900 MB to parse, type-check and compile), so 1 MiB refuses only abuse.
 
 
 def n_what(n: str, pattern: str = "") -> str:
