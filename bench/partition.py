@@ -21,7 +21,8 @@ import sys
 
 import numpy as np
 
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec

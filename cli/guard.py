@@ -11,7 +11,8 @@ from typing import Any
 
 from haltproof.machine.spec import load_spec
 
-from haltproof.explorer.check import Options, prepare, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import prepare
 from haltproof.explorer.guard_export import GuardIncomplete, GuardRefused, guard_module, guard_table, guarded_run
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report

@@ -13,7 +13,8 @@ from typing import Any
 from haltproof.guard import Guard
 from haltproof.machine.spec import load_spec
 
-from haltproof.explorer.check import Options, prepare, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import prepare
 from haltproof.explorer.guard_export import GuardIncomplete, guard_table, guarded_run
 from haltproof.explorer.recorded import (Outcome, RecordingError, check_run, fit_counts, probabilities_block,
                                          read_runs, summary_table)

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from haltproof.explorer import engine as E
-from haltproof.explorer.check import Options, check_machine, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
 from test_verdict_kills import _machine

@@ -11,7 +11,9 @@ from fractions import Fraction
 import pytest
 
 from haltproof.explorer.chances import value_json
-from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
 from haltproof.properties.kinds import Subject

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec, prepare
 from haltproof.explorer.replay import run_steps
 from haltproof.machine import compiled as compiled_module
 from haltproof.machine.spec import SpecError, load_spec, parse_spec

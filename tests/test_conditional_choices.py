@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.explorer.engine import transitions_from
 from haltproof.explorer.replay import run_scenario
 from haltproof.machine.compiled import CompiledSpec

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.binding import FULL_UP_TO, declared_states, determinism_for
 from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.spec import load_spec

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 import haltproof.explorer.engine as E
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
 from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _plain, each_way, prop

@@ -13,7 +13,9 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, RunResult, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_spec, prepare
 from haltproof.explorer.engine import explore
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.spec import parse_spec

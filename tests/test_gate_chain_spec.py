@@ -12,7 +12,8 @@ import pytest
 
 import gate_mutants
 from conftest import SPECS
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.cli.main import main
 from haltproof.harness.gate_binding import CALLS, RESERVATIONS, WHITELIST
 from haltproof.harness.gates import GateContext, RegexGate, ToolCall

@@ -21,7 +21,8 @@ import pytest
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 from dot_grammar import DotSyntaxError, parse_dot
 from haltproof.cli.graph import graph_for
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.spec import load_spec
 from haltproof.reports import report
 from haltproof.reports.html import state_graphs

@@ -25,7 +25,8 @@ import pytest
 import haltproof.reports.html as H
 from conftest import LOOP_DEMO, MUTANTS, ROOT, doc_commands
 from haltproof.reports import report
-from haltproof.explorer.check import Options, check_machine, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, check_spec, prepare
 from haltproof.cli.main import main
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.graph import Transition

@@ -18,7 +18,8 @@ pytest.importorskip("langgraph")
 
 from langgraph.pregel import _loop
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.frameworks import langgraph as hl
 from haltproof.machine.spec import load_spec
 

@@ -13,7 +13,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.explorer.regress import machine_for, still_violated
 from haltproof.machine.spec import load_spec, parse_spec
 

@@ -23,7 +23,8 @@ pytest.importorskip("agents")
 
 from agents import run as sdk_run
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.frameworks import openai_agents as ho
 from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec

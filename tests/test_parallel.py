@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from haltproof.api import check
-from haltproof.explorer.check import Options
+from haltproof.explorer.options import Options
 from haltproof.explorer.parallel import MAX_ATTEMPTS
 from haltproof.reports.graph import build_graph
 
@@ -114,11 +114,11 @@ def test_api_workers_keep_the_graphs_for_the_html_report():
     """check(workers=2) keeps each small run's explored graph, as drawn from one process."""
     one, two = check(LOOP_DEMO, workers=1), check(LOOP_DEMO, workers=2)
     assert untimed(two.to_json()) == untimed(one.to_json())
-    graphs = [[build_graph(r.exploration) if r.exploration is not None else None for r in rep.runs]
+    graphs = [[build_graph(r._exploration) if r._exploration is not None else None for r in rep.runs]
               for rep in (one, two)]
     assert sum(g is not None for g in graphs[0]) == 8
     assert graphs[1] == graphs[0]
-    assert [r.spec for r in two.runs] == [two.runs[0].spec] * 10
+    assert [r._spec for r in two.runs] == [two.runs[0]._spec] * 10
 
 
 @pytest.mark.parametrize("given", ["0", "-1", "x", "1025"])

@@ -26,7 +26,9 @@ from typing import Any
 import pytest
 
 from haltproof.explorer import parallel
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.spec import load_spec
 from haltproof.reports.graph import build_graph
 from haltproof.reports.report import to_json
@@ -138,20 +140,20 @@ def test_a_run_checked_by_the_workers_function_comes_back_as_the_serial_run(tmp_
     (m,) = prepare(load_spec(path), options)
     blob = parallel.run_job(parallel.Job(0, parallel.Source(path=str(path)), {"top": 2}, options, None))
     back = parallel.restore(blob, m, options)
-    assert back.spec is m.spec and back.engine == engine
+    assert back._spec is m.spec and back.engine == engine
     assert json_of([back]) == json_of([serial])
-    assert back.exploration is not None and back.exploration.machine is m
-    assert build_graph(back.exploration) == build_graph(serial.exploration)
+    assert back._exploration is not None and back._exploration.machine is m
+    assert build_graph(back._exploration) == build_graph(serial._exploration)
 
 
 def test_a_result_travels_without_the_declarations_adapter_factory(tmp_path):
     path = small_spec(tmp_path)
     (m,) = prepare(load_spec(path), Options(pins={"top": 1}))
     r = check_machine(m, Options(pins={"top": 1}))
-    r.spec = replace(r.spec, adapter=lambda: None)
+    r = replace(r, _spec=replace(r._spec, adapter=lambda: None))
     sent, cls, state = parallel._detached(r)
-    assert sent.spec.adapter is None and sent.exploration is None
-    assert cls is type(r.exploration) and state is not None
+    assert sent._spec.adapter is None and sent._exploration is None
+    assert cls is type(r._exploration) and state is not None
     assert [len(state[name]) for name in parallel.LAZY_COLUMNS] == [4, 4, 4, 3, 3, 3]   # 4 states, 3 transitions
     pickle.dumps((sent, cls, state))
 
@@ -277,7 +279,7 @@ def test_a_pool_of_workers_gives_the_serial_runs_and_counts_them_done(tmp_path, 
     done, tick = counted()
     runs = forked(parallel.LocalPool(2), path).run(jobs, machines, tick)
     assert json_of(runs) == json_of([check_machine(m, options) for m in prepare(load_spec(path), options)])
-    assert [r.spec for r in runs] == [batch.machines[0].spec] * 3
+    assert [r._spec for r in runs] == [batch.machines[0].spec] * 3
     assert done == [(1, 3), (2, 3), (3, 3)]
 
 

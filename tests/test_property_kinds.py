@@ -12,7 +12,9 @@ import pytest
 
 import textwrap
 
-from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties.kinds import Subject
 

@@ -23,7 +23,8 @@ pytest.importorskip("pydantic_ai")
 
 from pydantic_ai.usage import UsageLimits
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.frameworks import pydantic_ai as hp
 from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from haltproof.api import check
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.explorer.regress import assert_fixed, machine_for, still_violated
 from haltproof.machine.spec import load_spec, shown_path
 

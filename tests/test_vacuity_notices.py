@@ -16,7 +16,8 @@ import pytest
 
 from haltproof.api import check
 from haltproof.explorer import vengine
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine
 from haltproof.machine.pymodel import Model, action
 
 from test_verdict_kills import _machine, each_way

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine
 from haltproof.explorer.memory import rough_size
 from haltproof.explorer.vengine import LevelDepth, explore_vector
 from haltproof.machine.vectorize import vectorize

@@ -15,7 +15,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.compiled import Machine
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.vectorize import vectorize

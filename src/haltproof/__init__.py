@@ -28,14 +28,14 @@ from haltproof import frameworks as _frameworks  # noqa: F401
 
 if TYPE_CHECKING:     # what the names below are, for type checkers; __getattr__ loads them at run time
     from haltproof.api import Report, check
-    from haltproof.explorer.check import RunResult
+    from haltproof.explorer.results import RunResult, RunVerdict
     from haltproof.machine.binding import Adapter
     from haltproof.machine.errors import Problem, SpecError
     from haltproof.machine.live import LiveAdapter
     from haltproof.machine.pymodel import (Model, action, always, independent_of, reachable, step_invariant,
                                            terminates, terminates_within, variant)
-    from haltproof.machine.spec import Spec, load_spec
-    from haltproof.properties.kinds import PropertyResult, Step, Trace
+    from haltproof.machine.spec import Pins, Spec, load_spec
+    from haltproof.properties.kinds import Kind, PropertyResult, Status, Step, Trace
 
     __version__: str
 
@@ -43,19 +43,19 @@ if TYPE_CHECKING:     # what the names below are, for type checkers; __getattr__
 # (tests/test_lazy_imports.py checks that the two agree and that every name resolves).
 _LAZY = {
     "Report": "haltproof.api", "check": "haltproof.api",
-    "RunResult": "haltproof.explorer.check",
+    "RunResult": "haltproof.explorer.results", "RunVerdict": "haltproof.explorer.results",
     "Adapter": "haltproof.machine.binding",
     "Problem": "haltproof.machine.errors", "SpecError": "haltproof.machine.errors",
     "LiveAdapter": "haltproof.machine.live",
     **dict.fromkeys(["Model", "action", "always", "independent_of", "reachable", "step_invariant",
                      "terminates", "terminates_within", "variant"], "haltproof.machine.pymodel"),
-    "Spec": "haltproof.machine.spec", "load_spec": "haltproof.machine.spec",
-    **dict.fromkeys(["PropertyResult", "Step", "Trace"], "haltproof.properties.kinds"),
+    **dict.fromkeys(["Pins", "Spec", "load_spec"], "haltproof.machine.spec"),
+    **dict.fromkeys(["Kind", "PropertyResult", "Status", "Step", "Trace"], "haltproof.properties.kinds"),
 }
 
 __all__ = [
-    "Adapter", "LiveAdapter", "Model", "Problem", "PropertyResult", "Report", "RunResult", "Spec", "SpecError", "Step",
-    "Trace", "__version__", "action", "always", "check", "independent_of", "load_spec", "reachable",
+    "Adapter", "Kind", "LiveAdapter", "Model", "Pins", "Problem", "PropertyResult", "Report", "RunResult", "RunVerdict",
+    "Spec", "SpecError", "Status", "Step", "Trace", "__version__", "action", "always", "check", "independent_of", "load_spec", "reachable",
     "step_invariant", "terminates", "terminates_within", "variant",
 ]
 

@@ -21,15 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from haltproof.explorer.check import RunResult
+    from haltproof.explorer.results import RunResult, RunVerdict
+    from haltproof.machine.spec import Pins
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """What `check` found: a `RunResult` per param combination, in sweep order."""
+
     runs: list[RunResult]
 
     @property
-    def result(self) -> str:
+    def result(self) -> RunVerdict:
         """proved | violated | incomplete: the same verdict as the CLI's exit code."""
         from haltproof.reports.report import overall
         return overall(self.runs)[0]
@@ -59,7 +62,7 @@ class Report:
             raise AssertionError(f"haltproof: {self.result}\n" + render_text(to_json(failing), verbose=True))
 
 
-def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
+def check(spec: str | Path | type, *, params: Pins | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
           model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1,
@@ -71,7 +74,8 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     `max_states` a positive int, `timeout` a positive finite number of seconds, `max_memory`
     a positive number of bytes or a size such as "512M" (ValueError otherwise); each
     `params` value, or a non-empty list of distinct values, of the param's declared kind and
-    range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
+    range (SpecError otherwise: `True` is not 1; a bool or enum param takes True/False or
+    one of its names). `determinism` and `paths` are the command
     line's `--determinism` and `--paths` (bound code only; docs/how-to/binding.md). `workers` is the
     command line's `-j`: the runs of a sweep checked in that many processes, with the same
     report (default 1, in this process; None: every core; docs/how-to/scaling.md). `run_code=False` is
@@ -81,7 +85,8 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
     import, creating the adapter or model), there is no report: TimeoutError."""
-    from haltproof.explorer.check import Options, prepare, prepare_python
+    from haltproof.explorer.check import prepare, prepare_python
+    from haltproof.explorer.options import Options
     from haltproof.explorer.parallel import Batch, Source, check_batches, default_workers, model_source
     from haltproof.machine import usercode
     from haltproof.machine.spec import load_spec

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     # the types of Item.repr_failure's signature, which pytest does not export under public names
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from haltproof.explorer.check import RunResult
+    from haltproof.explorer.results import RunResult
     from haltproof.machine.compiled import Machine
 
 
@@ -75,7 +75,8 @@ class HaltproofFailure(Exception):
 
 class SpecFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        from haltproof.explorer.check import Options, judged_builtins, prepare
+        from haltproof.explorer.check import judged_builtins, prepare
+        from haltproof.explorer.options import Options
         from haltproof.machine.errors import SpecError
         from haltproof.machine.spec import load_spec
         run_code = _runs_code(self.config)
@@ -142,7 +143,7 @@ class PropertyItem(_Item):
         from haltproof.reports.findings import trace_text
         run = self.result()
         prop = next(p for p in run.properties if p.name == self.prop_name)
-        where = f"{shown_path(run.spec.path)}:{prop.line or 1}"
+        where = f"{shown_path(run.spec_path)}:{prop.line or 1}"
         if prop.expected is True:
             return
         if prop.expected is False:
@@ -169,5 +170,5 @@ class ScenarioItem(_Item):
         run = self.result()
         sc = next(s for s in run.scenarios if s.name == self.scenario)
         if not sc.ok:
-            raise HaltproofFailure(f"{shown_path(run.spec.path)}:{self.line}: scenario "
+            raise HaltproofFailure(f"{shown_path(run.spec_path)}:{self.line}: scenario "
                                    f"{self.scenario}: {sc.message}")
