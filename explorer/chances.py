@@ -202,11 +202,16 @@ class Chances:
         interval = e.interval("min" if at_least else "max")
         if interval is not None:
             return self._judge_interval(p, e, what, interval, at_least, target)
-        holds = worst is not None and (worst >= chance.bound if at_least else worst <= chance.bound)
+        if worst is None:       # infinite (expected totals only): at least every bound, at most none
+            holds = at_least
+        else:
+            holds = worst >= chance.bound if at_least else worst <= chance.bound
         r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
         r.value = value_json(e)
         if holds:
             r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound)}"
+            if worst is None:
+                r.message += " (no policy reaches a terminal state with probability 1)"
             return r
         policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
         r.message += (f": a policy makes it {number(worst)}, "

@@ -185,6 +185,85 @@ def test_expected_cost_is_infinite_when_a_policy_never_ends(check):
     assert table == {"min": "0", "max": "1"}
 
 
+# No policy ever ends: every expected total is infinite (issue 26, finding 2).
+SPIN = """\
+machine: spin
+vars:
+  status: {type: enum, values: [running, done], init: running}
+actions:
+  spin:
+    when: status == running
+    choose:
+      o: [a, b]
+    do:
+      - decide: status
+        rules:
+          - {name: keep, then: running}
+terminal: status == done
+probabilities:
+  spin:
+    o: {a: 1/2, b: 1/2}
+properties:
+"""
+INFINITE = "the expected transitions until a terminal state is infinite under every policy: "
+
+
+@ENGINES
+def test_an_infinite_minimum_is_at_least_every_bound(check, engine):
+    """Infinite >= 3 holds (Storm agrees, tests/test_storm.py); it was VIOLATED with "a policy
+    makes it infinite, less than 3". At most 3 stays violated, with the policy that never ends."""
+    code, data = report(check, SPIN + "  many: {expected: {measure: transitions, at_least: 3}}\n",
+                        "--engine", engine)
+    assert code == 0
+    many = prop(data, "many")
+    assert many["status"] == "holds"
+    assert many["message"] == INFINITE + "at least 3 (no policy reaches a terminal state with probability 1)"
+    assert (many["value"], many["exact"]) == ({"min": None, "max": None}, {"min": "inf", "max": "inf"})
+    assert "policy" not in many and many["trace"] is None
+    code, data = report(check, SPIN + "  few: {expected: {measure: transitions, at_most: 3}}\n",
+                        "--engine", engine)
+    assert code == 1
+    few = prop(data, "few")
+    assert few["status"] == "violated"
+    assert few["message"] == INFINITE + ("a policy makes it infinite, more than 3 (a policy does not reach a "
+                                         "terminal state with probability 1)")
+    assert (few["value"], few["exact"]) == ({"min": None, "max": None}, {"min": "inf", "max": "inf"})
+    assert few["policy"] == [{"state": {"status": "running"}, "action": "spin", "choices": {}}]
+
+
+def test_an_infinite_minimum_reads_the_same_in_the_text_report(check):
+    r = check(SPIN + "  many: {expected: {measure: transitions, at_least: 3}}\n"
+                     "  few: {expected: {measure: transitions, at_most: 3}}\n", "--verbose")
+    assert r.code == 1
+    assert ("  holds     many          " + INFINITE + "at least 3 (no policy reaches a terminal state with "
+            "probability 1)\n") in r.out
+    assert ("  VIOLATED  few           " + INFINITE + "a policy makes it infinite, more than 3 (a policy does "
+            "not reach a terminal state with probability 1)\n      witness policy: spin\n") in r.out
+    assert "    transitions          infinite\n" in r.out
+
+
+def test_a_finite_minimum_and_an_infinite_maximum(check):
+    """The retry loop with `wait`: 2 calls on average at best, never ending at worst. at_least
+    reads the minimum (finite), at_most the maximum (infinite)."""
+    text = RETRY.replace("terminal:", WAIT + "terminal:").replace(
+        "  cost: {expected: {measure: transitions, at_most: 2}}\n",
+        "  some: {expected: {measure: transitions, at_least: 1}}\n"
+        "  many: {expected: {measure: transitions, at_least: 3}}\n"
+        "  capped: {expected: {measure: transitions, at_most: 100}}\n")
+    code, data = report(check, text, "--property", "some", "--property", "many", "--property", "capped")
+    assert code == 1
+    span = "the expected transitions until a terminal state is between 2 and infinite over the policies: "
+    some, many, capped = (prop(data, n) for n in ("some", "many", "capped"))
+    assert (some["status"], some["message"]) == ("holds", span + "at least 1")
+    assert (many["status"], many["message"]) == ("violated", span + "a policy makes it 2, less than 3")
+    assert (capped["status"], capped["message"]) == ("violated", span + (
+        "a policy makes it infinite, more than 100 (a policy does not reach a terminal state with probability 1)"))
+    for p in (some, many, capped):
+        assert (p["value"], p["exact"]) == ({"min": 2.0, "max": None}, {"min": "2", "max": "inf"})
+    assert many["policy"] == [{"state": {"status": "trying"}, "action": "call", "choices": {}}]
+    assert capped["policy"] == [{"state": {"status": "trying"}, "action": "wait", "choices": {}}]
+
+
 def test_not_decided_on_a_partial_exploration(check):
     code, data = report(check, AGENT + "  cheap: {expected: {measure: transitions, at_most: 5}}\n",
                         "--max-states", "3", "--engine", "scalar")

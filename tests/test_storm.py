@@ -19,7 +19,7 @@ from haltproof.properties.probability import MDP, Choice
 from haltproof.reports.prism import write_prism
 
 from conftest import ROOT
-from test_probability_properties import AGENT, RETRY, WAIT
+from test_probability_properties import AGENT, RETRY, SPIN, WAIT
 
 try:
     import stormpy
@@ -228,3 +228,33 @@ def test_the_interval_past_the_exact_limit_contains_storms_exact_value(check):
     prop = json.loads(check(text, "--format", "json").out)["runs"][0]["properties"][-1]
     lo, hi = prop["interval"]["max"]
     assert Fraction(lo) <= exact <= Fraction(hi) and hi - lo < 1e-10
+
+
+BOUNDS = "".join(f"  {sense}_{n}: {{expected: {{measure: transitions, {sense}: {n}}}}}\n"
+                 for sense in ("at_least", "at_most") for n in (1, 3))
+
+
+@needs_storm
+@pytest.mark.verdict
+@pytest.mark.parametrize("text", [SPIN + BOUNDS, RETRY.replace("terminal:", WAIT + "terminal:").replace(
+    "  cost: {expected: {measure: transitions, at_most: 2}}\n", BOUNDS)], ids=["spin", "retry_wait"])
+def test_expected_verdicts_with_infinite_totals_agree_with_storm(check, text):
+    """Each `expected` bound judged as Storm's values say it must be: at_least on Rmin, at_most on
+    Rmax, infinity above every bound. Spin: both infinite; retry with wait: 2 and infinite."""
+    ran = check(text, command="export")
+    assert ran.code == 0, ran.err
+    low = lowest(storm(ran.out, 'R{"transitions"}min=? [F "terminal"]'))
+    high = highest(storm(ran.out, 'R{"transitions"}max=? [F "terminal"]'))
+    report = json.loads(check(text, "--format", "json").out)
+    judged = {p["name"]: p["status"] for p in report["runs"][0]["properties"] if p["kind"] == "expected"}
+    wanted = {}
+    for sense in ("at_least", "at_most"):
+        for n in (1, 3):
+            value = low if sense == "at_least" else high
+            if value is None:           # infinity: at least every bound, at most none
+                meets = sense == "at_least"
+            else:
+                meets = value >= n if sense == "at_least" else value <= n
+            wanted[f"{sense}_{n}"] = "holds" if meets else "violated"
+    assert judged == wanted
+    assert high is None and (low is None) == text.startswith(SPIN)
