@@ -10,6 +10,8 @@ change every number.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -17,6 +19,7 @@ from typing import Any
 
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
+from haltproof.machine.text import fraction_json, fraction_text
 from haltproof.properties import probability as P
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes
@@ -100,20 +103,23 @@ def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Findin
     return None
 
 
-def number(x: Fraction | None) -> str:
-    """`171/200 (0.855)`, `2`, or `infinite`: exact first, the decimal for reading."""
+IN_JSON = " in the JSON report"      # where a value too long to print is written out (`exact`)
+
+
+def number(x: Fraction | None, where: str = IN_JSON) -> str:
+    """`171/200 (0.855)`, `2`, or `infinite`: exact first, the decimal for reading; a fraction
+    too long to read is shown by its value and size, saying `where` it is written out."""
     if x is None:
         return "infinite"
-    if x.denominator == 1:
-        return str(x.numerator)
-    return f"{x} ({float(x):.6g})"
+    return fraction_text(x, where)
 
 
 def side(e: Extremes, which: str) -> str:
-    """One side's value: exact, or `between LO and HI (within ERR)` when iterated."""
+    """One side's value: exact, or `between LO and HI (within ERR)` when iterated (a side
+    iterated next to an exact one: the report's `exact` is left out, so is the note)."""
     iv = e.interval(which)
     if iv is None:
-        return number(e.min if which == "min" else e.max)
+        return number(e.min if which == "min" else e.max, "" if e.min_interval or e.max_interval else IN_JSON)
     return f"between {iv[0]:.15g} and {iv[1]:.15g} (within {iv[1] - iv[0]:.2g}, not exact)"
 
 
@@ -127,14 +133,20 @@ def span(e: Extremes) -> str:
 
 def value_json(e: Extremes) -> dict[str, Any]:
     """`{"value": {"min", "max"}}` as floats (an infinite value as null: JSON has no infinity,
-    and a report must parse everywhere) and, when both sides are exact, `"exact"` as fraction
-    strings ("inf" for infinity); a side solved by interval iteration is the midpoint of
-    `"interval"` [lo, hi], `"error"` its half-width."""
+    and a report must parse everywhere; a finite one past a float's range as the largest float)
+    and, when both sides are exact, `"exact"` as fraction strings of any length ("inf" for
+    infinity); a side solved by interval iteration is the midpoint of `"interval"` [lo, hi],
+    `"error"` its half-width."""
     def f(x: Fraction | None) -> float | None:
-        return None if x is None else float(x)
+        if x is None:
+            return None
+        try:
+            return float(x)
+        except OverflowError:
+            return math.copysign(sys.float_info.max, x)
 
     def s(x: Fraction | None) -> str:
-        return "inf" if x is None else str(x)
+        return "inf" if x is None else fraction_json(x)
     out: dict[str, Any] = {"value": {"min": f(e.min), "max": f(e.max)}}
     if e.min_interval is None and e.max_interval is None:
         out["exact"] = {"min": s(e.min), "max": s(e.max)}
@@ -209,13 +221,13 @@ class Chances:
         r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
         r.value = value_json(e)
         if holds:
-            r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound)}"
+            r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound, '')}"
             if worst is None:
                 r.message += " (no policy reaches a terminal state with probability 1)"
             return r
         policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
         r.message += (f": a policy makes it {number(worst)}, "
-                      f"{'less than' if at_least else 'more than'} {number(chance.bound)}")
+                      f"{'less than' if at_least else 'more than'} {number(chance.bound, '')}")
         if worst is None:
             r.message += " (a policy does not reach a terminal state with probability 1)"
         goal = self._trace_goal(p.kind, at_least, target, worst is None)
@@ -235,14 +247,14 @@ class Chances:
         r.value = value_json(e)
         word = "at least" if at_least else "at most"
         if meets:
-            r.message += f": {word} {number(bound)}"
+            r.message += f": {word} {number(bound, '')}"
         elif not fails:
-            r.message += (f": not decided, the bound {number(bound)} lies inside the interval "
+            r.message += (f": not decided, the bound {number(bound, '')} lies inside the interval "
                           f"[{interval[0]:.15g}, {interval[1]:.15g}] of the iterative solver")
         else:
             r.message += (f": a policy makes it {'at most' if at_least else 'at least'} "
                           f"{interval[1] if at_least else interval[0]:.15g}, "
-                          f"{'less than' if at_least else 'more than'} {number(bound)}")
+                          f"{'less than' if at_least else 'more than'} {number(bound, '')}")
             policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
             r.trace, r.policy = self.witness(policy, start, self._trace_goal(p.kind, at_least, target, False))
         return r

@@ -121,14 +121,16 @@ def reach(mdp: MDP, target: Sequence[bool]) -> Extremes:
 
 def _reach_bounded(mdp: MDP, target: Sequence[bool]) -> Extremes:
     """Both sides by interval iteration (a side the exact solver could take is still within
-    its interval; both are recomputed so the two sides stay consistent)."""
+    its interval; both are recomputed so the two sides stay consistent). A side whose interval
+    is one point (fixed by the graph alone: 0 or 1) is exact."""
     out = Extremes(ZERO, ZERO)
     for sense in ("min", "max"):
         lo, hi, policy = reach_intervals(mdp, target, sense)
         pick = min if sense == "min" else max
         start = pick(mdp.initial, key=lambda s: lo[s] + hi[s])
-        ends = (pick(lo[s] for s in mdp.initial), pick(hi[s] for s in mdp.initial))
-        mid = Fraction((ends[0] + ends[1]) / 2)
+        low, high = pick(lo[s] for s in mdp.initial), pick(hi[s] for s in mdp.initial)
+        mid = Fraction((low + high) / 2)
+        ends = None if low == high else (low, high)
         if sense == "min":
             out.min, out.min_interval, out.min_policy, out.min_start = mid, ends, policy, start
         else:

@@ -10,11 +10,10 @@ findings.py (which asks check.judge), never from a second computation here.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from haltproof.explorer.chances import number
-from haltproof.machine.text import assignments_text, counted
+from haltproof.machine.text import assignments_text, counted, fraction_from_json
 
 from . import findings as F
 
@@ -219,10 +218,11 @@ def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _span(v: dict[str, Any]) -> str:
-    if "exact" not in v:                # a side solved by interval iteration: its interval
-        lo, hi = (f"[{a:.12g}, {b:.12g}]" for a, b in (v["interval"]["min"], v["interval"]["max"]))
+    if "exact" not in v:                # a side solved by interval iteration: its interval (an exact one a point)
+        lo, hi = (f"{a:.12g}" if a == b else f"[{a:.12g}, {b:.12g}]"
+                  for a, b in (v["interval"]["min"], v["interval"]["max"]))
         return lo if lo == hi else f"{lo} .. {hi}"
-    lo, hi = (number(None if x == "inf" else Fraction(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
+    lo, hi = (number(None if x == "inf" else fraction_from_json(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
     return lo if lo == hi else f"{lo} .. {hi}"
 
 

@@ -4,6 +4,7 @@ both engines, with values checked by hand (explorer/chances.py, properties/proba
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -264,6 +265,83 @@ def test_a_finite_minimum_and_an_infinite_maximum(check):
     assert capped["policy"] == [{"state": {"status": "trying"}, "action": "wait", "choices": {}}]
 
 
+# A long chain of weighted steps: its exact values have thousands of digits, past the 4,300
+# Python turns into text (issue 26, finding 7: exit 4 on `ValueError: Exceeds the limit`).
+CHAIN = """\
+machine: chain
+vars:
+  n: {type: int, min: 0, max: 1500, init: 0}
+  hit: {type: bool, init: false}
+actions:
+  step:
+    when: n < 1500 and not hit
+    choose:
+      o: [a, b]
+    do:
+      - set: {n: n + 1, hit: o == a}
+terminal: n == 1500 or hit
+probabilities:
+  step:
+    o: {a: '1/997', b: '996/997'}
+properties:
+  full: {probability: {reach: n == 1500, at_most: 0.5}}
+  cost: {expected: {measure: transitions, at_most: 800}}
+"""
+# reaching n = 1500 takes 1499 draws of b; the k-th step happens after k - 1 of them
+CHAIN_FULL = Fraction(996, 997) ** 1499
+CHAIN_COST = 997 * (1 - Fraction(996, 997) ** 1500)         # the sum of (996/997)^k for k < 1500
+
+
+def test_values_of_thousands_of_digits_read_as_their_value(check, tmp_path):
+    """Text shows the value and the size; JSON keeps the exact fraction, written out whole."""
+    from haltproof.machine.text import fraction_from_json
+    r = check(CHAIN, "--verbose", "--json", str(tmp_path / "r.json"))
+    assert r.code == 0, r.err
+    data = json.loads((tmp_path / "r.json").read_text(), parse_constant=no_infinity)
+    full, cost = prop(data, "full"), prop(data, "cost")
+    assert full["message"] == ("the probability of reaching it is about 0.222181 (an exact fraction of 8,991 "
+                               "digits in the JSON report) under every policy: at most 1/2 (0.5)")
+    assert cost["message"] == ("the expected transitions until a terminal state is about 775.708 (an exact "
+                               "fraction of 8,994 digits in the JSON report) under every policy: at most 800")
+    assert fraction_from_json(full["exact"]["min"]) == fraction_from_json(full["exact"]["max"]) == CHAIN_FULL
+    assert fraction_from_json(cost["exact"]["max"]) == CHAIN_COST
+    assert len(full["exact"]["min"]) == 8991 + 1            # every digit, and the slash
+    assert full["value"] == {"min": float(CHAIN_FULL), "max": float(CHAIN_FULL)}
+    assert f"  holds     full          {full['message']}\n" in r.out
+    assert "    transitions          about 775.708 (an exact fraction of 8,994 digits in the JSON report)\n" in r.out
+
+
+def test_a_violation_of_thousands_of_digits_in_every_format(check, tmp_path):
+    text = CHAIN.replace("at_most: 800", "at_most: 700")
+    shown = "about 775.708 (an exact fraction of 8,994 digits in the JSON report)"
+    r = check(text, "--format", "markdown", "--html", str(tmp_path / "r.html"), "--sarif", str(tmp_path / "r.sarif"))
+    assert r.code == 1, r.err
+    message = (f"the expected transitions until a terminal state is {shown} under every policy: a policy makes "
+               f"it {shown}, more than 700")
+    assert f"| expected transitions | {shown} |" in r.out
+    assert message in r.out
+    assert json.loads((tmp_path / "r.sarif").read_text())["runs"][0]["results"][0]["message"]["text"].count(shown) == 2
+    assert "about 775.708" in (tmp_path / "r.html").read_text()
+
+
+def test_decimal_weights_of_800_digits(check):
+    """40 draws of odds written with 800 digits each: the values have 62 thousand digits."""
+    odds = "0." + "3" * 799 + "1", "0." + "6" * 799 + "9"
+    text = CHAIN.replace("1500", "40").replace("'1/997', b: '996/997'", "{}, b: {}".format(*odds))
+    code, data = report(check, text)
+    assert code == 0
+    assert prop(data, "full")["message"] == (
+        "the probability of reaching it is about 1.35657e-07 (an exact fraction of 62,395 digits in the JSON "
+        "report) under every policy: at most 1/2 (0.5)")
+    assert fraction_from_json_of(prop(data, "full")) == (1 - Fraction(odds[0])) ** 39
+
+
+def fraction_from_json_of(p):
+    from haltproof.machine.text import fraction_from_json
+    assert p["exact"]["min"] == p["exact"]["max"]
+    return fraction_from_json(p["exact"]["min"])
+
+
 def test_not_decided_on_a_partial_exploration(check):
     code, data = report(check, AGENT + "  cheap: {expected: {measure: transitions, at_most: 5}}\n",
                         "--max-states", "3", "--engine", "scalar")
@@ -447,6 +525,31 @@ def test_past_the_exact_limit_the_outcome_table_bounds_the_endings(check):
         "not computed: a strongly connected component of 999 states under one policy")
     text = check(WALK + "  ok: {always: x <= 1000}\n", "--verbose").out
     assert "    terminal             [0.99999999999" in text and "not computed: a strongly connected" in text
+
+
+def test_an_iterated_side_fixed_at_0_is_said_exactly(check, monkeypatch):
+    """A policy that `wait`s forever never wins: the minimum is 0 by the graph alone, so its
+    interval is the point [0, 0], an exact 0, not "between 0 and 0 (within 0, not exact)". The
+    maximum is iterated (the exact solver limited to 5 states here, the walk has 19)."""
+    from haltproof.properties import probability as P
+    monkeypatch.setattr(P, "EXACT_LIMIT", 5)
+    text = WALK.replace("1000", "20").replace("init: 995", "init: 10").replace("terminal:", """\
+  wait:
+    when: x > 0 and x < 20
+    do:
+      - set: {x: x}
+terminal:""") + "  wins: {probability: {reach: x == 20, at_most: 0.2}}\n"
+    r = check(text, "--verbose", "--json", "r.json")
+    assert r.code == 0, r.err
+    wins = prop(json.loads(open("r.json").read()), "wins")
+    lo, hi = wins["interval"]["max"]
+    assert lo < (1 - 1.5 ** 10) / (1 - 1.5 ** 20) < hi
+    assert wins["message"] == (f"the probability of reaching it is from 0 (min) to between {lo:.15g} and {hi:.15g} "
+                               f"(within {hi - lo:.2g}, not exact) (max) over the policies: at most 1/5 (0.2)")
+    assert (wins["interval"]["min"], wins["error"]["min"], wins["value"]["min"]) == ([0.0, 0.0], 0.0, 0.0)
+    ends = [ln.split(None, 1)[1] for ln in r.out.splitlines() if ln.startswith(("    terminal ", "    never_"))]
+    assert ends[0].startswith("0 .. [0.99999") and ends[0].endswith(", 1]")
+    assert ends[1].startswith("[0, ") and ends[1].endswith("] .. 1")
 
 
 def _readme_rows(head):

@@ -68,6 +68,42 @@ def test_a_measure_that_is_always_0_still_makes_a_reward_structure(check):
         assert storm(r.out, 'R{"waits"}max=? [F "terminal"]') == [Fraction(0)]
 
 
+def test_export_writes_probabilities_of_any_length(check):
+    """Two weights of 2,500 digits on one action: each edge's probability, their product, has
+    about 5,000, past the 4,300 digits Python turns into text (issue 26, finding 7: exit 4)."""
+    from haltproof.machine.text import fraction_from_json
+    w, rest = "0." + "3" * 2498 + "1", "0." + "6" * 2498 + "9"
+    text = f"""\
+machine: odds
+vars:
+  x: {{type: int, min: 0, max: 4, init: 0}}
+actions:
+  go:
+    when: x == 0
+    choose:
+      a: [lo, hi]
+      b: [lo, hi]
+    do:
+      - set: {{x: "(1 if a == hi else 0) + (2 if b == hi else 0) + 1"}}
+terminal: x > 0
+probabilities:
+  go:
+    a: {{lo: {w}, hi: {rest}}}
+    b: {{lo: {w}, hi: {rest}}}
+properties:
+  both: {{probability: {{reach: x == 4, at_most: 0.5}}}}
+"""
+    r = check(text, command="export")
+    assert (r.code, r.err) == (0, "haltproof export: note: 4 of the model's probabilities and rewards have a "
+                                  "numerator or denominator past 64 bits (weights of more than 18 digits): written "
+                                  "exactly, but Storm's PRISM parser reads integers of 64 bits at most\n")
+    (line,) = [ln for ln in r.out.splitlines() if ln.startswith("  [c0] s=0 -> ")]
+    odds = [fraction_from_json(part.split(" : ")[0]) for part in line.removeprefix("  [c0] s=0 -> ").split(" + ")]
+    low, high = Fraction(w), Fraction(rest)
+    assert odds == [low * low, high * low, low * high, high * high]
+    assert len(line) > 4 * 4300
+
+
 def test_export_needs_one_param_combination(check):
     r = check((ROOT / "docs" / "examples" / "retry_loop.yaml").read_text(), command="export")
     assert r.code == 2 and r.out == ""
