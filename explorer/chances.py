@@ -21,6 +21,7 @@ from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
 from haltproof.machine.text import fraction_json, fraction_text
 from haltproof.properties import probability as P
+from haltproof.properties.budget import EVERY, tick, ticking
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes
 
@@ -57,6 +58,8 @@ def build_mdp(ex: Exploration, m: Machine) -> MDP:
     n = len(ex.states)
     choices: list[list[Choice]] = []
     for s in range(n):
+        if not s % EVERY:
+            tick()
         if ex.terminal[s] or s >= ex.expanded:
             choices.append([])
             continue
@@ -93,6 +96,8 @@ def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Findin
     if not fns:
         return None
     for i in range(len(ex.states)):
+        if not i % EVERY:
+            tick()
         state = ex.states[i]
         for name, fn in fns:
             try:
@@ -273,7 +278,7 @@ class Chances:
     def edge_reward(self, measure: str) -> Callable[[int], Fraction]:
         """Each edge's value of a measure, as a Fraction; a negative one is refused."""
         weight = self.rewards(measure)
-        sources = {e: s for s in range(self.mdp.n) for c in self.mdp.choices[s] for _, _, e in c.outcomes}
+        sources = {e: s for s in ticking(range(self.mdp.n)) for c in self.mdp.choices[s] for _, _, e in c.outcomes}
 
         def reward(e: int) -> Fraction:
             if weight is None:
@@ -297,6 +302,8 @@ class Chances:
         while found is None and i < len(order):
             s = order[i]
             i += 1
+            if not i % EVERY:
+                tick()
             if s not in policy or not mdp.choices[s]:
                 continue
             for t, _, e in mdp.choices[s][policy[s]].outcomes:
@@ -343,7 +350,7 @@ class Chances:
         if self.m.label is None:
             return {"terminal": list(mdp.terminal)}
         label = self.m.label
-        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in range(mdp.n)]
+        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in ticking(range(mdp.n))]
                 for value in present(self.m.spec.terminal).values}
 
     def deadlocks(self) -> list[bool]:
@@ -352,7 +359,7 @@ class Chances:
     def target(self, name: str) -> list[bool]:
         """The states where a `probability` property's `reach` predicate holds."""
         fn = self.m.chances[name]
-        return [bool(fn(self.ex.states[s])) for s in range(len(self.ex.states))]
+        return [bool(fn(self.ex.states[s])) for s in ticking(range(len(self.ex.states)))]
 
     def measures(self) -> list[str]:
         return ["transitions", *self.m.measures]

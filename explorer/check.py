@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from functools import partial
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import counted, values_text
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties import budget
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
@@ -38,10 +40,11 @@ from haltproof.properties.kinds import (BUILTIN_TEXT, HOLDS, KIND_TEXT, UNKNOWN,
                                         Trace)
 
 from . import acknowledged
+from .analyses import Analyses
 from .chances import Chances, first_chance_error
 from .engine import (Exploration, Finding, ProgressFn, action_subject, action_text, explore, failure,
                      first_count_error, trace_length)
-from .memory import parse_size, size_text
+from .memory import current_rss, parse_size, size_text
 from .vengine import VExploration, explore_vector
 from .replay import run_scenario
 from .traces import lasso_trace, path_trace, run_trace
@@ -132,6 +135,7 @@ class RunResult:
     determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
     representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
     odds: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/chances.py)
+    stopped_after_exploration: bool = False   # explored in full, and then a bound stopped an analysis
 
     @property
     def warnings(self) -> list[str]:
@@ -366,41 +370,67 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     selected -= m.inactive
     progress = options.progress(spec, m.params) if options.progress else None
     ex = _explore(m, options, selected, progress)
-    late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
+    # the bounds hold for the analyses too, with what is left of them (explorer/analyses.py)
+    with budget.bounded(usercode.remaining(), options.memory_bytes, current_rss):
+        return _judge_run(m, options, ex, selected, Analyses(options.timeout, options.memory_bytes))
+
+
+CHECKED_ON_EVERY_STATE = ("well_defined", "bound_code")    # what the counts, measures and maxima feed
+
+
+def _judge_run(m: Machine, options: Options, ex: Exploration, selected: set[str], after: Analyses) -> RunResult:
+    """Every analysis of an exploration and the run's result (see `_check_machine`)."""
+    spec = m.spec
     spec_errors = [n for n in spec.builtins if n in ex.findings]
+    unsure: dict[str, str] = {}           # a built-in whose check a bound stopped -> why it is undecided
+
+    def feeds(*names: str) -> Callable[[str], None]:
+        """What notes a stopped check as the reason those built-ins are undecided (the first one stays)."""
+        return lambda why: unsure.update({n: unsure.get(n, why) for n in names})
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
-    if m.acknowledged:
-        acknowledged.note_reached(ex, m)  # after too: reaching a declared-unreachable part cuts nothing short
-    try:
-        _note_count_errors(ex, selected)  # an error there cuts no exploration short
+    if m.acknowledged:                    # after too: reaching a declared-unreachable part cuts nothing short
+        after.run("checking the parts declared unreachable", lambda: acknowledged.note_reached(ex, m),
+                  feeds(DECLARED_BUILTIN))
+    try:                                  # an error there cuts no exploration short
+        after.run(COUNTING, lambda: _note_count_errors(ex, selected), feeds(*CHECKED_ON_EVERY_STATE))
     except OutOfTime as stop:             # a Python model's counts and measures are its code
-        late.append(("evaluating the counts and measures on the explored transitions", stop))
-    maxima = _maxima(m, ex, selected)    # an expression failing here is a well_defined finding too
+        after.out_of_time(COUNTING, stop)
+        feeds(*CHECKED_ON_EVERY_STATE)(f"the --timeout{_seconds(options)} was reached while {COUNTING}")
+    maxima = _maxima(m, ex, selected, after)    # an expression failing here is a well_defined finding too
+    if any(isinstance(found, str) for found in maxima.values()):
+        feeds(*CHECKED_ON_EVERY_STATE)(next(f for f in maxima.values() if isinstance(f, str)))
     why, why_end = _why_undecided(ex, spec_errors)
 
     results: list[PropertyResult] = []
     for name in judged_builtins(m):
-        results.append(_from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
-    graph = _Graph(ex)
+        results.append(_from_finding(ex, name, "builtin", None, why or unsure.get(name), BUILTIN_TEXT[name]))
+    graph = _Graph(ex, after)
     chances = Chances(ex, m, why_end, edge_weights(ex, m))
-    results += [_maximum(p, ex, maxima[p.name], why) if p.kind == "maximum"
-                else _judge(p, m, ex, graph, chances, (why, why_end), late)
-                for p in spec.properties if p.name in selected]
 
-    scenarios = _scenarios(m, options, late)
-    bounds = _bounds(ex, graph, m, why_end, late)
-    odds = chances.table() if spec.probabilities else None
-    stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
-    if late and stopped_by is None:     # explored in full, but something was left undecided
-        stopped_by = "timeout"
-        what, first = late[0]
-        reason = (f"--timeout{_seconds(options)} reached after the exploration, while {what}"
-                  + (f": {first.doing}" if first.doing else ""))
+    def judged(p: PropertyDecl) -> PropertyResult:
+        if p.kind == "maximum":
+            return _maximum(p, ex, maxima[p.name], why)
+        if p.kind not in ANALYSED:        # decided by the exploration
+            return _judge(p, m, ex, graph, chances, (why, why_end), after)
+        # on a partial exploration, what left it undecided in the first place says more
+        return after.run(_doing(p), lambda: _judge(p, m, ex, graph, chances, (why, why_end), after),
+                         lambda reason: _undecided(p, why_end or reason))
+    results += [judged(p) for p in spec.properties if p.name in selected]
 
+    scenarios = _scenarios(m, options, after)
+    bounds = _bounds(ex, graph, m, why_end, after)
+    odds = (after.run("computing the outcome table", chances.table, lambda reason: {"message": f"not computed: {reason}"})
+            if spec.probabilities else None)
     coverage = vacuity.coverage(ex)
-    notices = vacuity.notices(ex, coverage) if why is None else []
+    notices = (after.run("looking for the parts of the spec that never matter (vacuity)",
+                         lambda: vacuity.notices(ex, coverage), lambda reason: []) if why is None else [])
     notices += _unbounded_by_fairness(m, selected)
     notices += _expect_not_applying(spec, m.inactive)
+
+    stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
+    late = after.stopped()
+    if late is not None and stopped_by is None:     # explored in full, but a bound stopped an analysis
+        stopped_by, reason = late
     left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
@@ -412,10 +442,34 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     return RunResult(spec, m.params, stats, results, coverage, notices, scenarios,
                      stopped_by, as_expected, f"code: {m.bound_to}" if m.bound_to else "model",
                      bounds, "vector" if isinstance(ex, VExploration) else "scalar",
-                     ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
+                     ex if ex.complete and late is None and len(ex.states) <= KEEP_GRAPH_STATES else None,
                      reason, m.binding() if m.binding is not None else None,
                      m.determinism() if m.determinism is not None else None,
-                     m.representatives() if m.representatives is not None else None, odds)
+                     m.representatives() if m.representatives is not None else None, odds,
+                     stopped_after_exploration=ex.complete and late is not None)
+
+
+COUNTING = "evaluating the counts and measures on the explored transitions"
+# the property kinds judged by an analysis of their own after the exploration (the others are
+# decided by it: their finding, or its absence)
+ANALYSED = ("liveness", "terminates", "terminates_within", "probability", "expected")
+
+
+def _doing(p: PropertyDecl) -> str:
+    """The analysis that judges property p, as a phrase after "while"."""
+    chance = p.chance
+    return {"probability": f"solving the probability of {p.name}",
+            "expected": f"solving the expected {chance.measure if chance else 'total'} of {p.name}",
+            "terminates": f"searching for a deadlock or a cycle for {p.name}",
+            "terminates_within": f"searching for the longest run for {p.name}",
+            }.get(p.kind, f"searching for a run that breaks {p.name}")
+
+
+def _undecided(p: PropertyDecl, why: str) -> PropertyResult:
+    """Property p left undecided by a bound that stopped its analysis."""
+    r = PropertyResult(p.name, p.kind if p.pattern is None else present(p.pattern), UNKNOWN, f"not decided: {why}")
+    r.description, r.line, r.file = p.description, p.line, p.file
+    return r
 
 
 def _why_undecided(ex: Exploration, spec_errors: list[str]) -> tuple[str | None, str | None]:
@@ -437,7 +491,7 @@ def _why_undecided(ex: Exploration, spec_errors: list[str]) -> tuple[str | None,
 
 
 def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances: Chances,
-           whys: tuple[str | None, str | None], late: list[tuple[str, OutOfTime]]) -> PropertyResult:
+           whys: tuple[str | None, str | None], after: Analyses) -> PropertyResult:
     """One declared property's result on the exploration (`whys`: see `_why_undecided`)."""
     why, why_end = whys
     if p.kind == "liveness":
@@ -447,10 +501,10 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = _from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
-        _past_note(p, ex, r)
+        _past_note(p, ex, r, after)
     elif p.kind == "reachable":
         r = _possible(ex, p.name, why) if p.possible else _reachable(ex, p.name, why)
-        _past_note(p, ex, r)
+        _past_note(p, ex, r, after)
     elif p.kind == "terminates":
         r = _terminates(ex, graph, p.name, why_end)
     elif p.kind in ("probability", "expected"):
@@ -459,7 +513,7 @@ def _judge(p: PropertyDecl, m: Machine, ex: Exploration, graph: _Graph, chances:
         try:
             r = _within(ex, graph, p.name, why_end, m)
         except OutOfTime as stop:       # its count is the user's code
-            late.append((f"counting the transitions of {p.name}", stop))
+            after.out_of_time(f"counting the transitions of {p.name}", stop)
             r = PropertyResult(p.name, "terminates_within", UNKNOWN,
                                "not decided: the --timeout passed while counting its transitions")
     r.description = p.description
@@ -487,7 +541,7 @@ def _as_expected(spec: Spec, options: Options, results: list[PropertyResult], sc
             and all(s.ok for s in scenarios) and any(r.status == VIOLATED for r in results))
 
 
-def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:
+def _scenarios(m: Machine, options: Options, after: Analyses) -> list[ScenarioResult]:
     """The spec's scenarios for these params (a bound spec replays them on the code); the
     deadline passing in one ends them: the rest are not run, and the run is incomplete."""
     out: list[ScenarioResult] = []
@@ -498,7 +552,7 @@ def _scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) 
             try:
                 rep = run_scenario(m, sc)
             except OutOfTime as stop:
-                late.append((f"replaying scenario {sc.name}", stop))
+                after.out_of_time(f"replaying scenario {sc.name}", stop)
                 break
             out.append(ScenarioResult(sc.name, rep.ok, rep.problem or "as expected", len(rep.steps) - 1))
     return out
@@ -707,7 +761,7 @@ def distinct(ex: Exploration, keep: list[int]) -> int:
             code += vm.local_index(i, arrays[i]) * vm.strides[i]
         code.sort()                     # distinct values by sorting: numpy's hashed unique is slower here
         return int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
-    return len({tuple(s[i] for i in keep) for s in ex.states})
+    return len({tuple(s[i] for i in keep) for s in budget.ticking(ex.states)})
 
 
 def monitor_states(ex: Exploration) -> str:
@@ -717,16 +771,19 @@ def monitor_states(ex: Exploration) -> str:
     return f"the pattern monitors added {len(ex.states) - plain} of the {len(ex.states)} states explored"
 
 
-def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
+def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult, after: Analyses) -> None:
     """A decided property with past-time operators (machine/pasttime.py) says how many of the
-    explored states only its own monitors tell apart: what the operators cost."""
+    explored states only its own monitors tell apart: what the operators cost (unless a bound
+    stops the count: the verdict stands, the note says so)."""
     if not p.past or r.status == UNKNOWN:
         return
     spec = ex.machine.spec
     others = [i for i, v in enumerate(spec.vars) if v.monitor != p.name]
-    plain = distinct(ex, others)
-    r.message += (f"; its past-time monitors ({p.past} var{'s' if p.past > 1 else ''}) added "
-                  f"{len(ex.states) - plain} of the {len(ex.states)} states explored")
+    monitors = f"its past-time monitors ({p.past} var{'s' if p.past > 1 else ''})"
+    r.message += after.run(f"counting the states the past-time monitors of {p.name} added",
+                           lambda: f"; {monitors} added {len(ex.states) - distinct(ex, others)} of the "
+                                   f"{len(ex.states)} states explored",
+                           lambda why: f"; how many states {monitors} added is not counted: {why}")
 
 
 def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
@@ -767,16 +824,17 @@ class Highest:
 MAXIMUM_CHUNK = 1 << 16      # states decoded at once when the vector engine's states are evaluated
 
 
-def _maxima(m: Machine, ex: Exploration, selected: set[str]) -> dict[str, Highest | None]:
+def _maxima(m: Machine, ex: Exploration, selected: set[str], after: Analyses) -> dict[str, Highest | str | None]:
     """Per `maximum` property judged: its `Highest`, or None where its expression cannot be
     evaluated on an explored state, which is a `well_defined` finding like any other (kept
-    when its trace is shorter than the engine's own finding)."""
-    out: dict[str, Highest | None] = {}
+    when its trace is shorter than the engine's own finding), or why it is undecided (a bound
+    stopped its evaluation)."""
+    out: dict[str, Highest | str | None] = {}
     for name, (fn, at_most) in m.maxima.items():
         if name not in selected:
             continue
-        found = (_vector_highest(ex, name, at_most) if isinstance(ex, VExploration)
-                 else _scalar_highest(ex, name, fn, at_most))
+        found = after.run(f"evaluating {name} on every explored state",
+                          partial(_highest, ex, name, fn, at_most), lambda why: why)
         if isinstance(found, Finding):
             old = ex.findings.get("well_defined")
             if old is None or _length(ex, found) < _length(ex, old):
@@ -787,11 +845,18 @@ def _maxima(m: Machine, ex: Exploration, selected: set[str]) -> dict[str, Highes
     return out
 
 
+def _highest(ex: Exploration, name: str, fn: Callable[[Any], int], at_most: int | None) -> Highest | Finding:
+    """The `Highest` of one expression, on either engine's states."""
+    if isinstance(ex, VExploration):
+        return _vector_highest(ex, name, at_most)
+    return _scalar_highest(ex, name, fn, at_most)
+
+
 def _scalar_highest(ex: Exploration, name: str, fn: Callable[[Any], int],
                     at_most: int | None) -> Highest | Finding:
     """The `Highest` of one expression over the states in BFS order, or the first state where it fails."""
     best, at, over = 0, -1, None
-    for i in range(len(ex.states)):
+    for i in budget.ticking(range(len(ex.states))):
         try:
             value = fn(ex.states[i])
         except EVAL_ERRORS as exc:
@@ -808,6 +873,7 @@ def _vector_highest(ex: VExploration, name: str, at_most: int | None) -> Highest
     fn = ex.vm.maxima[name]
     best, at, over = 0, -1, None
     for lo in range(0, len(ex.codes), MAXIMUM_CHUNK):
+        budget.tick()
         codes = ex.codes[lo:lo + MAXIMUM_CHUNK]
         values = np.broadcast_to(np.asarray(fn(ex.vm.decode(codes.astype(np.int64)))), (len(codes),))
         k = int(np.argmax(values))          # the first index of the highest value
@@ -820,12 +886,15 @@ def _vector_highest(ex: VExploration, name: str, at_most: int | None) -> Highest
     return Highest(best, at, over)
 
 
-def _maximum(p: PropertyDecl, ex: Exploration, found: Highest | None, why: str | None) -> PropertyResult:
+def _maximum(p: PropertyDecl, ex: Exploration, found: Highest | str | None, why: str | None) -> PropertyResult:
     """A `maximum` property: the exact highest value with a shortest witness; violated, with a
     shortest counterexample, when a reachable state exceeds its `at_most`. An exploration that
-    stopped early knows only a lower bound: unknown, unless it already exceeds `at_most`."""
+    stopped early knows only a lower bound: unknown, unless it already exceeds `at_most`; so
+    does an evaluation a bound stopped (`found` says why)."""
     fn, at_most = ex.machine.maxima[p.name]
-    if found is None:
+    if isinstance(found, str):
+        r = PropertyResult(p.name, "maximum", UNKNOWN, f"not decided: {found}")
+    elif found is None:
         r = PropertyResult(p.name, "maximum", UNKNOWN, "not decided: its expression cannot be evaluated in a "
                                                        "reachable state (see well_defined)")
     else:
@@ -852,26 +921,32 @@ def _maximum(p: PropertyDecl, ex: Exploration, found: Highest | None, why: str |
 class _Graph:
     """Graph facts shared by the termination properties, computed once per run on demand."""
 
-    def __init__(self, ex: Exploration):
-        self.ex = ex
+    def __init__(self, ex: Exploration, after: Analyses):
+        self.ex, self.after = ex, after
         self._done = False
         self._monitors: str | None = None
 
     def monitor_states(self) -> str:
-        """`monitor_states` of the exploration, counted once for all its patterns."""
+        """`monitor_states` of the exploration, counted once for all its patterns (unless a
+        bound stops the count: the verdicts stand, the note says so)."""
         if self._monitors is None:
-            self._monitors = monitor_states(self.ex)
+            self._monitors = self.after.run("counting the states the pattern monitors added",
+                                            lambda: monitor_states(self.ex),
+                                            lambda why: f"how many states the pattern monitors added is not "
+                                                        f"counted: {why}")
         return self._monitors
 
     def compute(self) -> None:
+        """Its deadlock, topological order (None: cyclic) and shortest lasso; done once, when
+        whole (a bound may stop it, and every analysis after)."""
         if self._done:
             return
-        self._done = True
         self.deadlock = T.find_deadlock(self.ex)
         self.order = T.topological_order(self.ex)
         # a cycle of the machine, not one of the property monitors unrolling it (liveness.OwnView)
         self.plain = L.own_view(self.ex, None)
         self.lasso = T.find_lasso(self.plain) if self.order is None else None   # only a cyclic graph has one
+        self._done = True
 
 
 def _termination_violation(ex: Exploration, g: _Graph, name: str, kind: str,
@@ -969,31 +1044,30 @@ def _longest_trace(ex: Exploration, start: int, edges: list[int] | None, end: in
     return path_trace(ex, end) if edges is None else run_trace(ex, start, edges)
 
 
-def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None,
-            late: list[tuple[str, OutOfTime]]) -> dict[str, dict[str, Any]]:
+def _bounds(ex: Exploration, g: _Graph, m: Machine, why: str | None, after: Analyses) -> dict[str, dict[str, Any]]:
     """The exact worst case over all runs of every measure (transitions always), with a witness.
     A measure of a Python model is the user's code: the deadline passing in it leaves the
-    measure not computed (and goes to `late`)."""
-    g.compute()
+    measure not computed (and goes to `after.late`), as does a bound stopping its analysis."""
     kinds = {ms.name: ms.kind for ms in m.spec.measures}
-    out: dict[str, dict[str, Any]] = {}
-    for name, fn in [("transitions", None), *m.measures.items()]:
+
+    def worst(name: str, fn: Callable[..., Any] | None) -> dict[str, Any]:
+        g.compute()
         if g.order is None:
-            message = ("unbounded: a run can cycle forever" if name == "transitions"
-                       else "not computed: the state graph has a cycle")
-            out[name] = {"value": None, "exact": False, "witness": None, "message": message}
-            continue
+            return {"value": None, "exact": False, "witness": None,
+                    "message": ("unbounded: a run can cycle forever" if name == "transitions"
+                                else "not computed: the state graph has a cycle")}
         try:
             value, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, fn, kinds.get(name) == "sum"))
         except (EvalError, ZeroDivisionError) as exc:
-            out[name] = {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
-            continue
+            return {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
         except OutOfTime as stop:
-            late.append((f"computing the bound of {name}", stop))
-            out[name] = {"value": None, "exact": False, "witness": None,
-                         "message": "not computed: the --timeout passed while computing it"}
-            continue
+            after.out_of_time(f"computing the bound of {name}", stop)
+            return {"value": None, "exact": False, "witness": None,
+                    "message": "not computed: the --timeout passed while computing it"}
         exact = why is None
-        out[name] = {"value": value, "exact": exact, "witness": _longest_trace(ex, start, edges, end),
-                     "message": f"at most {value}" if exact else f"at least {value} ({why})"}
-    return out
+        return {"value": value, "exact": exact, "witness": _longest_trace(ex, start, edges, end),
+                "message": f"at most {value}" if exact else f"at least {value} ({why})"}
+    return {name: after.run(f"computing the worst case of {name}", partial(worst, name, fn),
+                            lambda reason: {"value": None, "exact": False, "witness": None,
+                                            "message": f"not computed: {reason}"})
+            for name, fn in [("transitions", None), *m.measures.items()]}

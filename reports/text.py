@@ -170,8 +170,9 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     width = max((len(p["name"]) for p in props), default=0)
     if undecided:               # the bound is the finding; its every unknown says the same
         count = len(undecided)
+        stopped = "analyses after the exploration" if run.get("stopped_after_exploration") else "exploration"
         lines.append(f"  {'unknown':<9} {count} propert{'y' if count == 1 else 'ies'}, not decided as the "
-                     "exploration stopped (--verbose lists them)")
+                     f"{stopped} stopped (--verbose lists them)")
     for p in props:
         lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
