@@ -55,7 +55,10 @@ def shortened(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 def report_text(text: str) -> str:
-    """A text as every report writes it: encodable, and cut at TEXT_LIMIT characters."""
+    """A text as every report writes it: encodable, and cut at TEXT_LIMIT characters (an
+    exact number's digits, `Exact`, are written whole)."""
+    if isinstance(text, Exact):
+        return text
     return shortened(encodable(text))
 
 
@@ -145,11 +148,18 @@ def int_from_text(text: str) -> int:
     return sign * (int_from_text(body[:-half]) * scale + int_from_text(body[-half:]))
 
 
-def fraction_json(x: Fraction) -> str:
+class Exact(str):
+    """An exact number's text in a report (`fraction_json`): its every digit is the point, so a
+    report writes it whole, however long (a text is cut at TEXT_LIMIT characters)."""
+
+    __slots__ = ()
+
+
+def fraction_json(x: Fraction) -> Exact:
     """An exact fraction as the JSON report writes it: `3`, `171/200`, of any size."""
     if x.denominator == 1:
-        return int_text(x.numerator)
-    return f"{int_text(x.numerator)}/{int_text(x.denominator)}"
+        return Exact(int_text(x.numerator))
+    return Exact(f"{int_text(x.numerator)}/{int_text(x.denominator)}")
 
 
 def fraction_from_json(text: str) -> Fraction:
