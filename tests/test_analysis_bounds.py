@@ -12,11 +12,13 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from haltproof.explorer import check as C
+from haltproof.explorer.memory import current_rss
 from haltproof.properties import budget
 from haltproof.properties import probability as P
 
@@ -166,15 +168,6 @@ def test_the_timeout_stops_the_fair_cycle_searches(check, monkeypatch, function,
     assert data["stop_reason"].startswith(f"--timeout 30 s reached after the exploration, while {doing[stopped]}")
 
 
-def test_the_timeout_stops_the_cycle_search_of_terminates(check, monkeypatch):
-    deadline_in(monkeypatch, "find_lasso")
-    code, data = run(check, RETRY.replace("  cost: {expected: {measure: transitions, at_most: 2}}\n",
-                                          "  stops: {terminates: true}\n"), "--timeout", "30")
-    assert code == 3
-    assert statuses(data)["stops"] == ("unknown", "not decided: the --timeout 30 s was reached while searching "
-                                                  "for a deadlock or a cycle for stops")
-
-
 COUNTER = """\
 machine: counter
 params:
@@ -267,16 +260,25 @@ properties:
 """
 
 
-def test_the_timeout_stops_the_vacuity_checks(check, monkeypatch):
+@pytest.mark.parametrize("bound", ["timeout", "max_memory"])
+def test_a_bound_stops_the_vacuity_checks(check, monkeypatch, bound):
     """Every property is decided; the warning about the dead rule is not looked for: exit 3."""
-    deadline_in(monkeypatch, "_all_notices")
-    code, data = run(check, DEAD_RULE, "--timeout", "30")
-    assert code == 3
+    if bound == "timeout":
+        deadline_in(monkeypatch, "_all_notices")
+        code, data = run(check, DEAD_RULE, "--timeout", "30")
+        head = "--timeout 30 s"
+    else:
+        memory_full_in(monkeypatch, "_all_notices")
+        code, data = run(check, DEAD_RULE, "--max-memory", "1G")
+        head = "memory limit 1G"
+    assert code == 3 and data["stopped_by"] == bound
     assert {name: status for name, (status, _) in statuses(data).items()} == dict.fromkeys(
         ("domains", "well_defined", "ok", "top", "quick"), "holds")
     assert data["warnings"] == []
-    assert data["stop_reason"] == ("--timeout 30 s reached after the exploration, while looking for the parts of "
+    assert data["stop_reason"] == (f"{head} reached after the exploration, while looking for the parts of "
                                    "the spec that never matter (vacuity)")
+    monkeypatch.setattr(budget, "clock", time.monotonic)          # the real clock and memory again
+    monkeypatch.setattr(C, "current_rss", current_rss)
     code, data = run(check, DEAD_RULE)            # unbounded: the warning it would have given
     assert code == 0 and data["warnings"] == [
         "vacuous: decide rule 'never' of action step (line 13) never fires: its condition is never true in any "
@@ -453,3 +455,44 @@ def test_exact_elimination_looks_at_the_bounds_once_a_pivot(monkeypatch):
     calls = ticks_from(monkeypatch, P, {"_solve": 30})
     with pytest.raises(budget.Stopped):
         P.reach(ruin(n=60, start=30), [i == 60 for i in range(61)])
+
+
+# ---------------------------------------------------------------- each analysis, under each bound
+
+ANALYSES = [   # (function with a tick, spec, options, property it leaves unknown, the analysis named)
+    ("reach_intervals", SMALL_WALK + WALK_PROPS, ["--engine", "scalar"], "east", "solving the probability of east"),
+    ("_solve", RETRY, [], "ends", "solving the probability of ends"),
+    ("optimize", RETRY, [], "ends", "solving the probability of ends"),
+    ("expected_total", AGENT + "  cheap: {expected: {measure: transitions, at_most: 3}}\n", [], "cheap",
+     "solving the expected transitions of cheap"),
+    ("find_lasso", RETRY.replace("  cost: {expected: {measure: transitions, at_most: 2}}\n", "  stops: {terminates: true}\n"),
+     [], "stops", "searching for a deadlock or a cycle for stops"),
+    ("fair_components", FAIR_RETRY, [], "ends", "searching for a deadlock or a cycle for ends"),
+    ("bad_run", FAIR_RETRY, [], "finishes", "searching for a run that breaks finishes"),
+    ("kahn_order", COUNTER, ["-p", "N=3", "--engine", "scalar"], "quick", "searching for the longest run for quick"),
+    ("longest_run", COUNTER, ["-p", "N=3", "--engine", "scalar"], "quick", "searching for the longest run for quick"),
+    ("_longest_vector", COUNTER, ["-p", "N=3", "--engine", "vector"], "quick",
+     "searching for the longest run for quick"),
+    ("first_count_error", DEAD_RULE, [], "well_defined", "evaluating the counts and measures on the explored "
+                                                          "transitions"),
+    ("_scalar_highest", DEAD_RULE, ["--engine", "scalar"], "top", "evaluating top on every explored state"),
+]
+
+
+@pytest.mark.parametrize("bound", ["timeout", "max_memory"])
+@pytest.mark.parametrize("function, text, options, name, doing", ANALYSES, ids=[a[0] for a in ANALYSES])
+def test_every_analysis_stops_at_either_bound(check, monkeypatch, bound, function, text, options, name, doing):
+    monkeypatch.setattr(P, "EXACT_LIMIT", 5)         # the walk is iterated (19 states), the rest exact
+    if bound == "timeout":
+        deadline_in(monkeypatch, function)
+        code, data = run(check, text, "--timeout", "30", *options)
+        head = "the --timeout 30 s was reached"
+    else:
+        memory_full_in(monkeypatch, function)
+        code, data = run(check, text, "--max-memory", "1G", *options)
+        head = "the memory limit 1G was reached"
+    assert code == 3, statuses(data)
+    assert (data["stopped_by"], data["stopped_after_exploration"]) == (bound, True)
+    assert statuses(data)[name] == ("unknown", f"not decided: {head} while {doing}")
+    assert data["stop_reason"].split(";")[0] == (
+        f"{head.removeprefix('the ').removesuffix(' was reached')} reached after the exploration, while {doing}")
