@@ -10,7 +10,6 @@ change every number.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,7 +147,7 @@ def value_json(e: Extremes) -> dict[str, Any]:
         try:
             return float(x)
         except OverflowError:
-            return math.copysign(sys.float_info.max, x)
+            return sys.float_info.max if x > 0 else -sys.float_info.max
 
     def s(x: Fraction | None) -> str:
         return "inf" if x is None else fraction_json(x)

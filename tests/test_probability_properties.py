@@ -616,3 +616,18 @@ def test_probability_properties_on_the_weighted_gate_chain(check):
     assert prop(data, "abort_capped")["exact"] == {"min": "0", "max": "47/250"}
     assert prop(data, "few_refusals")["exact"] == {"min": "0", "max": "4863/5000"}
     assert {prop(data, n)["status"] for n in ("abort_capped", "few_refusals")} == {"holds"}
+
+
+def test_a_value_past_a_float_stays_valid_json():
+    """An expected total past 1.8e308 (a measure summing huge ints): `value` is the largest float
+    (JSON has no infinity, and null means infinite), `exact` the whole integer."""
+    import sys
+
+    from haltproof.explorer.chances import value_json
+    from haltproof.machine.text import fraction_from_json
+    from haltproof.properties.probability import Extremes
+    huge = Fraction(10 ** 400)
+    out = value_json(Extremes(Fraction(1, 2), huge))
+    assert out["value"] == {"min": 0.5, "max": sys.float_info.max}
+    assert out["exact"]["min"] == "1/2" and fraction_from_json(out["exact"]["max"]) == huge
+    json.loads(json.dumps(out, allow_nan=False), parse_constant=no_infinity)
