@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m bench.partition [--q 100] [--workers 2,4,8]
 
-The design in docs/scaling.md ("One state space across machines") partitions the states by a
+The design in docs/how-to/scaling.md ("One state space across machines") partitions the states by a
 hash of their code: worker `owner(code)` keeps the visited set and the parents of the codes it
 owns, and the BFS is level-synchronous (every worker expands its part of level L, sends each
 successor to its owner, and level L+1 starts when every worker has received everything).

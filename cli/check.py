@@ -83,7 +83,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--dask", metavar="ADDRESS",
                    help="check the runs on the Dask cluster whose scheduler is at ADDRESS (tcp://host:port); "
                         "its workers need haltproof, the specs at the same paths and the bound code "
-                        "(docs/scaling.md)")
+                        "(docs/how-to/scaling.md)")
     c.add_argument("--emit-tests", metavar="DIR",
                    help="write a pytest regression test per violated property, replaying its counterexample")
 

@@ -1,5 +1,5 @@
 """`haltproof guard`: write a runtime guard (haltproof.guard) from a proved run of one param
-combination, as a JSON table or (`-o FILE.py`) a standalone Python module. docs/guard.md."""
+combination, as a JSON table or (`-o FILE.py`) a standalone Python module. docs/how-to/guard.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`haltproof traces`: recorded runs (JSONL, OpenTelemetry exports) checked against the explored
 graph of one param combination, and (`--fit FILE`) the choices' observed frequencies written as
-a `probabilities:` block. docs/traces.md."""
+a `probabilities:` block. docs/how-to/traces.md."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from .check import RunResult
 
 SCHEMA = "haltproof-baseline/1"
 # 1.4 KB a run (the bundled specs' 107 runs make 150 KB): 64 MiB holds far more than the
-# 10,000 runs one check sweeps, and refuses a file built to exhaust memory (README.md).
+# 10,000 runs one check sweeps, and refuses a file built to exhaust memory (docs/reference/cli.md).
 MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 

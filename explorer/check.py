@@ -211,7 +211,7 @@ def judge(properties: Sequence[tuple[str, str, bool | None]], scenarios_ok: Sequ
     return result, "incomplete"
 
 
-MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (README, "Commands")
+MAX_COMBINATIONS = 10_000   # param combinations one check sweeps (docs/reference/cli.md, "-p")
 
 
 def sweep(spec: Spec, pins: Pins) -> list[dict[str, Any]]:

@@ -219,7 +219,7 @@ def _fair(m: Machine) -> str:
 def _unfair(m: Machine, run: Replayed, loop: int) -> str | None:
     """Why the replayed lasso's cycle (the states from step `loop` on, the transitions after
     it) is not a fair run under the spec's fairness now, or None when it is fair under every
-    assumption (docs/spec-language.md, "fairness"): weak, the cycle takes the action (with its
+    assumption (docs/reference/spec-language.md, "fairness"): weak, the cycle takes the action (with its
     `when`) or passes a state where it is not enabled; strong, it takes it or it is enabled in
     none of the cycle's states."""
     cycle = run.states[loop:-1]

@@ -271,7 +271,7 @@ def _init_options(m: Machine) -> list[list[Any]]:
 
 # A whole JSON report of the bundled specs (107 runs, a trace for every violation) is 3 MB;
 # parsing JSON takes about ten times its size in memory, so 64 MiB refuses only abuse.
-MAX_TRACE_BYTES = 64 * 1024 * 1024     # README.md, "replay"
+MAX_TRACE_BYTES = 64 * 1024 * 1024     # docs/reference/cli.md, "haltproof replay"
 
 
 def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:

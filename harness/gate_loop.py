@@ -61,7 +61,7 @@ class ConfigError(ValueError):
 
 
 # Every limit is written into the decision records, whose ints are OpenTelemetry attributes:
-# signed 64-bit. A larger one would make records no collector can take (docs/gate-chain.md).
+# signed 64-bit. A larger one would make records no collector can take (docs/tutorials/gate-chain.md).
 MAX_LIMIT = 2 ** 63 - 1
 
 
@@ -411,7 +411,7 @@ def format_turn(result: TurnResult, loop: GateLoop) -> str:
     return "\n".join(lines)
 
 
-MAX_SCRIPT_BYTES = 1024 * 1024   # a call is ~60 bytes: 1 MiB is ~17,000 calls (docs/gate-chain.md)
+MAX_SCRIPT_BYTES = 1024 * 1024   # a call is ~60 bytes: 1 MiB is ~17,000 calls (docs/tutorials/gate-chain.md)
 
 
 def _load_script(path: str) -> list[Any]:

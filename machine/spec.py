@@ -404,7 +404,7 @@ class Spec:
 
 # The largest bundled spec is 23 KB. Checking costs grow with the text (a 1 MiB expression takes
 # about 25 s and 900 MB to parse, type-check and compile), so 1 MiB refuses only abuse.
-MAX_SPEC_BYTES = 1024 * 1024       # docs/spec-language.md, "Limits on the input"
+MAX_SPEC_BYTES = 1024 * 1024       # docs/reference/spec-language.md, "Limits on the input"
 
 
 def load_spec(path: str | Path, run_code: bool = True, *, mode: str = NO_CODE) -> Spec:

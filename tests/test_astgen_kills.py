@@ -1,6 +1,6 @@
 """Mutants of machine/astgen.py (the AST builders of every generated function and of the
 scalar engine's generated loop) that the rest of the verdict selection let through (issue 18).
-Each test was seen failing with its mutation applied (docs/mutation.md)."""
+Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

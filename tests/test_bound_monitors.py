@@ -1,6 +1,6 @@
 """Property patterns, past-time operators and conditional choices on a spec with `bind:`: the
 monitors are the spec's (they read the abstract state the bound code reports), a choice that is
-not made is never passed to the code (docs/spec-language.md, "Property patterns")."""
+not made is never passed to the code (docs/reference/spec-language.md, "Property patterns")."""
 
 from __future__ import annotations
 

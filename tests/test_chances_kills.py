@@ -1,7 +1,7 @@
 """Mutants of explorer/chances.py that the verdict selection let through (issue 18, the sampled
 run of round 7): the words of a bound judged on the iterative solver's interval, and where
 the witness of an infinite expected total goes. Each case was worked out by hand and runs on
-both engines; each test was seen failing with its mutation applied (docs/mutation.md)."""
+both engines; each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

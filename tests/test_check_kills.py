@@ -2,7 +2,7 @@
 selection let through (issue 18, the mutation campaign's explorer/check.py run).
 
 Each test was seen failing with its mutation applied and passes on the real code;
-docs/mutation.md lists the mutations each one kills. Checks run on both engines where
+docs/explanation/mutation-testing.md lists the mutations each one kills. Checks run on both engines where
 the verdict could differ between them.
 """
 

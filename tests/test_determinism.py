@@ -17,7 +17,7 @@ from haltproof.machine.spec import load_spec
 from conftest import LOOP_DEMO
 from test_binding import bound_copy
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 TESTS = Path(__file__).resolve().parent
 PINS = ("-p", "max_steps=2", "-p", "max_retries=1")    # 112 states, 105 transitions, 21 non-terminal

@@ -1,7 +1,7 @@
 """Differential tests: both engines against an independent reference explorer.
 
 tests/reference_explorer.py explores a spec from its YAML with Python's `eval` and exact
-ints, written from docs/spec-language.md and sharing no code with haltproof.
+ints, written from docs/reference/spec-language.md and sharing no code with haltproof.
 tests/random_specs.py draws random valid specs over the whole language (params, range
 choices, records, decide tables of several rules, step invariants over before/after,
 products near the int32/int64 limits, terminals reading vars an `independent_of`

@@ -71,7 +71,7 @@ def test_every_property_proved_on_the_real_code_over_the_grid(reports):
 
 @pytest.mark.slow
 def test_the_doc_states_the_measured_size(reports):
-    doc = (SPECS.parent / "docs" / "gate-chain.md").read_text()
+    doc = (SPECS.parent / "docs" / "tutorials" / "gate-chain.md").read_text()
     runs = reports["code"][1]["runs"]
     states = [r["stats"]["states"] for r in runs]
     total = f"{sum(states):,} states and {sum(r['stats']['transitions'] for r in runs):,} transitions"

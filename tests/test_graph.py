@@ -28,7 +28,7 @@ from haltproof.reports.html import state_graphs
 from haltproof.reports.graph import PAGE_VIEW, StateGraph, Transition, dot_quote, mermaid_text, to_dot, to_networkx
 
 RETRY = ROOT / "docs" / "examples" / "retry_loop.yaml"
-DOC = ROOT / "docs" / "traces-and-graphs.md"
+DOC = ROOT / "docs" / "how-to" / "traces-and-graphs.md"
 DOT = shutil.which("dot")
 needs_dot = pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed "
                                                    "(apt-get install graphviz); tests/dot_grammar.py still checks the DOT")

@@ -270,7 +270,7 @@ class NegativeBound(RetryLoop):
     quick = terminates_within(lambda p: p["K"] - 3)
 
 
-@pytest.mark.verdict          # fast: in the per-mutant selection of machine/pymodel.py (docs/mutation.md)
+@pytest.mark.verdict          # fast: in the per-mutant selection of machine/pymodel.py (docs/explanation/mutation-testing.md)
 def test_a_python_model_negative_bound_is_refused():
     with pytest.raises(SpecError) as info:
         api_check(NegativeBound, params={"K": 2, "R": 0})

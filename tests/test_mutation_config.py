@@ -1,4 +1,4 @@
-"""The mutation-testing configuration (pyproject.toml `[tool.mutmut]`, docs/mutation.md)
+"""The mutation-testing configuration (pyproject.toml `[tool.mutmut]`, docs/explanation/mutation-testing.md)
 still names the verdict path as it is: every file exists, none is missing, nothing else is
 mutated, and the per-mutant test selection is the registered `verdict` marker. The campaign
 itself is too slow for every CI run; this keeps it runnable."""

@@ -403,7 +403,7 @@ def test_a_run_let_go_is_cancelled_and_a_closing_loop_finishes_the_rest() -> Non
 
 
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_command(cli) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "openai-agents.md").read_text()
     for name in ("triage.yaml", "travel.yaml", "travel_adapter.py", "travel_adapter.yaml"):
         fence = "python" if name.endswith(".py") else "yaml"
         assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc

@@ -151,7 +151,7 @@ def test_a_copied_spec_dir_is_checked_from_its_own_path(cli, tmp_path):
     assert {r["spec"] for r in ran.json()["runs"]} == {str(tmp_path / "loop_demo.yaml")}
 
 
-SCALING_DOC = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+SCALING_DOC = (ROOT / "docs" / "how-to" / "scaling.md").read_text(encoding="utf-8")
 
 
 def _scaling_commands() -> list[str]:
@@ -160,7 +160,7 @@ def _scaling_commands() -> list[str]:
 
 
 def test_the_scaling_page_is_linked_and_its_commands_run(cli, monkeypatch):
-    assert "(docs/scaling.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/how-to/scaling.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     commands = _scaling_commands()
     assert commands == ["haltproof check specs/loop_demo.yaml -j 2", "haltproof check specs/loop_demo.yaml -j 1",
                         "haltproof check specs/budget_runner.yaml -p K=8 -p R=2 -j 2"]

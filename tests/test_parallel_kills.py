@@ -2,7 +2,7 @@
 checked by a worker's own function and put back in the parent, the runs a dead worker leaves
 (reported lost, never dropped, after exactly MAX_ATTEMPTS deaths), one run's levels shared out
 and the workers' outcomes taken in serial order. Each test was seen failing with its mutation
-applied (docs/mutation.md).
+applied (docs/explanation/mutation-testing.md).
 
 They stay fast: the workers' functions run in this process where they can (`run_job`,
 `expand_slice` by slices run here), and where a pool is the subject (`LocalPool`,

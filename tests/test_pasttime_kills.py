@@ -1,7 +1,7 @@
 """Mutants of machine/pasttime.py that the rest of the verdict selection let through (issue 18):
 previous() of an enum expression that is not a var (its monitor takes the sorted values, the
 first one its placeholder). Each test was seen failing with its mutation applied
-(docs/mutation.md)."""
+(docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from haltproof.explorer.check import Options, RunResult, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties.kinds import Subject
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 
 def runs(text: str, **options) -> list[RunResult]:

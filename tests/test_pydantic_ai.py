@@ -315,7 +315,7 @@ def test_a_dropped_run_leaves_the_agent_run_in_its_own_task() -> None:
 
 @pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "pydantic-ai.md").read_text()
     for name in ("weather.yaml", "trip.yaml"):
         assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/pydantic_ai && haltproof check weather.yaml trip.yaml" in doc

@@ -49,7 +49,7 @@ PROTOCOL = "hero-policy-v1"
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_TIMEOUT = 5.0
 MAX_TIMEOUT = 60.0
-MAX_ACTIONS_BYTES = 1024 * 1024     # an action list for --policy local (docs/budget-runner.md)
+MAX_ACTIONS_BYTES = 1024 * 1024     # an action list for --policy local (docs/tutorials/budget-runner.md)
 
 
 class PolicyConfigError(ValueError):
