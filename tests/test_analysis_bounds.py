@@ -342,6 +342,7 @@ def test_memory_running_out_in_an_analysis_is_a_bound_not_a_crash(check, monkeyp
         "more memory, or smaller params)")
 
 
+@pytest.mark.slow
 def test_a_random_walk_in_two_dimensions_stops_at_the_timeout(check):
     """The issue's case, on the real clock: 621 states whose probability takes minutes of
     interval iteration (a step moves with odds 1/100). With --timeout 2 the check ends, exit 3."""
