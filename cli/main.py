@@ -1,5 +1,5 @@
 """The `haltproof` command line: the parser, the dispatch to one module per subcommand
-(check, conform, replay, graph, export, init, lint, mcp), and the exit code.
+(check, conform, replay, graph, export, guard, traces, init, lint, mcp), and the exit code.
 
 Exit codes (a contract): 0 proved, 1 violated, 2 usage error or invalid spec,
 3 incomplete, 4 internal error. Reports go to stdout or files, progress to stderr.
@@ -21,7 +21,7 @@ from haltproof.machine.usercode import OutOfTime
 from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
-from . import check, conform, export, graph, init, lint, mcp, replay
+from . import check, conform, export, graph, guard, init, lint, mcp, replay, traces
 from .common import Parser, drop_output
 
 Command = Callable[[argparse.Namespace], int]
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="haltproof", description="Prove that an agent run loop stops, and stops honestly.")
     ap.add_argument("--version", action="version", version=f"haltproof {report.version()}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (check, conform, replay, graph, export, init, lint, mcp):
+    for module in (check, conform, replay, graph, export, guard, traces, init, lint, mcp):
         module.add_parser(sub)
     return ap
 
@@ -74,6 +74,7 @@ def _error_text(exc: Exception) -> str:
 
 COMMANDS: dict[str, Command] = {"check": check.cmd_check, "conform": conform.cmd_conform,
                                 "replay": replay.cmd_replay, "export": export.cmd_export,
+                                "guard": guard.cmd_guard, "traces": traces.cmd_traces,
                                 "init": init.cmd_init, "lint": lint.cmd_lint}
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.explorer.check import BOUND_OPTION, judge, unsettled
+from haltproof.explorer.options import BOUND_OPTION
+from haltproof.explorer.results import judge, unsettled
 from haltproof.machine.text import assignments_text, counted, trace_table
 
 # What one property result means for the gate.
@@ -112,6 +113,9 @@ def finding_text(prop: dict[str, Any]) -> str:
 def incomplete_text(run: dict[str, Any]) -> str:
     """Why an incomplete run proves nothing: the bound that stopped it, with how far it got,
     or (explored in full) its stop_reason, which names the properties left undecided."""
+    if run.get("stopped_after_exploration"):
+        return (f"the analyses after the exploration stopped at {stop_text(run)} (all "
+                f"{run['stats']['states']:,} states explored)")
     if run.get("stopped_by"):
         return f"the exploration stopped at {stop_text(run)} after {run['stats']['states']:,} states"
     return run.get("stop_reason") or "a property could not be decided"

@@ -1,6 +1,6 @@
 """Mutants of machine/weights.py that the rest of the verdict selection let through (issue 18):
 the exact text of a weight error — a whole-number sum, and the offending value a problem quotes.
-Each test was seen failing with its mutation applied (docs/mutation.md)."""
+Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _problems(extra: str) -> list[tuple[int | None, str, str | None]]:
 
 
 def test_weights_summing_to_a_whole_number_name_it_as_one():
-    """`_fraction_text` of an integer is its numerator alone: `2`, not `None` or `2/1 (2)`."""
+    """`fraction_text` of an integer is its numerator alone: `2`, not `None` or `2/1 (2)`."""
     assert _problems("probabilities:\n  step:\n    obs: {ok: 1, empty: 1}\n") == [
         (15, "the weights of choice obs of action step sum to 2, not 1", None)]
 
