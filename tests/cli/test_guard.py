@@ -19,7 +19,7 @@ from haltproof.explorer.engine import explore
 from haltproof.guard import Guard, GuardError
 from haltproof.machine.spec import load_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 SEEDS = {"loop_demo": ({"max_steps": 3, "max_retries": 1}),
          "budget_runner": ({"K": 2, "R": 1}),
          "gate_chain": ({"B": 2, "N": 1, "A": 1, "T": 3, "P": 2})}

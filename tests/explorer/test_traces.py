@@ -14,7 +14,7 @@ from haltproof.cli.traces import check_recorded
 from haltproof.explorer.recorded import fit_counts, probabilities_block, wilson
 from haltproof.machine.spec import load_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 AGENT = ROOT / "examples" / "agent_loop" / "agent.yaml"
 PINS = ["-p", "max_steps=3", "-p", "max_retries=1"]
 TRUE = {"answer": 0.3, "tool_ok": 0.5, "tool_error": 0.2}

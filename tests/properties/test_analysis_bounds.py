@@ -143,7 +143,7 @@ def test_a_violation_found_before_the_bound_stays_a_violation(check, monkeypatch
         "unknown", "not decided: the --timeout 30 s was reached while solving the expected transitions of cheap")
 
 
-FAIR_RETRY = ((Path(__file__).parent / "fixtures" / "fairness" / "retry.yaml").read_text()
+FAIR_RETRY = ((Path(__file__).parent.parent / "fixtures" / "fairness" / "retry.yaml").read_text()
               + "fairness:\n  - strong: call_tool\n    when: outcome == ok\n")
 
 

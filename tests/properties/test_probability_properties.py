@@ -211,7 +211,7 @@ INFINITE = "the expected transitions until a terminal state is infinite under ev
 
 @ENGINES
 def test_an_infinite_minimum_is_at_least_every_bound(check, engine):
-    """Infinite >= 3 holds (Storm agrees, tests/test_storm.py); it was VIOLATED with "a policy
+    """Infinite >= 3 holds (Storm agrees, tests/properties/test_storm.py); it was VIOLATED with "a policy
     makes it infinite, less than 3". At most 3 stays violated, with the policy that never ends."""
     code, data = report(check, SPIN + "  many: {expected: {measure: transitions, at_least: 3}}\n",
                         "--engine", engine)
