@@ -13,7 +13,8 @@ from haltproof.explorer.options import Options
 from haltproof.explorer.check import check_machine
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
-from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _plain, each_way, prop
+from engine_ways import each_way, machine_of, plain_loop, prop
+from test_verdict_kills import TERMINAL_BY_LABEL
 
 pytestmark = pytest.mark.verdict
 
@@ -47,7 +48,7 @@ properties:
 def test_memory_running_out_among_the_initial_states_of_the_generated_loop(monkeypatch):
     """MemoryError while the third initial state is checked: nothing expanded, the three states
     found kept at depth 0, the run incomplete and saying why."""
-    m = _machine(INITS)
+    m = machine_of(INITS)
     assert E._runs_generated(m)
     checked = E._Sweep.check_state
 
@@ -98,7 +99,7 @@ class FullAt(list):
 def test_memory_running_out_between_two_appends_of_the_plain_loop_cuts_every_list_to_what_is_whole(monkeypatch):
     """The third initial state is in the states, parents, actions and combos when appending its
     rule runs out of memory: every per-state list is cut back to the two whole states."""
-    m = _plain(_machine(INITS))
+    m = plain_loop(machine_of(INITS))
     assert not E._runs_generated(m)
     init = E._Sweep.__init__
 
@@ -121,7 +122,7 @@ def test_the_deadline_passing_among_the_initial_states_says_what_was_running(mon
             raise OutOfTime("running low from state x=2")
         return checked(self, j, t)
     monkeypatch.setattr(E._Sweep, "check_state", check_state)
-    for m in (_machine(INITS), _plain(_machine(INITS))):
+    for m in (machine_of(INITS), plain_loop(machine_of(INITS))):
         ex = E.explore(m)
         assert (ex.stopped_by, ex.stopped_in, ex.out_of_memory, ex.expanded) == (
             "timeout", "running low from state x=2", False, 0)
@@ -146,7 +147,7 @@ def test_an_error_a_worker_relayed_is_named_with_its_spec_line_when_it_has_one()
     """A worker's error comes back as a Relayed with the spec line it met there: the message names
     file:line as a local error would, and nothing for an error of the bound code (no spec line)."""
     from haltproof.machine.binding import Relayed
-    m = _machine(TERMINAL_BY_LABEL)
+    m = machine_of(TERMINAL_BY_LABEL)
     assert E.failure(m, "property p", Relayed("division by zero", 7, "well_defined")) == (
         "property p (kills.yaml:7): division by zero")
     assert E.failure(m, "action go with (no choices)", Relayed("the adapter broke", None, "bound_code")) == (

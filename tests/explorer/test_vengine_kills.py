@@ -13,7 +13,8 @@ from haltproof.explorer.check import check_machine
 from haltproof.explorer.memory import rough_size
 from haltproof.explorer.vengine import LevelDepth, explore_vector
 from haltproof.machine.vectorize import vectorize
-from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _summary, each_way, prop, states
+from engine_ways import each_way, machine_of, prop, run_summary, states
+from test_verdict_kills import TERMINAL_BY_LABEL
 
 pytestmark = pytest.mark.verdict
 
@@ -71,7 +72,7 @@ def test_a_decide_table_with_no_matching_rule_is_the_scalar_engines_finding():
 def test_a_level_the_system_cannot_hold_stops_the_run_out_of_memory(monkeypatch):
     import haltproof.explorer.vengine as V
     monkeypatch.setattr(V, "available_memory", lambda: 0)
-    m = _machine(UNMATCHED)
+    m = machine_of(UNMATCHED)
     need = V._VSweep(vectorize(m), False, None, None, None, None, None).level_bytes(1)
     run = check_machine(m, Options(engine="vector"))
     assert (run.result, run.stopped_by, run.stats["states"]) == ("incomplete", "max_memory", 1)
@@ -127,11 +128,11 @@ def test_a_level_split_among_threads_is_the_one_threads_level(monkeypatch, worke
     """Levels cut into contiguous pieces (PARALLEL_ROWS 2: every level of 4 states or more), each
     piece's terminals, successors and checks by a thread: the run of one thread, trace included."""
     import haltproof.explorer.vengine as V
-    m = _machine(CUBE)
+    m = machine_of(CUBE)
     one = check_machine(m, Options(engine="vector"))
     monkeypatch.setattr(V, "PARALLEL_ROWS", 2)
     split = check_machine(m, Options(engine="vector", workers=workers))
-    assert _summary(split) == _summary(one)
+    assert run_summary(split) == run_summary(one)
     assert (one.result, one.stats["states"], one.stats["max_depth"]) == ("violated", 105, 12)
     assert len(prop(one, "not_far").trace.steps) == 12
 
@@ -154,7 +155,7 @@ def test_a_deadlock_found_before_memory_ran_out_mid_level_stands(monkeypatch):
     """The deadlock (x=1, y=1) is met at level 2; memory runs out in the middle of level 4, which
     is undone back to its start: what was found before it, the deadlock too, stays found."""
     import haltproof.explorer.vengine as V
-    m = _machine(STUCK)
+    m = machine_of(STUCK)
     calls = iter(range(100))
     checks = V._transition_checks
 
@@ -174,7 +175,7 @@ def test_a_level_that_keeps_its_edges_is_estimated_four_bytes_a_row_more():
     """Two vars, int32 codes, one key: 8*(2*2+6) + (4+4+2+8*2) = 106 bytes a row, and 4 more for
     the edge while edges are kept — the estimate --max-memory and the system's memory are judged by."""
     import haltproof.explorer.vengine as V
-    s = V._VSweep(vectorize(_machine(UNMATCHED)), False, None, None, None, None, None)
+    s = V._VSweep(vectorize(machine_of(UNMATCHED)), False, None, None, None, None, None)
     assert (s.level_bytes(1), s.level_bytes(10)) == (110, 1100)
     s.dropped = True
     assert (s.level_bytes(1), s.level_bytes(10)) == (106, 1060)
@@ -183,11 +184,11 @@ def test_a_level_that_keeps_its_edges_is_estimated_four_bytes_a_row_more():
 def test_a_timeout_not_reached_changes_nothing_on_the_vector_engine():
     """The deadline is the start plus the timeout: an hour ahead, the run is the one without a
     timeout; one already past stops it before its first level."""
-    m = _machine(GRID)
+    m = machine_of(GRID)
     free = check_machine(m, Options(engine="vector"))
     timed = check_machine(m, Options(engine="vector", timeout=3600.0))
     assert (timed.result, timed.stopped_by, timed.stats["states"]) == ("violated", None, 9)
-    assert _summary(timed) == _summary(free)
+    assert run_summary(timed) == run_summary(free)
     late = check_machine(m, Options(engine="vector", timeout=1e-9))
     assert (late.result, late.stopped_by) == ("incomplete", "timeout")
 
@@ -203,5 +204,5 @@ def test_the_depth_of_levels_with_no_state_is_zero():
 
 
 def test_a_small_space_is_held_in_the_dense_index():
-    ex = explore_vector(vectorize(_machine(TERMINAL_BY_LABEL)))
+    ex = explore_vector(vectorize(machine_of(TERMINAL_BY_LABEL)))
     assert (ex.visited_set, len(ex.states)) == ("dense index", 5)

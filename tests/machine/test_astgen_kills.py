@@ -13,7 +13,7 @@ from haltproof.explorer.options import Options
 from haltproof.explorer.check import check_machine, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
-from test_verdict_kills import _machine
+from engine_ways import machine_of
 
 pytestmark = pytest.mark.verdict
 
@@ -45,7 +45,7 @@ def test_an_interruption_inside_an_actions_stages_stops_the_run(monkeypatch, sto
             raise stop()
         checked(self, j, t)
     monkeypatch.setattr(E._Sweep, "check_state", check_state)
-    r = check_machine(_machine(COUNTER), Options(engine="scalar"))
+    r = check_machine(machine_of(COUNTER), Options(engine="scalar"))
     assert (r.result, r.stopped_by, r.stop_reason) == ("incomplete", stopped_by, reason)
     statuses = {p.name: p.status for p in r.properties}
     assert (statuses["well_defined"], statuses["small"]) == ("unknown", "unknown")

@@ -15,7 +15,7 @@ from haltproof.explorer.replay import run_steps
 from haltproof.machine import compiled as compiled_module
 from haltproof.machine.spec import SpecError, load_spec, parse_spec
 from test_check_kills import PATTERNS
-from test_verdict_kills import _machine, each_way, prop
+from engine_ways import each_way, machine_of, prop
 
 pytestmark = pytest.mark.verdict
 
@@ -312,7 +312,7 @@ def test_a_terminates_within_bound_of_0_is_a_bound_and_below_it_is_refused():
 def test_an_initial_state_given_by_the_users_vars_starts_the_monitors_in_their_initial_values():
     """A trace's first row without the monitors (what replay reads): the monitors are appended
     in their one initial value; a row naming them gives them itself."""
-    m = _machine(PATTERNS)
+    m = machine_of(PATTERNS)
     assert m.full_state({"n": 1, "last": "refuse"}) == (1, "refuse", "open", "waiting", "waiting")
     named = {"n": 0, "last": "none", "fine:monitor": "open", "scoped:monitor": "inside", "broken:monitor": "waiting"}
     assert m.full_state(named) == (0, "none", "open", "inside", "waiting")

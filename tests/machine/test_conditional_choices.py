@@ -19,7 +19,7 @@ from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 
-from test_verdict_kills import each_way, prop
+from engine_ways import each_way, prop
 
 pytestmark = pytest.mark.verdict
 

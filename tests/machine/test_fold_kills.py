@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from haltproof.explorer import vengine
-from test_verdict_kills import each_way, prop
+from engine_ways import each_way, prop
 
 pytestmark = pytest.mark.verdict
 

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from haltproof.machine.vectorize import NotVectorizable, vectorize
-from test_verdict_kills import _machine, each_way, prop
+from engine_ways import each_way, machine_of, prop
 
 pytestmark = pytest.mark.verdict
 
@@ -51,10 +51,10 @@ terminal: x == 1
 def test_a_state_code_must_stay_below_2_to_the_62():
     """x and y of 2^31 values each: 2^62 codes, one too many; one value fewer for x fits."""
     with pytest.raises(NotVectorizable) as refused:
-        vectorize(_machine(WIDE % 2147483647))
+        vectorize(machine_of(WIDE % 2147483647))
     assert str(refused.value) == ("the product of the domains (4,611,686,018,427,387,904 states) does not fit a "
                                   "state code (below 2^62)")
-    assert vectorize(_machine(WIDE % 2147483646)).space == (1 << 62) - (1 << 31)
+    assert vectorize(machine_of(WIDE % 2147483646)).space == (1 << 62) - (1 << 31)
 
 
 CHOICE = """\
@@ -169,7 +169,7 @@ terminal: x == 4
 ], ids=["enum-param", "bool-param", "conditional-choice", "chained-comparison", "measure", "count"])
 def test_what_the_vector_engine_does_not_run_is_said_whole(params, guard, by, tail, reason):
     with pytest.raises(NotVectorizable) as refused:
-        vectorize(_machine(DECLINED % (params, guard, by) + tail))
+        vectorize(machine_of(DECLINED % (params, guard, by) + tail))
     assert str(refused.value) == reason
 
 
@@ -178,7 +178,7 @@ def test_a_python_model_or_a_spec_bound_to_code_is_not_vectorized():
     from haltproof.machine.pymodel import Model, action, python_model
 
     reason = "the spec runs real code (bound or Python); the vector engine runs YAML stages"
-    bound = copy.copy(_machine(DECLINED % ("", "x < 3", "[1, 2]")))
+    bound = copy.copy(machine_of(DECLINED % ("", "x < 3", "[1, 2]")))
     bound.bound_to = "agent:Adapter"            # as machine/binding.py marks the machine it binds
     with pytest.raises(NotVectorizable) as refused:
         vectorize(bound)

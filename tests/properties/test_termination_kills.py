@@ -26,7 +26,7 @@ from haltproof.explorer.options import Options
 from haltproof.explorer.results import RunResult
 from haltproof.explorer.check import check_machine
 
-from test_verdict_kills import _machine, each_way, prop
+from engine_ways import each_way, machine_of, prop
 
 pytestmark = pytest.mark.verdict
 
@@ -46,7 +46,7 @@ def lasso(r: RunResult) -> tuple[int | None, list[tuple[str | None, int]]]:
 
 
 def partial(text: str, engine: str, max_states: int) -> RunResult:
-    r = check_machine(_machine(text), Options(engine=engine, max_states=max_states))
+    r = check_machine(machine_of(text), Options(engine=engine, max_states=max_states))
     assert r.stopped_by is not None
     return r
 

@@ -13,7 +13,7 @@ import pytest
 
 from haltproof.api import check
 
-from test_verdict_kills import each_way
+from engine_ways import each_way
 from vacuity_base import NeverTakenBase, RuleNeverReportedBase
 
 pytestmark = pytest.mark.verdict

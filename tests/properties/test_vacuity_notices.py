@@ -20,7 +20,7 @@ from haltproof.explorer.options import Options
 from haltproof.explorer.check import check_machine
 from haltproof.machine.pymodel import Model, action
 
-from test_verdict_kills import _machine, each_way
+from engine_ways import each_way, machine_of
 from vacuity_base import ChoiceBase
 
 pytestmark = pytest.mark.verdict
@@ -34,7 +34,7 @@ def notices_each_way(text: str, monkeypatch: pytest.MonkeyPatch, vector: bool = 
     runs = each_way(text, vector=vector)
     if vector:
         monkeypatch.setattr(vengine, "KEEP_EDGES_BELOW", 0)
-        runs["vector without edges"] = check_machine(_machine(text), Options(engine="vector"))
+        runs["vector without edges"] = check_machine(machine_of(text), Options(engine="vector"))
     got = {way: [n.to_json() for n in r.notices] for way, r in runs.items()}
     first = got["generated"]
     for way, js in got.items():

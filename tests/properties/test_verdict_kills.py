@@ -9,67 +9,17 @@ engine, down to the trace — a bug in one of them must not hide behind the othe
 
 from __future__ import annotations
 
-import copy
-import textwrap
-
 import numpy as np
 import pytest
 
 from haltproof.explorer.options import Options
-from haltproof.explorer.results import RunResult
-from haltproof.explorer.check import check_machine, prepare
-from haltproof.machine.compiled import Machine
-from haltproof.machine.spec import parse_spec
+from haltproof.explorer.check import check_machine
 from haltproof.machine.vectorize import vectorize
 from haltproof.properties.kinds import Subject
 
+from engine_ways import each_way, machine_of, plain_loop, prop, states
+
 pytestmark = pytest.mark.verdict
-
-WAYS = ("generated", "plain", "vector")
-
-
-def _machine(text: str) -> Machine:
-    [m] = prepare(parse_spec(textwrap.dedent(text), "kills.yaml"), Options(model_only=True))
-    return m
-
-
-def _plain(m: Machine) -> Machine:
-    """The same machine without its generated loop: the scalar engine's plain loop runs it."""
-    out = copy.copy(m)
-    out.sweep = None
-    return out
-
-
-def each_way(text: str, vector: bool = True, **options) -> dict[str, RunResult]:
-    """The check of a one-instance spec on every engine and loop, keyed by WAYS; all of them
-    must agree on the counts, coverage, bounds and every property's verdict and trace.
-    vector=False: a spec the vector engine does not run (`//` that may divide by zero)."""
-    m = _machine(text)
-    runs = {"generated": check_machine(m, Options(engine="scalar", **options)),
-            "plain": check_machine(_plain(m), Options(engine="scalar", **options))}
-    if vector:
-        runs["vector"] = check_machine(m, Options(engine="vector", **options))
-    first = _summary(runs["generated"])
-    for way, r in runs.items():
-        assert _summary(r) == first, way
-    return runs
-
-
-def _summary(r: RunResult) -> dict:
-    return {"result": r.result, "stats": {k: v for k, v in r.stats.items() if k != "seconds"},
-            "coverage": r.coverage, "bounds": {k: (b["value"], b["message"]) for k, b in r.bounds.items()},
-            "properties": [(p.name, p.status, p.message, p.trace and p.trace.to_json(),
-                            p.other_trace and p.other_trace.to_json(), p.subject and p.subject.to_json())
-                           for p in r.properties]}
-
-
-def prop(r: RunResult, name: str):
-    [p] = [p for p in r.properties if p.name == name]
-    return p
-
-
-def states(trace, var: str) -> list:
-    return [s.state[var] for s in trace.steps]
 
 
 # ---------------------------------------------------------------- array widths
@@ -89,7 +39,7 @@ properties:
 
 
 def test_a_large_negative_intermediate_widens_the_arrays_to_64_bits():
-    assert vectorize(_machine(NEGATIVE)).int_t is np.int64
+    assert vectorize(machine_of(NEGATIVE)).int_t is np.int64
     for way, r in each_way(NEGATIVE).items():
         p = prop(r, "above")
         assert (r.engine, p.status) == ("vector" if way == "vector" else "scalar", "violated"), way
@@ -109,7 +59,7 @@ properties:
 
 def test_a_domain_with_a_low_end_past_32_bits_runs_in_64_bits():
     """The decoding adds the low end of a domain: -3 * 10^9 does not fit int32."""
-    assert vectorize(_machine(NEGATIVE_DOMAIN)).int_t is np.int64
+    assert vectorize(machine_of(NEGATIVE_DOMAIN)).int_t is np.int64
     for way, r in each_way(NEGATIVE_DOMAIN).items():
         p = prop(r, "small")
         assert p.status == "violated" and states(p.trace, "x") == [0, -1, -2], way
@@ -136,7 +86,7 @@ def test_a_far_domain_of_a_var_no_expression_reads_widens_the_arrays(low, high):
     32 bits; a widest value kept per var instead of over all of them, or a domain's
     widest value without its low or its high end, left it to int32."""
     text = FAR_DOMAIN % (low, high, low + 1)
-    assert vectorize(_machine(text)).int_t is np.int64
+    assert vectorize(machine_of(text)).int_t is np.int64
     for way, r in each_way(text).items():
         p = prop(r, "small")
         assert p.status == "violated" and [s.state for s in p.trace.steps][-1] == {"y": low + 1, "x": 3}, way
@@ -384,16 +334,16 @@ properties:
 
 
 def test_a_timeout_leaves_the_check_incomplete():
-    m = _machine(BIG)
-    for way, machine in (("generated", m), ("plain", _plain(m))):
+    m = machine_of(BIG)
+    for way, machine in (("generated", m), ("plain", plain_loop(m))):
         r = check_machine(machine, Options(engine="scalar", timeout=1e-9))
         assert (r.result, r.stopped_by) == ("incomplete", "timeout"), way
         assert prop(r, "small").status == "unknown", way
 
 
 def test_progress_is_told_the_exploration_as_it_goes_and_at_its_end():
-    m = _machine(BIG)
-    for way, machine in (("generated", m), ("plain", _plain(m))):
+    m = machine_of(BIG)
+    for way, machine in (("generated", m), ("plain", plain_loop(m))):
         calls: list[tuple] = []
         r = check_machine(machine, Options(engine="scalar",
                                            progress=lambda spec, params, seen=calls: lambda *a: seen.append(a)))
@@ -457,8 +407,8 @@ properties:
 
 
 def test_a_timeout_not_reached_changes_nothing():
-    m = _machine(BIG)
-    for way, machine in (("generated", m), ("plain", _plain(m))):
+    m = machine_of(BIG)
+    for way, machine in (("generated", m), ("plain", plain_loop(m))):
         r = check_machine(machine, Options(engine="scalar", timeout=3600.0))
         assert (r.result, r.stopped_by, r.stats["states"]) == ("violated", None, 5001), way
 
