@@ -1,6 +1,9 @@
-"""Mutants of machine/compiled.py that the rest of the verdict selection let through (issue 18):
-the spec lines errors are reported at, the domains named in messages, the parameter errors'
-text. Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
+"""machine/compiled.py, the compiled spec: the spec lines errors are reported at, the domains
+named in messages, the parameter errors' text, range choices.
+
+Written against mutants that the rest of the verdict selection let through (issue 18; the file
+was test_compiled_kills): each test was seen failing with its mutation applied
+(docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
