@@ -14,7 +14,7 @@ from haltproof.explorer.check import check_machine
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
 from engine_ways import each_way, machine_of, plain_loop, prop
-from test_verdict_kills import TERMINAL_BY_LABEL
+from test_engines import TERMINAL_BY_LABEL
 
 pytestmark = pytest.mark.verdict
 

@@ -14,7 +14,7 @@ from haltproof.explorer.memory import rough_size
 from haltproof.explorer.vengine import LevelDepth, explore_vector
 from haltproof.machine.vectorize import vectorize
 from engine_ways import each_way, machine_of, prop, run_summary, states
-from test_verdict_kills import TERMINAL_BY_LABEL
+from test_engines import TERMINAL_BY_LABEL
 
 pytestmark = pytest.mark.verdict
 

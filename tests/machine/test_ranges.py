@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from haltproof.explorer.options import Options
 from haltproof.explorer.check import prepare
 from haltproof.machine.ranges import widest_value
 from haltproof.machine.spec import parse_spec
+from haltproof.machine.vectorize import vectorize
+
+from engine_ways import each_way, machine_of, prop, states
 
 pytestmark = pytest.mark.verdict
 
@@ -174,3 +178,75 @@ terminal: m == n
     assert widest(text) == NLITS                        # no literal read: the domains alone
     assert widest(text.replace("when: m != n", "when: m != n and m != c")) == NLITS   # a literal: an id
     assert widest(text + "properties:\n  moved: {step: action == go}\n") == NLITS      # an action's id
+
+
+# ---------------------------------------------------------------- array widths, each way (issue 18)
+# Mutants that survived (formerly in test_verdict_kills); each test was seen failing with its
+# mutation applied.
+# machine/ranges.py `_Ranges.of`: the widest value is max(|low|, |high|) of every bound;
+# with |low| dropped, x * -2^32 (bounds -3 * 2^32 .. 0) looks small, runs in int32,
+# wraps to 0 and proves `> -5` while Python ints say -2^32.
+
+NEGATIVE = """\
+machine: negative
+vars: {x: {type: int, min: 0, max: 3, init: 0}}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  above: {always: x * -1073741824 * 4 > -5}
+"""
+
+
+def test_a_large_negative_intermediate_widens_the_arrays_to_64_bits():
+    assert vectorize(machine_of(NEGATIVE)).int_t is np.int64
+    for way, r in each_way(NEGATIVE).items():
+        p = prop(r, "above")
+        assert (r.engine, p.status) == ("vector" if way == "vector" else "scalar", "violated"), way
+        assert states(p.trace, "x") == [0, 1], way
+
+
+NEGATIVE_DOMAIN = """\
+machine: negative_domain
+vars: {x: {type: int, min: -3000000000, max: 0, init: 0}}
+actions:
+  dec: {when: x > -3, do: [{set: {x: x - 1}}]}
+terminal: x == -3
+properties:
+  small: {always: x > -2}
+"""
+
+
+def test_a_domain_with_a_low_end_past_32_bits_runs_in_64_bits():
+    """The decoding adds the low end of a domain: -3 * 10^9 does not fit int32."""
+    assert vectorize(machine_of(NEGATIVE_DOMAIN)).int_t is np.int64
+    for way, r in each_way(NEGATIVE_DOMAIN).items():
+        p = prop(r, "small")
+        assert p.status == "violated" and states(p.trace, "x") == [0, -1, -2], way
+
+
+FAR_DOMAIN = """\
+machine: far
+vars:
+  y: {type: int, min: %d, max: %d, init: %d}
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  small: {always: x < 3}
+"""
+
+
+@pytest.mark.parametrize("low,high", [(3000000000, 3000000003), (-2147483649, -2147483647),
+                                      (2147483647, 2147483649)], ids=["far", "low-end", "high-end"])
+def test_a_far_domain_of_a_var_no_expression_reads_widens_the_arrays(low, high):
+    """y is never read, only decoded: its domain alone must make the arrays int64. Each
+    of these has few values (the product of the domains stays small) and one end past
+    32 bits; a widest value kept per var instead of over all of them, or a domain's
+    widest value without its low or its high end, left it to int32."""
+    text = FAR_DOMAIN % (low, high, low + 1)
+    assert vectorize(machine_of(text)).int_t is np.int64
+    for way, r in each_way(text).items():
+        p = prop(r, "small")
+        assert p.status == "violated" and [s.state for s in p.trace.steps][-1] == {"y": low + 1, "x": 3}, way
