@@ -18,7 +18,7 @@ from haltproof.explorer.options import Options
 from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
-from test_chances_kills import RING
+from test_probability_properties import RING
 
 pytestmark = pytest.mark.verdict
 
@@ -28,7 +28,7 @@ ENGINES = ("scalar", "vector")
 # limit lowered to 2 (so both sides are intervals of the iterative solver); `wait` stays put,
 # so a policy that always waits never reaches 3 (minimum 0), one that always steps surely does
 # (maximum 1).
-# test_chances_kills.py's ring with a second action that waits: a policy may wait forever
+# test_probability_properties.py's ring with a second action that waits: a policy may wait forever
 WAITING_RING = RING.replace("terminal: x == 3\n", "  wait:\n    when: x < 3\n    do:\n      - set: {x: x}\n"
                             "terminal: x == 3\n").replace("  rarely:", "  maybe:")
 
