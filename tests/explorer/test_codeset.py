@@ -396,6 +396,7 @@ def test_first_occurrences_keep_each_code_once_with_its_smallest_key(codes, spac
 # its mutation applied (docs/explanation/mutation-testing.md).
 # (These tests were test_codeset_kills.)
 
+
 def homed(top_bits: int, value: int, count: int) -> list[int]:
     """The first `count` codes whose mix has `value` in its top `top_bits` bits: their home slot is
     `value` in a table of 2^top_bits slots."""

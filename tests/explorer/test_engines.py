@@ -968,6 +968,7 @@ def test_a_bad_initial_state_has_a_trace_of_zero_transitions_in_the_report_schem
 # test_rule_counts_after_running_out_of_memory_count_the_edges_kept above.)
 # (These tests were test_engine_kills.)
 
+
 @pytest.mark.verdict
 def test_independence_says_the_first_state_met_disables_the_action():
     """The state met first (x=1, lab=p, the third state) has the guard false: the message names it

@@ -932,6 +932,7 @@ def test_no_vacuity_warnings_when_everything_is_covered():
 # with its mutation applied (docs/explanation/mutation-testing.md).
 # (These tests were test_kinds_kills.)
 
+
 def test_a_subject_writes_its_check_name_and_choices_under_their_own_keys():
     assert Subject("terminal").to_json() == {"check": "terminal"}
     assert Subject("property", "small").to_json() == {"check": "property", "name": "small"}
