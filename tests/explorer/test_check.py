@@ -1,5 +1,6 @@
-"""Single-line bugs in the check runner (explorer/check.py) that the rest of the verdict
-selection let through (issue 18, the mutation campaign's explorer/check.py run).
+"""The check runner (explorer/check.py, and the options, results and judging split out of it):
+single-line bugs the rest of the verdict selection let through (issue 18, the mutation
+campaign's explorer/check.py run; the file was test_check_kills).
 
 Each test was seen failing with its mutation applied and passes on the real code;
 docs/explanation/mutation-testing.md lists the mutations each one kills. Checks run on both engines where
@@ -222,7 +223,7 @@ def test_the_options_a_run_can_honour_go_through(what, options, count):
     machines = _prepared(what, Options(**options))
     assert len(machines) == count
     assert [m.bound_to for m in machines] == [
-        {"python": "test_check_kills:Tiny", "plain": None,
+        {"python": "test_check:Tiny", "plain": None,
          "loop": None if options.get("model_only") else "haltproof.harness.loop_binding:LoopDemoAdapter"}[what]] * count
 
 
