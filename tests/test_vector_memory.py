@@ -174,6 +174,8 @@ def test_the_reservation_is_bounded_by_max_states_and_the_address_space_limit(mo
     assert V._reserve(10 ** 12, np.int64, None, None) == (14 << 30) // 14
     assert V._reserve(10 ** 12, np.int64, None, 100_000) == 100_001
     assert V._reserve(500, np.int32, None, 100_000) == 500
+    monkeypatch.setattr(M, "current_rss", lambda: 100 << 20)      # --max-memory leaves 14 MiB
+    assert V._reserve(10 ** 12, np.int64, (100 << 20) + (14 << 20), None) == 1 << 20
     monkeypatch.setattr(V, "address_space_left", lambda: 1400 << 20)
     assert V._reserve(10 ** 12, np.int64, None, None) == (700 << 20) // 14
     monkeypatch.setattr(M, "available_memory", lambda: None)      # nothing known: the cap
@@ -202,6 +204,24 @@ def test_a_dense_index_the_system_refuses_gives_way_to_the_hash_index(monkeypatc
     assert (dense.visited_set, hashed.visited_set) == ("dense index", "hash index")
     assert np.array_equal(dense.codes, hashed.codes) and np.array_equal(dense.parent, hashed.parent)
     assert np.array_equal(dense.e_dst, hashed.e_dst) and dense.complete and hashed.complete
+
+
+def test_a_bitmap_the_system_refuses_leaves_the_index_in_place(monkeypatch):
+    """Edges dropped past the limit, and the bitmap that would replace the index refused:
+    the index stays, with the same states and parents as when the bitmap was granted."""
+    import haltproof.explorer.vengine as V
+    monkeypatch.setattr(V, "KEEP_EDGES_BELOW", 2000)
+    vm = vectorize(_gate(20))
+    granted = explore_vector(vm)
+
+    class Refused(V.CodeBitmap):
+        def __init__(self, space: int) -> None:
+            raise MemoryError
+    monkeypatch.setattr(V, "CodeBitmap", Refused)
+    kept = explore_vector(vm)
+    assert (granted.visited_set, kept.visited_set) == ("bitmap", "dense index")
+    assert np.array_equal(granted.codes, kept.codes) and np.array_equal(granted.parent, kept.parent)
+    assert len(kept.codes) == 64827 and kept.transitions == 138915 and kept.complete
 
 
 @pytest.mark.verdict
