@@ -401,6 +401,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     notices = vacuity.notices(ex, coverage) if why is None else []
     notices += _unbounded_by_fairness(m, selected)
     notices += _expect_not_applying(spec, m.inactive)
+    notices += [Notice("declaration", "declaration", message, line, summary=message)
+                for line, message in spec.load_warnings]
     left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown

@@ -364,6 +364,7 @@ class Spec:
     fairness: list[Fairness] = field(default_factory=list)             # assumptions of every liveness check
     adapter: Callable[[], Any] | None = None   # a declaration's live adapter factory (machine/declarations.py)
     framework: str | None = None             # a declaration's framework
+    load_warnings: list[tuple[int, str]] = field(default_factory=list)   # a declaration's: (line, message)
     expect_line: int | None = None
 
     @property
@@ -443,6 +444,7 @@ def parse_spec(text: str, file: str) -> Spec:
         declared = expand(data, file)
         spec = _Loader(file).load(declared.spec, text)
         spec.adapter, spec.framework = declared.adapter, str(data["framework"])
+        spec.load_warnings = list(declared.warnings)
         return spec
     return _Loader(file).load(data, text)
 
