@@ -444,11 +444,11 @@ def first_values(params: Any) -> dict[str, Any]:
     return out
 
 
-def check_run_object(obj: RunObject, file: str, params: Any, cls: Any) -> None:
-    """Build the object once at load (with each param's first value): a hook that fails, or
+def check_run_object(obj: RunObject, file: str, params: Any, cls: Any) -> Any:
+    """The object built once at load (with each param's first value): a hook that fails, or
     fields the declared type refuses, are reported at the key's line, not in every run."""
     try:
-        usercode.run(obj.build, first_values(params), dict, cls)
+        return usercode.run(obj.build, first_values(params), dict, cls)
     except OutOfTime as stop:
         stop.note(f"making the {obj.key} object")
         raise
@@ -511,3 +511,13 @@ def guard_of(raw: Any, file: str, what: str) -> tuple[Any, tuple[Any, int] | Non
     if set(rest) == {"answer"}:         # `{answer: TEXT, when: ...}`: a text answer with a guard
         return rest["answer"], (guard, line)
     return rest, (guard, line)
+
+
+def lined(entries: dict[str, Any], lines: Mapping[str, int]) -> YMap:
+    """A generated mapping (the spec's `actions:`, say) whose every key sits at the line of the
+    declaration key it comes from, as does all that is under it (nodes read from the file keep
+    their own lines)."""
+    out = YMap({name: node(value, lines[name]) for name, value in entries.items()})
+    out.lines = {name: lines[name] for name in entries}
+    out.line = min(out.lines.values(), default=0)
+    return out

@@ -35,7 +35,7 @@ from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, guard_of,
-                          import_target, keep_user_lines, mapping, node, plain, require_version, run_object,
+                          import_target, keep_user_lines, lined, mapping, node, plain, require_version, run_object,
                           with_user_properties)
 
 END = "__end__"
@@ -565,7 +565,7 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
                  "steps": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start["steps"]},
                  "status": {"type": "enum", "values": ["running", "done", "limit"], "init": start["status"]},
                  **counters},
-        "actions": {"step": step},
+        "actions": lined({"step": step}, {"step": top.line_of("target")}),
         "terminal": "status != running",
         "properties": properties,
     }
