@@ -50,6 +50,7 @@ from haltproof.machine.yamlpos import YMap
 from .declaration import (COMMON_KEYS, Choice, Raises, RunObject, begin, check_run_object, choose_node, fail, give,
                           guard_of, import_target, keep_user_lines, lined, mapping, node, plain, require_version,
                           run_object, scripted_outcome, with_user_properties)
+from .paused import ModelCalls, PausedRun
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
@@ -121,13 +122,11 @@ def render(answer: Answer | Sequence[Answer], call: Any, agent: str, turn: int) 
 
 @dataclass
 class Channel:
-    """What the paused SDK task and the adapter share: the pending model call and what was seen."""
+    """What the SDK's run and the adapter share: its model calls (the pending ModelCall, the turns
+    answered: frameworks/paused.py) and what the run's hooks saw."""
 
-    asked: asyncio.Future[None]                     # set when the SDK calls the model
-    call: Any = None                                # the pending ModelCall
-    reply: asyncio.Future[list[Any]] | None = None   # its answer, set by a step
+    model: ModelCalls = field(default_factory=ModelCalls)
     agent: str = ""
-    turns: int = 0
     tool_runs: int = 0
     handoffs: int = 0
     status: str = "running"
@@ -137,15 +136,32 @@ class Channel:
     tools: dict[str, Any] = field(default_factory=dict)    # a declaration's tool outcomes for this turn
     chosen: dict[str, Any] = field(default_factory=dict)   # the choices of the turn running (a declaration's)
 
+    @property
+    def turns(self) -> int:
+        """Model calls answered so far."""
+        return self.model.calls
+
+    @property
+    def call(self) -> Any:
+        """The pending ModelCall (the last one, once the run ended)."""
+        return self.model.request
+
 
 @dataclass
 class AgentRun:
-    """One live run: the Runner's task, its channel and the context object the run was given
-    (the SDK's `Runner.run(context=...)`, what the user's tools see). Only haltproof holds it."""
+    """One live run: `Runner.run` paused at its model call, its channel, and the context object
+    the run was given (the SDK's `Runner.run(context=...)`, what the user's tools see). Only
+    haltproof holds it: dropped, its task is cancelled."""
 
-    task: asyncio.Task[Any]
+    paused: PausedRun
     channel: Channel
     context: Any = None
+
+    @property
+    def task(self) -> asyncio.Future[Any]:
+        """The task running `Runner.run`."""
+        assert self.paused.task is not None, "a started run"
+        return self.paused.task
 
 
 def hooks_for(channel: Channel) -> Any:
@@ -167,35 +183,28 @@ def hooks_for(channel: Channel) -> Any:
 
 
 def scripted_model(channel: Channel) -> Any:
-    """The SDK's ScriptedModel whose every step awaits the answer a transition gives."""
+    """The SDK's ScriptedModel whose every step awaits the answer a transition gives (the run,
+    paused at its model call: frameworks/paused.py)."""
     from agents.testing import ModelStep, ScriptedModel
 
     model = ScriptedModel()
 
     async def answer(call: Any) -> list[Any]:
         model.enqueue(ModelStep.respond(answer))        # the next call is answered the same way
-        loop = asyncio.get_running_loop()
-        channel.call, channel.reply = call, loop.create_future()
-        channel.asked.set_result(None)
-        return await channel.reply
+        reply: list[Any] = await channel.model.model(call)
+        return reply
     model.enqueue(ModelStep.respond(answer))
     return model
 
 
-async def settle(run: AgentRun) -> None:
-    """Let the SDK run until it calls the model again or `Runner.run` ends (its exception raised here)."""
-    await asyncio.wait([run.task, run.channel.asked], return_when=asyncio.FIRST_COMPLETED)
-    if run.task.done():
-        run.channel.result = run.task.result()        # raises what Runner.run raised
-        run.channel.status = "done"
-        run.channel.output = str(run.channel.result.final_output)
-        run.channel.agent = run.channel.result.last_agent.name
-
-
-def ended(task: asyncio.Task[Any]) -> str:
-    """How a finished run task ended, in words: `returned`, or `raised MaxTurnsExceeded`."""
-    error = task.exception()
-    return "returned" if error is None else f"raised {type(error).__name__}"
+def seen_the_end(run: AgentRun) -> None:
+    """What `Runner.run`'s result shows, once it returned: done, the output, the last agent."""
+    channel = run.channel
+    if run.paused.done:
+        channel.result = run.paused.result
+        channel.status = "done"
+        channel.output = str(channel.result.final_output)
+        channel.agent = channel.result.last_agent.name
 
 
 async def streamed_run(runner: Any, agent: Any, given: Any, options: dict[str, Any]) -> Any:
@@ -210,12 +219,6 @@ async def streamed_run(runner: Any, agent: Any, given: Any, options: dict[str, A
         if not result.is_complete:
             result.cancel()
     return result
-
-
-def let_go(task: asyncio.Task[Any]) -> None:
-    """A run haltproof no longer holds: cancel its paused task (the loop finishes it on its next turn)."""
-    if not task.done() and not task.get_loop().is_closed():
-        task.cancel()
 
 
 class AgentsAdapter(LiveAdapter):
@@ -253,33 +256,33 @@ class AgentsAdapter(LiveAdapter):
         require_agents()
         from agents import RunConfig, Runner, set_tracing_disabled
         set_tracing_disabled(True)          # offline: no trace is exported anywhere
-        channel = Channel(asked=asyncio.get_running_loop().create_future())
+        channel = Channel()
         config = RunConfig(model=scripted_model(channel), tracing_disabled=True)
         context = self.run_context(params, channel)
         options = {"context": context, "hooks": hooks_for(channel), "run_config": config, **self.run_options(params)}
         agent, given = self.agent(params), self.inputs(params)
-        ran = streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
+
+        def ran(model: Any) -> Any:     # the SDK asks scripted_model, which awaits channel.model
+            return streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
         token = RUNNING.set(channel)        # the run's task sees its channel: scripted tools read it
         try:
-            task = asyncio.create_task(ran)
+            run = AgentRun(PausedRun.launch(ran, channel.model), channel, context)
         finally:
             RUNNING.reset(token)
-        run = AgentRun(task, channel, context)
-        weakref.finalize(run, let_go, task)
-        await settle(run)
+        await run.paused.settle()
+        seen_the_end(run)
         return run
 
     async def step(self, live: AgentRun, action: str, choices: dict[str, Any]) -> str | None:
         name = self.scripted_choice(action, choices)
         channel = live.channel
-        if live.task.done() or channel.reply is None:
-            raise ValueError(f"action {action} answers a model call, but Runner.run has already {ended(live.task)}: "
-                             "guard the action so that it is enabled only while the run is running")
+        if live.paused.done or live.task.done():
+            raise ValueError(f"action {action} answers a model call, but Runner.run has already "
+                             f"{live.paused.ended()}: guard the action so that it is enabled only while the run "
+                             "is running")
         answer = render(self.scripted[name][choices[name]], channel.call, channel.agent, channel.turns + 1)
-        channel.asked = asyncio.get_running_loop().create_future()
-        channel.reply.set_result(answer)
-        channel.turns += 1
-        await settle(live)
+        await live.paused.answer(answer)
+        seen_the_end(live)
         return None
 
     def scripted_choice(self, action: str, choices: dict[str, Any]) -> str:
