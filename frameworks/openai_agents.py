@@ -47,7 +47,7 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, Choice, Raises, RunObject, begin, check_run_object, choose_node, fail, give,
+from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, give,
                           guard_of, import_target, keep_user_lines, lined, mapping, node, plain, require_version,
                           run_object, scripted_outcome, with_user_properties)
 from .paused import ModelCalls, PausedRun
