@@ -140,7 +140,7 @@ def test_the_framework_examples_are_checked_from_anywhere(cli, monkeypatch) -> N
     monkeypatch.chdir(ROOT)
     ran = cli("check", "examples/frameworks")
     assert ran.code == 0, ran.out
-    assert ran.out.endswith("53 runs: 11 proved, 42 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert ran.out.endswith("67 runs: 22 proved, 45 violated as expected, 0 failed, 0 incomplete -> proved\n")
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
@@ -466,6 +466,10 @@ def test_the_research_graph_runs_as_written_with_its_runtime_context() -> None:
     assert search_choices(results(runs[1])["limit_error"].witness) == [
         (None, "plan", 0, "running"), ("found", "search", 1, "running"), ("nothing", "search", 2, "running"),
         ("nothing", "search", 3, "running"), ("found", "write", 4, "running"), ("found", "__end__", 5, "limit")]
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "research.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check research.yaml\n" in doc
+    assert "`most_supersteps`\n4, 5, 5, 5)" in doc and "States\nper limit (4 to 7): 10, 10, 10, 10." in doc
 
 
 def test_without_the_context_every_limit_fails_once_and_says_why_nothing_is_decided(cli, tmp_path, monkeypatch) -> None:
@@ -512,6 +516,8 @@ def test_a_scripted_node_that_leaves_out_a_channel_the_router_reads_is_a_warning
             "give it in the outcome (search_count: ...) or script what search calls instead (context:)")
     assert (f"warnings:\n  nodes.yaml:9: outcome found of node search {said}\n"
             f"  nodes.yaml:10: outcome nothing of node search {said}\n\n") in ran.out
+    assert f"warnings:\n  nodes.yaml:9: outcome found of node search {said}\n```" in (
+        ROOT / "docs" / "frameworks.md").read_text()
     assert "  nodes.yaml: limit_error reachable at every swept recursion_limit (4..7): no safe value\n" in ran.out
     report = json.loads(cli("check", "nodes.yaml", "-p", "recursion_limit=4", "--format", "json").out)
     assert [(w["kind"], w["line"]) for w in report["runs"][0]["warning_details"]] == [

@@ -35,6 +35,11 @@ def test_an_autogen_style_agent_is_checked_through_its_model_client() -> None:
     assert [(r.params["max_tool_iterations"], r.result, r.as_expected, r.stats["states"]) for r in runs] == [
         (1, "violated", True, 4), (2, "violated", True, 6), (3, "violated", True, 8)]
     assert [maxima(r) for r in runs] == [{"most_model_calls": n + 1} for n in (1, 2, 3)]
+    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
+    assert "cd examples/frameworks/paused && haltproof check assistant.yaml\n" in doc
+    assert "States per run (1 to 3): 4, 6, 8." in doc
+    assert len((EXAMPLE / "adapter.py").read_text().splitlines()) <= 25     # "about 20 lines" (issue 27)
     broken = {p.name: p for p in runs[0].properties}["model_calls_within_the_limit"]
     assert [(s.choices.get("model"), s.state["calls"], s.state["status"]) for s in broken.trace.steps] == [
         (None, 0, "running"), ("search", 1, "running"), ("search", 2, "done")]   # the reflection ends it
