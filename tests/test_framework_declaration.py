@@ -606,3 +606,23 @@ def test_a_bad_context_is_refused_at_its_line(check, tmp_path, context, line, me
     assert ran.code == 2, ran.out
     assert f"bad.yaml:{line}: {message}" in ran.err
     assert "Traceback" not in ran.err
+
+
+def test_a_warning_about_a_generated_choice_cites_the_declarations_line(tmp_path) -> None:
+    """Two answers that lead to the same step: the vacuity warning names the line of the model
+    that declares them, not the `framework` line every generated part used to carry (issue 27)."""
+    (tmp_path / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    spec = tmp_path / "twice.yaml"
+    spec.write_text((EXAMPLE / "react.yaml").read_text().replace(
+        "    final: Here is the answer.\n", "    final: Here is the answer.\n    again: Here is the answer.\n"))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 3}))
+    assert run.warnings == ["vacuous: choice model_answer of action step (line 8): the values final, again always "
+                            "lead to the same step; they never make a difference"]
+
+
+def test_a_guard_that_does_not_parse_is_refused_at_its_line(check, tmp_path) -> None:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    ran = check((EXAMPLE / "react.yaml").read_text().replace("id: call_1}]}", "id: call_1}], when: tool_runz == 0}"))
+    assert (ran.code, ran.out) == (2, "")
+    assert "bad.yaml:9: undefined name (did you mean 'tool_runs'?): 'tool_runz'" in ran.err
