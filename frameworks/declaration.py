@@ -27,6 +27,7 @@ from haltproof.machine.binding import import_user_module
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YList, YMap
+from haltproof.machine.text import exception_text
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
 
@@ -72,19 +73,24 @@ def import_target(top: YMap, file: str, key: str = "target") -> Any:
     """The object `target: module:attr` (or another key's `module:attr`) names, imported from
     the working directory or the declaration's folder as `bind:` is
     (binding.import_user_module); a problem at the key's line otherwise."""
-    line = top.line_of(key)
-    ref = top[key]
-    here = Located(file, line)
+    return import_object(top[key], os.path.dirname(os.path.abspath(file)), Located(file, top.line_of(key)), key)
+
+
+def import_object(ref: Any, folder: str, here: Located, key: str = "target") -> Any:
+    """The object `module:attr` names (attr may be dotted), its module imported from the working
+    directory or else `folder`, within the command's deadline; a problem is a SpecError at `here`
+    naming `key`. The one importer of a user's object: declarations' `target:` (and `context:`,
+    `deps:`), and `haltproof init`/`lint`."""
     if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.partition(":")[::2]):
         raise here.error(f"{key} must name the object as module:attr", ref)
     module_name, _, attr = ref.partition(":")
     try:
-        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
+        module = usercode.run(import_user_module, module_name, folder)
     except OutOfTime as stop:
         stop.note(f"importing the {key}'s module {module_name} ({key}: {ref})")
         raise
     except Exception as exc:     # the user's module may fail in any way while importing
-        raise here.error(f"cannot import the {key}'s module: {type(exc).__name__}: {exc}", ref) from None
+        raise here.error(f"cannot import the {key}'s module: {exception_text(exc)}", ref) from None
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):

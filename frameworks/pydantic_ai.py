@@ -42,6 +42,7 @@ from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.outcomes import Outcome, resolve
 from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
+from haltproof.machine.text import exception_text
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, guard_of,
                           import_target, keep_user_lines, lined, mapping, node, plain, require_version, run_object,
@@ -107,7 +108,7 @@ class AgentLive:
         try:
             return await done
         except Exception as exc:
-            self.ended = f"{type(exc).__name__}: {exc}"
+            self.ended = f"{exception_text(exc)}"
             raise
 
 
@@ -378,6 +379,7 @@ class AgentTools:
 
     function: list[str]
     output: list[str]
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)     # tool -> its arguments' JSON schema
 
 
 class _Probed(Exception):
@@ -400,7 +402,8 @@ async def _probe(agent: Any, prompt: str, deps: Any) -> AgentTools:
     if not seen:
         raise RuntimeError("the agent made no model request")
     info = seen[0]
-    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools])
+    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools],
+                      {t.name: dict(t.parameters_json_schema) for t in [*info.function_tools, *info.output_tools]})
 
 
 def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int, deps: Any = None) -> AgentTools:
@@ -415,7 +418,7 @@ def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int, deps: Any 
         raise
     except Exception as exc:        # the user's agent may fail in any way before it asks the model
         raise fail(file, line, f"running {ref} up to its first model request failed: "
-                               f"{type(exc).__name__}: {exc}") from None
+                               f"{exception_text(exc)}") from None
     finally:
         driver.close()
 
@@ -583,7 +586,7 @@ def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, 
     try:
         error = cls(str(raw.get("message", "")))
     except Exception as exc:        # the user's exception class may want other arguments
-        raise fail(file, where, f"tools: cannot make a {path}(message): {type(exc).__name__}: {exc}") from None
+        raise fail(file, where, f"tools: cannot make a {path}(message): {exception_text(exc)}") from None
     errors.append((str(path), where))
     return error
 

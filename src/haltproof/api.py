@@ -19,6 +19,7 @@ from typing import Any
 import haltproof.frameworks  # noqa: F401  (registers the framework declarations: machine/declarations.py)
 from haltproof.machine import usercode
 from haltproof.machine.spec import load_spec
+from haltproof.machine.trust import MODEL, NO_CODE
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.reports import report
@@ -58,7 +59,8 @@ class Report:
 def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
-          model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1) -> Report:
+          model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1,
+          run_code: bool = True) -> Report:
     """Check a YAML spec (a path) or a `haltproof.machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
@@ -69,13 +71,16 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
     line's `--determinism` and `--paths` (bound code only; docs/binding.md). `workers` is the
     command line's `-j`: the runs of a sweep checked in that many processes, with the same
-    report (default 1, in this process; None: every core; docs/scaling.md).
+    report (default 1, in this process; None: every core; docs/scaling.md). `run_code=False` is
+    the command line's `--no-code`: none of the spec's code is imported (docs/trust.md); a
+    Python model, a framework declaration or a bound action without stages is a SpecError.
 
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
     import, creating the adapter or model), there is no report: TimeoutError."""
     options = Options(pins={} if params is None else params, properties=properties,
                       max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model,
+                      run_code=run_code,
                       determinism=determinism, paths=paths,
                       workers=default_workers() if workers is None else workers)
     try:
@@ -83,7 +88,7 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
             if isinstance(spec, type):
                 batch = Batch(model_source(spec), prepare_python(spec, options), options)
             else:
-                loaded = load_spec(spec)
+                loaded = load_spec(spec, run_code and not model, mode=MODEL if run_code else NO_CODE)
                 batch = Batch(Source(path=loaded.path), prepare(loaded, options), options)
             return Report(check_batches([batch], options.workers))
     except OutOfTime as stop:
