@@ -1,5 +1,5 @@
 """frameworks/paused.py: a framework's run paused at its model call, for frameworks haltproof has
-no integration for. examples/frameworks/paused binds an AutoGen-style assistant (a stand-in:
+no integration for. examples/autogen_style binds an AutoGen-style assistant (a stand-in:
 AutoGen is not installed) with `PausedAdapter` in 20 lines; its numbers are worked out by hand
 from assistant.py: `max_tool_iterations` rounds of tool calls, then one more model call to
 reflect on them, so at most max_tool_iterations + 1 model calls.
@@ -20,7 +20,7 @@ from haltproof.machine.spec import load_spec
 from conftest import ROOT
 from framework_helpers import fresh_modules, maxima
 
-EXAMPLE = ROOT / "examples" / "frameworks" / "paused"
+EXAMPLE = ROOT / "examples" / "autogen_style"
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +37,7 @@ def test_an_autogen_style_agent_is_checked_through_its_model_client() -> None:
     assert [maxima(r) for r in runs] == [{"most_model_calls": n + 1} for n in (1, 2, 3)]
     doc = (ROOT / "docs" / "frameworks.md").read_text()
     assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
-    assert "cd examples/frameworks/paused && haltproof check assistant.yaml\n" in doc
+    assert "cd examples/autogen_style && haltproof check assistant.yaml\n" in doc
     assert "States per run (1 to 3): 4, 6, 8." in doc
     assert len((EXAMPLE / "adapter.py").read_text().splitlines()) <= 25     # "about 20 lines" (issue 27)
     broken = {p.name: p for p in runs[0].properties}["model_calls_within_the_limit"]
