@@ -527,3 +527,90 @@ def lined(entries: dict[str, Any], lines: Mapping[str, int]) -> YMap:
     out.lines = {name: lines[name] for name in entries}
     out.line = min(out.lines.values(), default=0)
     return out
+
+
+# ---------------------------------------------------------------- what the user's functions read and write (warnings)
+
+MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "update", "add", "discard", "setdefault",
+            "popitem"}
+
+
+def function_tree(fn: Any) -> tuple[Any, str] | None:
+    """A function's syntax tree and the name of its first parameter (a node's state, a tool's
+    context wrapper), or None when its source cannot be read (a builtin, a lambda's line)."""
+    import ast
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    found = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if found is None:
+        return None
+    args = [a.arg for a in found.args.posonlyargs + found.args.args if a.arg not in ("self", "cls")]
+    return (found, args[0]) if args else None
+
+
+def is_name(node: Any, name: str) -> bool:
+    import ast
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def literal_text(node: Any) -> str | None:
+    """A string literal's text, else None."""
+    import ast
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def run_object_fields(fn: Any, attr: str) -> tuple[set[str], set[str]] | None:
+    """The fields of the run object a tool writes and reads, from its source: `P.<attr>.F`, P its
+    first parameter (the SDK's `RunContextWrapper`, Pydantic AI's `RunContext`), `attr` `context`
+    or `deps`. Written: assigned, augmented, an item assigned, or changed by a method such as
+    `append`; read: any other use. None when the source cannot be read."""
+    import ast
+    parsed = function_tree(fn)
+    if parsed is None:
+        return None
+    tree, param = parsed
+
+    def field_of(node: Any) -> str | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == attr and is_name(node.value.value, param):
+            return node.attr
+        return None
+    writes: set[str] = set()
+    written: set[int] = set()         # the nodes of the writes, not reads
+    for n in ast.walk(tree):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        for t in targets:
+            at = t.value if isinstance(t, ast.Subscript) else t
+            if field_of(at) is not None:
+                writes.add(str(field_of(at)))
+                written.add(id(at))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS \
+                and field_of(n.func.value) is not None:
+            writes.add(str(field_of(n.func.value)))
+            written.add(id(n.func.value))
+    reads = {str(field_of(n)) for n in ast.walk(tree) if field_of(n) is not None and id(n) not in written}
+    return writes, reads
+
+
+def skipped_writes(scripted: dict[str, dict[str, int]], functions: dict[str, Any], attr: str) -> list[tuple[int, str]]:
+    """A warning at each scripted tool outcome that skips the tool's writes to the run object
+    (`attr`: context or deps) when another tool reads what it writes: a scripted outcome replaces
+    the tool's code, so that field keeps its old value. `scripted`: tool -> the lines of its
+    outcomes that skip it, by label; `functions`: every tool's function, by name."""
+    fields = {name: run_object_fields(fn, attr) for name, fn in functions.items()}
+    out: list[tuple[int, str]] = []
+    for tool, lines in scripted.items():
+        writes = (fields.get(tool) or (set(), set()))[0]
+        for label, line in lines.items():
+            for field in sorted(writes):
+                who = [f"tool {name}" for name, found in fields.items()
+                       if name != tool and found is not None and field in found[1]]
+                if who:
+                    out.append((line, f"outcome {label} of tool {tool} leaves out what {tool} writes to {attr}.{field}, "
+                                      f"which {' and '.join(who)} read{'s' if len(who) == 1 else ''}: a scripted "
+                                      f"outcome replaces the tool's code, so {attr}.{field} keeps its old value "
+                                      f"there; script what {tool} calls instead ({attr}:), or let it run"))
+    return out

@@ -35,9 +35,9 @@ from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
 from haltproof.machine.text import exception_text
 
-from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, guard_of,
-                          import_target, keep_user_lines, lined, mapping, node, plain, require_version, run_object,
-                          with_user_properties)
+from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail,
+                          function_tree, guard_of, import_target, is_name, keep_user_lines, lined, literal_text,
+                          mapping, node, plain, require_version, run_object, with_user_properties)
 
 END = "__end__"
 
@@ -655,41 +655,24 @@ def _function(runnable: Any) -> Any:
     return getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
 
 
-def _parsed(fn: Any) -> tuple[Any, str] | None:
-    """A function's syntax tree and the name of its state parameter (its first), or None when
-    its source cannot be read."""
-    import ast
-    import inspect
-    import textwrap
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    found = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if found is None:
-        return None
-    args = [a.arg for a in found.args.posonlyargs + found.args.args if a.arg not in ("self", "cls")]
-    return (found, args[0]) if args else None
-
-
 def function_reads(fn: Any) -> set[str] | None:
     """The state channels a node or routing function reads by name, or None when unknown."""
     import ast
-    parsed = _parsed(fn)
+    parsed = function_tree(fn)
     if parsed is None:
         return None
     tree, state = parsed
     out: set[str] = set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.Subscript) and _is_name(n.value, state) and _text(n.slice) is not None:
-            out.add(str(_text(n.slice)))
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_name(n.func.value, state) \
-                and n.func.attr == "get" and n.args and _text(n.args[0]) is not None:
-            out.add(str(_text(n.args[0])))
-        elif isinstance(n, ast.Attribute) and _is_name(n.value, state) and n.attr not in _MAPPING_METHODS:
+        if isinstance(n, ast.Subscript) and is_name(n.value, state) and literal_text(n.slice) is not None:
+            out.add(str(literal_text(n.slice)))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and is_name(n.func.value, state) \
+                and n.func.attr == "get" and n.args and literal_text(n.args[0]) is not None:
+            out.add(str(literal_text(n.args[0])))
+        elif isinstance(n, ast.Attribute) and is_name(n.value, state) and n.attr not in _MAPPING_METHODS:
             out.add(n.attr)
-        elif isinstance(n, ast.Compare) and _text(n.left) is not None and any(_is_name(c, state) for c in n.comparators):
-            out.add(str(_text(n.left)))
+        elif isinstance(n, ast.Compare) and literal_text(n.left) is not None and any(is_name(c, state) for c in n.comparators):
+            out.add(str(literal_text(n.left)))
     return out
 
 
@@ -697,7 +680,7 @@ def function_writes(fn: Any) -> set[str] | None:
     """The channels a node's returns write (the keys of the dicts it returns, a `Command`'s
     update), or None when a return is not such a literal (the writes are not known)."""
     import ast
-    parsed = _parsed(fn)
+    parsed = function_tree(fn)
     if parsed is None:
         return None
     out: set[str] = set()
@@ -707,21 +690,12 @@ def function_writes(fn: Any) -> set[str] | None:
         value = n.value
         if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) == "Command":
             value = next((k.value for k in value.keywords if k.arg == "update"), ast.Dict(keys=[], values=[]))
-        if not isinstance(value, ast.Dict) or any(k is None or _text(k) is None for k in value.keys):
+        if not isinstance(value, ast.Dict) or any(k is None or literal_text(k) is None for k in value.keys):
             return None
-        out.update(str(_text(k)) for k in value.keys)
+        out.update(str(literal_text(k)) for k in value.keys)
     return out
 
 
 _MAPPING_METHODS = {"get", "keys", "values", "items", "copy", "model_dump", "dict"}
 
 
-def _is_name(node: Any, name: str) -> bool:
-    import ast
-    return isinstance(node, ast.Name) and node.id == name
-
-
-def _text(node: Any) -> str | None:
-    """A string literal's text, else None."""
-    import ast
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

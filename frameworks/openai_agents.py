@@ -49,7 +49,7 @@ from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, give,
                           guard_of, import_target, keep_user_lines, lined, mapping, node, plain, require_version,
-                          run_object, scripted_outcome, with_user_properties)
+                          run_object, scripted_outcome, skipped_writes, with_user_properties)
 from .paused import ModelCalls, PausedRun
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
@@ -563,7 +563,25 @@ def declaration(top: YMap, file: str) -> Declared:
                 raise fail(file, s.line, f"context: {s.path}'s choice {s.choice} is also a tool's: rename the "
                                          "field or the tool's outcome")
     spec = node(_spec(top, file, ref, d), top.line_of("framework"))
-    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d))
+    functions = {name: tool_function(t) for agent in agents.values() for name, t in function_tools(agent).items()}
+    warnings = skipped_writes({t: lines[tool_choice(t)].labels for t in tools}, functions, "context")
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d), warnings)
+
+
+def tool_function(tool: Any) -> Any:
+    """The user's function behind a function tool (the SDK keeps it in its invoker's closure), or
+    None when it cannot be found there."""
+    import inspect
+    impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
+    impl = getattr(impl, "__wrapped__", impl)       # scripted_tool wraps it
+    for cell in getattr(impl, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:          # an empty cell
+            continue
+        if inspect.isfunction(value) and not value.__module__.startswith("agents"):
+            return value
+    return None
 
 
 def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]:

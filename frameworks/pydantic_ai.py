@@ -46,7 +46,7 @@ from haltproof.machine.text import exception_text
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, guard_of,
                           import_target, keep_user_lines, lined, mapping, node, plain, require_version, run_object,
-                          with_user_properties)
+                          skipped_writes, with_user_properties)
 
 OK = "ok"                           # a tool outcome: run the real tool
 END = "end"
@@ -615,7 +615,10 @@ def declaration(top: YMap, file: str) -> Declared:
     d = AgentDeclaration(agent, str(top["prompt"]), responses, outcomes, _limits(top, file, params),
                          _retries(top, file, params), errors, deps, [model, *tool_choices])
     spec = node(_agent_spec(top, file, ref, d, max(parallel, 1), bool(tools.function)), top.line_of("framework"))
-    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgent(d))
+    skipping = {c.name: {label: line for label, line in c.labels.items() if outcomes[c.name][label] != OK}
+                for c in tool_choices}
+    functions = {name: t.function for name, t in getattr(getattr(agent, "_function_toolset", None), "tools", {}).items()}
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgent(d), skipped_writes(skipping, functions, "deps"))
 
 
 def _no_clash(deps: RunObject, file: str, taken: set[str]) -> None:

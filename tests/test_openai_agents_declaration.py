@@ -341,3 +341,64 @@ def test_the_support_agents_answers_are_what_the_sdk_does_on_replay(cli, tmp_pat
             "test_replayed_two_turns_at_most_max_turns3.py":
                 "two_turns_at_most is not fixed: the recorded counterexample still breaks it: the state after step 3 "
                 "has 3, more than at_most 2"})
+
+
+TRIP_APP = '''\
+from dataclasses import dataclass, field
+
+from agents import Agent, RunContextWrapper, function_tool
+
+
+@dataclass
+class Trip:
+    bookings: list[str] = field(default_factory=list)
+
+
+@function_tool
+def book_hotel(ctx: RunContextWrapper[Trip], city: str) -> str:
+    """Book a hotel."""
+    ctx.context.bookings.append(city)
+    return f"Booked {city}."
+
+
+@function_tool
+def pay(ctx: RunContextWrapper[Trip]) -> str:
+    """Pay for what was booked."""
+    return f"Paid for {len(ctx.context.bookings)} rooms."
+
+
+agent = Agent[Trip](name="Travel agent", tools=[book_hotel, pay])
+'''
+
+TRIP = """\
+framework: openai_agents
+target: trip_app:agent
+context: trip_app:Trip
+input: Book Paris and pay.
+models:
+  Travel agent:
+    book: {tool: book_hotel, args: {city: Paris}}
+    pay: {tool: pay}
+    done: Done.
+tools:
+  book_hotel:
+    booked: Booked Paris.
+params:
+  max_turns: [3]
+"""
+
+
+def test_a_scripted_tool_that_skips_a_context_write_another_tool_reads_is_a_warning_at_its_line(
+        cli, tmp_path, monkeypatch) -> None:
+    """A declared tool outcome replaces the tool's code: `bookings`, which book_hotel appends to and
+    pay reads, never grows (issue 27: never a silent change of meaning)."""
+    (tmp_path / "trip_app.py").write_text(TRIP_APP)
+    (tmp_path / "d.yaml").write_text(TRIP)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "trip_app", raising=False)
+    ran = cli("check", "d.yaml")
+    sys.modules.pop("trip_app", None)
+    assert ran.code == 0, ran.out
+    assert ("warnings:\n  d.yaml:12: outcome booked of tool book_hotel leaves out what book_hotel writes to "
+            "context.bookings, which tool pay reads: a scripted outcome replaces the tool's code, so context.bookings "
+            "keeps its old value there; script what book_hotel calls instead (context:), or let it run\n\n") in ran.out

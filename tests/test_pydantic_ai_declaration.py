@@ -365,3 +365,49 @@ def test_bad_deps_are_refused_at_their_line(check, tmp_path, change, line, messa
     assert ran.code == 2, ran.out
     assert f"bad.yaml:{line}: {message}" in ran.err
     assert "Traceback" not in ran.err
+
+
+CACHE_APP = '''\
+from dataclasses import dataclass, field
+
+from pydantic_ai import Agent, RunContext
+
+
+@dataclass
+class Deps:
+    seen: dict = field(default_factory=dict)
+
+
+agent = Agent(deps_type=Deps)
+
+
+@agent.tool
+def look_up(ctx: RunContext[Deps], order_id: str) -> str:
+    """Look an order up."""
+    ctx.deps.seen[order_id] = "shipped"
+    return "shipped"
+
+
+@agent.tool
+def summary(ctx: RunContext[Deps]) -> str:
+    """What was looked up."""
+    return ", ".join(ctx.deps.seen)
+'''
+
+
+def test_a_scripted_tool_that_skips_a_deps_write_another_tool_reads_is_a_warning_at_its_line(
+        cli, tmp_path, monkeypatch) -> None:
+    (tmp_path / "cache_app.py").write_text(CACHE_APP)
+    (tmp_path / "d.yaml").write_text(
+        "framework: pydantic_ai\ntarget: cache_app:agent\nprompt: Where is A-17?\ndeps: {}\n"
+        "models:\n  ask: {tool_calls: [{name: look_up, args: {order_id: A-17}}]}\n  answer: Shipped.\n"
+        "tools:\n  look_up:\n    ok: ok\n    canned: {returns: shipped}\n"
+        "limits:\n  request_limit: 2\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "cache_app", raising=False)
+    ran = cli("check", "d.yaml")
+    sys.modules.pop("cache_app", None)
+    assert ran.code == 0, ran.out
+    assert ("warnings:\n  d.yaml:11: outcome canned of tool look_up leaves out what look_up writes to deps.seen, "
+            "which tool summary reads: a scripted outcome replaces the tool's code, so deps.seen keeps its old "
+            "value there; script what look_up calls instead (deps:), or let it run\n\n") in ran.out
