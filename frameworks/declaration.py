@@ -23,11 +23,9 @@ from importlib import metadata
 from typing import Any
 
 from haltproof.machine import usercode
-from haltproof.machine.binding import import_user_module
+from haltproof.machine.binding import import_user_object
 from haltproof.machine.errors import Located, SpecError
-from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YList, YMap
-from haltproof.machine.text import exception_text
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
 
@@ -77,26 +75,12 @@ def import_target(top: YMap, file: str, key: str = "target") -> Any:
 
 
 def import_object(ref: Any, folder: str, here: Located, key: str = "target") -> Any:
-    """The object `module:attr` names (attr may be dotted), its module imported from the working
-    directory or else `folder`, within the command's deadline; a problem is a SpecError at `here`
-    naming `key`. The one importer of a user's object: declarations' `target:` (and `context:`,
-    `deps:`), and `haltproof init`/`lint`."""
+    """The object a `target:` (a `context:` or `deps:` hook, or `haltproof init`/`lint`'s TARGET)
+    names as `module:attr`, its module imported from the working directory or else `folder`
+    (binding.import_user_object); a problem names `key`."""
     if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.partition(":")[::2]):
         raise here.error(f"{key} must name the object as module:attr", ref)
-    module_name, _, attr = ref.partition(":")
-    try:
-        module = usercode.run(import_user_module, module_name, folder)
-    except OutOfTime as stop:
-        stop.note(f"importing the {key}'s module {module_name} ({key}: {ref})")
-        raise
-    except Exception as exc:     # the user's module may fail in any way while importing
-        raise here.error(f"cannot import the {key}'s module: {exception_text(exc)}", ref) from None
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise here.error(f"module {module_name} has no {attr!r}", ref)
-        target = getattr(target, part)
-    return target
+    return import_user_object(ref, folder, here, key)
 
 
 def mapping(top: YMap, key: str, file: str, what: str) -> YMap:
@@ -483,7 +467,7 @@ class Choice:
 
 def choose_node(choices: list[Choice]) -> YMap:
     """An action's `choose:` mapping, as a spec file would give it, at the choices' own lines; a
-    guarded label is `{value: LABEL, when: GUARD}` (docs/spec-language.md, conditional choices)."""
+    guarded label is `{value: LABEL, when: GUARD}` (docs/reference/spec-language.md, conditional choices)."""
     out = YMap()
     out.lines = {}
     for c in choices:
@@ -506,7 +490,7 @@ def choose_node(choices: list[Choice]) -> YMap:
 
 def guard_of(raw: Any, file: str, what: str) -> tuple[Any, tuple[Any, int] | None]:
     """An answer written with `when: GUARD` (a condition over the generated machine's vars and the
-    params, docs/frameworks.md): the answer without it, and (the guard, its line)."""
+    params, docs/how-to/langgraph.md): the answer without it, and (the guard, its line)."""
     if not (isinstance(raw, YMap) and "when" in raw):
         return raw, None
     guard, line = raw["when"], raw.line_of("when")

@@ -8,7 +8,7 @@ limits) until it asks the model again or its call returns or raises. Like an asy
 paused at a `yield`: `start` runs it to its first model call, `answer(reply)` resumes it as
 `asend` would, and what the run raised comes out of `answer`.
 
-`PausedAdapter` is the live adapter over it (docs/binding.md): a subclass gives the
+`PausedAdapter` is the live adapter over it (docs/how-to/binding.md): a subclass gives the
 framework's run as `run(params, model)` and the answers per choice label, and the rest (one
 model call per transition, the run's end, its cancellation when haltproof lets it go) is
 here. The OpenAI Agents integration (frameworks/openai_agents.py) is built on it.

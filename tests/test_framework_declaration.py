@@ -19,7 +19,8 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
@@ -291,7 +292,7 @@ def test_an_emitted_test_replays_the_trace_on_the_real_graph_until_it_is_fixed(c
 
 
 def test_the_frameworks_doc_shows_the_shipped_declarations_and_their_command(cli, monkeypatch) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     for name in ("react.yaml", "supervisor.yaml"):
         assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/langgraph && haltproof check react.yaml supervisor.yaml" in doc
@@ -418,7 +419,7 @@ def test_send_fan_out_parallel_supersteps_and_command_outcomes_run_as_langgraph_
              s.state["runs_research"]) for s in broken.trace.steps] == [
         (None, "planner", 1, 0, 0), ("two_topics", "research", 2, 1, 0), ("two_topics", "cite+write", 2, 2, 2),
         ("two_topics", "review", 1, 3, 2)]
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     assert "```yaml\n" + (EXAMPLE / "fanout.yaml").read_text() + "```" in doc
     assert "cd examples/frameworks/langgraph && haltproof check fanout.yaml" in doc
     assert "States per limit (4 to 9): 13, 19, 21, 24, 30, 39." in doc
@@ -466,7 +467,7 @@ def test_the_research_graph_runs_as_written_with_its_runtime_context() -> None:
     assert search_choices(results(runs[1])["limit_error"].witness) == [
         (None, "plan", 0, "running"), ("found", "search", 1, "running"), ("nothing", "search", 2, "running"),
         ("nothing", "search", 3, "running"), ("found", "write", 4, "running"), ("found", "__end__", 5, "limit")]
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     assert "```yaml\n" + (EXAMPLE / "research.yaml").read_text() + "```" in doc
     assert "cd examples/frameworks/langgraph && haltproof check research.yaml\n" in doc
     assert "`most_supersteps`\n4, 5, 5, 5)" in doc and "States\nper limit (4 to 7): 10, 10, 10, 10." in doc
@@ -517,7 +518,7 @@ def test_a_scripted_node_that_leaves_out_a_channel_the_router_reads_is_a_warning
     assert (f"warnings:\n  nodes.yaml:9: outcome found of node search {said}\n"
             f"  nodes.yaml:10: outcome nothing of node search {said}\n\n") in ran.out
     assert f"warnings:\n  nodes.yaml:9: outcome found of node search {said}\n```" in (
-        ROOT / "docs" / "frameworks.md").read_text()
+        ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     assert "  nodes.yaml: limit_error reachable at every swept recursion_limit (4..7): no safe value\n" in ran.out
     report = json.loads(cli("check", "nodes.yaml", "-p", "recursion_limit=4", "--format", "json").out)
     assert [(w["kind"], w["line"]) for w in report["runs"][0]["warning_details"]] == [

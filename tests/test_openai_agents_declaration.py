@@ -17,7 +17,8 @@ import pytest
 
 pytest.importorskip("agents")
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
@@ -293,7 +294,7 @@ def test_the_support_agents_run_with_their_context_as_written() -> None:
     assert [maxima(r) for r in runs] == [{"most_turns": n, "most_tool_runs": 1, "most_handoffs": 1} for n in (2, 3, 3)]
     (row,) = to_json(runs)["sweeps"][0]["smallest_safe"]
     assert row["message"] == "limit_error unreachable from max_turns=3 on (swept 2..4; reachable at max_turns=2)"
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "openai-agents.md").read_text()
     assert "```yaml\n" + (EXAMPLE / "support.yaml").read_text() + "```" in doc
     assert "cd examples/frameworks/openai_agents && haltproof check support.yaml\n" in doc
     assert "States per limit (2 to 4): 6, 7, 7." in doc

@@ -35,7 +35,7 @@ def test_an_autogen_style_agent_is_checked_through_its_model_client() -> None:
     assert [(r.params["max_tool_iterations"], r.result, r.as_expected, r.stats["states"]) for r in runs] == [
         (1, "violated", True, 4), (2, "violated", True, 6), (3, "violated", True, 8)]
     assert [maxima(r) for r in runs] == [{"most_model_calls": n + 1} for n in (1, 2, 3)]
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "other-frameworks.md").read_text()
     assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
     assert "cd examples/autogen_style && haltproof check assistant.yaml\n" in doc
     assert "States per run (1 to 3): 4, 6, 8." in doc

@@ -306,7 +306,7 @@ def test_the_orders_agents_tool_runs_as_written_with_its_deps() -> None:
     rows = {row["property"]: row["message"] for row in to_json(runs)["sweeps"][0]["smallest_safe"]}
     assert rows == {"request_limit_error": "request_limit_error unreachable from request_limit=4 on (swept 2..5; "
                                            "reachable at request_limit=3)"}
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "pydantic-ai.md").read_text()
     assert "```yaml\n" + (EXAMPLE / "orders.yaml").read_text() + "```" in doc
     assert "cd examples/frameworks/pydantic_ai && haltproof check orders.yaml\n" in doc
     assert "States per run (2 to 5): 15,\n21, 22, 22." in doc

@@ -5,7 +5,7 @@ Its run is one call, `await agent.run(task=...)`, that asks a model client (`cre
 a reply with function calls runs the tools and goes on, a text reply ends the run. At most
 `max_tool_iterations` rounds of tool calls run; with `reflect_on_tool_use`, the model is asked
 once more after the last tool results, for a final answer. adapter.py binds it to assistant.yaml
-with haltproof's `PausedAdapter` (docs/frameworks.md, "Frameworks without an integration").
+with haltproof's `PausedAdapter` (docs/how-to/other-frameworks.md).
 """
 from __future__ import annotations
 
