@@ -25,6 +25,7 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.binding import import_user_object
 from haltproof.machine.errors import Located, SpecError
+from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YList, YMap
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
