@@ -29,8 +29,8 @@ from .memory import current_rss, size_text
 from .vengine import VExploration, explore_vector
 from .options import Options, sweep
 from .results import RunResult, unsettled
-from .judging import (Graph, came_as_expected, edge_weights, expect_not_applying, find_maxima, from_finding,
-                      judge_maximum, judge_property, note_count_errors, run_scenarios, unbounded_by_fairness,
+from .judging import (Graph, came_as_expected, declaration_warnings, edge_weights, expect_not_applying, find_maxima,
+                      from_finding, judge_maximum, judge_property, note_count_errors, run_scenarios, unbounded_by_fairness,
                       why_undecided, worst_cases)
 
 
@@ -214,6 +214,7 @@ def _judge_run(m: Machine, options: Options, ex: Exploration, selected: set[str]
                          lambda: vacuity.notices(ex, coverage), lambda reason: []) if why is None else [])
     notices += unbounded_by_fairness(m, selected)
     notices += expect_not_applying(spec, m.inactive)
+    notices += declaration_warnings(spec)
 
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     late = after.stopped()
