@@ -18,6 +18,7 @@ from typing import NoReturn
 
 from haltproof.machine.inputs import positive
 from haltproof.machine.spec import Spec, symlink_problem
+from haltproof.machine.usercode import CALL_TIMEOUT
 
 from haltproof.explorer.memory import parse_size
 from haltproof.cli.usage import UsageError
@@ -39,10 +40,15 @@ def pins_option(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def timeout_option(p: argparse.ArgumentParser, what: str) -> None:
-    """`--timeout SECONDS`, one wall-clock bound on `what`."""
+    """`--timeout SECONDS`, one wall-clock bound on `what`, and `--call-timeout SECONDS`, a bound
+    on each call into the user's code (machine/usercode.py)."""
     p.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS",
                    help=f"wall-clock bound on {what}, the bound code included; hitting it gives "
                         "incomplete (exit 3)")
+    p.add_argument("--call-timeout", type=positive(float, "--call-timeout"), default=CALL_TIMEOUT,
+                   metavar="SECONDS",
+                   help=f"bound on each call into the bound code or model (default {CALL_TIMEOUT:g}); a call "
+                        "that does not return within it is a bound_code finding, and its run stops there")
 
 
 def size(text: str) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from haltproof.machine.binding import spec_adapter
@@ -14,6 +13,7 @@ from haltproof.explorer.check import Options, prepare
 from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
 
+from . import supervise
 from .common import pins_option, timeout_option
 
 
@@ -36,10 +36,10 @@ def cmd_conform(args: argparse.Namespace) -> int:
     if not spec.bind:
         raise UsageError(f"{args.spec}: the spec is not bound to code (it has no 'bind:'), "
                          "so there is nothing to compare it with")
-    machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True))
+    machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True, call_timeout=args.call_timeout))
     adapter = spec_adapter(spec)
     result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
-    sys.stdout.write(to_text(result, spec.name, spec.bind))
+    supervise.report_stream().write(to_text(result, spec.name, spec.bind))
     if result.stopped:
         return report.EXIT_INCOMPLETE
     return report.EXIT_OK if result.ok else report.EXIT_VIOLATED

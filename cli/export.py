@@ -6,6 +6,7 @@ structure per measure, so that Storm or PRISM can cross-check haltproof's probab
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.prism import ident, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 
+from . import supervise
 from .common import not_one_combination, timeout_option
 
 FORMATS = ("prism",)
@@ -40,12 +42,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "export")
     if args.output is not None and not args.output.strip():
         raise UsageError("-o needs a file name")
+    output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
     spec = load_spec(args.spec)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, args.spec, pins, len(combos), "an export is of one param combination")
     if problem is not None:
         raise UsageError(problem)
-    opts = Options(pins=pins)
+    opts = Options(pins=pins, call_timeout=args.call_timeout)
     (m,) = prepare(spec, opts)
     ex = explore(m, timeout=usercode.remaining())
     if not ex.complete:
@@ -66,11 +69,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     header = (f"haltproof export of {shown_path(spec.path)} [{spec.name}], {params}: "
               f"{len(ex.states):,} explored states")
     text = write_prism(chances.mdp, spec.name, labels, rewards, header)
-    if args.output:
+    if output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the model: {exc.strerror}") from None
     else:
-        sys.stdout.write(text)
+        supervise.report_stream().write(text)
     return 0

@@ -16,6 +16,7 @@ from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_st
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
+from . import supervise
 from .common import pins_option, timeout_option
 
 
@@ -58,7 +59,7 @@ def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
     params.update({name: values[0] for name, values in check_pins(spec, pins).items()})
     m = _bound(spec, compiled.instantiate(params), args.model)
     out = run_scenario(m, sc)
-    print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
+    print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}", file=supervise.report_stream())
     return m, out
 
 
@@ -77,7 +78,7 @@ def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
     steps = data["steps"]
     out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
                     [s["state"] for s in steps])
-    print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
+    print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}", file=supervise.report_stream())
     return m, out
 
 
@@ -93,17 +94,16 @@ def _params_text(params: dict[str, int]) -> str:
 
 
 def _print_replay(m: Machine, out: Replayed) -> None:
+    lines: list[str] = []
     if m.replay_lines:
-        for lines in out.lines:
-            for label, value in lines:
-                print(f"{label}: {value}")
+        for step_lines in out.lines:
+            lines += [f"{label}: {value}" for label, value in step_lines]
     else:
-        for row in trace_table(Trace(out.steps).to_json()):
-            print(row)
+        lines += trace_table(Trace(out.steps).to_json())
     if out.ok:
         end = out.steps[-1].state
-        print(f"# ok: {len(out.steps) - 1} steps, final state "
-              + assignments_text(end)
-              + ("" if out.terminal else " (not terminal)"))
+        lines.append(f"# ok: {len(out.steps) - 1} steps, final state " + assignments_text(end)
+                     + ("" if out.terminal else " (not terminal)"))
     else:
-        print(f"# FAILED: {out.problem}")
+        lines.append(f"# FAILED: {out.problem}")
+    supervise.report_stream().write("".join(line + "\n" for line in lines))

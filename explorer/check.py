@@ -28,7 +28,7 @@ from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import counted, values_text
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import CALL_TIMEOUT, OutOfTime, Stuck
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties import vacuity
@@ -64,6 +64,7 @@ class Options:
     properties: list[str] | None = None
     max_states: int | None = None
     timeout: float | None = None    # seconds for the whole check, the user's own code included
+    call_timeout: float | None = CALL_TIMEOUT   # seconds one call into the user's code may take (usercode.py)
     max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
@@ -84,6 +85,8 @@ class Options:
             self.max_states = check_number(self.max_states, "max_states", int, above=0)
         if self.timeout is not None:
             self.timeout = check_number(self.timeout, "timeout", float, above=0)
+        if self.call_timeout is not None:
+            self.call_timeout = check_number(self.call_timeout, "call_timeout", float, above=0)
         if isinstance(self.max_memory, str):        # a size as --max-memory takes it: "512M"
             self.max_memory = parse_size(self.max_memory, "max_memory")
         elif self.max_memory is not None:
@@ -290,7 +293,7 @@ def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) 
     compiled = CompiledSpec(spec) if compiled is None else compiled
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.model_only:
-        with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
+        with usercode.deadline(options.timeout, options.call_timeout):     # binding imports the declared exceptions' modules
             adapter = spec_adapter(spec)
             if options.paths > 1 and not is_live(adapter):
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
@@ -304,7 +307,7 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
     """`prepare` for a machine declared in Python (haltproof.machine.pymodel.Model). Its params,
     domains, initial states and properties' bounds are the user's code: within the
     timeout, or OutOfTime."""
-    with usercode.deadline(options.timeout):
+    with usercode.deadline(options.timeout, options.call_timeout):
         spec, instantiate = load_python_model(cls)
         _check_property_names(spec, options)
         if options.paths > 1:
@@ -313,25 +316,20 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
         if options.determinism != "auto":
             raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound "
                                      "code runs twice: a Python model's actions always run twice")])
-        machines = []
-        for params in sweep(spec, options.pins):
-            try:
-                machines.append(usercode.run(instantiate, params))
-            except OutOfTime as stop:
-                stop.note(f"instantiating the model {cls.__name__} with "
-                          + " ".join(f"{k}={v}" for k, v in params.items()))
-                raise
-        return machines
+        return [_instantiated(cls.__name__, instantiate, params) for params in sweep(spec, options.pins)]
+
+
+def _instantiated(name: str, instantiate: Callable[[dict[str, Any]], Machine], params: dict[str, Any]) -> Machine:
+    """A Python model's machine for `params`: the user's code (its domains, initial states)."""
+    return usercode.load_as(lambda: f"instantiating the model {name} with "
+                            + " ".join(f"{k}={v}" for k, v in params.items()), lambda: instantiate(params))
 
 
 def load_python_model(cls: type) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
     """`python_model(cls)`, the user's code, within the deadline in force."""
-    try:
-        loaded: tuple[Spec, Callable[[dict[str, int]], Machine]] = usercode.run(python_model, cls)
-        return loaded
-    except OutOfTime as stop:
-        stop.note(f"loading the model {cls.__name__} (creating it, its params and domains)")
-        raise
+    loaded: tuple[Spec, Callable[[dict[str, int]], Machine]] = usercode.load_as(
+        lambda: f"loading the model {cls.__name__} (creating it, its params and domains)", lambda: python_model(cls))
+    return loaded
 
 
 def check_spec(spec: Spec, options: Options) -> list[RunResult]:
@@ -340,13 +338,14 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
 
 
 BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory",
+                "call_timeout": "--call-timeout",   # a call into the user's code did not return (usercode.Stuck)
                 "workers_lost": "lost workers"}     # every worker checking the run died (explorer/parallel.py)
 
 
 def check_machine(m: Machine, options: Options) -> RunResult:
     """Explore one machine and judge its properties. The timeout bounds the whole check:
     inside a deadline the caller set (the CLI's, over every run), whatever is left of it."""
-    with usercode.deadline(options.timeout):
+    with usercode.deadline(options.timeout, options.call_timeout):
         return _check_machine(m, options)
 
 
@@ -392,10 +391,15 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     odds = chances.table() if spec.probabilities else None
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     if late and stopped_by is None:     # explored in full, but something was left undecided
-        stopped_by = "timeout"
         what, first = late[0]
-        reason = (f"--timeout{_seconds(options)} reached after the exploration, while {what}"
-                  + (f": {first.doing}" if first.doing else ""))
+        doing = f": {first.doing}" if first.doing else ""
+        if isinstance(first, Stuck):
+            stopped_by = "call_timeout"
+            reason = (f"a call into the user's code did not return within --call-timeout {first.limit:g} s "
+                      f"after the exploration, while {what}{doing}")
+        else:
+            stopped_by = "timeout"
+            reason = f"--timeout{_seconds(options)} reached after the exploration, while {what}{doing}"
 
     coverage = vacuity.coverage(ex)
     notices = vacuity.notices(ex, coverage) if why is None else []
@@ -524,6 +528,10 @@ def stop_reason(ex: Exploration, options: Options) -> str | None:
         return head + f"memory limit {size_text(limit)} reached{detail}"
     if ex.stopped_by == "workers_lost":        # a shared level's worker processes (explorer/parallel.py)
         return head + f"lost workers: {ex.stopped_in}"
+    if ex.stopped_by == "call_timeout":         # a finding of bound_code says which call
+        seconds = f" {options.call_timeout:g} s" if options.call_timeout is not None else ""
+        return head + (f"a call into the user's code did not return within --call-timeout{seconds}"
+                       + (f", while {ex.stopped_in}" if ex.stopped_in else ""))
     text = head + f"--timeout{_seconds(options)} reached"
     return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 

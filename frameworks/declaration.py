@@ -19,7 +19,6 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.binding import import_user_module
 from haltproof.machine.errors import Located, SpecError
-from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YList, YMap
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
@@ -73,11 +72,9 @@ def import_target(top: YMap, file: str) -> Any:
         raise here.error("target must name the object as module:attr", ref)
     module_name, _, attr = ref.partition(":")
     try:
-        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
-    except OutOfTime as stop:
-        stop.note(f"importing the target's module {module_name} (target: {ref})")
-        raise
-    except Exception as exc:     # the user's module may fail in any way while importing
+        module = usercode.load_as(lambda: f"importing the target's module {module_name} (target: {ref})",
+                                 lambda: import_user_module(module_name, os.path.dirname(os.path.abspath(file))))
+    except usercode.FAILURES as exc:     # the user's module may fail in any way while importing
         raise here.error(f"cannot import the target's module: {type(exc).__name__}: {exc}", ref) from None
     target: Any = module
     for part in attr.split("."):

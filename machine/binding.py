@@ -45,7 +45,7 @@ from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Mach
 from .errors import Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
-from .usercode import OutOfTime, running
+from .usercode import running
 from .spec import Spec, present
 
 T = TypeVar("T")
@@ -130,11 +130,9 @@ def spec_adapter(spec: Spec) -> Adapter | LiveAdapter:
     assert spec.bind, "only a bound spec has an adapter"
     if spec.adapter is None:
         return load_adapter(spec.bind, spec.path, spec.bind_line)
-    try:
-        built: Adapter | LiveAdapter = usercode.run(spec.adapter)
-    except OutOfTime as stop:
-        stop.note(f"building the {spec.framework} adapter for {spec.bind}")
-        raise
+    factory = spec.adapter
+    built: Adapter | LiveAdapter = usercode.load_as(lambda: f"building the {spec.framework} adapter for {spec.bind}",
+                                                   factory)
     return built
 
 
@@ -172,11 +170,9 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter
     if not sep or not module_name or not attr:
         raise SpecError([Problem(file, line, "bind must be written module:Name", ref)])
     try:
-        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
-    except OutOfTime as stop:
-        stop.note(f"importing the bound module {module_name} (bind: {ref})")
-        raise
-    except Exception as exc:   # the user's module may fail in any way while importing
+        module = usercode.load_as(lambda: f"importing the bound module {module_name} (bind: {ref})",
+                                 lambda: import_user_module(module_name, os.path.dirname(os.path.abspath(file))))
+    except usercode.FAILURES as exc:   # the user's module may fail in any way while importing
         raise SpecError([Problem(file, line, f"cannot import the bound module: "
                                              f"{type(exc).__name__}: {exc}", ref)]) from None
     target = module
@@ -185,11 +181,9 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter
             raise SpecError([Problem(file, line, f"module {module_name} has no {attr!r}", ref)])
         target = getattr(target, part)
     try:
-        adapter = usercode.run(target) if isinstance(target, type) else target
-    except OutOfTime as stop:
-        stop.note(f"creating the adapter {ref}")
-        raise
-    except Exception as exc:
+        adapter = usercode.load_as(lambda: f"creating the adapter {ref}", target) if isinstance(target, type) \
+            else target
+    except usercode.FAILURES as exc:
         raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
                                  ref)]) from None
     needed = ("start", "step", "abstract") if is_live(adapter) else ("concretize", "step", "abstract")
@@ -763,14 +757,10 @@ def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo:
     """`fn()`, the user's code, under the deadline: its exception is a `bound_code` finding
     with the user's traceback, the deadline passing in it says what was running."""
     try:
-        result: T = usercode.run(fn)
-        return result
-    except OutOfTime as stop:
-        stop.note(running(doing, _choice_labels(act, combo), state))
-        raise
+        return usercode.run_as(lambda: running(doing, _choice_labels(act, combo), state), fn)
     except CodeError:
         raise
-    except Exception as exc:
+    except usercode.FAILURES as exc:
         raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}") from None
 
 
