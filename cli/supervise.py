@@ -59,8 +59,9 @@ class Ending:
     """How a supervised child ended without finishing its command.
 
     kind: "timeout" (the whole check's deadline passed in code that ignored its interrupt),
-    "stuck" (one call ran past the call deadline and ignored its interrupt) or "died" (the
-    process ended in the user's code). `reason` says what happened, as a run's stop reason."""
+    "stuck" (one call ran past the call deadline and ignored its interrupt), "died" (the process
+    ended in the user's code) or "silent" (the process stopped answering: something holds Python).
+    `reason` says what happened, as a run's stop reason."""
 
     kind: str
     reason: str
@@ -68,7 +69,7 @@ class Ending:
     @property
     def finding(self) -> bool:
         """Whether it is a finding about the code (bound_code) rather than an incomplete check."""
-        return self.kind != "timeout"
+        return self.kind in ("stuck", "died")
 
     @property
     def text(self) -> str:
@@ -276,7 +277,7 @@ class _Watch:
                     return ending
             elif self._silent():
                 _end(self.pid)
-                return self._stopped("timeout" if self._past_deadline() else "stuck", self.doing, silent=True)
+                return self._unanswered()
             else:
                 self.status = _exited(self.pid)
                 if self.status is not None:
@@ -300,7 +301,7 @@ class _Watch:
             self.died = payload
         elif kind == "stuck":
             how, doing = payload
-            return self._stopped(how, doing or self.doing, silent=False)
+            return self._stopped(how, doing or self.doing)
         elif kind == "exit":
             self.code = payload
         return None
@@ -316,11 +317,17 @@ class _Watch:
             return _clock() > self.end + GRACE and quiet > SILENT
         return self.call_timeout is not None and quiet > self.call_timeout + GRACE + SILENT
 
-    def _stopped(self, how: str, doing: str | None, silent: bool) -> Ending:
-        why = ("it stopped answering (code running in C that never lets Python run)" if silent
-               else "it ignored haltproof's interrupt")
+    def _stopped(self, how: str, doing: str | None) -> Ending:
         return Ending(how, usercode.ignored(how, doing, timeout=self.timeout, limit=self.call_timeout,
-                                            process="the process running it", why=why))
+                                            process="the process running it"))
+
+    def _unanswered(self) -> Ending:
+        """The child said nothing for longer than anything may take: something holds Python (code
+        in C that never lets it run). Whose code cannot be told, so it is no finding: incomplete."""
+        quiet = _clock() - self.heard
+        last = f" (last seen {self.doing})" if self.doing else ""
+        return Ending("silent", f"the process running the check stopped answering for {quiet:.0f} s{last}: "
+                                "something there never lets Python run, so haltproof ended it")
 
     def _gone(self) -> Ending | None:
         """The child's line closed: it finished (after saying so) or it ended in the user's code."""

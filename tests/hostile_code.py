@@ -81,6 +81,15 @@ def _busy_garbage(state: State) -> str:
     return loop.decide(state)
 
 
+def _in_c(state: State) -> str:
+    """A loop inside C for seconds (builtin sum over a range) that never lets Python run: no
+    signal handler, no other thread; only ending the process stops it."""
+    if _late(state):
+        time.sleep(0.5)         # Python runs: the supervisor hears what this code is doing
+        sum(range(10**8))
+    return loop.decide(state)
+
+
 def _prints(state: State) -> str:
     """Prints (when HALTPROOF_TEST_PRINT is set), through sys.stdout and straight to fd 1."""
     if os.environ.get("HALTPROOF_TEST_PRINT"):
@@ -114,6 +123,10 @@ class OwnAlarm(LoopDemoAdapter):
 
 class BusyGarbage(LoopDemoAdapter):
     decide = staticmethod(_busy_garbage)
+
+
+class InC(LoopDemoAdapter):
+    decide = staticmethod(_in_c)
 
 
 class Prints(LoopDemoAdapter):

@@ -170,6 +170,23 @@ def test_code_that_ignores_the_timeout_in_worker_processes(tmp_path, adapter):
                                                                            f"not checked: {why}")
 
 
+@pytest.mark.slow
+def test_code_that_never_lets_python_run_is_ended_when_its_process_stops_answering(cli, tmp_path, monkeypatch):
+    """A loop inside C (builtin sum): no signal handler and no watchdog thread runs, so
+    the supervisor ends the child when it has been silent past the call deadline. Whose code held
+    Python cannot be told from outside: incomplete, not a finding."""
+    monkeypatch.setattr(supervise, "GRACE", 0.3)
+    monkeypatch.setattr(supervise, "SILENT", 0.5)
+    ran = cli("check", bound_copy(tmp_path, "hostile_code:InC"), *PINNED, "--call-timeout", "1",
+              "--format", "json")
+    assert ran.code == 3, ran.err
+    assert ran.err.startswith("haltproof: incomplete: the process running the check stopped answering for ")
+    assert ran.err.endswith(f" s (last seen {STUCK_AT}): something there never lets Python run, so haltproof "
+                            "ended it\n")
+    (run,) = ran.json()["runs"]
+    assert (run["result"], run["stopped_by"]) == ("incomplete", "workers_lost")
+
+
 # ------------------------------------------------------------------ the call deadline
 
 @pytest.mark.verdict
