@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from haltproof.cli import supervise
 from haltproof.harness import loop
 from haltproof.harness.loop_binding import LoopDemoAdapter
 
@@ -100,8 +101,12 @@ def _prints(state: State) -> str:
 
 
 def _moves(state: State) -> str:
-    if _late(state):
+    """Changes the working directory for good, in the supervised child only (never in pytest's
+    own process: tests/test_parallel_safety.py)."""
+    if _late(state) and supervise.supervised_child():
         os.chdir(os.environ["HALTPROOF_TEST_ELSEWHERE"])
+        with open("moved", "w"):       # here now: a file of its own, where it went
+            pass
     return loop.decide(state)
 
 
