@@ -37,6 +37,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
@@ -199,6 +200,7 @@ def _child(conn: Connection, command: Callable[[], int], parent: int, tty: bool)
         _REPORT = _Forward(channel, "out", False)      # type: ignore[assignment]
         sys.stdout = sys.stderr = _Forward(channel, "err", tty)
         usercode.tell_exits(lambda how, doing: channel.send("died", (how, doing)))
+        sys.unraisablehook = _unraisable
         threading.Thread(target=_watchdog, args=(channel, parent), name="haltproof-watchdog",
                          daemon=True).start()
         code = command()
@@ -208,6 +210,23 @@ def _child(conn: Connection, command: Callable[[], int], parent: int, tty: bool)
         if _CHANNEL is not None:
             _CHANNEL.send("exit", code)
         end(0)
+
+
+def _unraisable(u: Any) -> None:
+    """A deadline's interrupt that landed where Python ignores exceptions (a `__del__`, a
+    callback of the garbage collector) is said once in a line, not as a traceback each time: it
+    is no error of the code's, and the watchdog ends code that goes on regardless."""
+    if not isinstance(u.exc_value, usercode.OutOfTime):
+        sys.__unraisablehook__(u)
+        return
+    if not _NOTED:
+        _NOTED.append(True)
+        where = (u.object.__qualname__ if isinstance(u.object, types.FunctionType)
+                 else type(u.object).__qualname__)
+        print(f"haltproof: the deadline's interrupt landed in {where}, where Python ignores it", file=sys.stderr)
+
+
+_NOTED: list[bool] = []
 
 
 def _watchdog(channel: _Channel, parent: int) -> None:
