@@ -288,6 +288,20 @@ def test_a_chdir_in_the_code_does_not_move_the_report_files(cli, tmp_path, monke
     assert [p.name for p in elsewhere.iterdir()] == ["moved"]      # the code went there; the reports did not
 
 
+def test_the_pytest_plugin_fails_the_items_of_code_that_exits_or_hangs(pytester):
+    """`pytest --haltproof` checks in pytest's own process: sys.exit in the code and a close()
+    past the call deadline are failed bound_code items, never an exit of pytest itself."""
+    bound_copy(pytester.path, "hostile_code:Exits", name="exits")
+    live_spec(pytester.path, "HangsOnClose")
+    result = pytester.runpytest("--haltproof", "--haltproof-call-timeout", "0.2", "-q", "-p", "no:cacheprovider",
+                                "exits.yaml::bound_code[max_steps=3,max_retries=1]",
+                                "hangsonclose.yaml::bound_code[N=2]")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*exits.yaml*bound_code is violated: *the bound code raised SystemExit: 0*",
+                                 "*hangsonclose.yaml*bound_code is violated: a call into the user's code did not "
+                                 f"return within --call-timeout 0.2 s while {CLOSE_AT}"])
+
+
 # ------------------------------------------------------------------ what is supervised
 
 def test_only_specs_that_run_code_are_supervised(tmp_path, monkeypatch):
@@ -298,8 +312,11 @@ def test_only_specs_that_run_code_are_supervised(tmp_path, monkeypatch):
     framework = tmp_path / "app.yaml"
     framework.write_text("framework: langgraph\ntarget: app:graph\n")
     assert supervise.wanted([framework]) is True
+    flow = tmp_path / "flow.yaml"
+    flow.write_text('{"machine": "m", "bind": "m:A"}\n')
+    assert supervise.wanted([flow]) is True          # a flow mapping (JSON) is parsed
     broken = tmp_path / "broken.yaml"
-    broken.write_text("bind: [\n")
+    broken.write_text("{machine: [\n")
     assert supervise.wanted([broken]) is False       # loading it reports the problem, in this process
     monkeypatch.setenv(supervise.ENV, "1")
     assert supervise.wanted([LOOP_DEMO]) is False

@@ -21,6 +21,7 @@ from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import SpecError
 from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec, shown_path
+from haltproof.machine.usercode import CALL_TIMEOUT
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
 from haltproof.explorer.check import Options, RunResult, check_machine, judged_builtins, prepare
@@ -37,6 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="collect haltproof YAML specs as tests (spec x params x property)")
     group.addoption("--haltproof-max-states", type=_max_states, default=None, metavar="N",
                     help="bound each exploration; hitting it fails the items (incomplete)")
+    group.addoption("--haltproof-call-timeout", type=positive(float, "--haltproof-call-timeout"),
+                    default=CALL_TIMEOUT, metavar="SECONDS",
+                    help=f"bound each call into bound code (default {CALL_TIMEOUT:g}); a call past it fails "
+                         "the bound_code item, as `haltproof check --call-timeout` does")
     parser.addini("haltproof", type="bool", default=False,
                   help="collect haltproof YAML specs as tests without --haltproof")
 
@@ -65,7 +70,8 @@ class SpecFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             spec = load_spec(self.path)
-            options = Options(max_states=self.config.getoption("haltproof_max_states"))
+            options = Options(max_states=self.config.getoption("haltproof_max_states"),
+                              call_timeout=self.config.getoption("haltproof_call_timeout"))
             machines = prepare(spec, options)
         except SpecError as exc:
             raise self.CollectError(f"invalid spec:\n{exc}") from None
