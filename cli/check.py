@@ -18,6 +18,8 @@ from haltproof.machine.inputs import number_option, positive
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.text import assignments_text
+from haltproof.machine.trust import MODEL, NO_CODE, python_model_refused
+from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
 from haltproof.explorer.check import MAX_WORKERS, Options, RunResult, load_python_model, prepare, prepare_python
@@ -30,7 +32,7 @@ from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
 
 from . import supervise
-from .common import collect_specs, pins_option, size, timeout_option
+from .common import collect_specs, no_code_option, pins_option, runs_code, size, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -67,6 +69,7 @@ def add_parser(sub: Any) -> None:
                         "Trace Format of Apalache and Quint")
     c.add_argument("--model", action="store_true",
                    help="explore the spec's own stages even when it is bound to code")
+    no_code_option(c)
     c.add_argument("--paths", type=positive(int, "--paths"), default=1, metavar="N",
                    help="live binding: compare up to N paths into each abstract state (default 1: off)")
     c.add_argument("--determinism", choices=DETERMINISM, default="auto",
@@ -91,11 +94,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Validate everything (exit 2, nothing explored), check, then write every output."""
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
+    args.run_code = runs_code(args)
     recorded = _checked_options(args)
     where = written_files(args)
-    client = _dask_client(args.dask)
+    client = _dask_client(args.dask, args.timeout)
     try:
-        specs, models = _load_specs(paths)
+        specs, models = _load_specs(paths, args.run_code, args.model)
         _check_names(specs, pins, args.properties)
         show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
         workers = parallel.default_workers() if args.workers is None else args.workers
@@ -119,7 +123,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         code = report.EXIT_VIOLATED
     if args.emit_tests:
         _emit_tests(args.emit_tests, where["emit_tests"], runs)
-    supervise.report_stream().write(text)
+    write_stdout(text)
     if moved:
         print(f"baseline {args.baseline}: {len(moved)} figure{'s' if len(moved) != 1 else ''} moved "
               "(rerun with --update-baseline to accept):", file=sys.stderr)
@@ -128,15 +132,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def _dask_client(address: str | None) -> Any:
-    """The Dask client for --dask ADDRESS (None without it); an unreachable scheduler is exit 2."""
+def _dask_client(address: str | None, timeout: float | None) -> Any:
+    """The Dask client for --dask ADDRESS (None without it). An unreachable scheduler, or
+    anything else answering there, is exit 2; a --timeout shorter than the time given to
+    connecting bounds it too, and a scheduler silent until then is exit 3 (nothing checked)."""
     if address is None:
         return None
     if not address.strip():
         raise UsageError("--dask needs the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    seconds = cluster.CONNECT_SECONDS if timeout is None else min(timeout, cluster.CONNECT_SECONDS)
     try:
-        return cluster.connect(address)
+        return cluster.connect(address, seconds)
     except cluster.Unreachable as exc:
+        if exc.timed_out and seconds < cluster.CONNECT_SECONDS:
+            raise OutOfTime(f"waiting for the Dask scheduler at {address} to answer") from None
         raise UsageError(str(exc)) from None
 
 
@@ -184,21 +193,25 @@ def _check_report_files(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name} {target}: cannot write the report: {why}")
 
 
-def _load_specs(paths: Sequence[Path | str]) -> tuple[list[Spec], dict[int, type]]:
+def _load_specs(paths: Sequence[Path | str], run_code: bool = True,
+                model: bool = False) -> tuple[list[Spec], dict[int, type]]:
     """Every spec, and id(spec) -> the Python model class it came from; every spec's
-    problems are reported together."""
+    problems are reported together. Without `run_code` (--no-code) a Python model is refused
+    before it is imported; then, and with `model` (--model), so is a framework declaration."""
     specs: list[Spec] = []
     models: dict[int, type] = {}
     problems: list[Problem] = []
     for p in paths:
         try:
             if isinstance(p, str):
+                if not run_code:
+                    raise SpecError([python_model_refused(p)])
                 cls = _load_model_ref(p)
                 spec = load_python_model(cls)[0]
                 models[id(spec)] = cls
                 specs.append(spec)
             else:
-                specs.append(load_spec(p))
+                specs.append(load_spec(p, run_code and not model, mode=MODEL if run_code else NO_CODE))
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -239,7 +252,7 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int 
             if not props:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
-                       model_only=args.model, engine=args.engine, paths=args.paths,
+                       model_only=args.model, run_code=args.run_code, engine=args.engine, paths=args.paths,
                        determinism=args.determinism, workers=workers,
                        max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
                        call_timeout=args.call_timeout, progress=_progress if show_progress else None)
@@ -315,7 +328,7 @@ def stopped_report(args: argparse.Namespace, partial: supervise.Partial, how: su
         if value:
             print(f"haltproof: {option} {value}: not used, the check did not finish", file=sys.stderr)
     text, _ = _reports(args, data, None, written_files(args))
-    supervise.report_stream().write(text)
+    write_stdout(text)
     return int(data["exit_code"])
 
 
@@ -340,7 +353,7 @@ def _reports(args: argparse.Namespace, data: dict[str, Any], runs: list[RunResul
              where: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
     """The stdout text; writes the report files and the GitHub job summary. Without `runs`
     (a check that did not finish) the HTML report has no state graphs and traces stay JSON."""
-    shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
+    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r.spec for r in runs]))} \
         if args.trace_format == "itf" and runs is not None else {}
     text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)

@@ -21,8 +21,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.prism import ident, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 
-from . import supervise
-from .common import not_one_combination, timeout_option
+from .common import no_code_option, not_one_combination, runs_code, timeout_option, write_stdout
 
 FORMATS = ("prism",)
 
@@ -35,6 +34,7 @@ def add_parser(sub: Any) -> None:
                    help="pin a param (repeatable); an export is of exactly one combination")
     e.add_argument("--format", choices=FORMATS, default="prism", help="default prism")
     e.add_argument("-o", dest="output", metavar="FILE", help="write to FILE instead of stdout")
+    no_code_option(e)
     timeout_option(e, "exploring")
 
 
@@ -43,12 +43,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output is not None and not args.output.strip():
         raise UsageError("-o needs a file name")
     output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
-    spec = load_spec(args.spec)
+    run_code = runs_code(args)
+    spec = load_spec(args.spec, run_code)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, args.spec, pins, len(combos), "an export is of one param combination")
     if problem is not None:
         raise UsageError(problem)
-    opts = Options(pins=pins, call_timeout=args.call_timeout)
+    opts = Options(pins=pins, run_code=run_code, call_timeout=args.call_timeout)
     (m,) = prepare(spec, opts)
     ex = explore(m, timeout=usercode.remaining())
     if not ex.complete:
@@ -75,5 +76,5 @@ def cmd_export(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the model: {exc.strerror}") from None
     else:
-        supervise.report_stream().write(text)
+        write_stdout(text)
     return 0

@@ -24,8 +24,7 @@ from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
 from haltproof.reports.report import EXIT_INCOMPLETE
 
-from . import supervise
-from .common import not_one_combination, timeout_option
+from .common import no_code_option, not_one_combination, runs_code, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -40,25 +39,29 @@ def add_parser(sub: Any) -> None:
                    help=f"keep the first N states in BFS order (default {DEFAULT_MAX_NODES})")
     g.add_argument("--highlight", metavar="PROPERTY",
                    help="highlight the counterexample of PROPERTY (or the witness of a reachable one)")
+    no_code_option(g)
     timeout_option(g, "building the graph")
+
+
 def graph_for(spec_path: str, pins: dict[str, int | str], *, max_nodes: int | None = DEFAULT_MAX_NODES,
               highlight: str | None = None, timeout: float | None = None,
-              call_timeout: float | None = CALL_TIMEOUT) -> tuple[StateGraph, list[str]]:
+              run_code: bool = True, call_timeout: float | None = CALL_TIMEOUT) -> tuple[StateGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
     Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
     or ValueError (max_nodes not a positive int, timeout not a positive finite number),
     before anything is explored. `timeout` bounds it all, as `check --timeout` does, the
     bound code included; a graph is of the whole space, so hitting it (or running out of
-    memory) raises GraphIncomplete and gives no graph. `call_timeout` bounds each call into
-    the bound code, as `check --call-timeout` does."""
+    memory) raises GraphIncomplete and gives no graph. run_code=False (--no-code): the graph of
+    a bound spec's own stages, none of its code imported (machine/trust.py). `call_timeout` bounds
+    each call into the bound code, as `check --call-timeout` does."""
     if max_nodes is not None:
         max_nodes = check_number(max_nodes, "max_nodes", int, above=0)
     if timeout is not None:
         timeout = check_number(timeout, "timeout", float, above=0)
     try:
         with usercode.deadline(timeout, call_timeout):
-            return _graph(spec_path, pins, max_nodes, highlight, timeout, call_timeout)
+            return _graph(spec_path, pins, max_nodes, highlight, timeout, run_code, call_timeout)
     except Stuck as stop:            # while loading the bound code, before any exploration
         raise GraphIncomplete(stop.text()) from None
     except OutOfTime as stop:        # while loading the bound code, before any exploration
@@ -67,14 +70,14 @@ def graph_for(spec_path: str, pins: dict[str, int | str], *, max_nodes: int | No
 
 
 def _graph(spec_path: str, pins: dict[str, int | str], max_nodes: int | None, highlight: str | None,
-           timeout: float | None, call_timeout: float | None) -> tuple[StateGraph, list[str]]:
-    spec = load_spec(spec_path)
+           timeout: float | None, run_code: bool, call_timeout: float | None) -> tuple[StateGraph, list[str]]:
+    spec = load_spec(spec_path, run_code)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, spec_path, pins, len(combos), "a graph shows one param combination")
     if problem is not None:
         raise GraphUsage(problem)
     opts = Options(pins=pins, properties=None if highlight is None else [highlight], timeout=timeout,
-                   call_timeout=call_timeout)
+                   run_code=run_code, call_timeout=call_timeout)
     try:
         (m,) = prepare(spec, opts)
     except SpecError as exc:             # its property check names the option --property
@@ -129,7 +132,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
     try:
         g, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
-                             timeout=args.timeout, call_timeout=args.call_timeout)
+                             timeout=args.timeout, run_code=runs_code(args), call_timeout=args.call_timeout)
     except GraphUsage as exc:
         raise UsageError(str(exc)) from None
     except GraphIncomplete as exc:
@@ -142,7 +145,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the graph: {exc.strerror}") from None
     else:
-        supervise.report_stream().write(text)
+        write_stdout(text)
     for note in notes:
         print(f"haltproof graph: {note}", file=sys.stderr)
     return 0

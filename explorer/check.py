@@ -28,6 +28,7 @@ from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, declared_at, present
 from haltproof.machine.text import counted, values_text
+from haltproof.machine.trust import MODEL, NO_CODE, python_model_refused, without_code
 from haltproof.machine.usercode import CALL_TIMEOUT, OutOfTime, Stuck
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
@@ -67,12 +68,23 @@ class Options:
     call_timeout: float | None = CALL_TIMEOUT   # seconds one call into the user's code may take (usercode.py)
     max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
+    run_code: bool = True         # False (--no-code): import none of the user's code (machine/trust.py)
     engine: str = "auto"          # auto | scalar | vector (see explorer/vengine.py)
     paths: int = 1                # live binding: paths compared into each abstract state (machine/binding.py)
     determinism: str = "auto"     # bound code: which transitions run twice (binding.DETERMINISM)
     workers: int = 1              # processes (-j) the runs of a sweep are checked in (explorer/parallel.py);
                                   # a run checked in this process: the vector engine's threads
     progress: Callable[[Spec, dict[str, int]], ProgressFn] | None = None
+
+    @property
+    def stages_only(self) -> bool:
+        """Whether a bound spec is explored on its own stages: --model, or --no-code."""
+        return self.model_only or not self.run_code
+
+    @property
+    def stages_mode(self) -> str:
+        """The option that keeps the bound code from running, as messages name it."""
+        return MODEL if self.run_code else NO_CODE
 
     @property
     def memory_bytes(self) -> int | None:
@@ -96,6 +108,8 @@ class Options:
             raise ValueError(f"properties must be a list of property names, got {self.properties!r}")
         if not isinstance(self.model_only, bool):
             raise ValueError(f"model must be True or False, got {self.model_only!r}")
+        if not isinstance(self.run_code, bool):
+            raise ValueError(f"run_code must be True or False, got {self.run_code!r}")
         self.paths = check_number(self.paths, "paths", int, above=0)
         self.workers = check_number(self.workers, "workers", int, above=0, most=MAX_WORKERS)
         if self.engine not in ENGINES:
@@ -135,6 +149,7 @@ class RunResult:
     determinism: dict[str, Any] | None = None   # bound code: how determinism was checked, and its cost
     representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
     odds: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/chances.py)
+    stages_by: str = MODEL               # a bound spec on its own stages: the option that asked (--model, --no-code)
 
     @property
     def warnings(self) -> list[str]:
@@ -265,10 +280,10 @@ def check_pins(spec: Spec, pins: Pins) -> dict[str, list[Any]]:
 def _check_property_names(spec: Spec, options: Options) -> None:
     known = {p.name for p in spec.properties} | set(spec.builtins)
     for name in options.properties or []:
-        if name in CODE_BUILTINS and spec.bind and options.model_only:
-            raise SpecError([Problem(spec.path, None, f"--property {name}: --model explores the spec's own "
-                                                       "stages and runs none of the bound code, so it cannot "
-                                                       f"check {name}")])
+        if name in CODE_BUILTINS and spec.bind and options.stages_only:
+            why = "--model explores the spec's own stages and runs none of the bound code" \
+                if options.run_code else without_code(NO_CODE)
+            raise SpecError([Problem(spec.path, None, f"--property {name}: {why}, so it cannot check {name}")])
         if name not in known:
             raise SpecError([Problem(spec.path, None, f"--property {name}: the spec has no such "
                                                        f"property (it has: {', '.join(sorted(known))})")])
@@ -281,18 +296,19 @@ def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) 
     Every spec error that depends on param values surfaces here, before any run. Loading
     a bound adapter runs the user's code: within the timeout, or OutOfTime."""
     _check_property_names(spec, options)
-    if options.paths > 1 and (not spec.bind or options.model_only):
+    unbound = without_code(options.stages_mode) if spec.bind else "the spec is not bound to code (no bind:)"
+    if options.paths > 1 and (not spec.bind or options.stages_only):
         raise SpecError([Problem(spec.path, None, f"--paths {options.paths} compares the paths of live-bound "
-                                 "code into a state: " + ("--model explores the spec's own stages" if spec.bind
-                                                          else "the spec is not bound to code (no bind:)"))])
-    if options.determinism != "auto" and (not spec.bind or options.model_only):
+                                 f"code into a state: {unbound}")])
+    if options.determinism != "auto" and (not spec.bind or options.stages_only):
         raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound code "
-                                 "runs twice: " + ("--model explores the spec's own stages" if spec.bind
-                                                   else "the spec is not bound to code (no bind:)"))])
+                                 f"runs twice: {unbound}")])
+    if spec.bind and options.stages_only:
+        stages_for_every_action(spec, without_code(options.stages_mode))
     combos = sweep(spec, options.pins)
     compiled = CompiledSpec(spec) if compiled is None else compiled
     machines = [compiled.instantiate(params) for params in combos]
-    if spec.bind and not options.model_only:
+    if spec.bind and not options.stages_only:
         with usercode.deadline(options.timeout, options.call_timeout):     # binding imports the declared exceptions' modules
             adapter = spec_adapter(spec)
             if options.paths > 1 and not is_live(adapter):
@@ -303,10 +319,23 @@ def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) 
     return machines
 
 
+def stages_for_every_action(spec: Spec, why: str) -> None:
+    """A bound spec taken on its own stages (--model, --no-code, conform: `why` says which)
+    must say what each action does: one without stages would be taken to change nothing (a
+    false cycle, or a proof about one state), so it is refused at its line, exit 2."""
+    problems = [Problem(spec.path, a.line, f"action {a.name} has no stages of its own (no do:): only the bound "
+                                           f"code {spec.bind} says what it does, and {why}")
+                for a in spec.actions if not a.own_stages]
+    if problems:
+        raise SpecError(problems)
+
+
 def prepare_python(cls: type, options: Options) -> list[Machine]:
     """`prepare` for a machine declared in Python (haltproof.machine.pymodel.Model). Its params,
     domains, initial states and properties' bounds are the user's code: within the
     timeout, or OutOfTime."""
+    if not options.run_code:
+        raise SpecError([python_model_refused(f"{cls.__module__}:{cls.__qualname__}")])
     with usercode.deadline(options.timeout, options.call_timeout):
         spec, instantiate = load_python_model(cls)
         _check_property_names(spec, options)
@@ -419,7 +448,8 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
                      ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
                      reason, m.binding() if m.binding is not None else None,
                      m.determinism() if m.determinism is not None else None,
-                     m.representatives() if m.representatives is not None else None, odds)
+                     m.representatives() if m.representatives is not None else None, odds,
+                     options.stages_mode)
 
 
 def _why_undecided(ex: Exploration, spec_errors: list[str]) -> tuple[str | None, str | None]:

@@ -6,7 +6,8 @@ the spec does. Hypothesis draws concrete runs (params, an initial state, then at
 step an enabled action, an abstract class per choice and a concrete value from the
 adapter's strategy for that class), threads one concrete state through the user's code
 and the abstract state through the spec's own stages, and compares the abstracted code
-state and the rule after every step. A mismatch is shrunk to a minimal run.
+state and the rule after every step (a rule of None from the code: the spec's table names
+it, as in `check`). A mismatch is shrunk to a minimal run.
 
 The comparison counts the type, as the exhaustive check does (machine/binding.py,
 `value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
@@ -29,7 +30,7 @@ from haltproof.machine import usercode
 from haltproof.machine.binding import Adapter, Runner, user_traceback, value_checkers
 from haltproof.machine.compiled import CompiledAction, EvalError, Machine
 from haltproof.machine.live import LiveAdapter
-from haltproof.machine.text import assignments_text, value_text
+from haltproof.machine.text import assignments_text, exception_text, value_text
 from haltproof.machine.usercode import OutOfTime, Stuck, running
 
 
@@ -133,6 +134,8 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
             for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
                 if v.ghost and v.monitor is None and step.spec_state is not None:   # a monitor: never shown
                     step.code_state.setdefault(v.name, step.spec_state[v.name])
+            if step.code_rule is None:     # the code names no rule: the spec's table does, as in `check`
+                step.code_rule = step.spec_rule
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)
             if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
@@ -209,7 +212,7 @@ def _outside(m: Machine, checkers: list[Callable[[Any], bool]], state: dict[str,
 
 
 def _raised(who: str, exc: BaseException) -> str:
-    return f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}"
+    return f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}"
 
 
 def _show_code(step: ConformStep, var: str) -> str:

@@ -83,7 +83,7 @@ class Source:
             cls = usercode.load_as(lambda: f"importing the model {model}", lambda: load_model_ref(model))
             return prepare_python(cls, options)
         assert self.path is not None, "a source is a spec file or a model"
-        spec, compiled = _compiled(self.path)
+        spec, compiled = _compiled(self.path, options.run_code)
         return prepare(spec, options, compiled)
 
 
@@ -100,16 +100,17 @@ def model_source(cls: type) -> Source | None:
     return Source(model=ref) if same is cls else None
 
 
-_SPECS: dict[str, tuple[Spec, CompiledSpec]] = {}   # a worker's loaded and compiled specs, by path
+_SPECS: dict[tuple[str, bool], tuple[Spec, CompiledSpec]] = {}   # a worker's compiled specs, by path, run_code
 
 
-def _compiled(path: str) -> tuple[Spec, CompiledSpec]:
+def _compiled(path: str, run_code: bool) -> tuple[Spec, CompiledSpec]:
     """The spec at `path`, loaded and compiled once per worker process (as a serial check
-    compiles each spec once for all its combinations)."""
-    if path not in _SPECS:
-        spec = load_spec(path)
-        _SPECS[path] = spec, CompiledSpec(spec)
-    return _SPECS[path]
+    compiles each spec once for all its combinations); without `run_code` (--no-code) none
+    of its code is imported (machine/trust.py)."""
+    if (path, run_code) not in _SPECS:
+        spec = load_spec(path, run_code)
+        _SPECS[path, run_code] = spec, CompiledSpec(spec)
+    return _SPECS[path, run_code]
 
 
 @dataclass(frozen=True)

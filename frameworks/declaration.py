@@ -20,6 +20,7 @@ from haltproof.machine import usercode
 from haltproof.machine.binding import import_user_module
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.yamlpos import YList, YMap
+from haltproof.machine.text import exception_text
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
 
@@ -65,17 +66,21 @@ def import_target(top: YMap, file: str) -> Any:
     """The object `target: module:attr` names, imported from the working directory or the
     declaration's folder as `bind:` is (binding.import_user_module); a problem at the
     target's line otherwise."""
-    line = top.line_of("target")
-    ref = top["target"]
-    here = Located(file, line)
+    return import_object(top["target"], os.path.dirname(os.path.abspath(file)), Located(file, top.line_of("target")))
+
+
+def import_object(ref: Any, folder: str, here: Located) -> Any:
+    """The object `module:attr` names (attr may be dotted), its module imported from the working
+    directory or else `folder`, within the command's deadline; a problem is a SpecError at `here`.
+    The one importer of a user's object: declarations' `target:`, and `haltproof init`/`lint`."""
     if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.partition(":")[::2]):
         raise here.error("target must name the object as module:attr", ref)
     module_name, _, attr = ref.partition(":")
     try:
         module = usercode.load_as(lambda: f"importing the target's module {module_name} (target: {ref})",
-                                 lambda: import_user_module(module_name, os.path.dirname(os.path.abspath(file))))
+                                 lambda: import_user_module(module_name, folder))
     except usercode.FAILURES as exc:     # the user's module may fail in any way while importing
-        raise here.error(f"cannot import the target's module: {type(exc).__name__}: {exc}", ref) from None
+        raise here.error(f"cannot import the target's module: {exception_text(exc)}", ref) from None
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):

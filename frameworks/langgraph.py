@@ -33,6 +33,7 @@ from typing import Any
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
+from haltproof.machine.text import exception_text
 
 from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
@@ -358,7 +359,7 @@ def _message(raw: Any, file: str, line: int, what: str) -> Any:
     try:
         return convert_to_messages([data])[0]
     except Exception as exc:        # langchain-core says what is wrong with the message
-        raise fail(file, line, f"{what} is not a message: {type(exc).__name__}: {exc}") from None
+        raise fail(file, line, f"{what} is not a message: {exception_text(exc)}") from None
 
 
 COMMAND_KEYS = {"goto", "update"}
@@ -466,7 +467,7 @@ def _graph_of(adapter: DeclaredGraph, ref: str, file: str, line: int) -> Any:
         graph = adapter.users_graph(GraphRun())
     except Exception as exc:        # the user's function may fail in any way
         models = ", ".join(adapter.d.models) or "no models"
-        raise fail(file, line, f"building the graph with {ref}({models}) failed: {type(exc).__name__}: {exc}") \
+        raise fail(file, line, f"building the graph with {ref}({models}) failed: {exception_text(exc)}") \
             from None
     if not is_graph(graph):
         raise fail(file, line, f"{ref} gave a {type(graph).__name__}, not a compiled LangGraph graph "
@@ -480,7 +481,7 @@ def _first_state(adapter: DeclaredGraph, file: str, line: int) -> dict[str, Any]
     try:
         return adapter.abstract(driver.call(adapter.start, {LIMIT: DEFAULT_LIMIT}, {}))
     except Exception as exc:        # the input does not fit the graph's state, say
-        raise fail(file, line, f"starting the graph failed: {type(exc).__name__}: {exc}") from None
+        raise fail(file, line, f"starting the graph failed: {exception_text(exc)}") from None
     finally:
         driver.close()
 

@@ -40,8 +40,8 @@ from haltproof.machine import usercode
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.outcomes import Outcome, resolve
-from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
+from haltproof.machine.text import exception_text
 
 from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
                           require_version, with_user_properties)
@@ -106,7 +106,7 @@ class AgentLive:
         try:
             return await done
         except Exception as exc:
-            self.ended = f"{type(exc).__name__}: {exc}"
+            self.ended = f"{exception_text(exc)}"
             raise
 
 
@@ -362,6 +362,7 @@ class AgentTools:
 
     function: list[str]
     output: list[str]
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)     # tool -> its arguments' JSON schema
 
 
 class _Probed(Exception):
@@ -384,7 +385,8 @@ async def _probe(agent: Any, prompt: str) -> AgentTools:
     if not seen:
         raise RuntimeError("the agent made no model request")
     info = seen[0]
-    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools])
+    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools],
+                      {t.name: dict(t.parameters_json_schema) for t in [*info.function_tools, *info.output_tools]})
 
 
 def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int) -> AgentTools:
@@ -392,14 +394,12 @@ def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int) -> AgentTo
     stops it there); a problem at the target's line when the agent cannot get that far."""
     driver = Driver()
     try:
-        tools: AgentTools = usercode.run(driver.call, _probe, agent, prompt)
+        tools: AgentTools = usercode.load_as(lambda: f"running {ref} up to its first model request",
+                                             lambda: driver.call(_probe, agent, prompt))
         return tools
-    except OutOfTime as stop:
-        stop.note(f"running {ref} up to its first model request")
-        raise
-    except Exception as exc:        # the user's agent may fail in any way before it asks the model
+    except usercode.FAILURES as exc:        # the user's agent may fail in any way before it asks the model
         raise fail(file, line, f"running {ref} up to its first model request failed: "
-                               f"{type(exc).__name__}: {exc}") from None
+                               f"{exception_text(exc)}") from None
     finally:
         driver.close()
 
@@ -558,7 +558,7 @@ def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, 
     try:
         error = cls(str(raw.get("message", "")))
     except Exception as exc:        # the user's exception class may want other arguments
-        raise fail(file, where, f"tools: cannot make a {path}(message): {type(exc).__name__}: {exc}") from None
+        raise fail(file, where, f"tools: cannot make a {path}(message): {exception_text(exc)}") from None
     errors.append((str(path), where))
     return error
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Located, SpecError
+from .trust import without_code
 from .yamlpos import YMap
 
 
@@ -78,3 +79,14 @@ def expand(top: YMap, file: str) -> Declared:
     if not isinstance(declared, Declared):
         raise SpecError([Located(file, line).problem(f"the {kind} integration returned no declaration")])
     return declared
+
+
+def stages_needed(top: YMap, file: str, mode: str) -> SpecError:
+    """Why a declaration cannot be checked in `mode` (--model, --no-code), at its `framework`
+    line: it has no stages of its own; what its framework runs comes from importing the
+    user's target, which is the code `mode` leaves alone. Nothing is imported to say so."""
+    target = top.get("target")
+    what = f" {target}" if isinstance(target, str) else ""
+    return Located(file, top.line_of("framework")).error(
+        f"a {top['framework']} declaration has no stages of its own: it becomes a spec by importing its "
+        f"target{what} and running it, and {without_code(mode)}", top["framework"])

@@ -64,6 +64,7 @@ from .errors import Problem, SpecError
 from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
                    SetStage, negative_bound, present)
 from .inputs import value_count
+from .text import exception_text
 from .usercode import running
 
 
@@ -178,7 +179,7 @@ def load_model_ref(ref: str) -> type[Model]:
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except usercode.FAILURES as exc:
-        raise SpecError([Problem(ref, None, f"cannot load the model: {type(exc).__name__}: {exc}")]) from None
+        raise SpecError([Problem(ref, None, f"cannot load the model: {exception_text(exc)}")]) from None
     if not (isinstance(target, type) and issubclass(target, Model)):
         raise SpecError([Problem(ref, None, "not a subclass of haltproof.machine.pymodel.Model")])
     return target
@@ -249,7 +250,7 @@ def _call(file: str, line: int | None, what: str, fn: UserFn, *args: Any) -> Any
     try:
         return fn(*args)
     except usercode.FAILURES as exc:
-        raise SpecError([Problem(file, line, f"{what} raised {type(exc).__name__}: {exc}\n"
+        raise SpecError([Problem(file, line, f"{what} raised {exception_text(exc)}\n"
                                              f"{user_traceback(exc)}")]) from None
 
 
@@ -369,7 +370,7 @@ def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list[An
             frozenset(v)
     except (AttributeError, TypeError) as exc:
         raise SpecError([Problem(file, line, f"{what} must return a dict of var name to a list of "
-                                             f"hashable values ({type(exc).__name__}: {exc})")]) from None
+                                             f"hashable values ({exception_text(exc)})")]) from None
     for k, v in doms.items():
         if not v:
             raise SpecError([Problem(file, line, f"var {k} has an empty domain with {p}")])
@@ -436,7 +437,7 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
         except CodeError:
             raise
         except usercode.FAILURES as exc:
-            raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"
+            raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {exception_text(exc)}\n"
                             f"{user_traceback(exc)}") from None
 
     def domain_error(t: State) -> int:
@@ -476,14 +477,15 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
                  rules: set[str] = rules, aname: str = name) -> tuple[State, str | None]:
             kwargs = {c: item[0] for c, item in zip(cnames, combo)}
             first = user(fn, model, as_dict(s), dict(p), **kwargs)
+            new, rule = first if isinstance(first, tuple) else (first, None)
+            t = as_tuple(new, f"action {aname}")      # a NaN is said as such, before NaN != NaN is compared
             second = user(fn, model, as_dict(s), dict(p), **kwargs)
             if first != second:
                 raise CodeError(f"action {aname} is nondeterministic: {first} then {second}")
-            new, rule = first if isinstance(first, tuple) else (first, None)
             if rule is not None and rule not in rules:
                 raise CodeError(f"action {aname} reports rule {rule!r}, not one of its rules "
                                 f"({', '.join(sorted(rules)) or 'none declared'})")
-            return as_tuple(new, f"action {aname}"), rule
+            return t, rule
         step_args = [tuple(dict(zip(cnames, combo)).get(c, MissingChoice(c, name)) for c in spec.choice_names)
                      for combo in combos]
         actions.append(CompiledAction(name, index, guard, step, combos, labels, step_args, cnames))

@@ -28,7 +28,8 @@ from .pasttime import PastTimeMonitors, PastVar
 from .patterns import PATTERNS, PHASES, MonitorVar, monitor
 from .text import values_text
 from .weights import BOUND_KEYS, Chance, ChoiceWeights, decimal_allowed, exact_number, parse_probabilities
-from .declarations import expand, is_declaration
+from .declarations import expand, is_declaration, stages_needed
+from .trust import NO_CODE
 from .yamlpos import YList, YMap, YStr, load_yaml
 
 RESERVED = {"action", "rule", "before", "after", "min", "max", "abs", "true", "false"}
@@ -406,8 +407,12 @@ class Spec:
 MAX_SPEC_BYTES = 1024 * 1024       # docs/spec-language.md, "Limits on the input"
 
 
-def load_spec(path: str | Path) -> Spec:
-    """Read and validate a YAML spec; raise SpecError listing every problem found."""
+def load_spec(path: str | Path, run_code: bool = True, *, mode: str = NO_CODE) -> Spec:
+    """Read and validate a YAML spec; raise SpecError listing every problem found.
+
+    run_code=False imports none of the user's code (machine/trust.py): a framework
+    declaration, which becomes a spec only by importing its target, is refused, naming
+    `mode` (the option that asked: --no-code, or --model) as the reason."""
     path = Path(path)
     shown = str(path)
     try:
@@ -422,7 +427,7 @@ def load_spec(path: str | Path) -> Spec:
         line = path.read_bytes()[:exc.start].count(b"\n") + 1
         raise SpecError([Problem(shown, line, f"not UTF-8 text: byte {exc.object[exc.start]:#04x} "
                                               f"cannot be decoded ({exc.reason})")]) from None
-    return parse_spec(text, shown)
+    return parse_spec(text, shown, run_code, mode=mode)
 
 
 def symlink_problem(path: Path, exc: OSError) -> str | None:
@@ -434,12 +439,15 @@ def symlink_problem(path: Path, exc: OSError) -> str | None:
     return None
 
 
-def parse_spec(text: str, file: str) -> Spec:
-    """Validate a spec's YAML text; `file` is the name its problems are reported under."""
+def parse_spec(text: str, file: str, run_code: bool = True, *, mode: str = NO_CODE) -> Spec:
+    """Validate a spec's YAML text; `file` is the name its problems are reported under.
+    run_code=False: as for `load_spec`."""
     if len(text) > MAX_SPEC_BYTES // 4 and len(text.encode("utf-8")) > MAX_SPEC_BYTES:
         raise SpecError([Problem(file, None, too_large(len(text.encode("utf-8")), MAX_SPEC_BYTES, "a spec"))])
     data = load_yaml(text, file, decimal_allowed)
     if is_declaration(data):        # `framework: NAME`: its integration writes the spec
+        if not run_code:
+            raise stages_needed(data, file, mode)
         declared = expand(data, file)
         spec = _Loader(file).load(declared.spec, text)
         spec.adapter, spec.framework = declared.adapter, str(data["framework"])

@@ -14,6 +14,8 @@ from typing import Any
 
 from .inputs import value_count
 
+TEXT_LIMIT = 10_000     # characters: a longer text in a report is cut (`shortened`)
+
 
 def value_text(value: Any) -> str:
     """A value as specs and the JSON report spell it: true/false, null, else str()."""
@@ -22,6 +24,52 @@ def value_text(value: Any) -> str:
     if value is None:
         return "null"
     return str(value)
+
+
+def encodable(text: str) -> str:
+    """`text` with each lone surrogate written as its escape: `\\udc80` (six characters). Such
+    code points come from a YAML `"\\udc80"`, a file name's undecodable byte or an exception
+    message of the user's code, and no UTF-8 writer takes them: every report writes them so."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def shortened(text: str, limit: int = TEXT_LIMIT) -> str:
+    """`text` cut to at most `limit` characters, ending `… (N more characters)`: a 50 MB error
+    message from the user's code does not make a 100 MB report. Cutting twice changes nothing."""
+    if len(text) <= limit:
+        return text
+    kept = limit
+    while True:
+        tail = f"… ({len(text) - kept:,} more characters)"
+        if kept + len(tail) <= limit:
+            return text[:kept] + tail
+        kept = limit - len(tail)
+
+
+def report_text(text: str) -> str:
+    """A text as every report writes it: encodable, and cut at TEXT_LIMIT characters."""
+    return shortened(encodable(text))
+
+
+def exception_message(exc: BaseException) -> str:
+    """`str(exc)` of an exception of the user's code, whatever its `__str__` does: one that
+    raises (or returns no string) reads `<str() raised RuntimeError>`."""
+    try:
+        message = str(exc)
+    except Exception as failed:
+        return f"<str() raised {type(failed).__name__}>"
+    return message
+
+
+def exception_text(exc: BaseException) -> str:
+    """`ValueError: the message`: how every message shows an exception of the user's code."""
+    return f"{type(exc).__name__}: {exception_message(exc)}"
 
 
 def counted(count: int, noun: str) -> str:

@@ -413,7 +413,8 @@ def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: Sta
         stop_text = f" — stopped at {F.stop_text(run)}: proves nothing"
     w(f'<p class="muted"><code>{e(run.get("spec"))}</code>'
       + (f" · checked the bound {e(explored)}" if explored and explored != "model" else "")
-      + (" · the spec's stages only (--model: the bound code did not run)" if run.get("code_not_run") else "")
+      + (f" · the spec's stages only ({e(run['code_not_run'].get('by', '--model'))}: the bound code did not run)"
+         if run.get("code_not_run") else "")
       + f" · {stats.get('states', 0):,} states, {stats.get('transitions', 0):,} transitions, "
         f"{stats.get('terminal_states', 0):,} terminal, depth {e(stats.get('max_depth', 0))}, "
         f"{float(stats.get('seconds', 0) or 0):.2f} s{e(stop_text)}</p>")

@@ -2,6 +2,8 @@
 
 It is the one input of every output format (reports/text.py, formats.py, ...), text
 included; nothing here or there re-runs a check. Its keys are a contract: extend, never break.
+Every text in it is `cleaned` once, here, so every format writes the same thing: a lone
+surrogate as its escape `\\udc80`, a text past 10,000 characters cut (machine/text.py).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, shown_path
+from haltproof.machine.text import encodable, report_text
 from haltproof.properties.kinds import HOLDS, VIOLATED, PropertyResult
 
 from haltproof.explorer.check import RunResult
@@ -45,9 +48,24 @@ def overall(runs: list[RunResult]) -> tuple[str, int]:
 
 def to_json(runs: list[RunResult]) -> dict[str, Any]:
     result, code = overall(runs)
-    return {"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
-            "result": result, "exit_code": code, "runs": [run_json(r) for r in runs],
-            "sweeps": sweeps(runs)}
+    report: dict[str, Any] = cleaned({"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
+                                      "result": result, "exit_code": code, "runs": [run_json(r) for r in runs],
+                                      "sweeps": sweeps(runs)})
+    return report
+
+
+def cleaned(value: Any) -> Any:
+    """`value` (plain JSON-shaped data) with every text as reports write it (`report_text`): the
+    user's code and spec may hand any string to a report. Keys are only made encodable, never
+    cut: two long names cut alike would become one key."""
+    if isinstance(value, str):
+        return report_text(value)
+    if isinstance(value, dict):
+        return {encodable(k) if isinstance(k, str) else k: cleaned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [cleaned(v) for v in value]
+        return tuple(items) if type(value) is tuple else items
+    return value
 
 
 def from_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -57,8 +75,9 @@ def from_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     result, code = (("violated", EXIT_VIOLATED) if "fail" in verdicts
                     else ("incomplete", EXIT_INCOMPLETE) if "incomplete" in verdicts or not runs
                     else ("proved", EXIT_OK))
-    return {"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
-            "result": result, "exit_code": code, "runs": runs, "sweeps": []}
+    report: dict[str, Any] = cleaned({"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
+                                      "result": result, "exit_code": code, "runs": runs, "sweeps": []})
+    return report
 
 
 def run_json(r: RunResult) -> dict[str, Any]:
@@ -92,7 +111,8 @@ def run_json(r: RunResult) -> dict[str, Any]:
         out["representatives"] = r.representatives
     if r.spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
         out["code_not_run"] = {"bind": r.spec.bind,
-                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS]}
+                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS],
+                               "by": r.stages_by}
     return out
 
 

@@ -89,7 +89,7 @@ def _run_line(run: dict[str, Any]) -> str:
         if run.get("determinism"):
             out += f", {determinism_text(run['determinism'])}"
     elif run.get("code_not_run"):
-        out += ", the spec's stages only (--model: the bound code did not run)"
+        out += f", the spec's stages only ({run['code_not_run'].get('by', '--model')}: the bound code did not run)"
     expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
     if expected and F.run_verdict(run) == "pass":
         out += f" ({', '.join(expected)})"
@@ -155,7 +155,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if run.get("determinism"):
         head += f"  [{determinism_text(run['determinism'], full=True)}]"
     if run.get("code_not_run"):
-        head += f"  (--model: {_not_run_text(run['code_not_run'])})"
+        head += f"  ({run['code_not_run'].get('by', '--model')}: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
                    f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]

@@ -100,7 +100,7 @@ def test_check_model_leaves_out_the_code_builtins_and_says_so(cli):
     (run,) = json.loads(ran.out)["runs"]
     assert run["explored"] == "model"
     assert run["code_not_run"] == {"bind": "haltproof.harness.loop_binding:LoopDemoAdapter",
-                                   "not_checked": ["bound_code", "code_matches_spec"]}
+                                   "not_checked": ["bound_code", "code_matches_spec"], "by": "--model"}
     assert [p["name"] for p in run["properties"][:3]] == ["domains", "well_defined", "at_most_max_steps"]
     for fmt in ("sarif", "junit"):
         assert "bound_code" not in cli("check", LOOP_DEMO, "--model", "--format", fmt, *pins).out

@@ -52,7 +52,7 @@ def test_action_is_composite_and_every_input_referenced_is_declared_and_used():
     declared = set(ACTION["inputs"])
     referenced = set(re.findall(r"\$\{\{[^}]*?\binputs\.([\w-]+)", ACTION_TEXT))
     assert referenced == declared == {"paths", "args", "python-version", "install", "sarif", "junit",
-                                      "json", "upload-sarif", "sarif-category", "fail-on-incomplete"}
+                                      "json", "upload-sarif", "sarif-category", "fail-on-incomplete", "run-code"}
     for name, spec in ACTION["inputs"].items():
         assert spec["description"].strip() and spec["required"] is False, name
         assert isinstance(spec["default"], str), name          # GitHub passes every input as text
@@ -86,8 +86,8 @@ def test_action_steps_pass_inputs_by_env_to_the_one_script():
     def read(fn):
         return {"INPUT_" + v for v in re.findall(r"\b(?:need|boolean) ([A-Z_]+)", body(fn))}
     assert set(install["env"]) == read("cmd_install") == {"INPUT_INSTALL"}
-    assert set(check["env"]) == read("cmd_check") == {_var(n) for n in (
-        "paths", "args", "sarif", "junit", "json", "upload-sarif", "fail-on-incomplete")}
+    assert set(check["env"]) == read("cmd_check") | read("code_mode") == {_var(n) for n in (
+        "paths", "args", "sarif", "junit", "json", "upload-sarif", "fail-on-incomplete", "run-code")}
     assert os.access(SCRIPT, os.X_OK)                  # the action runs it by its path
     upload = steps["Upload SARIF to code scanning"]
     assert upload["uses"] == "github/codeql-action/upload-sarif@v4"
@@ -121,10 +121,17 @@ class Action:
         self.summary = summary.read_text() if summary.exists() else None
 
 
-def run_action(tmp_path: Path, command: str = "check", path: str | None = None, **inputs: str) -> Action:
-    """scripts/action-run COMMAND in tmp_path; inputs by their action.yml names, `-` as `_`."""
+def run_action(tmp_path: Path, command: str = "check", path: str | None = None,
+               event: tuple[str, dict | str] | None = None, **inputs: str) -> Action:
+    """scripts/action-run COMMAND in tmp_path; inputs by their action.yml names, `-` as `_`;
+    `event`: the workflow's event (its name and payload, as GitHub passes them)."""
     assert (BIN / "haltproof").exists(), "the tests need haltproof installed in their environment"
     env = _env(tmp_path, {k.replace("_", "-"): v for k, v in inputs.items()}, path)
+    if event is not None:
+        env["GITHUB_EVENT_NAME"] = event[0]
+        env["GITHUB_EVENT_PATH"] = str(tmp_path / "event.json")
+        payload = event[1]
+        (tmp_path / "event.json").write_text(payload if isinstance(payload, str) else json.dumps(payload))
     ran = subprocess.run([str(SCRIPT), command], cwd=tmp_path, env=env, capture_output=True, text=True,
                          stdin=subprocess.DEVNULL)
     return Action(ran, tmp_path)
@@ -506,3 +513,57 @@ def test_doc_tables_list_every_input_with_its_default_and_every_output():
 def test_doc_is_linked_from_the_readme_and_the_formats_page():
     assert "(docs/ci.md)" in (ROOT / "README.md").read_text()
     assert "(ci.md)" in (ROOT / "docs" / "ci-formats.md").read_text()
+
+
+# -- run-code: no code of a fork's specs runs (docs/trust.md) ----------------------------------
+
+def _pull_request(head: str | None, base: str = "me/repo") -> dict:
+    return {"pull_request": {"head": {"repo": None if head is None else {"full_name": head}}},
+            "repository": {"full_name": base}}
+
+
+@pytest.fixture
+def bound(tmp_path: Path):
+    """A spec bound to a module whose import leaves a file (tests/test_trust.py)."""
+    from test_trust import Code
+    code = Code(tmp_path)
+    return code
+
+
+def test_a_pull_request_from_a_fork_runs_none_of_the_specs_code(bound):
+    ran = run_action(bound.folder, paths="trusting.yaml", event=("pull_request", _pull_request("someone/fork")))
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    assert lines[0] == ("::notice title=haltproof%3A --no-code::A pull request from someone/fork: none of the code "
+                        "the specs name runs (run-code: auto; docs/trust.md).")
+    assert lines[1].startswith("haltproof check trusting.yaml --no-code --format github ")
+    assert bound.imported() == []
+    assert json.loads((bound.folder / "haltproof.json").read_text())["runs"][0]["code_not_run"]["by"] == "--no-code"
+
+
+@pytest.mark.parametrize("event,run_code,no_code", [
+    (("pull_request_target", _pull_request(None)), "auto", True),        # the fork was deleted
+    (("pull_request", _pull_request("me/repo")), "auto", False),         # a branch of this repository
+    (("push", {}), "auto", False),
+    (("push", {}), "false", True),
+    (("pull_request", _pull_request("someone/fork")), "true", False),    # the maintainers vouch for it
+])
+def test_run_code_says_whether_the_specs_code_runs(bound, event, run_code, no_code):
+    ran = run_action(bound.folder, paths="trusting.yaml", args="--quiet", event=event, run_code=run_code,
+                     sarif="", junit="", json="", upload_sarif="false")
+    assert ran.code == 0, ran.err
+    command = next(ln for ln in ran.out.splitlines() if ln.startswith("haltproof check"))
+    assert command == "haltproof check trusting.yaml --quiet" + (" --no-code" if no_code else "") + " --format github"
+    assert bound.imported() == ([] if no_code else [bound.mod, f"{bound.mod}_raised"])
+
+
+def test_an_event_that_cannot_be_read_counts_as_a_fork_and_a_bad_run_code_is_refused(bound):
+    ran = run_action(bound.folder, paths="trusting.yaml", event=("pull_request", "{"), sarif="", junit="",
+                     json="", upload_sarif="false")
+    assert ran.code == 0, ran.err
+    assert ("::notice title=haltproof%3A --no-code::A pull request from an event file that cannot be read "
+            "(JSONDecodeError): none of the code") in ran.out
+    assert bound.imported() == []
+    bad = run_action(bound.folder, paths="trusting.yaml", run_code="sometimes")
+    assert bad.code == 2
+    assert "error: input run-code must be auto, true or false, got 'sometimes'" in bad.err

@@ -484,7 +484,7 @@ def test_unwritable_json_file_is_a_usage_error(cli, tmp_path):
 
 # ---------------------------------------------------------------- the shape of the CLI (issue 12)
 
-SUBCOMMANDS = ("check", "conform", "replay", "graph", "export")
+SUBCOMMANDS = ("check", "conform", "replay", "graph", "export", "guard", "traces", "init", "lint", "mcp")
 
 
 def _imported(path: Path) -> set[str]:

@@ -37,6 +37,8 @@ START_SECONDS = 60      # how long the cluster may take to come up on a loaded m
 class Cluster:
     address: str
     workers: list[subprocess.Popen[bytes]]
+    dashboard: int | None = None       # the dashboard's port, when started with one
+    worker_addresses: tuple[str, ...] = ()
 
 
 def _dask(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -46,12 +48,14 @@ def _dask(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]
 
 
 @contextmanager
-def _cluster(tmp_path: Path) -> Iterator[Cluster]:
-    """A scheduler and two single-threaded workers; their environment sees tests/ (the dying
-    adapters) and this process's environment (HALTPROOF_TEST_MARKER)."""
+def _cluster(tmp_path: Path, dashboard: bool = False) -> Iterator[Cluster]:
+    """A scheduler (with its dashboard on a free port if asked) and two single-threaded workers;
+    their environment sees tests/ (the dying adapters) and this process's environment
+    (HALTPROOF_TEST_MARKER)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
     file = tmp_path / "scheduler.json"
-    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+    board = ["--dashboard-address", "127.0.0.1:0"] if dashboard else ["--no-dashboard"]
+    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", *board,
                    "--scheduler-file", str(file), env=env, log=tmp_path / "scheduler.log")]
     try:
         deadline = time.monotonic() + START_SECONDS
@@ -64,7 +68,8 @@ def _cluster(tmp_path: Path) -> Iterator[Cluster]:
         procs += workers
         with distributed.Client(address, timeout=START_SECONDS) as client:
             client.wait_for_workers(2, timeout=START_SECONDS)
-        yield Cluster(address, workers)
+            at = tuple(sorted(client.scheduler_info()["workers"]))
+        yield Cluster(address, workers, json.loads(file.read_text())["services"].get("dashboard"), at)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -179,9 +184,28 @@ def test_an_unreachable_scheduler_is_exit_2_naming_it(cli):
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
     ran = cli("check", LOOP_DEMO, "--dask", address)
-    assert ran.code == 2
-    assert ran.out == ""
-    assert ran.err.startswith(f"error: --dask {address}: cannot reach the Dask scheduler within 5 s: ")
+    assert (ran.code, ran.out, ran.err) == (2, "", f"error: --dask {address}: cannot reach the Dask scheduler "
+                                                   "within 5 s: nothing listens there (connection refused)\n")
+
+
+def test_the_dashboard_or_a_worker_given_for_the_scheduler_is_exit_2_saying_so(cli, tmp_path):
+    """The dashboard's HTTP reply was read as a message length (exit 4 asking numpy for
+    exabytes) and a worker's address failed after a 10 s wait and a traceback: both are now
+    named before distributed's client connects, and the scheduler's own address still works."""
+    with _cluster(tmp_path, dashboard=True) as c:
+        assert c.dashboard is not None
+        board = f"tcp://127.0.0.1:{c.dashboard}"
+        on_board = cli("check", LOOP_DEMO, *PINNED, "--dask", board)
+        worker = c.worker_addresses[0]
+        on_worker = cli("check", LOOP_DEMO, *PINNED, "--dask", worker)
+        on_scheduler = cli("check", LOOP_DEMO, *PINNED, "--dask", c.address, "--quiet")
+    assert (on_board.code, on_board.out, on_board.err) == (
+        2, "", f"error: --dask {board}: an HTTP server answered (Dask's dashboard?), not a Dask scheduler; "
+               "the scheduler's address is usually port 8786\n")
+    assert (on_worker.code, on_worker.out, on_worker.err) == (
+        2, "", f"error: --dask {worker}: a Dask worker answered, not the scheduler; its scheduler is at "
+               f"{c.address}\n")
+    assert (on_scheduler.code, on_scheduler.err) == (0, ""), on_scheduler.err
 
 
 def test_an_empty_dask_address_is_exit_2(cli):

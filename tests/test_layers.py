@@ -32,6 +32,7 @@ LAYERS = {
     "haltproof.reports": 4,
     "haltproof.cli": 5,
     "haltproof.frameworks": 5,      # framework integrations: machine/explorer below, only cli/api above
+    "haltproof.guard": 0,           # the runtime guard: standard library only, importable from any layer
     "haltproof": 6,                 # __init__, api, __main__, pytest_plugin
 }
 # Written like user code: may import only haltproof.machine and its own modules; nothing imports it.

@@ -19,6 +19,7 @@ from typing import Any
 import haltproof.frameworks  # noqa: F401  (registers the framework declarations: machine/declarations.py)
 from haltproof.machine import usercode
 from haltproof.machine.spec import load_spec
+from haltproof.machine.trust import MODEL, NO_CODE
 from haltproof.machine.usercode import CALL_TIMEOUT, OutOfTime, Stuck
 
 from haltproof.reports import report
@@ -59,7 +60,7 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
           model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1,
-          call_timeout: float | None = CALL_TIMEOUT) -> Report:
+          run_code: bool = True, call_timeout: float | None = CALL_TIMEOUT) -> Report:
     """Check a YAML spec (a path) or a `haltproof.machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
@@ -70,7 +71,9 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     range (SpecError otherwise: `True` is not 1). `determinism` and `paths` are the command
     line's `--determinism` and `--paths` (bound code only; docs/binding.md). `workers` is the
     command line's `-j`: the runs of a sweep checked in that many processes, with the same
-    report (default 1, in this process; None: every core; docs/scaling.md).
+    report (default 1, in this process; None: every core; docs/scaling.md). `run_code=False` is
+    the command line's `--no-code`: none of the spec's code is imported (docs/trust.md); a
+    Python model, a framework declaration or a bound action without stages is a SpecError.
 
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
@@ -80,6 +83,7 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
     it is a `bound_code` finding, and the run stops there (docs/binding.md)."""
     options = Options(pins={} if params is None else params, properties=properties,
                       max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model,
+                      run_code=run_code,
                       determinism=determinism, paths=paths, call_timeout=call_timeout,
                       workers=default_workers() if workers is None else workers)
     try:
@@ -87,7 +91,7 @@ def check(spec: str | Path | type, *, params: dict[str, int] | None = None,
             if isinstance(spec, type):
                 batch = Batch(model_source(spec), prepare_python(spec, options), options)
             else:
-                loaded = load_spec(spec)
+                loaded = load_spec(spec, run_code and not model, mode=MODEL if run_code else NO_CODE)
                 batch = Batch(Source(path=loaded.path), prepare(loaded, options), options)
             return Report(check_batches([batch], options.workers))
     except Stuck as stop:

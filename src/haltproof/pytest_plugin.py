@@ -21,6 +21,7 @@ from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import SpecError
 from haltproof.machine.inputs import positive
 from haltproof.machine.spec import load_spec, shown_path
+from haltproof.machine.trust import no_code_from_env
 from haltproof.machine.usercode import CALL_TIMEOUT
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED
 
@@ -38,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="collect haltproof YAML specs as tests (spec x params x property)")
     group.addoption("--haltproof-max-states", type=_max_states, default=None, metavar="N",
                     help="bound each exploration; hitting it fails the items (incomplete)")
+    group.addoption("--haltproof-no-code", action="store_true", default=False,
+                    help="import and run none of the specs' code (bind:, raises:, framework:): "
+                         "as `haltproof check --no-code`; also HALTPROOF_NO_CODE=1 (docs/trust.md)")
     group.addoption("--haltproof-call-timeout", type=positive(float, "--haltproof-call-timeout"),
                     default=CALL_TIMEOUT, metavar="SECONDS",
                     help=f"bound each call into bound code (default {CALL_TIMEOUT:g}); a call past it fails "
@@ -56,6 +60,15 @@ def _enabled(config: pytest.Config) -> bool:
     return bool(flag) if flag is not None else bool(config.getini("haltproof"))
 
 
+def _runs_code(config: pytest.Config) -> bool:
+    """Whether the plugin may import the specs' code: not with --haltproof-no-code or HALTPROOF_NO_CODE=1."""
+    try:
+        from_env = no_code_from_env()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return not (config.getoption("haltproof_no_code") or from_env)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix in (".yaml", ".yml") and _enabled(parent.config):
         return SpecFile.from_parent(parent, path=file_path)
@@ -68,9 +81,10 @@ class HaltproofFailure(Exception):
 
 class SpecFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
+        run_code = _runs_code(self.config)
         try:
-            spec = load_spec(self.path)
-            options = Options(max_states=self.config.getoption("haltproof_max_states"),
+            spec = load_spec(self.path, run_code)
+            options = Options(max_states=self.config.getoption("haltproof_max_states"), run_code=run_code,
                               call_timeout=self.config.getoption("haltproof_call_timeout"))
             machines = prepare(spec, options)
         except SpecError as exc:
