@@ -26,8 +26,6 @@ from haltproof.explorer.memory import parse_size
 from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
-from . import supervise
-
 
 class Parser(argparse.ArgumentParser):
     """argparse exits 2 itself on a usage error; this keeps its message to the usage and one line."""
@@ -85,6 +83,15 @@ def bundled_specs() -> list[Path]:
     return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
 
 
+_REPORT: list[Any] = []     # where reports go instead of stdout (a supervised child's line to its supervisor)
+
+
+def report_to(stream: Any) -> None:
+    """Send every report written by `write_stdout` to `stream` from now on: a supervised child's
+    line to its supervisor (cli/supervise.py), which writes them on its stdout."""
+    _REPORT[:] = [stream]
+
+
 def write_stdout(text: str) -> None:
     """Write a command's output to stdout, once. A reader that went away (`| head`) or a
     stdout closed from the start (`>&-`) loses the output, not the verdict: the command
@@ -92,7 +99,7 @@ def write_stdout(text: str) -> None:
     check under `set -o pipefail`), quietly for the pipe, with a line on stderr for the
     closed stdout. Any other failure to write is exit 2, as for --json FILE. In a supervised
     child (cli/supervise.py) the output goes to the supervisor, which writes it here."""
-    out = supervise.report_stream()
+    out = _REPORT[0] if _REPORT else sys.stdout
     if out is None:
         print("haltproof: stdout is closed: the report was not written", file=sys.stderr)
         return

@@ -23,7 +23,7 @@ from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
 from . import check, conform, export, graph, guard, init, lint, mcp, replay, supervise, traces
-from .common import Parser, collect_specs, drop_output
+from .common import Parser, collect_specs, drop_output, write_stdout
 
 Command = Callable[[argparse.Namespace], int]
 Command0 = Callable[[], int]
@@ -107,7 +107,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return check.stopped_report(args, partial, how)
         return report.EXIT_VIOLATED if how.finding else report.EXIT_INCOMPLETE
     return supervise.supervised(lambda: _guarded(lambda: _run(args)), timeout=args.timeout,
-                                call_timeout=args.call_timeout, partial=partial, ended=ended)
+                                call_timeout=args.call_timeout, partial=partial, ended=ended, write=write_stdout)
 
 
 def _specs_of(args: argparse.Namespace) -> list[Path | str]:

@@ -11,8 +11,8 @@ a child process (`supervised`), and this process, the supervisor, only watches i
 - The child is a fork (cheap, and it keeps everything this process set up), in a process group
   of its own that its `-j` workers share, with stdin from /dev/null. Its stdout goes to stderr
   (fd 1 and `sys.stdout`): whatever the user's code prints can never corrupt a report, and
-  the reports reach stdout only through `report_stream()`, a message to the supervisor. The
-  child's stderr comes here as messages too.
+  the reports reach stdout only through `write_stdout` (cli/common.py), as messages to the
+  supervisor. The child's stderr comes here as messages too.
 - A watchdog thread in the child tells the supervisor every BEAT seconds that the child is
   alive and what its user code is doing (usercode.NOW). When that code has run GRACE seconds
   past the whole check's deadline, or past its call's deadline (the interrupt had its chance
@@ -42,10 +42,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn
 
 from haltproof.machine import usercode
 from haltproof.machine.yamlpos import YMap, load_yaml
+
+from .common import report_to
 
 # the clock every deadline is read on, taken once: a test that fakes the engine's clock
 # (time.monotonic) must not move the deadlines of the user's code or of its supervisor
@@ -167,12 +169,6 @@ class _Forward:
 
 
 _CHANNEL: _Channel | None = None        # set in a supervised child
-_REPORT: TextIO | None = None           # where reports go in a supervised child
-
-
-def report_stream() -> TextIO:
-    """Where a command writes its report: stdout, or in a supervised child the supervisor's stdout."""
-    return _REPORT if _REPORT is not None else sys.stdout
 
 
 def tell(kind: str, payload: Any) -> None:
@@ -187,17 +183,20 @@ def supervised_child() -> bool:
 
 def _child(conn: Connection, command: Callable[[], int], parent: int, tty: bool) -> NoReturn:
     """The supervised child: set up, run the command, say how it ended, and end."""
-    global _CHANNEL, _REPORT
+    global _CHANNEL
     end = os._exit
     code = 4
     try:
         os.setpgid(0, 0)                # its own group: ended with every process it starts
-        null = os.open(os.devnull, os.O_RDONLY)
+        null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)                # no terminal input: a background group reading it would stop
+        try:
+            os.dup2(2, 1)               # what the user's code writes to fd 1 lands on stderr
+        except OSError:                 # stderr is closed: nowhere
+            os.dup2(null, 1)
         os.close(null)
-        os.dup2(2, 1)                   # what the user's code writes to fd 1 lands on stderr
         channel = _CHANNEL = _Channel(conn)
-        _REPORT = _Forward(channel, "out", False)      # type: ignore[assignment]
+        report_to(_Forward(channel, "out", False))
         sys.stdout = sys.stderr = _Forward(channel, "err", tty)
         usercode.tell_exits(lambda how, doing: channel.send("died", (how, doing)))
         sys.unraisablehook = _unraisable
@@ -245,12 +244,13 @@ def _watchdog(channel: _Channel, parent: int) -> None:
 # ---------------------------------------------------------------- the supervisor's side
 
 def supervised(command: Callable[[], int], *, timeout: float | None, call_timeout: float | None,
-               partial: Partial | None, ended: Callable[[Ending], int]) -> int:
+               partial: Partial | None, ended: Callable[[Ending], int], write: Callable[[str], None]) -> int:
     """Run `command` in a supervised child; its exit code, or `ended(how)`'s when the child did
-    not finish (after the reason is printed on stderr)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    tty = sys.stderr.isatty()
+    not finish (after the reason is printed on stderr). `write` puts the child's report on stdout."""
+    for stream in (sys.stdout, sys.stderr):     # what is buffered is written once, not by both processes
+        if stream is not None:
+            stream.flush()
+    tty = sys.stderr is not None and sys.stderr.isatty()
     receive, send = Pipe(duplex=False)
     parent = os.getpid()
     pid = os.fork()
@@ -262,7 +262,7 @@ def supervised(command: Callable[[], int], *, timeout: float | None, call_timeou
     except OSError:                 # it got there first (or already ended)
         pass
     send.close()
-    watch = _Watch(pid, timeout, call_timeout, partial)
+    watch = _Watch(pid, timeout, call_timeout, partial, write)
     try:
         how = watch.follow(receive)
     except BaseException:       # Ctrl-C (or a bug here): the child must not live on
@@ -279,8 +279,9 @@ def supervised(command: Callable[[], int], *, timeout: float | None, call_timeou
 class _Watch:
     """The supervisor's loop over one child's messages."""
 
-    def __init__(self, pid: int, timeout: float | None, call_timeout: float | None, partial: Partial | None):
-        self.pid, self.partial = pid, partial
+    def __init__(self, pid: int, timeout: float | None, call_timeout: float | None, partial: Partial | None,
+                 write: Callable[[str], None]):
+        self.pid, self.partial, self.write = pid, partial, write
         self.started = _clock()
         self.end = None if timeout is None else self.started + timeout
         self.call_timeout = call_timeout
@@ -314,9 +315,8 @@ class _Watch:
 
     def _take(self, kind: str, payload: Any) -> Ending | None:
         if kind == "out":
-            sys.stdout.write(payload)
-            sys.stdout.flush()
-        elif kind == "err":
+            self.write(payload)
+        elif kind == "err" and sys.stderr is not None:
             sys.stderr.write(payload)
             sys.stderr.flush()
         elif kind == "beat":
