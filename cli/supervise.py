@@ -272,7 +272,8 @@ def supervised(command: Callable[[], int], *, timeout: float | None, call_timeou
         receive.close()
     if how is None:
         return watch.code
-    print(f"haltproof: {how.text}", file=sys.stderr)
+    if sys.stderr is not None:
+        print(f"haltproof: {how.text}", file=sys.stderr)
     return ended(how)
 
 

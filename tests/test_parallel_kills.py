@@ -77,7 +77,7 @@ def json_of(runs: list[RunResult]) -> Any:
 def forked(pool: Any, spec: Path) -> Any:
     """A LocalPool or LocalSlices whose workers are forked from this process (see the docstring),
     each with `spec` loaded and compiled already (inherited: what a spawned worker does first)."""
-    parallel._compiled(str(spec))
+    parallel._compiled(str(spec), True)
     pool.context = multiprocessing.get_context("fork")
     return pool
 
@@ -100,9 +100,9 @@ def test_the_default_worker_count_is_one_when_the_cores_cannot_be_counted(monkey
 
 def test_a_worker_loads_and_compiles_each_spec_once(tmp_path, workers_see_the_tests):
     path = str(small_spec(tmp_path))
-    spec, compiled = parallel._compiled(path)
+    spec, compiled = parallel._compiled(path, True)
     assert compiled.spec is spec and spec.name == "small"
-    assert parallel._compiled(path)[1] is compiled
+    assert parallel._compiled(path, True)[1] is compiled
 
 
 def test_the_jobs_of_a_batch_carry_each_run_alone_in_serial_order(tmp_path):
