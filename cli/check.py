@@ -22,7 +22,9 @@ from haltproof.machine.trust import MODEL, NO_CODE, python_model_refused
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
-from haltproof.explorer.check import MAX_WORKERS, Options, RunResult, load_python_model, prepare, prepare_python
+from haltproof.explorer.options import MAX_WORKERS, Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import load_python_model, prepare, prepare_python
 from haltproof.explorer import cluster, parallel
 from haltproof.explorer.parallel import Batch, Source, check_batches
 from haltproof.explorer.engine import ProgressFn
@@ -85,7 +87,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--dask", metavar="ADDRESS",
                    help="check the runs on the Dask cluster whose scheduler is at ADDRESS (tcp://host:port); "
                         "its workers need haltproof, the specs at the same paths and the bound code "
-                        "(docs/scaling.md)")
+                        "(docs/how-to/scaling.md)")
     c.add_argument("--emit-tests", metavar="DIR",
                    help="write a pytest regression test per violated property, replaying its counterexample")
 
@@ -353,7 +355,7 @@ def _reports(args: argparse.Namespace, data: dict[str, Any], runs: list[RunResul
              where: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
     """The stdout text; writes the report files and the GitHub job summary. Without `runs`
     (a check that did not finish) the HTML report has no state graphs and traces stay JSON."""
-    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r.spec for r in runs]))} \
+    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r._spec for r in runs]))} \
         if args.trace_format == "itf" and runs is not None else {}
     text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)

@@ -57,7 +57,7 @@ def no_code_option(p: argparse.ArgumentParser) -> None:
     """`--no-code`: import and run none of the spec's code (machine/trust.py)."""
     p.add_argument("--no-code", action="store_true",
                    help="import and run none of the spec's code (bind:, raises:, framework:, Python models): "
-                        f"for specs nobody vouched for; also {ENV}=1 (docs/trust.md)")
+                        f"for specs nobody vouched for; also {ENV}=1 (docs/how-to/trust.md)")
 
 
 def runs_code(args: argparse.Namespace) -> bool:

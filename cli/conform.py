@@ -11,7 +11,8 @@ from haltproof.machine.spec import load_spec
 
 from haltproof.machine.trust import NO_CODE, without_code
 
-from haltproof.explorer.check import Options, prepare, stages_for_every_action
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare, stages_for_every_action
 from haltproof.cli.usage import UsageError, parse_pins
 from haltproof.reports import report
 

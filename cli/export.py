@@ -14,7 +14,9 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.spec import load_spec, shown_path
 
-from haltproof.explorer.check import Options, edge_weights, prepare, stop_reason, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.judging import edge_weights
+from haltproof.explorer.check import prepare, stop_reason
 from haltproof.explorer.engine import explore
 from haltproof.explorer.chances import Chances
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins

@@ -18,7 +18,8 @@ from haltproof.machine.text import counted
 from haltproof.machine.usercode import CALL_TIMEOUT, OutOfTime, Stuck
 from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
-from haltproof.explorer.check import Options, check_machine, prepare, stop_reason, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import check_machine, prepare, stop_reason
 from haltproof.explorer.engine import explore
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph

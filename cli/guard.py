@@ -1,5 +1,5 @@
 """`haltproof guard`: write a runtime guard (haltproof.guard) from a proved run of one param
-combination, as a JSON table or (`-o FILE.py`) a standalone Python module. docs/guard.md."""
+combination, as a JSON table or (`-o FILE.py`) a standalone Python module. docs/how-to/guard.md."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 
 from haltproof.machine.spec import load_spec
 
-from haltproof.explorer.check import Options, prepare, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import prepare
 from haltproof.explorer.guard_export import GuardIncomplete, GuardRefused, guard_module, guard_table, guarded_run
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report

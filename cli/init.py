@@ -1,4 +1,4 @@
-"""`haltproof init TARGET`: a starter declaration file for a framework object (docs/init.md).
+"""`haltproof init TARGET`: a starter declaration file for a framework object (docs/how-to/init.md).
 
 The file is written only once `haltproof check` would accept it: it is loaded as check loads
 it (the framework's declaration is expanded, the target imported and started), from a

@@ -1,4 +1,4 @@
-"""`haltproof lint TARGET`: a zero-config structural pass over a framework object (docs/lint.md).
+"""`haltproof lint TARGET`: a zero-config structural pass over a framework object (docs/how-to/lint.md).
 
 No exploration and no declaration: the object's shape is read by introspection
 (frameworks/introspect.py and the framework's module) and judged by the framework-neutral

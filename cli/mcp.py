@@ -1,4 +1,4 @@
-"""`haltproof mcp`: a Model Context Protocol server over stdio, for coding agents (docs/mcp.md).
+"""`haltproof mcp`: a Model Context Protocol server over stdio, for coding agents (docs/how-to/mcp.md).
 
 Built on the official MCP Python SDK (`pip install 'haltproof[mcp]'`). Its tools validate a
 spec, check it within a budget, explain a counterexample step by step, replay a trace, list

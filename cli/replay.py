@@ -13,7 +13,8 @@ from haltproof.properties.kinds import Trace
 
 from haltproof.machine.trust import MODEL, NO_CODE, without_code
 
-from haltproof.explorer.check import check_pins, stages_for_every_action
+from haltproof.explorer.options import check_pins
+from haltproof.explorer.check import stages_for_every_action
 from haltproof.explorer.replay import (Replayed, load_trace, recorded_rules, run_scenario, run_steps, trace_params,
                                       trace_states)
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins

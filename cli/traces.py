@@ -1,6 +1,6 @@
 """`haltproof traces`: recorded runs (JSONL, OpenTelemetry exports) checked against the explored
 graph of one param combination, and (`--fit FILE`) the choices' observed frequencies written as
-a `probabilities:` block. docs/traces.md."""
+a `probabilities:` block. docs/how-to/traces.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 from haltproof.guard import Guard
 from haltproof.machine.spec import load_spec
 
-from haltproof.explorer.check import Options, prepare, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import prepare
 from haltproof.explorer.guard_export import GuardIncomplete, guard_table, guarded_run
 from haltproof.explorer.recorded import (Outcome, RecordingError, check_run, fit_counts, probabilities_block,
                                          read_runs, summary_table)

@@ -18,7 +18,7 @@ from typing import Any
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
 from haltproof.properties import probability as P
-from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Subject, Trace
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Status, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes
 
 from .engine import Exploration, Finding, failure
@@ -225,7 +225,7 @@ class Chances:
         lo, hi = Fraction(interval[0]), Fraction(interval[1])
         meets = lo >= bound if at_least else hi <= bound
         fails = hi < bound if at_least else lo > bound
-        status = HOLDS if meets else VIOLATED if fails else UNKNOWN
+        status: Status = HOLDS if meets else VIOLATED if fails else UNKNOWN
         r = PropertyResult(p.name, p.kind, status, f"{what} is {span(e)}")
         r.value = value_json(e)
         word = "at least" if at_least else "at most"

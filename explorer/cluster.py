@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .check import RunResult
+from .results import RunResult
 from .parallel import (Batch, DoneFn, Slice, SliceResult, Slices, check_shared, expand_slice, jobs_of, lost_run,
                        restore, run_job, shareable)
 

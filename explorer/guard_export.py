@@ -24,7 +24,9 @@ from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import shown_path
 from haltproof.properties.kinds import VIOLATED
 
-from .check import Options, RunResult, check_machine, stop_reason
+from .options import Options
+from .results import RunResult
+from .check import check_machine, stop_reason
 from .engine import Exploration, explore
 from haltproof.machine import usercode
 

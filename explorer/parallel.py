@@ -49,7 +49,9 @@ from haltproof.machine.usercode import OutOfTime, Stuck
 from haltproof.machine.vectorize import vectorize
 from haltproof.properties.kinds import UNKNOWN, VIOLATED, PropertyResult
 
-from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
+from .options import Options
+from .results import RunResult
+from .check import check_machine, judged_builtins, prepare, prepare_python
 from .engine import Exploration, State
 from .vengine import LazyStates
 
@@ -228,15 +230,15 @@ def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[s
     """The result without what cannot travel: the kept exploration's machine, numpy machine (and
     the vector engine's states, decoded through it) and recomputing columns (closures over
     compiled code); those columns are written out instead."""
-    ex = r.exploration
+    ex = r._exploration
     # the spec goes without a declaration's adapter factory (a closure); the parent puts its own spec back
-    r = replace(r, spec=replace(r.spec, adapter=None))
+    r = replace(r, _spec=replace(r._spec, adapter=None))
     if ex is None:
         return r, None, None
     state = {k: v for k, v in vars(ex).items() if k not in ("machine", "vm") and not isinstance(v, LazyStates)}
     for name in LAZY_COLUMNS:
         state[name] = list(getattr(ex, name))
-    return replace(r, exploration=None), type(ex), state
+    return replace(r, _exploration=None), type(ex), state
 
 
 def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
@@ -248,7 +250,7 @@ def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
                         stopped_by="timeout")
     r, cls, state = sent
     assert isinstance(r, RunResult), "a worker sends a RunResult"
-    r.spec = m.spec
+    r = replace(r, _spec=m.spec)
     if cls is not None and state is not None:
         ex = cls.__new__(cls)
         ex.__dict__.update(state)
@@ -256,7 +258,7 @@ def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
         if "vm" in getattr(cls, "__annotations__", {}):     # the vector engine's: rebuilt, it is cheap
             ex.vm = vectorize(m)
             ex.states = LazyStates(ex.vm, ex.codes)         # decodes with the vm: rebuilt with it
-        r.exploration = ex
+        r = replace(r, _exploration=ex)
     return r
 
 
@@ -276,9 +278,10 @@ def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST, fin
             r.description, r.file = p.description, p.file
             props.append(r)
     stats = {"states": 0, "transitions": 0, "terminal_states": 0, "max_depth": 0, "seconds": 0.0}
-    return RunResult(spec, m.params, stats, props, {"rules": {}, "terminals": {}}, [], [], stopped_by,
-                     None if spec.expect_violated is None else False,
-                     f"code: {m.bound_to}" if m.bound_to else "model", stop_reason=f"not checked: {why}")
+    return RunResult(_spec=spec, params=m.params, stats=stats, properties=props,
+                     coverage={"rules": {}, "terminals": {}}, notices=[], scenarios=[], stopped_by=stopped_by,
+                     as_expected=None if spec.expect_violated is None else False,
+                     explored=f"code: {m.bound_to}" if m.bound_to else "model", stop_reason=f"not checked: {why}")
 
 
 def check_batches(batches: Sequence[Batch], workers: int, done: DoneFn | None = None,

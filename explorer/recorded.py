@@ -4,7 +4,7 @@ A recorded run is followed through the runtime guard (haltproof.guard) built fro
 graph of one param combination, so a recording is judged exactly as a live run would be: it
 conforms, violates a safety property at step i, leaves the model at step i (an action, choice
 or state the model does not have there), or stops at step i outside a terminal state.
-Formats (docs/traces.md): JSONL, one run per line or one event per line, and OpenTelemetry
+Formats (docs/how-to/traces.md): JSONL, one run per line or one event per line, and OpenTelemetry
 trace exports (OTLP JSON) whose spans carry the events.
 """
 

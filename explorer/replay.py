@@ -16,7 +16,7 @@ from typing import Any
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, spec_where
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine import strict_json
-from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.inputs import TooLarge
 from haltproof.machine.spec import Scenario, Spec, symlink_problem
 from haltproof.machine.text import value_text
 
@@ -271,14 +271,14 @@ def _init_options(m: Machine) -> list[list[Any]]:
 
 # A whole JSON report of the bundled specs (107 runs, a trace for every violation) is 3 MB;
 # parsing JSON takes about ten times its size in memory, so 64 MiB refuses only abuse.
-MAX_TRACE_BYTES = 64 * 1024 * 1024     # README.md, "replay"
+MAX_TRACE_BYTES = 64 * 1024 * 1024     # docs/reference/cli.md, "haltproof replay"
 
 
 def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
     """Read a trace as the JSON report prints it: a trace object, a property, or a whole report;
     any of these traces may be in the Informal Trace Format (ITF, see explorer/itf.py)."""
     try:
-        data = strict_json.loads(read_bounded(path, MAX_TRACE_BYTES, "a trace or a report"))
+        data = strict_json.read(path, MAX_TRACE_BYTES, "a trace or a report")
     except TooLarge as exc:
         raise SpecError([Problem(path, None, str(exc))]) from None
     except OSError as exc:

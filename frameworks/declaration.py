@@ -16,11 +16,9 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from haltproof.machine import usercode
-from haltproof.machine.binding import import_user_module
+from haltproof.machine.binding import import_user_object
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.yamlpos import YList, YMap
-from haltproof.machine.text import exception_text
 
 COMMON_KEYS = {"framework", "target", "machine", "description", "params", "properties", "expect"}
 
@@ -70,23 +68,11 @@ def import_target(top: YMap, file: str) -> Any:
 
 
 def import_object(ref: Any, folder: str, here: Located) -> Any:
-    """The object `module:attr` names (attr may be dotted), its module imported from the working
-    directory or else `folder`, within the command's deadline; a problem is a SpecError at `here`.
-    The one importer of a user's object: declarations' `target:`, and `haltproof init`/`lint`."""
+    """The object a `target:` (or `haltproof init`/`lint`'s TARGET) names as `module:attr`, its module
+    imported from the working directory or else `folder` (binding.import_user_object)."""
     if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.partition(":")[::2]):
         raise here.error("target must name the object as module:attr", ref)
-    module_name, _, attr = ref.partition(":")
-    try:
-        module = usercode.load_as(lambda: f"importing the target's module {module_name} (target: {ref})",
-                                 lambda: import_user_module(module_name, folder))
-    except usercode.FAILURES as exc:     # the user's module may fail in any way while importing
-        raise here.error(f"cannot import the target's module: {exception_text(exc)}", ref) from None
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise here.error(f"module {module_name} has no {attr!r}", ref)
-        target = getattr(target, part)
-    return target
+    return import_user_object(ref, folder, here, "target")
 
 
 def mapping(top: YMap, key: str, file: str, what: str) -> YMap:

@@ -1,5 +1,5 @@
 """Reading a framework object's shape without running it: what `haltproof init` writes a starter
-declaration from and what `haltproof lint` judges (docs/init.md, docs/lint.md).
+declaration from and what `haltproof lint` judges (docs/how-to/init.md, docs/how-to/lint.md).
 
 A framework plugs in with one module (`register_shape`), which gives:
 
@@ -10,7 +10,7 @@ A framework plugs in with one module (`register_shape`), which gives:
 - `shape(obj, ref)`: the object's `Shape`: its nodes (graph nodes, agents), the edges a run may
   take, who decides each (a fixed edge, the app's code, a model), the routes the code can take to
   a target the app does not have, and the limits over its runs as far as the code shows them;
-- `starter(obj, ref)`: the text of a starter declaration file (docs/frameworks.md's format).
+- `starter(obj, ref)`: the text of a starter declaration file (docs/how-to/frameworks.md's format).
 
 The rules over a shape (cycles without an exit, unreachable nodes, ...) are framework-neutral and
 live here (`findings`). Everything is read by introspection (the framework's own objects,
@@ -103,7 +103,7 @@ class Shape:
     open: dict[str, str] = field(default_factory=dict)      # node -> why its destinations are not all known
     limits: list[Limit] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)
-    limit_error: str = "limit_error"    # the out-of-the-box property for the limit error (docs/frameworks.md)
+    limit_error: str = "limit_error"    # the out-of-the-box property for the limit error (docs/how-to/frameworks.md)
 
 
 @dataclass(frozen=True)
@@ -619,7 +619,7 @@ def label(text: str, taken: set[str]) -> str:
 
 def header(doc: Doc, ref: str, framework: str, asks: list[str]) -> None:
     """The starter's opening comment: what wrote it, and what it cannot know and asks the user."""
-    doc.comment(f"A starter declaration for {ref}, written by `haltproof init` (docs/init.md): `haltproof "
+    doc.comment(f"A starter declaration for {ref}, written by `haltproof init` (docs/how-to/init.md): `haltproof "
                 f"check` on this file explores your {framework} app as the framework runs it.")
     doc.comment("What init cannot know from the code, and asks you (search for ASK):")
     for n, ask in enumerate(asks, 1):

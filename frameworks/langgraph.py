@@ -180,7 +180,7 @@ class GraphAdapter(LiveAdapter):
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> GraphRun | Coroutine[Any, Any, GraphRun]:
         """A fresh run, up to its first nodes prepared. A graph with an `async def` node is
         streamed with `astream`: then this returns a coroutine, which haltproof runs on the
-        run's one event loop (docs/binding.md, "Async"), like every later step."""
+        run's one event loop (docs/how-to/binding.md, "Async"), like every later step."""
         require_langgraph()
         run = GraphRun()
         from langgraph.checkpoint.memory import InMemorySaver
@@ -239,7 +239,7 @@ class GraphAdapter(LiveAdapter):
         return {"next": live.next, "steps": live.steps, "status": live.status, **self.observe(live.values)}
 
 
-# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/langgraph.md)
 
 LIMIT = "recursion_limit"
 DEFAULT_LIMIT = 25                  # LangGraph's own default recursion_limit
@@ -422,7 +422,7 @@ def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[s
 
 
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: langgraph` declaration into its spec and adapter (docs/frameworks.md)."""
+    """Expand a `framework: langgraph` declaration into its spec and adapter (docs/how-to/langgraph.md)."""
     begin(top, file, require_langgraph, DECLARATION_KEYS, {"target", "input"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
@@ -538,7 +538,7 @@ def next_values(names: list[str]) -> list[str]:
 
 
 def _builtin_properties(d: Declaration) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether LangGraph's
+    """The out-of-the-box properties (docs/how-to/langgraph.md): the run ends; whether LangGraph's
     limit error can happen, the smallest safe limit; the worst cases, with what the limit promises."""
     props: dict[str, Any] = {
         "run_ends": {"terminates": True, "description": "every run ends: an answer, or LangGraph's limit error"},

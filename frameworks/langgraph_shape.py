@@ -343,12 +343,12 @@ ASKS = [
     "placeholders (a tool call's args, texts) ones your nodes and tools accept.",
     "recursion_limit: the value your app passes to invoke/stream (haltproof cannot see it); the sweep "
     "below is small so that the first check is quick, LangGraph's default is 25.",
-    "properties: what your app must do, beyond the out-of-the-box ones (docs/frameworks.md).",
+    "properties: what your app must do, beyond the out-of-the-box ones (docs/how-to/frameworks.md).",
 ]
 
 
 def starter(obj: Any, ref: str) -> str:
-    """A starter `framework: langgraph` declaration for the target (docs/init.md)."""
+    """A starter `framework: langgraph` declaration for the target (docs/how-to/init.md)."""
     g = read(obj, ref)
     s = shape(obj, ref)
     doc = Doc()

@@ -12,7 +12,7 @@ One model turn per transition, with the Runner in charge: the scripted model's r
 awaits the adapter's answer, so a run is an asyncio task paused inside the SDK at its next
 model call; a step hands the call its answer and runs the SDK (tools, handoffs, its turn
 check) until it asks the model again or the run ends. The task lives on the live adapter's
-event loop (docs/binding.md, Async). A paused task cannot be copied: runs are replayed, and
+event loop (docs/how-to/binding.md, Async). A paused task cannot be copied: runs are replayed, and
 a run haltproof lets go of is cancelled (the SDK's own cancellation path), never left pending.
 
 The abstract state read back (`reads`, all by default): `agent` (the current agent's name:
@@ -298,7 +298,7 @@ class AgentsAdapter(LiveAdapter):
         return {**seen, **self.observe(live)}
 
 
-# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/openai-agents.md)
 
 LIMIT = "max_turns"
 DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "tools", "context"}
@@ -517,7 +517,7 @@ def _tool_outcome(raw: Any, file: str, line: int) -> Any:
 
 
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/frameworks.md)."""
+    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/how-to/openai-agents.md)."""
     begin(top, file, require_agents, DECLARATION_KEYS, {"target", "input", "models"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
@@ -606,7 +606,7 @@ def _quoted(text: str) -> str:
 
 
 def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether the SDK's
+    """The out-of-the-box properties (docs/how-to/openai-agents.md): the run ends; whether the SDK's
     MaxTurnsExceeded can happen, the smallest safe max_turns; the worst cases, with what
     max_turns promises."""
     props: dict[str, Any] = {

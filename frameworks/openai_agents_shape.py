@@ -35,7 +35,7 @@ ASKS = [
     "needs a network).",
     "max_turns: the value your app passes to Runner.run (haltproof cannot see it); the sweep below is small "
     "so that the first check is quick, the SDK's default is 10.",
-    "properties: what your app must do, beyond the out-of-the-box ones (docs/frameworks.md).",
+    "properties: what your app must do, beyond the out-of-the-box ones (docs/how-to/frameworks.md).",
 ]
 
 
@@ -153,7 +153,7 @@ def _limits(module: Any, agents: dict[str, Any]) -> list[Limit]:
 # ---------------------------------------------------------------- init
 
 def starter(obj: Any, ref: str) -> str:
-    """A starter `framework: openai_agents` declaration for the agent (docs/init.md)."""
+    """A starter `framework: openai_agents` declaration for the agent (docs/how-to/init.md)."""
     agents = _agents(obj, ref)
     doc = Doc()
     header(doc, ref, "OpenAI Agents", ASKS)

@@ -294,7 +294,7 @@ def _scripted_tools(adapter: AgentAdapter, script: Script) -> Any:
     return ScriptedTools()
 
 
-# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/pydantic-ai.md)
 
 DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries"}
 DECLARED_LIMITS = ("request_limit", "tool_calls_limit")     # token and cost counts of a FunctionModel are estimates
@@ -564,7 +564,7 @@ def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, 
 
 
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/frameworks.md)."""
+    """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/how-to/pydantic-ai.md)."""
     begin(top, file, require_pydantic_ai, DECLARATION_KEYS, {"target", "prompt", "models"})
     from pydantic_ai.agent import AbstractAgent
     agent = import_target(top, file)
@@ -628,7 +628,7 @@ def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: i
 
 
 def _builtin_agent_properties(d: AgentDeclaration, has_tools: bool) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether each of Pydantic AI's
+    """The out-of-the-box properties (docs/how-to/pydantic-ai.md): the run ends; whether each of Pydantic AI's
     limit errors can happen, the smallest safe value of the param behind it; the worst cases, with
     what each limit promises."""
     request_limit = d.limits.get("request_limit", DEFAULT_REQUEST_LIMIT)

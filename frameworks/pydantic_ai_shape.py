@@ -33,7 +33,7 @@ ASKS = [
     "{raises: CLASS, message: TEXT} for a failure, {returns: VALUE} to return without running it.",
     "limits: the UsageLimits your app passes (haltproof cannot see them); the sweep below is small so "
     "that the first check is quick. Pydantic AI's default is request_limit 50 and no tool_calls_limit.",
-    "properties: what your app must do, beyond the out-of-the-box ones (docs/frameworks.md).",
+    "properties: what your app must do, beyond the out-of-the-box ones (docs/how-to/frameworks.md).",
 ]
 
 
@@ -120,7 +120,7 @@ def _limits(module: Any, obj: Any) -> list[Limit]:
 # ---------------------------------------------------------------- init
 
 def starter(obj: Any, ref: str) -> str:
-    """A starter `framework: pydantic_ai` declaration for the agent (docs/init.md)."""
+    """A starter `framework: pydantic_ai` declaration for the agent (docs/how-to/init.md)."""
     tools = _tools(obj, ref)
     doc = Doc()
     header(doc, ref, "Pydantic AI", ASKS)

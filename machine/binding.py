@@ -42,7 +42,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from . import usercode
 from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Machine, spec_line
-from .errors import Problem, SpecError
+from .errors import Located, Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
 from .usercode import running
@@ -165,22 +165,32 @@ def import_user_module(name: str, folder: str) -> Any:
     return importlib.import_module(name)
 
 
+def import_user_object(ref: str, folder: str, here: Located, key: str) -> Any:
+    """The object `module:attr` names (attr may be dotted; the caller checked the shape), its
+    module imported by `import_user_module` within the check's deadline; a problem is a
+    SpecError at `here`. The one importer of a user's object: `bind:` (key "bind"), and a
+    declaration's `target:` with `haltproof init`/`lint` (frameworks/declaration.py)."""
+    module_name, _, attr = ref.partition(":")
+    role = "the bound module" if key == "bind" else f"the {key}'s module"
+    try:
+        module = usercode.load_as(lambda: f"importing {role} {module_name} ({key}: {ref})",
+                                  lambda: import_user_module(module_name, folder))
+    except usercode.FAILURES as exc:   # the user's module may fail in any way while importing
+        raise here.error(f"cannot import {role}: {exception_text(exc)}", ref) from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise here.error(f"module {module_name} has no {attr!r}", ref)
+        target = getattr(target, part)
+    return target
+
+
 def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter:
     """Import `module:Name` and return an adapter instance (a class is instantiated)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise SpecError([Problem(file, line, "bind must be written module:Name", ref)])
-    try:
-        module = usercode.load_as(lambda: f"importing the bound module {module_name} (bind: {ref})",
-                                 lambda: import_user_module(module_name, os.path.dirname(os.path.abspath(file))))
-    except usercode.FAILURES as exc:   # the user's module may fail in any way while importing
-        raise SpecError([Problem(file, line, f"cannot import the bound module: "
-                                             f"{exception_text(exc)}", ref)]) from None
-    target = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise SpecError([Problem(file, line, f"module {module_name} has no {attr!r}", ref)])
-        target = getattr(target, part)
+    target = import_user_object(ref, os.path.dirname(os.path.abspath(file)), Located(file, line), "bind")
     try:
         adapter = usercode.load_as(lambda: f"creating the adapter {ref}", target) if isinstance(target, type) \
             else target

@@ -1,7 +1,7 @@
 """Declaration files: a YAML file naming a framework and the user's own object, instead of a spec.
 
 A file whose top level has `framework: NAME` is not a spec: the integration registered
-under NAME expands it into one (docs/frameworks.md). The spec loader calls `expand` and
+under NAME expands it into one (docs/how-to/frameworks.md). The spec loader calls `expand` and
 loads what it returns like any spec, so `haltproof check`, sweeps, every output format and
 the pytest plugin take declarations as they take specs.
 
@@ -28,11 +28,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .errors import Located, SpecError
 from .trust import without_code
-from .yamlpos import YMap
+
+if TYPE_CHECKING:       # imported where used: registering an integration loads no YAML parser
+    from .yamlpos import YMap
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Declared:
     adapter: Callable[[], Any]
 
 
-Expand = Callable[[YMap, str], Declared]
+Expand: TypeAlias = "Callable[[YMap, str], Declared]"
 
 _REGISTRY: dict[str, Expand | str] = {}
 
@@ -61,6 +63,7 @@ def registered() -> list[str]:
 
 def is_declaration(top: Any) -> bool:
     """Whether a file's top level is a declaration (it names a framework) rather than a spec."""
+    from .yamlpos import YMap
     return isinstance(top, YMap) and "framework" in top
 
 

@@ -61,7 +61,7 @@ from . import usercode
 from .binding import CodeError, checked_hashable, user_traceback
 from .compiled import CompiledAction, EvalError, Machine, MissingChoice
 from .errors import Problem, SpecError
-from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
+from .spec import (Action, DeclKind, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
                    SetStage, negative_bound, present)
 from .inputs import value_count
 from .text import exception_text
@@ -97,7 +97,7 @@ def _meta(method: object) -> _ActionMeta:
 class _Prop:
     """A property declared on a Model class."""
 
-    def __init__(self, kind: str, fn: UserFn | None = None, *, bound: UserFn | None = None,
+    def __init__(self, kind: DeclKind, fn: UserFn | None = None, *, bound: UserFn | None = None,
                  count: UserFn | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)

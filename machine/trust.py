@@ -2,7 +2,7 @@
 
 A YAML spec is data: it is read with a safe loader and its expressions are parsed against a
 whitelist, so nothing in the YAML itself can run code. Four things name code, which
-haltproof imports and runs when it checks them (docs/trust.md):
+haltproof imports and runs when it checks them (docs/how-to/trust.md):
 
 - `bind: module:Name` imports the module and creates and calls the adapter;
 - `raises:` (with `bind:`) imports each declared exception's module;

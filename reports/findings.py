@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.explorer.check import BOUND_OPTION, judge, unsettled
+from haltproof.explorer.options import BOUND_OPTION
+from haltproof.explorer.results import judge, unsettled
 from haltproof.machine.text import assignments_text, counted, trace_table
 
 # What one property result means for the gate.

@@ -109,7 +109,7 @@ def _graph_of(result: Any, run: dict[str, Any], limit: int) -> StateGraph | str:
     n = stats.get("states", 0)
     if run.get("stopped_by"):
         return "state graph: not drawn (the exploration stopped early, so the graph is incomplete)"
-    ex = getattr(result, "exploration", None)
+    ex = getattr(result, "_exploration", None)
     if n > limit or ex is None:
         return f"state graph: not drawn ({n:,} states; it is drawn for runs of at most {limit} states)"
     return build_graph(ex, highlight=_counterexamples(result), name=run.get("machine", ""))

@@ -8,13 +8,14 @@ surrogate as its escape `\\udc80`, a text past 10,000 characters cut (machine/te
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from haltproof.machine.spec import CODE_BUILTINS, PropertyDecl, shown_path
+from haltproof.machine.spec import CODE_BUILTINS, ParamValue, PropertyDecl, shown_path
 from haltproof.machine.text import encodable, report_text
 from haltproof.properties.kinds import HOLDS, VIOLATED, PropertyResult
 
-from haltproof.explorer.check import RunResult
+from haltproof.explorer.results import RunResult, RunVerdict
 
 from .findings import run_verdict
 
@@ -31,7 +32,7 @@ def version() -> str:
         return "0+unknown"
 
 
-def overall(runs: list[RunResult]) -> tuple[str, int]:
+def overall(runs: list[RunResult]) -> tuple[RunVerdict, int]:
     """The gate's verdict and exit code: a failed run (1) beats an incomplete one (3) beats proved (0).
     No run at all proves nothing: incomplete, never "proved"."""
     if not runs:
@@ -82,7 +83,7 @@ def from_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_json(r: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "spec": shown_path(r.spec.path), "machine": r.spec.name, "params": r.params,
+        "spec": shown_path(r.spec_path), "machine": r.machine, "params": r.params,
         "explored": r.explored, "engine": r.engine,
         "result": r.result, "stats": r.stats,
         "properties": [_prop_json(p, r.params) for p in r.properties],
@@ -109,9 +110,9 @@ def run_json(r: RunResult) -> dict[str, Any]:
         out["determinism"] = r.determinism
     if r.representatives is not None:
         out["representatives"] = r.representatives
-    if r.spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
-        out["code_not_run"] = {"bind": r.spec.bind,
-                               "not_checked": [n for n in r.spec.builtins if n in CODE_BUILTINS],
+    if r._spec.bind and r.explored == "model":      # --model: say the code did not run, and what that leaves out
+        out["code_not_run"] = {"bind": r._spec.bind,
+                               "not_checked": [n for n in r._spec.builtins if n in CODE_BUILTINS],
                                "by": r.stages_by}
     return out
 
@@ -120,7 +121,7 @@ def _source(r: RunResult) -> dict[str, Any]:
     """Where things are declared in the spec file, so CI annotations can point at lines.
     `files` (only when some are) names the file of each declared elsewhere: a Python model's
     base class may be in another module than the subclass the spec's path is."""
-    spec = r.spec
+    spec = r._spec
     rules = {a.name: {rule.name: rule.line for rule in a.decide.rules} for a in spec.actions if a.decide}
     out = {"file": shown_path(spec.path),
            "actions": {a.name: a.line for a in spec.actions},
@@ -147,7 +148,7 @@ def _elsewhere(spec: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v}
 
 
-def _prop_json(p: PropertyResult, params: dict[str, int]) -> dict[str, Any]:
+def _prop_json(p: PropertyResult, params: Mapping[str, ParamValue]) -> dict[str, Any]:
     out: dict[str, Any] = {"name": p.name, "kind": p.kind, "status": p.status, "message": p.message,
                            "trace": p.trace.to_json(params) if p.trace is not None else None}
     if p.line is not None:
@@ -183,7 +184,7 @@ def sweeps(runs: list[RunResult]) -> list[dict[str, Any]]:
     first fails (the smallest params, in the order the spec declares them)."""
     by_spec: dict[str, list[RunResult]] = {}
     for r in runs:
-        by_spec.setdefault(shown_path(r.spec.path), []).append(r)
+        by_spec.setdefault(shown_path(r.spec_path), []).append(r)
     out = []
     for path, group in by_spec.items():
         if len(group) < 2:
@@ -196,11 +197,11 @@ def sweeps(runs: list[RunResult]) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"spec": path, "params": list(group[0].params),
                                  "runs": [{"params": r.params, "verdict": _cell_word(r)} for r in group],
                                  "first_failures": first}
-        safe = [row for decl in group[0].spec.properties if decl.smallest_safe
+        safe = [row for decl in group[0]._spec.properties if decl.smallest_safe
                 for row in smallest_safe(decl, group)]
         if safe:
             entry["smallest_safe"] = safe
-        allows = [row for decl in group[0].spec.properties if decl.kind == "maximum" and decl.limit
+        allows = [row for decl in group[0]._spec.properties if decl.kind == "maximum" and decl.limit
                   for row in limit_allows(decl, group)]
         if allows:
             entry["limit_allows"] = allows

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from haltproof.cli.main import main
+from report_schema import BROKEN, REPORT, validate_outputs, watch_reports
+
+watch_reports()     # before any test module imports to_json: every report built is validated
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -26,12 +29,23 @@ class Ran:
 
 @pytest.fixture
 def cli(capsys):
-    """Run `haltproof ARGS...` in-process; returns exit code, stdout and stderr."""
+    """Run `haltproof ARGS...` in-process; returns exit code, stdout and stderr. The reports it
+    writes are validated against the report schema (tests/report_schema.py)."""
     def run(*args: str) -> Ran:
-        code = main([str(a) for a in args])
+        argv = [str(a) for a in args]
+        code = main(argv)
         captured = capsys.readouterr()
+        validate_outputs(argv, code, captured.out)
         return Ran(code, captured.out, captured.err)
     return run
+
+
+@pytest.fixture(autouse=True)
+def reports_follow_the_schema():
+    """Fail a test whose reports break the schema of haltproof-report/1 (tests/report_schema.py)."""
+    BROKEN.clear()
+    yield
+    assert not BROKEN, f"a report breaks {REPORT}'s schema (src/haltproof/report.schema.json):\n" + "\n".join(BROKEN)
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +81,7 @@ SLOW_SPECS = {"budget_runner.yaml", "gate_chain.yaml"}     # seconds each on eve
 
 def verdict_specs(paths: list[Path]) -> list:
     """`paths` as parameters, each marked `verdict` (the per-mutant selection of
-    docs/mutation.md) unless it is one of the slow specs, which are marked `slow`."""
+    docs/explanation/mutation-testing.md) unless it is one of the slow specs, which are marked `slow`."""
     return [pytest.param(p, marks=pytest.mark.slow if p.name in SLOW_SPECS else pytest.mark.verdict)
             for p in paths]
 

@@ -1,4 +1,4 @@
-"""A reference explorer for haltproof specs, written from docs/spec-language.md alone.
+"""A reference explorer for haltproof specs, written from docs/reference/spec-language.md alone.
 
 It shares no code with haltproof: the YAML is read with `yaml.safe_load`, expressions are
 evaluated by Python's own `eval` (the spec language is a subset of Python's expression
@@ -695,7 +695,7 @@ def is_run(m: Machine, steps: list[dict], *, may_leave_domain: bool = False) -> 
 
 # ---------------------------------------------------------------- patterns, past time, fairness
 #
-# Judged over RUNS, from docs/spec-language.md's tables, by a breadth-first search over pairs
+# Judged over RUNS, from docs/reference/spec-language.md's tables, by a breadth-first search over pairs
 # (state, history): the history holds what the semantics needs to know about the run so far
 # (history flags, written plainly per scope below), never haltproof's monitors.
 

@@ -1,7 +1,7 @@
 """Mutants of explorer/acknowledged.py that the verdict selection let through (issue 18, the
 sampled run of round 7): which terminal state a `declared_unreachable` finding about a terminal
 value points at. The case was worked out by hand and runs on both engines; the test was seen
-failing with its mutation applied (docs/mutation.md)."""
+failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 
 pytestmark = pytest.mark.verdict

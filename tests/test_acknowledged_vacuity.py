@@ -2,14 +2,15 @@
 `unreachable_when: PARAM_EXPR` + `because: TEXT`. For the params where it holds its vacuity
 warning is silenced, and reaching it there is a `declared_unreachable` finding with a
 shortest trace, on both engines; a bad declaration is an error at its line (exit 2).
-Semantics: docs/spec-language.md, "Acknowledged vacuity".
+Semantics: docs/reference/spec-language.md, "Acknowledged vacuity".
 """
 
 from __future__ import annotations
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 
@@ -177,7 +178,7 @@ def test_a_bad_declaration_exits_2_on_the_command_line(cli, tmp_path) -> None:
 
 def test_the_docs_example_output(cli, tmp_path, monkeypatch) -> None:
     from conftest import ROOT
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     section = doc.split("### Acknowledged vacuity", 1)[1]
     shown = section.split("```text\n", 1)[1].split("```", 1)[0].strip()
     (tmp_path / "docs" / "examples").mkdir(parents=True)

@@ -1,6 +1,6 @@
 """Mutants of machine/astgen.py (the AST builders of every generated function and of the
 scalar engine's generated loop) that the rest of the verdict selection let through (issue 18).
-Each test was seen failing with its mutation applied (docs/mutation.md)."""
+Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from haltproof.explorer import engine as E
-from haltproof.explorer.check import Options, check_machine, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
 from test_verdict_kills import _machine

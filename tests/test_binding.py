@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import broken_decides
-from haltproof.explorer.check import Options, check_spec, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import check_spec
 from haltproof.cli.main import main
 from haltproof.harness.loop_binding import REPRESENTATIVES
 from haltproof.machine.spec import load_spec

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.machine import binding as B
 from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import SpecError

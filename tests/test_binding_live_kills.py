@@ -18,7 +18,9 @@ from hypothesis import find
 
 import live_agents
 from haltproof.explorer import parallel
-from haltproof.explorer.check import Options, RunResult, check_machine, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, check_spec, prepare
 from haltproof.machine import binding as B
 from haltproof.machine.compiled import Machine
 from haltproof.machine.errors import SpecError

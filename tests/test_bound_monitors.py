@@ -1,6 +1,6 @@
 """Property patterns, past-time operators and conditional choices on a spec with `bind:`: the
 monitors are the spec's (they read the abstract state the bound code reports), a choice that is
-not made is never passed to the code (docs/spec-language.md, "Property patterns")."""
+not made is never passed to the code (docs/reference/spec-language.md, "Property patterns")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 
 TESTS = Path(__file__).resolve().parent

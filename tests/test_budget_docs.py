@@ -1,4 +1,4 @@
-"""docs/budget-runner.md is true: every command in it runs with its documented exit code
+"""docs/tutorials/budget-runner.md is true: every command in it runs with its documented exit code
 (`# exit N` in its comment, 0 when none is given), in order, in a fresh directory; the
 sample output is what the runner prints; the numbers quoted are the checker's."""
 
@@ -18,7 +18,7 @@ from haltproof.harness.budget.cli import main as budget_main
 
 from conftest import ROOT
 
-DOC = (ROOT / "docs" / "budget-runner.md").read_text()
+DOC = (ROOT / "docs" / "tutorials" / "budget-runner.md").read_text()
 BLOCKS = re.findall(r"```bash\n(.*?)```", DOC, re.S)
 
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import broken_runners
 import budget_checks
-from haltproof.explorer.check import Options, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec, prepare
 from haltproof.harness.budget.binding import BudgetRunnerAdapter
 from haltproof.machine.spec import load_spec
 from haltproof.machine.text import counted

@@ -1,7 +1,7 @@
 """Mutants of explorer/chances.py that the verdict selection let through (issue 18, the sampled
 run of round 7): the words of a bound judged on the iterative solver's interval, and where
 the witness of an infinite expected total goes. Each case was worked out by hand and runs on
-both engines; each test was seen failing with its mutation applied (docs/mutation.md)."""
+both engines; each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from fractions import Fraction
 import pytest
 
 from haltproof.explorer.chances import value_json
-from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
 from haltproof.properties.kinds import Subject

@@ -2,7 +2,7 @@
 selection let through (issue 18, the mutation campaign's explorer/check.py run).
 
 Each test was seen failing with its mutation applied and passes on the real code;
-docs/mutation.md lists the mutations each one kills. Checks run on both engines where
+docs/explanation/mutation-testing.md lists the mutations each one kills. Checks run on both engines where
 the verdict could differ between them.
 """
 
@@ -14,9 +14,9 @@ import time
 import pytest
 
 from haltproof.explorer import check
-from haltproof.explorer.check import (Options, RunResult, check_machine, check_pins, check_spec, judge, prepare,
-                                      prepare_python, unsettled,
-                                      sweep)
+from haltproof.explorer.options import Options, check_pins, sweep
+from haltproof.explorer.results import RunResult, judge, unsettled
+from haltproof.explorer.check import check_machine, check_spec, prepare, prepare_python
 from haltproof.machine.compiled import Machine
 from haltproof.machine.pymodel import Model, action
 from haltproof.machine.errors import SpecError
@@ -337,7 +337,7 @@ def test_every_property_kind_says_what_it_found(engine):
         "four": ("violated", "unreachable: no reachable state satisfies it", None, None)}
     assert {k: (b["value"], b["exact"], b["message"], len(b["witness"])) for k, b in r.bounds.items()} == {
         "transitions": (3, True, "at most 3", 3), "cost": (12, True, "at most 12", 3)}
-    assert r.exploration is not None and len(r.exploration.states) == 4     # small and complete: kept
+    assert r._exploration is not None and len(r._exploration.states) == 4     # small and complete: kept
 
 
 def test_a_partial_exploration_leaves_every_property_unknown_and_every_bound_a_lower_one():
@@ -354,7 +354,7 @@ def test_a_partial_exploration_leaves_every_property_unknown_and_every_bound_a_l
         "four": ("unknown", f"not reached in the explored part; {stopped}", None, None)}
     assert {k: (b["value"], b["exact"], b["message"]) for k, b in r.bounds.items()} == {
         "transitions": (1, False, f"at least 1 ({stopped})"), "cost": (4, False, f"at least 4 ({stopped})")}
-    assert r.exploration is None
+    assert r._exploration is None
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -491,7 +491,7 @@ properties:
         "well_defined": (VIOLATED, "terminal (t.yaml:5): integer division or modulo by zero"),
         "ends": (UNKNOWN, ends_unknown), "small": (UNKNOWN, CUT_SHORT), "v": (UNKNOWN, ends_unknown)}
     assert (r.result, r.verdict, r.stopped_by, r.stop_reason) == ("violated", "fail", None, None)
-    assert r.exploration is not None and len(r.exploration.states) == 3
+    assert r._exploration is not None and len(r._exploration.states) == 3
     assert r.bounds["transitions"]["message"] == f"at least 2 ({ends_unknown.removeprefix('not decided: ')})"
 
 
@@ -548,7 +548,7 @@ def test_auto_runs_small_spaces_on_the_scalar_engine_and_large_ones_on_the_vecto
 @pytest.mark.parametrize("states,kept", [(200, True), (201, False)])
 def test_a_run_keeps_its_explored_graph_up_to_200_states(states, kept):
     r = check_machine(_machine(_counter(states - 1)), Options(engine="scalar"))
-    assert (r.exploration is not None) == kept
+    assert (r._exploration is not None) == kept
 
 
 # ---------------------------------------------------------------- the shorter of two errors

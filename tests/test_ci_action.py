@@ -1,5 +1,5 @@
 """The GitHub Action (action.yml + scripts/action-run), the pre-commit hook
-(.pre-commit-hooks.yaml) and their page, docs/ci.md.
+(.pre-commit-hooks.yaml) and their page, docs/how-to/ci.md.
 
 The action's script runs here as the runner would run it: its inputs as INPUT_* variables
 (the defaults action.yml declares, then the test's), GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
@@ -31,7 +31,7 @@ ACTION_TEXT = (ROOT / "action.yml").read_text()
 ACTION = yaml.safe_load(ACTION_TEXT)
 HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
 SCRIPT = ROOT / "scripts" / "action-run"
-DOC = (ROOT / "docs" / "ci.md").read_text()
+DOC = (ROOT / "docs" / "how-to" / "ci.md").read_text()
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 BIN = Path(sys.executable).parent                 # this environment's python and haltproof
 OUTPUTS = {"exit-code", "result", "sarif", "junit", "json"}
@@ -404,7 +404,7 @@ def test_hook_checks_the_changed_specs(repo):
     assert ran.stdout.rstrip().endswith("6 runs: 0 proved, 0 violated as expected, 6 failed, 0 incomplete -> violated")
 
 
-# -- docs/ci.md ----------------------------------------------------------------------------------
+# -- docs/how-to/ci.md ----------------------------------------------------------------------------------
 
 def _yaml_blocks() -> list[str]:
     return re.findall(r"```yaml\n(.*?)```", DOC, re.S)
@@ -511,11 +511,11 @@ def test_doc_tables_list_every_input_with_its_default_and_every_output():
 
 
 def test_doc_is_linked_from_the_readme_and_the_formats_page():
-    assert "(docs/ci.md)" in (ROOT / "README.md").read_text()
-    assert "(ci.md)" in (ROOT / "docs" / "ci-formats.md").read_text()
+    assert "(docs/how-to/ci.md)" in (ROOT / "README.md").read_text()
+    assert "(ci.md)" in (ROOT / "docs" / "how-to" / "ci-formats.md").read_text()
 
 
-# -- run-code: no code of a fork's specs runs (docs/trust.md) ----------------------------------
+# -- run-code: no code of a fork's specs runs (docs/how-to/trust.md) ----------------------------------
 
 def _pull_request(head: str | None, base: str = "me/repo") -> dict:
     return {"pull_request": {"head": {"repo": None if head is None else {"full_name": head}}},
@@ -535,7 +535,7 @@ def test_a_pull_request_from_a_fork_runs_none_of_the_specs_code(bound):
     assert ran.code == 0, ran.err
     lines = ran.out.splitlines()
     assert lines[0] == ("::notice title=haltproof%3A --no-code::A pull request from someone/fork: none of the code "
-                        "the specs name runs (run-code: auto; docs/trust.md).")
+                        "the specs name runs (run-code: auto; docs/how-to/trust.md).")
     assert lines[1].startswith("haltproof check trusting.yaml --no-code --format github ")
     assert bound.imported() == []
     assert json.loads((bound.folder / "haltproof.json").read_text())["runs"][0]["code_not_run"]["by"] == "--no-code"

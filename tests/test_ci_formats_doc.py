@@ -1,4 +1,4 @@
-"""docs/ci-formats.md is real: its commands run with the exit codes it states, its sample
+"""docs/how-to/ci-formats.md is real: its commands run with the exit codes it states, its sample
 outputs are what those commands print, and its GitHub Actions job runs as written."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import yaml
 from conftest import ROOT, doc_commands
 from haltproof.reports import report
 
-DOC = (ROOT / "docs" / "ci-formats.md").read_text()
+DOC = (ROOT / "docs" / "how-to" / "ci-formats.md").read_text()
 FENCE = re.compile(r"^(```|~~~)(\w*)\n(.*?)^\1$", re.S | re.M)
 
 

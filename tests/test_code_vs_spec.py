@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine import binding as B
 from haltproof.machine.spec import load_spec
 

@@ -2,7 +2,7 @@
 codes a rehash must move (a home in slot 0, a run wrapping past the table's end), the
 doubling at exactly half full, indices that would overflow int32, unsigned codes past 2^63,
 the bitmap's size, and `first_occurrences` split into pieces. Each test was seen failing with
-its mutation applied (docs/mutation.md)."""
+its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

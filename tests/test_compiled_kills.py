@@ -1,6 +1,6 @@
 """Mutants of machine/compiled.py that the rest of the verdict selection let through (issue 18):
 the spec lines errors are reported at, the domains named in messages, the parameter errors'
-text. Each test was seen failing with its mutation applied (docs/mutation.md)."""
+text. Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec, prepare
 from haltproof.explorer.replay import run_steps
 from haltproof.machine import compiled as compiled_module
 from haltproof.machine.spec import SpecError, load_spec, parse_spec

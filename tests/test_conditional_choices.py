@@ -2,7 +2,7 @@
 whose `when:` is false is absent from the transition (no trace row entry, no coverage), a
 value whose `when:` is false is never drawn, and reading an absent choice is the clear
 error of reading a choice the action does not make. Both scalar loops agree; the vector
-engine declines with its reason. Semantics: docs/spec-language.md, "Conditional choices".
+engine declines with its reason. Semantics: docs/reference/spec-language.md, "Conditional choices".
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.explorer.engine import transitions_from
 from haltproof.explorer.replay import run_scenario
 from haltproof.machine.compiled import CompiledSpec
@@ -248,7 +249,7 @@ def test_a_value_or_choice_never_possible_is_a_vacuity_notice() -> None:
 
 def test_the_docs_example_is_the_shipped_one_and_is_proved(cli) -> None:
     from conftest import ROOT
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     section = doc.split("### Conditional choices", 1)[1]
     block = section.split("```yml\n", 1)[1].split("```", 1)[0]
     assert block == (ROOT / "docs" / "examples" / "agent_choices.yaml").read_text()

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import broken_decides
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.cli.main import main
 from haltproof.explorer.conform import conform
 from haltproof.harness.loop_binding import LoopDemoAdapter, classify

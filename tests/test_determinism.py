@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.binding import FULL_UP_TO, declared_states, determinism_for
 from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.spec import load_spec
@@ -17,7 +18,7 @@ from haltproof.machine.spec import load_spec
 from conftest import LOOP_DEMO
 from test_binding import bound_copy
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 TESTS = Path(__file__).resolve().parent
 PINS = ("-p", "max_steps=2", "-p", "max_retries=1")    # 112 states, 105 transitions, 21 non-terminal

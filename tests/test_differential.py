@@ -1,7 +1,7 @@
 """Differential tests: both engines against an independent reference explorer.
 
 tests/reference_explorer.py explores a spec from its YAML with Python's `eval` and exact
-ints, written from docs/spec-language.md and sharing no code with haltproof.
+ints, written from docs/reference/spec-language.md and sharing no code with haltproof.
 tests/random_specs.py draws random valid specs over the whole language (params, range
 choices, records, decide tables of several rules, step invariants over before/after,
 products near the int32/int64 limits, terminals reading vars an `independent_of`
@@ -40,7 +40,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec, parse_spec
 from haltproof.machine.vectorize import NotVectorizable, vectorize
@@ -100,16 +101,16 @@ def compare(ref: RefRun, run, text: str) -> None:
     assert run.params == ref.params, where
     if monitored(m):
         # the engines explore the machine with their monitors: compare the machine's own states
-        if run.exploration is not None:
-            got = {tuple(run.exploration.states[i])[:len(m.names)] for i in range(len(run.exploration.states))}
+        if run._exploration is not None:
+            got = {tuple(run._exploration.states[i])[:len(m.names)] for i in range(len(run._exploration.states))}
             assert got == set(ref.states), f"states differ (the machine's vars)\n{where}"
     else:
         stats = run.stats
         got = (stats["states"], stats["transitions"], stats["terminal_states"], stats["max_depth"])
         want = (len(ref.states), ref.transitions, ref.terminal_states, ref.max_depth)
         assert got == want, f"(states, transitions, terminal states, depth) {got}, reference {want}\n{where}"
-        if run.exploration is not None:
-            got = [tuple(run.exploration.states[i]) for i in range(len(run.exploration.states))]
+        if run._exploration is not None:
+            got = [tuple(run._exploration.states[i]) for i in range(len(run._exploration.states))]
             assert got == ref.states, f"states differ (in BFS order)\n{where}"
         assert run.coverage["rules"] == ref.rules, where
         if ref.labels:

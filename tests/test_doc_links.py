@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 
@@ -39,7 +39,7 @@ def links(page: Path) -> list[str]:
             if not re.match(r"[a-z]+:", t)]          # http:, https:, mailto: are not ours
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_reaches_its_file_and_heading(page: Path) -> None:
     dead = []
     for target in links(page):

@@ -1,5 +1,6 @@
 """The README and docs examples are real: their commands run with the documented exit
-codes and the example spec in docs/ is the one the reference shows."""
+codes, their sample outputs are what the commands print, and the example spec in docs/ is the
+one the reference shows."""
 
 from __future__ import annotations
 
@@ -14,17 +15,32 @@ import pytest
 from conftest import ROOT, doc_commands
 
 README = (ROOT / "README.md").read_text()
-SPEC_DOC = (ROOT / "docs" / "spec-language.md").read_text()
+CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text()
+SPEC_DOC = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
+TUTORIAL = (ROOT / "docs" / "tutorials" / "first-check.md").read_text()
+# The pages whose `haltproof ...` commands this file runs (the other pages have a test of their own).
+COMMAND_PAGES = ["README.md", "docs/tutorials/first-check.md", "docs/reference/cli.md", "docs/explanation/engines.md",
+                 "docs/how-to/probabilities.md"]
+TOUR = ROOT / "docs" / "examples" / "tour.yaml"
 
 
-def _commands() -> list[str]:
+def _commands() -> list[tuple[str, str, int]]:
+    """Each page's `haltproof ...` command lines (bash blocks), with the exit code the line's
+    comment gives (`# exit 3: ...`; 0 when it says none)."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
-        for line in block.splitlines():
-            line = line.split("  #")[0].strip()
-            if line.startswith("haltproof "):
-                out.append(line)
+    for page in COMMAND_PAGES:
+        for block in re.findall(r"```bash\n(.*?)```", (ROOT / page).read_text(), re.S):
+            for line in block.splitlines():
+                command, _, comment = line.partition("  #")
+                if command.strip().startswith("haltproof "):
+                    code = re.match(r"\s*exit (\d)", comment)
+                    out.append((command.strip(), page, int(code.group(1)) if code else 0))
     return out
+
+
+def _untimed(text: str) -> str:
+    """A report's text with every duration shown as 0.01 s, as the pages show them."""
+    return re.sub(r"\d+\.\d\d s", "0.01 s", text)
 
 
 def _script_lines(path: Path) -> list[str]:
@@ -62,37 +78,80 @@ def test_the_test_command_lints_type_checks_and_tests_everything():
     assert options["addopts"] == ["--strict-markers"]
 
 
-def test_the_readmes_quick_run_leaves_out_a_registered_marker():
-    (marker,) = re.findall(r'^scripts/test -m "not (\w+)"', README, re.M)
+def test_the_quick_run_contributing_shows_leaves_out_a_registered_marker():
+    (marker,) = re.findall(r'^scripts/test -m "not (\w+)"', CONTRIBUTING, re.M)
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert marker == "slow" and any(m.startswith("slow: ") for m in options["markers"])
 
 
-@pytest.mark.parametrize("command", doc_commands(_commands()))
-def test_readme_command_runs(cli, command, tmp_path, monkeypatch):
+def test_the_pages_show_commands_this_file_runs():
+    """A command line this file would not run is not shown: the pages above hold the README's
+    commands, and each of them has some."""
+    pages = {page for _, page, _ in _commands()}
+    assert pages == set(COMMAND_PAGES)
+    assert ("haltproof check docs/examples/tour.yaml -p K=2", "README.md", 1) in _commands()
+    assert ("haltproof check specs/loop_demo.yaml --max-states 3", "docs/reference/cli.md", 3) in _commands()
+
+
+@pytest.mark.parametrize("command, page, expected", doc_commands(_commands()))
+def test_doc_command_runs(cli, command, page, expected, tmp_path, monkeypatch):
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
     monkeypatch.chdir(tmp_path)
     if "--trace report.json" in command:
         assert cli("check", "specs/mutants/retry_past_last_step.yaml", "-p", "max_steps=2",
                    "--json", "report.json").code == 0
     ran = cli(*shlex.split(command)[1:])
-    expected = 3 if "--max-states 3" in command else 0
-    assert ran.code == expected, (command, ran.out[-1500:], ran.err)
+    assert ran.code == expected, (page, command, ran.out[-1500:], ran.err)
 
 
-def test_readme_sample_output_is_what_check_prints(cli):
+def _shown(text: str, command: str) -> str:
+    """The output a page shows under `$ COMMAND` in a plain fenced block."""
+    (block,) = re.findall(r"```\n\$ " + re.escape(command) + r"\n(.*?)```", text, re.S)
+    return block
+
+
+def test_the_readme_tour_catches_the_bug_and_its_one_line_fix_proves_it(cli, tmp_path, monkeypatch):
+    """The README's spec is docs/examples/tour.yaml; the output it shows is what checking it
+    prints; its diff is one line, and applied, every budget is proved with the output shown."""
+    assert "```yaml\n" + TOUR.read_text() + "```" in README
+    (tmp_path / "docs" / "examples").mkdir(parents=True)
+    shutil.copy(TOUR, tmp_path / "docs" / "examples" / "tour.yaml")
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "docs/examples/tour.yaml", "-p", "K=2")
+    assert ran.code == 1
+    assert _untimed(ran.out) == _shown(README, "haltproof check docs/examples/tour.yaml -p K=2")
+    (diff,) = re.findall(r"```diff\n(.*?)```", README, re.S)
+    (old,), (new,) = ([ln[1:] for ln in diff.splitlines() if ln.startswith(sign)] for sign in "-+")
+    spec = tmp_path / "docs" / "examples" / "tour.yaml"
+    assert spec.read_text().count(old + "\n") == 1
+    spec.write_text(spec.read_text().replace(old + "\n", new + "\n"))
+    fixed = cli("check", "docs/examples/tour.yaml")
+    assert fixed.code == 0
+    assert _untimed(fixed.out) == _shown(README, "haltproof check docs/examples/tour.yaml")
+
+
+def test_the_tutorials_sample_outputs_are_what_check_prints(cli):
     ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=5", "-p", "max_retries=1")
-    shown = re.sub(r"\d+\.\d\d s", "0.01 s", ran.out.replace(str(ROOT) + "/", ""))
-    assert "```\n$ haltproof check specs/loop_demo.yaml -p max_steps=5 -p max_retries=1\n" + shown + "```" in README
+    shown = _untimed(ran.out.replace(str(ROOT) + "/", ""))
+    assert _shown(TUTORIAL, "haltproof check specs/loop_demo.yaml -p max_steps=5 -p max_retries=1") == shown
     ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", "max_steps=5", "-p", "max_retries=1", "--verbose")
-    for line in ("proved: 322 states, 420 transitions, 238 terminal, depth 5",
-                 "specs/loop_demo.yaml  [loop_demo]  max_steps=5 max_retries=1  "
-                 "(checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter)"):
-        assert line in README and line in ran.out
+    verbose = _shown(TUTORIAL, "haltproof check specs/loop_demo.yaml -p max_steps=5 -p max_retries=1 --verbose")
+    out = _untimed(ran.out.replace(str(ROOT) + "/", ""))
+    for line in verbose.splitlines():        # a line cut with "..." shows the start of a real one
+        head = line.split("...")[0]
+        assert line in out.splitlines() or ("..." in line and any(o.startswith(head) for o in out.splitlines())), line
+    assert "proved: 322 states, 420 transitions, 238 terminal, depth 5" in verbose
     mutant = cli("check", ROOT / "specs" / "mutants" / "limit_before_observation.yaml",
                  "-p", "max_steps=3", "-p", "max_retries=0", "--verbose")
     row = "3     read_task_cards  obs=one_match   limit     steps=3 observation=one_match decision=limit"
-    assert row in README and row in mutant.out
+    assert row in TUTORIAL and row in mutant.out
+    lasso = cli("check", ROOT / "specs" / "mutants" / "failure_not_a_step.yaml",
+                "-p", "max_steps=2", "-p", "max_retries=0", "--verbose")
+    (block,) = [b for lang, b in re.findall(r"^```(\w*)\n(.*?)^```$", TUTORIAL, re.S | re.M)
+                if not lang and "<- loop starts" in b]
+    for line in block.splitlines():
+        assert line in lasso.out.splitlines(), line
 
 
 def test_spec_language_example_is_the_shipped_example_and_it_is_proved(cli):
@@ -107,7 +166,7 @@ def test_spec_language_example_is_the_shipped_example_and_it_is_proved(cli):
     assert "outcome: error\nstatus: running\ncall: 2\noutcome: ok\nstatus: done" in replay.out
 
 
-BINDING_DOC = (ROOT / "docs" / "binding.md").read_text()
+BINDING_DOC = (ROOT / "docs" / "how-to" / "binding.md").read_text()
 
 
 def _doc_commands(text: str) -> list[str]:
@@ -139,7 +198,7 @@ def test_binding_doc_commands_run(cli, tmp_path, monkeypatch):
         elif "--emit-tests" in command:
             continue        # exercised with a real broken spec in tests/test_regress.py
         else:
-            raise AssertionError(f"untested command in docs/binding.md: {command}")
+            raise AssertionError(f"untested command in docs/how-to/binding.md: {command}")
 
 
 def test_binding_doc_python_example_is_the_shipped_one():

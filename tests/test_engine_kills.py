@@ -1,7 +1,7 @@
 """Mutants of explorer/engine.py that the rest of the verdict selection let through (issue 18):
 which of two states an independence finding says enables the action; memory running out among
 the initial states of the generated loop. Each test was seen
-failing with its mutation applied (docs/mutation.md). (The rule counts taken back after an
+failing with its mutation applied (docs/explanation/mutation-testing.md). (The rule counts taken back after an
 interruption: tests/test_engines.py::test_rule_counts_after_running_out_of_memory_count_the_edges_kept.)"""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 import haltproof.explorer.engine as E
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
 from test_verdict_kills import TERMINAL_BY_LABEL, _machine, _plain, each_way, prop

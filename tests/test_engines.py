@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.explorer.engine import explore
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.compiled import CompiledSpec

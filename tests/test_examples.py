@@ -12,7 +12,8 @@ import types
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 
 from conftest import ROOT
@@ -95,7 +96,7 @@ def test_the_off_by_one_mutant_is_caught_with_its_shortest_trace(monkeypatch):
 
 
 def test_the_binding_doc_shows_the_shipped_adapter():
-    doc = (ROOT / "docs" / "binding.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "binding.md").read_text()
     assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
     assert "cd examples/agent_loop && haltproof check agent.yaml" in doc
 

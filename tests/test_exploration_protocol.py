@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.explorer.engine import explore
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.spec import load_spec, parse_spec

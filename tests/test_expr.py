@@ -15,7 +15,7 @@ from haltproof.machine.compiled import CompiledSpec
 from haltproof.machine.errors import Located, SpecError
 from haltproof.machine.spec import parse_spec
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 # ---------------------------------------------------------------- a scope to check against
 

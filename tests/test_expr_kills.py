@@ -1,6 +1,6 @@
 """Mutants of machine/expr.py that the rest of the verdict selection let through (issue 18):
 the expression checker's messages, pinned whole with the line and the text they point at.
-Each test was seen failing with its mutation applied (docs/mutation.md)."""
+Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

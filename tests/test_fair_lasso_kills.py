@@ -5,7 +5,7 @@ is skipped, any other adds a shortest path to it. Getting that wrong shows a cyc
 longer than it needs, or one that is not fair at all (a false counterexample). Also (the
 seed-20 sample): `OwnView`, one property's view of the graph, passes the questions it does not
 change on to the graph as asked. Each case was worked out by hand, checked on both engines;
-each test was seen failing with its mutation applied (docs/mutation.md)."""
+each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, RunResult, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_spec, prepare
 from haltproof.explorer.engine import explore
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.spec import parse_spec

@@ -1,7 +1,7 @@
 """Fairness assumptions: what `terminates`, `existence` and `response` count as a bad run
 under them, on both engines, agreeing with TLC's WF/SF on the TLA+ twins in
 tests/fixtures/fairness/ (their verdicts derived by hand: TLC is not installed here, see
-the comments there); how reports name them; and bad input. Semantics: docs/spec-language.md,
+the comments there); how reports name them; and bad input. Semantics: docs/reference/spec-language.md,
 "fairness".
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 from haltproof.properties.kinds import HOLDS, VIOLATED

@@ -19,7 +19,8 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
@@ -291,7 +292,7 @@ def test_an_emitted_test_replays_the_trace_on_the_real_graph_until_it_is_fixed(c
 
 
 def test_the_frameworks_doc_shows_the_shipped_declarations_and_their_command(cli, monkeypatch) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     for name in ("react.yaml", "supervisor.yaml"):
         assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/langgraph && haltproof check react.yaml supervisor.yaml" in doc
@@ -418,7 +419,7 @@ def test_send_fan_out_parallel_supersteps_and_command_outcomes_run_as_langgraph_
              s.state["runs_research"]) for s in broken.trace.steps] == [
         (None, "planner", 1, 0, 0), ("two_topics", "research", 2, 1, 0), ("two_topics", "cite+write", 2, 2, 2),
         ("two_topics", "review", 1, 3, 2)]
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     assert "```yaml\n" + (EXAMPLE / "fanout.yaml").read_text() + "```" in doc
     assert "cd examples/frameworks/langgraph && haltproof check fanout.yaml" in doc
     assert "States per limit (4 to 9): 13, 19, 21, 24, 30, 39." in doc

@@ -1,4 +1,4 @@
-"""docs/gate-chain.md is true: its commands run with the documented exit codes, its demo
+"""docs/tutorials/gate-chain.md is true: its commands run with the documented exit codes, its demo
 output is what the demo prints, and its record-field table is the one the code emits."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, doc_commands
 from haltproof.harness.decision_records import CONVENTION_FIELDS, DECISION_FIELDS, END_FIELDS, OPTIONAL_DECISION_FIELDS
 
-DOC = (ROOT / "docs" / "gate-chain.md").read_text()
+DOC = (ROOT / "docs" / "tutorials" / "gate-chain.md").read_text()
 
 
 def _commands() -> list[tuple[str, int]]:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.explorer.engine import Exploration, _runs_generated, explore
 from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.spec import load_spec, parse_spec

@@ -21,14 +21,15 @@ import pytest
 from conftest import LOOP_DEMO, MUTANTS, ROOT
 from dot_grammar import DotSyntaxError, parse_dot
 from haltproof.cli.graph import graph_for
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.spec import load_spec
 from haltproof.reports import report
 from haltproof.reports.html import state_graphs
 from haltproof.reports.graph import PAGE_VIEW, StateGraph, Transition, dot_quote, mermaid_text, to_dot, to_networkx
 
 RETRY = ROOT / "docs" / "examples" / "retry_loop.yaml"
-DOC = ROOT / "docs" / "traces-and-graphs.md"
+DOC = ROOT / "docs" / "how-to" / "traces-and-graphs.md"
 DOT = shutil.which("dot")
 needs_dot = pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed "
                                                    "(apt-get install graphviz); tests/dot_grammar.py still checks the DOT")

@@ -13,7 +13,8 @@ import pytest
 
 from haltproof.cli.guard import write_guard
 from haltproof.cli.main import main
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.explorer.engine import explore
 from haltproof.guard import Guard, GuardError
 from haltproof.machine.spec import load_spec

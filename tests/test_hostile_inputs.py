@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from haltproof.explorer import check as check_module
+from haltproof.explorer import options as options_module
 from haltproof.api import check as api_check
 from haltproof.machine.pymodel import terminates_within
 from haltproof.machine import compiled as compiled_module, spec as spec_module, yamlpos
@@ -181,7 +181,7 @@ def test_a_pin_outside_a_huge_range_is_refused_without_listing_it(check):
 
 
 def test_the_combination_limit_itself(check, monkeypatch):
-    monkeypatch.setattr(check_module, "MAX_COMBINATIONS", 2)
+    monkeypatch.setattr(options_module, "MAX_COMBINATIONS", 2)
     r = check(BASE)                                     # n: 3 values
     only_error(r, 3, "the params make 3 combinations, more than the 2 a check sweeps: pin params "
                      "with -p NAME=VALUE, e.g. -p n=1 (n has 1..3)")
@@ -270,7 +270,7 @@ class NegativeBound(RetryLoop):
     quick = terminates_within(lambda p: p["K"] - 3)
 
 
-@pytest.mark.verdict          # fast: in the per-mutant selection of machine/pymodel.py (docs/mutation.md)
+@pytest.mark.verdict          # fast: in the per-mutant selection of machine/pymodel.py (docs/explanation/mutation-testing.md)
 def test_a_python_model_negative_bound_is_refused():
     with pytest.raises(SpecError) as info:
         api_check(NegativeBound, params={"K": 2, "R": 0})

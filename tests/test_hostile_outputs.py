@@ -239,7 +239,7 @@ def test_a_megabyte_import_error_is_cut_on_stderr(cli, tmp_path):
 
 # ---------------------------------------------------------------- values and exceptions of the bound code
 
-@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/mutation.md)
+@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/explanation/mutation-testing.md)
 @pytest.mark.parametrize("determinism", ["off", "sample", "full"])
 @pytest.mark.parametrize("adapter,shown", [("NotANumber", "nan"), ("Infinite", "inf")])
 def test_a_float_that_is_not_finite_from_abstract_is_a_bound_code_finding(cli, tmp_path, adapter, shown,
@@ -259,7 +259,7 @@ def test_a_float_that_is_not_finite_from_abstract_is_a_bound_code_finding(cli, t
     assert props["domains"]["status"] == "unknown"
 
 
-@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/mutation.md)
+@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/explanation/mutation-testing.md)
 def test_a_nan_from_a_python_models_action_is_a_bound_code_finding():
     """The model's own determinism check compared NaN != NaN first: "nondeterministic"."""
     run = api_check(NaNRetry, params={"K": 2, "R": 1}).to_json()["runs"][0]
@@ -270,7 +270,7 @@ def test_a_nan_from_a_python_models_action_is_a_bound_code_finding():
     assert [s["state"] for s in bound["trace"]["steps"]] == [{"calls": 0, "fails": 0, "status": "running"}]
 
 
-@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/mutation.md)
+@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/explanation/mutation-testing.md)
 def test_an_exception_whose_str_raises_is_shown_by_its_type(cli, tmp_path):
     ran = cli("check", agent_spec(tmp_path, "RaisesUnprintable"), "-p", "N=2", "--format", "json")
     assert ran.code == 1, ran.err
@@ -282,7 +282,7 @@ def test_an_exception_whose_str_raises_is_shown_by_its_type(cli, tmp_path):
     assert frames[-1] == "live_agents.UnprintableError: <exception str() failed>"
 
 
-@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/mutation.md)
+@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/explanation/mutation-testing.md)
 def test_an_exception_whose_str_raises_in_a_raises_match_is_not_matched(cli, tmp_path):
     """`raises: {match: ...}` searches the message: one that cannot be made matches nothing
     (not even a pattern found in the `<str() raised RuntimeError>` shown for it)."""
@@ -360,7 +360,7 @@ def test_a_full_disk_under_stdout_is_exit_2_saying_so(tmp_path):
     assert (ran.returncode, ran.stderr) == (2, "error: cannot write the report to stdout: No space left on device\n")
 
 
-@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/mutation.md)
+@pytest.mark.verdict      # judges a verdict: in the per-mutant selection (docs/explanation/mutation-testing.md)
 def test_a_broken_pipe_before_the_output_is_incomplete_not_a_pass(cli, monkeypatch):
     """A progress line's reader gone mid-check stopped the check and exited 0."""
     from haltproof.cli import check as check_cli

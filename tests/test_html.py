@@ -25,7 +25,8 @@ import pytest
 import haltproof.reports.html as H
 from conftest import LOOP_DEMO, MUTANTS, ROOT, doc_commands
 from haltproof.reports import report
-from haltproof.explorer.check import Options, check_machine, check_spec, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, check_spec, prepare
 from haltproof.cli.main import main
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.graph import Transition
@@ -533,7 +534,7 @@ def test_graph_svg_is_inline_escaped_and_highlights_the_counterexample(mixed):
     assert len(big.one("div", "graph").all("g", "node")) == 112
 
 
-LOOP_DEMO_OUTCOMES = [        # README's table, max_steps=2 max_retries=1: nothing left to a policy
+LOOP_DEMO_OUTCOMES = [        # docs/how-to/probabilities.md's table, max_steps=2 max_retries=1: nothing left to a policy
     ["success", "69/100 (0.69)"], ["needs_input", "23/80 (0.2875)"], ["error", "1/400 (0.0025)"],
     ["limit", "1/50 (0.02)"], ["deadlock", "0"], ["never_terminating", "0"],
     ["expected transitions", "23/20 (1.15)"], ["expected failed_reads", "23/400 (0.0575)"],
@@ -619,7 +620,7 @@ def test_chromium_renders_the_trace_the_violation_and_the_sweep(mixed, tmp_path)
 
 # ---------------------------------------------------------------- the documentation
 
-DOC = (ROOT / "docs" / "html-report.md").read_text()
+DOC = (ROOT / "docs" / "how-to" / "html-report.md").read_text()
 
 
 def _doc_commands() -> list[tuple[str, int]]:

@@ -25,7 +25,7 @@ FIRST_CHECKS = [
 ]
 
 REACT = """\
-# A starter declaration for react:build_graph, written by `haltproof init` (docs/init.md):
+# A starter declaration for react:build_graph, written by `haltproof init` (docs/how-to/init.md):
 # `haltproof check` on this file explores your LangGraph app as the framework runs it.
 # What init cannot know from the code, and asks you (search for ASK):
 # 1. input: what your graph is started with; the values are placeholders read from its state's
@@ -37,7 +37,7 @@ REACT = """\
 # accept.
 # 3. recursion_limit: the value your app passes to invoke/stream (haltproof cannot see it); the
 # sweep below is small so that the first check is quick, LangGraph's default is 25.
-# 4. properties: what your app must do, beyond the out-of-the-box ones (docs/frameworks.md).
+# 4. properties: what your app must do, beyond the out-of-the-box ones (docs/how-to/frameworks.md).
 framework: langgraph
 target: react:build_graph
 
@@ -174,7 +174,7 @@ def test_an_output_folder_that_does_not_exist_is_exit_2(cli, tmp_path, monkeypat
 
 
 def test_a_starter_check_would_refuse_is_not_written(cli, tmp_path, monkeypatch):
-    """A node name the declarations cannot name yet (docs/frameworks.md): the loader's own message, nothing written."""
+    """A node name the declarations cannot name yet (docs/how-to/frameworks.md): the loader's own message, nothing written."""
     (tmp_path / "dashed.py").write_text(
         "from langgraph.graph import START, MessagesState, StateGraph\n\n"
         "b = StateGraph(MessagesState)\nb.add_node('look-up', lambda s: {})\nb.add_edge(START, 'look-up')\n"
@@ -202,9 +202,9 @@ def test_a_target_that_hangs_on_import_is_cut_short_by_timeout(cli, tmp_path, mo
 
 @pytest.mark.slow
 def test_the_docs_tour_runs_as_written(cli, tmp_path, monkeypatch):
-    """docs/init.md's commands, from a folder holding react.py; its YAML is the file's, comments shortened."""
+    """docs/how-to/init.md's commands, from a folder holding react.py; its YAML is the file's, comments shortened."""
     import re
-    doc = (ROOT / "docs" / "init.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "init.md").read_text()
     commands = [line for block in re.findall(r"```bash\n(.*?)```", doc, re.S) for line in block.splitlines()]
     assert commands == ["haltproof init react:build_graph -o starter.yaml", "haltproof check starter.yaml"]
     shutil.copy(EXAMPLES / "langgraph" / "react.py", tmp_path / "react.py")

@@ -2,7 +2,7 @@
 run of round 7): `Subject`'s JSON, which `--emit-tests` records and explorer/regress.py reads
 back to re-judge exactly the check that failed. The subjects are built inside the tests (a
 mutant is switched on only after the test modules are imported). Each test was seen failing
-with its mutation applied (docs/mutation.md)."""
+with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ pytest.importorskip("langgraph")
 
 from langgraph.pregel import _loop
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.frameworks import langgraph as hl
 from haltproof.machine.spec import load_spec
 
@@ -140,7 +141,7 @@ def test_a_graph_with_its_own_shared_checkpointer_is_explored_run_by_run(tmp_pat
 
 
 def test_the_frameworks_doc_shows_the_shipped_example_and_its_command(cli) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
     assert "```python\n" + (EXAMPLE / "adapter.py").read_text() + "```" in doc
     assert "```yaml\n" + (EXAMPLE / "react_adapter.yaml").read_text() + "```" in doc
     assert "cd examples/frameworks/langgraph && haltproof check react_adapter.yaml" in doc

@@ -7,8 +7,8 @@ lower layer, and no module may import another module's private (`_name`) names. 
 checker is a pure function of the graph, so the tests below also feed it small synthetic
 graphs and check that each kind of problem is reported with its edge named.
 
-The README's architecture section is checked against the tree here too: every module it
-names exists and every package folder is named.
+The architecture page's drawing (docs/explanation/architecture.md) is checked against the tree
+here too: every module it names exists, and every package folder and every module is named.
 """
 
 from __future__ import annotations
@@ -370,15 +370,15 @@ def test_the_ast_reader_sees_lazy_relative_and_submodule_imports(tmp_path: Path)
                              "(Spec, _private) at line 4"]
 
 
-# ------------------------------------------------------------------------------ the README's drawing
+# ------------------------------------------------------------------------------ the architecture page's drawing
 
-def readme_tree() -> str:
-    """The fenced block of the README's architecture section: the drawing of the tree."""
-    text = (ROOT / "README.md").read_text()
-    section = re.search(r"^## Architecture\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert section, "README.md has no '## Architecture' section"
-    block = re.search(r"```text\n(.*?)```", section.group(1), re.S)
-    assert block, "the architecture section draws no tree"
+ARCHITECTURE = ROOT / "docs" / "explanation" / "architecture.md"
+
+
+def drawn_tree() -> str:
+    """The architecture page's first `text` block: the drawing of the tree."""
+    block = re.search(r"```text\n(.*?)```", ARCHITECTURE.read_text(), re.S)
+    assert block, "docs/explanation/architecture.md draws no tree"
     return block.group(1)
 
 
@@ -399,7 +399,7 @@ def drawn_modules(tree: str) -> dict[str, list[str]]:
 
 
 def package_folders() -> set[str]:
-    """Every package folder of the repository, as the README draws it (`machine/`, `harness/budget/`)."""
+    """Every package folder of the repository, as the drawing names it (`machine/`, `harness/budget/`)."""
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     dirs = setup["package-dir"]
     out = set()
@@ -412,20 +412,26 @@ def package_folders() -> set[str]:
     return out
 
 
-def readme_problems(tree: str) -> list[str]:
-    """Package folders the drawing leaves out, and modules it draws that do not exist."""
+def drawing_problems(tree: str) -> list[str]:
+    """Package folders and modules the drawing leaves out, and modules it draws that do not exist
+    (a package's `__init__.py` need not be drawn: the folder's line says what the package is)."""
     drawn = drawn_modules(tree)
-    out = [f"the README does not draw the package folder {f}" for f in sorted(package_folders() - set(drawn))]
-    out += [f"the README draws {folder}{f}, which does not exist" for folder, files in drawn.items()
+    folders = package_folders()
+    out = [f"the architecture page does not draw the package folder {f}" for f in sorted(folders - set(drawn))]
+    out += [f"the architecture page does not draw the module {folder}{p.name}"
+            for folder in sorted(folders & set(drawn)) for p in sorted((ROOT / folder).glob("*.py"))
+            if p.name != "__init__.py" and p.name not in drawn[folder]]
+    out += [f"the architecture page draws {folder}{f}, which does not exist" for folder, files in drawn.items()
             for f in files if not (ROOT / folder / f).is_file()]
     return out
 
 
-def test_the_readme_draws_the_tree_that_exists() -> None:
-    assert readme_problems(readme_tree()) == []
+def test_the_architecture_page_draws_the_tree_that_exists() -> None:
+    assert drawing_problems(drawn_tree()) == []
 
 
-def test_the_readme_check_catches_a_missing_folder_and_a_module_that_is_gone() -> None:
-    tree = readme_tree().replace("specs/mutants/", "# ").replace("termination.py", "terminat1on.py")
-    assert readme_problems(tree) == ["the README does not draw the package folder specs/mutants/",
-                                     "the README draws properties/terminat1on.py, which does not exist"]
+def test_the_drawing_check_catches_a_missing_folder_a_missing_module_and_one_that_is_gone() -> None:
+    tree = drawn_tree().replace("specs/mutants/", "# ").replace("termination.py", "terminat1on.py")
+    assert drawing_problems(tree) == ["the architecture page does not draw the package folder specs/mutants/",
+                                      "the architecture page does not draw the module properties/termination.py",
+                                      "the architecture page draws properties/terminat1on.py, which does not exist"]

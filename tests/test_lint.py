@@ -182,7 +182,7 @@ def test_fixtures_are_written_as_the_tests_read_them():
 
 def test_the_docs_example_is_what_lint_prints(cli, fixtures):
     import re
-    doc = (ROOT / "docs" / "lint.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "lint.md").read_text()
     (command,) = [b.strip() for b in re.findall(r"```bash\n(.*?)```", doc, re.S)]
     ran = cli(*command.split()[1:])
     assert ran.code == 1

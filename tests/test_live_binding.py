@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import live_agents
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine import live
 from haltproof.machine.spec import load_spec
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 
 pytestmark = pytest.mark.verdict      # fast; the only tests that a kept run remembers its exception's set: values

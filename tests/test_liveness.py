@@ -1,6 +1,6 @@
 """Liveness patterns (existence, response) in every scope, on both engines: one run where each
 holds and one where it breaks, down to the exact bad maximal run. Semantics:
-docs/spec-language.md, "Liveness patterns".
+docs/reference/spec-language.md, "Liveness patterns".
 
 A *script* machine walks states 0..n-1 in order; a letter set per state says which of P, Q,
 R, S hold there (response: P is the trigger, S the response). The run either ends in state
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties.kinds import HOLDS, VIOLATED
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.verdict
 
 ENGINES = ("scalar", "vector")
 ROOT = Path(__file__).parent.parent
-DOC = (ROOT / "docs" / "spec-language.md").read_text()
+DOC = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
 EXAMPLE = ROOT / "docs" / "examples" / "agent_liveness.yaml"
 
 
@@ -219,7 +220,7 @@ def test_the_docs_example_is_the_shipped_agent_loop() -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_docs_verdicts_of_the_agent_loop(engine: str) -> None:
-    """The verdict table of docs/spec-language.md, and what fairness changes, as checked."""
+    """The verdict table of docs/reference/spec-language.md, and what fairness changes, as checked."""
     section = DOC.split("### Liveness patterns", 1)[1].split("## fairness", 1)[0]
     table = dict(re.findall(r"^\| `(\w+)` \| (holds|violated: lasso|violated: a run that ends after \d+ transitions) \|",
                             section, re.M))

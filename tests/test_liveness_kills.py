@@ -1,6 +1,6 @@
 """Mutants of machine/liveness.py that the rest of the verdict selection let through (issue 18):
 `existence` after Q owes P once, however many Qs follow. Each test was seen failing with its
-mutation applied (docs/mutation.md)."""
+mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 
 from conftest import LOOP_DEMO

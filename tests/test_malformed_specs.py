@@ -12,7 +12,7 @@ import pytest
 
 from spec_checks import Ran
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 #  1 machine: m
 #  2 params:

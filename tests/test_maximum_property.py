@@ -13,7 +13,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.explorer.regress import machine_for, still_violated
 from haltproof.machine.spec import load_spec, parse_spec
 
@@ -153,7 +154,7 @@ def test_an_emitted_test_replays_an_at_most_violation(tmp_path):
 
 def test_the_documented_example_is_the_shipped_file_and_prints_what_the_docs_say(cli, monkeypatch):
     from conftest import ROOT
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     shipped = (ROOT / "docs" / "examples" / "worst_case.yaml").read_text()
     assert "```yml\n" + shipped + "```" in doc     # yml: test_docs reads the `yaml` blocks as retry_loop
     assert "cd docs/examples && haltproof check worst_case.yaml     # exit 1" in doc

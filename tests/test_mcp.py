@@ -153,9 +153,9 @@ def test_a_session_lists_properties_inits_and_lints_a_framework_target(tmp_path)
 
 
 def test_the_docs_configs_start_this_server():
-    """docs/mcp.md's registrations: valid JSON, each running `haltproof mcp`; Claude Code's command alike."""
+    """docs/how-to/mcp.md's registrations: valid JSON, each running `haltproof mcp`; Claude Code's command alike."""
     import re
-    doc = (ROOT / "docs" / "mcp.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "mcp.md").read_text()
     configs = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", doc, re.S)]
     assert [c.get("mcpServers", c.get("servers"))["haltproof"]["args"] for c in configs] == [["mcp"], ["mcp"]]
     assert all(c.get("mcpServers", c.get("servers"))["haltproof"]["command"] == "haltproof" for c in configs)
@@ -165,7 +165,7 @@ def test_the_docs_configs_start_this_server():
 def test_the_doc_lists_every_tool():
     import re
     from haltproof.cli import mcp
-    doc = (ROOT / "docs" / "mcp.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "mcp.md").read_text()
     assert sorted(re.findall(r"^\| `(\w+)` \|", doc, re.M)) == sorted(t.__name__ for t in mcp.TOOLS) == TOOLS
 
 

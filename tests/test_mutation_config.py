@@ -1,4 +1,4 @@
-"""The mutation-testing configuration (pyproject.toml `[tool.mutmut]`, docs/mutation.md)
+"""The mutation-testing configuration (pyproject.toml `[tool.mutmut]`, docs/explanation/mutation-testing.md)
 still names the verdict path as it is: every file exists, none is missing, nothing else is
 mutated, and the per-mutant test selection is the registered `verdict` marker. The campaign
 itself is too slow for every CI run; this keeps it runnable."""
@@ -25,12 +25,15 @@ MUTMUT = CONFIG["tool"]["mutmut"]
 # patterns and past-time operators, every property analysis, both engines with the vector
 # engine's visited sets, the parallel runs' merge and the check runner. A new module of
 # properties/ joins by itself.
-NAMED = ["machine/spec.py", "machine/expr.py", "machine/compiled.py", "machine/sweep.py", "machine/fold.py",
+NAMED = ["machine/spec.py", "machine/specdata.py", "machine/load_base.py", "machine/load_params.py",
+         "machine/load_vars.py", "machine/load_choices.py", "machine/load_actions.py", "machine/load_properties.py",
+         "machine/load_scenarios.py", "machine/expr.py", "machine/compiled.py", "machine/sweep.py", "machine/fold.py",
          "machine/astgen.py", "machine/vectorize.py",
          "machine/ranges.py", "machine/binding.py", "machine/pymodel.py", "machine/weights.py",
          "machine/patterns.py", "machine/liveness.py", "machine/pasttime.py",
          "explorer/engine.py", "explorer/vengine.py", "explorer/codeset.py", "explorer/parallel.py",
-         "explorer/check.py", "explorer/chances.py", "explorer/acknowledged.py"]
+         "explorer/check.py", "explorer/options.py", "explorer/results.py", "explorer/judging.py",
+         "explorer/chances.py", "explorer/acknowledged.py"]
 
 
 def verdict_path_now() -> set[str]:

@@ -23,7 +23,8 @@ pytest.importorskip("agents")
 
 from agents import run as sdk_run
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.frameworks import openai_agents as ho
 from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec
@@ -403,7 +404,7 @@ def test_a_run_let_go_is_cancelled_and_a_closing_loop_finishes_the_rest() -> Non
 
 
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_command(cli) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "openai-agents.md").read_text()
     for name in ("triage.yaml", "travel.yaml", "travel_adapter.py", "travel_adapter.yaml"):
         fence = "python" if name.endswith(".py") else "yaml"
         assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc

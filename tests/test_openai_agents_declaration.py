@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("agents")
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec, parse_spec
 

@@ -66,9 +66,9 @@ def test_the_wheel_installs_only_the_haltproof_package(wheel):
 
 
 @pytest.mark.slow
-def test_the_wheel_ships_the_specs_the_seed_harness_and_the_type_marker(wheel):
+def test_the_wheel_ships_the_specs_the_seed_harness_the_type_marker_and_the_report_schema(wheel):
     names = set(wheel.namelist())
-    for path in ("haltproof/py.typed", "haltproof/specs/loop_demo.yaml", "haltproof/specs/mutants/__init__.py",
+    for path in ("haltproof/py.typed", "haltproof/report.schema.json", "haltproof/specs/loop_demo.yaml", "haltproof/specs/mutants/__init__.py",
                  "haltproof/harness/02_stop_policy.json", "haltproof/harness/budget/binding.py",
                  "haltproof/machine/spec.py", "haltproof/cli/main.py", "haltproof/properties/kinds.py"):
         assert path in names, path
@@ -96,7 +96,7 @@ def test_a_users_own_harness_and_machine_are_never_picked_up(tmp_path):
 
 def test_the_api_page_example_runs_as_written(tmp_path):
     import re
-    page = (ROOT / "docs" / "api.md").read_text()
+    page = (ROOT / "docs" / "reference" / "api.md").read_text()
     (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
     (tmp_path / "example.py").write_text(code)
     ran = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True)

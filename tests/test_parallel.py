@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from haltproof.api import check
-from haltproof.explorer.check import Options
+from haltproof.explorer.options import Options
 from haltproof.explorer.parallel import MAX_ATTEMPTS
 from haltproof.reports.graph import build_graph
 
@@ -114,11 +114,11 @@ def test_api_workers_keep_the_graphs_for_the_html_report():
     """check(workers=2) keeps each small run's explored graph, as drawn from one process."""
     one, two = check(LOOP_DEMO, workers=1), check(LOOP_DEMO, workers=2)
     assert untimed(two.to_json()) == untimed(one.to_json())
-    graphs = [[build_graph(r.exploration) if r.exploration is not None else None for r in rep.runs]
+    graphs = [[build_graph(r._exploration) if r._exploration is not None else None for r in rep.runs]
               for rep in (one, two)]
     assert sum(g is not None for g in graphs[0]) == 8
     assert graphs[1] == graphs[0]
-    assert [r.spec for r in two.runs] == [two.runs[0].spec] * 10
+    assert [r._spec for r in two.runs] == [two.runs[0]._spec] * 10
 
 
 @pytest.mark.parametrize("given", ["0", "-1", "x", "1025"])
@@ -151,7 +151,7 @@ def test_a_copied_spec_dir_is_checked_from_its_own_path(cli, tmp_path):
     assert {r["spec"] for r in ran.json()["runs"]} == {str(tmp_path / "loop_demo.yaml")}
 
 
-SCALING_DOC = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+SCALING_DOC = (ROOT / "docs" / "how-to" / "scaling.md").read_text(encoding="utf-8")
 
 
 def _scaling_commands() -> list[str]:
@@ -160,7 +160,7 @@ def _scaling_commands() -> list[str]:
 
 
 def test_the_scaling_page_is_linked_and_its_commands_run(cli, monkeypatch):
-    assert "(docs/scaling.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/how-to/scaling.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     commands = _scaling_commands()
     assert commands == ["haltproof check specs/loop_demo.yaml -j 2", "haltproof check specs/loop_demo.yaml -j 1",
                         "haltproof check specs/budget_runner.yaml -p K=8 -p R=2 -j 2"]

@@ -2,7 +2,7 @@
 checked by a worker's own function and put back in the parent, the runs a dead worker leaves
 (reported lost, never dropped, after exactly MAX_ATTEMPTS deaths), one run's levels shared out
 and the workers' outcomes taken in serial order. Each test was seen failing with its mutation
-applied (docs/mutation.md).
+applied (docs/explanation/mutation-testing.md).
 
 They stay fast: the workers' functions run in this process where they can (`run_job`,
 `expand_slice` by slices run here), and where a pool is the subject (`LocalPool`,
@@ -26,7 +26,9 @@ from typing import Any
 import pytest
 
 from haltproof.explorer import parallel
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.spec import load_spec
 from haltproof.reports.graph import build_graph
 from haltproof.reports.report import to_json
@@ -103,6 +105,7 @@ def test_a_worker_loads_and_compiles_each_spec_once(tmp_path, workers_see_the_te
     spec, compiled = parallel._compiled(path, True)
     assert compiled.spec is spec and spec.name == "small"
     assert parallel._compiled(path, True)[1] is compiled
+    assert parallel._compiled(path, False)[1] is not compiled     # --no-code compiles its own
 
 
 def test_the_jobs_of_a_batch_carry_each_run_alone_in_serial_order(tmp_path):
@@ -138,20 +141,20 @@ def test_a_run_checked_by_the_workers_function_comes_back_as_the_serial_run(tmp_
     (m,) = prepare(load_spec(path), options)
     blob = parallel.run_job(parallel.Job(0, parallel.Source(path=str(path)), {"top": 2}, options, None))
     back = parallel.restore(blob, m, options)
-    assert back.spec is m.spec and back.engine == engine
+    assert back._spec is m.spec and back.engine == engine
     assert json_of([back]) == json_of([serial])
-    assert back.exploration is not None and back.exploration.machine is m
-    assert build_graph(back.exploration) == build_graph(serial.exploration)
+    assert back._exploration is not None and back._exploration.machine is m
+    assert build_graph(back._exploration) == build_graph(serial._exploration)
 
 
 def test_a_result_travels_without_the_declarations_adapter_factory(tmp_path):
     path = small_spec(tmp_path)
     (m,) = prepare(load_spec(path), Options(pins={"top": 1}))
     r = check_machine(m, Options(pins={"top": 1}))
-    r.spec = replace(r.spec, adapter=lambda: None)
+    r = replace(r, _spec=replace(r._spec, adapter=lambda: None))
     sent, cls, state = parallel._detached(r)
-    assert sent.spec.adapter is None and sent.exploration is None
-    assert cls is type(r.exploration) and state is not None
+    assert sent._spec.adapter is None and sent._exploration is None
+    assert cls is type(r._exploration) and state is not None
     assert [len(state[name]) for name in parallel.LAZY_COLUMNS] == [4, 4, 4, 3, 3, 3]   # 4 states, 3 transitions
     pickle.dumps((sent, cls, state))
 
@@ -277,7 +280,7 @@ def test_a_pool_of_workers_gives_the_serial_runs_and_counts_them_done(tmp_path, 
     done, tick = counted()
     runs = forked(parallel.LocalPool(2), path).run(jobs, machines, tick)
     assert json_of(runs) == json_of([check_machine(m, options) for m in prepare(load_spec(path), options)])
-    assert [r.spec for r in runs] == [batch.machines[0].spec] * 3
+    assert [r._spec for r in runs] == [batch.machines[0].spec] * 3
     assert done == [(1, 3), (2, 3), (3, 3)]
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec
 
@@ -139,7 +140,7 @@ def test_replay_takes_a_recorded_int_inside_the_bounds(tmp_path, cli):
 
 
 def test_the_spec_language_doc_shows_the_example():
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     assert "```yml\n" + EXAMPLE.read_text() + "```" in doc     # yml: the ```yaml blocks are retry_loop's
 
 

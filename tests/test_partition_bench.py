@@ -31,7 +31,7 @@ def test_one_worker_sends_nothing_and_more_workers_send_more() -> None:
 
 def test_the_documented_table_is_what_the_simulation_prints_header(capsys) -> None:
     """The page's table is the tool's output: its header and the design section are there."""
-    doc = (ROOT / "docs" / "scaling.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "scaling.md").read_text()
     assert main(["--q", "10", "--workers", "2"]) == 0
     header = capsys.readouterr().out.splitlines()[2]
     assert header in doc

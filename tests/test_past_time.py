@@ -1,7 +1,7 @@
 """Past-time operators (issue 15): once(e), historically(e), previous(e) and since(a, b) in
 `always` and `reachable` properties, compiled into monitor vars (machine/pasttime.py), on
 both engines: each holding and failing with the exact shortest trace, nesting, what they
-cost, and the mistakes that are errors. Semantics: docs/spec-language.md, "Past-time operators".
+cost, and the mistakes that are errors. Semantics: docs/reference/spec-language.md, "Past-time operators".
 
 As in test_patterns.py, a *script* machine walks states 0..n-1 in order and a letter set per
 state says which of P, Q, S hold there; a violation must be found at the first state where
@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 
@@ -208,7 +209,7 @@ def test_a_guard_cannot_use_them() -> None:
 def test_the_docs_example_is_the_shipped_one(cli) -> None:
     from conftest import ROOT
     path = ROOT / "docs" / "examples" / "agent_history.yaml"
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     section = doc.split("### Past-time operators", 1)[1]
     block = section.split("```yml\n", 1)[1].split("```", 1)[0]
     assert block == path.read_text()

@@ -1,7 +1,7 @@
 """Mutants of machine/pasttime.py that the rest of the verdict selection let through (issue 18):
 previous() of an enum expression that is not a var (its monitor takes the sorted values, the
 first one its placeholder). Each test was seen failing with its mutation applied
-(docs/mutation.md)."""
+(docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 
 pytestmark = pytest.mark.verdict

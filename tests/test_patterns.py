@@ -1,6 +1,6 @@
 """Safety-shaped property patterns (absence, universality, precedence, bounded_existence) in
 every scope, on both engines: one run where each holds and one where it breaks, down to the
-exact shortest trace. Semantics: docs/spec-language.md, "Property patterns".
+exact shortest trace. Semantics: docs/reference/spec-language.md, "Property patterns".
 
 A *script* machine walks states 0..n-1 in order; a letter set per state says which of P, Q,
 R, S hold there, so each case reads as the run it is. A violation must be reported on the
@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 
@@ -188,7 +189,7 @@ def test_the_shortest_counterexample_among_branches(engine: str) -> None:
 @pytest.mark.parametrize("fmt", ["text", "json", "html", "junit", "sarif", "github", "markdown"])
 def test_monitor_vars_are_hidden_in_every_format(fmt: str) -> None:
     """A trace shows the user's vars only, in every output format: a monitor is the property's
-    bookkeeping, not a var of the machine (docs/spec-language.md, "Property patterns")."""
+    bookkeeping, not a var of the machine (docs/reference/spec-language.md, "Property patterns")."""
     from haltproof.reports.formats import FORMATS
     from haltproof.reports.report import to_json
     from haltproof.reports.text import render_text
@@ -239,10 +240,10 @@ def test_a_pattern_applies_only_where_its_when_holds(engine: str) -> None:
 
 
 def test_the_docs_example_is_the_branching_spec() -> None:
-    """docs/spec-language.md's pattern example (fenced `yml`: test_docs reads the `yaml` blocks as the
+    """docs/reference/spec-language.md's pattern example (fenced `yml`: test_docs reads the `yaml` blocks as the
     shipped retry_loop example) is the one whose counterexamples are tested above."""
     from pathlib import Path
-    doc = (Path(__file__).parent.parent / "docs" / "spec-language.md").read_text()
+    doc = (Path(__file__).parent.parent / "docs" / "reference" / "spec-language.md").read_text()
     section = doc.split("### Property patterns", 1)[1]
     block = section.split("```yml\n", 1)[1].split("```", 1)[0]
     assert block in BRANCHING

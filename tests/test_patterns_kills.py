@@ -1,6 +1,6 @@
 """Mutants of machine/patterns.py that the rest of the verdict selection let through (issue 18):
 a `before R` scope closes for good at its first R. Each test was seen failing with its mutation
-applied (docs/mutation.md)."""
+applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ sampled run of round 7):
   already leaves the set, counted as leaving it once more, must not use up another choice
   that stays inside (the exact solver then meets a policy that never ends, and crashes).
 The cases were worked out by hand and run on both engines; each test was seen failing with
-its mutation applied (docs/mutation.md)."""
+its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties import probability as P
 from test_chances_kills import RING

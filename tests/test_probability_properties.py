@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 # An agent step: the policy picks the tool, the environment the observation (weighted).
 # With `search` every step: success 1/2 + 3/10 * 1/2 + 9/100 * 1/2 = 139/200, limit (3/10)^3,
@@ -204,11 +204,11 @@ def test_text_report_prints_the_value_beside_the_verdict(check):
 
 
 def test_the_documented_example_prints_what_the_docs_show(cli, monkeypatch):
-    """docs/spec-language.md shows docs/examples/agent_odds.yaml and what checking it prints."""
+    """docs/reference/spec-language.md shows docs/examples/agent_odds.yaml and what checking it prints."""
     import re
 
     from conftest import ROOT
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     section = doc[doc.index("## probabilities: how likely"):]
     example = (ROOT / "docs" / "examples" / "agent_odds.yaml").read_text()
     assert "```yaml\n" + example + "```" in section
@@ -291,12 +291,12 @@ properties:
     assert p["status"] == "unknown" and "value" not in p
 
 
-def test_the_readme_outcome_table_of_the_seed_loop(cli):
-    """README's table of specs/loop_demo.yaml's endings per max_steps is what check reports."""
+def test_the_docs_outcome_table_of_the_seed_loop(cli):
+    """The probabilities page's table of specs/loop_demo.yaml's endings per max_steps is what check reports."""
     from conftest import ROOT
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "how-to" / "probabilities.md").read_text()
     head = "| `max_steps` | success | needs_input | error | limit | expected steps |\n|---|---|---|---|---|---|\n"
-    table = readme[readme.index(head) + len(head):]
+    table = page[page.index(head) + len(head):]
     rows = [ln.strip("| ").split(" | ") for ln in table[:table.index("\n\n")].splitlines()]
     for row in rows:
         ran = cli("check", ROOT / "specs" / "loop_demo.yaml", "-p", f"max_steps={row[0]}", "-p", "max_retries=1",
@@ -370,10 +370,10 @@ def test_past_the_exact_limit_the_outcome_table_bounds_the_endings(check):
     assert "    terminal             [0.99999999999" in text and "not computed: a strongly connected" in text
 
 
-def _readme_rows(head):
+def _page_rows(head):
     from conftest import ROOT
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index(head) + len(head):]
+    page = (ROOT / "docs" / "how-to" / "probabilities.md").read_text()
+    table = page[page.index(head) + len(head):]
     return [ln.strip("| ").split(" | ") for ln in table[:table.index("\n\n")].splitlines()]
 
 
@@ -388,10 +388,10 @@ def _readme_rows(head):
      lambda row: {"B": 3, "N": 2, "A": row[0], "T": row[1], "P": 3}, ("aborted", "turn_limit"),
      ("refused", "transitions")),
 ])
-def test_the_readme_outcome_tables_of_the_other_seed_specs(cli, spec, head, params, ends, measures):
-    """README's tables of the budget runner's and the gate chain's maxima are what check reports."""
+def test_the_docs_outcome_tables_of_the_other_seed_specs(cli, spec, head, params, ends, measures):
+    """The probabilities page's tables of the budget runner's and the gate chain's maxima are what check reports."""
     from conftest import ROOT
-    for row in _readme_rows(head):
+    for row in _page_rows(head):
         given = params(row)
         args = [a for k, v in given.items() for a in ("-p", f"{k}={v}")]
         ran = cli("check", ROOT / "specs" / spec, *args, "--format", "json")

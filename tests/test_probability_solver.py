@@ -7,7 +7,7 @@ import pytest
 from haltproof.properties import probability as P
 from haltproof.properties.probability import MDP, Choice
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 
 def mdp(choices, terminal, initial=(0,)):

@@ -12,11 +12,13 @@ import pytest
 
 import textwrap
 
-from haltproof.explorer.check import Options, RunResult, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.properties.kinds import Subject
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 
 def runs(text: str, **options) -> list[RunResult]:

@@ -23,7 +23,8 @@ pytest.importorskip("pydantic_ai")
 
 from pydantic_ai.usage import UsageLimits
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.frameworks import pydantic_ai as hp
 from haltproof.machine.live import Driver
 from haltproof.machine.spec import load_spec
@@ -315,7 +316,7 @@ def test_a_dropped_run_leaves_the_agent_run_in_its_own_task() -> None:
 
 @pytest.mark.slow     # every combination of the sweep, replayed run by run
 def test_the_frameworks_doc_shows_the_shipped_examples_and_their_numbers(cli) -> None:
-    doc = (ROOT / "docs" / "frameworks.md").read_text()
+    doc = (ROOT / "docs" / "how-to" / "pydantic-ai.md").read_text()
     for name in ("weather.yaml", "trip.yaml"):
         assert "```yaml\n" + (EXAMPLE / name).read_text() + "```" in doc
     assert "cd examples/frameworks/pydantic_ai && haltproof check weather.yaml trip.yaml" in doc

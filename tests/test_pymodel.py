@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
 from retry_model import RetryLoop
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 
 def test_python_model_matches_the_yaml_spec_state_for_state():
@@ -559,12 +560,12 @@ def test_a_bound_that_raises_or_is_not_an_int_is_a_spec_error(bound, message):
 
 
 def test_the_subclass_example_of_the_docs_runs():
-    """docs/binding.md, "Subclasses": its example runs and finds the inherited property violated."""
-    doc = (ROOT / "docs" / "binding.md").read_text()
+    """docs/how-to/binding.md, "Subclasses": its example runs and finds the inherited property violated."""
+    doc = (ROOT / "docs" / "how-to" / "binding.md").read_text()
     section = doc[doc.index("### Subclasses"):]
     block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     namespace: dict = {"__name__": "doc_example"}
-    exec(compile(block, "docs/binding.md", "exec"), namespace)
+    exec(compile(block, "docs/how-to/binding.md", "exec"), namespace)
     (run,) = check(namespace["StartsStuck"]).runs
     stops = next(p for p in run.properties if p.name == "stops")
     assert stops.status == "violated" and stops.message.startswith("deadlock")
@@ -893,5 +894,5 @@ def test_an_expected_violation_with_an_unexplained_unknown_is_not_as_expected():
     assert run.verdict == "incomplete" and R.overall([run]) == ("incomplete", 3)
     (json_run,) = R.to_json([run])["runs"]
     assert F.run_verdict(json_run) == "incomplete" and html_verdict(json_run)[0] == "incomplete"
-    run.properties = [p for p in run.properties if p is not held]     # decided again: as expected
+    run = replace(run, properties=[p for p in run.properties if p is not held])     # decided again: as expected
     assert run.verdict == "pass"

@@ -1,6 +1,6 @@
 """Single-line bugs in machine/pymodel.py that the verdict selection could let through (issue 18):
 what a Python model's domains() may return, and how the error names the file, the line and
-the problem. Each message is pinned exactly (docs/mutation.md)."""
+the problem. Each message is pinned exactly (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.machine.ranges import widest_value
 from haltproof.machine.spec import parse_spec
 

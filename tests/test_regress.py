@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from haltproof.api import check
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.explorer.regress import assert_fixed, machine_for, still_violated
 from haltproof.machine.spec import load_spec, shown_path
 
@@ -375,7 +376,7 @@ def test_both_engines_give_a_finding_the_same_subject(tmp_path, case):
 
 
 def test_the_documented_example_fails_as_the_docs_show(cli, pytester):
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "binding.md").read_text()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "how-to" / "binding.md").read_text()
     section = doc[doc.index("## Findings as regression tests"):]
     spec = section[section.index("```yaml\n") + 8:section.index("```", section.index("```yaml\n") + 8)]
     shown = section[section.index("```text\n") + 8:section.index("```", section.index("```text\n") + 8)]

@@ -428,7 +428,7 @@ def test_a_well_defined_counterexample_replays_to_its_failing_step(cli, tmp_path
 
 
 def test_the_documented_example_prints_what_the_docs_show(cli, tmp_path, monkeypatch):
-    doc = (TESTS.parent / "docs" / "spec-language.md").read_text()
+    doc = (TESTS.parent / "docs" / "reference" / "spec-language.md").read_text()
     example = doc[doc.index("For example, `term.yaml`:"):]
     spec = example[example.index("```yaml\n") + 8:example.index("```\n")]
     shown = example[example.index("```text\n") + 8:]

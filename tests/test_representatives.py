@@ -12,7 +12,7 @@ import pytest
 import several_representatives
 from test_binding import bound_copy
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 TESTS = Path(__file__).resolve().parent
 PINS = ("-p", "max_steps=2", "-p", "max_retries=1")

@@ -1,4 +1,4 @@
-"""The commands of docs/scaling.md's section on one large state space (its `sh` blocks; the
+"""The commands of docs/how-to/scaling.md's section on one large state space (its `sh` blocks; the
 `-j` section's run in tests/test_parallel.py) run with their exit codes and say what the
 page says."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 
-PAGE = (ROOT / "docs" / "scaling.md").read_text()
+PAGE = (ROOT / "docs" / "how-to" / "scaling.md").read_text()
 DOC = PAGE[PAGE.index("## One large state space"):PAGE.index("## What is not built yet")]
 
 

@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from haltproof.explorer.check import Options, check_spec
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_spec
 from haltproof.machine.spec import parse_spec
 from haltproof.reports.report import to_json
 
@@ -119,7 +120,7 @@ def test_a_bad_smallest_safe_is_refused_at_its_line(check, value, message):
 
 def test_the_docs_show_what_the_chain_prints(cli, tmp_path, monkeypatch):
     from conftest import ROOT
-    doc = (ROOT / "docs" / "spec-language.md").read_text()
+    doc = (ROOT / "docs" / "reference" / "spec-language.md").read_text()
     section = doc[doc.index("## smallest_safe: the smallest safe limit"):doc.index("## measures: worst-case bounds")]
     shown = section.split("```\n")[2]
     assert "hits_the_limit:\n    possible: status == limit\n    smallest_safe: max_steps\n" in CHAIN

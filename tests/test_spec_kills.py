@@ -1,7 +1,7 @@
 """Mutants of machine/spec.py that the rest of the verdict selection let through (issue 18):
 the loader's messages pinned whole with their line and quoted text, and the accepted forms
 (a bool param, a scenario's enum param value) that a planted bug would refuse. Each test was
-seen failing with its mutation applied (docs/mutation.md)."""
+seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

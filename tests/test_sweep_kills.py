@@ -1,7 +1,7 @@
 """Mutants of machine/sweep.py (the scalar engine's generated BFS loop) that the rest of the
 verdict selection let through (issue 18): the spec line an error in the loop is reported at,
 and a choice a step property reads that its action does not make. Each test was seen failing
-with its mutation applied (docs/mutation.md)."""
+with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

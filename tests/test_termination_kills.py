@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
-from haltproof.explorer.check import Options, RunResult, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine
 
 from test_verdict_kills import _machine, each_way, prop
 

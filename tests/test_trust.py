@@ -1,4 +1,4 @@
-"""What runs the user's code, and `--no-code`, which runs none of it (docs/trust.md).
+"""What runs the user's code, and `--no-code`, which runs none of it (docs/how-to/trust.md).
 
 A spec names code in four ways: `bind:` (imports a module, creates and calls an adapter),
 `raises:` (imports each declared exception's module), `framework:` (imports its target to
@@ -296,9 +296,9 @@ def test_the_pytest_plugin_collects_without_importing_the_code(code, pytester):
     assert imported.ret == 0 and marker.exists()       # the control: without either it imports
 
 
-# ---------------------------------------------------------------- docs/trust.md
+# ---------------------------------------------------------------- docs/how-to/trust.md
 
-TRUST_DOC = (Path(__file__).resolve().parent.parent / "docs" / "trust.md").read_text()
+TRUST_DOC = (Path(__file__).resolve().parent.parent / "docs" / "how-to" / "trust.md").read_text()
 
 
 def test_the_trust_doc_commands_print_what_it_shows(cli, monkeypatch):

@@ -3,7 +3,7 @@ sampled run of round 7): every field of the notice about a conditional choice th
 made (conditional choices run on the scalar engine only, so the spec runs on its two loops,
 which must agree), and the file of the notice about an action never taken that a Python
 model inherits from a base class in another module. Each test was seen failing with its
-mutation applied (docs/mutation.md)."""
+mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ action, summary), on every way a spec runs (the scalar engine's generated and pl
 the vector engine, and the vector engine when it kept no edges and only its precomputed
 facts are left). Issue 18: the mutation run of properties/vacuity.py showed that the
 notices' texts and fields, and the vector engine's path to them, were not pinned by any
-fast test. docs/mutation.md lists the mutants of vacuity.py that no spec can tell apart.
+fast test. docs/explanation/mutation-testing.md lists the mutants of vacuity.py that no spec can tell apart.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pytest
 
 from haltproof.api import check
 from haltproof.explorer import vengine
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine
 from haltproof.machine.pymodel import Model, action
 
 from test_verdict_kills import _machine, each_way

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from haltproof.explorer.check import Options, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.explorer.memory import rough_size, size_text
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.spec import load_spec

@@ -58,7 +58,8 @@ def _vector_runs(path) -> bool:
     if spec.bind or spec.python:
         return False
     try:
-        from haltproof.explorer.check import Options, prepare
+        from haltproof.explorer.options import Options
+        from haltproof.explorer.check import prepare
         for m in prepare(spec, Options(model_only=True)):
             vectorize(m)
     except NotVectorizable:

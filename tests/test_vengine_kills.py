@@ -2,13 +2,14 @@
 an independence check over codes past 2^53 (a float among the outcomes merged two of them: a
 false "proved"), a decide table no rule of which matches, a level the system has no memory
 for, and the level's new states ranked when their keys are too wide for the int32 index.
-Each test was seen failing with its mutation applied (docs/mutation.md)."""
+Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from haltproof.explorer.check import Options, check_machine
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import check_machine
 from haltproof.explorer.memory import rough_size
 from haltproof.explorer.vengine import LevelDepth, explore_vector
 from haltproof.machine.vectorize import vectorize

@@ -1,7 +1,7 @@
 """Single-line bugs on the verdict path that the rest of the suite let through (issue 18).
 
 Each test here was written against a planted bug that survived: it fails with that line
-mutated and passes on the real code (docs/mutation.md lists the mutation each one kills).
+mutated and passes on the real code (docs/explanation/mutation-testing.md lists the mutation each one kills).
 Every verdict is checked on the three ways a spec can run: the scalar engine's generated
 loop, its plain loop (the one for independence properties and bound code) and the vector
 engine, down to the trace — a bug in one of them must not hide behind the others.
@@ -15,7 +15,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from haltproof.explorer.check import Options, RunResult, check_machine, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import check_machine, prepare
 from haltproof.machine.compiled import Machine
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.vectorize import vectorize

@@ -12,7 +12,7 @@ from haltproof.machine.spec import parse_spec
 
 from test_malformed_specs import BASE, assert_rejected, edit
 
-pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/mutation.md)
+pytestmark = pytest.mark.verdict      # judges verdicts: in the per-mutant selection (docs/explanation/mutation-testing.md)
 
 #  21 probabilities:
 #  22   work:

@@ -1,6 +1,6 @@
 """Mutants of machine/weights.py that the rest of the verdict selection let through (issue 18):
 the exact text of a weight error — a whole-number sum, and the offending value a problem quotes.
-Each test was seen failing with its mutation applied (docs/mutation.md)."""
+Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ table embedded, importing nothing outside the standard library.
     guard.after(state)                          # the user's vars after it
     guard.end("success")
 
-Decisions (docs/guard.md): for `before(action, choices)` the transitions of the graph from the
+Decisions (docs/how-to/guard.md): for `before(action, choices)` the transitions of the graph from the
 current state that match the action and the given choices (choices left out are the
 environment's, so every value of them counts):
 - deny: none matches (not a transition of the model here), or every matching transition breaks
