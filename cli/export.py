@@ -20,7 +20,7 @@ from haltproof.explorer.check import prepare, stop_reason
 from haltproof.explorer.engine import explore
 from haltproof.explorer.chances import Chances
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
-from haltproof.reports.prism import ident, write_prism
+from haltproof.reports.prism import ident, wide_numbers, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 
 from .common import no_code_option, not_one_combination, runs_code, timeout_option, write_stdout
@@ -72,6 +72,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     header = (f"haltproof export of {shown_path(spec.path)} [{spec.name}], {params}: "
               f"{len(ex.states):,} explored states")
     text = write_prism(chances.mdp, spec.name, labels, rewards, header)
+    wide = wide_numbers(chances.mdp, rewards)
+    if wide:
+        print(f"haltproof export: note: {wide:,} of the model's probabilities and rewards have a numerator or "
+              "denominator past 64 bits (weights of more than 18 digits): written exactly, but Storm's PRISM "
+              "parser reads integers of 64 bits at most", file=sys.stderr)
     if output:
         try:
             Path(output).write_text(text, encoding="utf-8")

@@ -15,16 +15,18 @@ from haltproof.machine.binding import bind_machine, spec_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
-from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, Spec
+from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, present
 from haltproof.machine.trust import NO_CODE, python_model_refused, without_code
 from haltproof.machine.usercode import OutOfTime, Stuck
+from haltproof.properties import budget
 from haltproof.properties import vacuity
 from haltproof.properties.kinds import BUILTIN_TEXT, UNKNOWN, PropertyResult
 
 from . import acknowledged
+from .analyses import Analyses
 from .chances import Chances
 from .engine import Exploration, Finding, ProgressFn, action_subject, action_text, explore
-from .memory import size_text
+from .memory import current_rss, size_text
 from .vengine import VExploration, explore_vector
 from .options import Options, sweep
 from .results import RunResult, unsettled
@@ -148,46 +150,72 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
     selected -= m.inactive
     progress = options.progress(spec, m.params) if options.progress else None
     ex = _explore(m, options, selected, progress)
-    late: list[tuple[str, OutOfTime]] = []   # the deadline passed in user code after the exploration
+    # the bounds hold for the analyses too, with what is left of them (explorer/analyses.py)
+    with budget.bounded(usercode.remaining(), options.memory_bytes, current_rss):
+        return _judge_run(m, options, ex, selected, Analyses(options.timeout, options.memory_bytes))
+
+
+CHECKED_ON_EVERY_STATE = ("well_defined", "bound_code")    # what the counts, measures and maxima feed
+COUNTING = "evaluating the counts and measures on the explored transitions"
+# the property kinds judged by an analysis of their own after the exploration (the others are
+# decided by it: their finding, or its absence)
+ANALYSED = ("liveness", "terminates", "terminates_within", "probability", "expected")
+
+
+def _judge_run(m: Machine, options: Options, ex: Exploration, selected: set[str], after: Analyses) -> RunResult:
+    """Every analysis of an exploration and the run's result (see `_check_machine`)."""
+    spec = m.spec
     spec_errors = [n for n in spec.builtins if n in ex.findings]
+    unsure: dict[str, str] = {}           # a built-in whose check a bound stopped -> why it is undecided
+
+    def feeds(*names: str) -> Callable[[str], None]:
+        """What notes a stopped check as the reason those built-ins are undecided (the first one stays)."""
+        return lambda why: unsure.update({n: unsure.get(n, why) for n in names})
     _note_drift(m, ex)                    # after: it cut nothing short (machine/binding.py)
-    if m.acknowledged:
-        acknowledged.note_reached(ex, m)  # after too: reaching a declared-unreachable part cuts nothing short
-    try:
-        note_count_errors(ex, selected)  # an error there cuts no exploration short
+    if m.acknowledged:                    # after too: reaching a declared-unreachable part cuts nothing short
+        after.run("checking the parts declared unreachable", lambda: acknowledged.note_reached(ex, m),
+                  feeds(DECLARED_BUILTIN))
+    try:                                  # an error there cuts no exploration short
+        after.run(COUNTING, lambda: note_count_errors(ex, selected), feeds(*CHECKED_ON_EVERY_STATE))
     except OutOfTime as stop:             # a Python model's counts and measures are its code
-        late.append(("evaluating the counts and measures on the explored transitions", stop))
-    maxima = find_maxima(m, ex, selected)    # an expression failing here is a well_defined finding too
+        after.out_of_time(COUNTING, stop)
+        feeds(*CHECKED_ON_EVERY_STATE)(f"{stop.text()}, {COUNTING}" if isinstance(stop, Stuck)
+                                       else f"the --timeout{_seconds(options)} was reached while {COUNTING}")
+    maxima = find_maxima(m, ex, selected, after)    # an expression failing here is a well_defined finding too
+    if any(isinstance(found, str) for found in maxima.values()):
+        feeds(*CHECKED_ON_EVERY_STATE)(next(f for f in maxima.values() if isinstance(f, str)))
     why, why_end = why_undecided(ex, spec_errors)
 
     results: list[PropertyResult] = []
     for name in judged_builtins(m):
-        results.append(from_finding(ex, name, "builtin", None, why, BUILTIN_TEXT[name]))
-    graph = Graph(ex)
+        results.append(from_finding(ex, name, "builtin", None, why or unsure.get(name), BUILTIN_TEXT[name]))
+    graph = Graph(ex, after)
     chances = Chances(ex, m, why_end, edge_weights(ex, m))
-    results += [judge_maximum(p, ex, maxima[p.name], why) if p.kind == "maximum"
-                else judge_property(p, m, ex, graph, chances, (why, why_end), late)
-                for p in spec.properties if p.name in selected]
 
-    scenarios = run_scenarios(m, options, late)
-    bounds = worst_cases(ex, graph, m, why_end, late)
-    odds = chances.table() if spec.probabilities else None
-    stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
-    if late and stopped_by is None:     # explored in full, but something was left undecided
-        what, first = late[0]
-        doing = f": {first.doing}" if first.doing else ""
-        if isinstance(first, Stuck):
-            stopped_by = "call_timeout"
-            reason = (f"a call into the user's code did not return within --call-timeout {first.limit:g} s "
-                      f"after the exploration, while {what}{doing}")
-        else:
-            stopped_by = "timeout"
-            reason = f"--timeout{_seconds(options)} reached after the exploration, while {what}{doing}"
+    def judged(p: PropertyDecl) -> PropertyResult:
+        if p.kind == "maximum":
+            return judge_maximum(p, ex, maxima[p.name], why)
+        if p.kind not in ANALYSED:        # decided by the exploration
+            return judge_property(p, m, ex, graph, chances, (why, why_end), after)
+        # on a partial exploration, what left it undecided in the first place says more
+        return after.run(_doing(p), lambda: judge_property(p, m, ex, graph, chances, (why, why_end), after),
+                         lambda reason: _undecided(p, why_end or reason))
+    results += [judged(p) for p in spec.properties if p.name in selected]
 
+    scenarios = run_scenarios(m, options, after)
+    bounds = worst_cases(ex, graph, m, why_end, after)
+    odds = (after.run("computing the outcome table", chances.table, lambda reason: {"message": f"not computed: {reason}"})
+            if spec.probabilities else None)
     coverage = vacuity.coverage(ex)
-    notices = vacuity.notices(ex, coverage) if why is None else []
+    notices = (after.run("looking for the parts of the spec that never matter (vacuity)",
+                         lambda: vacuity.notices(ex, coverage), lambda reason: []) if why is None else [])
     notices += unbounded_by_fairness(m, selected)
     notices += expect_not_applying(spec, m.inactive)
+
+    stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
+    late = after.stopped()
+    if late is not None and stopped_by is None:     # explored in full, but a bound stopped an analysis
+        stopped_by, reason = late
     left_open = unsettled([(r.kind, r.status) for r in results], stopped_by)
     undecided = [r.name for r in results if r.status == UNKNOWN]
     if stopped_by is None and left_open:     # explored in full, and nothing explains an unknown
@@ -201,11 +229,28 @@ def _check_machine(m: Machine, options: Options) -> RunResult:
         scenarios=scenarios, stopped_by=stopped_by, as_expected=as_expected,
         explored=f"code: {m.bound_to}" if m.bound_to else "model", bounds=bounds,
         engine="vector" if isinstance(ex, VExploration) else "scalar",
-        _exploration=ex if ex.complete and not late and len(ex.states) <= KEEP_GRAPH_STATES else None,
+        _exploration=ex if ex.complete and late is None and len(ex.states) <= KEEP_GRAPH_STATES else None,
         stop_reason=reason, binding=m.binding() if m.binding is not None else None,
         determinism=m.determinism() if m.determinism is not None else None,
         representatives=m.representatives() if m.representatives is not None else None, odds=odds,
-        stages_by=options.stages_mode)
+        stages_by=options.stages_mode, stopped_after_exploration=ex.complete and late is not None)
+
+
+def _doing(p: PropertyDecl) -> str:
+    """The analysis that judges property p, as a phrase after "while"."""
+    chance = p.chance
+    return {"probability": f"solving the probability of {p.name}",
+            "expected": f"solving the expected {chance.measure if chance else 'total'} of {p.name}",
+            "terminates": f"searching for a deadlock or a cycle for {p.name}",
+            "terminates_within": f"searching for the longest run for {p.name}",
+            }.get(p.kind, f"searching for a run that breaks {p.name}")
+
+
+def _undecided(p: PropertyDecl, why: str) -> PropertyResult:
+    """Property p left undecided by a bound that stopped its analysis."""
+    r = PropertyResult(p.name, p.kind if p.pattern is None else present(p.pattern), UNKNOWN, f"not decided: {why}")
+    r.description, r.line, r.file = p.description, p.line, p.file
+    return r
 
 
 def _seconds(options: Options) -> str:

@@ -36,6 +36,7 @@ from haltproof.machine.sweep import SWEEP_KINDS
 from haltproof.machine.usercode import OutOfTime, Stuck
 from haltproof.machine.spec import present
 from haltproof.properties import liveness, termination, vacuity
+from haltproof.properties.budget import ticking
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
@@ -177,7 +178,7 @@ class Exploration:
     def open_states(self, name: str) -> np.ndarray:
         """The property's compiled expression on every state."""
         f = self.machine.obligations[name]
-        return np.fromiter((bool(f(s)) for s in self.states), dtype=bool, count=len(self.states))
+        return np.fromiter((bool(f(s)) for s in ticking(self.states)), dtype=bool, count=len(self.states))
 
     def first_deepest(self) -> int:
         """The first state of the deepest level (depths never decrease along the states)."""
@@ -260,7 +261,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
             if ms.name in m.measures and (spec.python or can_fail(ms.expr, made))]
     if not fns:
         return None
-    for i in range(ex.expanded):
+    for i in ticking(range(ex.expanded)):
         s = ex.states[i]
         for e in ex.edges_of(i):
             a, c, r = ex.e_action[e], ex.e_combo[e], ex.e_rule[e]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,12 +20,14 @@ from haltproof.machine.compiled import EVAL_ERRORS, EvalError, Machine, spec_whe
 from haltproof.machine.spec import PropertyDecl, Spec, present
 from haltproof.machine.text import counted
 from haltproof.machine.usercode import OutOfTime
+from haltproof.properties import budget
 from haltproof.properties import liveness as L
 from haltproof.properties import termination as T
 from haltproof.properties.exploration import ExploredGraph
 from haltproof.properties.vacuity import Notice
 from haltproof.properties.kinds import HOLDS, KIND_TEXT, UNKNOWN, VIOLATED, Kind, PropertyResult, Subject, Trace
 
+from .analyses import Analyses
 from .chances import Chances, first_chance_error
 from .engine import Exploration, Finding, failure, first_count_error, trace_length
 from .vengine import VExploration
@@ -66,7 +69,7 @@ def why_undecided(ex: Exploration, spec_errors: list[str]) -> tuple[str | None, 
 
 
 def judge_property(p: PropertyDecl, m: Machine, ex: Exploration, graph: Graph, chances: Chances,
-           whys: tuple[str | None, str | None], late: list[tuple[str, OutOfTime]]) -> PropertyResult:
+           whys: tuple[str | None, str | None], after: Analyses) -> PropertyResult:
     """One declared property's result on the exploration (`whys`: see `why_undecided`)."""
     why, why_end = whys
     if p.kind == "liveness":
@@ -76,10 +79,10 @@ def judge_property(p: PropertyDecl, m: Machine, ex: Exploration, graph: Graph, c
     elif p.kind in ("invariant", "step_invariant", "variant", "independent"):
         r = from_finding(ex, p.name, p.kind, p.line, why_end if p.kind == "variant" else why,
                           KIND_TEXT[p.kind])
-        _past_note(p, ex, r)
+        _past_note(p, ex, r, after)
     elif p.kind == "reachable":
         r = _possible(ex, p.name, why) if p.possible else _reachable(ex, p.name, why)
-        _past_note(p, ex, r)
+        _past_note(p, ex, r, after)
     elif p.kind == "terminates":
         r = _terminates(ex, graph, p.name, why_end)
     elif p.kind in ("probability", "expected"):
@@ -88,7 +91,7 @@ def judge_property(p: PropertyDecl, m: Machine, ex: Exploration, graph: Graph, c
         try:
             r = _within(ex, graph, p.name, why_end, m)
         except OutOfTime as stop:       # its count is the user's code
-            late.append((f"counting the transitions of {p.name}", stop))
+            after.out_of_time(f"counting the transitions of {p.name}", stop)
             r = PropertyResult(p.name, "terminates_within", UNKNOWN,
                                "not decided: the --timeout passed while counting its transitions")
     r.description = p.description
@@ -116,7 +119,7 @@ def came_as_expected(spec: Spec, options: Options, results: list[PropertyResult]
             and all(s.ok for s in scenarios) and any(r.status == VIOLATED for r in results))
 
 
-def run_scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]]) -> list[ScenarioResult]:
+def run_scenarios(m: Machine, options: Options, after: Analyses) -> list[ScenarioResult]:
     """The spec's scenarios for these params (a bound spec replays them on the code); the
     deadline passing in one ends them: the rest are not run, and the run is incomplete."""
     out: list[ScenarioResult] = []
@@ -127,7 +130,7 @@ def run_scenarios(m: Machine, options: Options, late: list[tuple[str, OutOfTime]
             try:
                 rep = run_scenario(m, sc)
             except OutOfTime as stop:
-                late.append((f"replaying scenario {sc.name}", stop))
+                after.out_of_time(f"replaying scenario {sc.name}", stop)
                 break
             out.append(ScenarioResult(sc.name, rep.ok, rep.problem or "as expected", len(rep.steps) - 1))
     return out
@@ -246,7 +249,7 @@ def distinct(ex: Exploration, keep: list[int]) -> int:
             code += vm.local_index(i, arrays[i]) * vm.strides[i]
         code.sort()                     # distinct values by sorting: numpy's hashed unique is slower here
         return int(np.count_nonzero(np.diff(code))) + 1 if len(code) else 0
-    return len({tuple(s[i] for i in keep) for s in ex.states})
+    return len({tuple(s[i] for i in keep) for s in budget.ticking(ex.states)})
 
 
 def monitor_states(ex: Exploration) -> str:
@@ -256,16 +259,19 @@ def monitor_states(ex: Exploration) -> str:
     return f"the pattern monitors added {len(ex.states) - plain} of the {len(ex.states)} states explored"
 
 
-def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult) -> None:
+def _past_note(p: PropertyDecl, ex: Exploration, r: PropertyResult, after: Analyses) -> None:
     """A decided property with past-time operators (machine/pasttime.py) says how many of the
-    explored states only its own monitors tell apart: what the operators cost."""
+    explored states only its own monitors tell apart: what the operators cost (unless a bound
+    stops the count: the verdict stands, the note says so)."""
     if not p.past or r.status == UNKNOWN:
         return
     spec = ex.machine.spec
     others = [i for i, v in enumerate(spec.vars) if v.monitor != p.name]
-    plain = distinct(ex, others)
-    r.message += (f"; its past-time monitors ({p.past} var{'s' if p.past > 1 else ''}) added "
-                  f"{len(ex.states) - plain} of the {len(ex.states)} states explored")
+    monitors = f"its past-time monitors ({p.past} var{'s' if p.past > 1 else ''})"
+    r.message += after.run(f"counting the states the past-time monitors of {p.name} added",
+                           lambda: f"; {monitors} added {len(ex.states) - distinct(ex, others)} of the "
+                                   f"{len(ex.states)} states explored",
+                           lambda why: f"; how many states {monitors} added is not counted: {why}")
 
 
 def _reachable(ex: Exploration, name: str, why: str | None) -> PropertyResult:
@@ -306,16 +312,17 @@ class Highest:
 MAXIMUM_CHUNK = 1 << 16      # states decoded at once when the vector engine's states are evaluated
 
 
-def find_maxima(m: Machine, ex: Exploration, selected: set[str]) -> dict[str, Highest | None]:
+def find_maxima(m: Machine, ex: Exploration, selected: set[str], after: Analyses) -> dict[str, Highest | str | None]:
     """Per `maximum` property judged: its `Highest`, or None where its expression cannot be
     evaluated on an explored state, which is a `well_defined` finding like any other (kept
-    when its trace is shorter than the engine's own finding)."""
-    out: dict[str, Highest | None] = {}
+    when its trace is shorter than the engine's own finding), or why it is undecided (a bound
+    stopped its evaluation)."""
+    out: dict[str, Highest | str | None] = {}
     for name, (fn, at_most) in m.maxima.items():
         if name not in selected:
             continue
-        found = (_vector_highest(ex, name, at_most) if isinstance(ex, VExploration)
-                 else _scalar_highest(ex, name, fn, at_most))
+        found = after.run(f"evaluating {name} on every explored state",
+                          partial(_highest, ex, name, fn, at_most), lambda why: why)
         if isinstance(found, Finding):
             old = ex.findings.get("well_defined")
             if old is None or _length(ex, found) < _length(ex, old):
@@ -326,11 +333,18 @@ def find_maxima(m: Machine, ex: Exploration, selected: set[str]) -> dict[str, Hi
     return out
 
 
+def _highest(ex: Exploration, name: str, fn: Callable[[Any], int], at_most: int | None) -> Highest | Finding:
+    """The `Highest` of one expression, on either engine's states."""
+    if isinstance(ex, VExploration):
+        return _vector_highest(ex, name, at_most)
+    return _scalar_highest(ex, name, fn, at_most)
+
+
 def _scalar_highest(ex: Exploration, name: str, fn: Callable[[Any], int],
                     at_most: int | None) -> Highest | Finding:
     """The `Highest` of one expression over the states in BFS order, or the first state where it fails."""
     best, at, over = 0, -1, None
-    for i in range(len(ex.states)):
+    for i in budget.ticking(range(len(ex.states))):
         try:
             value = fn(ex.states[i])
         except EVAL_ERRORS as exc:
@@ -347,6 +361,7 @@ def _vector_highest(ex: VExploration, name: str, at_most: int | None) -> Highest
     fn = ex.vm.maxima[name]
     best, at, over = 0, -1, None
     for lo in range(0, len(ex.codes), MAXIMUM_CHUNK):
+        budget.tick()
         codes = ex.codes[lo:lo + MAXIMUM_CHUNK]
         values = np.broadcast_to(np.asarray(fn(ex.vm.decode(codes.astype(np.int64)))), (len(codes),))
         k = int(np.argmax(values))          # the first index of the highest value
@@ -359,12 +374,15 @@ def _vector_highest(ex: VExploration, name: str, at_most: int | None) -> Highest
     return Highest(best, at, over)
 
 
-def judge_maximum(p: PropertyDecl, ex: Exploration, found: Highest | None, why: str | None) -> PropertyResult:
+def judge_maximum(p: PropertyDecl, ex: Exploration, found: Highest | str | None, why: str | None) -> PropertyResult:
     """A `maximum` property: the exact highest value with a shortest witness; violated, with a
     shortest counterexample, when a reachable state exceeds its `at_most`. An exploration that
-    stopped early knows only a lower bound: unknown, unless it already exceeds `at_most`."""
+    stopped early knows only a lower bound: unknown, unless it already exceeds `at_most`; so
+    does an evaluation a bound stopped (`found` says why)."""
     fn, at_most = ex.machine.maxima[p.name]
-    if found is None:
+    if isinstance(found, str):
+        r = PropertyResult(p.name, "maximum", UNKNOWN, f"not decided: {found}")
+    elif found is None:
         r = PropertyResult(p.name, "maximum", UNKNOWN, "not decided: its expression cannot be evaluated in a "
                                                        "reachable state (see well_defined)")
     else:
@@ -391,26 +409,32 @@ def judge_maximum(p: PropertyDecl, ex: Exploration, found: Highest | None, why: 
 class Graph:
     """Graph facts shared by the termination properties, computed once per run on demand."""
 
-    def __init__(self, ex: Exploration):
-        self.ex = ex
+    def __init__(self, ex: Exploration, after: Analyses):
+        self.ex, self.after = ex, after
         self._done = False
         self._monitors: str | None = None
 
     def monitor_states(self) -> str:
-        """`monitor_states` of the exploration, counted once for all its patterns."""
+        """`monitor_states` of the exploration, counted once for all its patterns (unless a
+        bound stops the count: the verdicts stand, the note says so)."""
         if self._monitors is None:
-            self._monitors = monitor_states(self.ex)
+            self._monitors = self.after.run("counting the states the pattern monitors added",
+                                            lambda: monitor_states(self.ex),
+                                            lambda why: f"how many states the pattern monitors added is not "
+                                                        f"counted: {why}")
         return self._monitors
 
     def compute(self) -> None:
+        """Its deadlock, topological order (None: cyclic) and shortest lasso; done once, when
+        whole (a bound may stop it, and every analysis after)."""
         if self._done:
             return
-        self._done = True
         self.deadlock = T.find_deadlock(self.ex)
         self.order = T.topological_order(self.ex)
         # a cycle of the machine, not one of the property monitors unrolling it (liveness.OwnView)
         self.plain = L.own_view(self.ex, None)
         self.lasso = T.find_lasso(self.plain) if self.order is None else None   # only a cyclic graph has one
+        self._done = True
 
 
 def _termination_violation(ex: Exploration, g: Graph, name: str, kind: Kind,
@@ -508,31 +532,30 @@ def _longest_trace(ex: Exploration, start: int, edges: list[int] | None, end: in
     return path_trace(ex, end) if edges is None else run_trace(ex, start, edges)
 
 
-def worst_cases(ex: Exploration, g: Graph, m: Machine, why: str | None,
-            late: list[tuple[str, OutOfTime]]) -> dict[str, dict[str, Any]]:
+def worst_cases(ex: Exploration, g: Graph, m: Machine, why: str | None, after: Analyses) -> dict[str, dict[str, Any]]:
     """The exact worst case over all runs of every measure (transitions always), with a witness.
     A measure of a Python model is the user's code: the deadline passing in it leaves the
-    measure not computed (and goes to `late`)."""
-    g.compute()
+    measure not computed (and goes to `after.late`), as does a bound stopping its analysis."""
     kinds = {ms.name: ms.kind for ms in m.spec.measures}
-    out: dict[str, dict[str, Any]] = {}
-    for name, fn in [("transitions", None), *m.measures.items()]:
+
+    def worst(name: str, fn: Callable[..., Any] | None) -> dict[str, Any]:
+        g.compute()
         if g.order is None:
-            message = ("unbounded: a run can cycle forever" if name == "transitions"
-                       else "not computed: the state graph has a cycle")
-            out[name] = {"value": None, "exact": False, "witness": None, "message": message}
-            continue
+            return {"value": None, "exact": False, "witness": None,
+                    "message": ("unbounded: a run can cycle forever" if name == "transitions"
+                                else "not computed: the state graph has a cycle")}
         try:
             value, start, edges, end = T.longest_run(ex, g.order, _weight(ex, name, fn, kinds.get(name) == "sum"))
         except (EvalError, ZeroDivisionError) as exc:
-            out[name] = {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
-            continue
+            return {"value": None, "exact": False, "witness": None, "message": f"not computed: {exc}"}
         except OutOfTime as stop:
-            late.append((f"computing the bound of {name}", stop))
-            out[name] = {"value": None, "exact": False, "witness": None,
-                         "message": "not computed: the --timeout passed while computing it"}
-            continue
+            after.out_of_time(f"computing the bound of {name}", stop)
+            return {"value": None, "exact": False, "witness": None,
+                    "message": "not computed: the --timeout passed while computing it"}
         exact = why is None
-        out[name] = {"value": value, "exact": exact, "witness": _longest_trace(ex, start, edges, end),
-                     "message": f"at most {value}" if exact else f"at least {value} ({why})"}
-    return out
+        return {"value": value, "exact": exact, "witness": _longest_trace(ex, start, edges, end),
+                "message": f"at most {value}" if exact else f"at least {value} ({why})"}
+    return {name: after.run(f"computing the worst case of {name}", partial(worst, name, fn),
+                            lambda reason: {"value": None, "exact": False, "witness": None,
+                                            "message": f"not computed: {reason}"})
+            for name, fn in [("transitions", None), *m.measures.items()]}

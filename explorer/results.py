@@ -58,6 +58,7 @@ class RunResult:
     representatives: dict[str, dict[str, dict[str, int]]] | None = None   # bound: concrete values per class
     odds: dict[str, Any] | None = None   # a spec with weights: how runs end, how likely (explorer/chances.py)
     stages_by: str = MODEL               # a bound spec on its own stages: the option that asked (--model, --no-code)
+    stopped_after_exploration: bool = False   # explored in full, and then a bound stopped an analysis
     _spec: Spec = field(repr=False)      # the loaded spec, for the reports
     _exploration: Exploration | None = field(default=None, repr=False)   # small complete runs: to draw their graph
 

@@ -113,6 +113,9 @@ def finding_text(prop: dict[str, Any]) -> str:
 def incomplete_text(run: dict[str, Any]) -> str:
     """Why an incomplete run proves nothing: the bound that stopped it, with how far it got,
     or (explored in full) its stop_reason, which names the properties left undecided."""
+    if run.get("stopped_after_exploration"):
+        return (f"the analyses after the exploration stopped at {stop_text(run)} (all "
+                f"{run['stats']['states']:,} states explored)")
     if run.get("stopped_by"):
         return f"the exploration stopped at {stop_text(run)} after {run['stats']['states']:,} states"
     return run.get("stop_reason") or "a property could not be decided"

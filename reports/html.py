@@ -107,6 +107,8 @@ def state_graphs(runs: Sequence[Any], report: dict[str, Any],
 def _graph_of(result: Any, run: dict[str, Any], limit: int) -> StateGraph | str:
     stats = run.get("stats") or {}
     n = stats.get("states", 0)
+    if run.get("stopped_after_exploration"):
+        return f"state graph: not drawn (the analyses after the exploration stopped at {F.stop_text(run)})"
     if run.get("stopped_by"):
         return "state graph: not drawn (the exploration stopped early, so the graph is incomplete)"
     ex = getattr(result, "_exploration", None)

@@ -102,6 +102,8 @@ def run_json(r: RunResult) -> dict[str, Any]:
         out["stopped_by"] = r.stopped_by
     if r.stop_reason:
         out["stop_reason"] = r.stop_reason
+    if r.stopped_after_exploration:       # explored in full: a bound stopped an analysis after it
+        out["stopped_after_exploration"] = True
     if r.as_expected is not None:
         out["as_expected"] = r.as_expected
     if r.binding is not None:
@@ -301,5 +303,6 @@ def _safe_text(name: str, param: str, meaning: str, start: int | None, values: l
         return f"{name} {why} at {param}={hi}, the largest swept ({swept}): no safe value"
     if start == lo:
         return f"{name} {meaning} at every swept {param} ({swept})"
-    below = max(v for v, _ in values if v < start)
-    return f"{name} {meaning} from {param}={start} on (swept {swept}; {unsafe} at {param}={below})"
+    below, safe = max((v, safe) for v, safe in values if v < start)
+    return (f"{name} {meaning} from {param}={start} on (swept {swept}; "
+            f"{unsafe if safe is False else 'not decided'} at {param}={below})")

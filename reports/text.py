@@ -10,11 +10,10 @@ findings.py (which asks check.judge), never from a second computation here.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from haltproof.explorer.chances import number
-from haltproof.machine.text import assignments_text, counted
+from haltproof.machine.text import assignments_text, counted, fraction_from_json
 
 from . import findings as F
 
@@ -171,8 +170,9 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     width = max((len(p["name"]) for p in props), default=0)
     if undecided:               # the bound is the finding; its every unknown says the same
         count = len(undecided)
+        stopped = "analyses after the exploration" if run.get("stopped_after_exploration") else "exploration"
         lines.append(f"  {'unknown':<9} {count} propert{'y' if count == 1 else 'ies'}, not decided as the "
-                     "exploration stopped (--verbose lists them)")
+                     f"{stopped} stopped (--verbose lists them)")
     for p in props:
         lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
@@ -219,10 +219,11 @@ def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _span(v: dict[str, Any]) -> str:
-    if "exact" not in v:                # a side solved by interval iteration: its interval
-        lo, hi = (f"[{a:.12g}, {b:.12g}]" for a, b in (v["interval"]["min"], v["interval"]["max"]))
+    if "exact" not in v:                # a side solved by interval iteration: its interval (an exact one a point)
+        lo, hi = (f"{a:.12g}" if a == b else f"[{a:.12g}, {b:.12g}]"
+                  for a, b in (v["interval"]["min"], v["interval"]["max"]))
         return lo if lo == hi else f"{lo} .. {hi}"
-    lo, hi = (number(None if x == "inf" else Fraction(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
+    lo, hi = (number(None if x == "inf" else fraction_from_json(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
     return lo if lo == hi else f"{lo} .. {hi}"
 
 

@@ -4,6 +4,7 @@ both engines, with values checked by hand (explorer/chances.py, properties/proba
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -183,6 +184,162 @@ def test_expected_cost_is_infinite_when_a_policy_never_ends(check):
     assert (ends["status"], ends["exact"]) == ("violated", {"min": "0", "max": "1"})
     table = data["runs"][0]["outcomes"]["ends"]["never_terminating"]["exact"]
     assert table == {"min": "0", "max": "1"}
+
+
+# No policy ever ends: every expected total is infinite (issue 26, finding 2).
+SPIN = """\
+machine: spin
+vars:
+  status: {type: enum, values: [running, done], init: running}
+actions:
+  spin:
+    when: status == running
+    choose:
+      o: [a, b]
+    do:
+      - decide: status
+        rules:
+          - {name: keep, then: running}
+terminal: status == done
+probabilities:
+  spin:
+    o: {a: 1/2, b: 1/2}
+properties:
+"""
+INFINITE = "the expected transitions until a terminal state is infinite under every policy: "
+
+
+@ENGINES
+def test_an_infinite_minimum_is_at_least_every_bound(check, engine):
+    """Infinite >= 3 holds (Storm agrees, tests/test_storm.py); it was VIOLATED with "a policy
+    makes it infinite, less than 3". At most 3 stays violated, with the policy that never ends."""
+    code, data = report(check, SPIN + "  many: {expected: {measure: transitions, at_least: 3}}\n",
+                        "--engine", engine)
+    assert code == 0
+    many = prop(data, "many")
+    assert many["status"] == "holds"
+    assert many["message"] == INFINITE + "at least 3 (no policy reaches a terminal state with probability 1)"
+    assert (many["value"], many["exact"]) == ({"min": None, "max": None}, {"min": "inf", "max": "inf"})
+    assert "policy" not in many and many["trace"] is None
+    code, data = report(check, SPIN + "  few: {expected: {measure: transitions, at_most: 3}}\n",
+                        "--engine", engine)
+    assert code == 1
+    few = prop(data, "few")
+    assert few["status"] == "violated"
+    assert few["message"] == INFINITE + ("a policy makes it infinite, more than 3 (a policy does not reach a "
+                                         "terminal state with probability 1)")
+    assert (few["value"], few["exact"]) == ({"min": None, "max": None}, {"min": "inf", "max": "inf"})
+    assert few["policy"] == [{"state": {"status": "running"}, "action": "spin", "choices": {}}]
+
+
+def test_an_infinite_minimum_reads_the_same_in_the_text_report(check):
+    r = check(SPIN + "  many: {expected: {measure: transitions, at_least: 3}}\n"
+                     "  few: {expected: {measure: transitions, at_most: 3}}\n", "--verbose")
+    assert r.code == 1
+    assert ("  holds     many          " + INFINITE + "at least 3 (no policy reaches a terminal state with "
+            "probability 1)\n") in r.out
+    assert ("  VIOLATED  few           " + INFINITE + "a policy makes it infinite, more than 3 (a policy does "
+            "not reach a terminal state with probability 1)\n      witness policy: spin\n") in r.out
+    assert "    transitions          infinite\n" in r.out
+
+
+def test_a_finite_minimum_and_an_infinite_maximum(check):
+    """The retry loop with `wait`: 2 calls on average at best, never ending at worst. at_least
+    reads the minimum (finite), at_most the maximum (infinite)."""
+    text = RETRY.replace("terminal:", WAIT + "terminal:").replace(
+        "  cost: {expected: {measure: transitions, at_most: 2}}\n",
+        "  some: {expected: {measure: transitions, at_least: 1}}\n"
+        "  many: {expected: {measure: transitions, at_least: 3}}\n"
+        "  capped: {expected: {measure: transitions, at_most: 100}}\n")
+    code, data = report(check, text, "--property", "some", "--property", "many", "--property", "capped")
+    assert code == 1
+    span = "the expected transitions until a terminal state is between 2 and infinite over the policies: "
+    some, many, capped = (prop(data, n) for n in ("some", "many", "capped"))
+    assert (some["status"], some["message"]) == ("holds", span + "at least 1")
+    assert (many["status"], many["message"]) == ("violated", span + "a policy makes it 2, less than 3")
+    assert (capped["status"], capped["message"]) == ("violated", span + (
+        "a policy makes it infinite, more than 100 (a policy does not reach a terminal state with probability 1)"))
+    for p in (some, many, capped):
+        assert (p["value"], p["exact"]) == ({"min": 2.0, "max": None}, {"min": "2", "max": "inf"})
+    assert many["policy"] == [{"state": {"status": "trying"}, "action": "call", "choices": {}}]
+    assert capped["policy"] == [{"state": {"status": "trying"}, "action": "wait", "choices": {}}]
+
+
+# A long chain of weighted steps: its exact values have thousands of digits, past the 4,300
+# Python turns into text (issue 26, finding 7: exit 4 on `ValueError: Exceeds the limit`).
+CHAIN = """\
+machine: chain
+vars:
+  n: {type: int, min: 0, max: 1500, init: 0}
+  hit: {type: bool, init: false}
+actions:
+  step:
+    when: n < 1500 and not hit
+    choose:
+      o: [a, b]
+    do:
+      - set: {n: n + 1, hit: o == a}
+terminal: n == 1500 or hit
+probabilities:
+  step:
+    o: {a: '1/997', b: '996/997'}
+properties:
+  full: {probability: {reach: n == 1500, at_most: 0.5}}
+  cost: {expected: {measure: transitions, at_most: 800}}
+"""
+# reaching n = 1500 takes 1499 draws of b; the k-th step happens after k - 1 of them
+CHAIN_FULL = Fraction(996, 997) ** 1499
+CHAIN_COST = 997 * (1 - Fraction(996, 997) ** 1500)         # the sum of (996/997)^k for k < 1500
+
+
+def test_values_of_thousands_of_digits_read_as_their_value(check, tmp_path):
+    """Text shows the value and the size; JSON keeps the exact fraction, written out whole."""
+    from haltproof.machine.text import fraction_from_json
+    r = check(CHAIN, "--verbose", "--json", str(tmp_path / "r.json"))
+    assert r.code == 0, r.err
+    data = json.loads((tmp_path / "r.json").read_text(), parse_constant=no_infinity)
+    full, cost = prop(data, "full"), prop(data, "cost")
+    assert full["message"] == ("the probability of reaching it is about 0.222181 (an exact fraction of 8,991 "
+                               "digits in the JSON report) under every policy: at most 1/2 (0.5)")
+    assert cost["message"] == ("the expected transitions until a terminal state is about 775.708 (an exact "
+                               "fraction of 8,994 digits in the JSON report) under every policy: at most 800")
+    assert fraction_from_json(full["exact"]["min"]) == fraction_from_json(full["exact"]["max"]) == CHAIN_FULL
+    assert fraction_from_json(cost["exact"]["max"]) == CHAIN_COST
+    assert len(full["exact"]["min"]) == 8991 + 1            # every digit, and the slash
+    assert full["value"] == {"min": float(CHAIN_FULL), "max": float(CHAIN_FULL)}
+    assert f"  holds     full          {full['message']}\n" in r.out
+    assert "    transitions          about 775.708 (an exact fraction of 8,994 digits in the JSON report)\n" in r.out
+
+
+def test_a_violation_of_thousands_of_digits_in_every_format(check, tmp_path):
+    text = CHAIN.replace("at_most: 800", "at_most: 700")
+    shown = "about 775.708 (an exact fraction of 8,994 digits in the JSON report)"
+    r = check(text, "--format", "markdown", "--html", str(tmp_path / "r.html"), "--sarif", str(tmp_path / "r.sarif"))
+    assert r.code == 1, r.err
+    message = (f"the expected transitions until a terminal state is {shown} under every policy: a policy makes "
+               f"it {shown}, more than 700")
+    assert f"| expected transitions | {shown} |" in r.out
+    assert message in r.out
+    assert json.loads((tmp_path / "r.sarif").read_text())["runs"][0]["results"][0]["message"]["text"].count(shown) == 2
+    assert "about 775.708" in (tmp_path / "r.html").read_text()
+
+
+def test_decimal_weights_of_800_digits(check):
+    """40 draws of odds written with 800 digits each: the values have 62 thousand digits."""
+    odds = "0." + "3" * 799 + "1", "0." + "6" * 799 + "9"
+    text = CHAIN.replace("1500", "40").replace("'1/997', b: '996/997'", "{}, b: {}".format(*odds))
+    code, data = report(check, text)
+    assert code == 0
+    assert prop(data, "full")["message"] == (
+        "the probability of reaching it is about 1.35657e-07 (an exact fraction of 62,395 digits in the JSON "
+        "report) under every policy: at most 1/2 (0.5)")
+    assert fraction_from_json_of(prop(data, "full")) == (1 - Fraction(odds[0])) ** 39
+
+
+def fraction_from_json_of(p):
+    from haltproof.machine.text import fraction_from_json
+    assert p["exact"]["min"] == p["exact"]["max"]
+    return fraction_from_json(p["exact"]["min"])
 
 
 def test_not_decided_on_a_partial_exploration(check):
@@ -370,6 +527,31 @@ def test_past_the_exact_limit_the_outcome_table_bounds_the_endings(check):
     assert "    terminal             [0.99999999999" in text and "not computed: a strongly connected" in text
 
 
+def test_an_iterated_side_fixed_at_0_is_said_exactly(check, monkeypatch):
+    """A policy that `wait`s forever never wins: the minimum is 0 by the graph alone, so its
+    interval is the point [0, 0], an exact 0, not "between 0 and 0 (within 0, not exact)". The
+    maximum is iterated (the exact solver limited to 5 states here, the walk has 19)."""
+    from haltproof.properties import probability as P
+    monkeypatch.setattr(P, "EXACT_LIMIT", 5)
+    text = WALK.replace("1000", "20").replace("init: 995", "init: 10").replace("terminal:", """\
+  wait:
+    when: x > 0 and x < 20
+    do:
+      - set: {x: x}
+terminal:""") + "  wins: {probability: {reach: x == 20, at_most: 0.2}}\n"
+    r = check(text, "--verbose", "--json", "r.json")
+    assert r.code == 0, r.err
+    wins = prop(json.loads(open("r.json").read()), "wins")
+    lo, hi = wins["interval"]["max"]
+    assert lo < (1 - 1.5 ** 10) / (1 - 1.5 ** 20) < hi
+    assert wins["message"] == (f"the probability of reaching it is from 0 (min) to between {lo:.15g} and {hi:.15g} "
+                               f"(within {hi - lo:.2g}, not exact) (max) over the policies: at most 1/5 (0.2)")
+    assert (wins["interval"]["min"], wins["error"]["min"], wins["value"]["min"]) == ([0.0, 0.0], 0.0, 0.0)
+    ends = [ln.split(None, 1)[1] for ln in r.out.splitlines() if ln.startswith(("    terminal ", "    never_"))]
+    assert ends[0].startswith("0 .. [0.99999") and ends[0].endswith(", 1]")
+    assert ends[1].startswith("[0, ") and ends[1].endswith("] .. 1")
+
+
 def _page_rows(head):
     from conftest import ROOT
     page = (ROOT / "docs" / "how-to" / "probabilities.md").read_text()
@@ -434,3 +616,18 @@ def test_probability_properties_on_the_weighted_gate_chain(check):
     assert prop(data, "abort_capped")["exact"] == {"min": "0", "max": "47/250"}
     assert prop(data, "few_refusals")["exact"] == {"min": "0", "max": "4863/5000"}
     assert {prop(data, n)["status"] for n in ("abort_capped", "few_refusals")} == {"holds"}
+
+
+def test_a_value_past_a_float_stays_valid_json():
+    """An expected total past 1.8e308 (a measure summing huge ints): `value` is the largest float
+    (JSON has no infinity, and null means infinite), `exact` the whole integer."""
+    import sys
+
+    from haltproof.explorer.chances import value_json
+    from haltproof.machine.text import fraction_from_json
+    from haltproof.properties.probability import Extremes
+    huge = Fraction(10 ** 400)
+    out = value_json(Extremes(Fraction(1, 2), huge))
+    assert out["value"] == {"min": 0.5, "max": sys.float_info.max}
+    assert out["exact"]["min"] == "1/2" and fraction_from_json(out["exact"]["max"]) == huge
+    json.loads(json.dumps(out, allow_nan=False), parse_constant=no_infinity)

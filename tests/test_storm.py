@@ -19,7 +19,7 @@ from haltproof.properties.probability import MDP, Choice
 from haltproof.reports.prism import write_prism
 
 from conftest import ROOT
-from test_probability_properties import AGENT, RETRY, WAIT
+from test_probability_properties import AGENT, RETRY, SPIN, WAIT
 
 try:
     import stormpy
@@ -66,6 +66,42 @@ def test_a_measure_that_is_always_0_still_makes_a_reward_structure(check):
     assert 'rewards "waits"\n  true : 0;\nendrewards\n' in r.out
     if stormpy is not None:
         assert storm(r.out, 'R{"waits"}max=? [F "terminal"]') == [Fraction(0)]
+
+
+def test_export_writes_probabilities_of_any_length(check):
+    """Two weights of 2,500 digits on one action: each edge's probability, their product, has
+    about 5,000, past the 4,300 digits Python turns into text (issue 26, finding 7: exit 4)."""
+    from haltproof.machine.text import fraction_from_json
+    w, rest = "0." + "3" * 2498 + "1", "0." + "6" * 2498 + "9"
+    text = f"""\
+machine: odds
+vars:
+  x: {{type: int, min: 0, max: 4, init: 0}}
+actions:
+  go:
+    when: x == 0
+    choose:
+      a: [lo, hi]
+      b: [lo, hi]
+    do:
+      - set: {{x: "(1 if a == hi else 0) + (2 if b == hi else 0) + 1"}}
+terminal: x > 0
+probabilities:
+  go:
+    a: {{lo: {w}, hi: {rest}}}
+    b: {{lo: {w}, hi: {rest}}}
+properties:
+  both: {{probability: {{reach: x == 4, at_most: 0.5}}}}
+"""
+    r = check(text, command="export")
+    assert (r.code, r.err) == (0, "haltproof export: note: 4 of the model's probabilities and rewards have a "
+                                  "numerator or denominator past 64 bits (weights of more than 18 digits): written "
+                                  "exactly, but Storm's PRISM parser reads integers of 64 bits at most\n")
+    (line,) = [ln for ln in r.out.splitlines() if ln.startswith("  [c0] s=0 -> ")]
+    odds = [fraction_from_json(part.split(" : ")[0]) for part in line.removeprefix("  [c0] s=0 -> ").split(" + ")]
+    low, high = Fraction(w), Fraction(rest)
+    assert odds == [low * low, high * low, low * high, high * high]
+    assert len(line) > 4 * 4300
 
 
 def test_export_needs_one_param_combination(check):
@@ -228,3 +264,33 @@ def test_the_interval_past_the_exact_limit_contains_storms_exact_value(check):
     prop = json.loads(check(text, "--format", "json").out)["runs"][0]["properties"][-1]
     lo, hi = prop["interval"]["max"]
     assert Fraction(lo) <= exact <= Fraction(hi) and hi - lo < 1e-10
+
+
+BOUNDS = "".join(f"  {sense}_{n}: {{expected: {{measure: transitions, {sense}: {n}}}}}\n"
+                 for sense in ("at_least", "at_most") for n in (1, 3))
+
+
+@needs_storm
+@pytest.mark.verdict
+@pytest.mark.parametrize("text", [SPIN + BOUNDS, RETRY.replace("terminal:", WAIT + "terminal:").replace(
+    "  cost: {expected: {measure: transitions, at_most: 2}}\n", BOUNDS)], ids=["spin", "retry_wait"])
+def test_expected_verdicts_with_infinite_totals_agree_with_storm(check, text):
+    """Each `expected` bound judged as Storm's values say it must be: at_least on Rmin, at_most on
+    Rmax, infinity above every bound. Spin: both infinite; retry with wait: 2 and infinite."""
+    ran = check(text, command="export")
+    assert ran.code == 0, ran.err
+    low = lowest(storm(ran.out, 'R{"transitions"}min=? [F "terminal"]'))
+    high = highest(storm(ran.out, 'R{"transitions"}max=? [F "terminal"]'))
+    report = json.loads(check(text, "--format", "json").out)
+    judged = {p["name"]: p["status"] for p in report["runs"][0]["properties"] if p["kind"] == "expected"}
+    wanted = {}
+    for sense in ("at_least", "at_most"):
+        for n in (1, 3):
+            value = low if sense == "at_least" else high
+            if value is None:           # infinity: at least every bound, at most none
+                meets = sense == "at_least"
+            else:
+                meets = value >= n if sense == "at_least" else value <= n
+            wanted[f"{sense}_{n}"] = "holds" if meets else "violated"
+    assert judged == wanted
+    assert high is None and (low is None) == text.startswith(SPIN)

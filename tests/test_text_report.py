@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from haltproof.api import check
-from haltproof.machine.text import trace_table, value_text, values_text
+from haltproof.machine.text import (decimal_text, digits, fraction_from_json, fraction_json, fraction_text,
+                                    int_from_text, int_text, trace_table, value_text, values_text)
 from haltproof.reports import html
 from haltproof.reports.text import render_text
 
@@ -205,6 +206,27 @@ def test_one_value_formatter_for_every_layer() -> None:
     assert values_text(range(1, 6)) == "1..5"
     assert values_text([1, 3]) == "1, 3"
     assert values_text(range(0, 10**12, 2)) == "0, 2, ..., 999999999998 (500,000,000,000 values)"
+
+
+def test_exact_numbers_of_any_size_as_text() -> None:
+    """Python refuses int <-> text past 4,300 digits (issue 26, finding 7): the helpers write and
+    read them by halves, and text for people shows a long fraction by its value and size."""
+    from fractions import Fraction
+    big = 7 ** 20000                                     # 16,902 digits
+    assert digits(big) == 16902 and [digits(n) for n in (0, 9, 10, 99, 100, -1000)] == [1, 1, 2, 2, 3, 4]
+    text = int_text(big)
+    assert len(text) == 16902 and text[:5] == "91369" and text[-3:] == "001" and int_from_text(text) == big
+    assert int_from_text("-" + text) == -big and int_text(-big) == "-" + text
+    with pytest.raises(ValueError):
+        int_from_text("1" * 5000 + "x")
+    third = Fraction(1, 3) ** 9000
+    assert fraction_from_json(fraction_json(third)) == third and fraction_json(Fraction(6, 2)) == "3"
+    assert fraction_text(Fraction(171, 200)) == "171/200 (0.855)" and fraction_text(Fraction(2)) == "2"
+    assert fraction_text(third, " here") == "about 8.10415e-4295 (an exact fraction of 4,296 digits here)"
+    assert fraction_text(1 - third) == "about 1 - 8.10415e-4295 (an exact fraction of 8,590 digits)"
+    assert fraction_text(Fraction(big)) == "about 9.13693e+16901 (an exact integer of 16,902 digits)"
+    assert fraction_text(Fraction(-(10 ** 45), 3)) == "about -3.33333e+44 (an exact fraction of 47 digits)"
+    assert decimal_text(Fraction(10 ** 400 - 1, 10 ** 400)) == "1 - 1e-400"
 
 
 def test_one_trace_table_for_every_layer() -> None:

@@ -67,6 +67,32 @@ def test_bad_weights_are_rejected_at_their_line(check, line_text, line, message)
     assert_rejected(check(edit(OBS, line_text, base=WEIGHTED)), line, message)
 
 
+LONG = "0." + "3" * 799 + "1"           # 800 digits after the point
+TOO_LONG = "more than the 4,300 an exact number may have"
+
+
+@pytest.mark.parametrize("line_text, message", [
+    ("    obs: {good: '1e-100000000', bad: 1}\n",
+     f"the weight of obs = good has 100,000,001 digits written out (its exponent included), {TOO_LONG}: "
+     "'1e-100000000'"),
+    (f"    obs: {{good: 0.{'3' * 5000}, bad: 0}}\n",
+     f"the weight of obs = good has 5,001 digits written out (its exponent included), {TOO_LONG}: "
+     f"'0.{'3' * 55}...'"),
+    (f"    obs: {{good: '1/{'3' * 4301}', bad: 0}}\n",
+     f"the weight of obs = good has 4,301 digits written out (its exponent included), {TOO_LONG}: "
+     f"'1/{'3' * 55}...'"),
+    (f"    obs: {{good: {LONG}, bad: {LONG}}}\n",
+     "the weights of choice obs of action work sum to about 0.666667 (an exact fraction of 1,600 digits), not 1"),
+    (f"    obs: {{good: {LONG}, bad: 0.{'6' * 799}8}}\n",
+     "the weights of choice obs of action work sum to about 1 - 1e-800 (an exact fraction of 1,601 digits), not 1"),
+])
+def test_a_weight_of_many_digits_is_read_or_refused_with_its_size(check, line_text, message):
+    """A weight is exact, so its digits are bounded (Python refuses to read more than 4,300, and
+    `1e-100000000` would take minutes to build); a sum too long to print reads as its value
+    (issue 26, finding 7)."""
+    assert_rejected(check(edit(OBS, line_text, base=WEIGHTED)), 23, message)
+
+
 def test_unknown_action_is_rejected(check):
     r = check(edit("  work:\n    obs", "  wrok:\n    obs", base=WEIGHTED))
     assert_rejected(r, 22, "probabilities name an action the spec does not have (did you mean 'work'?): 'wrok'")

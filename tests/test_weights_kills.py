@@ -35,7 +35,7 @@ def _problems(extra: str) -> list[tuple[int | None, str, str | None]]:
 
 
 def test_weights_summing_to_a_whole_number_name_it_as_one():
-    """`_fraction_text` of an integer is its numerator alone: `2`, not `None` or `2/1 (2)`."""
+    """`fraction_text` of an integer is its numerator alone: `2`, not `None` or `2/1 (2)`."""
     assert _problems("probabilities:\n  step:\n    obs: {ok: 1, empty: 1}\n") == [
         (15, "the weights of choice obs of action step sum to 2, not 1", None)]
 
