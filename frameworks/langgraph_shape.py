@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haltproof.machine import usercode
-from haltproof.machine.usercode import OutOfTime
 
 from .introspect import (Decided, Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, function_ast,
                          header, hint_value, keyword, keyword_calls, label, literal_limit, module_ast, placeholder,
@@ -117,11 +116,8 @@ def read(obj: Any, ref: str) -> Graph:
             else:
                 models[p.name] = scripted_model(GraphRun(), model_choice(p.name), {})
         try:
-            graph = usercode.run(obj, **models)
-        except OutOfTime as stop:
-            stop.note(f"building the graph with {ref}")
-            raise
-        except Exception as exc:        # the user's function may fail in any way
+            graph = usercode.load_as(lambda: f"building the graph with {ref}", lambda: obj(**models))
+        except usercode.FAILURES as exc:        # the user's function may fail in any way
             raise TargetError(f"{ref}: building the graph with {ref}({', '.join(models)}) failed: "
                               f"{type(exc).__name__}: {exc}") from None
         if not is_graph(graph):

@@ -40,7 +40,6 @@ from haltproof.machine import usercode
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.outcomes import Outcome, resolve
-from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
 from haltproof.machine.text import exception_text
 
@@ -411,12 +410,10 @@ def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int, deps: Any 
     stops it there, given `deps`); a problem at the target's line when the agent cannot get that far."""
     driver = Driver()
     try:
-        tools: AgentTools = usercode.run(driver.call, _probe, agent, prompt, deps)
+        tools: AgentTools = usercode.load_as(lambda: f"running {ref} up to its first model request",
+                                             lambda: driver.call(_probe, agent, prompt, deps))
         return tools
-    except OutOfTime as stop:
-        stop.note(f"running {ref} up to its first model request")
-        raise
-    except Exception as exc:        # the user's agent may fail in any way before it asks the model
+    except usercode.FAILURES as exc:        # the user's agent may fail in any way before it asks the model
         raise fail(file, line, f"running {ref} up to its first model request failed: "
                                f"{exception_text(exc)}") from None
     finally:

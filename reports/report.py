@@ -17,6 +17,8 @@ from haltproof.properties.kinds import HOLDS, VIOLATED, PropertyResult
 
 from haltproof.explorer.results import RunResult, RunVerdict
 
+from .findings import run_verdict
+
 SCHEMA = "haltproof-report/1"
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -48,7 +50,7 @@ def overall(runs: list[RunResult]) -> tuple[RunVerdict, int]:
 def to_json(runs: list[RunResult]) -> dict[str, Any]:
     result, code = overall(runs)
     report: dict[str, Any] = cleaned({"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
-                                      "result": result, "exit_code": code, "runs": [_run_json(r) for r in runs],
+                                      "result": result, "exit_code": code, "runs": [run_json(r) for r in runs],
                                       "sweeps": sweeps(runs)})
     return report
 
@@ -67,7 +69,19 @@ def cleaned(value: Any) -> Any:
     return value
 
 
-def _run_json(r: RunResult) -> dict[str, Any]:
+def from_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report of runs already in their JSON form (a check whose process was ended: what it
+    had sent, cli/supervise.py), judged as `overall` judges RunResults; no sweep tables."""
+    verdicts = {run_verdict(r) for r in runs}
+    result, code = (("violated", EXIT_VIOLATED) if "fail" in verdicts
+                    else ("incomplete", EXIT_INCOMPLETE) if "incomplete" in verdicts or not runs
+                    else ("proved", EXIT_OK))
+    report: dict[str, Any] = cleaned({"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
+                                      "result": result, "exit_code": code, "runs": runs, "sweeps": []})
+    return report
+
+
+def run_json(r: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {
         "spec": shown_path(r.spec_path), "machine": r.machine, "params": r.params,
         "explored": r.explored, "engine": r.engine,
