@@ -15,7 +15,7 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
                                                   # each module's score estimated, with its 95% interval
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
-tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
+tests/project/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
 works in build/mutation/ (git-ignored; see STAGE below) and keeps each mutant's result there. A run
 tests again every mutant of the modules it names (so the results follow the current
 tests); --resume tests only those without a result (an interrupted campaign). The report

@@ -3,4 +3,4 @@ domains, actions/choices/decide tables, and compiling a spec to step functions.
 
 Nothing is imported here: every entry point imports `haltproof.machine.declarations`
 (through `haltproof.frameworks`), which must not load the spec loader and the compiler
-with it (`import haltproof` stays cheap; tests/test_lazy_imports.py)."""
+with it (`import haltproof` stays cheap; tests/project/test_lazy_imports.py)."""

@@ -1,4 +1,4 @@
-"""Adapters for tests/test_code_vs_spec.py: the retrying loop RETRYING, bound to code that
+"""Adapters for tests/machine/test_code_vs_spec.py: the retrying loop RETRYING, bound to code that
 does what its stages do, and to code with exactly one field of one transition off.
 
 Every comparison of the code with something (the spec's own stages, a second call, another

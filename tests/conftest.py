@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +16,19 @@ from report_schema import BROKEN, REPORT, validate_outputs, watch_reports
 watch_reports()     # before any test module imports to_json: every report built is validated
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
 SPECS = ROOT / "specs"
 LOOP_DEMO = SPECS / "loop_demo.yaml"
 MUTANTS = SPECS / "mutants"
+
+# The test files live in one folder per layer (tests/machine/, tests/explorer/, ...) and import
+# each other by bare name (`from test_binding import bound_copy`), as they import the shared
+# helpers here in tests/: every layer folder is on sys.path, whichever folder pytest was given.
+# Basenames are unique across the folders (there is no __init__.py; tests/project/test_layout.py
+# checks). TEST_PATH is the same path for a subprocess's PYTHONPATH.
+LAYERS = sorted(p for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
+TEST_PATH = os.pathsep.join(str(p) for p in [TESTS, *LAYERS])
+sys.path.extend(str(p) for p in LAYERS if str(p) not in sys.path)
 
 
 class Ran:
@@ -51,7 +63,7 @@ def reports_follow_the_schema():
 @pytest.fixture(autouse=True)
 def one_worker_by_default(monkeypatch):
     """`haltproof check` without -j checks in every core's process; in-process tests keep to
-    this one, so what they patch in haltproof is what runs. tests/test_parallel.py passes -j."""
+    this one, so what they patch in haltproof is what runs. tests/explorer/test_parallel.py passes -j."""
     import haltproof.explorer.parallel
     monkeypatch.setattr(haltproof.explorer.parallel, "default_workers", lambda: 1)
 

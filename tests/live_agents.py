@@ -1,4 +1,4 @@
-"""Live adapters for tests/test_live_binding.py: a tiny agent loop, run live, and ways to get it wrong.
+"""Live adapters for tests/machine/test_live_binding.py: a tiny agent loop, run live, and ways to get it wrong.
 
 `Agent` is the code under test: it calls a tool until the tool succeeds or `limit` steps
 are spent. Each adapter below binds it (or a variant) through the live API; the spec is

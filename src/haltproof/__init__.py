@@ -13,7 +13,7 @@ result types, binding real code with an Adapter, and the errors raised on bad in
 
 Every name is imported on first use (PEP 562 `__getattr__`): `import haltproof`, and the
 pytest plugin that every pytest run of a project with haltproof installed loads, must not
-pay for numpy and the engines until a check runs (tests/test_lazy_imports.py).
+pay for numpy and the engines until a check runs (tests/project/test_lazy_imports.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if TYPE_CHECKING:     # what the names below are, for type checkers; __getattr__
     __version__: str
 
 # Each public name and the module it comes from: the TYPE_CHECKING imports above, as data
-# (tests/test_lazy_imports.py checks that the two agree and that every name resolves).
+# (tests/project/test_lazy_imports.py checks that the two agree and that every name resolves).
 _LAZY = {
     "Report": "haltproof.api", "check": "haltproof.api",
     "RunResult": "haltproof.explorer.results", "RunVerdict": "haltproof.explorer.results",

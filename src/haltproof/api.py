@@ -11,7 +11,7 @@ failing proof reads like any failing test. An invalid spec raises `SpecError`.
 
 The spec loader, the engines (and numpy) and the report writers are imported inside the
 functions that use them: `from haltproof import check` must cost nothing until a check
-runs (tests/test_lazy_imports.py).
+runs (tests/project/test_lazy_imports.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ explored once, when its first item runs. Without `--haltproof` (or the ini optio
 
 Every pytest run of a project that installs haltproof loads this module, so it imports
 haltproof's loader, engines (and numpy) only inside the hooks that collect and run specs:
-a run without specs pays nothing for them (tests/test_lazy_imports.py).
+a run without specs pays nothing for them (tests/project/test_lazy_imports.py).
 """
 
 from __future__ import annotations
