@@ -62,8 +62,9 @@ def test_every_mutated_file_lies_in_a_copied_source_path():
 
 # The tests of the checkout itself: they read the source folders by path (layers, lint, this
 # configuration), which the staged tree lays out as the package; none judges a verdict.
-CHECKOUT_TESTS = ["tests/test_layers.py", "tests/test_hygiene.py", "tests/test_report_layers.py",
-                  "tests/test_mutation_config.py", "tests/test_mutation_guard.py"]
+CHECKOUT_TESTS = ["tests/project/test_layers.py", "tests/project/test_hygiene.py",
+                  "tests/reports/test_report_layers.py", "tests/project/test_mutation_config.py",
+                  "tests/project/test_mutation_guard.py"]
 
 
 def test_each_mutant_runs_every_fast_test_that_reaches_it_whatever_its_marker():
