@@ -20,6 +20,7 @@ from haltproof.machine.inputs import positive
 from haltproof.machine.spec import Spec, symlink_problem
 from haltproof.machine.text import encodable
 from haltproof.machine.trust import ENV, no_code_from_env
+from haltproof.machine.usercode import CALL_TIMEOUT
 
 from haltproof.explorer.memory import parse_size
 from haltproof.cli.usage import UsageError
@@ -41,10 +42,15 @@ def pins_option(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def timeout_option(p: argparse.ArgumentParser, what: str) -> None:
-    """`--timeout SECONDS`, one wall-clock bound on `what`."""
+    """`--timeout SECONDS`, one wall-clock bound on `what`, and `--call-timeout SECONDS`, a bound
+    on each call into the user's code (machine/usercode.py)."""
     p.add_argument("--timeout", type=positive(float, "--timeout"), metavar="SECONDS",
                    help=f"wall-clock bound on {what}, the bound code included; hitting it gives "
                         "incomplete (exit 3)")
+    p.add_argument("--call-timeout", type=positive(float, "--call-timeout"), default=CALL_TIMEOUT,
+                   metavar="SECONDS",
+                   help=f"bound on each call into the bound code or model (default {CALL_TIMEOUT:g}); a call "
+                        "that does not return within it is a bound_code finding, and its run stops there")
 
 
 def no_code_option(p: argparse.ArgumentParser) -> None:
@@ -77,13 +83,23 @@ def bundled_specs() -> list[Path]:
     return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
 
 
+_REPORT: list[Any] = []     # where reports go instead of stdout (a supervised child's line to its supervisor)
+
+
+def report_to(stream: Any) -> None:
+    """Send every report written by `write_stdout` to `stream` from now on: a supervised child's
+    line to its supervisor (cli/supervise.py), which writes them on its stdout."""
+    _REPORT[:] = [stream]
+
+
 def write_stdout(text: str) -> None:
     """Write a command's output to stdout, once. A reader that went away (`| head`) or a
     stdout closed from the start (`>&-`) loses the output, not the verdict: the command
     still exits with its own code (ruff and ripgrep exit 0 there, which would pass a violated
     check under `set -o pipefail`), quietly for the pipe, with a line on stderr for the
-    closed stdout. Any other failure to write is exit 2, as for --json FILE."""
-    out = sys.stdout
+    closed stdout. Any other failure to write is exit 2, as for --json FILE. In a supervised
+    child (cli/supervise.py) the output goes to the supervisor, which writes it here."""
+    out = _REPORT[0] if _REPORT else sys.stdout
     if out is None:
         print("haltproof: stdout is closed: the report was not written", file=sys.stderr)
         return

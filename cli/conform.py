@@ -43,7 +43,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.spec}: the spec is not bound to code (it has no 'bind:'), "
                          "so there is nothing to compare it with")
     stages_for_every_action(spec, "conform compares the bound code with the spec's own stages")
-    machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True))
+    machines = prepare(spec, Options(pins=parse_pins(args.pins), model_only=True, call_timeout=args.call_timeout))
     adapter = spec_adapter(spec)
     result = conform(machines, adapter, examples=args.examples, seed=args.seed, max_depth=args.max_depth)
     write_stdout(to_text(result, spec.name, spec.bind))

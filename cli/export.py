@@ -6,6 +6,7 @@ structure per measure, so that Storm or PRISM can cross-check haltproof's probab
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,13 +44,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "export")
     if args.output is not None and not args.output.strip():
         raise UsageError("-o needs a file name")
+    output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
     run_code = runs_code(args)
     spec = load_spec(args.spec, run_code)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, args.spec, pins, len(combos), "an export is of one param combination")
     if problem is not None:
         raise UsageError(problem)
-    opts = Options(pins=pins, run_code=run_code)
+    opts = Options(pins=pins, run_code=run_code, call_timeout=args.call_timeout)
     (m,) = prepare(spec, opts)
     ex = explore(m, timeout=usercode.remaining())
     if not ex.complete:
@@ -75,9 +77,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"haltproof export: note: {wide:,} of the model's probabilities and rewards have a numerator or "
               "denominator past 64 bits (weights of more than 18 digits): written exactly, but Storm's PRISM "
               "parser reads integers of 64 bits at most", file=sys.stderr)
-    if args.output:
+    if output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the model: {exc.strerror}") from None
     else:

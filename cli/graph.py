@@ -4,6 +4,7 @@ GraphML, Mermaid or JSON (the graph model and its writers are haltproof.reports.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number, positive
 from haltproof.machine.spec import load_spec, shown_path
 from haltproof.machine.text import counted
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import CALL_TIMEOUT, OutOfTime, Stuck
 from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
 from haltproof.explorer.options import Options, sweep
@@ -45,7 +46,7 @@ def add_parser(sub: Any) -> None:
 
 def graph_for(spec_path: str, pins: dict[str, int | str], *, max_nodes: int | None = DEFAULT_MAX_NODES,
               highlight: str | None = None, timeout: float | None = None,
-              run_code: bool = True) -> tuple[StateGraph, list[str]]:
+              run_code: bool = True, call_timeout: float | None = CALL_TIMEOUT) -> tuple[StateGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
     Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
@@ -53,28 +54,31 @@ def graph_for(spec_path: str, pins: dict[str, int | str], *, max_nodes: int | No
     before anything is explored. `timeout` bounds it all, as `check --timeout` does, the
     bound code included; a graph is of the whole space, so hitting it (or running out of
     memory) raises GraphIncomplete and gives no graph. run_code=False (--no-code): the graph of
-    a bound spec's own stages, none of its code imported (machine/trust.py)."""
+    a bound spec's own stages, none of its code imported (machine/trust.py). `call_timeout` bounds
+    each call into the bound code, as `check --call-timeout` does."""
     if max_nodes is not None:
         max_nodes = check_number(max_nodes, "max_nodes", int, above=0)
     if timeout is not None:
         timeout = check_number(timeout, "timeout", float, above=0)
     try:
-        with usercode.deadline(timeout):
-            return _graph(spec_path, pins, max_nodes, highlight, timeout, run_code)
+        with usercode.deadline(timeout, call_timeout):
+            return _graph(spec_path, pins, max_nodes, highlight, timeout, run_code, call_timeout)
+    except Stuck as stop:            # while loading the bound code, before any exploration
+        raise GraphIncomplete(stop.text()) from None
     except OutOfTime as stop:        # while loading the bound code, before any exploration
         raise GraphIncomplete(f"--timeout {timeout:g} s reached while "
                               f"{stop.doing or 'running the user code'}") from None
 
 
 def _graph(spec_path: str, pins: dict[str, int | str], max_nodes: int | None, highlight: str | None,
-           timeout: float | None, run_code: bool) -> tuple[StateGraph, list[str]]:
+           timeout: float | None, run_code: bool, call_timeout: float | None) -> tuple[StateGraph, list[str]]:
     spec = load_spec(spec_path, run_code)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, spec_path, pins, len(combos), "a graph shows one param combination")
     if problem is not None:
         raise GraphUsage(problem)
     opts = Options(pins=pins, properties=None if highlight is None else [highlight], timeout=timeout,
-                   run_code=run_code)
+                   run_code=run_code, call_timeout=call_timeout)
     try:
         (m,) = prepare(spec, opts)
     except SpecError as exc:             # its property check names the option --property
@@ -126,18 +130,19 @@ def cmd_graph(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "graph")
     if args.output is not None and not args.output.strip():     # `-o ""` would write to stdout instead
         raise UsageError("-o needs a file name")
+    output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
     try:
         g, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
-                             timeout=args.timeout, run_code=runs_code(args))
+                             timeout=args.timeout, run_code=runs_code(args), call_timeout=args.call_timeout)
     except GraphUsage as exc:
         raise UsageError(str(exc)) from None
     except GraphIncomplete as exc:
         print(f"haltproof graph: incomplete: {exc}; no graph written", file=sys.stderr)
         return EXIT_INCOMPLETE
     text = WRITERS[args.format](g)
-    if args.output:
+    if output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the graph: {exc.strerror}") from None
     else:

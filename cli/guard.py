@@ -17,7 +17,7 @@ from haltproof.explorer.guard_export import GuardIncomplete, GuardRefused, guard
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
-from .common import not_one_combination, pins_option, timeout_option
+from .common import not_one_combination, pins_option, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -74,5 +74,5 @@ def cmd_guard(args: argparse.Namespace) -> int:
     except GuardIncomplete as exc:
         print(f"haltproof guard: incomplete: {exc}; no guard written", file=sys.stderr)
         return report.EXIT_INCOMPLETE
-    print(told)
+    write_stdout(told + "\n")
     return 0

@@ -11,20 +11,22 @@ import argparse
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from haltproof.machine import usercode
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import shown_path
 from haltproof.machine.text import shortened
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import OutOfTime, Stuck
 
 from haltproof.cli.usage import UsageError
 from haltproof.reports import report
 
-from . import check, conform, export, graph, guard, init, lint, mcp, replay, traces
-from .common import Parser, drop_output
+from . import check, conform, export, graph, guard, init, lint, mcp, replay, supervise, traces
+from .common import Parser, collect_specs, drop_output, write_stdout
 
 Command = Callable[[argparse.Namespace], int]
+Command0 = Callable[[], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,30 +40,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _main(argv)
-    except SystemExit as exc:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:       # argparse's: --help, --version, a usage error
         code = exc.code if isinstance(exc.code, int) else report.EXIT_USAGE
+    else:
+        code = _guarded(lambda: _dispatch(args))
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+def _guarded(command: Command0) -> int:
+    """`command()`'s exit code, every error turned into its message on stderr and its exit code."""
+    try:
+        return command()
     except (SpecError, UsageError) as exc:
         print(_error_text(exc), file=sys.stderr)
-        code = report.EXIT_USAGE
-    except OutOfTime as stop:        # while loading the user's code, before any result
+        return report.EXIT_USAGE
+    except Stuck as stop:           # while loading the user's code, before any result
+        print(f"haltproof: incomplete: {stop.text()}", file=sys.stderr)
+        return report.EXIT_INCOMPLETE
+    except OutOfTime as stop:       # while loading the user's code, before any result
         print(f"haltproof: incomplete: --timeout reached while {stop.doing or 'running the user code'}",
               file=sys.stderr)
-        code = report.EXIT_INCOMPLETE
+        return report.EXIT_INCOMPLETE
+    except SystemExit as exc:       # the user's code called sys.exit() where no call of it is watched:
+        print(f"haltproof: incomplete: the user's code raised SystemExit({exc.code!r}) (sys.exit), which "    # never
+              "does not end a check; the command stopped there", file=sys.stderr)     # its exit status
+        return report.EXIT_INCOMPLETE
     except KeyboardInterrupt:
         print("haltproof: interrupted", file=sys.stderr)
-        code = 130
+        return 130
     except BrokenPipeError:      # a progress line's reader went away mid-command (the output itself: write_stdout)
         drop_output(sys.stdout, sys.stderr)
-        code = report.EXIT_INCOMPLETE       # nothing was decided: never the 0 of a passed gate
+        return report.EXIT_INCOMPLETE       # nothing was decided: never the 0 of a passed gate
     except Exception:   # a bug in haltproof, not in the user's input
         print("haltproof: internal error (a bug in haltproof, not in your spec). Please file it with "
               "the spec and this traceback:", file=sys.stderr)
         traceback.print_exc()
-        code = report.EXIT_INTERNAL
-    if argv is None:
-        sys.exit(code)
-    return code
+        return report.EXIT_INTERNAL
 
 
 def _error_text(exc: Exception) -> str:
@@ -78,13 +95,40 @@ COMMANDS: dict[str, Command] = {"check": check.cmd_check, "conform": conform.cmd
                                 "init": init.cmd_init, "lint": lint.cmd_lint}
 
 
-def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the subcommand: supervised (cli/supervise.py) when its specs run the user's code (mcp
+    runs each tool call in a fresh process of its own)."""
+    if args.command == "mcp" or not supervise.wanted(_specs_of(args)):
+        return _run(args)
+    partial = supervise.Partial() if args.command == "check" else None
+
+    def ended(how: supervise.Ending) -> int:
+        if partial is not None and partial.planned:
+            return check.stopped_report(args, partial, how)
+        return report.EXIT_VIOLATED if how.finding else report.EXIT_INCOMPLETE
+    return supervise.supervised(lambda: _guarded(lambda: _run(args)), timeout=args.timeout,
+                                call_timeout=args.call_timeout, partial=partial, ended=ended, write=write_stdout)
+
+
+def _specs_of(args: argparse.Namespace) -> list[Path | str]:
+    """The specs a subcommand reads, or the object `init` and `lint` import (`module:attr`);
+    none when they cannot be found: that error is reported by the command itself."""
+    if args.command in ("init", "lint"):
+        return [args.target]
+    if args.command != "check":
+        return [args.spec]
+    try:
+        return collect_specs(args.specs)
+    except UsageError:
+        return []
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "graph":       # its own deadline: a graph is of the whole space, or none
         return graph.cmd_graph(args)
     if args.command == "mcp":         # a server: each tool call has its own budget
         return mcp.cmd_mcp(args)
-    with usercode.deadline(args.timeout):     # one wall-clock bound on the whole command
+    with usercode.deadline(args.timeout, args.call_timeout):     # one wall-clock bound on the whole command
         return COMMANDS[args.command](args)
 
 

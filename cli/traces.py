@@ -21,7 +21,7 @@ from haltproof.explorer.recorded import (Outcome, RecordingError, check_run, fit
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
-from .common import not_one_combination, pins_option, timeout_option
+from .common import not_one_combination, pins_option, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -67,7 +67,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
     except GuardIncomplete as exc:
         print(f"haltproof traces: incomplete: {exc}", file=sys.stderr)
         return report.EXIT_INCOMPLETE
-    sys.stdout.write(summary_table(outcomes))
+    write_stdout(summary_table(outcomes))
     _write(args.json_out, lambda: json.dumps({"runs": [o.to_dict() for o in outcomes]}, indent=1) + "\n")
     _write(args.fit, lambda: probabilities_block(fit_counts(guard, followed), f"{len(followed)} runs of {args.runs}"))
     return report.EXIT_VIOLATED if any(o.status != "conforms" for o in outcomes) else report.EXIT_OK

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import OutOfTime, Stuck
 from haltproof.properties import budget
 
 from .memory import size_text
@@ -27,7 +27,8 @@ OUT_OF_MEMORY_HINT = " (a bound, not a bug: try --max-memory, more memory, or sm
 class Analyses:
     """One run's analyses after its exploration: each run by `run`, and in `late` every one a
     bound stopped, with what stopped it (a budget.Stopped, or OutOfTime where the deadline
-    passed in the user's own code, a Python model's count say), in order."""
+    passed in the user's own code, a Python model's count say: Stuck where one call of it ran
+    past the call deadline), in order."""
 
     def __init__(self, timeout: float | None, max_memory: int | None):
         self.timeout, self.max_memory = timeout, max_memory
@@ -77,6 +78,10 @@ class Analyses:
             head = ("out of memory" if first.out_of_memory
                     else f"{self.bound_text(first).removeprefix('the ')} reached")
             reason = f"{head} after the exploration, while {first.first}"
+        elif isinstance(first, Stuck):      # one call into the user's code did not return in time
+            bound = "call_timeout"
+            reason = (f"a call into the user's code did not return within --call-timeout {first.limit:g} s after "
+                      f"the exploration, while {what}" + (f": {first.doing}" if first.doing else ""))
         else:
             assert isinstance(first, OutOfTime), "the deadline passed in the user's code"
             bound = budget.TIMEOUT

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, Machine
@@ -16,7 +17,7 @@ from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.machine.spec import CODE_BUILTINS, DECLARED_BUILTIN, PropertyDecl, Spec, present
 from haltproof.machine.trust import NO_CODE, python_model_refused, without_code
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import OutOfTime, Stuck
 from haltproof.properties import budget
 from haltproof.properties import vacuity
 from haltproof.properties.kinds import BUILTIN_TEXT, UNKNOWN, PropertyResult
@@ -29,8 +30,8 @@ from .memory import current_rss, size_text
 from .vengine import VExploration, explore_vector
 from .options import Options, sweep
 from .results import RunResult, unsettled
-from .judging import (Graph, came_as_expected, edge_weights, expect_not_applying, find_maxima, from_finding,
-                      judge_maximum, judge_property, note_count_errors, run_scenarios, unbounded_by_fairness,
+from .judging import (Graph, came_as_expected, declaration_warnings, edge_weights, expect_not_applying, find_maxima,
+                      from_finding, judge_maximum, judge_property, note_count_errors, run_scenarios, unbounded_by_fairness,
                       why_undecided, worst_cases)
 
 
@@ -69,7 +70,7 @@ def prepare(spec: Spec, options: Options, compiled: CompiledSpec | None = None) 
     compiled = CompiledSpec(spec) if compiled is None else compiled
     machines = [compiled.instantiate(params) for params in combos]
     if spec.bind and not options.stages_only:
-        with usercode.deadline(options.timeout):     # binding imports the declared exceptions' modules
+        with usercode.deadline(options.timeout, options.call_timeout):     # binding imports the declared exceptions' modules
             adapter = spec_adapter(spec)
             if options.paths > 1 and not is_live(adapter):
                 raise SpecError([Problem(spec.path, spec.bind_line, f"--paths {options.paths} compares paths into a "
@@ -96,7 +97,7 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
     timeout, or OutOfTime."""
     if not options.run_code:
         raise SpecError([python_model_refused(f"{cls.__module__}:{cls.__qualname__}")])
-    with usercode.deadline(options.timeout):
+    with usercode.deadline(options.timeout, options.call_timeout):
         spec, instantiate = load_python_model(cls)
         _check_property_names(spec, options)
         if options.paths > 1:
@@ -105,25 +106,20 @@ def prepare_python(cls: type, options: Options) -> list[Machine]:
         if options.determinism != "auto":
             raise SpecError([Problem(spec.path, None, f"--determinism {options.determinism} says how often bound "
                                      "code runs twice: a Python model's actions always run twice")])
-        machines = []
-        for params in sweep(spec, options.pins):
-            try:
-                machines.append(usercode.run(instantiate, params))
-            except OutOfTime as stop:
-                stop.note(f"instantiating the model {cls.__name__} with "
-                          + " ".join(f"{k}={v}" for k, v in params.items()))
-                raise
-        return machines
+        return [_instantiated(cls.__name__, instantiate, params) for params in sweep(spec, options.pins)]
+
+
+def _instantiated(name: str, instantiate: Callable[[dict[str, Any]], Machine], params: dict[str, Any]) -> Machine:
+    """A Python model's machine for `params`: the user's code (its domains, initial states)."""
+    return usercode.load_as(lambda: f"instantiating the model {name} with "
+                            + " ".join(f"{k}={v}" for k, v in params.items()), lambda: instantiate(params))
 
 
 def load_python_model(cls: type) -> tuple[Spec, Callable[[dict[str, int]], Machine]]:
     """`python_model(cls)`, the user's code, within the deadline in force."""
-    try:
-        loaded: tuple[Spec, Callable[[dict[str, int]], Machine]] = usercode.run(python_model, cls)
-        return loaded
-    except OutOfTime as stop:
-        stop.note(f"loading the model {cls.__name__} (creating it, its params and domains)")
-        raise
+    loaded: tuple[Spec, Callable[[dict[str, int]], Machine]] = usercode.load_as(
+        lambda: f"loading the model {cls.__name__} (creating it, its params and domains)", lambda: python_model(cls))
+    return loaded
 
 
 def check_spec(spec: Spec, options: Options) -> list[RunResult]:
@@ -134,7 +130,7 @@ def check_spec(spec: Spec, options: Options) -> list[RunResult]:
 def check_machine(m: Machine, options: Options) -> RunResult:
     """Explore one machine and judge its properties. The timeout bounds the whole check:
     inside a deadline the caller set (the CLI's, over every run), whatever is left of it."""
-    with usercode.deadline(options.timeout):
+    with usercode.deadline(options.timeout, options.call_timeout):
         return _check_machine(m, options)
 
 
@@ -183,7 +179,8 @@ def _judge_run(m: Machine, options: Options, ex: Exploration, selected: set[str]
         after.run(COUNTING, lambda: note_count_errors(ex, selected), feeds(*CHECKED_ON_EVERY_STATE))
     except OutOfTime as stop:             # a Python model's counts and measures are its code
         after.out_of_time(COUNTING, stop)
-        feeds(*CHECKED_ON_EVERY_STATE)(f"the --timeout{_seconds(options)} was reached while {COUNTING}")
+        feeds(*CHECKED_ON_EVERY_STATE)(f"{stop.text()}, {COUNTING}" if isinstance(stop, Stuck)
+                                       else f"the --timeout{_seconds(options)} was reached while {COUNTING}")
     maxima = find_maxima(m, ex, selected, after)    # an expression failing here is a well_defined finding too
     if any(isinstance(found, str) for found in maxima.values()):
         feeds(*CHECKED_ON_EVERY_STATE)(next(f for f in maxima.values() if isinstance(f, str)))
@@ -214,6 +211,7 @@ def _judge_run(m: Machine, options: Options, ex: Exploration, selected: set[str]
                          lambda: vacuity.notices(ex, coverage), lambda reason: []) if why is None else [])
     notices += unbounded_by_fairness(m, selected)
     notices += expect_not_applying(spec, m.inactive)
+    notices += declaration_warnings(spec)
 
     stopped_by, reason = ex.stopped_by, stop_reason(ex, options)
     late = after.stopped()
@@ -276,6 +274,10 @@ def stop_reason(ex: Exploration, options: Options) -> str | None:
         return head + f"memory limit {size_text(limit)} reached{detail}"
     if ex.stopped_by == "workers_lost":        # a shared level's worker processes (explorer/parallel.py)
         return head + f"lost workers: {ex.stopped_in}"
+    if ex.stopped_by == "call_timeout":         # a finding of bound_code says which call
+        seconds = f" {options.call_timeout:g} s" if options.call_timeout is not None else ""
+        return head + (f"a call into the user's code did not return within --call-timeout{seconds}"
+                       + (f", while {ex.stopped_in}" if ex.stopped_in else ""))
     text = head + f"--timeout{_seconds(options)} reached"
     return text + (f" while {ex.stopped_in}" if ex.stopped_in else "")
 

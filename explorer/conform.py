@@ -31,7 +31,7 @@ from haltproof.machine.binding import Adapter, Runner, user_traceback, value_che
 from haltproof.machine.compiled import CompiledAction, EvalError, Machine
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.text import assignments_text, exception_text, value_text
-from haltproof.machine.usercode import OutOfTime, running
+from haltproof.machine.usercode import OutOfTime, Stuck, running
 
 
 @dataclass
@@ -57,6 +57,7 @@ class ConformResult:
     initial: dict[str, Any] = field(default_factory=dict)
     steps: list[ConformStep] = field(default_factory=list)
     stopped: str | None = None      # the --timeout passed while this ran: incomplete, no verdict
+    stuck: str | None = None        # a call into the code did not return within --call-timeout: a failure
 
     @property
     def first_difference(self) -> ConformStep | None:
@@ -88,7 +89,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
         try:
             concrete = _user(f"running the adapter's {runner.starts} on state {m.state_dict(s)}",
                              runner.begin, m.state_dict(s))
-        except Exception as exc:
+        except usercode.FAILURES as exc:
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
                                      _raised(f"the adapter's {runner.starts}", exc)))
             raise _Mismatch(f"{runner.starts} failed") from None
@@ -107,7 +108,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                 strategies = _user(running(f"the adapter's strategy() for action {act.name}", labels,
                                            m.state_dict(s)),
                                    _strategies, adapter, act.name, labels)
-            except Exception as exc:
+            except usercode.FAILURES as exc:
                 step.error = _raised("the adapter's strategy()", exc)
                 raise _Mismatch(step.error) from None
             values = {name: data.draw(strategy, label=f"{name}={labels[name]}")
@@ -123,7 +124,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                 concrete, step.code_state, step.code_rule = _user(
                     running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
                     runner.advance, concrete, act.name, copy.deepcopy(values))
-            except Exception as exc:
+            except usercode.FAILURES as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
             if not isinstance(step.code_state, dict):
@@ -150,6 +151,10 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
     except _Mismatch:
         return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"],
                              last["steps"])
+    except Stuck as stop:       # a finding, but not one to shrink: every try would wait the call deadline again
+        stop.note("drawing the examples")
+        return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"], last["steps"],
+                             stuck=stop.text())
     except OutOfTime as stop:
         return ConformResult(True, examples, seed, compared[0], stopped=stop.doing or "drawing the examples")
     return ConformResult(True, examples, seed, compared[0])
@@ -161,12 +166,8 @@ def _strategies(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, A
 
 
 def _user(doing: str, fn: Any, *args: Any) -> Any:
-    """`fn(*args)`, the adapter's code, within the command's deadline."""
-    try:
-        return usercode.run(fn, *args)
-    except OutOfTime as stop:
-        stop.note(doing)
-        raise
+    """`fn(*args)`, the adapter's code, within the command's deadlines."""
+    return usercode.run_as(lambda: doing, lambda: fn(*args))
 
 
 def _possible(act: CompiledAction, s: tuple[Any, ...], ci: int) -> bool:
@@ -210,7 +211,7 @@ def _outside(m: Machine, checkers: list[Callable[[Any], bool]], state: dict[str,
             if name in state and not ok(state[name])}
 
 
-def _raised(who: str, exc: Exception) -> str:
+def _raised(who: str, exc: BaseException) -> str:
     return f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}"
 
 
@@ -229,6 +230,9 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
         return (f"conformance of {spec_name} and {bound_to}: incomplete, --timeout reached after "
                 f"{result.steps_compared} steps compared, while {result.stopped}; no difference found "
                 "so far, which proves nothing\n")
+    if result.stuck:
+        return (f"conformance of {spec_name} and {bound_to} FAILED after {result.steps_compared} steps "
+                f"compared: {result.stuck}\n")
     if result.ok:
         return (f"conformance of {spec_name} and {bound_to}: {result.examples} random runs "
                 f"(seed {result.seed}), {result.steps_compared} steps compared, code and spec agree "

@@ -229,6 +229,12 @@ def expect_not_applying(spec: Spec, inactive: set[str]) -> list[Notice]:
                    summary="no expected violation applies")]
 
 
+def declaration_warnings(spec: Spec) -> list[Notice]:
+    """A framework declaration's own warnings (machine/declarations.py: a scripted part that
+    changes what the user's code means), at the declaration's lines, in every run."""
+    return [Notice("declaration", "declaration", message, line, summary=message) for line, message in spec.load_warnings]
+
+
 def unbounded_by_fairness(m: Machine, selected: set[str]) -> list[Notice]:
     """A notice per `terminates_within` and variant checked on a spec with fairness: a bound
     on the runs' length does not follow from fairness, so they are judged over every run."""

@@ -84,11 +84,31 @@ def available_memory() -> int | None:
     return None
 
 
+def address_space_left() -> int | None:
+    """How many more bytes of address space this process may map under its address-space
+    limit (RLIMIT_AS, `ulimit -v`), or None where it has none. Unlike resident memory, an
+    array reserved and never written counts against it in full the moment it is made."""
+    try:
+        import resource
+    except ImportError:              # not a POSIX system: no such limit
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split()[0]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return soft                  # what is mapped already is unknown: at most the whole limit
+    return max(0, soft - mapped)
+
+
 def memory_headroom(max_memory: int | None) -> int:
-    """How many more bytes this process may take: up to `max_memory` (resident memory) and
-    no more than the system has available; unbounded (2^62) where neither is known."""
+    """How many more bytes this process may take: up to `max_memory` (resident memory), no
+    more than the system has available and no more than its address-space limit leaves;
+    unbounded (2^62) where none is known."""
     room = [max_memory - current_rss()] if max_memory is not None else []
-    available = available_memory()
-    if available is not None:
-        room.append(available)
+    for known in (available_memory(), address_space_left()):
+        if known is not None:
+            room.append(known)
     return max(0, min(room)) if room else 1 << 62

@@ -20,6 +20,7 @@ from haltproof.machine.inputs import value_count
 from haltproof.machine.spec import Pins, Spec, declared_at
 from haltproof.machine.text import values_text
 from haltproof.machine.trust import MODEL, NO_CODE
+from haltproof.machine.usercode import CALL_TIMEOUT
 
 from .engine import ProgressFn
 from .memory import parse_size
@@ -43,6 +44,7 @@ class Options:
     properties: list[str] | None = None
     max_states: int | None = None
     timeout: float | None = None    # seconds for the whole check, the user's own code included
+    call_timeout: float | None = CALL_TIMEOUT   # seconds one call into the user's code may take (usercode.py)
     max_memory: int | str | None = None   # bytes of resident memory, or "512M" (explorer/memory.py)
     model_only: bool = False      # explore the spec's own stages even when it is bound to code
     run_code: bool = True         # False (--no-code): import none of the user's code (machine/trust.py)
@@ -74,6 +76,8 @@ class Options:
             self.max_states = check_number(self.max_states, "max_states", int, above=0)
         if self.timeout is not None:
             self.timeout = check_number(self.timeout, "timeout", float, above=0)
+        if self.call_timeout is not None:
+            self.call_timeout = check_number(self.call_timeout, "call_timeout", float, above=0)
         if isinstance(self.max_memory, str):        # a size as --max-memory takes it: "512M"
             self.max_memory = parse_size(self.max_memory, "max_memory")
         elif self.max_memory is not None:
@@ -161,4 +165,5 @@ def check_pins(spec: Spec, pins: Pins) -> dict[str, list[Any]]:
 
 
 BOUND_OPTION = {"max_states": "--max-states", "timeout": "--timeout", "max_memory": "--max-memory",
+                "call_timeout": "--call-timeout",   # a call into the user's code did not return (usercode.Stuck)
                 "workers_lost": "lost workers"}     # every worker checking the run died (explorer/parallel.py)

@@ -35,7 +35,7 @@ from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
 from .engine import Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
-from .memory import available_memory, current_rss, memory_headroom, rough_size
+from .memory import address_space_left, available_memory, current_rss, memory_headroom, rough_size
 
 # independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
 Event: TypeAlias = tuple[Any, ...]
@@ -272,15 +272,15 @@ class _VSweep:
         self.weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
         # the visited set: a dense index over the whole product space while it is small enough
         # (one gather per lookup), a compact hash index of the visited codes beyond
-        self.hashed = vm.space > DENSE_LIMIT
-        self.index_of = None if self.hashed else np.full(vm.space, UNSEEN, dtype=np.int32)
+        self.index_of = None if vm.space > DENSE_LIMIT else _dense_index(vm.space)
+        self.hashed = self.index_of is None
         self.visited = CodeIndex() if self.hashed else None
         self.bitmap: CodeBitmap | None = None      # replaces both once edges are dropped (to_bitmap)
         self.scratch = _Scratch()
         self.nkeys = sum(len(a.combos) for a in vm.actions)     # (action, combination) pairs, numbered
         self.first_keys = [sum(len(a.combos) for a in vm.actions[:k]) for k in range(len(vm.actions))]
-        # per state 12 bytes or less, end to end in arrays reserved up front (see _Parts)
-        reserve = _reserve(vm.space, self.code_t, max_memory)
+        # per state 14 bytes or less, end to end in arrays reserved up front (see _Parts)
+        reserve = _reserve(vm.space, self.code_t, max_memory, max_states)
         self.levels = _Parts(self.code_t, reserve)              # per level its states' codes
         self.parents = _Parts(np.int32, reserve)
         self.offsets = [0]                          # per level its first state, then one past the last
@@ -425,12 +425,13 @@ class _VSweep:
                 self.ex.stopped_in = (f"the next BFS level, from {n:,} states, may take about {rough_size(need)} "
                                       f"more; {rough_size(self.max_memory - rss)} left")
                 return "max_memory"
-        available = available_memory()
-        if available is not None and need > available:
-            self.ex.out_of_memory = True
-            self.ex.stopped_in = (f"the next BFS level, from {n:,} states, may take about {rough_size(need)}; "
-                                  f"the system has {rough_size(available)} available")
-            return "max_memory"
+        for room, what in ((available_memory(), "the system has {} available"),
+                           (address_space_left(), "the address-space limit (ulimit -v) leaves {}")):
+            if room is not None and need > room:
+                self.ex.out_of_memory = True
+                self.ex.stopped_in = (f"the next BFS level, from {n:,} states, may take about {rough_size(need)}; "
+                                      + what.format(rough_size(room)))
+                return "max_memory"
         return None
 
     def level_bytes(self, n: int) -> int:
@@ -668,7 +669,10 @@ class _VSweep:
         need = CodeBitmap.bytes_for(self.vm.space)
         if need > memory_headroom(self.max_memory) // 2:
             return
-        bitmap = CodeBitmap(self.vm.space)
+        try:
+            bitmap = CodeBitmap(self.vm.space)
+        except MemoryError:             # refused after all: the index it would replace stays
+            return
         bitmap.add(self.levels.joined())
         self.bitmap = bitmap
         self.index_of = self.visited = None
@@ -965,10 +969,20 @@ class _Parts:
     the whole is there at the end without joining (no second copy at the peak).
 
     The array is reserved up front (`np.empty`: address space only, the operating system
-    gives pages as they are written), so it seldom moves; past the reservation it doubles."""
+    gives pages as they are written), so it seldom moves; past the reservation it doubles.
+    The reservation is a hint: one the system refuses (it judges the size, not what is
+    written) is halved until it is granted."""
 
     def __init__(self, dtype: Any, reserve: int):
-        self.data = np.empty(max(reserve, 16), dtype=dtype)
+        size = max(reserve, 16)
+        while True:
+            try:
+                self.data = np.empty(size, dtype=dtype)
+                break
+            except MemoryError:
+                if size <= 16:
+                    raise
+                size = max(16, size // 2)
         self.ends: list[int] = []
 
     def __len__(self) -> int:
@@ -1005,12 +1019,30 @@ class _Parts:
         return self.data[:self.size()]
 
 
-def _reserve(space: int, code_t: Any, max_memory: int | None) -> int:
+def _reserve(space: int, code_t: Any, max_memory: int | None, max_states: int | None) -> int:
     """How many states the per-state arrays reserve room for: as many as there can be (the
-    declared space), but no more than memory could hold at the floor of about 10 bytes a
-    state (a code, a parent and two flags)."""
+    declared space, or about --max-states: the exploration stops at the first level past
+    it), but no more than memory could hold at the floor of about 10 bytes a state (a code,
+    a parent and two flags), nor more than half the address space an address-space limit
+    leaves (the reservation counts against it in full, and the levels need the rest)."""
     per_state = np.dtype(code_t).itemsize + 4 + 2
-    return int(min(space, memory_headroom(max_memory) // per_state, 1 << 40))
+    states = min(space, memory_headroom(max_memory) // per_state, 1 << 40)
+    if max_states is not None:
+        states = min(states, max_states + 1)
+    mappable = address_space_left()
+    if mappable is not None:
+        states = min(states, mappable // 2 // per_state)
+    return int(states)
+
+
+def _dense_index(space: int) -> np.ndarray | None:
+    """The dense visited index over a declared space of `space` codes (4 bytes each, all
+    written), or None where the system cannot give it: the hash index then holds the
+    visited codes, with the same states, order and verdicts."""
+    try:
+        return np.full(space, UNSEEN, dtype=np.int32)
+    except MemoryError:
+        return None
 
 
 def _flat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:

@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import textwrap
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -624,3 +625,78 @@ def header(doc: Doc, ref: str, framework: str, asks: list[str]) -> None:
     doc.comment("What init cannot know from the code, and asks you (search for ASK):")
     for n, ask in enumerate(asks, 1):
         doc.comment(f"{n}. {ask}")
+
+
+def hint_value(name: str, hint: Any) -> Any:
+    """A placeholder value of a type hint: empty containers, false, 0, a Literal's first value, the
+    name itself for a string (so the user sees which value to replace), "" otherwise."""
+    while typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    origin = typing.get_origin(hint) or hint
+    if origin in (list, tuple, set) or str(origin).startswith("typing.Sequence"):
+        return []
+    if origin is dict:
+        return {}
+    if origin is bool:
+        return False
+    if origin in (int, float):
+        return 0
+    if origin is typing.Literal:
+        return typing.get_args(hint)[0]
+    return name if origin is str else ""
+
+
+def run_object(doc: Doc, key: str, cls: Any, what: str) -> None:
+    """`context:` or `deps:` for a run object of the app's type `cls` (docs/how-to/langgraph.md): each
+    field your type requires, a placeholder of its type, and a field whose type is a class with
+    methods (a client, a backend: what a run cannot call offline) as those methods scripted, one
+    answer each. Nothing when `cls` declares no fields."""
+    fields = _required_fields(cls)
+    if not fields:
+        return
+    doc.blank()
+    doc.comment(f"ASK: {what}, made for each run: its fields (placeholders from its type). A method of a field's "
+                "type is scripted: each call answers one of its outcomes (add one per thing the real service may "
+                "return, or {raises: CLASS, message: TEXT}); what it returns must be what your code expects.")
+    doc.key(key, block=True)
+    for name, hint in fields.items():
+        methods = _public_methods(hint)
+        if not methods:
+            doc.key(name, hint_value(name, hint), 2)
+            continue
+        doc.key(name, block=True, indent=2)
+        for method, returns in methods.items():
+            doc.key(method, {"scripted": {"answer": hint_value(method, returns)}}, 4,
+                    note=f"what {name}.{method}(...) returns")
+
+
+def _required_fields(cls: Any) -> dict[str, Any]:
+    """The fields a run object's type requires to be given (a dataclass's or pydantic model's
+    without a default, a TypedDict's all), with their type hints; none for no class."""
+    if not inspect.isclass(cls) or cls.__module__ in ("builtins", "typing"):
+        return {}
+    try:
+        hints = typing.get_type_hints(cls)
+        params = inspect.signature(cls).parameters
+    except Exception:       # annotations naming what cannot be resolved here, no signature: unknown
+        return {}
+    if typing.is_typeddict(cls):
+        return dict(hints)
+    return {name: hints.get(name, Any) for name, p in params.items()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _public_methods(hint: Any) -> dict[str, Any]:
+    """A field type's public methods (a client's, a backend's) with their return type hints; none
+    for a builtin or typing type (data, not a service)."""
+    if not inspect.isclass(hint) or hint.__module__ in ("builtins", "typing", "collections.abc"):
+        return {}
+    out: dict[str, Any] = {}
+    for name, member in inspect.getmembers(hint, callable):
+        if name.startswith("_") or inspect.isclass(member):
+            continue
+        try:
+            out[name] = typing.get_type_hints(member).get("return", Any)
+        except Exception:   # an annotation that does not resolve: a placeholder of no type
+            out[name] = Any
+    return out

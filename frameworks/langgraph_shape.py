@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haltproof.machine import usercode
-from haltproof.machine.usercode import OutOfTime
 
 from .introspect import (Decided, Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, function_ast,
-                         header, keyword, keyword_calls, label, literal_limit, module_ast, placeholder, receiver,
-                         referenced, resolve_name, returned_targets, site_of, target_module)
+                         header, hint_value, keyword, keyword_calls, label, literal_limit, module_ast, placeholder,
+                         receiver, referenced, resolve_name, returned_targets, run_object, site_of, target_module)
 from .langgraph import DEFAULT_LIMIT, END, GraphRun, is_graph, model_choice, require_langgraph, scripted_model
 
 FRAMEWORK = "langgraph"
@@ -117,11 +116,8 @@ def read(obj: Any, ref: str) -> Graph:
             else:
                 models[p.name] = scripted_model(GraphRun(), model_choice(p.name), {})
         try:
-            graph = usercode.run(obj, **models)
-        except OutOfTime as stop:
-            stop.note(f"building the graph with {ref}")
-            raise
-        except Exception as exc:        # the user's function may fail in any way
+            graph = usercode.load_as(lambda: f"building the graph with {ref}", lambda: obj(**models))
+        except usercode.FAILURES as exc:        # the user's function may fail in any way
             raise TargetError(f"{ref}: building the graph with {ref}({', '.join(models)}) failed: "
                               f"{type(exc).__name__}: {exc}") from None
         if not is_graph(graph):
@@ -360,6 +356,8 @@ def starter(obj: Any, ref: str) -> str:
     doc.key("framework", FRAMEWORK)
     doc.key("target", ref)
     _input(doc, g)
+    run_object(doc, "context", g.graph.builder.context_schema, "the runtime context your nodes read "
+               "(runtime.context)")
     if g.models:
         _models(doc, g, s)
     _nodes(doc, g, s)
@@ -401,20 +399,7 @@ def _value_of(name: str, hint: Any) -> Any:
     """A placeholder value of a state channel's type."""
     if name == "messages" or "add_messages" in repr(hint):
         return [{"role": "user", "content": "ASK: a request your app really gets"}]
-    while typing.get_origin(hint) is typing.Annotated:
-        hint = typing.get_args(hint)[0]
-    origin = typing.get_origin(hint) or hint
-    if origin in (list, tuple, set) or str(origin).startswith("typing.Sequence"):
-        return []
-    if origin is dict:
-        return {}
-    if origin is bool:
-        return False
-    if origin in (int, float):
-        return 0
-    if origin is typing.Literal:
-        return typing.get_args(hint)[0]
-    return name if origin is str else ""
+    return hint_value(name, hint)
 
 
 def _answer_labels(g: Graph, node: str, s: Shape) -> list[tuple[str, Any, str]]:

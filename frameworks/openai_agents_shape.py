@@ -20,7 +20,7 @@ from typing import Any
 from haltproof.machine.errors import SpecError
 
 from .introspect import (Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, header, keyword, label,
-                         literal_limit, module_ast, placeholder, target_module)
+                         literal_limit, module_ast, placeholder, run_object, target_module)
 from .openai_agents import agents_of, function_tools, is_agent, require_agents
 
 FRAMEWORK = "openai_agents"
@@ -162,6 +162,8 @@ def starter(obj: Any, ref: str) -> str:
     context = _context(obj)
     if context:
         doc.key("context", context, note="a fresh context object per run (the agent's Agent[...] type)")
+    else:
+        run_object(doc, "context", _context_type(obj), "the run context your tools read (wrapper.context)")
     doc.blank()
     doc.comment("ASK: the run's input, as you pass it to Runner.run.")
     doc.key("input", "ASK: a request your app really gets")
@@ -231,11 +233,16 @@ def _tools_hint(doc: Doc, agents: dict[str, Any]) -> None:
     doc.comment("    fails: {raises: ConnectionError, message: the service is down}")
 
 
-def _context(obj: Any) -> str | None:
-    """`module:Class` of the agent's context type (`Agent[Ctx](...)`), when it can be made with no arguments."""
+def _context_type(obj: Any) -> Any:
+    """The agent's context type (`Agent[Ctx](...)`), or None."""
     orig = getattr(obj, "__orig_class__", None)
     args = typing.get_args(orig) if orig is not None else ()
-    cls = args[0] if args else None
+    return args[0] if args else None
+
+
+def _context(obj: Any) -> str | None:
+    """`module:Class` of the agent's context type (`Agent[Ctx](...)`), when it can be made with no arguments."""
+    cls = _context_type(obj)
     if not inspect.isclass(cls) or cls.__module__ in ("builtins", "typing"):
         return None
     try:

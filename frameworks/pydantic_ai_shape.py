@@ -17,7 +17,7 @@ from typing import Any
 from haltproof.machine.errors import SpecError
 
 from .introspect import (Doc, Edge, Limit, Shape, Site, TargetError, calls_in_module, header, keyword, label,
-                         literal_limit, placeholder, site_of, target_module)
+                         literal_limit, placeholder, run_object, site_of, target_module)
 from .pydantic_ai import DEFAULT_REQUEST_LIMIT, AgentTools, require_pydantic_ai, tools_of
 
 FRAMEWORK = "pydantic_ai"
@@ -129,6 +129,7 @@ def starter(obj: Any, ref: str) -> str:
     doc.blank()
     doc.comment("ASK: the user prompt, as you pass it to agent.run.")
     doc.key("prompt", PROMPT)
+    run_object(doc, "deps", obj.deps_type, "the deps your tools read (ctx.deps)")
     doc.blank()
     doc.comment("What the model may answer (the choice model). ASK: keep the answers your model can really give.")
     doc.key("models", block=True)

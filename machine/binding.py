@@ -45,7 +45,7 @@ from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Mach
 from .errors import Located, Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
-from .usercode import OutOfTime, running
+from .usercode import running
 from .spec import Spec, present
 from .text import exception_text
 
@@ -131,11 +131,9 @@ def spec_adapter(spec: Spec) -> Adapter | LiveAdapter:
     assert spec.bind, "only a bound spec has an adapter"
     if spec.adapter is None:
         return load_adapter(spec.bind, spec.path, spec.bind_line)
-    try:
-        built: Adapter | LiveAdapter = usercode.run(spec.adapter)
-    except OutOfTime as stop:
-        stop.note(f"building the {spec.framework} adapter for {spec.bind}")
-        raise
+    factory = spec.adapter
+    built: Adapter | LiveAdapter = usercode.load_as(lambda: f"building the {spec.framework} adapter for {spec.bind}",
+                                                   factory)
     return built
 
 
@@ -175,11 +173,9 @@ def import_user_object(ref: str, folder: str, here: Located, key: str) -> Any:
     module_name, _, attr = ref.partition(":")
     role = "the bound module" if key == "bind" else f"the {key}'s module"
     try:
-        module = usercode.run(import_user_module, module_name, folder)
-    except OutOfTime as stop:
-        stop.note(f"importing {role} {module_name} ({key}: {ref})")
-        raise
-    except Exception as exc:   # the user's module may fail in any way while importing
+        module = usercode.load_as(lambda: f"importing {role} {module_name} ({key}: {ref})",
+                                  lambda: import_user_module(module_name, folder))
+    except usercode.FAILURES as exc:   # the user's module may fail in any way while importing
         raise here.error(f"cannot import {role}: {exception_text(exc)}", ref) from None
     target: Any = module
     for part in attr.split("."):
@@ -196,11 +192,9 @@ def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter
         raise SpecError([Problem(file, line, "bind must be written module:Name", ref)])
     target = import_user_object(ref, os.path.dirname(os.path.abspath(file)), Located(file, line), "bind")
     try:
-        adapter = usercode.run(target) if isinstance(target, type) else target
-    except OutOfTime as stop:
-        stop.note(f"creating the adapter {ref}")
-        raise
-    except Exception as exc:
+        adapter = usercode.load_as(lambda: f"creating the adapter {ref}", target) if isinstance(target, type) \
+            else target
+    except usercode.FAILURES as exc:
         raise SpecError([Problem(file, line, f"cannot create the adapter: {exception_text(exc)}",
                                  ref)]) from None
     needed = ("start", "step", "abstract") if is_live(adapter) else ("concretize", "step", "abstract")
@@ -785,14 +779,10 @@ def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo:
     """`fn()`, the user's code, under the deadline: its exception is a `bound_code` finding
     with the user's traceback, the deadline passing in it says what was running."""
     try:
-        result: T = usercode.run(fn)
-        return result
-    except OutOfTime as stop:
-        stop.note(running(doing, _choice_labels(act, combo), state))
-        raise
+        return usercode.run_as(lambda: running(doing, _choice_labels(act, combo), state), fn)
     except CodeError:
         raise
-    except Exception as exc:
+    except usercode.FAILURES as exc:
         raise CodeError(f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}") from None
 
 

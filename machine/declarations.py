@@ -17,7 +17,7 @@ The contract of an expand function, `expand(top, file) -> Declared`:
 - It returns the spec's top-level mapping (a YMap, as a YAML spec file would give; reuse
   the user's own nodes, e.g. `properties`, so their problems keep their lines; generated
   nodes carry the line of the key they come from) and a factory for the live adapter
-  (called inside the check's deadline when the spec is checked or replayed).
+  (called inside the check's deadline when the spec is checked or replayed), and its warnings.
 - The spec it returns must say `bind:` (any `module:Name` text naming what runs: reports
   show it); the adapter comes from the factory, never from importing that text.
 - A bad declaration raises `SpecError` naming the file and the line of the offending key.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .errors import Located, SpecError
@@ -39,10 +39,13 @@ if TYPE_CHECKING:       # imported where used: registering an integration loads 
 
 @dataclass
 class Declared:
-    """A declaration expanded: the spec's top-level mapping and the live adapter's factory."""
+    """A declaration expanded: the spec's top-level mapping, the live adapter's factory, and
+    what the expansion warns about (line, message): a scripted part that changes what the
+    user's code means, say. Every run of the spec carries them (kind `declaration`)."""
 
     spec: YMap
     adapter: Callable[[], Any]
+    warnings: list[tuple[int, str]] = field(default_factory=list)
 
 
 Expand: TypeAlias = "Callable[[YMap, str], Declared]"

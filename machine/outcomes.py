@@ -31,7 +31,6 @@ from typing import Any
 from . import usercode
 from .errors import Problem, SpecError
 from .text import exception_message, exception_text
-from .usercode import OutOfTime
 from .yamlpos import YList, YMap
 
 KEYS = frozenset({"class", "match", "rule", "set"})
@@ -171,15 +170,13 @@ def _import(module: str, o: Outcome, file: str) -> Any:
     """The module, or None when there is no such module; an error while importing one that
     exists is the user's to see, as a spec error at the declaration."""
     try:
-        return usercode.run(importlib.import_module, module)
+        return usercode.load_as(lambda: f"importing {module} (raises of the spec, line {o.line})",
+                               lambda: importlib.import_module(module))
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
             return None
         raise SpecError([Problem(file, o.line, f"cannot import {module}: {exception_message(exc)}", o.path)]) from None
-    except OutOfTime as stop:
-        stop.note(f"importing {module} (raises of the spec, line {o.line})")
-        raise
-    except Exception as exc:
+    except usercode.FAILURES as exc:
         raise SpecError([Problem(file, o.line, f"cannot import {module}: {exception_text(exc)}",
                                  o.path)]) from None
 

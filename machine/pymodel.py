@@ -65,7 +65,7 @@ from .spec import (Action, DeclKind, ChoiceSet, DecideStage, Param, PropertyDecl
                    SetStage, negative_bound, present)
 from .inputs import value_count
 from .text import exception_text
-from .usercode import OutOfTime, running
+from .usercode import running
 
 
 # ---------------------------------------------------------------- declarations
@@ -178,7 +178,7 @@ def load_model_ref(ref: str) -> type[Model]:
         sys.path.insert(0, os.getcwd())
     try:
         target = getattr(importlib.import_module(module_name), attr)
-    except Exception as exc:
+    except usercode.FAILURES as exc:
         raise SpecError([Problem(ref, None, f"cannot load the model: {exception_text(exc)}")]) from None
     if not (isinstance(target, type) and issubclass(target, Model)):
         raise SpecError([Problem(ref, None, "not a subclass of haltproof.machine.pymodel.Model")])
@@ -249,7 +249,7 @@ def _call(file: str, line: int | None, what: str, fn: UserFn, *args: Any) -> Any
     mistake, a spec error (exit 2) naming `what` with the user's traceback, not a crash."""
     try:
         return fn(*args)
-    except Exception as exc:
+    except usercode.FAILURES as exc:
         raise SpecError([Problem(file, line, f"{what} raised {exception_text(exc)}\n"
                                              f"{user_traceback(exc)}")]) from None
 
@@ -429,15 +429,14 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
         return checked_hashable(tuple(d[n] for n in names), names, what)
 
     def user(fn: UserFn, *args: Any, **kwargs: Any) -> Any:
+        def doing() -> str:
+            state = next((a for a in args if isinstance(a, dict)), {})
+            return running(getattr(fn, "__qualname__", repr(fn)), kwargs, state)
         try:
-            return usercode.run(fn, *args, **kwargs)
+            return usercode.run_as(doing, lambda: fn(*args, **kwargs))
         except CodeError:
             raise
-        except OutOfTime as stop:
-            state = next((a for a in args if isinstance(a, dict)), {})
-            stop.note(running(getattr(fn, "__qualname__", repr(fn)), kwargs, state))
-            raise
-        except Exception as exc:
+        except usercode.FAILURES as exc:
             raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {exception_text(exc)}\n"
                             f"{user_traceback(exc)}") from None
 

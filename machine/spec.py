@@ -85,6 +85,7 @@ def parse_spec(text: str, file: str, run_code: bool = True, *, mode: str = NO_CO
         declared = expand(data, file)
         spec = _Loader(file).load(declared.spec, text)
         spec.adapter, spec.framework = declared.adapter, str(data["framework"])
+        spec.load_warnings = list(declared.warnings)
         return spec
     return _Loader(file).load(data, text)
 

@@ -360,6 +360,7 @@ class Spec:
     fairness: list[Fairness] = field(default_factory=list)             # assumptions of every liveness check
     adapter: Callable[[], Any] | None = None   # a declaration's live adapter factory (machine/declarations.py)
     framework: str | None = None             # a declaration's framework
+    load_warnings: list[tuple[int, str]] = field(default_factory=list)   # a declaration's: (line, message)
     expect_line: int | None = None
 
     @property

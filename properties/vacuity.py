@@ -23,7 +23,7 @@ from .exploration import ExploredGraph, RuleFacts
 class Notice:
     """One vacuity warning, with what it is about and the spec line it points at."""
 
-    kind: str             # rule | terminal | action | choice
+    kind: str             # rule | terminal | action | choice | expect | fairness | declaration
     name: str
     message: str          # the whole warning, with why when it can be told
     line: int | None = None

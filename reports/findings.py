@@ -264,6 +264,30 @@ def worst_cases(run: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def possible_answers(run: dict[str, Any], alone: bool = False) -> list[tuple[dict[str, Any], str]]:
+    """A run's `possible` properties as (property, its answer in words): what every format shows
+    of them, since an answer is not a verdict (`limit_error possible, a shortest run takes 3
+    transitions`); for a run checked `alone` (one configuration), how to find the smallest safe
+    value of the property's `smallest_safe` param."""
+    out = []
+    for p in run["properties"]:
+        if p["kind"] != "possible":
+            continue
+        if p.get("possible") is True:
+            n = len(p["witness"]["steps"]) - 1 if p.get("witness") else None
+            text = f"{p['name']} possible" + (f", a shortest run takes {counted(n, 'transition')}" if n is not None
+                                               else "")
+        elif p.get("possible") is False:
+            text = f"{p['name']} impossible"
+        else:
+            text = f"{p['name']} undecided ({p['message'].removeprefix('not decided: ')})"
+        param = p.get("smallest_safe")
+        if alone and param is not None and param in run["params"] and p.get("possible") is not None:
+            text += f" (one {param} checked: sweep it for the smallest safe value)"
+        out.append((p, text))
+    return out
+
+
 def totals_text(report: dict[str, Any]) -> str:
     """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
     c = counts(report["runs"])

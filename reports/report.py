@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from haltproof.machine.spec import CODE_BUILTINS, ParamValue, PropertyDecl, shown_path
-from haltproof.machine.text import encodable, report_text
+from haltproof.machine.spec import CODE_BUILTINS, ParamValue, PropertyDecl, Spec, shown_path
+from haltproof.machine.text import counted, encodable, report_text
 from haltproof.properties.kinds import HOLDS, VIOLATED, PropertyResult
 
 from haltproof.explorer.results import RunResult, RunVerdict
+
+from .findings import run_verdict
 
 SCHEMA = "haltproof-report/1"
 
@@ -48,7 +50,7 @@ def overall(runs: list[RunResult]) -> tuple[RunVerdict, int]:
 def to_json(runs: list[RunResult]) -> dict[str, Any]:
     result, code = overall(runs)
     report: dict[str, Any] = cleaned({"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
-                                      "result": result, "exit_code": code, "runs": [_run_json(r) for r in runs],
+                                      "result": result, "exit_code": code, "runs": [run_json(r) for r in runs],
                                       "sweeps": sweeps(runs)})
     return report
 
@@ -67,12 +69,24 @@ def cleaned(value: Any) -> Any:
     return value
 
 
-def _run_json(r: RunResult) -> dict[str, Any]:
+def from_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report of runs already in their JSON form (a check whose process was ended: what it
+    had sent, cli/supervise.py), judged as `overall` judges RunResults; no sweep tables."""
+    verdicts = {run_verdict(r) for r in runs}
+    result, code = (("violated", EXIT_VIOLATED) if "fail" in verdicts
+                    else ("incomplete", EXIT_INCOMPLETE) if "incomplete" in verdicts or not runs
+                    else ("proved", EXIT_OK))
+    report: dict[str, Any] = cleaned({"schema": SCHEMA, "tool": {"name": "haltproof", "version": version()},
+                                      "result": result, "exit_code": code, "runs": runs, "sweeps": []})
+    return report
+
+
+def run_json(r: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {
         "spec": shown_path(r.spec_path), "machine": r.machine, "params": r.params,
         "explored": r.explored, "engine": r.engine,
         "result": r.result, "stats": r.stats,
-        "properties": [_prop_json(p, r.params) for p in r.properties],
+        "properties": [_with_decl(_prop_json(p, r.params), r._spec) for p in r.properties],
         "coverage": r.coverage, "warnings": r.warnings,
         "scenarios": [{"name": s.name, "status": "passed" if s.ok else "failed",
                        "message": s.message, "steps": s.steps} for s in r.scenarios],
@@ -160,6 +174,14 @@ def _prop_json(p: PropertyResult, params: Mapping[str, ParamValue]) -> dict[str,
     return out
 
 
+def _with_decl(out: dict[str, Any], spec: Spec) -> dict[str, Any]:
+    """A property's result with what its declaration adds for readers: its `smallest_safe` param."""
+    decl = next((d for d in spec.properties if d.name == out["name"]), None)
+    if decl is not None and decl.smallest_safe:
+        out["smallest_safe"] = decl.smallest_safe
+    return out
+
+
 _VERDICT_WORD = {"pass": "proved", "fail": "FAILED", "incomplete": "incomplete"}
 
 
@@ -215,12 +237,14 @@ def smallest_safe(decl: PropertyDecl, group: list[RunResult]) -> list[dict[str, 
     assert param is not None, "only asked for properties that declare it"
     meaning = "unreachable" if decl.kind == "reachable" else "holds"
     rows: dict[tuple[tuple[str, Any], ...], list[tuple[int, bool | None]]] = {}
+    why: dict[tuple[tuple[str, Any], ...], dict[int, str]] = {}
     for r in group:
         found = [p for p in r.properties if p.name == decl.name]
         if not found:           # not judged here (its `when`, or --property): no claim either way
             continue
         others = tuple((k, v) for k, v in r.params.items() if k != param)
         rows.setdefault(others, []).append((int(r.params[param]), _safe(found[0])))
+        why.setdefault(others, {})[int(r.params[param])] = _undecided_because(r, found[0])
     out = []
     for others, values in rows.items():
         values.sort()
@@ -234,8 +258,17 @@ def smallest_safe(decl: PropertyDecl, group: list[RunResult]) -> list[dict[str, 
                     "value": start, "swept": swept,
                     "unsafe_at": [v for v, safe in values if safe is False],
                     "undecided_at": [v for v, safe in values if safe is None],
-                    "message": _safe_text(decl.name, param, meaning, start, values)})
+                    "message": _safe_text(decl.name, param, meaning, start, values, why[others])})
     return out
+
+
+def _undecided_because(r: RunResult, p: PropertyResult) -> str:
+    """Why a run left a property undecided, in words: the built-in finding that cut its
+    exploration short (the user's code raised, say: its first line), else the bound that stopped it."""
+    broken = next((b for b in r.properties if b.kind == "builtin" and b.status == VIOLATED), None)
+    if broken is not None:
+        return f"{broken.name}: {broken.message.partition(chr(10))[0]}"
+    return r.stop_reason or p.message
 
 
 def limit_allows(decl: PropertyDecl, group: list[RunResult]) -> list[dict[str, Any]]:
@@ -277,16 +310,24 @@ def _allows_text(measure: str, param: str, values: list[tuple[int, int | None]])
     return text
 
 
-def _safe_text(name: str, param: str, meaning: str, start: int | None, values: list[tuple[int, bool | None]]) -> str:
-    """The smallest safe value in words: `can_hit_the_limit unreachable from recursion_limit=5 on`."""
+def _safe_text(name: str, param: str, meaning: str, start: int | None, values: list[tuple[int, bool | None]],
+               why: dict[int, str]) -> str:
+    """The smallest safe value in words: `can_hit_the_limit unreachable from recursion_limit=5 on`;
+    where the largest swept value is undecided, that it is not known, and why (never "no safe value")."""
     lo, hi = values[0][0], values[-1][0]
     swept = f"{lo}..{hi}" if lo != hi else f"{lo} only"
     unsafe = {"holds": "violated", "unreachable": "reachable"}[meaning]
     if start is None:
         if all(safe is False for _, safe in values):
             return f"{name} {unsafe} at every swept {param} ({swept}): no safe value"
-        why = "not decided" if values[-1][1] is None else unsafe
-        return f"{name} {why} at {param}={hi}, the largest swept ({swept}): no safe value"
+        if values[-1][1] is False:
+            return f"{name} {unsafe} at {param}={hi}, the largest swept ({swept}): no safe value"
+        undecided = [v for v, safe in values if safe is None]
+        where = (f"at every swept {param} ({swept})" if len(undecided) == len(values)
+                 else f"at {param}={hi}, the largest swept ({swept})")
+        because = list(dict.fromkeys(why[v] for v in undecided))
+        return (f"{name} undecided {where}, so the smallest safe value is not known: {because[0]}"
+                + (f" (and {counted(len(because) - 1, 'other reason')})" if len(because) > 1 else ""))
     if start == lo:
         return f"{name} {meaning} at every swept {param} ({swept})"
     below, safe = max((v, safe) for v, safe in values if v < start)

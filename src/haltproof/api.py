@@ -66,7 +66,7 @@ def check(spec: str | Path | type, *, params: Pins | None = None,
           properties: list[str] | None = None, max_states: int | None = None,
           timeout: float | None = None, max_memory: int | str | None = None,
           model: bool = False, determinism: str = "auto", paths: int = 1, workers: int | None = 1,
-          run_code: bool = True) -> Report:
+          run_code: bool = True, call_timeout: float | None = 60.0) -> Report:
     """Check a YAML spec (a path) or a `haltproof.machine.pymodel.Model` subclass, over every param
     combination or those `params` pins, and return the report.
 
@@ -84,27 +84,33 @@ def check(spec: str | Path | type, *, params: Pins | None = None,
 
     `timeout` bounds the whole check, the user's bound code or model included: hitting it
     makes the report incomplete. When it passes while that code is still being loaded (an
-    import, creating the adapter or model), there is no report: TimeoutError."""
+    import, creating the adapter or model), there is no report: TimeoutError. `call_timeout`
+    bounds each call into that code (machine/usercode.py's CALL_TIMEOUT, 60 s, by default; None:
+    no bound; in the main thread only, where signals are, or off it together with `timeout`): a
+    call that does not return within it is a `bound_code` finding, and the run stops there
+    (docs/how-to/binding.md)."""
     from haltproof.explorer.check import prepare, prepare_python
     from haltproof.explorer.options import Options
     from haltproof.explorer.parallel import Batch, Source, check_batches, default_workers, model_source
     from haltproof.machine import usercode
     from haltproof.machine.spec import load_spec
     from haltproof.machine.trust import MODEL, NO_CODE
-    from haltproof.machine.usercode import OutOfTime
+    from haltproof.machine.usercode import OutOfTime, Stuck
     options = Options(pins={} if params is None else params, properties=properties,
                       max_states=max_states, timeout=timeout, max_memory=max_memory, model_only=model,
                       run_code=run_code,
-                      determinism=determinism, paths=paths,
+                      determinism=determinism, paths=paths, call_timeout=call_timeout,
                       workers=default_workers() if workers is None else workers)
     try:
-        with usercode.deadline(options.timeout):
+        with usercode.deadline(options.timeout, options.call_timeout):
             if isinstance(spec, type):
                 batch = Batch(model_source(spec), prepare_python(spec, options), options)
             else:
                 loaded = load_spec(spec, run_code and not model, mode=MODEL if run_code else NO_CODE)
                 batch = Batch(Source(path=loaded.path), prepare(loaded, options), options)
             return Report(check_batches([batch], options.workers))
+    except Stuck as stop:
+        raise TimeoutError(f"haltproof: {stop.text()}; nothing was checked") from None
     except OutOfTime as stop:
         raise TimeoutError(f"haltproof: the timeout of {options.timeout:g} s passed while "
                            f"{stop.doing or 'running the user code'}; nothing was checked") from None

@@ -38,6 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--haltproof-no-code", action="store_true", default=False,
                     help="import and run none of the specs' code (bind:, raises:, framework:): "
                          "as `haltproof check --no-code`; also HALTPROOF_NO_CODE=1 (docs/how-to/trust.md)")
+    from haltproof.machine.usercode import CALL_TIMEOUT      # light: no loader, no engine
+    group.addoption("--haltproof-call-timeout", type=_seconds, default=CALL_TIMEOUT, metavar="SECONDS",
+                    help=f"bound each call into bound code (default {CALL_TIMEOUT:g}); a call past it fails "
+                         "the bound_code item, as `haltproof check --call-timeout` does")
     parser.addini("haltproof", type="bool", default=False,
                   help="collect haltproof YAML specs as tests without --haltproof")
 
@@ -46,6 +50,12 @@ def _max_states(text: str) -> int:
     """A positive int, as `haltproof check --max-states` takes (0 or -1 stopped every run at once)."""
     from haltproof.machine.inputs import positive
     return positive(int, "--haltproof-max-states")(text)
+
+
+def _seconds(text: str) -> float:
+    """A positive finite number of seconds, as `haltproof check --call-timeout` takes."""
+    from haltproof.machine.inputs import positive
+    return positive(float, "--haltproof-call-timeout")(text)
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -82,7 +92,8 @@ class SpecFile(pytest.File):
         run_code = _runs_code(self.config)
         try:
             spec = load_spec(self.path, run_code)
-            options = Options(max_states=self.config.getoption("haltproof_max_states"), run_code=run_code)
+            options = Options(max_states=self.config.getoption("haltproof_max_states"), run_code=run_code,
+                              call_timeout=self.config.getoption("haltproof_call_timeout"))
             machines = prepare(spec, options)
         except SpecError as exc:
             raise self.CollectError(f"invalid spec:\n{exc}") from None

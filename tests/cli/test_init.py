@@ -18,10 +18,13 @@ FIRST_CHECKS = [
     ("langgraph", "react:build_graph", "4 runs: 4 proved"),
     ("langgraph", "supervisor:build_graph", "4 runs: 4 proved"),
     ("langgraph", "fanout:graph", "4 runs: 4 proved"),
+    ("langgraph", "research:graph", "4 runs: 4 proved"),
     ("openai_agents", "triage:triage_agent", "4 runs: 4 proved"),
     ("openai_agents", "travel:travel_agent", "4 runs: 4 proved"),
+    ("openai_agents", "support:triage_agent", "4 runs: 4 proved"),
     ("pydantic_ai", "weather:agent", "2 runs: 2 proved"),
     ("pydantic_ai", "trip:agent", "2 runs: 2 proved"),
+    ("pydantic_ai", "orders:agent", "2 runs: 2 proved"),
 ]
 
 REACT = """\
@@ -218,3 +221,21 @@ def test_the_docs_tour_runs_as_written(cli, tmp_path, monkeypatch):
     (shown,) = re.findall(r"```yaml\n(.*?)```", doc, re.S)
     assert [line for line in shown.splitlines() if line and not line.startswith("#")] == \
         [line for line in written if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("folder, target, block", [
+    ("langgraph", "research:graph",
+     "context:\n  search_backend:\n    search: {scripted: {answer: []}}  # what search_backend.search(...) returns\n"),
+    ("pydantic_ai", "orders:agent",
+     "deps:\n  orders:\n    status: {scripted: {answer: status}}  # what orders.status(...) returns\n"),
+    ("openai_agents", "support:triage_agent",
+     "context:\n  customer_id: customer_id\n  payments:\n"
+     "    refund: {scripted: {answer: refund}}  # what payments.refund(...) returns\n"),
+])
+def test_the_starter_gives_the_apps_run_object_with_its_services_scripted(cli, tmp_path, monkeypatch, folder,
+                                                                         target, block):
+    """An app whose nodes or tools read a context or deps of its own type (issue 27): the starter
+    writes its required fields, a service's methods scripted, so the first check runs them as written."""
+    with _in_example(monkeypatch, folder, target):
+        assert cli("init", target, "-o", tmp_path / "s.yaml").code == 0
+    assert block in (tmp_path / "s.yaml").read_text()

@@ -28,7 +28,9 @@ TESTS = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def share_from_the_first_level(monkeypatch) -> list[int]:
-    """Every level shared, and the size of each level the workers were given, in order."""
+    """Every level shared, and the size of each level the workers were given, in order (counted
+    here: the check runs in this process, not in the supervised child of cli/supervise.py)."""
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")
     monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
     monkeypatch.syspath_prepend(str(TESTS))     # the workers inherit the path: the test adapters
     shared: list[int] = []

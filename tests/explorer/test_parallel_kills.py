@@ -90,7 +90,7 @@ def workers_see_the_tests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(TESTS))
     monkeypatch.setattr(parallel, "_SPECS", {})
     monkeypatch.setattr(parallel, "_EXPANDING", {})
-    monkeypatch.setattr(parallel, "_STARTED", None)
+    monkeypatch.setattr(parallel, "_LINE", None)
 
 
 def test_the_default_worker_count_is_one_when_the_cores_cannot_be_counted(monkeypatch):

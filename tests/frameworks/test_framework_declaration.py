@@ -25,11 +25,11 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import emitted_test_fails_until_fixed, fresh_modules, maxima, results
+from framework_helpers import emitted_test_fails_until_fixed, emitted_tests_replay, fresh_modules, maxima, results
 from test_langgraph import limit_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "langgraph"
-MODULES = ("react", "supervisor", "adapter", "fanout")
+MODULES = ("react", "supervisor", "adapter", "fanout", "research")
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +141,7 @@ def test_the_framework_examples_are_checked_from_anywhere(cli, monkeypatch) -> N
     monkeypatch.chdir(ROOT)
     ran = cli("check", "examples/frameworks")
     assert ran.code == 0, ran.out
-    assert ran.out.endswith("53 runs: 11 proved, 42 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert ran.out.endswith("64 runs: 22 proved, 42 violated as expected, 0 failed, 0 incomplete -> proved\n")
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
@@ -441,3 +441,189 @@ def test_a_fan_out_wider_than_the_limit_is_counted_not_a_domains_finding(tmp_pat
     sys.modules.pop("fanout", None)
     assert results(run)["domains"].status == "holds"
     assert maxima(run)["most_node_runs"] == 9       # planner, research six times, write and cite
+
+
+# ---------------------------------------------------------------- the runtime context, scripted parts (issue 27)
+
+def search_choices(trace) -> list:
+    return [(s.choices.get("search_backend_search_returns"), s.state["next"], s.state["steps"], s.state["status"])
+            for s in trace.steps]
+
+
+def test_the_research_graph_runs_as_written_with_its_runtime_context() -> None:
+    """research.py reads its search backend from LangGraph's runtime context (`Runtime[Context]`);
+    research.yaml gives the context, its backend's `search` scripted. The router stops after three
+    empty searches, so plan, three searches and write take 5 supersteps: safe from recursion_limit 6
+    (LangGraph counts the superstep that finds nothing left to run)."""
+    runs = check("research.yaml")
+    assert [(r.params["recursion_limit"], r.result, r.stats["states"]) for r in runs] == [
+        (4, "proved", 10), (5, "proved", 10), (6, "proved", 10), (7, "proved", 10)]
+    assert [maxima(r) for r in runs] == [{"most_supersteps": n} for n in (4, 5, 5, 5)]
+    assert [results(r)["limit_error"].message for r in runs] == [
+        "possible: reached after 4 transitions", "possible: reached after 5 transitions",
+        "impossible: no reachable state satisfies it", "impossible: no reachable state satisfies it"]
+    (row,) = to_json(runs)["sweeps"][0]["smallest_safe"]
+    assert row["message"] == "limit_error unreachable from recursion_limit=6 on (swept 4..7; reachable at recursion_limit=5)"
+    assert search_choices(results(runs[1])["limit_error"].witness) == [
+        (None, "plan", 0, "running"), ("found", "search", 1, "running"), ("nothing", "search", 2, "running"),
+        ("nothing", "search", 3, "running"), ("found", "write", 4, "running"), ("found", "__end__", 5, "limit")]
+    doc = (ROOT / "docs" / "how-to" / "langgraph.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "research.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/langgraph && haltproof check research.yaml\n" in doc
+    assert "`most_supersteps`\n4, 5, 5, 5)" in doc and "States\nper limit (4 to 7): 10, 10, 10, 10." in doc
+
+
+def test_without_the_context_every_limit_fails_once_and_says_why_nothing_is_decided(cli, tmp_path, monkeypatch) -> None:
+    """Issue 27's first try: the same graph declared without `context:`. Its node reads
+    `runtime.context.search_backend`, so every run fails on the same AttributeError: printed once
+    with a count, and the smallest safe value is undecided (why: the error), not "no safe value"."""
+    (tmp_path / "research.py").write_text((EXAMPLE / "research.py").read_text())
+    text = (EXAMPLE / "research.yaml").read_text()
+    (tmp_path / "bare.yaml").write_text(text[:text.index("context:")] + text[text.index("params:"):])
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "bare.yaml")
+    assert ran.code == 1
+    assert ran.out.count("  VIOLATED  bound_code       action step with no choices: the bound code raised "
+                         "AttributeError: 'NoneType' object has no attribute 'search_backend'\n") == 1
+    assert "  the same findings in 3 more runs: recursion_limit = 5, 6, 7\n" in ran.out
+    assert ("  bare.yaml: limit_error undecided at every swept recursion_limit (4..7), so the smallest safe value is "
+            "not known: bound_code: action step with no choices: the bound code raised AttributeError: 'NoneType' "
+            "object has no attribute 'search_backend'\n") in ran.out
+    assert "no safe value" not in ran.out
+
+
+SCRIPTED_SEARCH = """\
+nodes:
+  search:
+    found: {notes: [France's GDP was 3.1 trillion USD in 2023.]}
+    nothing: {notes: []}
+"""
+
+
+def test_a_scripted_node_that_leaves_out_a_channel_the_router_reads_is_a_warning_at_its_line(
+        cli, tmp_path, monkeypatch) -> None:
+    """Issue 27's wrong answer: scripting the `search` node instead of its backend replaces all of
+    its writes, so `search_count`, which the router reads, never moves: the limit error becomes
+    reachable at every limit (the real graph is safe from 6). Each outcome that leaves it out is
+    warned about at its own line, naming the channel and the routing function that reads it."""
+    (tmp_path / "research.py").write_text((EXAMPLE / "research.py").read_text())
+    text = (EXAMPLE / "research.yaml").read_text()
+    (tmp_path / "nodes.yaml").write_text(text[:text.index("context:")] + SCRIPTED_SEARCH + text[text.index("params:"):])
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "nodes.yaml")
+    assert ran.code == 0, ran.out
+    said = ("leaves out search_count, which the real search writes and the routing function route (after search) "
+            "reads: a scripted outcome replaces all of the node's writes, so search_count keeps its old value there; "
+            "give it in the outcome (search_count: ...) or script what search calls instead (context:)")
+    assert (f"warnings:\n  nodes.yaml:9: outcome found of node search {said}\n"
+            f"  nodes.yaml:10: outcome nothing of node search {said}\n\n") in ran.out
+    assert f"warnings:\n  nodes.yaml:9: outcome found of node search {said}\n```" in (
+        ROOT / "docs" / "how-to" / "langgraph.md").read_text()
+    assert "  nodes.yaml: limit_error reachable at every swept recursion_limit (4..7): no safe value\n" in ran.out
+    report = json.loads(cli("check", "nodes.yaml", "-p", "recursion_limit=4", "--format", "json").out)
+    assert [(w["kind"], w["line"]) for w in report["runs"][0]["warning_details"]] == [
+        ("declaration", 9), ("declaration", 10)]
+    fixed = SCRIPTED_SEARCH.replace("{notes: []}", "{notes: [], search_count: 1}").replace(
+        "2023.]}", "2023.], search_count: 1}")
+    (tmp_path / "nodes.yaml").write_text(text[:text.index("context:")] + fixed + text[text.index("params:"):])
+    assert "warnings:" not in cli("check", "nodes.yaml", "-p", "recursion_limit=4").out
+
+
+@pytest.mark.slow
+def test_the_research_graphs_answers_are_what_langgraph_does_on_replay(cli, tmp_path, monkeypatch) -> None:
+    """The limit error at recursion_limit 5 (one below the smallest safe value) and the worst case
+    of 5 supersteps, replayed through LangGraph itself by the emitted regression tests."""
+    text = (EXAMPLE / "research.yaml").read_text().replace("{min: 4, max: 7}", "[5, 6]")
+    emitted_tests_replay(
+        cli, tmp_path, monkeypatch, apps=(EXAMPLE / "research.py",),
+        declaration=text + "properties:\n  never_the_limit_error:\n    always: status != limit\n"
+                           "  four_supersteps_at_most:\n    maximum: steps\n    at_most: 4\n",
+        expected={
+            "test_replayed_never_the_limit_error_recursion_limit5.py":
+                "never_the_limit_error is not fixed: the recorded counterexample still breaks it: false in the "
+                "state after step 5",
+            **{f"test_replayed_four_supersteps_at_most_recursion_limit{n}.py":
+               "four_supersteps_at_most is not fixed: the recorded counterexample still breaks it: the state after "
+               "step 5 has 5, more than at_most 4" for n in (5, 6)}})
+
+
+def test_the_context_may_come_from_a_hook_of_the_params(tmp_path, monkeypatch) -> None:
+    """`context: module:attr` names a function of the params making the context (objects YAML
+    cannot write); here it builds the app's own Context around a backend that always finds nothing."""
+    (tmp_path / "research.py").write_text((EXAMPLE / "research.py").read_text() + '''
+
+class Empty:
+    def search(self, query):
+        return []
+
+
+def empty_context(params):
+    assert params == {"recursion_limit": params["recursion_limit"]}
+    return Context(search_backend=Empty())
+''')
+    text = (EXAMPLE / "research.yaml").read_text()
+    spec = tmp_path / "hook.yaml"
+    spec.write_text(text[:text.index("context:")] + "context: research:empty_context\n" + text[text.index("params:"):])
+    monkeypatch.delitem(sys.modules, "research", raising=False)
+    runs = check_spec(load_spec(spec), Options(pins={"recursion_limit": [5, 6]}))
+    assert [(r.stats["states"], results(r)["limit_error"].message) for r in runs] == [
+        (6, "possible: reached after 5 transitions"), (6, "impossible: no reachable state satisfies it")]
+
+
+def test_a_models_answer_guarded_by_when_is_given_only_where_its_guard_holds(tmp_path, monkeypatch) -> None:
+    """The app's model searches once and then answers: `when: tool_runs == 0` on its tool call keeps
+    the declared model to that, so the worst cases stop growing with the limit."""
+    text = (EXAMPLE / "react.yaml").read_text().replace("id: call_1}]}", "id: call_1}], when: tool_runs == 0}")
+    assert "when: tool_runs == 0}" in text
+    (tmp_path / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    spec = tmp_path / "once.yaml"
+    spec.write_text(text.replace("{min: 1, max: 6}", "[3, 4, 5]"))
+    runs = check_spec(load_spec(spec), Options())
+    assert [maxima(r) for r in runs] == [{"most_supersteps": 3, "most_model_calls": 2, "most_tool_runs": 1}] * 3
+    assert [results(r)["limit_error"].message for r in runs] == [
+        "possible: reached after 3 transitions", "impossible: no reachable state satisfies it",
+        "impossible: no reachable state satisfies it"]
+
+
+@pytest.mark.parametrize("context, line, message", [
+    ("context:\n  search_backend:\n    search: {scripted: {}}\n", 6,
+     "context: search_backend.search: scripted needs a mapping of outcome labels to outcomes"),
+    ("context:\n  search_backend:\n    search: {scripted: {ok: []}, sync: true}\n", 6,
+     "context: search_backend.search: a scripted callable has the keys scripted and async only"),
+    ("context:\n  search_backend: {param: backend}\n", 5, "context: search_backend names no param 'backend' "
+                                                          "(params: recursion_limit)"),
+    ("context:\n  search_backend:\n    search: {scripted: {ok: {raises: NoSuchError}}}\n", 6,
+     "raises names a class that cannot be found"),
+    ("context:\n  backend: {}\n", 4, "making Context from the context fields failed: TypeError: "),
+    ("context: research:MAX_SEARCHES\n", 4, "context must name a class or function making the run's context "
+                                             "object (it names a int)"),
+    ("context: [1]\n", 4, "context must be a mapping of the context object's fields, or module:attr"),
+])
+def test_a_bad_context_is_refused_at_its_line(check, tmp_path, context, line, message) -> None:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "research.py").write_text((EXAMPLE / "research.py").read_text())
+    text = (EXAMPLE / "research.yaml").read_text()
+    ran = check(text[text.index("framework:"):text.index("context:")] + context + text[text.index("params:"):])
+    assert ran.code == 2, ran.out
+    assert f"bad.yaml:{line}: {message}" in ran.err
+    assert "Traceback" not in ran.err
+
+
+def test_a_warning_about_a_generated_choice_cites_the_declarations_line(tmp_path) -> None:
+    """Two answers that lead to the same step: the vacuity warning names the line of the model
+    that declares them, not the `framework` line every generated part used to carry (issue 27)."""
+    (tmp_path / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    spec = tmp_path / "twice.yaml"
+    spec.write_text((EXAMPLE / "react.yaml").read_text().replace(
+        "    final: Here is the answer.\n", "    final: Here is the answer.\n    again: Here is the answer.\n"))
+    (run,) = check_spec(load_spec(spec), Options(pins={"recursion_limit": 3}))
+    assert run.warnings == ["vacuous: choice model_answer of action step (line 8): the values final, again always "
+                            "lead to the same step; they never make a difference"]
+
+
+def test_a_guard_that_does_not_parse_is_refused_at_its_line(check, tmp_path) -> None:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "react.py").write_text((EXAMPLE / "react.py").read_text())
+    ran = check((EXAMPLE / "react.yaml").read_text().replace("id: call_1}]}", "id: call_1}], when: tool_runz == 0}"))
+    assert (ran.code, ran.out) == (2, "")
+    assert "bad.yaml:9: undefined name (did you mean 'tool_runs'?): 'tool_runz'" in ran.err

@@ -38,8 +38,9 @@ PLANTED = {
 }
 
 EXAMPLES = [("langgraph", "react:build_graph"), ("langgraph", "supervisor:build_graph"), ("langgraph", "fanout:graph"),
-            ("openai_agents", "triage:triage_agent"), ("openai_agents", "travel:travel_agent"),
-            ("pydantic_ai", "weather:agent"), ("pydantic_ai", "trip:agent")]
+            ("langgraph", "research:graph"), ("openai_agents", "triage:triage_agent"),
+            ("openai_agents", "travel:travel_agent"), ("openai_agents", "support:triage_agent"),
+            ("pydantic_ai", "weather:agent"), ("pydantic_ai", "trip:agent"), ("pydantic_ai", "orders:agent")]
 
 
 @pytest.fixture

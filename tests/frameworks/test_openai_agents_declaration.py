@@ -4,7 +4,8 @@ the user's own agents, checked with the out-of-the-box properties, no adapter or
 The numbers are the SDK's, as its own Runner makes them (examples/frameworks/openai_agents):
 `max_turns = N` allows exactly N model calls (turns); the tools a turn calls still run in the
 N-th turn before MaxTurnsExceeded is raised, so a run makes up to N tool executions and N
-handoffs (a handoff is a turn of its own), and the limit error is reachable at every N.
+handoffs (a handoff is decided in a model turn and costs no extra one), and the limit error is
+reachable at every N.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import emitted_test_fails_until_fixed, fresh_modules, maxima, results
+from framework_helpers import emitted_test_fails_until_fixed, emitted_tests_replay, fresh_modules, maxima, results
 from test_openai_agents import max_turns_off_by_one
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "openai_agents"
-MODULES = ("triage", "travel", "agents_app")
+MODULES = ("triage", "travel", "agents_app", "support")
 
 
 @pytest.fixture(autouse=True)
@@ -278,3 +279,127 @@ def test_a_bad_declaration_is_refused_at_its_line(check, tmp_path, change, line,
     assert ran.out == ""
     assert f"bad.yaml:{line}: {message}" in ran.err
     assert "Traceback" not in ran.err
+
+
+# ---------------------------------------------------------------- the run context (issue 27)
+
+def test_the_support_agents_run_with_their_context_as_written() -> None:
+    """support.py's agents are `Agent[SupportContext]`, and the refund tool reads the customer and
+    the payments client from the run context; support.yaml gives the context (the app's own
+    dataclass, read from `Agent[SupportContext]`), its `payments.refund` scripted. Triage hands
+    off, the refund agent refunds once (`when:`) and answers: 3 turns, safe from max_turns 3."""
+    runs = check("support.yaml")
+    assert [(r.params["max_turns"], r.result, r.stats["states"]) for r in runs] == [
+        (2, "proved", 6), (3, "proved", 7), (4, "proved", 7)]
+    assert [maxima(r) for r in runs] == [{"most_turns": n, "most_tool_runs": 1, "most_handoffs": 1} for n in (2, 3, 3)]
+    (row,) = to_json(runs)["sweeps"][0]["smallest_safe"]
+    assert row["message"] == "limit_error unreachable from max_turns=3 on (swept 2..4; reachable at max_turns=2)"
+    doc = (ROOT / "docs" / "how-to" / "openai-agents.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "support.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/openai_agents && haltproof check support.yaml\n" in doc
+    assert "States per limit (2 to 4): 6, 7, 7." in doc
+    witness = results(runs[0])["limit_error"].witness
+    assert [(s.action, s.choices, s.state["status"]) for s in witness.steps[1:]] == [
+        ("triage_agent", {"triage_agent_says": "to_refunds"}, "running"),
+        ("refund_agent", {"refund_agent_says": "refund", "payments_refund_returns": "refunded"}, "limit")]
+
+
+def test_the_context_is_the_apps_own_type_and_a_declined_payment_reaches_the_model(monkeypatch) -> None:
+    """The context a run gets is a SupportContext (from `Agent[SupportContext]`), its payments an
+    object whose `refund` is awaited; a declared `raises` goes through the SDK's default failure
+    handling: the model reads an error message and the run goes on."""
+    from haltproof.machine.live import Driver
+    from haltproof.machine.spec import load_spec
+    spec = load_spec(EXAMPLE / "support.yaml")
+    adapter, driver = spec.adapter(), Driver()
+    try:
+        live = driver.call(adapter.start, {"max_turns": 4}, {})
+        import support
+        assert isinstance(live.context, support.SupportContext) and live.context.customer_id == "C-42"
+        driver.call(adapter.step, live, "triage_agent", {"triage_agent_says": "to_refunds"})
+        driver.call(adapter.step, live, "refund_agent", {"refund_agent_says": "refund",
+                                                         "payments_refund_returns": "declined"})
+        outputs = [item["output"] for item in live.channel.call.input if item.get("type") == "function_call_output"]
+        assert outputs[-1] == "An error occurred while running the tool. Please try again."
+        assert adapter.abstract(live)["status"] == "running"
+    finally:
+        driver.close()
+
+
+@pytest.mark.slow
+def test_the_support_agents_answers_are_what_the_sdk_does_on_replay(cli, tmp_path, monkeypatch) -> None:
+    """MaxTurnsExceeded at max_turns 2 (one below the smallest safe value) and the worst case of 3
+    turns, replayed through the SDK's Runner by the emitted regression tests."""
+    text = (EXAMPLE / "support.yaml").read_text().replace("{min: 2, max: 4}", "[2, 3]")
+    emitted_tests_replay(
+        cli, tmp_path, monkeypatch, apps=(EXAMPLE / "support.py",),
+        declaration=text + "properties:\n  never_the_limit_error:\n    always: status != limit\n"
+                           "  two_turns_at_most:\n    maximum: turns\n    at_most: 2\n",
+        expected={
+            "test_replayed_never_the_limit_error_max_turns2.py":
+                "never_the_limit_error is not fixed: the recorded counterexample still breaks it: false in the "
+                "state after step 2",
+            "test_replayed_two_turns_at_most_max_turns3.py":
+                "two_turns_at_most is not fixed: the recorded counterexample still breaks it: the state after step 3 "
+                "has 3, more than at_most 2"})
+
+
+TRIP_APP = '''\
+from dataclasses import dataclass, field
+
+from agents import Agent, RunContextWrapper, function_tool
+
+
+@dataclass
+class Trip:
+    bookings: list[str] = field(default_factory=list)
+
+
+@function_tool
+def book_hotel(ctx: RunContextWrapper[Trip], city: str) -> str:
+    """Book a hotel."""
+    ctx.context.bookings.append(city)
+    return f"Booked {city}."
+
+
+@function_tool
+def pay(ctx: RunContextWrapper[Trip]) -> str:
+    """Pay for what was booked."""
+    return f"Paid for {len(ctx.context.bookings)} rooms."
+
+
+agent = Agent[Trip](name="Travel agent", tools=[book_hotel, pay])
+'''
+
+TRIP = """\
+framework: openai_agents
+target: trip_app:agent
+context: trip_app:Trip
+input: Book Paris and pay.
+models:
+  Travel agent:
+    book: {tool: book_hotel, args: {city: Paris}}
+    pay: {tool: pay}
+    done: Done.
+tools:
+  book_hotel:
+    booked: Booked Paris.
+params:
+  max_turns: [3]
+"""
+
+
+def test_a_scripted_tool_that_skips_a_context_write_another_tool_reads_is_a_warning_at_its_line(
+        cli, tmp_path, monkeypatch) -> None:
+    """A declared tool outcome replaces the tool's code: `bookings`, which book_hotel appends to and
+    pay reads, never grows (issue 27: never a silent change of meaning)."""
+    (tmp_path / "trip_app.py").write_text(TRIP_APP)
+    (tmp_path / "d.yaml").write_text(TRIP)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "trip_app", raising=False)
+    ran = cli("check", "d.yaml")
+    sys.modules.pop("trip_app", None)
+    assert ran.code == 0, ran.out
+    assert ("warnings:\n  d.yaml:12: outcome booked of tool book_hotel leaves out what book_hotel writes to "
+            "context.bookings, which tool pay reads: a scripted outcome replaces the tool's code, so context.bookings "
+            "keeps its old value there; script what book_hotel calls instead (context:), or let it run\n\n") in ran.out

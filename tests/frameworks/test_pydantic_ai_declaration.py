@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from conftest import ROOT
-from framework_helpers import emitted_test_fails_until_fixed, fresh_modules
+from framework_helpers import emitted_test_fails_until_fixed, emitted_tests_replay, fresh_modules, maxima, results
 from test_parallel import untimed
 
 EXAMPLE = ROOT / "examples" / "frameworks" / "pydantic_ai"
@@ -26,7 +26,7 @@ PINS = ("-p", "request_limit=3", "-p", "tool_calls_limit=2", "-p", "retries=1")
 def _fresh_modules(monkeypatch):
     """The agents' modules are imported fresh for each test and forgotten after it; the folders
     the imports put on sys.path are taken off again."""
-    with fresh_modules(monkeypatch, ("weather", "trip")):
+    with fresh_modules(monkeypatch, ("weather", "trip", "orders")):
         yield
 
 
@@ -278,3 +278,136 @@ def test_scripted_returns_and_failures_never_run_the_real_tool(check, tmp_path) 
         {}, {"model": "call"}, {"fetch": "down"}]
     assert found["can_answer_after_a_fetch"]["status"] == "holds"
     assert (found["most_model_requests"]["maximum"]["value"], found["request_limit_error"]["possible"]) == (2, True)
+
+
+# ---------------------------------------------------------------- deps and the app's own model (issue 27)
+
+def _orders(text: str | None = None, **options) -> list:
+    from haltproof.explorer.check import Options, check_spec
+    from haltproof.machine.spec import load_spec, parse_spec
+    spec = load_spec(EXAMPLE / "orders.yaml") if text is None else parse_spec(text, str(EXAMPLE / "variant.yaml"))
+    return check_spec(spec, Options(**options))
+
+
+def test_the_orders_agents_tool_runs_as_written_with_its_deps() -> None:
+    """orders.py's tool reads its order service from `ctx.deps` (deps_type=Deps); orders.yaml
+    gives the deps, the service's `status` scripted (its `async def` kept: the tool awaits it).
+    The model looks the order up until a status comes back (`when: tool_calls == 0`): two
+    timeouts and a success, then the answer, is the longest run: 4 requests, safe from 4."""
+    from haltproof.reports.report import to_json
+    runs = _orders()
+    assert [(r.params["request_limit"], r.result, r.stats["states"]) for r in runs] == [
+        (2, "proved", 15), (3, "proved", 21), (4, "proved", 22), (5, "proved", 22)]
+    assert [maxima(r) for r in runs] == [
+        {"most_model_requests": n, "most_tool_runs": t, "most_successful_tool_calls": 1}
+        for n, t in ((2, 2), (3, 3), (4, 3), (4, 3))]
+    assert [(results(r)["request_limit_error"].value["possible"], results(r)["retries_error"].value["possible"])
+            for r in runs] == [(True, False), (True, True), (False, True), (False, True)]
+    rows = {row["property"]: row["message"] for row in to_json(runs)["sweeps"][0]["smallest_safe"]}
+    assert rows == {"request_limit_error": "request_limit_error unreachable from request_limit=4 on (swept 2..5; "
+                                           "reachable at request_limit=3)"}
+    doc = (ROOT / "docs" / "how-to" / "pydantic-ai.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "orders.yaml").read_text() + "```" in doc
+    assert "cd examples/frameworks/pydantic_ai && haltproof check orders.yaml\n" in doc
+    assert "States per run (2 to 5): 15,\n21, 22, 22." in doc
+    witness = results(runs[1])["retries_error"].witness
+    assert [(s.action, s.choices, s.state["status"]) for s in witness.steps[1:]] == [
+        ("request", {"model": "look_up"}, "running"), ("tools", {"orders_status_returns": "timeout"}, "running"),
+        ("request", {"model": "look_up"}, "running"), ("tools", {"orders_status_returns": "timeout"}, "running"),
+        ("request", {"model": "look_up"}, "running"),
+        ("tools", {"orders_status_returns": "timeout"}, "retries_exhausted")]
+
+
+def test_without_the_guard_the_declared_model_calls_again_after_a_success() -> None:
+    """Issue 27: a model that may look the order up again after the status came back (which the
+    app's own model never does) reaches request_limit at every value; `when:` is what keeps it."""
+    from haltproof.reports.report import to_json
+    text = (EXAMPLE / "orders.yaml").read_text().replace(", when: tool_calls == 0}", "}")
+    assert "when:" not in text.split("models:")[1]
+    rows = {row["property"]: row["message"] for row in to_json(_orders(text))["sweeps"][0]["smallest_safe"]}
+    assert rows["request_limit_error"] == ("request_limit_error reachable at every swept request_limit (2..5): "
+                                           "no safe value")
+
+
+@pytest.mark.slow
+def test_the_orders_agents_answers_are_what_pydantic_ai_does_on_replay(cli, tmp_path, monkeypatch) -> None:
+    """The request limit's error at 3 (one below the smallest safe value) and the worst case of 4
+    requests, replayed through Pydantic AI itself by the emitted regression tests."""
+    text = (EXAMPLE / "orders.yaml").read_text().replace("{min: 2, max: 5}", "[3, 4]")
+    emitted_tests_replay(
+        cli, tmp_path, monkeypatch, apps=(EXAMPLE / "orders.py",),
+        declaration=text + "properties:\n  never_the_request_limit_error:\n    always: status != request_limit_exceeded\n"
+                           "  three_requests_at_most:\n    maximum: requests\n    at_most: 3\n",
+        expected={
+            "test_replayed_never_the_request_limit_error_request_limit3.py":
+                "never_the_request_limit_error is not fixed: the recorded counterexample still breaks it: false in "
+                "the state after step 7",
+            "test_replayed_three_requests_at_most_request_limit4.py":
+                "three_requests_at_most is not fixed: the recorded counterexample still breaks it: the state after "
+                "step 7 has 4, more than at_most 3"})
+
+
+@pytest.mark.parametrize("change, line, message", [
+    ("  orders:\n    status:\n      scripted: {ok: x}\n      sync: true\n", 9,
+     "deps: orders.status: a scripted callable has the keys scripted and async only: 'sync'"),
+    ("  orders: {param: client}\n", 8, "deps: orders names no param 'client' (params: request_limit)"),
+    ("  order: {}\n", 7, "making Deps from the deps fields failed: TypeError: Deps.__init__() got an unexpected "
+                        "keyword argument 'order'"),
+    ("  orders:\n    status:\n      scripted: {ok: x}\n      async: maybe\n", 11,
+     "deps: orders.status: async must be true or false: 'maybe'"),
+])
+def test_bad_deps_are_refused_at_their_line(check, tmp_path, change, line, message) -> None:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "orders.py").write_text((EXAMPLE / "orders.py").read_text())
+    text = (EXAMPLE / "orders.yaml").read_text()
+    deps = text[text.index("deps:\n"):text.index("models:")]
+    ran = check(text.replace(deps, "deps:\n" + change))
+    assert ran.code == 2, ran.out
+    assert f"bad.yaml:{line}: {message}" in ran.err
+    assert "Traceback" not in ran.err
+
+
+CACHE_APP = '''\
+from dataclasses import dataclass, field
+
+from pydantic_ai import Agent, RunContext
+
+
+@dataclass
+class Deps:
+    seen: dict = field(default_factory=dict)
+
+
+agent = Agent(deps_type=Deps)
+
+
+@agent.tool
+def look_up(ctx: RunContext[Deps], order_id: str) -> str:
+    """Look an order up."""
+    ctx.deps.seen[order_id] = "shipped"
+    return "shipped"
+
+
+@agent.tool
+def summary(ctx: RunContext[Deps]) -> str:
+    """What was looked up."""
+    return ", ".join(ctx.deps.seen)
+'''
+
+
+def test_a_scripted_tool_that_skips_a_deps_write_another_tool_reads_is_a_warning_at_its_line(
+        cli, tmp_path, monkeypatch) -> None:
+    (tmp_path / "cache_app.py").write_text(CACHE_APP)
+    (tmp_path / "d.yaml").write_text(
+        "framework: pydantic_ai\ntarget: cache_app:agent\nprompt: Where is A-17?\ndeps: {}\n"
+        "models:\n  ask: {tool_calls: [{name: look_up, args: {order_id: A-17}}]}\n  answer: Shipped.\n"
+        "tools:\n  look_up:\n    ok: ok\n    canned: {returns: shipped}\n"
+        "limits:\n  request_limit: 2\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "cache_app", raising=False)
+    ran = cli("check", "d.yaml")
+    sys.modules.pop("cache_app", None)
+    assert ran.code == 0, ran.out
+    assert ("warnings:\n  d.yaml:11: outcome canned of tool look_up leaves out what look_up writes to deps.seen, "
+            "which tool summary reads: a scripted outcome replaces the tool's code, so deps.seen keeps its old "
+            "value there; script what look_up calls instead (deps:), or let it run\n\n") in ran.out

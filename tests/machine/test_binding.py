@@ -476,7 +476,8 @@ def test_replay_scenarios_end_right(cli, scenario, model):
     assert len(body) == 5 * steps and body[-1] == f"decision: {decision}"
 
 
-def test_replay_calls_the_code_and_model_does_not(cli, tmp_path):
+def test_replay_calls_the_code_and_model_does_not(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")    # the calls are recorded in this process (cli/supervise.py)
     path = bound_copy(tmp_path, "broken_decides:Recording", keep_scenarios=True)
     broken_decides.CALLS.clear()
     ran = cli("replay", path, "--scenario", "limit", "--model")

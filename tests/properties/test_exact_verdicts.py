@@ -514,3 +514,164 @@ def test_a_well_defined_message_names_the_file_as_given_relative_to_the_working_
     ran = cli("check", "term.yaml")
     assert ran.code == 1
     assert "VIOLATED  well_defined  terminal (term.yaml:10): integer division or modulo by zero\n" in ran.out
+
+
+# -- 6. false proofs that only the slow random-machine test used to catch (issue 26) ---------
+# Each case is judged on every engine: the scalar one, the vector one on one thread and on two
+# (`-j 2` with a single run: the vector engine's threads), and auto. A planted bug in any of
+# them turns a violation here into a proof, so these fast tests are what the mutation sample
+# counts (docs/mutation.md).
+
+EVERY_ENGINE = {"scalar": ("scalar",), "vector": ("vector",), "vector-j2": ("vector", "-j", "2"),
+                "auto": ("auto",)}
+
+
+def _judged(cli, tmp_path: Path, text: str, engine: str, code: int) -> dict:
+    """The single run's report on `engine` (a key of EVERY_ENGINE), its engine checked."""
+    how, *more = EVERY_ENGINE[engine]
+    run = _report(cli, tmp_path, text, how, code, *more)
+    assert run["engine"] == ("scalar" if how == "auto" else how)
+    return run
+
+
+def _steps(trace: dict) -> list[tuple]:
+    return [(s["action"], s["choices"], s["state"]) for s in trace["steps"]]
+
+
+CHAINED = """\
+machine: chained
+params:
+  K: [1]
+vars:
+  n: {type: int, min: 0, max: 3, init: 0}
+actions:
+  up:
+    when: 0 <= n <= K
+    do:
+      - set: {n: n + 1}
+terminal: n == 3
+properties:
+  within: {always: '0 <= n <= K < 5'}
+  ends: {terminates: true}
+"""
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_a_chained_comparison_checks_every_link(cli, tmp_path, engine):
+    """`0 <= n <= K` is `0 <= n and n <= K`: read as `0 <= n and 0 <= K` (the link from n to
+    K dropped), the guard lets n reach the terminal 3 and the invariant holds: two false proofs."""
+    run = _judged(cli, tmp_path, CHAINED, engine, 1)
+    props = _props(run)
+    bad = [(None, {}, {"n": 0}), ("up", {}, {"n": 1}), ("up", {}, {"n": 2})]
+    assert props["within"]["status"] == "violated" and props["within"]["message"] == "false in this state"
+    assert _steps(props["within"]["trace"]) == bad
+    assert props["ends"]["status"] == "violated"
+    assert props["ends"]["message"] == "deadlock: a non-terminal state with no enabled action"
+    assert _steps(props["ends"]["trace"]) == bad
+    assert run["stats"]["states"] == 3 and run["stats"]["transitions"] == 2
+
+
+RANGED = """\
+machine: ranged
+params:
+  K: [3]
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  done: {type: bool, init: false}
+actions:
+  pick:
+    when: not done
+    choose: {c: {min: 1, max: K}, d: {min: 0, max: 2}}
+    do:
+      - set: {x: c, done: d == 2}
+terminal: done
+properties:
+  small: {always: 'x < K'}
+  never_two: {step: 'd != 2 or c != 1'}
+"""
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_a_range_choice_takes_its_max(cli, tmp_path, engine):
+    """`{min: 1, max: K}` is 1..K, both ends included: without its max, x never reaches K
+    (and d never 2) and both properties would be proved."""
+    run = _judged(cli, tmp_path, RANGED, engine, 1)
+    props = _props(run)
+    assert props["small"]["status"] == "violated" and props["small"]["message"] == "false in this state"
+    assert _steps(props["small"]["trace"]) == [(None, {}, {"x": 0, "done": False}),
+                                               ("pick", {"c": 3, "d": 0}, {"x": 3, "done": False})]
+    assert (props["never_two"]["status"], props["never_two"]["message"]) == ("violated", "false for this transition")
+    assert _steps(props["never_two"]["trace"]) == [(None, {}, {"x": 0, "done": False}),
+                                                   ("pick", {"c": 1, "d": 2}, {"x": 1, "done": True})]
+    # x in 0..3 with done false, x in 1..3 with done true; 3 * 3 choices from each of 4 states
+    assert run["stats"]["states"] == 7 and run["stats"]["transitions"] == 36
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("engine", [*EVERY_ENGINE, "scalar-plain"])
+@pytest.mark.parametrize("value", [4, 4294967299], ids=["small", "past-int32"])
+def test_a_decided_constant_outside_the_domain_is_a_violation_on_every_engine(cli, tmp_path, engine, value):
+    """A decide rule's constant is range-checked where its rule fires, like any computed value:
+    stored unchecked, the scalar engine crashed (exit 4) on the state outside the domain. The
+    scalar engine's generated loop and its plain one (an independence property sends a spec
+    there) check it each."""
+    text = DECIDE.format(when="x == 3", value=value).replace("top: [3, 5]", "top: [3]")
+    if engine == "scalar-plain":
+        text, engine = text + "  plain: {independent_of: x}\n", "scalar"
+    run = _judged(cli, tmp_path, text, engine, 1)
+    dom = _props(run)["domains"]
+    assert dom["status"] == "violated" and dom["message"] == f"d = {value} is outside its domain 0..3"
+    assert [(s["action"], s["rule"], s["state"]) for s in dom["trace"]["steps"]] == [
+        (None, None, {"x": 0, "d": 0}), ("go", "keep", {"x": 1, "d": 0}), ("go", "keep", {"x": 2, "d": 0}),
+        ("go", "jump", {"x": 3, "d": value})]
+    assert run["stats"]["states"] == 3
+
+
+WITHIN_ZERO = """\
+machine: zero
+params:
+  K: [0]
+vars:
+  x: {{type: int, min: 0, max: 1, init: {init}}}
+actions:
+  step:
+    when: x < 1
+    do:
+      - set: {{x: x + 1}}
+terminal: x == 1
+properties:
+  none: {{terminates_within: 0}}
+  none_by_param: {{terminates_within: K}}
+  none_counted: {{terminates_within: 0, count: 'after.x > 1'}}
+"""
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_terminates_within_zero_holds_when_the_initial_state_is_terminal(cli, tmp_path, engine):
+    """N = 0 is a bound like any other (docs: "N is 0 or more"): no run takes a transition."""
+    run = _judged(cli, tmp_path, WITHIN_ZERO.format(init=1), engine, 0)
+    props = _props(run)
+    for name in ("none", "none_by_param"):
+        assert (props[name]["status"], props[name]["message"]) == (
+            "holds", "every run ends within 0 transitions (the longest takes 0)")
+    assert (props["none_counted"]["status"], props["none_counted"]["message"]) == (
+        "holds", "every run ends within 0 counted transitions (the longest takes 0)")
+    assert run["stats"]["states"] == 1
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_terminates_within_zero_is_violated_by_one_transition(cli, tmp_path, engine):
+    """The one run takes one transition: more than 0, the longest run its trace; counting only
+    transitions to x > 1 (none), it holds."""
+    run = _judged(cli, tmp_path, WITHIN_ZERO.format(init=0), engine, 1)
+    props = _props(run)
+    for name in ("none", "none_by_param"):
+        assert props[name]["status"] == "violated"
+        assert props[name]["message"] == "a run takes 1 transition, more than 0"
+        assert _steps(props[name]["trace"]) == [(None, {}, {"x": 0}), ("step", {}, {"x": 1})]
+    assert (props["none_counted"]["status"], props["none_counted"]["message"]) == (
+        "holds", "every run ends within 0 counted transitions (the longest takes 0)")

@@ -88,9 +88,24 @@ def test_an_undecided_run_breaks_the_chain():
     row = [r for r in sweep["smallest_safe"] if r["property"] == "finishes" and r["others"]["need"] == 3][0]
     # --max-states 2 stops each run early: the limit found within it (max_steps 1, 2) is a real
     # violation, the runs that would be safe (3, 4) are left undecided, so no safe value is claimed
+    # and none is denied either: the message says why it is not known
     assert row["value"] is None
     assert row["undecided_at"] == [3, 4] and row["unsafe_at"] == [1, 2]
-    assert row["message"] == "finishes not decided at max_steps=4, the largest swept (1..4): no safe value"
+    assert row["message"] == ("finishes undecided at max_steps=4, the largest swept (1..4), so the smallest safe "
+                              "value is not known: stopped at 3 states: --max-states 2 reached")
+
+
+def test_a_sweep_whose_every_run_failed_on_an_error_says_undecided_and_why():
+    """Every run stops on the same evaluation error (issue 27: a user-code error in every run):
+    nothing was decided, so the summary says undecided and names the error, never "no safe value"."""
+    text = CHAIN.replace("steps: steps + 1\n", "steps: steps + 1 // (need - need)\n")
+    assert text != CHAIN
+    (sweep,) = _report(text)["sweeps"]
+    row = [r for r in sweep["smallest_safe"] if r["property"] == "hits_the_limit" and r["others"]["need"] == 2][0]
+    assert (row["value"], row["unsafe_at"], row["undecided_at"]) == (None, [], [1, 2, 3, 4])
+    assert row["message"] == ("hits_the_limit undecided at every swept max_steps (1..4), so the smallest safe value "
+                              "is not known: well_defined: action work with no choices (chain.yaml:13): integer "
+                              "division or modulo by zero")
 
 
 def test_text_shows_the_summary(cli, tmp_path):

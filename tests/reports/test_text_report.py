@@ -257,3 +257,95 @@ def test_check_prints_the_short_report_and_verbose_the_full_one(cli: Any, tiny: 
     assert _seconds_out(cli("check", "tiny.yaml").out) == _seconds_out(render_text(tiny))
     assert _seconds_out(cli("check", "tiny.yaml", "--verbose").out) == _seconds_out(render_text(tiny, verbose=True))
 
+
+
+# ---------------------------------------------------------------- answers, repeated errors (issue 27)
+
+LIMITED = """\
+machine: limited
+params:
+  K: [1, 2]
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  status: {type: enum, values: [running, limit], init: running}
+actions:
+  step:
+    when: status == running
+    do:
+      - set: {x: x + 1, status: 'limit if x + 1 >= K else running'}
+terminal: status != running
+properties:
+  hits_the_limit:
+    possible: status == limit
+    smallest_safe: K
+"""
+
+
+def test_one_configuration_states_its_answers_with_the_steps_of_a_shortest_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check of one configuration says whether the `possible` property can happen, with a
+    shortest such run step by step, and how to find the smallest safe value (issue 27)."""
+    monkeypatch.chdir(tmp_path)
+    Path("limited.yaml").write_text(LIMITED)
+    text = _seconds_out(render_text(check("limited.yaml", params={"K": 2}).to_json()))
+    assert text.splitlines() == [
+        "proved  limited.yaml [limited] K=2: 3 states, T s",
+        "",
+        "answers:",
+        "  limited.yaml K=2: hits_the_limit possible, a shortest run takes 2 transitions (one K checked: sweep it "
+        "for the smallest safe value)",
+        "    hits_the_limit, a shortest run:",
+        "      step  action     choices  rule  state (changes)",
+        "      0     (initial)                 x=0 status=running",
+        "      1     step                      x=1",
+        "      2     step                      x=2 status=limit",
+        "",
+        "1 runs: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
+
+
+def test_a_sweep_states_each_runs_answer_on_a_line_and_verbose_its_steps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("limited.yaml").write_text(LIMITED)
+    report = check("limited.yaml").to_json()
+    text = render_text(report)
+    assert ("answers:\n"
+            "  limited.yaml K=1: hits_the_limit possible, a shortest run takes 1 transition\n"
+            "  limited.yaml K=2: hits_the_limit possible, a shortest run takes 2 transitions\n\n") in text
+    assert "a shortest run:" not in text
+    verbose = render_text(report, verbose=True)
+    assert ("  holds     hits_the_limit  possible: reached after 1 transition\n"
+            "      step  action     choices  rule  state (changes)\n"
+            "      0     (initial)                 x=0 status=running\n"
+            "      1     step                      x=1 status=limit\n") in verbose
+
+
+def test_the_same_error_in_every_run_is_printed_once_with_a_count(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: an error every param combination meets was printed once per run; it is printed
+    once, with the runs that met it too, and the smallest safe value is undecided, not denied."""
+    monkeypatch.chdir(tmp_path)
+    Path("limited.yaml").write_text(LIMITED.replace("K: [1, 2]", "K: [1, 2, 3]").replace(
+        "x: x + 1,", "x: x + 1 // (K - K),"))
+    text = _seconds_out(render_text(check("limited.yaml").to_json()))
+    findings = text[text.index("findings:"):text.index("answers:")]
+    assert findings.splitlines() == [
+        "findings:",
+        "",
+        "limited.yaml  [limited]  K=1",
+        "  the same findings in 2 more runs: K = 2, 3",
+        "  violated: 1 states, 0 transitions, 0 terminal, depth 0, T s",
+        "  unknown   domains         not decided: the exploration was cut short by the spec's own errors (well_defined)",
+        "  VIOLATED  well_defined    action step with no choices (limited.yaml:11): integer division or modulo by zero",
+        "      step  action     choices  rule  state (changes)",
+        "      0     (initial)                 x=0 status=running",
+        "  unknown   hits_the_limit  not decided: not reached in the explored part; the exploration was cut short "
+        "by the spec's own errors (well_defined)",
+        "",
+    ]
+    assert ("  limited.yaml K = 1, 2, 3: hits_the_limit undecided (not reached in the explored part; the exploration "
+            "was cut short by the spec's own errors (well_defined))\n") in text
+    assert ("  limited.yaml: hits_the_limit undecided at every swept K (1..3), so the smallest safe value is not "
+            "known: well_defined: action step with no choices (limited.yaml:11): integer division or modulo by zero\n"
+            ) in text
+    assert "no safe value" not in text
