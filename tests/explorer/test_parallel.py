@@ -295,9 +295,9 @@ def test_framework_declarations_j2_give_the_serial_report(cli):
 # They stay fast: the workers' functions run in this process where they can (`run_job`,
 # `expand_slice` by slices run here), and where a pool is the subject (`LocalPool`,
 # `LocalSlices`) its processes are forked from this one instead of spawned — the same pool code,
-# without a second import of haltproof per worker; the spawned pools are tests/explorer/test_parallel.py's
-# and tests/explorer/test_parallel_bound.py's. A forked worker runs the mutated code too (mutmut switches a
-# mutant on by an environment variable the child inherits).
+# without a second import of haltproof per worker; the spawned pools are the tests above and
+# test_parallel_bound.py's. A forked worker runs the mutated code too (mutmut switches a mutant on
+# by an environment variable the child inherits).
 # (These tests were test_parallel_kills.)
 
 TESTS = Path(__file__).resolve().parent.parent
