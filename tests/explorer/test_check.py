@@ -25,6 +25,8 @@ from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
 
+from engine_ways import BIG
+
 pytestmark = pytest.mark.verdict
 
 ENGINES = ("scalar", "vector")
@@ -116,17 +118,6 @@ def test_loading_a_python_model_runs_under_the_timeout():
     with pytest.raises(OutOfTime) as stop:
         prepare_python(SlowDomains, Options(timeout=0.05))
     assert stop.value.doing == "loading the model SlowDomains (creating it, its params and domains)"
-
-
-BIG = """\
-machine: big
-vars: {x: {type: int, min: 0, max: 5000, init: 0}}
-actions:
-  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
-terminal: x == 5000
-properties:
-  small: {always: x < 5000}
-"""
 
 
 def test_a_timeout_says_how_long_it_was():

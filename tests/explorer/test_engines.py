@@ -25,7 +25,7 @@ from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.properties.kinds import Subject
 
 from conftest import ROOT, verdict_specs
-from engine_ways import each_way, machine_of, plain_loop, prop, run_summary, states
+from engine_ways import BIG, each_way, machine_of, plain_loop, prop, run_summary, states
 from test_differential import models, render
 
 SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
@@ -832,16 +832,6 @@ properties:
 
 
 # ---------------------------------------------------------------- a timeout, and progress
-
-BIG = """\
-machine: big
-vars: {x: {type: int, min: 0, max: 5000, init: 0}}
-actions:
-  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
-terminal: x == 5000
-properties:
-  small: {always: x < 5000}
-"""
 
 
 @pytest.mark.verdict
