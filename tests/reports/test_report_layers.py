@@ -39,8 +39,9 @@ def test_no_module_below_the_reports_imports_them(folder: str) -> None:
 
 
 def test_the_check_runner_and_replay_share_one_formatter() -> None:
-    """replay imported check (which imports replay) for _values_text; both take machine.text's now."""
-    check = {module for _, module in _imports(ROOT / "explorer" / "check.py")}
+    """replay imported check (which imports replay) for _values_text; both take machine.text's now.
+    Since explorer/check.py was split, the judging of a run (scenarios replayed) is judging.py."""
+    check = {module for _, module in _imports(ROOT / "explorer" / "judging.py")}
     replay = {module for _, module in _imports(ROOT / "explorer" / "replay.py")}
     assert "haltproof.machine.text" in check & replay
     assert "haltproof.explorer.replay" in check and "haltproof.explorer.check" not in replay

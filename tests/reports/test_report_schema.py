@@ -79,11 +79,12 @@ def test_an_undescribed_key_fails_the_suite_but_not_a_reader(violated):
 
 def test_every_report_the_suite_builds_is_validated(cli, monkeypatch):
     """The hook on `to_json` sees a report built anywhere in this process, the command line's too."""
-    shown = report._run_json
+    shown = report.run_json
 
     def with_a_surprise(r):
         return {**shown(r), "surprise": 1}
-    monkeypatch.setattr(report, "_run_json", with_a_surprise)
+    monkeypatch.setattr(report, "run_json", with_a_surprise)
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")     # loop_demo binds code: checked here, not in a child (cli/supervise.py)
     assert cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--quiet").code == 0
     found = list(report_schema.BROKEN)
     report_schema.BROKEN.clear()          # this test's own report is broken on purpose
