@@ -31,7 +31,7 @@ AS_EXPECTED = "specs/mutants/limit_before_observation.yaml"
 
 # Not as expected although no property fails: `never_one` (expected violated) is left out by
 # `--property fine` (TINY_ONLY), so it is never judged. (A property whose `when` excludes the
-# params is not expected there at all: see test_check_kills' WHEN_EXPECTING.)
+# params is not expected there at all: see test_check's WHEN_EXPECTING.)
 TINY = "plain/tiny.yaml"
 TINY_TEXT = ("machine: tiny\nparams:\n  N: [1]\nvars:\n  x: {type: int, min: 0, max: 1, init: 0}\n"
              "actions:\n  step:\n    when: x == 0\n    do:\n      - set: {x: 1}\n"

@@ -16,6 +16,17 @@ from haltproof.machine.spec import parse_spec
 
 WAYS = ("generated", "plain", "vector")
 
+# A chain of 5,001 states: long enough for a timeout or a progress report to cut it.
+BIG = """\
+machine: big
+vars: {x: {type: int, min: 0, max: 5000, init: 0}}
+actions:
+  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
+terminal: x == 5000
+properties:
+  small: {always: x < 5000}
+"""
+
 
 def machine_of(text: str) -> Machine:
     """The one machine of a spec's text (dedented), with no code bound."""

@@ -102,7 +102,7 @@ def _prints(state: State) -> str:
 
 def _moves(state: State) -> str:
     """Changes the working directory for good, in the supervised child only (never in pytest's
-    own process: tests/test_parallel_safety.py)."""
+    own process: tests/project/test_parallel_safety.py)."""
     if _late(state) and supervise.supervised_child():
         os.chdir(os.environ["HALTPROOF_TEST_ELSEWHERE"])
         with open("moved", "w"):       # here now: a file of its own, where it went

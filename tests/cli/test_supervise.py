@@ -40,7 +40,7 @@ def short_grace(monkeypatch):
 
 
 def live_spec(tmp_path: Path, adapter: str) -> Path:
-    """tests/test_live_binding.py's agent loop, bound to a live adapter of hostile_code."""
+    """tests/machine/test_live_binding.py's agent loop, bound to a live adapter of hostile_code."""
     path = tmp_path / f"{adapter.lower()}.yaml"
     path.write_text(AGENT_SPEC.replace("live_agents:", "hostile_code:").format(adapter=adapter))
     return path

@@ -25,7 +25,7 @@ from haltproof.machine.vectorize import NotVectorizable, vectorize
 from haltproof.properties.kinds import Subject
 
 from conftest import ROOT, verdict_specs
-from engine_ways import each_way, machine_of, plain_loop, prop, run_summary, states
+from engine_ways import BIG, each_way, machine_of, plain_loop, prop, run_summary, states
 from test_differential import models, render
 
 SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
@@ -833,16 +833,6 @@ properties:
 
 # ---------------------------------------------------------------- a timeout, and progress
 
-BIG = """\
-machine: big
-vars: {x: {type: int, min: 0, max: 5000, init: 0}}
-actions:
-  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
-terminal: x == 5000
-properties:
-  small: {always: x < 5000}
-"""
-
 
 @pytest.mark.verdict
 def test_a_timeout_leaves_the_check_incomplete():
@@ -967,6 +957,7 @@ def test_a_bad_initial_state_has_a_trace_of_zero_transitions_in_the_report_schem
 # (docs/explanation/mutation-testing.md). (The rule counts taken back after an interruption:
 # test_rule_counts_after_running_out_of_memory_count_the_edges_kept above.)
 # (These tests were test_engine_kills.)
+
 
 @pytest.mark.verdict
 def test_independence_says_the_first_state_met_disables_the_action():

@@ -17,7 +17,7 @@ from haltproof.explorer.check import check_spec, prepare
 from haltproof.explorer.replay import run_steps
 from haltproof.machine import compiled as compiled_module
 from haltproof.machine.spec import SpecError, load_spec, parse_spec
-from test_check_kills import PATTERNS
+from test_check import PATTERNS
 from engine_ways import each_way, machine_of, prop
 
 pytestmark = pytest.mark.verdict

@@ -4,24 +4,29 @@ states, parents, depths, edges, what each edge and first visit was, terminal and
 flags, findings with their messages, coverage counts, forwardness — on every repo spec,
 on specs whose expressions fail in every place they can, and on random specs with
 decide tables, choices, step invariants, variants and reachable properties, whole and
-cut short."""
+cut short. Also the planted bugs of machine/astgen.py (which builds the generated loop) and of
+machine/sweep.py that mutation testing found (issue 18)."""
 
 from __future__ import annotations
 
 import copy
 import random
 from pathlib import Path
+import textwrap
 
 import pytest
 import yaml
 
+from haltproof.explorer import engine as E
 from haltproof.explorer.options import Options
-from haltproof.explorer.check import check_machine, prepare
+from haltproof.explorer.check import check_machine, check_spec, prepare
 from haltproof.explorer.engine import Exploration, _runs_generated, explore
 from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.spec import load_spec, parse_spec
+from haltproof.machine.usercode import OutOfTime
 
 from conftest import ROOT, repo_specs
+from engine_ways import each_way, machine_of, prop
 
 SPECS = sorted((ROOT / "specs").rglob("*.yaml")) + [ROOT / "docs" / "examples" / "retry_loop.yaml"]
 
@@ -306,3 +311,144 @@ def test_the_compilers_import_no_engine_and_not_each_other():
     for name in ("compiled", "sweep", "fold"):
         found = imports(ROOT / "machine" / f"{name}.py")
         assert not {i for i in found if "explorer" in i or i.endswith("vectorize")}, name
+
+
+# ---------------------------------------------------------------- mutants that survived (issue 18)
+# Mutants of machine/astgen.py (the AST builders of every generated function and of the
+# scalar engine's generated loop) that the rest of the verdict selection let through (issue 18).
+# Each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md).
+# (These tests were test_astgen_kills.)
+
+COUNTER = """\
+machine: counter
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+actions:
+  inc: {when: x < 3, do: [{set: {x: x + 1}}]}
+terminal: x == 3
+properties:
+  small: {always: x < 3}
+"""
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("stop, stopped_by, reason", [
+    (MemoryError, "max_memory", "stopped at 4 states: out of memory (a bound, not a bug: try --max-memory, "
+                                "more memory, or smaller params)"),
+    (OutOfTime, "timeout", "stopped at 4 states: --timeout reached"),
+])
+def test_an_interruption_inside_an_actions_stages_stops_the_run(monkeypatch, stop, stopped_by, reason):
+    """The generated loop catches only evaluation errors (`except _ERR`) around an action's
+    stages; MemoryError or the deadline passing in what they call (here the slow path of the
+    invariant, which fails on the new state x=3) stops the run, never a well_defined finding."""
+    checked = E._Sweep.check_state
+
+    def check_state(self: E._Sweep, j: int, t: tuple) -> None:
+        if t == (3,):
+            raise stop()
+        checked(self, j, t)
+    monkeypatch.setattr(E._Sweep, "check_state", check_state)
+    r = check_machine(machine_of(COUNTER), Options(engine="scalar"))
+    assert (r.result, r.stopped_by, r.stop_reason) == ("incomplete", stopped_by, reason)
+    statuses = {p.name: p.status for p in r.properties}
+    assert (statuses["well_defined"], statuses["small"]) == ("unknown", "unknown")
+
+
+@pytest.mark.verdict
+def test_an_error_in_the_second_value_of_a_set_names_that_value_s_line_not_the_set_s():
+    """Fresh sample (seed 19): a marked expression gets a generated line of its own, so the
+    division by zero in `y: 1 // x` is told at line 11, not at the `set:` of line 9."""
+    text = textwrap.dedent("""\
+        machine: m
+        vars:
+          x: {type: int, min: 0, max: 2, init: 0}
+          y: {type: int, min: 0, max: 2, init: 0}
+        actions:
+          go:
+            when: x < 1
+            do:
+              - set:
+                  x: x + 1
+                  y: 1 // x
+        terminal: x == 1
+        """)
+    [r] = check_spec(parse_spec(text, "t.yaml"), Options(engine="scalar"))
+    [p] = [p for p in r.properties if p.name == "well_defined"]
+    assert (p.status, p.message) == (
+        "violated", "action go with no choices (t.yaml:11): integer division or modulo by zero")
+
+
+# ---------------------------------------------------------------- mutants that survived (issue 18)
+# Mutants of machine/sweep.py (the scalar engine's generated BFS loop) that the rest of the
+# verdict selection let through (issue 18): the spec line an error in the loop is reported at,
+# and a choice a step property reads that its action does not make. Each test was seen failing
+# with its mutation applied (docs/explanation/mutation-testing.md).
+# (These tests were test_sweep_kills.)
+
+RULE_WHEN = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  d: {type: enum, values: [a, b], init: a}
+actions:
+  inc:
+    when: x < 3
+    do:
+      - set: {x: x + 1}
+      - decide: d
+        rules:
+          - name: first
+            when: 4 // (x - 2) > 0
+            then: b
+          - name: second
+            then: a
+terminal: x == 3
+"""
+
+
+@pytest.mark.verdict
+def test_an_error_in_a_rules_when_names_the_when_line():
+    """The generated loop's `if` of a rule's `when` is mapped to the when's own spec line
+    (the plain loop's is too; each_way has them agree)."""
+    for way, r in each_way(RULE_WHEN, vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated", way
+        assert wd.message == "action inc with no choices (kills.yaml:13): integer division or modulo by zero", way
+        assert [s.state["x"] for s in wd.trace.steps] == [0, 1], way
+
+
+CHOICE = """\
+machine: m
+vars:
+  x: {type: int, min: 0, max: 3, init: 0}
+  done: {type: bool, init: false}
+actions:
+  inc:
+    when: x < 2 and not done
+    choose: {by: [1, 2]}
+    do: [{set: {x: x + by}}]
+  stop: {when: x >= 2 and not done, do: [{set: {done: true}}]}
+terminal: done
+properties:
+  guarded:
+    step: action != inc or after.x == before.x + by
+"""
+
+UNGUARDED = """\
+  unguarded:
+    step: by > 0 or after.done
+"""
+
+
+@pytest.mark.verdict
+def test_a_step_property_reading_a_choice_its_action_does_not_make_is_a_finding():
+    """In stop's transitions the loop reads `by` as the sentinel of a choice stop does not make:
+    the guarded property never reaches it, the unguarded one does (well_defined)."""
+    for way, r in each_way(CHOICE, vector=False).items():
+        assert (r.result, prop(r, "guarded").status, r.stats["transitions"]) == ("proved", "holds", 6), way
+    for way, r in each_way(CHOICE + UNGUARDED, vector=False).items():
+        wd = prop(r, "well_defined")
+        assert wd.status == "violated", way
+        assert wd.message == ("property unguarded (kills.yaml:16): the expression reads choice by, which "
+                              "action stop does not make (guard it with action == ...)"), way
+        assert [(s.action, s.state["x"]) for s in wd.trace.steps] == [(None, 0), ("inc", 2), ("stop", 2)], way

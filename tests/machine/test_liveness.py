@@ -301,3 +301,18 @@ def test_an_emitted_regression_test_judges_a_liveness_finding() -> None:
     assert trace is not None
     assert still_violated(fixed, "asks_at_the_limit", trace.to_json(r.params)) == (
         False, "the run now ends with the obligation met")
+
+
+# ---------------------------------------------------------------- mutants that survived (issue 18)
+# Mutants of machine/liveness.py that the rest of the verdict selection let through (issue 18):
+# `existence` after Q owes P once, however many Qs follow. Each test was seen failing with its
+# mutation applied (docs/explanation/mutation-testing.md).
+# (These tests were test_liveness_kills.)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_existence_after_q_is_met_for_good_by_one_p(engine: str):
+    """A second Q after P starts no new obligation (it would in `between`/`after_until`, where
+    each Q restarts one): the run ends with P owed only if `after` were read as those."""
+    p = judge(["Q", "P", "Q", ""], EXISTENCE["after"], engine)
+    assert (p.kind, p.status, p.trace) == ("existence", "holds", None), p.message

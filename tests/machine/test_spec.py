@@ -1,7 +1,9 @@
-"""Mutants of machine/spec.py that the rest of the verdict selection let through (issue 18):
-the loader's messages pinned whole with their line and quoted text, and the accepted forms
-(a bool param, a scenario's enum param value) that a planted bug would refuse. Each test was
-seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
+"""The spec loader (machine/spec.py and its load_*.py sections), in-process: its messages
+pinned whole with their line and quoted text, and the accepted forms (a bool param, a
+scenario's enum param value) that a planted bug would refuse; the CLI's view of the same
+mistakes is test_malformed_specs.py. Written against the mutants the rest of the verdict
+selection let through (issue 18; the file was test_spec_kills): each test was seen failing with
+its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Single-line bugs in the check runner (explorer/check.py) that the rest of the verdict
-selection let through (issue 18, the mutation campaign's explorer/check.py run).
+"""The check runner (explorer/check.py, and the options, results and judging split out of it):
+single-line bugs the rest of the verdict selection let through (issue 18, the mutation
+campaign's explorer/check.py run; the file was test_check_kills).
 
 Each test was seen failing with its mutation applied and passes on the real code;
 docs/explanation/mutation-testing.md lists the mutations each one kills. Checks run on both engines where
@@ -23,6 +24,8 @@ from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import parse_spec
 from haltproof.machine.usercode import OutOfTime
 from haltproof.properties.kinds import Subject
+
+from engine_ways import BIG
 
 pytestmark = pytest.mark.verdict
 
@@ -115,17 +118,6 @@ def test_loading_a_python_model_runs_under_the_timeout():
     with pytest.raises(OutOfTime) as stop:
         prepare_python(SlowDomains, Options(timeout=0.05))
     assert stop.value.doing == "loading the model SlowDomains (creating it, its params and domains)"
-
-
-BIG = """\
-machine: big
-vars: {x: {type: int, min: 0, max: 5000, init: 0}}
-actions:
-  inc: {when: x < 5000, do: [{set: {x: x + 1}}]}
-terminal: x == 5000
-properties:
-  small: {always: x < 5000}
-"""
 
 
 def test_a_timeout_says_how_long_it_was():
@@ -222,7 +214,7 @@ def test_the_options_a_run_can_honour_go_through(what, options, count):
     machines = _prepared(what, Options(**options))
     assert len(machines) == count
     assert [m.bound_to for m in machines] == [
-        {"python": "test_check_kills:Tiny", "plain": None,
+        {"python": "test_check:Tiny", "plain": None,
          "loop": None if options.get("model_only") else "haltproof.harness.loop_binding:LoopDemoAdapter"}[what]] * count
 
 

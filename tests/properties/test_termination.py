@@ -1,5 +1,6 @@
 """The termination analyses (properties/termination.py) on the graph shapes the rest of the
-suite never gave them (issue 18: the survivors of its mutation run). Each case was worked out
+suite never gave them (issue 18: the survivors of its mutation run; the file was
+test_termination_kills). Each case was worked out
 by hand; the complete ones run on the three ways a spec runs (the scalar engine's generated
 and plain loops, the vector engine), which must agree, and the partial ones on each engine
 with that engine's own exact figures (the vector engine expands whole levels).

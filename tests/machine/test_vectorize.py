@@ -1,6 +1,6 @@
-"""Mutants of machine/vectorize.py (the vector engine's array code and state codes) that the
-rest of the verdict selection let through (issue 18). Each test was seen failing with its
-mutation applied (docs/explanation/mutation-testing.md)."""
+"""machine/vectorize.py, the vector engine's array code and state codes. Written against the
+mutants the rest of the verdict selection let through (issue 18; the file was
+test_vectorize_kills): each test was seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Mutants of machine/fold.py (the per-action folding of `action == ...` in step expressions,
-which the vector engine compiles each action's step properties from) that the rest of the
-verdict selection let through (issue 18). Each test was seen failing with its mutation
-applied (docs/explanation/mutation-testing.md)."""
+"""machine/fold.py: the per-action folding of `action == ...` in step expressions, which the
+vector engine compiles each action's step properties from. Written against the mutants the rest
+of the verdict selection let through (issue 18; the file was test_fold_kills): each test was
+seen failing with its mutation applied (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
