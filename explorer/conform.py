@@ -111,7 +111,9 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
             except usercode.FAILURES as exc:
                 step.error = _raised("the adapter's strategy()", exc)
                 raise _Mismatch(step.error) from None
-            values = {name: data.draw(strategy, label=f"{name}={labels[name]}")
+            values = {name: _user(running(f"a draw of the adapter's strategy for {name} of action {act.name}",
+                                          labels, m.state_dict(s)),
+                                  data.draw, strategy, f"{name}={labels[name]}")
                       for name, strategy in strategies.items()}
             step.concrete = copy.deepcopy(values)
             try:
@@ -147,7 +149,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
             s = t
 
     try:
-        usercode.run(run)       # the strategies draw with the user's code too
+        usercode.drive(run)     # each call into the code (strategies' draws too) has the call deadline
     except _Mismatch:
         return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"],
                              last["steps"])

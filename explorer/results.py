@@ -29,6 +29,7 @@ class ScenarioResult:
 
 
 RunVerdict = Literal["proved", "violated", "incomplete"]     # a run's result, as the exit code says it
+"""A run's result, as the exit code says it: `proved` (0), `violated` (1), `incomplete` (3)."""
 
 
 Gate = Literal["pass", "fail", "incomplete"]                 # what a run means for the gate, `expect` counted

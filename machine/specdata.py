@@ -30,6 +30,7 @@ PARAM_KINDS = ("int", "bool", "enum")
 ParamValue = int | bool | str          # an int, bool or enum param's value
 # Params pinned for a check: NAME -> a value, or the values swept in this order
 Pins = Mapping[str, ParamValue | list[ParamValue] | tuple[ParamValue, ...] | range]
+"""`check`'s `params`: NAME -> one value, or the values swept in this order."""
 
 
 @dataclass

@@ -298,6 +298,21 @@ def run_as(doing: Callable[[], str], fn: Callable[[], T]) -> T:
         NOW.doing = before
 
 
+def drive(fn: Callable[[], T]) -> T:
+    """`fn()`, haltproof's own code that calls the user's code from inside a library (Hypothesis
+    drawing conform's examples), bounded by the whole check's deadline only: the library's own
+    work between the user's calls is not a call into the user's code, while each `run` nested in
+    it has the call deadline as always (a loaded machine must not make Hypothesis "stuck")."""
+    st = _state
+    if st.alarm:
+        result: T = _call(fn, (), {}, timed=False)
+        return result
+    if st.deadline is None:
+        return fn()
+    bounded: T = _in_worker(fn, (), {}, st.deadline, None)
+    return bounded
+
+
 def load_as(doing: Callable[[], str], fn: Callable[[], T]) -> T:
     """`run_as` for loading the user's code (importing its module, creating its adapter or
     model): bounded by the whole check's deadline only, not by the call deadline, which is for
@@ -313,14 +328,15 @@ def load_as(doing: Callable[[], str], fn: Callable[[], T]) -> T:
         _publish()
 
 
-def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, timed: bool = True) -> Any:
     """The frame the SIGALRM handler looks for: below it runs user code. Each call is a new
-    stretch for the call deadline; when a nested one returns, the outer stretch starts again."""
+    stretch for the call deadline; when a nested one returns, the outer stretch starts again.
+    An untimed call (`drive`) has no stretch of its own: only the whole check's deadline."""
     st = _state
     if st.expired:
         raise OutOfTime()
     outer = NOW.since
-    NOW.since, NOW.late = _clock(), False
+    NOW.since, NOW.late = (_clock() if timed else None), False
     try:
         result = fn(*args, **kwargs)
     except SystemError:

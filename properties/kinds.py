@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from haltproof.machine.spec import DeclKind, ParamValue, PatternName
 
 Status = Literal["holds", "violated", "unknown"]      # a property's verdict
+"""A property's verdict: `holds`, `violated` or `unknown` (not decided within the bounds)."""
 HOLDS: Final = "holds"
 VIOLATED: Final = "violated"
 UNKNOWN: Final = "unknown"
@@ -22,6 +23,7 @@ UNKNOWN: Final = "unknown"
 # What a property is: a declared kind, a pattern's name (absence ...), `possible` (a reachable
 # property asked both ways) or `builtin` (domains, well_defined, bound_code, ...).
 Kind = DeclKind | PatternName | Literal["builtin", "possible"]
+"""What a property is: a declared kind, a pattern's name, `possible` or `builtin`."""
 
 KIND_TEXT = {     # what "holds" means for each kind: the message of a holding property, and its rule text in SARIF
     "invariant": "true in every reachable state",

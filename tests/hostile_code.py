@@ -83,11 +83,12 @@ def _busy_garbage(state: State) -> str:
 
 
 def _in_c(state: State) -> str:
-    """A loop inside C for seconds (builtin sum over a range) that never lets Python run: no
-    signal handler, no other thread; only ending the process stops it."""
+    """A loop inside C for many seconds (builtin sum over a range: about 15 s at 15 ns an item)
+    that never lets Python run: no signal handler, no other thread; only ending the process stops
+    it. It must outlast the supervisor's silence (the call deadline + GRACE + SILENT) on any machine."""
     if _late(state):
         time.sleep(0.5)         # Python runs: the supervisor hears what this code is doing
-        sum(range(10**8))
+        sum(range(10**9))
     return loop.decide(state)
 
 

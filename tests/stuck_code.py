@@ -50,6 +50,16 @@ class Spinning(LoopDemoAdapter):
     decide = staticmethod(spinning_decide)
 
 
+class SleepingDraw(LoopDemoAdapter):
+    """Its strategy for a failed observation sleeps when Hypothesis draws from it (not when
+    strategy() builds it): user code that runs inside the library, not called by haltproof."""
+
+    def strategy(self, action: str, choice: str, label: Any) -> Any:
+        from hypothesis import strategies as st
+        drawn = st.just(self.representative(action, choice, label))
+        return drawn.map(lambda value: _stuck("sleep")) if label == "failed" else drawn
+
+
 class SleepingInit(LoopDemoAdapter):
     def __init__(self) -> None:
         _stuck("sleep")

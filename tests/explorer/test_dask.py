@@ -123,6 +123,7 @@ def test_a_cluster_that_loses_every_worker_is_incomplete_with_what_finished(cli,
 def _shared_levels(monkeypatch) -> list[int]:
     """Every level of a single bound run shared from the first one; the sizes of those shared."""
     from haltproof.explorer import parallel
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")    # the sharing is counted in this process (cli/supervise.py)
     monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
     shared: list[int] = []
     share = parallel.LevelSharer.share

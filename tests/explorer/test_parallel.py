@@ -109,8 +109,9 @@ def test_a_run_that_kills_every_worker_is_incomplete_and_the_rest_complete(cli, 
     assert [r["result"] for r in runs if r["params"]["max_steps"] != 3] == ["proved"] * 8
     text = cli("check", spec, "-j", "2")
     assert text.code == 3
-    assert text.out.count("incomplete (stopped at lost workers)") == 4     # the run lines and the findings
-    assert text.out.count(f"not checked: the worker process checking it died {MAX_ATTEMPTS} times") == 2
+    assert text.out.count("incomplete (stopped at lost workers)") == 3     # the two run lines, their findings once
+    assert "the same findings in 1 more run: max_steps=3 max_retries=1" in text.out
+    assert text.out.count(f"not checked: the worker process checking it died {MAX_ATTEMPTS} times") == 1
 
 
 def test_a_user_error_met_in_a_worker_exits_2_with_its_message(cli, tmp_path):

@@ -31,7 +31,8 @@ def _run(cli, path: Path) -> tuple[int, dict]:
     return ran.code, run
 
 
-def test_every_representative_runs_and_the_report_counts_them(cli, tmp_path):
+def test_every_representative_runs_and_the_report_counts_them(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")    # the calls are recorded in this process (cli/supervise.py)
     several_representatives.SEEN.clear()
     code, run = _run(cli, bound_copy(tmp_path, "several_representatives:Recording"))
     assert code == 0 and run["result"] == "proved"
