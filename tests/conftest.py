@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from haltproof.cli.main import main
-from report_schema import BROKEN, REPORT, validate_outputs, watch_reports
+from report_schema import BROKEN, BUILT, REPORT, validate_outputs, watch_reports
 
 watch_reports()     # before any test module imports to_json: every report built is validated
 
@@ -45,9 +45,10 @@ def cli(capsys):
     writes are validated against the report schema (tests/report_schema.py)."""
     def run(*args: str) -> Ran:
         argv = [str(a) for a in args]
+        before = BUILT[0]
         code = main(argv)
         captured = capsys.readouterr()
-        validate_outputs(argv, code, captured.out)
+        validate_outputs(argv, code, captured.out, built_here=BUILT[0] > before)
         return Ran(code, captured.out, captured.err)
     return run
 

@@ -10,8 +10,10 @@ not know). Two hooks, both set up by tests/conftest.py:
   dict, before any test module imports it: every report built in this process (the command
   line, `haltproof.check(...).to_json()`, the tests that call it directly) is validated, and
   the autouse fixture `reports_follow_the_schema` fails the test that built a broken one.
-- `validate_outputs`: the `cli` and `check` fixtures hand it what a command wrote, for the
-  form made after the dict, the ITF traces of `--trace-format itf` (stdout and `--json FILE`).
+- `validate_outputs`: the `cli` and `check` fixtures hand it what a command wrote (stdout and
+  `--json FILE`), for the form made after the dict (the ITF traces of `--trace-format itf`) and
+  for a report built in the supervised child the command forked (cli/supervise.py), where the
+  first hook does not reach.
 """
 
 from __future__ import annotations
@@ -88,11 +90,13 @@ def _option(args: list[str], name: str) -> str | None:
     return found
 
 
-def validate_outputs(args: list[str], code: int, out: str) -> None:
-    """Validate the ITF reports one in-process `haltproof ARGS` wrote (`--trace-format itf`):
-    stdout when it is the report, and the `--json` file when the command wrote one (a usage
-    error writes none). Other reports were validated as dicts, when they were built."""
-    if args[:1] != ["check"] or _option(args, "--trace-format") != "itf":
+def validate_outputs(args: list[str], code: int, out: str, *, built_here: bool) -> None:
+    """Validate the reports one in-process `haltproof ARGS` wrote, stdout when it is the report
+    and the `--json` file when the command wrote one (a usage error writes none): always for
+    the ITF form (`--trace-format itf`, made after the dict), and when no report dict was built
+    in this process (`built_here` False: a supervised child built it, cli/supervise.py). Other
+    reports were validated as dicts, when they were built."""
+    if args[:1] != ["check"] or (built_here and _option(args, "--trace-format") != "itf"):
         return
     if out.lstrip().startswith("{"):
         data = json.loads(out)
@@ -104,6 +108,7 @@ def validate_outputs(args: list[str], code: int, out: str) -> None:
 
 
 BROKEN: list[str] = []      # what the reports built since the current test started got wrong
+BUILT = [0]                 # how many report dicts this process has built (and validated)
 
 
 def watch_reports() -> None:
@@ -117,6 +122,7 @@ def watch_reports() -> None:
 
     def to_json(runs: list[Any]) -> dict[str, Any]:
         data = built(runs)
+        BUILT[0] += 1
         BROKEN.extend(problems(data))
         return data
     to_json.watched = True       # type: ignore[attr-defined]

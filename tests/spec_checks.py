@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from haltproof.cli.main import main
-from report_schema import validate_outputs
+from report_schema import BUILT, validate_outputs
 
 
 @dataclass
@@ -35,8 +35,9 @@ def check(tmp_path, monkeypatch, capsys):
         path = specs / name
         path.write_text(text, encoding="utf-8")
         argv = [command, str(path), *extra]
+        before = BUILT[0]
         code = main(argv)
         captured = capsys.readouterr()
-        validate_outputs(argv, code, captured.out)
+        validate_outputs(argv, code, captured.out, built_here=BUILT[0] > before)
         return Ran(str(path), code, captured.out, captured.err)
     return run

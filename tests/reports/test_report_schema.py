@@ -91,6 +91,21 @@ def test_every_report_the_suite_builds_is_validated(cli, monkeypatch):
     assert found == ["/runs/0: Additional properties are not allowed ('surprise' was unexpected)"]
 
 
+def test_a_report_built_in_the_supervised_child_is_validated_as_written(cli, monkeypatch):
+    """loop_demo binds code, so the command line checks it in a forked child (cli/supervise.py),
+    whose `to_json` this process never sees: the `cli` fixture validates what it wrote."""
+    shown = report.run_json
+
+    def with_a_surprise(r):
+        return {**shown(r), "surprise": 1}
+    monkeypatch.setattr(report, "run_json", with_a_surprise)          # fork keeps the patch
+    monkeypatch.delenv("HALTPROOF_IN_PROCESS", raising=False)
+    with pytest.raises(AssertionError, match=r"(?s)the report on stdout of `haltproof check .*"
+                                             r"/runs/0: Additional properties are not allowed \('surprise'"):
+        cli("check", LOOP_DEMO, "-p", "max_steps=1", "-p", "max_retries=0", "--format", "json")
+    assert report_schema.BROKEN == []       # nothing was built here: the child built it
+
+
 def test_an_itf_report_is_validated_as_written(cli, tmp_path):
     out = tmp_path / "itf.json"
     ran = cli("check", MUTANTS / "failure_not_a_step.yaml", "-p", "max_steps=2", "-p", "max_retries=0",
