@@ -128,14 +128,19 @@ def test_a_max_iter_check_one_iteration_late_changes_the_verdict(tmp_path, monke
 
 
 def test_a_run_is_offline_telemetry_off_and_nothing_connects(monkeypatch) -> None:
-    """CrewAI sends telemetry by default; a declaration's runs switch it off and open no connection."""
+    """CrewAI sends telemetry by default (its exit flush looks up telemetry.crewai.com); a
+    declaration's runs switch it off and look up no host, open no connection."""
     tried: list = []
 
     def refuse(self, address):
         tried.append(address)
         raise OSError("offline")
+    def unknown(host, *args, **kwargs):
+        tried.append(host)
+        raise socket.gaierror("offline")
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
     for name in ("CREWAI_DISABLE_TELEMETRY", "OTEL_SDK_DISABLED", "CREWAI_TRACING_ENABLED"):
         monkeypatch.delenv(name, raising=False)
     declared = load_spec(EXAMPLE / "research.yaml")
@@ -151,6 +156,8 @@ def test_a_run_is_offline_telemetry_off_and_nothing_connects(monkeypatch) -> Non
     assert adapter.abstract(live)["status"] == "done"
     assert live.channel.output == "# AI agents\nAgents plan, then act."
     driver.close()
+    from crewai.telemetry import Telemetry
+    Telemetry()._shutdown()     # what CrewAI does at exit: flush its spans (to telemetry.crewai.com when on)
     assert tried == []
 
 
