@@ -25,6 +25,8 @@ from haltproof.reports.report import to_json
 from conftest import ROOT
 from framework_helpers import fresh_modules, maxima, results
 
+pytestmark = pytest.mark.slow        # importing CrewAI alone takes seconds; every test here runs a crew
+
 EXAMPLE = ROOT / "examples" / "frameworks" / "crewai"
 MODULES = ("research", "newsroom", "crew_app")
 
@@ -49,7 +51,6 @@ def max_iter_off_by_one(monkeypatch) -> None:
     monkeypatch.setattr(agent_executor, "has_reached_max_iterations", lambda iterations, most: iterations >= most + 1)
 
 
-@pytest.mark.slow
 @pytest.mark.verdict
 def test_the_research_crew_answers_what_max_iter_allows() -> None:
     runs = check("research.yaml")
@@ -75,7 +76,6 @@ def test_the_research_crew_answers_what_max_iter_allows() -> None:
         ("most_tool_runs", "max_iter = 1, 2, 3 allows at most 1, 2, 3 tool_runs")]
 
 
-@pytest.mark.slow
 @pytest.mark.verdict
 def test_the_hierarchical_crew_delegates_at_most_max_iter_times() -> None:
     runs = check("newsroom.yaml")
@@ -93,7 +93,6 @@ def test_the_hierarchical_crew_delegates_at_most_max_iter_times() -> None:
         ("facts", "Crew Manager", True, 1, 0, "running"), ("to_reporter", "Crew Manager", True, 1, 1, "done")]
 
 
-@pytest.mark.slow
 def test_a_coworker_the_manager_delegates_to_has_no_delegation_tools() -> None:
     """The editor has allow_delegation=True, but the execution the manager delegates to it runs
     without CrewAI's delegation tools: its delegation is an error the model reads, not a delegation."""
@@ -110,7 +109,6 @@ def test_a_coworker_the_manager_delegates_to_has_no_delegation_tools() -> None:
     driver.close()
 
 
-@pytest.mark.slow
 @pytest.mark.verdict
 def test_a_max_iter_check_one_iteration_late_changes_the_verdict(tmp_path, monkeypatch) -> None:
     text = (EXAMPLE / "research.yaml").read_text().replace(
@@ -125,6 +123,28 @@ def test_a_max_iter_check_one_iteration_late_changes_the_verdict(tmp_path, monke
     assert (late.result, late.as_expected) == ("violated", False)
     assert results(late)["calls_within_max_iter_and_retries"].status == "violated"
     assert maxima(late) == {"most_model_calls": 5, "most_tool_runs": 2}
+
+
+def test_a_declared_tool_outcome_runs_in_crewais_tool_usage_and_a_raising_tool_runs_six_times(tmp_path, monkeypatch) -> None:
+    """A `tools:` outcome replaces search_web's code inside CrewAI's own tool usage: `found` is the
+    observation the model reads; `down` raises, and CrewAI runs a raising tool 6 times for one
+    model call (its ToolUsage retries) before the model reads the error: max_iter bounds model
+    calls, not tool runs (examples/frameworks/crewai/research.py's search_web raising does the same)."""
+    text = (EXAMPLE / "research.yaml").read_text().replace(
+        "params:", "tools:\n  search_web:\n    found: 1 result\n    down: {raises: ConnectionError, message: search is down}\nparams:")
+    (tmp_path / "research.yaml").write_text(text)
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    declared = load_spec(tmp_path / "research.yaml")
+    adapter, driver = declared.adapter(), Driver()
+    live = driver.call(adapter.start, {"max_iter": 3, "guardrail_max_retries": 1}, {})
+    driver.call(adapter.step, live, "senior_researcher", {"senior_researcher_says": "search", "search_web_returns": "down"})
+    assert (adapter.abstract(live)["turns"], adapter.abstract(live)["tool_runs"]) == (1, 6)
+    driver.call(adapter.step, live, "senior_researcher",
+                {"senior_researcher_says": "search_news", "search_web_returns": "found"})
+    assert (adapter.abstract(live)["turns"], adapter.abstract(live)["tool_runs"]) == (2, 7)
+    assert str(live.channel.model.request.messages[-2]["content"]).endswith("Observation: 1 result")
+    driver.call(adapter.close, live)
+    driver.close()
 
 
 def test_a_run_is_offline_telemetry_off_and_nothing_connects(monkeypatch) -> None:
