@@ -29,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import logging
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,8 +55,15 @@ RUNNING: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("haltpr
 
 
 def require_adk() -> str:
-    """The installed ADK's version, or a clear error naming it when it is missing or unsupported."""
-    return require_version("adk", "google-adk", "Google ADK")
+    """The installed ADK's version, or a clear error naming it when it is missing or unsupported.
+    ADK's loggers get a handler that drops what they say (the app's own handlers, on the root
+    logger, still see it): without one, Python prints ADK's warnings and the traceback of every
+    LlmCallsLimitExceededError, a declared outcome here, over haltproof's output."""
+    version = require_version("adk", "google-adk", "Google ADK")
+    quiet = logging.getLogger("google_adk")
+    if not any(isinstance(h, logging.NullHandler) for h in quiet.handlers):
+        quiet.addHandler(logging.NullHandler())
+    return version
 
 
 @dataclass(frozen=True)
@@ -235,9 +244,10 @@ class AdkAdapter(LiveAdapter):
 
     async def start(self, params: dict[str, Any], init: dict[str, Any]) -> AdkRun:
         require_adk()
+        from google.adk.apps import App
         from google.adk.runners import InMemoryRunner
         channel = Channel()
-        runner = InMemoryRunner(agent=self.root(params), app_name="haltproof", plugins=[seen_by(channel)])
+        runner = InMemoryRunner(app=App(name="haltproof", root_agent=self.root(params), plugins=[seen_by(channel)]))
         message, config = self.message(params), self.run_config(params)
         token = RUNNING.set(channel)        # the run's task (and ADK's branch tasks) see its channel
         try:
@@ -281,7 +291,9 @@ def seen_the_end(run: AdkRun) -> None:
 def scripted_tree(root: Any, iterations: dict[str, int | None]) -> Any:
     """A copy of the user's tree (ADK's `clone`) whose every LlmAgent has a `scripted_llm` model
     and whose LoopAgents named in `iterations` have that max_iterations; the user's agents stay as they are."""
-    copied = root.clone()
+    with warnings.catch_warnings():     # ADK 2.x deprecates its workflow agents, in favour of Workflow
+        warnings.simplefilter("ignore", DeprecationWarning)
+        copied = root.clone()
     for agent in walk(copied):
         if is_llm_agent(agent):
             agent.model = scripted_llm(agent.name, agent.model)
@@ -311,11 +323,16 @@ def is_loop(agent: Any) -> bool:
     return isinstance(agent, LoopAgent)
 
 
-def first_model_call(agent: Any) -> str:
-    """The LlmAgent whose model the run asks first: the root's first sub-agent, down to an LlmAgent."""
+def first_model_call(root: Any) -> tuple[str, list[str]]:
+    """The LlmAgent whose model the run asks first (the root's first sub-agent, down to an
+    LlmAgent; a ParallelAgent's first branch asks first), and the LoopAgents begun on the way
+    (each in its first iteration by then)."""
+    agent, loops = root, []
     while not is_llm_agent(agent) and agent.sub_agents:
+        if is_loop(agent):
+            loops.append(str(agent.name))
         agent = agent.sub_agents[0]
-    return str(agent.name)
+    return str(agent.name), loops
 
 
 def tool_names(agent: Any) -> list[str]:
@@ -473,6 +490,12 @@ def _params(top: YMap, file: str, loops: list[Any]) -> dict[str, str | None]:
     for loop in loops:
         own = f"{ITERATIONS}_{slug(loop.name)}"
         out[loop.name] = own if own in params else ITERATIONS if ITERATIONS in params and len(loops) == 1 else None
+        name = out[loop.name]
+        values = _limit_values(params, name) if name is not None else [loop.max_iterations]
+        if any(v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1) for v in values):
+            raise fail(file, params.line_of(name) if name is not None else top.line_of("target"),
+                       f"{loop.name}'s max_iterations must be 1 or more (or unset): with 0 or less ADK never runs "
+                       "its sub-agents", next(v for v in values if v is not None and not (isinstance(v, int) and v >= 1)))
     if ITERATIONS in params and len(loops) != 1:
         raise fail(file, params.line_of(ITERATIONS), f"params: {ITERATIONS} sets the max_iterations of the one "
                    f"LoopAgent, and the tree has {len(loops)}: name the loop's own param, "
@@ -489,9 +512,13 @@ def declaration(top: YMap, file: str) -> Declared:
     if not isinstance(target, BaseAgent):
         raise fail(file, tline, f"{ref} is a {type(target).__name__}, not an ADK agent (google.adk.agents.BaseAgent)")
     tree = walk(target)
-    names = [a.name for a in tree]
-    if len(set(names)) != len(names) or len({slug(n) for n in names}) != len(names):
-        raise fail(file, tline, f"the agents' names {', '.join(names)} do not give distinct identifiers")
+    seen: dict[str, str] = {}
+    for agent in tree:
+        if slug(agent.name) in seen:
+            raise fail(file, tline, f"two agents of {ref}'s tree are named {seen[slug(agent.name)]!r} and "
+                                    f"{agent.name!r}: haltproof names an agent's action and vars by its name, so "
+                                    "the names must differ in more than case and punctuation")
+        seen[slug(agent.name)] = agent.name
     agents = {a.name: a for a in tree if is_llm_agent(a)}
     if not agents:
         raise fail(file, tline, f"{ref}'s tree has no LlmAgent: no model is ever called")
@@ -519,8 +546,10 @@ def _spec(top: YMap, file: str, ref: str, d: AdkDeclaration) -> dict[str, Any]:
         "escalations": {"type": "int", "min": 0, "max": per_call, "init": 0},
     }
     counters.update({f"runs_{t}": {"type": "int", "min": 0, "max": per_call, "init": 0} for t in d.counted})
+    first, begun = first_model_call(d.target)
     for loop in d.loops:
-        counters[f"iterations_{slug(loop)}"] = {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": 0}
+        counters[f"iterations_{slug(loop)}"] = {"type": "int", "min": 0, "max": f"{LIMIT} + 1",
+                                                "init": int(loop in begun)}
         counters[f"exit_{slug(loop)}"] = {"type": "enum", "values": EXITS, "init": "none"}
     actions = lined({slug(a): {"when": f"status == running and agent == {_quoted(a)}",
                                "choose": choose_node([d.declared[model_choice(a)]]), "raises": [LIMIT_ERROR]}
@@ -533,7 +562,7 @@ def _spec(top: YMap, file: str, ref: str, d: AdkDeclaration) -> dict[str, Any]:
                                               "transition"),
         "bind": ref,
         "params": top["params"],
-        "vars": {"agent": {"type": "enum", "values": list(d.agents), "init": first_model_call(d.target)},
+        "vars": {"agent": {"type": "enum", "values": list(d.agents), "init": first},
                  "status": {"type": "enum", "values": ["running", "done", "limit"], "init": "running"},
                  **counters},
         "actions": actions,
@@ -565,6 +594,8 @@ def _builtin_properties(d: AdkDeclaration) -> dict[str, Any]:
         name = slug(loop)
         props[f"most_iterations_{name}"] = {"maximum": f"iterations_{name}", "limit": param or LIMIT,
                                             "description": f"the most iterations {loop} begins in a run"}
+        if param is not None:       # ADK promises at most max_iterations
+            props[f"most_iterations_{name}"]["at_most"] = param
         props[f"silent_stop_{name}"] = {"possible": f"exit_{name} == out_of_iterations",
                                         "description": f"whether {loop} can end at its max_iterations with no "
                                                        "escalate (the run goes on as if it had finished)"}
