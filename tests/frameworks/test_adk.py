@@ -113,7 +113,7 @@ def test_max_iterations_bounds_the_loop_and_sets_the_smallest_safe_max_llm_calls
     assert [row["message"] for row in sweep["smallest_safe"]] == [
         "limit_error unreachable at every swept max_llm_calls (5..8)",
         "limit_error unreachable from max_llm_calls=6 on (swept 5..8; reachable at max_llm_calls=5)"]
-    rows = {(row["property"], tuple(sorted(row.get("fixed", {}).items()))): row["message"]
+    rows = {(row["property"], tuple(sorted(row["others"].items()))): row["message"]
             for row in sweep["limit_allows"]}
     assert rows[("most_model_calls", (("max_iterations", 2),))] == (
         "max_llm_calls = 5, 6, 7, 8 allows at most 5, 6, 6, 6 calls")
@@ -334,3 +334,38 @@ def test_a_tree_the_params_do_not_fit_is_refused_at_its_line(check, tmp_path, ta
     assert ran.code == 2, ran.out
     assert f"bad.yaml:{line}: {message}" in ran.err
     assert "Traceback" not in ran.err
+
+
+def test_an_unsupported_adk_version_is_named_at_the_framework_line(check, tmp_path, monkeypatch) -> None:
+    import importlib.metadata
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "adk_app.py").write_text(APP)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.39.1")
+    ran = check(DECLARATION)
+    assert ran.code == 2, ran.out
+    assert ran.err.endswith("bad.yaml:1: haltproof.frameworks.adk supports google-adk >=2.0,<3; "
+                            "google-adk 1.39.1 is installed\n")
+
+
+# ---------------------------------------------------------------- the docs page
+
+@pytest.mark.slow
+def test_the_docs_page_shows_the_shipped_examples_and_their_command(cli, monkeypatch) -> None:
+    doc = (ROOT / "docs" / "how-to" / "adk.md").read_text()
+    for name in ("refine.py", "refine.yaml", "coordinator.py", "coordinator.yaml"):
+        fence = "python" if name.endswith(".py") else "yaml"
+        assert f"```{fence}\n" + (EXAMPLE / name).read_text() + "```" in doc
+    assert "cd examples/frameworks/adk && haltproof check refine.yaml coordinator.yaml" in doc
+    monkeypatch.chdir(EXAMPLE)
+    ran = cli("check", "refine.yaml", "coordinator.yaml")
+    assert ran.code == 0, ran.out
+    assert ran.out.endswith("11 runs: 0 proved, 11 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "exits 0 (`11 runs: 0 proved, 11 violated as expected`)" in doc
+    for line in ("refine.yaml max_iterations=2 most_model_calls: max_llm_calls = 5, 6, 7, 8 allows at most 5, 6, 6, 6 "
+                 "calls",
+                 "refine.yaml max_llm_calls=5 most_iterations_refinementloop: max_iterations = 1, 2 allows at most 1, 2 "
+                 "iterations_refinementloop",
+                 "refine.yaml max_iterations=2: limit_error unreachable from max_llm_calls=6 on (swept 5..8; reachable "
+                 "at max_llm_calls=5)"):
+        assert line in ran.out
+    assert "refine.yaml max_iterations=2 most_model_calls: max_llm_calls = 5, 6, 7, 8 allows at most 5, 6, 6, 6" in doc
