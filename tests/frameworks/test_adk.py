@@ -17,16 +17,16 @@ import pytest
 
 pytest.importorskip("google.adk")
 
-from google.adk.agents import LoopAgent, RunConfig  # noqa: E402
-from google.adk.agents import invocation_context  # noqa: E402
+from google.adk.agents import LoopAgent, RunConfig
+from google.adk.agents import invocation_context
 
-from haltproof.explorer.check import check_spec  # noqa: E402
-from haltproof.explorer.options import Options  # noqa: E402
-from haltproof.machine.spec import load_spec  # noqa: E402
-from haltproof.reports.report import to_json  # noqa: E402
+from haltproof.explorer.check import check_spec
+from haltproof.explorer.options import Options
+from haltproof.machine.spec import load_spec
+from haltproof.reports.report import to_json
 
-from conftest import ROOT  # noqa: E402
-from framework_helpers import fresh_modules, maxima, results  # noqa: E402
+from conftest import ROOT
+from framework_helpers import emitted_tests_replay, fresh_modules, maxima, results
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated in favor of Workflow:DeprecationWarning")
 EXAMPLE = ROOT / "examples" / "frameworks" / "adk"
@@ -134,6 +134,18 @@ def test_the_help_desk_transfers_back_and_forth_until_max_llm_calls() -> None:
         (None, "HelpDeskCoordinator", 0, 0, "running"), ("to_billing", "Billing", 1, 1, "running"),
         ("not_mine", "HelpDeskCoordinator", 2, 2, "running"), ("to_billing", "HelpDeskCoordinator", 3, 3, "limit")]
     assert maxima(run) == {"most_model_calls": 3, "most_tool_runs": 1, "most_transfers": 3}
+
+
+@pytest.mark.slow
+def test_an_emitted_test_replays_the_ping_pong_through_adks_runner(cli, tmp_path, monkeypatch) -> None:
+    """--emit-tests on the help desk, its ping-pong not declared as expected: the test it writes
+    replays the transfers through ADK's own InMemoryRunner and fails as the check did."""
+    declaration = (EXAMPLE / "coordinator.yaml").read_text()
+    declaration = declaration[:declaration.index("expect:")].replace("{min: 2, max: 4}", "2")
+    emitted_tests_replay(cli, tmp_path, monkeypatch, apps=(EXAMPLE / "coordinator.py",), declaration=declaration,
+                         expected={"test_replayed_one_hand_off_max_llm_calls2.py": (
+                             "one_hand_off is not fixed: the recorded counterexample still breaks it: false in the "
+                             "state after step 2")})
 
 
 # ---------------------------------------------------------------- the off-by-one patches: the proof rests on ADK's checks
