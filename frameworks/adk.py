@@ -41,8 +41,8 @@ from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, guard_of, import_target, keep_user_lines,
-                          lined, mapping, node, plain, require_version, with_user_properties)
-from .openai_agents import _labels, _quoted, model_choice, slug
+                          lined, mapping, node, outcome_labels, plain, quoted, require_version, with_user_properties)
+from .openai_agents import model_choice, slug
 from .paused import ModelCalls, PausedRun
 
 LIMIT = "max_llm_calls"
@@ -448,7 +448,7 @@ def _models(top: YMap, file: str, agents: dict[str, Any],
         if name not in agents:
             raise fail(file, declared.line_of(name), f"models: no LlmAgent named {name!r} in the tree "
                                                      f"(its LlmAgents: {', '.join(agents)})")
-        labels = _labels(declared, name, file, "models")
+        labels = outcome_labels(declared, name, file, "models")
         choice = lines[model_choice(str(name))] = Choice(model_choice(str(name)), declared.line_of(name), {})
         out[str(name)] = {}
         for label, raw in labels.items():
@@ -551,7 +551,7 @@ def _spec(top: YMap, file: str, ref: str, d: AdkDeclaration) -> dict[str, Any]:
         counters[f"iterations_{slug(loop)}"] = {"type": "int", "min": 0, "max": f"{LIMIT} + 1",
                                                 "init": int(loop in begun)}
         counters[f"exit_{slug(loop)}"] = {"type": "enum", "values": EXITS, "init": "none"}
-    actions = lined({slug(a): {"when": f"status == running and agent == {_quoted(a)}",
+    actions = lined({slug(a): {"when": f"status == running and agent == {quoted(a)}",
                                "choose": choose_node([d.declared[model_choice(a)]]), "raises": [LIMIT_ERROR]}
                      for a in d.agents},
                     {slug(a): d.declared[model_choice(a)].line for a in d.agents})
