@@ -15,11 +15,11 @@ Run from the repository root, with the extra installed (`pip install -e '.[test,
                                                   # each module's score estimated, with its 95% interval
 
 What is mutated and which tests run is the `[tool.mutmut]` table of pyproject.toml;
-tests/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
+tests/project/test_mutation_config.py keeps it naming exactly the verdict-path files. mutmut
 works in build/mutation/ (git-ignored; see STAGE below) and keeps each mutant's result there. A run
 tests again every mutant of the modules it names (so the results follow the current
 tests); --resume tests only those without a result (an interrupted campaign). The report
-goes to stdout and to bench/results/mutation.md; docs/mutation.md says why each accepted
+goes to stdout and to bench/results/mutation.md; docs/explanation/mutation-testing.md says why each accepted
 survivor is accepted.
 """
 
@@ -308,7 +308,7 @@ def report(mutants: list[Mutant], modules: list[str], seconds: float | None,
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# Mutation testing of the verdict path ({when})", "",
             "Made by `python -m bench.mutation`; what the numbers mean and why each accepted survivor",
-            "is accepted: docs/mutation.md.", ""]
+            "is accepted: docs/explanation/mutation-testing.md.", ""]
     if seconds is not None:
         head += [f"Run time: {seconds / 60:.1f} minutes.", ""]
     if sampled:

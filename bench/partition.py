@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m bench.partition [--q 100] [--workers 2,4,8]
 
-The design in docs/scaling.md ("One state space across machines") partitions the states by a
+The design in docs/how-to/scaling.md ("One state space across machines") partitions the states by a
 hash of their code: worker `owner(code)` keeps the visited set and the parents of the codes it
 owns, and the BFS is level-synchronous (every worker expands its part of level L, sends each
 successor to its owner, and level L+1 starts when every worker has received everything).
@@ -21,7 +21,8 @@ import sys
 
 import numpy as np
 
-from haltproof.explorer.check import Options, prepare
+from haltproof.explorer.options import Options
+from haltproof.explorer.check import prepare
 from haltproof.explorer.vengine import explore_vector
 from haltproof.machine.errors import SpecError
 from haltproof.machine.spec import load_spec

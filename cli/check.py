@@ -4,6 +4,7 @@ property, and write the reports (stdout, report files, baseline, regression test
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 from collections.abc import Sequence
@@ -17,10 +18,13 @@ from haltproof.machine.inputs import number_option, positive
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.text import assignments_text
+from haltproof.machine.trust import MODEL, NO_CODE, python_model_refused
 from haltproof.machine.usercode import OutOfTime
 
 from haltproof.explorer import baseline, itf
-from haltproof.explorer.check import MAX_WORKERS, Options, RunResult, load_python_model, prepare, prepare_python
+from haltproof.explorer.options import MAX_WORKERS, Options
+from haltproof.explorer.results import RunResult
+from haltproof.explorer.check import load_python_model, prepare, prepare_python
 from haltproof.explorer import cluster, parallel
 from haltproof.explorer.parallel import Batch, Source, check_batches
 from haltproof.explorer.engine import ProgressFn
@@ -29,7 +33,8 @@ from haltproof.reports import report
 from haltproof.reports.formats import FILE_FORMATS, FORMATS
 from haltproof.reports.text import render_text
 
-from .common import collect_specs, pins_option, size, timeout_option
+from . import supervise
+from .common import collect_specs, no_code_option, pins_option, runs_code, size, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -66,6 +71,7 @@ def add_parser(sub: Any) -> None:
                         "Trace Format of Apalache and Quint")
     c.add_argument("--model", action="store_true",
                    help="explore the spec's own stages even when it is bound to code")
+    no_code_option(c)
     c.add_argument("--paths", type=positive(int, "--paths"), default=1, metavar="N",
                    help="live binding: compare up to N paths into each abstract state (default 1: off)")
     c.add_argument("--determinism", choices=DETERMINISM, default="auto",
@@ -81,7 +87,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--dask", metavar="ADDRESS",
                    help="check the runs on the Dask cluster whose scheduler is at ADDRESS (tcp://host:port); "
                         "its workers need haltproof, the specs at the same paths and the bound code "
-                        "(docs/scaling.md)")
+                        "(docs/how-to/scaling.md)")
     c.add_argument("--emit-tests", metavar="DIR",
                    help="write a pytest regression test per violated property, replaying its counterexample")
 
@@ -90,17 +96,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Validate everything (exit 2, nothing explored), check, then write every output."""
     paths = collect_specs(args.specs)
     pins = parse_pins(args.pins)
+    args.run_code = runs_code(args)
     recorded = _checked_options(args)
-    client = _dask_client(args.dask)
+    where = written_files(args)
+    client = _dask_client(args.dask, args.timeout)
     try:
-        specs, models = _load_specs(paths)
+        specs, models = _load_specs(paths, args.run_code, args.model)
         _check_names(specs, pins, args.properties)
         show_progress = (args.progress or sys.stderr.isatty()) and not args.quiet
         workers = parallel.default_workers() if args.workers is None else args.workers
         one_by_one = workers == 1 and client is None      # runs here, one at a time: their own progress
         batches = _plans(specs, models, pins, args, show_progress and one_by_one, workers)
+        each = _tell_plan(batches)
         done = _runs_done if show_progress and not one_by_one else None
-        runs = check_batches(batches, workers, done) if client is None \
+        runs = check_batches(batches, workers, done, each) if client is None \
             else cluster.check_on_cluster(batches, client, done)
     finally:
         if client is not None:
@@ -109,14 +118,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     if not runs:
         raise UsageError("nothing to check")
-    text, data = _reports(args, runs)
+    text, data = _reports(args, report.to_json(runs), runs, where)
     code = report.overall(runs)[1]
-    moved = _baseline(args, recorded, runs)
+    moved = _baseline(args, recorded, runs, where)
     if moved and code == report.EXIT_OK:
         code = report.EXIT_VIOLATED
     if args.emit_tests:
-        _emit_tests(args.emit_tests, runs)
-    sys.stdout.write(text)
+        _emit_tests(args.emit_tests, where["emit_tests"], runs)
+    write_stdout(text)
     if moved:
         print(f"baseline {args.baseline}: {len(moved)} figure{'s' if len(moved) != 1 else ''} moved "
               "(rerun with --update-baseline to accept):", file=sys.stderr)
@@ -125,15 +134,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def _dask_client(address: str | None) -> Any:
-    """The Dask client for --dask ADDRESS (None without it); an unreachable scheduler is exit 2."""
+def _dask_client(address: str | None, timeout: float | None) -> Any:
+    """The Dask client for --dask ADDRESS (None without it). An unreachable scheduler, or
+    anything else answering there, is exit 2; a --timeout shorter than the time given to
+    connecting bounds it too, and a scheduler silent until then is exit 3 (nothing checked)."""
     if address is None:
         return None
     if not address.strip():
         raise UsageError("--dask needs the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    seconds = cluster.CONNECT_SECONDS if timeout is None else min(timeout, cluster.CONNECT_SECONDS)
     try:
-        return cluster.connect(address)
+        return cluster.connect(address, seconds)
     except cluster.Unreachable as exc:
+        if exc.timed_out and seconds < cluster.CONNECT_SECONDS:
+            raise OutOfTime(f"waiting for the Dask scheduler at {address} to answer") from None
         raise UsageError(str(exc)) from None
 
 
@@ -181,21 +195,25 @@ def _check_report_files(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name} {target}: cannot write the report: {why}")
 
 
-def _load_specs(paths: Sequence[Path | str]) -> tuple[list[Spec], dict[int, type]]:
+def _load_specs(paths: Sequence[Path | str], run_code: bool = True,
+                model: bool = False) -> tuple[list[Spec], dict[int, type]]:
     """Every spec, and id(spec) -> the Python model class it came from; every spec's
-    problems are reported together."""
+    problems are reported together. Without `run_code` (--no-code) a Python model is refused
+    before it is imported; then, and with `model` (--model), so is a framework declaration."""
     specs: list[Spec] = []
     models: dict[int, type] = {}
     problems: list[Problem] = []
     for p in paths:
         try:
             if isinstance(p, str):
+                if not run_code:
+                    raise SpecError([python_model_refused(p)])
                 cls = _load_model_ref(p)
                 spec = load_python_model(cls)[0]
                 models[id(spec)] = cls
                 specs.append(spec)
             else:
-                specs.append(load_spec(p))
+                specs.append(load_spec(p, run_code and not model, mode=MODEL if run_code else NO_CODE))
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -205,11 +223,7 @@ def _load_specs(paths: Sequence[Path | str]) -> tuple[list[Spec], dict[int, type
 
 def _load_model_ref(ref: str) -> type:
     """Import a `module:Class` model: the user's code, within the command's deadline."""
-    try:
-        cls: type = usercode.run(load_model_ref, ref)
-    except OutOfTime as stop:
-        stop.note(f"importing the model {ref}")
-        raise
+    cls: type = usercode.load_as(lambda: f"importing the model {ref}", lambda: load_model_ref(ref))
     return cls
 
 
@@ -240,10 +254,10 @@ def _plans(specs: list[Spec], models: dict[int, type], pins: dict[str, list[int 
             if not props:
                 continue
         opts = Options(pins={k: v for k, v in pins.items() if k in names}, properties=props,
-                       model_only=args.model, engine=args.engine, paths=args.paths,
+                       model_only=args.model, run_code=args.run_code, engine=args.engine, paths=args.paths,
                        determinism=args.determinism, workers=workers,
                        max_states=args.max_states, timeout=args.timeout, max_memory=args.max_memory,
-                       progress=_progress if show_progress else None)
+                       call_timeout=args.call_timeout, progress=_progress if show_progress else None)
         if id(spec) in models:
             cls = models[id(spec)]
             batch = Batch(Source(model=f"{cls.__module__}:{cls.__qualname__}"), prepare_python(cls, opts), opts)
@@ -269,48 +283,119 @@ def _progress(spec: Spec, params: dict[str, int]) -> ProgressFn:
     return show
 
 
-def _reports(args: argparse.Namespace, runs: list[RunResult]) -> tuple[str, dict[str, Any]]:
-    """The stdout text and the report dict; writes the report files and the GitHub job summary."""
-    data = report.to_json(runs)
-    shown = {"json": itf.report_with_itf_traces(data, [r.spec for r in runs])} \
-        if args.trace_format == "itf" else {}
+def written_files(args: argparse.Namespace) -> dict[str, str | None]:
+    """Every file the check writes (by option name: json, junit, sarif, html, baseline,
+    emit_tests, and the GitHub job summary), as an absolute path, read before any of the user's
+    code runs: code that changes the working directory must not move a report."""
+    def absolute(path: str | None) -> str | None:
+        return os.path.abspath(path) if path else None
+    out = {name: absolute(getattr(args, f"{name}_file")) for name in FILE_FORMATS}
+    out.update(baseline=absolute(args.baseline), emit_tests=absolute(args.emit_tests),
+               summary=absolute(os.environ.get("GITHUB_STEP_SUMMARY")))
+    return out
+
+
+def _tell_plan(batches: list[Batch]) -> parallel.EachFn | None:
+    """In a supervised child (cli/supervise.py): tell the supervisor every run planned, as the
+    report writes a run never finished, and return what tells it each run as it finishes."""
+    if not supervise.supervised_child():
+        return None
+    why = "the check ended before this run was checked"
+    supervise.tell("plan", [report.run_json(parallel.lost_run(m, b.options, why))
+                            for b in batches for m in b.machines])
+    return lambda i, run: supervise.tell("run", (i, report.run_json(run)))
+
+
+def stopped_report(args: argparse.Namespace, partial: supervise.Partial, how: supervise.Ending) -> int:
+    """The report of a supervised check whose process was ended, or ended itself, before it was
+    done (cli/supervise.py): the runs it finished, the run at hand saying why it stopped (a
+    `bound_code` finding when the code ended the process or ignored its call deadline), the
+    others not checked. Written as the check writes it; returns the exit code, never 0."""
+    runs: list[dict[str, Any]] = []
+    at_hand = True
+    for i, planned in enumerate(partial.planned):
+        if i in partial.finished:
+            runs.append(partial.finished[i])
+            continue
+        run = copy.deepcopy(planned)
+        run["stopped_by"] = "timeout" if how.kind == "timeout" else parallel.LOST
+        if at_hand:
+            _stopped_at(run, how)
+            at_hand = False
+        runs.append(run)
+    data = report.from_runs(runs)
+    if data["exit_code"] == report.EXIT_OK:        # every run finished, and then the process ended
+        data["result"], data["exit_code"] = "incomplete", report.EXIT_INCOMPLETE
+    for option, value in (("--baseline", args.baseline), ("--emit-tests", args.emit_tests)):
+        if value:
+            print(f"haltproof: {option} {value}: not used, the check did not finish", file=sys.stderr)
+    text, _ = _reports(args, data, None, written_files(args))
+    write_stdout(text)
+    return int(data["exit_code"])
+
+
+def _stopped_at(run: dict[str, Any], how: supervise.Ending) -> None:
+    """The run a supervised check was at when its process ended: why, and for a finding about
+    the code, `bound_code` violated (its trace is not known: the process that had it is gone)."""
+    run["stop_reason"] = how.reason
+    for p in run["properties"]:
+        p["message"] = f"not decided: {how.reason}"
+    if not how.finding:
+        return
+    run["stopped_by"] = "call_timeout" if how.kind == "stuck" else parallel.LOST
+    bound = next((p for p in run["properties"] if p["name"] == "bound_code"), None)
+    if bound is None:
+        bound = {"name": "bound_code", "kind": "builtin", "trace": None}
+        run["properties"].insert(0, bound)
+    bound.update(status="violated", message=how.reason)
+    run["result"] = "violated"
+
+
+def _reports(args: argparse.Namespace, data: dict[str, Any], runs: list[RunResult] | None,
+             where: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+    """The stdout text; writes the report files and the GitHub job summary. Without `runs`
+    (a check that did not finish) the HTML report has no state graphs and traces stay JSON."""
+    shown = {"json": report.cleaned(itf.report_with_itf_traces(data, [r._spec for r in runs]))} \
+        if args.trace_format == "itf" and runs is not None else {}
     text = render_text(data, verbose=args.verbose, quiet=args.quiet) if args.format == "text" \
         else _render(args.format, shown.get(args.format, data), runs)
     for name in FILE_FORMATS:
-        target = getattr(args, f"{name}_file")
-        if target:
+        target, path = getattr(args, f"{name}_file"), where[name]
+        if target and path:
             try:
-                Path(target).write_text(_render(name, shown.get(name, data), runs), encoding="utf-8")
+                Path(path).write_text(_render(name, shown.get(name, data), runs), encoding="utf-8")
             except OSError as exc:
                 raise UsageError(f"--{name} {target}: cannot write the report: {exc.strerror}") from None
     if args.format == "github":     # the job summary, when GitHub Actions gives a file for it
         from haltproof.reports.github import append_step_summary
+        summary = where["summary"]
         try:
-            append_step_summary(data)
+            append_step_summary(data, {"GITHUB_STEP_SUMMARY": summary} if summary else {})
         except OSError as exc:
             raise UsageError(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: cannot "
                              f"append the summary: {exc.strerror}") from None
     return text, data
 
 
-def _render(name: str, data: dict[str, Any], runs: list[RunResult]) -> str:
+def _render(name: str, data: dict[str, Any], runs: list[RunResult] | None) -> str:
     """One format's text. HTML also draws the explored graph of each small run, which the
     check kept on its RunResult (the report dict does not hold graphs)."""
     if name == "html":
         from haltproof.reports.html import render_html, state_graphs
-        return render_html(data, state_graphs(runs, data))
+        return render_html(data, state_graphs(runs, data) if runs is not None else None)
     return FORMATS[name](data)
 
 
 def _baseline(args: argparse.Namespace, recorded: dict[str, dict[str, Any]] | None,
-              runs: list[RunResult]) -> list[str]:
+              runs: list[RunResult], where: dict[str, str | None]) -> list[str]:
     """Write (or with --update-baseline rewrite) the baseline, or compare with it: the figures
     that moved."""
-    if not args.baseline:
+    path = where["baseline"]
+    if not args.baseline or path is None:
         return []
     try:
         if recorded is None or args.update_baseline:
-            baseline.save(args.baseline, runs)
+            baseline.save(path, runs)
             print(f"haltproof: baseline {'written' if recorded is None else 'updated'}: "
                   f"{args.baseline} ({len(runs)} runs)", file=sys.stderr)
             return []
@@ -319,10 +404,10 @@ def _baseline(args: argparse.Namespace, recorded: dict[str, dict[str, Any]] | No
         raise UsageError(str(exc)) from None
 
 
-def _emit_tests(directory: str, runs: list[RunResult]) -> None:
+def _emit_tests(directory: str, path: str | None, runs: list[RunResult]) -> None:
     from haltproof.explorer.regress import emit_tests
     try:
-        written = emit_tests(runs, directory)
+        written = emit_tests(runs, path or directory)
     except OSError as exc:
         raise UsageError(f"--emit-tests {directory}: cannot write the tests: {exc.strerror}") from None
     print(f"haltproof: wrote {len(written)} regression test{'s' if len(written) != 1 else ''} "

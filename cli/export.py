@@ -6,6 +6,7 @@ structure per measure, so that Storm or PRISM can cross-check haltproof's probab
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,16 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.spec import load_spec, shown_path
 
-from haltproof.explorer.check import Options, edge_weights, prepare, stop_reason, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.judging import edge_weights
+from haltproof.explorer.check import prepare, stop_reason
 from haltproof.explorer.engine import explore
 from haltproof.explorer.chances import Chances
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
-from haltproof.reports.prism import ident, write_prism
+from haltproof.reports.prism import ident, wide_numbers, write_prism
 from haltproof.reports.report import EXIT_INCOMPLETE, EXIT_VIOLATED
 
-from .common import not_one_combination, timeout_option
+from .common import no_code_option, not_one_combination, runs_code, timeout_option, write_stdout
 
 FORMATS = ("prism",)
 
@@ -33,6 +36,7 @@ def add_parser(sub: Any) -> None:
                    help="pin a param (repeatable); an export is of exactly one combination")
     e.add_argument("--format", choices=FORMATS, default="prism", help="default prism")
     e.add_argument("-o", dest="output", metavar="FILE", help="write to FILE instead of stdout")
+    no_code_option(e)
     timeout_option(e, "exploring")
 
 
@@ -40,12 +44,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "export")
     if args.output is not None and not args.output.strip():
         raise UsageError("-o needs a file name")
-    spec = load_spec(args.spec)
+    output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
+    run_code = runs_code(args)
+    spec = load_spec(args.spec, run_code)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, args.spec, pins, len(combos), "an export is of one param combination")
     if problem is not None:
         raise UsageError(problem)
-    opts = Options(pins=pins)
+    opts = Options(pins=pins, run_code=run_code, call_timeout=args.call_timeout)
     (m,) = prepare(spec, opts)
     ex = explore(m, timeout=usercode.remaining())
     if not ex.complete:
@@ -66,11 +72,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     header = (f"haltproof export of {shown_path(spec.path)} [{spec.name}], {params}: "
               f"{len(ex.states):,} explored states")
     text = write_prism(chances.mdp, spec.name, labels, rewards, header)
-    if args.output:
+    wide = wide_numbers(chances.mdp, rewards)
+    if wide:
+        print(f"haltproof export: note: {wide:,} of the model's probabilities and rewards have a numerator or "
+              "denominator past 64 bits (weights of more than 18 digits): written exactly, but Storm's PRISM "
+              "parser reads integers of 64 bits at most", file=sys.stderr)
+    if output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the model: {exc.strerror}") from None
     else:
-        sys.stdout.write(text)
+        write_stdout(text)
     return 0

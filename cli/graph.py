@@ -4,6 +4,7 @@ GraphML, Mermaid or JSON (the graph model and its writers are haltproof.reports.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,17 @@ from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine.inputs import check_number, positive
 from haltproof.machine.spec import load_spec, shown_path
 from haltproof.machine.text import counted
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import CALL_TIMEOUT, OutOfTime, Stuck
 from haltproof.properties.kinds import HOLDS, VIOLATED, Trace
 
-from haltproof.explorer.check import Options, check_machine, prepare, stop_reason, sweep
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import check_machine, prepare, stop_reason
 from haltproof.explorer.engine import explore
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.graph import DEFAULT_MAX_NODES, FORMAT_NAMES, WRITERS, StateGraph, build_graph
 from haltproof.reports.report import EXIT_INCOMPLETE
 
-from .common import not_one_combination, timeout_option
+from .common import no_code_option, not_one_combination, runs_code, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -38,36 +40,45 @@ def add_parser(sub: Any) -> None:
                    help=f"keep the first N states in BFS order (default {DEFAULT_MAX_NODES})")
     g.add_argument("--highlight", metavar="PROPERTY",
                    help="highlight the counterexample of PROPERTY (or the witness of a reachable one)")
+    no_code_option(g)
     timeout_option(g, "building the graph")
+
+
 def graph_for(spec_path: str, pins: dict[str, int | str], *, max_nodes: int | None = DEFAULT_MAX_NODES,
-              highlight: str | None = None, timeout: float | None = None) -> tuple[StateGraph, list[str]]:
+              highlight: str | None = None, timeout: float | None = None,
+              run_code: bool = True, call_timeout: float | None = CALL_TIMEOUT) -> tuple[StateGraph, list[str]]:
     """The graph of one param combination of a spec, and the notes to tell the user.
 
     Raises SpecError (bad spec, pin or property), GraphUsage (not exactly one combination),
     or ValueError (max_nodes not a positive int, timeout not a positive finite number),
     before anything is explored. `timeout` bounds it all, as `check --timeout` does, the
     bound code included; a graph is of the whole space, so hitting it (or running out of
-    memory) raises GraphIncomplete and gives no graph."""
+    memory) raises GraphIncomplete and gives no graph. run_code=False (--no-code): the graph of
+    a bound spec's own stages, none of its code imported (machine/trust.py). `call_timeout` bounds
+    each call into the bound code, as `check --call-timeout` does."""
     if max_nodes is not None:
         max_nodes = check_number(max_nodes, "max_nodes", int, above=0)
     if timeout is not None:
         timeout = check_number(timeout, "timeout", float, above=0)
     try:
-        with usercode.deadline(timeout):
-            return _graph(spec_path, pins, max_nodes, highlight, timeout)
+        with usercode.deadline(timeout, call_timeout):
+            return _graph(spec_path, pins, max_nodes, highlight, timeout, run_code, call_timeout)
+    except Stuck as stop:            # while loading the bound code, before any exploration
+        raise GraphIncomplete(stop.text()) from None
     except OutOfTime as stop:        # while loading the bound code, before any exploration
         raise GraphIncomplete(f"--timeout {timeout:g} s reached while "
                               f"{stop.doing or 'running the user code'}") from None
 
 
 def _graph(spec_path: str, pins: dict[str, int | str], max_nodes: int | None, highlight: str | None,
-           timeout: float | None) -> tuple[StateGraph, list[str]]:
-    spec = load_spec(spec_path)
+           timeout: float | None, run_code: bool, call_timeout: float | None) -> tuple[StateGraph, list[str]]:
+    spec = load_spec(spec_path, run_code)
     combos = sweep(spec, pins)
     problem = not_one_combination(spec, spec_path, pins, len(combos), "a graph shows one param combination")
     if problem is not None:
         raise GraphUsage(problem)
-    opts = Options(pins=pins, properties=None if highlight is None else [highlight], timeout=timeout)
+    opts = Options(pins=pins, properties=None if highlight is None else [highlight], timeout=timeout,
+                   run_code=run_code, call_timeout=call_timeout)
     try:
         (m,) = prepare(spec, opts)
     except SpecError as exc:             # its property check names the option --property
@@ -119,22 +130,23 @@ def cmd_graph(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "graph")
     if args.output is not None and not args.output.strip():     # `-o ""` would write to stdout instead
         raise UsageError("-o needs a file name")
+    output = os.path.abspath(args.output) if args.output else None     # before the user's code may chdir
     try:
         g, notes = graph_for(args.spec, pins, max_nodes=args.max_nodes, highlight=args.highlight,
-                             timeout=args.timeout)
+                             timeout=args.timeout, run_code=runs_code(args), call_timeout=args.call_timeout)
     except GraphUsage as exc:
         raise UsageError(str(exc)) from None
     except GraphIncomplete as exc:
         print(f"haltproof graph: incomplete: {exc}; no graph written", file=sys.stderr)
         return EXIT_INCOMPLETE
     text = WRITERS[args.format](g)
-    if args.output:
+    if output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write the graph: {exc.strerror}") from None
     else:
-        sys.stdout.write(text)
+        write_stdout(text)
     for note in notes:
         print(f"haltproof graph: {note}", file=sys.stderr)
     return 0

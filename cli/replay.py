@@ -11,12 +11,16 @@ from haltproof.machine.spec import Spec, load_spec
 from haltproof.machine.text import assignments_text, trace_table
 from haltproof.properties.kinds import Trace
 
-from haltproof.explorer.check import check_pins
-from haltproof.explorer.replay import Replayed, load_trace, run_scenario, run_steps, trace_params, trace_states
+from haltproof.machine.trust import MODEL, NO_CODE, without_code
+
+from haltproof.explorer.options import check_pins
+from haltproof.explorer.check import stages_for_every_action
+from haltproof.explorer.replay import (Replayed, load_trace, recorded_rules, run_scenario, run_steps, trace_params,
+                                      trace_states)
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
-from .common import pins_option, timeout_option
+from .common import no_code_option, pins_option, runs_code, timeout_option, write_stdout
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +33,7 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--property", metavar="NAME", help="which trace, when FILE is a whole report")
     r.add_argument("--model", action="store_true",
                    help="run the spec's own stages even when it is bound to code")
+    no_code_option(r)
     pins_option(r)
     timeout_option(r, "the replay")
 
@@ -37,18 +42,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "replay")
     if args.trace is not None and not args.trace.strip():
         raise UsageError("--trace needs a file name")
-    spec = load_spec(args.spec)
+    args.run_code = runs_code(args)
+    spec = load_spec(args.spec, args.run_code and not args.model, mode=MODEL if args.run_code else NO_CODE)
+    if spec.bind and (args.model or not args.run_code):
+        stages_for_every_action(spec, without_code(MODEL if args.run_code else NO_CODE))
     compiled = CompiledSpec(spec)
     if args.scenario is not None:
-        m, out = _replay_scenario(args, compiled, pins)
+        m, out, head = _replay_scenario(args, compiled, pins)
     else:
-        m, out = _replay_trace(args, compiled, pins)
-    _print_replay(m, out)
+        m, out, head = _replay_trace(args, compiled, pins)
+    write_stdout("\n".join([head, *_replay_lines(m, out)]) + "\n")
     return report.EXIT_OK if out.ok else report.EXIT_VIOLATED
 
 
 def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
-                     pins: dict[str, int | str]) -> tuple[Machine, Replayed]:
+                     pins: dict[str, int | str]) -> tuple[Machine, Replayed, str]:
     spec = compiled.spec
     sc = next((s for s in spec.scenarios if s.name == args.scenario), None)
     if sc is None:
@@ -56,14 +64,13 @@ def _replay_scenario(args: argparse.Namespace, compiled: CompiledSpec,
         raise UsageError(f"{args.spec}: no scenario named {args.scenario!r} (it has: {names})")
     params = dict(sc.params)
     params.update({name: values[0] for name, values in check_pins(spec, pins).items()})
-    m = _bound(spec, compiled.instantiate(params), args.model)
+    m = _bound(spec, compiled.instantiate(params), args.model or not args.run_code)
     out = run_scenario(m, sc)
-    print(f"# scenario {sc.name} of {spec.name}, {_params_text(params)}")
-    return m, out
+    return m, out, f"# scenario {sc.name} of {spec.name}, {_params_text(params)}"
 
 
 def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
-                  pins: dict[str, int | str]) -> tuple[Machine, Replayed]:
+                  pins: dict[str, int | str]) -> tuple[Machine, Replayed, str]:
     spec = compiled.spec
     data = load_trace(args.trace, args.property)
     params = trace_params(spec, data, args.trace, pins)
@@ -72,13 +79,12 @@ def _replay_trace(args: argparse.Namespace, compiled: CompiledSpec,
         raise UsageError(f"{args.trace}: the trace does not record param {missing[0]}; give it with -p")
     typed = check_pins(spec, params)
     params = {p.name: typed[p.name][0] for p in spec.params}
-    m = _bound(spec, compiled.instantiate(params), args.model)
+    m = _bound(spec, compiled.instantiate(params), args.model or not args.run_code)
     trace_states(m, data, args.trace)
     steps = data["steps"]
     out = run_steps(m, steps[0]["state"], [(s["action"], s.get("choices") or {}) for s in steps[1:]],
-                    [s["state"] for s in steps])
-    print(f"# trace {args.trace} on {spec.name}, {_params_text(params)}")
-    return m, out
+                    [s["state"] for s in steps], recorded_rules(steps))
+    return m, out, f"# trace {args.trace} on {spec.name}, {_params_text(params)}"
 
 
 def _bound(spec: Spec, m: Machine, model_only: bool) -> Machine:
@@ -92,18 +98,16 @@ def _params_text(params: dict[str, int]) -> str:
     return assignments_text(params) or "no params"
 
 
-def _print_replay(m: Machine, out: Replayed) -> None:
+def _replay_lines(m: Machine, out: Replayed) -> list[str]:
+    """The replay as it is printed: each step, then how it ended."""
     if m.replay_lines:
-        for lines in out.lines:
-            for label, value in lines:
-                print(f"{label}: {value}")
+        lines = [f"{label}: {value}" for step in out.lines for label, value in step]
     else:
-        for row in trace_table(Trace(out.steps).to_json()):
-            print(row)
+        lines = trace_table(Trace(out.steps).to_json())
     if out.ok:
         end = out.steps[-1].state
-        print(f"# ok: {len(out.steps) - 1} steps, final state "
-              + assignments_text(end)
-              + ("" if out.terminal else " (not terminal)"))
+        lines.append(f"# ok: {len(out.steps) - 1} steps, final state " + assignments_text(end)
+                     + ("" if out.terminal else " (not terminal)"))
     else:
-        print(f"# FAILED: {out.problem}")
+        lines.append(f"# FAILED: {out.problem}")
+    return lines

@@ -13,6 +13,7 @@ from typing import Any
 
 from haltproof.machine.compiled import Machine
 from haltproof.machine.spec import DECLARED_BUILTIN, Unreachable, shown_path, where_text
+from haltproof.properties.budget import ticking
 
 from .engine import Exploration, Finding, State, action_subject, trace_length, transitions_from
 from .vengine import VExploration
@@ -65,7 +66,7 @@ def _first_terminal(ex: Exploration, m: Machine, value: Any, message: str) -> Fi
     """The first (so a shallowest) terminal state whose label is `value`."""
     if m.label is None or not ex.label_counts.get(value, 0):
         return None
-    for j in range(len(ex.terminal)):
+    for j in ticking(range(len(ex.terminal))):
         if ex.terminal[j] and m.label(ex.states[j]) == value:
             return Finding(j, message)
     return None
@@ -74,7 +75,7 @@ def _first_terminal(ex: Exploration, m: Machine, value: Any, message: str) -> Fi
 def _first_edge(ex: Exploration, m: Machine, match: Match, message: str) -> Finding | None:
     """The first explored transition (sources in BFS order: a shortest trace) that `match`es.
     The vector engine may have dropped its edges: they are recomputed from each state there."""
-    for i in range(ex.expanded):
+    for i in ticking(range(ex.expanded)):
         for a, c, r, t in _transitions(ex, m, i):
             if match(a, c, r):
                 return Finding(i, message, (a, c, r, t), subject=action_subject(m, a, c))

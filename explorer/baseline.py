@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from haltproof.machine import strict_json
-from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.inputs import TooLarge
 from haltproof.machine.spec import shown_path
 
-from .check import RunResult
+from .results import RunResult
 
 SCHEMA = "haltproof-baseline/1"
 # 1.4 KB a run (the bundled specs' 107 runs make 150 KB): 64 MiB holds far more than the
-# 10,000 runs one check sweeps, and refuses a file built to exhaust memory (README.md).
+# 10,000 runs one check sweeps, and refuses a file built to exhaust memory (docs/reference/cli.md).
 MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 
@@ -31,7 +31,7 @@ class BaselineError(Exception):
 
 def _key(r: RunResult) -> str:
     params = ",".join(f"{k}={v}" for k, v in r.params.items())
-    return f"{shown_path(r.spec.path)} [{r.spec.name}] {params}".rstrip()
+    return f"{shown_path(r.spec_path)} [{r.machine}] {params}".rstrip()
 
 
 def figures(runs: list[RunResult]) -> dict[str, dict[str, Any]]:
@@ -50,7 +50,7 @@ def load(path: str | Path) -> dict[str, dict[str, Any]] | None:
     if not p.exists():
         return None
     try:
-        data = strict_json.loads(read_bounded(p, MAX_BASELINE_BYTES, "a baseline"))
+        data = strict_json.read(p, MAX_BASELINE_BYTES, "a baseline")
     except TooLarge as exc:
         raise BaselineError(f"--baseline {path}: {exc}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: JSON, or a key given twice

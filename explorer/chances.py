@@ -10,6 +10,7 @@ change every number.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -17,8 +18,10 @@ from typing import Any
 
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
+from haltproof.machine.text import fraction_json, fraction_text
 from haltproof.properties import probability as P
-from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Subject, Trace
+from haltproof.properties.budget import EVERY, tick, ticking
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Status, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes
 
 from .engine import Exploration, Finding, failure
@@ -54,6 +57,8 @@ def build_mdp(ex: Exploration, m: Machine) -> MDP:
     n = len(ex.states)
     choices: list[list[Choice]] = []
     for s in range(n):
+        if not s % EVERY:
+            tick()
         if ex.terminal[s] or s >= ex.expanded:
             choices.append([])
             continue
@@ -90,6 +95,8 @@ def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Findin
     if not fns:
         return None
     for i in range(len(ex.states)):
+        if not i % EVERY:
+            tick()
         state = ex.states[i]
         for name, fn in fns:
             try:
@@ -100,20 +107,23 @@ def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Findin
     return None
 
 
-def number(x: Fraction | None) -> str:
-    """`171/200 (0.855)`, `2`, or `infinite`: exact first, the decimal for reading."""
+IN_JSON = " in the JSON report"      # where a value too long to print is written out (`exact`)
+
+
+def number(x: Fraction | None, where: str = IN_JSON) -> str:
+    """`171/200 (0.855)`, `2`, or `infinite`: exact first, the decimal for reading; a fraction
+    too long to read is shown by its value and size, saying `where` it is written out."""
     if x is None:
         return "infinite"
-    if x.denominator == 1:
-        return str(x.numerator)
-    return f"{x} ({float(x):.6g})"
+    return fraction_text(x, where)
 
 
 def side(e: Extremes, which: str) -> str:
-    """One side's value: exact, or `between LO and HI (within ERR)` when iterated."""
+    """One side's value: exact, or `between LO and HI (within ERR)` when iterated (a side
+    iterated next to an exact one: the report's `exact` is left out, so is the note)."""
     iv = e.interval(which)
     if iv is None:
-        return number(e.min if which == "min" else e.max)
+        return number(e.min if which == "min" else e.max, "" if e.min_interval or e.max_interval else IN_JSON)
     return f"between {iv[0]:.15g} and {iv[1]:.15g} (within {iv[1] - iv[0]:.2g}, not exact)"
 
 
@@ -127,14 +137,20 @@ def span(e: Extremes) -> str:
 
 def value_json(e: Extremes) -> dict[str, Any]:
     """`{"value": {"min", "max"}}` as floats (an infinite value as null: JSON has no infinity,
-    and a report must parse everywhere) and, when both sides are exact, `"exact"` as fraction
-    strings ("inf" for infinity); a side solved by interval iteration is the midpoint of
-    `"interval"` [lo, hi], `"error"` its half-width."""
+    and a report must parse everywhere; a finite one past a float's range as the largest float)
+    and, when both sides are exact, `"exact"` as fraction strings of any length ("inf" for
+    infinity); a side solved by interval iteration is the midpoint of `"interval"` [lo, hi],
+    `"error"` its half-width."""
     def f(x: Fraction | None) -> float | None:
-        return None if x is None else float(x)
+        if x is None:
+            return None
+        try:
+            return float(x)
+        except OverflowError:
+            return sys.float_info.max if x > 0 else -sys.float_info.max
 
     def s(x: Fraction | None) -> str:
-        return "inf" if x is None else str(x)
+        return "inf" if x is None else fraction_json(x)
     out: dict[str, Any] = {"value": {"min": f(e.min), "max": f(e.max)}}
     if e.min_interval is None and e.max_interval is None:
         out["exact"] = {"min": s(e.min), "max": s(e.max)}
@@ -202,15 +218,20 @@ class Chances:
         interval = e.interval("min" if at_least else "max")
         if interval is not None:
             return self._judge_interval(p, e, what, interval, at_least, target)
-        holds = worst is not None and (worst >= chance.bound if at_least else worst <= chance.bound)
+        if worst is None:       # infinite (expected totals only): at least every bound, at most none
+            holds = at_least
+        else:
+            holds = worst >= chance.bound if at_least else worst <= chance.bound
         r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
         r.value = value_json(e)
         if holds:
-            r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound)}"
+            r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound, '')}"
+            if worst is None:
+                r.message += " (no policy reaches a terminal state with probability 1)"
             return r
         policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
         r.message += (f": a policy makes it {number(worst)}, "
-                      f"{'less than' if at_least else 'more than'} {number(chance.bound)}")
+                      f"{'less than' if at_least else 'more than'} {number(chance.bound, '')}")
         if worst is None:
             r.message += " (a policy does not reach a terminal state with probability 1)"
         goal = self._trace_goal(p.kind, at_least, target, worst is None)
@@ -225,19 +246,19 @@ class Chances:
         lo, hi = Fraction(interval[0]), Fraction(interval[1])
         meets = lo >= bound if at_least else hi <= bound
         fails = hi < bound if at_least else lo > bound
-        status = HOLDS if meets else VIOLATED if fails else UNKNOWN
+        status: Status = HOLDS if meets else VIOLATED if fails else UNKNOWN
         r = PropertyResult(p.name, p.kind, status, f"{what} is {span(e)}")
         r.value = value_json(e)
         word = "at least" if at_least else "at most"
         if meets:
-            r.message += f": {word} {number(bound)}"
+            r.message += f": {word} {number(bound, '')}"
         elif not fails:
-            r.message += (f": not decided, the bound {number(bound)} lies inside the interval "
+            r.message += (f": not decided, the bound {number(bound, '')} lies inside the interval "
                           f"[{interval[0]:.15g}, {interval[1]:.15g}] of the iterative solver")
         else:
             r.message += (f": a policy makes it {'at most' if at_least else 'at least'} "
                           f"{interval[1] if at_least else interval[0]:.15g}, "
-                          f"{'less than' if at_least else 'more than'} {number(bound)}")
+                          f"{'less than' if at_least else 'more than'} {number(bound, '')}")
             policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
             r.trace, r.policy = self.witness(policy, start, self._trace_goal(p.kind, at_least, target, False))
         return r
@@ -256,7 +277,7 @@ class Chances:
     def edge_reward(self, measure: str) -> Callable[[int], Fraction]:
         """Each edge's value of a measure, as a Fraction; a negative one is refused."""
         weight = self.rewards(measure)
-        sources = {e: s for s in range(self.mdp.n) for c in self.mdp.choices[s] for _, _, e in c.outcomes}
+        sources = {e: s for s in ticking(range(self.mdp.n)) for c in self.mdp.choices[s] for _, _, e in c.outcomes}
 
         def reward(e: int) -> Fraction:
             if weight is None:
@@ -280,6 +301,8 @@ class Chances:
         while found is None and i < len(order):
             s = order[i]
             i += 1
+            if not i % EVERY:
+                tick()
             if s not in policy or not mdp.choices[s]:
                 continue
             for t, _, e in mdp.choices[s][policy[s]].outcomes:
@@ -326,7 +349,7 @@ class Chances:
         if self.m.label is None:
             return {"terminal": list(mdp.terminal)}
         label = self.m.label
-        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in range(mdp.n)]
+        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in ticking(range(mdp.n))]
                 for value in present(self.m.spec.terminal).values}
 
     def deadlocks(self) -> list[bool]:
@@ -335,7 +358,7 @@ class Chances:
     def target(self, name: str) -> list[bool]:
         """The states where a `probability` property's `reach` predicate holds."""
         fn = self.m.chances[name]
-        return [bool(fn(self.ex.states[s])) for s in range(len(self.ex.states))]
+        return [bool(fn(self.ex.states[s])) for s in ticking(range(len(self.ex.states)))]
 
     def measures(self) -> list[str]:
         return ["transitions", *self.m.measures]

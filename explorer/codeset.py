@@ -40,7 +40,7 @@ MIN_CAPACITY = 16
 # into the low bits, the first product carries every low bit upward, the second xorshift
 # brings the result down again and the top bits of the second product depend on all 64.
 # Without the first step, codes differing only above bit 40 (k << 40) clustered to three
-# times the probe length of random codes (tests/test_codeset.py checks such families).
+# times the probe length of random codes (tests/explorer/test_codeset.py checks such families).
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xD6E8FEB86659FD93)
 _S1 = np.uint64(31)

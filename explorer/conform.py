@@ -6,7 +6,8 @@ the spec does. Hypothesis draws concrete runs (params, an initial state, then at
 step an enabled action, an abstract class per choice and a concrete value from the
 adapter's strategy for that class), threads one concrete state through the user's code
 and the abstract state through the spec's own stages, and compares the abstracted code
-state and the rule after every step. A mismatch is shrunk to a minimal run.
+state and the rule after every step (a rule of None from the code: the spec's table names
+it, as in `check`). A mismatch is shrunk to a minimal run.
 
 The comparison counts the type, as the exhaustive check does (machine/binding.py,
 `value_checkers`): True == 1 == 1.0 in Python, but a bool or float where the spec has an
@@ -29,8 +30,8 @@ from haltproof.machine import usercode
 from haltproof.machine.binding import Adapter, Runner, user_traceback, value_checkers
 from haltproof.machine.compiled import CompiledAction, EvalError, Machine
 from haltproof.machine.live import LiveAdapter
-from haltproof.machine.text import assignments_text, value_text
-from haltproof.machine.usercode import OutOfTime, running
+from haltproof.machine.text import assignments_text, exception_text, value_text
+from haltproof.machine.usercode import OutOfTime, Stuck, running
 
 
 @dataclass
@@ -56,6 +57,7 @@ class ConformResult:
     initial: dict[str, Any] = field(default_factory=dict)
     steps: list[ConformStep] = field(default_factory=list)
     stopped: str | None = None      # the --timeout passed while this ran: incomplete, no verdict
+    stuck: str | None = None        # a call into the code did not return within --call-timeout: a failure
 
     @property
     def first_difference(self) -> ConformStep | None:
@@ -87,7 +89,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
         try:
             concrete = _user(f"running the adapter's {runner.starts} on state {m.state_dict(s)}",
                              runner.begin, m.state_dict(s))
-        except Exception as exc:
+        except usercode.FAILURES as exc:
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
                                      _raised(f"the adapter's {runner.starts}", exc)))
             raise _Mismatch(f"{runner.starts} failed") from None
@@ -106,7 +108,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                 strategies = _user(running(f"the adapter's strategy() for action {act.name}", labels,
                                            m.state_dict(s)),
                                    _strategies, adapter, act.name, labels)
-            except Exception as exc:
+            except usercode.FAILURES as exc:
                 step.error = _raised("the adapter's strategy()", exc)
                 raise _Mismatch(step.error) from None
             values = {name: data.draw(strategy, label=f"{name}={labels[name]}")
@@ -122,7 +124,7 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
                 concrete, step.code_state, step.code_rule = _user(
                     running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
                     runner.advance, concrete, act.name, copy.deepcopy(values))
-            except Exception as exc:
+            except usercode.FAILURES as exc:
                 step.error = _raised("the code", exc)
                 raise _Mismatch(step.error) from None
             if not isinstance(step.code_state, dict):
@@ -132,6 +134,8 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
             for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
                 if v.ghost and v.monitor is None and step.spec_state is not None:   # a monitor: never shown
                     step.code_state.setdefault(v.name, step.spec_state[v.name])
+            if step.code_rule is None:     # the code names no rule: the spec's table does, as in `check`
+                step.code_rule = step.spec_rule
             compared[0] += 1
             step.outside = _outside(m, checkers[id(m)], step.code_state)
             if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
@@ -147,6 +151,10 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
     except _Mismatch:
         return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"],
                              last["steps"])
+    except Stuck as stop:       # a finding, but not one to shrink: every try would wait the call deadline again
+        stop.note("drawing the examples")
+        return ConformResult(False, examples, seed, compared[0], last["params"], last["initial"], last["steps"],
+                             stuck=stop.text())
     except OutOfTime as stop:
         return ConformResult(True, examples, seed, compared[0], stopped=stop.doing or "drawing the examples")
     return ConformResult(True, examples, seed, compared[0])
@@ -158,12 +166,8 @@ def _strategies(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, A
 
 
 def _user(doing: str, fn: Any, *args: Any) -> Any:
-    """`fn(*args)`, the adapter's code, within the command's deadline."""
-    try:
-        return usercode.run(fn, *args)
-    except OutOfTime as stop:
-        stop.note(doing)
-        raise
+    """`fn(*args)`, the adapter's code, within the command's deadlines."""
+    return usercode.run_as(lambda: doing, lambda: fn(*args))
 
 
 def _possible(act: CompiledAction, s: tuple[Any, ...], ci: int) -> bool:
@@ -207,8 +211,8 @@ def _outside(m: Machine, checkers: list[Callable[[Any], bool]], state: dict[str,
             if name in state and not ok(state[name])}
 
 
-def _raised(who: str, exc: Exception) -> str:
-    return f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}"
+def _raised(who: str, exc: BaseException) -> str:
+    return f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}"
 
 
 def _show_code(step: ConformStep, var: str) -> str:
@@ -226,6 +230,9 @@ def to_text(result: ConformResult, spec_name: str, bound_to: str) -> str:
         return (f"conformance of {spec_name} and {bound_to}: incomplete, --timeout reached after "
                 f"{result.steps_compared} steps compared, while {result.stopped}; no difference found "
                 "so far, which proves nothing\n")
+    if result.stuck:
+        return (f"conformance of {spec_name} and {bound_to} FAILED after {result.steps_compared} steps "
+                f"compared: {result.stuck}\n")
     if result.ok:
         return (f"conformance of {spec_name} and {bound_to}: {result.examples} random runs "
                 f"(seed {result.seed}), {result.steps_compared} steps compared, code and spec agree "

@@ -33,9 +33,10 @@ from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, Mis
 from haltproof.machine.spec import shown_path
 from haltproof.machine.fold import can_fail
 from haltproof.machine.sweep import SWEEP_KINDS
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import OutOfTime, Stuck
 from haltproof.machine.spec import present
 from haltproof.properties import liveness, termination, vacuity
+from haltproof.properties.budget import ticking
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
@@ -136,7 +137,7 @@ class Exploration:
     expanded: int = 0
     transitions: int = 0
     complete: bool = False
-    stopped_by: str | None = None   # "max_states" | "timeout" | "max_memory"
+    stopped_by: str | None = None   # "max_states" | "timeout" | "call_timeout" | "max_memory" | "workers_lost"
     stopped_in: str | None = None   # what the user's code was running when the deadline passed in it
     out_of_memory: bool = False     # stopped by a MemoryError (not by the --max-memory limit)
     seconds: float = 0.0
@@ -177,7 +178,7 @@ class Exploration:
     def open_states(self, name: str) -> np.ndarray:
         """The property's compiled expression on every state."""
         f = self.machine.obligations[name]
-        return np.fromiter((bool(f(s)) for s in self.states), dtype=bool, count=len(self.states))
+        return np.fromiter((bool(f(s)) for s in ticking(self.states)), dtype=bool, count=len(self.states))
 
     def first_deepest(self) -> int:
         """The first state of the deepest level (depths never decrease along the states)."""
@@ -260,7 +261,7 @@ def first_count_error(ex: Exploration) -> tuple[str, Finding] | None:
             if ms.name in m.measures and (spec.python or can_fail(ms.expr, made))]
     if not fns:
         return None
-    for i in range(ex.expanded):
+    for i in ticking(range(ex.expanded)):
         s = ex.states[i]
         for e in ex.edges_of(i):
             a, c, r = ex.e_action[e], ex.e_combo[e], ex.e_rule[e]
@@ -330,7 +331,7 @@ def explore(m: Machine, *, max_states: int | None = None, timeout: float | None 
     try:
         _add_inits(x, generated)
     except _INTERRUPTS as exc:
-        x.interrupted(exc)
+        x.interrupted(exc, len(ex.states) - 1 if ex.states else None)
     if not x.cut_short:
         expanded, forward, fired = _generated_loop(x) if generated else _plain_loop(x)
     else:                       # stopped among the initial states: nothing expanded
@@ -541,10 +542,17 @@ class _Sweep:
             self.progress(n, len(self.e_dst), depth, n - i, now - self.started)
         return False
 
-    def interrupted(self, exc: BaseException) -> None:
-        """The deadline passed in the user's code, or memory ran out: stop (see _INTERRUPTS)."""
+    def interrupted(self, exc: BaseException, i: int | None = None) -> None:
+        """The deadline passed in the user's code, or memory ran out: stop (see _INTERRUPTS).
+        A call into the user's code that did not return within its own deadline (Stuck) while
+        state i was at hand is also a finding of `bound_code` there: the code may be stuck for
+        good, so nothing more of it runs in this exploration."""
         self.cut_short = True
-        if isinstance(exc, OutOfTime):
+        if isinstance(exc, Stuck):
+            self.stopped_by, self.stopped_in = "call_timeout", exc.doing
+            if i is not None and "bound_code" in self.m.spec.builtins:
+                self.fail("bound_code", Finding(i, exc.text()))
+        elif isinstance(exc, OutOfTime):
             self.stopped_by, self.stopped_in = "timeout", exc.doing
         elif isinstance(exc, WorkersLost):
             self.stopped_by, self.stopped_in = "workers_lost", exc.why
@@ -753,7 +761,7 @@ def _plain_loop(x: _Sweep) -> tuple[int, bool, dict[int, dict[str | None, int]]]
                                              forward)
             i += 1
     except _INTERRUPTS as exc:
-        x.interrupted(exc)
+        x.interrupted(exc, i if i < len(states) else None)
         _undo_partial(x, i, False, fired)
     finally:
         if code is not None:

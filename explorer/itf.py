@@ -216,10 +216,12 @@ def itf_to_trace(itf: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(choices, dict):
             raise ITFError(f"state {n}: '#meta.choices' must be an object")
         choices = {k: decode_value(v, f"state {n}, choice {k}") for k, v in choices.items()}
-        rule = smeta.get("rule")
-        if rule is not None and not isinstance(rule, str):
-            raise ITFError(f"state {n}: '#meta.rule' must be a string or null")
-        steps.append({"state": state, "action": action, "choices": choices, "rule": rule})
+        step: dict[str, Any] = {"state": state, "action": action, "choices": choices}
+        if "rule" in smeta:        # a trace of another tool may record none: nothing to compare
+            rule = step["rule"] = smeta["rule"]
+            if rule is not None and not isinstance(rule, str):
+                raise ITFError(f"state {n}: '#meta.rule' must be a string or null")
+        steps.append(step)
     loop = itf.get("loop", meta.get("loop_start"))
     if loop is not None:
         if isinstance(loop, dict):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 import time
 import uuid
@@ -44,11 +45,13 @@ from haltproof.machine.binding import BoundCode, Outcome, Recipe, WorkersLost, b
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledSpec, Machine
 from haltproof.machine.pymodel import load_model_ref
 from haltproof.machine.spec import Spec, load_spec, present
-from haltproof.machine.usercode import OutOfTime
+from haltproof.machine.usercode import OutOfTime, Stuck
 from haltproof.machine.vectorize import vectorize
-from haltproof.properties.kinds import UNKNOWN, PropertyResult
+from haltproof.properties.kinds import UNKNOWN, VIOLATED, PropertyResult
 
-from .check import Options, RunResult, check_machine, judged_builtins, prepare, prepare_python
+from .options import Options
+from .results import RunResult
+from .check import check_machine, judged_builtins, prepare, prepare_python
 from .engine import Exploration, State
 from .vengine import LazyStates
 
@@ -58,6 +61,7 @@ LOST = "workers_lost"     # a run's stopped_by when every attempt to check it lo
 # written out as lists before the exploration travels, since what recomputes them cannot.
 LAZY_COLUMNS = ("via_action", "via_combo", "via_rule", "e_action", "e_combo", "e_rule")
 DoneFn = Callable[[int, int], None]     # runs finished, runs in all
+EachFn = Callable[[int, RunResult], None]    # a run finished: its index in the serial order, and it
 
 
 def default_workers() -> int:
@@ -77,10 +81,11 @@ class Source:
         """Load and prepare the spec's runs for `options` (the pins of one combination), running
         the user's code (bound adapter, model) within the deadline in force, as `prepare` does."""
         if self.model is not None:
-            cls = usercode.run(load_model_ref, self.model)
+            model = self.model
+            cls = usercode.load_as(lambda: f"importing the model {model}", lambda: load_model_ref(model))
             return prepare_python(cls, options)
         assert self.path is not None, "a source is a spec file or a model"
-        spec, compiled = _compiled(self.path)
+        spec, compiled = _compiled(self.path, options.run_code)
         return prepare(spec, options, compiled)
 
 
@@ -97,16 +102,17 @@ def model_source(cls: type) -> Source | None:
     return Source(model=ref) if same is cls else None
 
 
-_SPECS: dict[str, tuple[Spec, CompiledSpec]] = {}   # a worker's loaded and compiled specs, by path
+_SPECS: dict[tuple[str, bool], tuple[Spec, CompiledSpec]] = {}   # a worker's compiled specs, by path, run_code
 
 
-def _compiled(path: str) -> tuple[Spec, CompiledSpec]:
+def _compiled(path: str, run_code: bool) -> tuple[Spec, CompiledSpec]:
     """The spec at `path`, loaded and compiled once per worker process (as a serial check
-    compiles each spec once for all its combinations)."""
-    if path not in _SPECS:
-        spec = load_spec(path)
-        _SPECS[path] = spec, CompiledSpec(spec)
-    return _SPECS[path]
+    compiles each spec once for all its combinations); without `run_code` (--no-code) none
+    of its code is imported (machine/trust.py)."""
+    if (path, run_code) not in _SPECS:
+        spec = load_spec(path, run_code)
+        _SPECS[path, run_code] = spec, CompiledSpec(spec)
+    return _SPECS[path, run_code]
 
 
 @dataclass(frozen=True)
@@ -148,13 +154,54 @@ def jobs_of(batches: Sequence[Batch]) -> tuple[list[Job], list[Machine]]:
     return jobs, machines
 
 
-_STARTED: SimpleQueue[int] | None = None    # a local worker's line to its parent (see LocalPool)
+# A local worker's line to its parent: ("took", run index) when it takes a run in hand (LocalPool),
+# ("ended", task index, (kind, what happened...)) just before the user's code ends the worker
+# (os._exit) or the worker ends itself because that code ignored a deadline's interrupt.
+Note = tuple[str, int, Any]
+_LINE: SimpleQueue[Note] | None = None
+_TASK = -1          # the run (LocalPool) or the slice (LocalSlices) this worker has in hand
+WATCH_EVERY = 0.2   # seconds between a worker's looks at the user's code it runs
 
 
-def _hear_starts(started: SimpleQueue[int]) -> None:
-    """A local worker's initializer: where `run_job` says which run it takes in hand."""
-    global _STARTED
-    _STARTED = started
+def _worker_setup(line: SimpleQueue[Note]) -> None:
+    """A local worker's initializer: its line to the parent, and a watch over the user's code it
+    runs: code that ignores a deadline's interrupt for usercode.GRACE seconds ends this worker,
+    and code that ends it says so first (usercode.tell_exits); either way, the parent is told
+    which task it was and why, and reports that task without trying it again."""
+    global _LINE
+    _LINE = line
+
+    def told(how: str, doing: str | None) -> None:
+        if doing is not None:           # the user's code, not the end of the worker's own life
+            line.put(("ended", _TASK, ("died", how, doing)))
+    usercode.tell_exits(told)
+    threading.Thread(target=_watch_user_code, args=(line,), name="haltproof-watchdog", daemon=True).start()
+
+
+def _watch_user_code(line: SimpleQueue[Note]) -> None:
+    while True:
+        time.sleep(WATCH_EVERY)
+        late = usercode.overdue()
+        if late is not None:
+            kind, doing = late
+            line.put(("ended", _TASK, (kind, doing, usercode.NOW.per_call)))
+            if kind == "timeout":       # every worker is past the same deadline: let the others speak
+                time.sleep(2 * WATCH_EVERY)     # before the pool, broken by this one, ends them
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def ended_run(m: Machine, options: Options, how: tuple[Any, ...], process: str) -> RunResult:
+    """The run a worker was checking when the user's code ended it (os._exit), or when it ended
+    itself because that code ignored a deadline's interrupt: a `bound_code` finding (an exit, a
+    call past its deadline), or incomplete at the --timeout."""
+    kind, detail, *rest = how
+    if kind == "died":
+        return lost_run(m, options, f"the user's code ended {process} ({detail}) while {rest[0]}", finding=True)
+    limit = rest[0] if rest else None
+    why = usercode.ignored(kind, detail, timeout=options.timeout, limit=limit, process=process)
+    if kind == "timeout":
+        return lost_run(m, options, why, stopped_by="timeout")
+    return lost_run(m, options, why, stopped_by="call_timeout", finding=True)
 
 
 def run_job(job: Job) -> bytes:
@@ -165,10 +212,12 @@ def run_job(job: Job) -> bytes:
     The whole check's deadline holds here too, the worker's own import of the user's code
     included: when it passes before the run could be rebuilt, the run comes back as a
     `late` marker, and the parent reports it incomplete (see `restore`)."""
-    if _STARTED is not None:
-        _STARTED.put(job.index)
+    global _TASK
+    _TASK = job.index
+    if _LINE is not None:
+        _LINE.put(("took", job.index, None))
     left = None if job.end is None else max(1e-6, job.end - time.time())
-    with usercode.deadline(left):
+    with usercode.deadline(left, job.options.call_timeout):
         try:
             (m,) = job.source.machines(job.options)
         except OutOfTime as stop:
@@ -181,15 +230,15 @@ def _detached(r: RunResult) -> tuple[RunResult, type[Exploration] | None, dict[s
     """The result without what cannot travel: the kept exploration's machine, numpy machine (and
     the vector engine's states, decoded through it) and recomputing columns (closures over
     compiled code); those columns are written out instead."""
-    ex = r.exploration
+    ex = r._exploration
     # the spec goes without a declaration's adapter factory (a closure); the parent puts its own spec back
-    r = replace(r, spec=replace(r.spec, adapter=None))
+    r = replace(r, _spec=replace(r._spec, adapter=None))
     if ex is None:
         return r, None, None
     state = {k: v for k, v in vars(ex).items() if k not in ("machine", "vm") and not isinstance(v, LazyStates)}
     for name in LAZY_COLUMNS:
         state[name] = list(getattr(ex, name))
-    return replace(r, exploration=None), type(ex), state
+    return replace(r, _exploration=None), type(ex), state
 
 
 def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
@@ -201,7 +250,7 @@ def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
                         stopped_by="timeout")
     r, cls, state = sent
     assert isinstance(r, RunResult), "a worker sends a RunResult"
-    r.spec = m.spec
+    r = replace(r, _spec=m.spec)
     if cls is not None and state is not None:
         ex = cls.__new__(cls)
         ex.__dict__.update(state)
@@ -209,16 +258,19 @@ def restore(blob: bytes, m: Machine, options: Options) -> RunResult:
         if "vm" in getattr(cls, "__annotations__", {}):     # the vector engine's: rebuilt, it is cheap
             ex.vm = vectorize(m)
             ex.states = LazyStates(ex.vm, ex.codes)         # decodes with the vm: rebuilt with it
-        r.exploration = ex
+        r = replace(r, _exploration=ex)
     return r
 
 
-def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST) -> RunResult:
+def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST, finding: bool = False) -> RunResult:
     """An `incomplete` run for a combination no worker finished (lost with its workers, or the
-    deadline passed before it started): nothing decided, and why."""
+    deadline passed before it started): nothing decided, and why. With `finding`, `why` is a
+    finding about the bound code (it ended its process, or a call of it never returned):
+    `bound_code` is violated, without a trace (the process that had it is gone)."""
     spec = m.spec
     selected = set(options.properties) if options.properties else {p.name for p in spec.properties}
-    props = [PropertyResult(n, "builtin", UNKNOWN, f"not decided: {why}") for n in judged_builtins(m)]
+    props = [PropertyResult(n, "builtin", VIOLATED, why) if finding and n == "bound_code"
+             else PropertyResult(n, "builtin", UNKNOWN, f"not decided: {why}") for n in judged_builtins(m)]
     for p in spec.properties:
         if p.name in selected - m.inactive:
             r = PropertyResult(p.name, p.kind if p.pattern is None else present(p.pattern), UNKNOWN,
@@ -226,19 +278,24 @@ def lost_run(m: Machine, options: Options, why: str, stopped_by: str = LOST) -> 
             r.description, r.file = p.description, p.file
             props.append(r)
     stats = {"states": 0, "transitions": 0, "terminal_states": 0, "max_depth": 0, "seconds": 0.0}
-    return RunResult(spec, m.params, stats, props, {"rules": {}, "terminals": {}}, [], [], stopped_by,
-                     None if spec.expect_violated is None else False,
-                     f"code: {m.bound_to}" if m.bound_to else "model", stop_reason=f"not checked: {why}")
+    return RunResult(_spec=spec, params=m.params, stats=stats, properties=props,
+                     coverage={"rules": {}, "terminals": {}}, notices=[], scenarios=[], stopped_by=stopped_by,
+                     as_expected=None if spec.expect_violated is None else False,
+                     explored=f"code: {m.bound_to}" if m.bound_to else "model", stop_reason=f"not checked: {why}")
 
 
-def check_batches(batches: Sequence[Batch], workers: int, done: DoneFn | None = None) -> list[RunResult]:
+def check_batches(batches: Sequence[Batch], workers: int, done: DoneFn | None = None,
+                  each: EachFn | None = None) -> list[RunResult]:
     """Every run of every batch, in serial order, checked in up to `workers` local processes
     (one worker, or a run no worker can rebuild: all in this process, as before). A single
-    run of bound code has its BFS levels shared among the workers instead (`check_shared`)."""
+    run of bound code has its BFS levels shared among the workers instead (`check_shared`).
+    `each` is told every run as it is finished, with its index in the serial order."""
     total = sum(len(b.machines) for b in batches)
     if workers > 1 and shareable(batches):
         (b,) = batches
         result = check_shared(b, LocalSlices(workers), workers)
+        if each is not None:
+            each(0, result)
         if done is not None:
             done(1, 1)
         return [result]
@@ -247,11 +304,13 @@ def check_batches(batches: Sequence[Batch], workers: int, done: DoneFn | None = 
         for b in batches:
             for m in b.machines:
                 out.append(check_machine(m, b.options))
+                if each is not None:
+                    each(len(out) - 1, out[-1])
                 if done is not None:
                     done(len(out), total)
         return out
     jobs, machines = jobs_of(batches)
-    return LocalPool(workers).run(jobs, machines, done)
+    return LocalPool(workers).run(jobs, machines, done, each)
 
 
 class LocalPool:
@@ -263,43 +322,57 @@ class LocalPool:
         self.workers = workers
         self.context = multiprocessing.get_context("spawn")
 
-    def run(self, jobs: list[Job], machines: list[Machine], done: DoneFn | None) -> list[RunResult]:
+    def run(self, jobs: list[Job], machines: list[Machine], done: DoneFn | None,
+            each: EachFn | None = None) -> list[RunResult]:
         results: dict[int, RunResult] = {}
         errors: dict[int, BaseException] = {}
         attempts = dict.fromkeys(range(len(jobs)), 0)
         pending = list(jobs)
         while pending:
             suspects = [j for j in pending if attempts[j.index]]
-            died = self._round(suspects or pending, 1 if suspects else self.workers, machines, results,
-                               errors, lambda: done(len(results), len(jobs)) if done is not None else None)
-            for i in died:
+            def tick(i: int) -> None:
+                if each is not None:
+                    each(i, results[i])
+                if done is not None:
+                    done(len(results), len(jobs))
+            died, ended = self._round(suspects or pending, 1 if suspects else self.workers, machines, results,
+                                      errors, tick)
+            for i, how in ended.items():        # its own code ended the worker: trying again ends it again
+                results[i] = ended_run(machines[i], jobs[i].options, how, "the worker process checking it")
+                tick(i)
+            for i in died - set(ended):
                 attempts[i] += 1
             first_error = min(errors, default=len(jobs))    # serial order stops at the first error
             pending = [j for j in pending if j.index not in results and j.index < first_error]
             for j in [j for j in pending if attempts[j.index] >= MAX_ATTEMPTS]:
                 results[j.index] = lost_run(machines[j.index], j.options,
                                             f"the worker process checking it died {MAX_ATTEMPTS} times")
+                if each is not None:
+                    each(j.index, results[j.index])
                 pending.remove(j)
         if errors:
             raise errors[min(errors)]
         return [results[i] for i in range(len(jobs))]
 
     def _round(self, jobs: list[Job], workers: int, machines: list[Machine], results: dict[int, RunResult],
-               errors: dict[int, BaseException], tick: Callable[[], None]) -> set[int]:
+               errors: dict[int, BaseException],
+               tick: Callable[[int], None]) -> tuple[set[int], dict[int, tuple[Any, ...]]]:
         """Submit `jobs` to a fresh pool of `workers` and collect what comes back; returns the runs
-        a worker had in hand when the pool broke (none when it did not)."""
-        started: SimpleQueue[int] = self.context.SimpleQueue()
+        a worker had in hand when the pool broke (none when it did not), and those whose own code
+        ended their worker, with how (`ended_run`)."""
+        started: SimpleQueue[Note] = self.context.SimpleQueue()
         pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=self.context,
-                                   initializer=_hear_starts, initargs=(started,))
+                                   initializer=_worker_setup, initargs=(started,))
         broken = False
         in_hand: set[int] = set()
+        ended: dict[int, tuple[Any, ...]] = {}
         try:
             futures: dict[Future[bytes], int] = {pool.submit(run_job, j): j.index for j in jobs}
             options = {j.index: j.options for j in jobs}
             waiting = set(futures)
             while waiting:
                 finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-                _drain(started, in_hand)        # read as they come: a full pipe would stop the workers
+                _drain(started, in_hand, ended)     # read as they come: a full pipe would stop the workers
                 for fut in sorted(finished, key=futures.__getitem__):
                     i = futures[fut]
                     if fut.cancelled():
@@ -314,19 +387,24 @@ class LocalPool:
                                 later.cancel()
                     else:
                         results[i] = restore(fut.result(), machines[i], options[i])
-                        tick()
+                        tick(i)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if not broken:
-            return set()
-        _drain(started, in_hand)
-        return {i for i in in_hand if i not in results and i not in errors}
+            return set(), {}
+        _drain(started, in_hand, ended)
+        lost = {i for i in in_hand if i not in results and i not in errors}
+        return lost, {i: how for i, how in ended.items() if i in lost}
 
 
-def _drain(started: SimpleQueue[int], into: set[int]) -> None:
-    """Every run index the workers have said they took, so far."""
-    while not started.empty():
-        into.add(started.get())
+def _drain(line: SimpleQueue[Note], took: set[int], ended: dict[int, tuple[Any, ...]]) -> None:
+    """What the workers have said so far: each task they took, and each their user's code ended."""
+    while not line.empty():
+        kind, task, how = line.get()
+        if kind == "took":
+            took.add(task)
+        else:
+            ended[task] = how
 
 
 # One run of bound code, its BFS levels shared among worker processes. The engine explores
@@ -359,6 +437,7 @@ class Slice:
     job: Job
     token: str
     states: list[tuple[State, Recipe]]
+    index: int = 0          # its place in the level (what a dying worker's last word names)
 
 
 def check_shared(b: Batch, slices: Slices, workers: int) -> RunResult:
@@ -428,7 +507,7 @@ class LevelSharer:
         n = min(len(level), self.workers * SLICES_PER_WORKER)
         cuts = [len(level) * k // n for k in range(n + 1)]
         parts = [level[cuts[k]:cuts[k + 1]] for k in range(n)]
-        sent = [Slice(job, self.token, [(s, code.recipe(s)) for s in part]) for part in parts]
+        sent = [Slice(job, self.token, [(s, code.recipe(s)) for s in part], k) for k, part in enumerate(parts)]
         results = self.slices.run(sent)
         errors = [detail for kind, detail, _ in results if kind == "error"]
         if errors:
@@ -450,9 +529,11 @@ class LevelSharer:
         gap: Callable[[], BaseException]
         if kind == "late":
             gap = lambda: OutOfTime(detail)     # noqa: E731 -- one per state left, made when raised
+        elif kind == "stuck":
+            gap = lambda: Stuck(*detail)        # noqa: E731
         else:
             gap = lambda: WorkersLost(detail)   # noqa: E731
-        unfinished = len(per_state) - 1 if kind == "late" and per_state else len(per_state)
+        unfinished = len(per_state) - 1 if kind in ("late", "stuck") and per_state else len(per_state)
         for s in part[max(0, unfinished):]:
             code.gaps[s] = gap
 
@@ -463,11 +544,13 @@ _EXPANDING_LOCK = threading.Lock()       # a Dask worker may run tasks in thread
 
 def expand_slice(sl: Slice) -> bytes:
     """A worker's task: every transition out of the slice's states, as the engine would make
-    them, each an Outcome; pickled ("done" or "late" with what was running, and the outcomes
-    so far: a state cut short by the deadline has its outcomes up to there)."""
+    them, each an Outcome; pickled ("done", or "late" / "stuck" with what was running, and the
+    outcomes so far: a state cut short by a deadline has its outcomes up to there)."""
+    global _TASK
+    _TASK = sl.index
     left = None if sl.job.end is None else max(1e-6, sl.job.end - time.time())
     per_state: list[list[tuple[int, int, Outcome]]] = []
-    with usercode.deadline(left):
+    with usercode.deadline(left, sl.job.options.call_timeout):
         try:
             m = _shared_machine(sl)
             code = bound_code(m)
@@ -477,6 +560,8 @@ def expand_slice(sl: Slice) -> bytes:
                 outs: list[tuple[int, int, Outcome]] = []
                 per_state.append(outs)
                 _expand(m, code, s, outs)
+        except Stuck as stop:
+            return pickle.dumps(("stuck", (stop.limit, stop.doing), per_state))
         except OutOfTime as stop:
             return pickle.dumps(("late", stop.doing or "running the bound code in a worker process", per_state))
     return pickle.dumps(("done", None, per_state))
@@ -515,6 +600,19 @@ def _expand(m: Machine, code: BoundCode, s: State, outs: list[tuple[int, int, Ou
             outs.append((act.index, ci, code.outcome(act, s, combo)))
 
 
+def _slice_ended(how: tuple[Any, ...]) -> SliceResult:
+    """A slice whose user's code ended its worker (`_worker_setup`): at a call past its deadline
+    a `bound_code` finding (Stuck), at the --timeout late, after an exit of the code's own lost."""
+    kind, detail, *rest = how
+    process = "the worker process expanding it"
+    if kind == "died":
+        return "lost", f"the user's code ended {process} ({detail}) while {rest[0]}", []
+    doing = f"{detail or 'running the bound code'}; it ignored haltproof's interrupt, so haltproof ended {process}"
+    if kind == "stuck":
+        return "stuck", (rest[0], doing), []
+    return "late", doing, []
+
+
 class LocalSlices(Slices):
     """Slices in up to `workers` spawned processes, kept for the whole run (each imports the
     user's code once). A worker that dies: the slices not finished are run again, one at a
@@ -527,6 +625,7 @@ class LocalSlices(Slices):
         self.context = multiprocessing.get_context("spawn")
         self.pool: ProcessPoolExecutor | None = None
         self.warming: list[Future[bytes]] = []
+        self.line: SimpleQueue[Note] = self.context.SimpleQueue()     # the workers' last words
 
     def run(self, slices: list[Slice]) -> list[SliceResult]:
         results: dict[int, SliceResult] = {}
@@ -573,6 +672,11 @@ class LocalSlices(Slices):
         for fut in waiting:
             results[futures[fut]] = ("late", "running the bound code in a worker process, which did not "
                                              "return to Python", [])
+        ended: dict[int, tuple[Any, ...]] = {}
+        _drain(self.line, set(), ended)
+        for k, how in ended.items():       # its own code ended the worker: trying again ends it again
+            if k in futures.values() and k not in results:
+                results[k] = _slice_ended(how)
         if waiting:
             self._kill()
         elif broken:
@@ -581,7 +685,8 @@ class LocalSlices(Slices):
 
     def _pool(self) -> ProcessPoolExecutor:
         if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context)
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=self.context, initializer=_worker_setup,
+                                            initargs=(self.line,))
         return self.pool
 
     def _kill(self) -> None:

@@ -43,7 +43,7 @@ from haltproof.machine.spec import PropertyDecl, Spec, load_spec, shown_path
 from haltproof.machine.text import counted, trace_table
 from haltproof.properties.kinds import Subject, Trace
 
-from .check import RunResult
+from .results import RunResult
 from .replay import Failed, Replayed, combo_index, evaluate, run_steps, same_for
 
 BUILTINS = ("domains", "well_defined", "bound_code", "code_matches_spec")
@@ -219,7 +219,7 @@ def _fair(m: Machine) -> str:
 def _unfair(m: Machine, run: Replayed, loop: int) -> str | None:
     """Why the replayed lasso's cycle (the states from step `loop` on, the transitions after
     it) is not a fair run under the spec's fairness now, or None when it is fair under every
-    assumption (docs/spec-language.md, "fairness"): weak, the cycle takes the action (with its
+    assumption (docs/reference/spec-language.md, "fairness"): weak, the cycle takes the action (with its
     `when`) or passes a state where it is not enabled; strong, it takes it or it is enabled in
     none of the cycle's states."""
     cycle = run.states[loop:-1]
@@ -467,14 +467,14 @@ def emit_tests(runs: list[RunResult], directory: str | Path) -> list[Path]:
             if p.status != "violated" or p.expected is True or p.trace is None:
                 continue
             params = "_".join(f"{k}{v}" for k, v in r.params.items())
-            name = _slug(f"test_{r.spec.name}_{p.name}_{params}")
-            spec_rel = os.path.relpath(Path(r.spec.path).resolve(), out_dir.resolve())
+            name = _slug(f"test_{r.machine}_{p.name}_{params}")
+            spec_rel = os.path.relpath(Path(r.spec_path).resolve(), out_dir.resolve())
             trace = json.dumps(p.trace.to_json(r.params))
             other = json.dumps(p.other_trace.to_json(r.params)) if p.other_trace is not None else "None"
             subject = json.dumps(p.subject.to_json()) if p.subject is not None else "None"
             params_text = " ".join(f"{k}={v}" for k, v in r.params.items()) or "(no params)"
             text = (f'"""Regression test written by `haltproof check --emit-tests`.\n\n'
-                    f"Spec {shown_path(r.spec.path)}, property {p.name}, {params_text}:\n"
+                    f"Spec {shown_path(r.spec_path)}, property {p.name}, {params_text}:\n"
                     f"{p.message}\n\n"
                     "It replays the counterexample against the current code and fails while the\n"
                     "finding still stands on it; it passes once that run no longer breaks the property.\n"

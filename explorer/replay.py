@@ -16,7 +16,7 @@ from typing import Any
 from haltproof.machine.compiled import EVAL_ERRORS, CompiledAction, Machine, spec_where
 from haltproof.machine.errors import Problem, SpecError
 from haltproof.machine import strict_json
-from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.inputs import TooLarge
 from haltproof.machine.spec import Scenario, Spec, symlink_problem
 from haltproof.machine.text import value_text
 
@@ -81,8 +81,11 @@ _TERMINAL = Subject("terminal")
 
 
 def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str, Any]]],
-              expected_states: list[dict[str, Any] | None] | None = None) -> Replayed:
-    """Run `steps` (action name, choice labels) from `init`; compare with expected states if given.
+              expected_states: list[dict[str, Any] | None] | None = None,
+              expected_rules: dict[int, str | None] | None = None) -> Replayed:
+    """Run `steps` (action name, choice labels) from `init`; compare with expected states if
+    given, and with the rule each step recorded (`expected_rules`: step number -> the rule,
+    None for none; a step that records no rule is left out).
 
     The run stops at the first step that does not follow the machine, or whose evaluation
     fails (see `evaluate`): `problem` names it, and `steps` holds the steps that ran."""
@@ -91,7 +94,7 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
         return Replayed([Step(dict(init))], problem=_not_initial(m, init))
     out = Replayed([Step(m.state_dict(state))], states=[state])
     try:
-        out.terminal = _follow(m, state, steps, expected_states, out)
+        out.terminal = _follow(m, state, steps, expected_states, expected_rules or {}, out)
     except Failed as exc:
         out.problem = str(exc)
         out.failure = exc
@@ -99,7 +102,8 @@ def run_steps(m: Machine, init: dict[str, Any], steps: list[tuple[str, dict[str,
 
 
 def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str, Any]]],
-            expected_states: list[dict[str, Any] | None] | None, out: Replayed) -> bool:
+            expected_states: list[dict[str, Any] | None] | None, expected_rules: dict[int, str | None],
+            out: Replayed) -> bool:
     """The steps of run_steps from `state`, appended to `out`; whether the run ends terminal.
     A step that does not follow the machine sets `out.problem`; one that fails raises Failed."""
     terminal: bool = evaluate(m, 0, _TERMINAL, m.is_terminal, state)
@@ -139,9 +143,24 @@ def _follow(m: Machine, state: tuple[Any, ...], steps: list[tuple[str, dict[str,
         if expected is not None and expected != m.state_dict(nxt):
             out.problem = f"step {n}: the state differs from the recorded one: " + _diff(m, expected, nxt)
             return False
+        if n in expected_rules and expected_rules[n] != rule:
+            out.problem = (f"step {n}: the rule differs from the recorded one: recorded "
+                           f"{_rule_text(expected_rules[n])}, replay gives {_rule_text(rule)}")
+            return False
         state = nxt
         terminal = evaluate(m, n, _TERMINAL, m.is_terminal, state)
     return terminal
+
+
+def _rule_text(rule: str | None) -> str:
+    return "no rule" if rule is None else rule
+
+
+def recorded_rules(steps: list[dict[str, Any]]) -> dict[int, str | None]:
+    """The rule each step of a loaded trace recorded (step number -> rule, None for none);
+    a step without a `rule` key (a trace written by hand, an ITF trace from another tool)
+    records none to compare."""
+    return {n: st["rule"] for n, st in enumerate(steps) if n > 0 and "rule" in st}
 
 
 def same_for(m: Machine, prop: str | None, s: tuple[Any, ...], t: tuple[Any, ...]) -> bool:
@@ -252,14 +271,14 @@ def _init_options(m: Machine) -> list[list[Any]]:
 
 # A whole JSON report of the bundled specs (107 runs, a trace for every violation) is 3 MB;
 # parsing JSON takes about ten times its size in memory, so 64 MiB refuses only abuse.
-MAX_TRACE_BYTES = 64 * 1024 * 1024     # README.md, "replay"
+MAX_TRACE_BYTES = 64 * 1024 * 1024     # docs/reference/cli.md, "haltproof replay"
 
 
 def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
     """Read a trace as the JSON report prints it: a trace object, a property, or a whole report;
     any of these traces may be in the Informal Trace Format (ITF, see explorer/itf.py)."""
     try:
-        data = strict_json.loads(read_bounded(path, MAX_TRACE_BYTES, "a trace or a report"))
+        data = strict_json.read(path, MAX_TRACE_BYTES, "a trace or a report")
     except TooLarge as exc:
         raise SpecError([Problem(path, None, str(exc))]) from None
     except OSError as exc:
@@ -284,6 +303,9 @@ def load_trace(path: str, property_name: str | None = None) -> dict[str, Any]:
             raise _bad(path, f"step {n} of the trace has no 'state' object")
         if n > 0 and not isinstance(st.get("action"), str):
             raise _bad(path, f"step {n} of the trace names no action")
+        if n > 0 and st.get("rule") is not None and not isinstance(st["rule"], str):
+            raise _bad(path, f"step {n} of the trace: 'rule' must be the name of a decide rule (a string) or "
+                             f"null, not {_json_type(st['rule'])}")
         if st.get("choices") is not None and not isinstance(st["choices"], dict):
             raise _bad(path, f"step {n} of the trace: 'choices' must be an object (choice name -> value), "
                              f"not {_json_type(st['choices'])}")

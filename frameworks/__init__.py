@@ -1,4 +1,4 @@
-"""Agent frameworks driven as they run: their own code, their own limits (docs/frameworks.md).
+"""Agent frameworks driven as they run: their own code, their own limits (docs/how-to/frameworks.md).
 
 One module per framework (`haltproof.frameworks.langgraph`); each imports its framework
 lazily at use, so haltproof installs and imports without any of them.

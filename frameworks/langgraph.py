@@ -33,9 +33,11 @@ from typing import Any
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.yamlpos import YMap
+from haltproof.machine.text import exception_text
 
-from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
-                          require_version, with_user_properties)
+from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail,
+                          function_tree, guard_of, import_target, is_name, keep_user_lines, lined, literal_text,
+                          mapping, node, plain, require_version, run_object, with_user_properties)
 
 END = "__end__"
 
@@ -159,6 +161,8 @@ class GraphAdapter(LiveAdapter):
     `graph(models)`: the compiled graph, built with `models[choice]` where a node calls a model;
     `inputs(params)`: the graph's input; `scripted`: for each choice, the message per label.
     `config(params)` gives `recursion_limit` from the param of that name; override for others.
+    `context(params)`: the run's runtime context (LangGraph's `context=`, what nodes read as
+    `runtime.context`), a fresh one per run; None (the default) passes none.
     `observe(values)` adds vars read from the graph's state (its channels) to the abstract state."""
 
     scripted: dict[str, dict[str, Any]] = {}
@@ -172,6 +176,14 @@ class GraphAdapter(LiveAdapter):
     def config(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"recursion_limit": params["recursion_limit"]}
 
+    def context(self, params: dict[str, Any]) -> Any:
+        """The run's runtime context (`graph.stream(..., context=...)`), made fresh for each run; None: none."""
+        return None
+
+    def run_context(self, params: dict[str, Any], run: GraphRun) -> Any:
+        """The context one run is given: `context(params)` (a declaration's also answers for `run`)."""
+        return self.context(params)
+
     def build(self, run: GraphRun) -> Any:
         """The graph one run explores: the user's, built with scripted models answering for `run`."""
         return self.graph({name: scripted_model(run, name, outs) for name, outs in self.scripted.items()})
@@ -179,7 +191,7 @@ class GraphAdapter(LiveAdapter):
     def start(self, params: dict[str, Any], init: dict[str, Any]) -> GraphRun | Coroutine[Any, Any, GraphRun]:
         """A fresh run, up to its first nodes prepared. A graph with an `async def` node is
         streamed with `astream`: then this returns a coroutine, which haltproof runs on the
-        run's one event loop (docs/binding.md, "Async"), like every later step."""
+        run's one event loop (docs/how-to/binding.md, "Async"), like every later step."""
         require_langgraph()
         run = GraphRun()
         from langgraph.checkpoint.memory import InMemorySaver
@@ -187,10 +199,12 @@ class GraphAdapter(LiveAdapter):
         # thread an earlier run left, and explore a state that run reached instead of this one
         graph = self.build(run).copy(update={"checkpointer": InMemorySaver()})
         config = {**self.config(params), "configurable": {"thread_id": "haltproof"}}
+        context = self.run_context(params, run)
+        given = {} if context is None else {"context": context}
         if has_async_nodes(graph):
-            run.aevents = aiter(graph.astream(self.inputs(params), config, stream_mode="checkpoints"))
+            run.aevents = aiter(graph.astream(self.inputs(params), config, stream_mode="checkpoints", **given))
             return self._astart(run)
-        run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints"))
+        run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints", **given))
         run.pull()          # the input checkpoint: next is __start__, which only writes the input
         run.pull()          # the graph's first nodes, prepared
         return run
@@ -238,11 +252,11 @@ class GraphAdapter(LiveAdapter):
         return {"next": live.next, "steps": live.steps, "status": live.status, **self.observe(live.values)}
 
 
-# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/langgraph.md)
 
 LIMIT = "recursion_limit"
 DEFAULT_LIMIT = 25                  # LangGraph's own default recursion_limit
-DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "nodes"}
+DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "nodes", "context"}
 GRAPH_VARS = ("next", "tasks", "steps", "status")
 PARALLEL_NODES = 8      # up to this many nodes, `next` may show any set of them (2**8 - 1 values)
 PER_SUPERSTEP = 16      # runs_NODE / tool_runs / model_calls may grow this much per superstep: more is a `domains` finding
@@ -260,11 +274,16 @@ class Declaration:
     input: Any                                  # the graph's input
     messages: bool = False                      # the state has a `messages` channel: count tool runs
     counted: list[str] = field(default_factory=list)     # the nodes whose runs are counted (runs_NODE)
+    context: RunObject | None = None            # `context:`, the run's runtime context
+    schema: Any = None                          # the graph's context_schema (the context's type), or None
+    declared: list[Choice] = field(default_factory=list)     # the choices at their lines (models, nodes)
 
     def choices(self) -> dict[str, list[str]]:
-        """The step's choices: `NAME_answer` per scripted model, `NAME_returns` per scripted node."""
+        """The step's choices: `NAME_answer` per scripted model, `NAME_returns` per scripted node
+        and per scripted callable of the context."""
         out = {model_choice(name): list(outs) for name, outs in self.models.items()}
         out.update({node_choice(name): list(outs) for name, outs in self.nodes.items()})
+        out.update(self.context.choices() if self.context is not None else {})
         return out
 
 
@@ -297,6 +316,13 @@ class DeclaredGraph(GraphAdapter):
 
     def inputs(self, params: dict[str, Any]) -> Any:
         return copy.deepcopy(self.d.input)
+
+    def run_context(self, params: dict[str, Any], run: GraphRun) -> Any:
+        """`context:`'s object for one run, of the graph's own `context_schema`, its scripted
+        callables answering what `run`'s transition chose."""
+        if self.d.context is None:
+            return None
+        return self.d.context.build(params, lambda: run.choices, self.d.schema)
 
     def check_choices(self, action: str, choices: dict[str, Any]) -> None:
         """Every scripted model and node has its choice (the spec is generated: a mismatch is a bug)."""
@@ -358,7 +384,7 @@ def _message(raw: Any, file: str, line: int, what: str) -> Any:
     try:
         return convert_to_messages([data])[0]
     except Exception as exc:        # langchain-core says what is wrong with the message
-        raise fail(file, line, f"{what} is not a message: {type(exc).__name__}: {exc}") from None
+        raise fail(file, line, f"{what} is not a message: {exception_text(exc)}") from None
 
 
 COMMAND_KEYS = {"goto", "update"}
@@ -400,9 +426,11 @@ def goto_targets(outcome: Any) -> list[str]:
     return [str(g.node) if isinstance(g, Send) else str(g) for g in goto]
 
 
-def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[str, Any]]:
-    """`models:` or `nodes:`: name -> {label: outcome}, each name and label a plain identifier."""
+def _outcomes(top: YMap, key: str, file: str, message: bool) -> tuple[dict[str, dict[str, Any]], list[Choice]]:
+    """`models:` or `nodes:`: name -> {label: outcome}, each name and label a plain identifier; and
+    their choices at their lines (a model's answer may carry `when:`, a guard over the vars)."""
     out: dict[str, dict[str, Any]] = {}
+    choices: list[Choice] = []
     declared = mapping(top, key, file, "names to their outcomes")
     for name, labels in declared.items():
         line = declared.line_of(name)
@@ -411,22 +439,29 @@ def _outcomes(top: YMap, key: str, file: str, message: bool) -> dict[str, dict[s
         if not isinstance(labels, YMap) or not labels:
             raise fail(file, line, f"{key}: {name} needs a mapping of outcome labels to outcomes")
         out[str(name)] = {}
+        choice = Choice(model_choice(str(name)) if message else node_choice(str(name)), line, {})
         for label, raw in labels.items():
             where = labels.line_of(label)
             if not str(label).isidentifier():
                 raise fail(file, where, f"an outcome label of {name} must be a plain identifier", label)
+            choice.labels[str(label)] = where
+            if message:
+                raw, guard = guard_of(raw, file, f"outcome {label} of model {name}")
+                if guard is not None:
+                    choice.when[str(label)] = guard
             out[str(name)][str(label)] = (_message(raw, file, where, f"outcome {label} of model {name}")
                                          if message else _node_outcome(raw, file, where, f"outcome {label} of node {name}"))
-    return out
+        choices.append(choice)
+    return out, choices
 
 
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: langgraph` declaration into its spec and adapter (docs/frameworks.md)."""
+    """Expand a `framework: langgraph` declaration into its spec and adapter (docs/how-to/langgraph.md)."""
     begin(top, file, require_langgraph, DECLARATION_KEYS, {"target", "input"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
-    models = _outcomes(top, "models", file, message=True)
-    nodes = _outcomes(top, "nodes", file, message=False)
+    models, model_choices = _outcomes(top, "models", file, message=True)
+    nodes, node_choices = _outcomes(top, "nodes", file, message=False)
     if is_graph(target):
         if models:
             raise fail(file, top.line_of("models"), f"models: {ref} is a compiled graph, built already: script "
@@ -435,10 +470,15 @@ def declaration(top: YMap, file: str) -> Declared:
     elif not callable(target):
         raise fail(file, tline, f"{ref} is a {type(target).__name__}, not a compiled LangGraph graph or a "
                                 "function building one")
-    d = Declaration(target, models, nodes, plain(top["input"]))
+    d = Declaration(target, models, nodes, plain(top["input"]), declared=model_choices + node_choices,
+                    context=run_object(top, "context", file, top.get("params")))
     adapter = DeclaredGraph(d)
     graph = _graph_of(adapter, ref, file, tline)
     names = list(graph.builder.nodes)
+    d.schema = graph.builder.context_schema
+    if d.context is not None:
+        _no_clash(d, file)
+        check_run_object(d.context, file, top.get("params"), d.schema)
     declared = mapping(top, "nodes", file, "")
     for name, outcomes in nodes.items():
         if name not in names:
@@ -457,7 +497,16 @@ def declaration(top: YMap, file: str) -> Declared:
     d.counted = names
     start = _first_state(adapter, file, tline)
     spec = keep_user_lines(node(_spec(top, file, ref, d, names, start), top.line_of("framework")), top)
-    return Declared(spec, lambda: DeclaredGraph(d))
+    return Declared(spec, lambda: DeclaredGraph(d), dropped_channels(graph, nodes, declared))
+
+
+def _no_clash(d: Declaration, file: str) -> None:
+    """A scripted callable of the context whose choice is named like a scripted node's is refused at its line."""
+    taken = {c.name for c in d.declared}
+    for s in d.context.scripted if d.context is not None else []:
+        if s.choice in taken:
+            raise fail(file, s.line, f"context: {s.path}'s choice {s.choice} is also a scripted node's: "
+                                     "rename the node's outcome or the field")
 
 
 def _graph_of(adapter: DeclaredGraph, ref: str, file: str, line: int) -> Any:
@@ -466,7 +515,7 @@ def _graph_of(adapter: DeclaredGraph, ref: str, file: str, line: int) -> Any:
         graph = adapter.users_graph(GraphRun())
     except Exception as exc:        # the user's function may fail in any way
         models = ", ".join(adapter.d.models) or "no models"
-        raise fail(file, line, f"building the graph with {ref}({models}) failed: {type(exc).__name__}: {exc}") \
+        raise fail(file, line, f"building the graph with {ref}({models}) failed: {exception_text(exc)}") \
             from None
     if not is_graph(graph):
         raise fail(file, line, f"{ref} gave a {type(graph).__name__}, not a compiled LangGraph graph "
@@ -480,7 +529,7 @@ def _first_state(adapter: DeclaredGraph, file: str, line: int) -> dict[str, Any]
     try:
         return adapter.abstract(driver.call(adapter.start, {LIMIT: DEFAULT_LIMIT}, {}))
     except Exception as exc:        # the input does not fit the graph's state, say
-        raise fail(file, line, f"starting the graph failed: {type(exc).__name__}: {exc}") from None
+        raise fail(file, line, f"starting the graph failed: {exception_text(exc)}") from None
     finally:
         driver.close()
 
@@ -503,9 +552,9 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
             counters[var] = {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1) + {start[var]}",
                              "init": start[var]}
     step: dict[str, Any] = {"when": "status == running", "raises": [LIMIT_ERROR]}
-    choices = d.choices()
-    if choices:
-        step["choose"] = choices
+    declared = d.declared + (d.context.declared() if d.context is not None else [])
+    if declared:
+        step["choose"] = choose_node(declared)
     properties = with_user_properties(top, file, _builtin_properties(d), "LangGraph")
     spec: dict[str, Any] = {
         "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
@@ -517,7 +566,7 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
                  "steps": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start["steps"]},
                  "status": {"type": "enum", "values": ["running", "done", "limit"], "init": start["status"]},
                  **counters},
-        "actions": {"step": step},
+        "actions": lined({"step": step}, {"step": top.line_of("target")}),
         "terminal": "status != running",
         "properties": properties,
     }
@@ -537,7 +586,7 @@ def next_values(names: list[str]) -> list[str]:
 
 
 def _builtin_properties(d: Declaration) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether LangGraph's
+    """The out-of-the-box properties (docs/how-to/langgraph.md): the run ends; whether LangGraph's
     limit error can happen, the smallest safe limit; the worst cases, with what the limit promises."""
     props: dict[str, Any] = {
         "run_ends": {"terminates": True, "description": "every run ends: an answer, or LangGraph's limit error"},
@@ -554,3 +603,99 @@ def _builtin_properties(d: Declaration) -> dict[str, Any]:
         props["most_tool_runs"] = {"maximum": "tool_runs", "limit": LIMIT, "description": "the most tool executions in a run "
                                                                           "(tool messages in `messages`)"}
     return props
+
+
+# ---------------------------------------------------------------- scripted nodes that leave out a channel read elsewhere
+
+def dropped_channels(graph: Any, nodes: dict[str, dict[str, Any]], declared: YMap) -> list[tuple[int, str]]:
+    """A warning at each scripted outcome that leaves out a channel the real node writes and
+    another node or a routing function reads: the outcome replaces all of the node's writes, so
+    that channel keeps its old value, and what reads it may decide otherwise than the real graph
+    (a router's counter that never moves loops forever). Read from the functions' source: a
+    function haltproof cannot read (no source, a lambda, a compiled subgraph) is left out."""
+    readers = channel_readers(graph)
+    out: list[tuple[int, str]] = []
+    for name, outcomes in nodes.items():
+        writes = function_writes(_function(graph.builder.nodes[name].runnable))
+        for label, outcome in outcomes.items():
+            for channel in sorted((writes or set()) - outcome_channels(outcome)):
+                who = [reader for node_name, reader in readers.get(channel, []) if node_name != name]
+                if who:
+                    out.append((declared[name].line_of(label),
+                                f"outcome {label} of node {name} leaves out {channel}, which the real {name} writes "
+                                f"and {' and '.join(who)} read{'s' if len(who) == 1 else ''}: a scripted outcome "
+                                f"replaces all of the node's writes, so {channel} keeps its old value there; give it "
+                                f"in the outcome ({channel}: ...) or script what {name} calls instead (context:)"))
+    return out
+
+
+def channel_readers(graph: Any) -> dict[str, list[tuple[str, str]]]:
+    """Per channel: (the node it belongs to, who reads it in words) for every node and routing
+    function whose source reads it from the state (`state["x"]`, `state.get("x")`, `state.x`)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for name, spec in graph.builder.nodes.items():
+        for channel in sorted(function_reads(_function(spec.runnable)) or ()):
+            out.setdefault(channel, []).append((name, f"node {name}"))
+    for source, branches in graph.builder.branches.items():
+        for branch_name, branch in branches.items():
+            for channel in sorted(function_reads(_function(branch.path)) or ()):
+                out.setdefault(channel, []).append(("", f"the routing function {branch_name} (after {source})"))
+    return out
+
+
+def outcome_channels(outcome: Any) -> set[str]:
+    """The channels a scripted outcome writes: an update's keys, a `Command`'s update's."""
+    from langgraph.types import Command
+    update = outcome.update if isinstance(outcome, Command) else outcome
+    return {str(k) for k in update} if isinstance(update, dict) else set()
+
+
+def _function(runnable: Any) -> Any:
+    """The user's function behind a node or routing function (LangGraph wraps it), or None."""
+    return getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+
+
+def function_reads(fn: Any) -> set[str] | None:
+    """The state channels a node or routing function reads by name, or None when unknown."""
+    import ast
+    parsed = function_tree(fn)
+    if parsed is None:
+        return None
+    tree, state = parsed
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and is_name(n.value, state) and literal_text(n.slice) is not None:
+            out.add(str(literal_text(n.slice)))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and is_name(n.func.value, state) \
+                and n.func.attr == "get" and n.args and literal_text(n.args[0]) is not None:
+            out.add(str(literal_text(n.args[0])))
+        elif isinstance(n, ast.Attribute) and is_name(n.value, state) and n.attr not in _MAPPING_METHODS:
+            out.add(n.attr)
+        elif isinstance(n, ast.Compare) and literal_text(n.left) is not None and any(is_name(c, state) for c in n.comparators):
+            out.add(str(literal_text(n.left)))
+    return out
+
+
+def function_writes(fn: Any) -> set[str] | None:
+    """The channels a node's returns write (the keys of the dicts it returns, a `Command`'s
+    update), or None when a return is not such a literal (the writes are not known)."""
+    import ast
+    parsed = function_tree(fn)
+    if parsed is None:
+        return None
+    out: set[str] = set()
+    for n in ast.walk(parsed[0]):
+        if not isinstance(n, ast.Return) or n.value is None:
+            continue
+        value = n.value
+        if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) == "Command":
+            value = next((k.value for k in value.keywords if k.arg == "update"), ast.Dict(keys=[], values=[]))
+        if not isinstance(value, ast.Dict) or any(k is None or literal_text(k) is None for k in value.keys):
+            return None
+        out.update(str(literal_text(k)) for k in value.keys)
+    return out
+
+
+_MAPPING_METHODS = {"get", "keys", "values", "items", "copy", "model_dump", "dict"}
+
+

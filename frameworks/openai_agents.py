@@ -12,7 +12,7 @@ One model turn per transition, with the Runner in charge: the scripted model's r
 awaits the adapter's answer, so a run is an asyncio task paused inside the SDK at its next
 model call; a step hands the call its answer and runs the SDK (tools, handoffs, its turn
 check) until it asks the model again or the run ends. The task lives on the live adapter's
-event loop (docs/binding.md, Async). A paused task cannot be copied: runs are replayed, and
+event loop (docs/how-to/binding.md, Async). A paused task cannot be copied: runs are replayed, and
 a run haltproof lets go of is cancelled (the SDK's own cancellation path), never left pending.
 
 The abstract state read back (`reads`, all by default): `agent` (the current agent's name:
@@ -47,8 +47,10 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
-                          require_version, with_user_properties)
+from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, give,
+                          guard_of, import_target, keep_user_lines, lined, mapping, node, plain, require_version,
+                          run_object, scripted_outcome, skipped_writes, with_user_properties)
+from .paused import ModelCalls, PausedRun
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
 
@@ -120,13 +122,11 @@ def render(answer: Answer | Sequence[Answer], call: Any, agent: str, turn: int) 
 
 @dataclass
 class Channel:
-    """What the paused SDK task and the adapter share: the pending model call and what was seen."""
+    """What the SDK's run and the adapter share: its model calls (the pending ModelCall, the turns
+    answered: frameworks/paused.py) and what the run's hooks saw."""
 
-    asked: asyncio.Future[None]                     # set when the SDK calls the model
-    call: Any = None                                # the pending ModelCall
-    reply: asyncio.Future[list[Any]] | None = None   # its answer, set by a step
+    model: ModelCalls = field(default_factory=ModelCalls)
     agent: str = ""
-    turns: int = 0
     tool_runs: int = 0
     handoffs: int = 0
     status: str = "running"
@@ -134,16 +134,34 @@ class Channel:
     result: Any = None                              # the RunResult once Runner.run returned
     runs: dict[str, int] = field(default_factory=dict)     # per tool name: its executions begun
     tools: dict[str, Any] = field(default_factory=dict)    # a declaration's tool outcomes for this turn
+    chosen: dict[str, Any] = field(default_factory=dict)   # the choices of the turn running (a declaration's)
+
+    @property
+    def turns(self) -> int:
+        """Model calls answered so far."""
+        return self.model.calls
+
+    @property
+    def call(self) -> Any:
+        """The pending ModelCall (the last one, once the run ended)."""
+        return self.model.request
 
 
 @dataclass
 class AgentRun:
-    """One live run: the Runner's task, its channel and the context object the run was given
-    (the SDK's `Runner.run(context=...)`, what the user's tools see). Only haltproof holds it."""
+    """One live run: `Runner.run` paused at its model call, its channel, and the context object
+    the run was given (the SDK's `Runner.run(context=...)`, what the user's tools see). Only
+    haltproof holds it: dropped, its task is cancelled."""
 
-    task: asyncio.Task[Any]
+    paused: PausedRun
     channel: Channel
     context: Any = None
+
+    @property
+    def task(self) -> asyncio.Future[Any]:
+        """The task running `Runner.run`."""
+        assert self.paused.task is not None, "a started run"
+        return self.paused.task
 
 
 def hooks_for(channel: Channel) -> Any:
@@ -165,35 +183,28 @@ def hooks_for(channel: Channel) -> Any:
 
 
 def scripted_model(channel: Channel) -> Any:
-    """The SDK's ScriptedModel whose every step awaits the answer a transition gives."""
+    """The SDK's ScriptedModel whose every step awaits the answer a transition gives (the run,
+    paused at its model call: frameworks/paused.py)."""
     from agents.testing import ModelStep, ScriptedModel
 
     model = ScriptedModel()
 
     async def answer(call: Any) -> list[Any]:
         model.enqueue(ModelStep.respond(answer))        # the next call is answered the same way
-        loop = asyncio.get_running_loop()
-        channel.call, channel.reply = call, loop.create_future()
-        channel.asked.set_result(None)
-        return await channel.reply
+        reply: list[Any] = await channel.model.model(call)
+        return reply
     model.enqueue(ModelStep.respond(answer))
     return model
 
 
-async def settle(run: AgentRun) -> None:
-    """Let the SDK run until it calls the model again or `Runner.run` ends (its exception raised here)."""
-    await asyncio.wait([run.task, run.channel.asked], return_when=asyncio.FIRST_COMPLETED)
-    if run.task.done():
-        run.channel.result = run.task.result()        # raises what Runner.run raised
-        run.channel.status = "done"
-        run.channel.output = str(run.channel.result.final_output)
-        run.channel.agent = run.channel.result.last_agent.name
-
-
-def ended(task: asyncio.Task[Any]) -> str:
-    """How a finished run task ended, in words: `returned`, or `raised MaxTurnsExceeded`."""
-    error = task.exception()
-    return "returned" if error is None else f"raised {type(error).__name__}"
+def seen_the_end(run: AgentRun) -> None:
+    """What `Runner.run`'s result shows, once it returned: done, the output, the last agent."""
+    channel = run.channel
+    if run.paused.done:
+        channel.result = run.paused.result
+        channel.status = "done"
+        channel.output = str(channel.result.final_output)
+        channel.agent = channel.result.last_agent.name
 
 
 async def streamed_run(runner: Any, agent: Any, given: Any, options: dict[str, Any]) -> Any:
@@ -208,12 +219,6 @@ async def streamed_run(runner: Any, agent: Any, given: Any, options: dict[str, A
         if not result.is_complete:
             result.cancel()
     return result
-
-
-def let_go(task: asyncio.Task[Any]) -> None:
-    """A run haltproof no longer holds: cancel its paused task (the loop finishes it on its next turn)."""
-    if not task.done() and not task.get_loop().is_closed():
-        task.cancel()
 
 
 class AgentsAdapter(LiveAdapter):
@@ -243,37 +248,41 @@ class AgentsAdapter(LiveAdapter):
         """A fresh context object for each run (the SDK's `context=`), or None."""
         return None
 
+    def run_context(self, params: dict[str, Any], channel: Channel) -> Any:
+        """The context one run is given: `context(params)` (a declaration's also answers for `channel`)."""
+        return self.context(params)
+
     async def start(self, params: dict[str, Any], init: dict[str, Any]) -> AgentRun:
         require_agents()
         from agents import RunConfig, Runner, set_tracing_disabled
         set_tracing_disabled(True)          # offline: no trace is exported anywhere
-        channel = Channel(asked=asyncio.get_running_loop().create_future())
+        channel = Channel()
         config = RunConfig(model=scripted_model(channel), tracing_disabled=True)
-        context = self.context(params)
+        context = self.run_context(params, channel)
         options = {"context": context, "hooks": hooks_for(channel), "run_config": config, **self.run_options(params)}
         agent, given = self.agent(params), self.inputs(params)
-        ran = streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
+
+        def ran(model: Any) -> Any:     # the SDK asks scripted_model, which awaits channel.model
+            return streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
         token = RUNNING.set(channel)        # the run's task sees its channel: scripted tools read it
         try:
-            task = asyncio.create_task(ran)
+            run = AgentRun(PausedRun.launch(ran, channel.model), channel, context)
         finally:
             RUNNING.reset(token)
-        run = AgentRun(task, channel, context)
-        weakref.finalize(run, let_go, task)
-        await settle(run)
+        await run.paused.settle()
+        seen_the_end(run)
         return run
 
     async def step(self, live: AgentRun, action: str, choices: dict[str, Any]) -> str | None:
         name = self.scripted_choice(action, choices)
         channel = live.channel
-        if live.task.done() or channel.reply is None:
-            raise ValueError(f"action {action} answers a model call, but Runner.run has already {ended(live.task)}: "
-                             "guard the action so that it is enabled only while the run is running")
+        if live.paused.done or live.task.done():
+            raise ValueError(f"action {action} answers a model call, but Runner.run has already "
+                             f"{live.paused.ended()}: guard the action so that it is enabled only while the run "
+                             "is running")
         answer = render(self.scripted[name][choices[name]], channel.call, channel.agent, channel.turns + 1)
-        channel.asked = asyncio.get_running_loop().create_future()
-        channel.reply.set_result(answer)
-        channel.turns += 1
-        await settle(live)
+        await live.paused.answer(answer)
+        seen_the_end(live)
         return None
 
     def scripted_choice(self, action: str, choices: dict[str, Any]) -> str:
@@ -298,7 +307,7 @@ class AgentsAdapter(LiveAdapter):
         return {**seen, **self.observe(live)}
 
 
-# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/openai-agents.md)
 
 LIMIT = "max_turns"
 DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "tools", "context"}
@@ -307,14 +316,6 @@ LIMIT_ERROR = {"class": "agents.MaxTurnsExceeded", "match": r"Max turns \(\d+\) 
 TOOL_ERROR = {"class": "agents.UserError", "match": r"^Error running tool \w+: ", "set": {"status": "tool_error"}}
 SCRIPTED: weakref.WeakSet[Any] = weakref.WeakSet()     # tool invokers' code already made scriptable
 RUNNING: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("haltproof_agents_run", default=None)
-
-
-@dataclass(frozen=True)
-class Raises:
-    """A declared tool outcome: the tool raises this exception (the SDK's failure handling decides the rest)."""
-
-    cls: type[BaseException]
-    message: str
 
 
 @dataclass
@@ -328,13 +329,23 @@ class AgentDeclaration:
     tools_of: dict[str, list[str]]                       # agent name -> its tools with declared outcomes
     counted: list[str]                                   # the function tools whose runs are counted (runs_TOOL)
     input: Any
-    context: Any = None                                  # a callable making each run's context object
+    context: RunObject | None = None                     # `context:`: a hook, or the context's fields
+    declared: dict[str, Choice] = field(default_factory=dict)   # choice name -> its lines (models, tools)
 
-    def choices(self, agent: str) -> dict[str, list[str]]:
-        """The choices of agent `agent`'s turn: its model's answer, each declared tool's outcome."""
-        out = {model_choice(agent): list(self.models[agent])}
-        out.update({tool_choice(t): list(self.tools[t]) for t in self.tools_of.get(agent, [])})
+    def choices(self, agent: str) -> list[Choice]:
+        """The choices of agent `agent`'s turn: its model's answer, each declared tool's outcome and,
+        for an agent with function tools, each scripted callable of the context."""
+        out = [self.declared[model_choice(agent)]]
+        out += [self.declared[tool_choice(t)] for t in self.tools_of.get(agent, [])]
+        if self.context is not None and function_tools(self.agents[agent]):
+            out += self.context.declared()
         return out
+
+    def context_type(self) -> Any:
+        """The context's type as the app declares it, `Agent[Context](...)`, or None."""
+        import typing
+        args = typing.get_args(getattr(self.target, "__orig_class__", None))
+        return args[0] if args else None
 
 
 def slug(name: str) -> str:
@@ -364,10 +375,15 @@ class DeclaredAgents(AgentsAdapter):
     def inputs(self, params: dict[str, Any]) -> Any:
         return copy.deepcopy(self.d.input)
 
-    def context(self, params: dict[str, Any]) -> Any:
-        return None if self.d.context is None else self.d.context()
+    def run_context(self, params: dict[str, Any], channel: Channel) -> Any:
+        """`context:`'s object for one run (of the type `Agent[Context]` declares), its scripted
+        callables answering what `channel`'s turn chose."""
+        if self.d.context is None:
+            return None
+        return self.d.context.build(params, lambda: channel.chosen, self.d.context_type())
 
     async def step(self, live: AgentRun, action: str, choices: dict[str, Any]) -> str | None:
+        live.channel.chosen = dict(choices)
         live.channel.tools = {name: self.d.tools[name][choices[tool_choice(name)]]
                               for name in self.d.tools if tool_choice(name) in choices}
         return await super().step(live, action, {k: v for k, v in choices.items() if k in self.scripted})
@@ -392,10 +408,7 @@ def scripted_tool(tool: Any) -> None:
         channel = RUNNING.get()
         if channel is None or tool.name not in channel.tools:
             return await impl(ctx, arguments)
-        outcome = channel.tools[tool.name]
-        if isinstance(outcome, Raises):
-            raise outcome.cls(outcome.message)
-        return copy.deepcopy(outcome)
+        return give(channel.tools[tool.name])
     SCRIPTED.add(scripted)
     invoker._invoke_tool_impl = scripted
 
@@ -473,7 +486,10 @@ def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
     return labels
 
 
-def _models(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str, Answer | list[Answer]]]:
+def _models(top: YMap, file: str, agents: dict[str, Any],
+            lines: dict[str, Choice]) -> dict[str, dict[str, Answer | list[Answer]]]:
+    """`models:` agent -> label -> answer; each agent's choice at its lines goes to `lines` (an
+    answer may carry `when:`, a guard over the vars)."""
     declared = mapping(top, "models", file, "agent names to their model's answers")
     out: dict[str, dict[str, Answer | list[Answer]]] = {}
     for name in declared:
@@ -481,8 +497,15 @@ def _models(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str,
             raise fail(file, declared.line_of(name), f"models: no agent named {name!r} in the run "
                                                      f"(its agents: {', '.join(agents)})")
         labels = _labels(declared, name, file, "models")
-        out[str(name)] = {str(label): _answer(raw, file, labels.line_of(label), f"answer {label} of {name}",
-                                              agents[name]) for label, raw in labels.items()}
+        choice = lines[model_choice(str(name))] = Choice(model_choice(str(name)), declared.line_of(name), {})
+        out[str(name)] = {}
+        for label, raw in labels.items():
+            at = labels.line_of(label)
+            raw, guard = guard_of(raw, file, f"answer {label} of {name}")
+            choice.labels[str(label)] = at
+            if guard is not None:
+                choice.when[str(label)] = guard
+            out[str(name)][str(label)] = _answer(raw, file, at, f"answer {label} of {name}", agents[name])
     missing = [a for a in agents if a not in out]
     if missing:
         raise fail(file, top.line_of("models") if "models" in top else top.line,
@@ -490,8 +513,9 @@ def _models(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str,
     return out
 
 
-def _tools(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """`tools:`: tool name -> {label: what it returns, or {raises: module.Class, message: TEXT}}."""
+def _tools(top: YMap, file: str, agents: dict[str, Any], lines: dict[str, Choice]) -> dict[str, dict[str, Any]]:
+    """`tools:`: tool name -> {label: what it returns, or {raises: module.Class, message: TEXT}};
+    each tool's choice at its lines goes to `lines`."""
     declared = mapping(top, "tools", file, "tool names to their outcomes")
     known = {name: tool for agent in agents.values() for name, tool in function_tools(agent).items()}
     out: dict[str, dict[str, Any]] = {}
@@ -500,24 +524,16 @@ def _tools(top: YMap, file: str, agents: dict[str, Any]) -> dict[str, dict[str, 
             raise fail(file, declared.line_of(name), f"tools: no function tool named {name!r} in the run "
                                                      f"(its tools: {', '.join(known) or 'none'})")
         labels = _labels(declared, name, file, "tools")
-        out[str(name)] = {str(label): _tool_outcome(raw, file, labels.line_of(label))
+        out[str(name)] = {str(label): scripted_outcome(raw, file, labels.line_of(label), f"tools: outcome {label} of {name}")
                           for label, raw in labels.items()}
+        lines[tool_choice(str(name))] = Choice(tool_choice(str(name)), declared.line_of(name),
+                                               {str(label): labels.line_of(label) for label in labels})
         scripted_tool(known[name])
     return out
 
 
-def _tool_outcome(raw: Any, file: str, line: int) -> Any:
-    if not (isinstance(raw, dict) and "raises" in raw):
-        return plain(raw)
-    if not set(raw) <= {"raises", "message"}:
-        raise fail(file, line, "a tool outcome that raises is {raises: module.Class, message: TEXT}")
-    from haltproof.machine.outcomes import Outcome, resolve
-    ((cls, _),) = resolve([Outcome(str(raw["raises"]), None, None, {}, line)], file)
-    return Raises(cls, str(raw.get("message", "")))
-
-
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/frameworks.md)."""
+    """Expand a `framework: openai_agents` declaration into its spec and adapter (docs/how-to/openai-agents.md)."""
     begin(top, file, require_agents, DECLARATION_KEYS, {"target", "input", "models"})
     target = import_target(top, file)
     ref, tline = str(top["target"]), top.line_of("target")
@@ -533,27 +549,39 @@ def declaration(top: YMap, file: str) -> Declared:
     if len(set(slugs)) != len(slugs) or not all(s.isidentifier() for s in slugs) or any("'" in a for a in agents):
         raise fail(file, tline, f"the agents' names {', '.join(agents)} do not give distinct identifiers "
                                 "(letters, digits, spaces; no quote)")
-    context = None
-    if "context" in top:
-        context = import_target(_context_top(top), file)
-        if not callable(context):
-            raise fail(file, top.line_of("context"), "context must name a class or function making the run's "
-                                                     "context object")
-    models = _models(top, file, agents)
-    tools = _tools(top, file, agents)
+    lines: dict[str, Choice] = {}
+    models = _models(top, file, agents, lines)
+    tools = _tools(top, file, agents, lines)
     tools_of = {a: [t for t in function_tools(agent) if t in tools] for a, agent in agents.items()}
     counted = sorted({t for agent in agents.values() for t in function_tools(agent)})
     d = AgentDeclaration(target, agents, models, tools, tools_of, [t for t in counted if t.isidentifier()],
-                         plain(top["input"]), context)
+                         plain(top["input"]), run_object(top, "context", file, params), lines)
+    if d.context is not None:
+        check_run_object(d.context, file, params, d.context_type())
+        for s in d.context.scripted:
+            if s.choice in lines:
+                raise fail(file, s.line, f"context: {s.path}'s choice {s.choice} is also a tool's: rename the "
+                                         "field or the tool's outcome")
     spec = node(_spec(top, file, ref, d), top.line_of("framework"))
-    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d))
+    functions = {name: tool_function(t) for agent in agents.values() for name, t in function_tools(agent).items()}
+    warnings = skipped_writes({t: lines[tool_choice(t)].labels for t in tools}, functions, "context")
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d), warnings)
 
 
-def _context_top(top: YMap) -> YMap:
-    """`context:` read as a target (module:attr), at its own line."""
-    view = YMap({"framework": top["framework"], "target": top["context"]})
-    view.line, view.lines = top.line, {"framework": top.line_of("framework"), "target": top.line_of("context")}
-    return view
+def tool_function(tool: Any) -> Any:
+    """The user's function behind a function tool (the SDK keeps it in its invoker's closure), or
+    None when it cannot be found there."""
+    import inspect
+    impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
+    impl = getattr(impl, "__wrapped__", impl)       # scripted_tool wraps it
+    for cell in getattr(impl, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:          # an empty cell
+            continue
+        if inspect.isfunction(value) and not value.__module__.startswith("agents"):
+            return value
+    return None
 
 
 def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]:
@@ -570,8 +598,9 @@ def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]
     counters.update({f"runs_{t}": {"type": "int", "min": 0, "max": per_turn, "init": 0} for t in d.counted})
     statuses = ["running", "done", "limit"] + (["tool_error"] if _raising(d) else [])
     raises = [LIMIT_ERROR] + ([TOOL_ERROR] if _raising(d) else [])
-    actions = {slug(a): {"when": f"status == running and agent == {_quoted(a)}", "choose": d.choices(a),
-                         "raises": raises} for a in d.agents}
+    actions = lined({slug(a): {"when": f"status == running and agent == {_quoted(a)}",
+                               "choose": choose_node(d.choices(a)), "raises": raises} for a in d.agents},
+                    {slug(a): d.declared[model_choice(a)].line for a in d.agents})
     properties = with_user_properties(top, file, _builtin_properties(d), "OpenAI Agents")
     spec: dict[str, Any] = {
         "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
@@ -606,7 +635,7 @@ def _quoted(text: str) -> str:
 
 
 def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether the SDK's
+    """The out-of-the-box properties (docs/how-to/openai-agents.md): the run ends; whether the SDK's
     MaxTurnsExceeded can happen, the smallest safe max_turns; the worst cases, with what
     max_turns promises."""
     props: dict[str, Any] = {

@@ -40,11 +40,12 @@ from haltproof.machine import usercode
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
 from haltproof.machine.outcomes import Outcome, resolve
-from haltproof.machine.usercode import OutOfTime
 from haltproof.machine.yamlpos import YMap
+from haltproof.machine.text import exception_text
 
-from .declaration import (COMMON_KEYS, begin, fail, import_target, keep_user_lines, mapping, node, plain,
-                          require_version, with_user_properties)
+from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, guard_of,
+                          import_target, keep_user_lines, lined, mapping, node, plain, require_version, run_object,
+                          skipped_writes, with_user_properties)
 
 OK = "ok"                           # a tool outcome: run the real tool
 END = "end"
@@ -106,7 +107,7 @@ class AgentLive:
         try:
             return await done
         except Exception as exc:
-            self.ended = f"{type(exc).__name__}: {exc}"
+            self.ended = f"{exception_text(exc)}"
             raise
 
 
@@ -185,7 +186,12 @@ class AgentAdapter(LiveAdapter):
         raise NotImplementedError
 
     def deps(self, params: dict[str, Any]) -> Any:
+        """The run's deps (`agent.iter(deps=...)`, what tools read as `ctx.deps`), fresh per run; None: none."""
         return None
+
+    def run_deps(self, params: dict[str, Any], script: Script) -> Any:
+        """The deps one run is given: `deps(params)` (a declaration's also answer for `script`)."""
+        return self.deps(params)
 
     def usage_limits(self, params: dict[str, Any]) -> Any:
         """Pydantic AI's own `UsageLimits`; a limit not given as a param keeps Pydantic AI's default."""
@@ -206,7 +212,8 @@ class AgentAdapter(LiveAdapter):
         live = AgentLive()
         runs = self.agent().iter(self.prompt(params), model=FunctionModel(_scripted_model(self, live.script)),
                                  usage_limits=self.usage_limits(params), retries=self.retries(params),
-                                 deps=self.deps(params), capabilities=[_scripted_tools(self, live.script)])
+                                 deps=self.run_deps(params, live.script),
+                                 capabilities=[_scripted_tools(self, live.script)])
         started: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         live.task = asyncio.create_task(_drive(runs, live.inbox, started))
         weakref.finalize(live, _stop, live.inbox, asyncio.get_running_loop())     # dropped: its task leaves the run
@@ -294,9 +301,9 @@ def _scripted_tools(adapter: AgentAdapter, script: Script) -> Any:
     return ScriptedTools()
 
 
-# ---------------------------------------------------------------- declaration files (docs/frameworks.md)
+# ---------------------------------------------------------------- declaration files (docs/how-to/pydantic-ai.md)
 
-DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries"}
+DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries", "deps"}
 DECLARED_LIMITS = ("request_limit", "tool_calls_limit")     # token and cost counts of a FunctionModel are estimates
 DEFAULT_REQUEST_LIMIT = 50          # Pydantic AI's own UsageLimits default
 RETRY_BUDGETS = ("tools", "output")     # the keys of Pydantic AI's AgentRetries
@@ -321,6 +328,8 @@ class AgentDeclaration:
     limits: dict[str, Budget]                   # UsageLimits field -> its value
     retries: Budget | dict[str, Budget] | None  # Agent.iter(retries=...), None: the agent's own
     errors: list[tuple[str, int]] = field(default_factory=list)    # the scripted tools' exception classes, lines
+    deps: RunObject | None = None               # `deps:`, what the tools read as ctx.deps
+    declared: list[Choice] = field(default_factory=list)     # the model's and tools' choices at their lines
 
 
 def budget(value: Budget, params: dict[str, Any]) -> int:
@@ -355,6 +364,13 @@ class DeclaredAgent(AgentAdapter):
             return {key: budget(value, params) for key, value in r.items()}
         return None if r is None else budget(r, params)
 
+    def run_deps(self, params: dict[str, Any], script: Script) -> Any:
+        """`deps:`'s object for one run, of the agent's own `deps_type`, its scripted callables
+        answering what `script`'s transition chose."""
+        if self.d.deps is None:
+            return None
+        return self.d.deps.build(params, lambda: script.choices, self.d.agent.deps_type)
+
 
 @dataclass
 class AgentTools:
@@ -362,13 +378,14 @@ class AgentTools:
 
     function: list[str]
     output: list[str]
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)     # tool -> its arguments' JSON schema
 
 
 class _Probed(Exception):
     """Stops the probe run at its first model request: the tools are known by then."""
 
 
-async def _probe(agent: Any, prompt: str) -> AgentTools:
+async def _probe(agent: Any, prompt: str, deps: Any) -> AgentTools:
     from pydantic_ai.models.function import FunctionModel
     seen: list[Any] = []
 
@@ -376,7 +393,7 @@ async def _probe(agent: Any, prompt: str) -> AgentTools:
         seen.append(info)
         raise _Probed
     try:
-        async with agent.iter(prompt, model=FunctionModel(look)) as run:
+        async with agent.iter(prompt, model=FunctionModel(look), deps=deps) as run:
             async for _ in run:
                 pass
     except _Probed:
@@ -384,22 +401,21 @@ async def _probe(agent: Any, prompt: str) -> AgentTools:
     if not seen:
         raise RuntimeError("the agent made no model request")
     info = seen[0]
-    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools])
+    return AgentTools([t.name for t in info.function_tools], [t.name for t in info.output_tools],
+                      {t.name: dict(t.parameters_json_schema) for t in [*info.function_tools, *info.output_tools]})
 
 
-def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int) -> AgentTools:
+def tools_of(agent: Any, prompt: str, ref: str, file: str, line: int, deps: Any = None) -> AgentTools:
     """The agent's tools, read from its first model request (Pydantic AI's own, with a model that
-    stops it there); a problem at the target's line when the agent cannot get that far."""
+    stops it there, given `deps`); a problem at the target's line when the agent cannot get that far."""
     driver = Driver()
     try:
-        tools: AgentTools = usercode.run(driver.call, _probe, agent, prompt)
+        tools: AgentTools = usercode.load_as(lambda: f"running {ref} up to its first model request",
+                                             lambda: driver.call(_probe, agent, prompt, deps))
         return tools
-    except OutOfTime as stop:
-        stop.note(f"running {ref} up to its first model request")
-        raise
-    except Exception as exc:        # the user's agent may fail in any way before it asks the model
+    except usercode.FAILURES as exc:        # the user's agent may fail in any way before it asks the model
         raise fail(file, line, f"running {ref} up to its first model request failed: "
-                               f"{type(exc).__name__}: {exc}") from None
+                               f"{exception_text(exc)}") from None
     finally:
         driver.close()
 
@@ -448,19 +464,25 @@ def _label(name: Any, file: str, line: int, what: str) -> str:
     return name
 
 
-def _answers(top: YMap, file: str, ref: str, tools: AgentTools) -> tuple[dict[str, Any], int]:
-    """`models:` label -> the ModelResponse it stands for; and the most tool calls one answer makes."""
+def _answers(top: YMap, file: str, ref: str, tools: AgentTools) -> tuple[dict[str, Any], int, Choice]:
+    """`models:` label -> the ModelResponse it stands for; the most tool calls one answer makes;
+    and the `model` choice at its lines (an answer may carry `when:`, a guard over the vars)."""
     declared = mapping(top, "models", file, "answer labels to the model's answers")
     if not declared:
         raise fail(file, top.line_of("models"), "models: give the model at least one answer")
     out: dict[str, Any] = {}
     most = 0
+    choice = Choice(MODEL, top.line_of("models"), {})
     for label, raw in declared.items():
         line = declared.line_of(label)
-        out[_label(label, file, line, "a model answer's label")] = response = \
-            _response(raw, str(label), file, line, ref, tools)
+        raw, guard = guard_of(raw, file, f"models: answer {label}")
+        name = _label(label, file, line, "a model answer's label")
+        choice.labels[name] = line
+        if guard is not None:
+            choice.when[name] = guard
+        out[name] = response = _response(raw, name, file, line, ref, tools)
         most = max(most, sum(getattr(p, "tool_name", None) in tools.function for p in response.parts))
-    return out, most
+    return out, most, choice
 
 
 def _response(raw: Any, label: str, file: str, line: int, ref: str, tools: AgentTools) -> Any:
@@ -513,11 +535,13 @@ def _call(call: Any, label: str, file: str, line: int, ref: str, tools: AgentToo
 
 
 def _tool_outcomes(top: YMap, file: str, ref: str, tools: AgentTools) -> tuple[dict[str, dict[str, Any]],
-                                                                              list[tuple[str, int]]]:
-    """`tools:` tool -> label -> outcome; and the exception classes they raise, with their lines."""
+                                                                              list[tuple[str, int]], list[Choice]]:
+    """`tools:` tool -> label -> outcome; the exception classes they raise, with their lines; and
+    each tool's choice at its lines."""
     declared = mapping(top, "tools", file, "tools to their outcomes")
     out: dict[str, dict[str, Any]] = {}
     errors: list[tuple[str, int]] = []
+    choices: list[Choice] = []
     for name, labels in declared.items():
         line = declared.line_of(name)
         if name in tools.output:
@@ -535,7 +559,8 @@ def _tool_outcomes(top: YMap, file: str, ref: str, tools: AgentTools) -> tuple[d
             where = labels.line_of(label)
             out[str(name)][_label(label, file, where, f"an outcome label of {name}")] = \
                 _outcome(raw, str(name), file, where, errors)
-    return out, errors
+        choices.append(Choice(str(name), line, {str(label): labels.line_of(label) for label in labels}))
+    return out, errors, choices
 
 
 def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, int]]) -> Any:
@@ -558,13 +583,13 @@ def _outcome(raw: Any, tool: str, file: str, line: int, errors: list[tuple[str, 
     try:
         error = cls(str(raw.get("message", "")))
     except Exception as exc:        # the user's exception class may want other arguments
-        raise fail(file, where, f"tools: cannot make a {path}(message): {type(exc).__name__}: {exc}") from None
+        raise fail(file, where, f"tools: cannot make a {path}(message): {exception_text(exc)}") from None
     errors.append((str(path), where))
     return error
 
 
 def declaration(top: YMap, file: str) -> Declared:
-    """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/frameworks.md)."""
+    """Expand a `framework: pydantic_ai` declaration into its spec and adapter (docs/how-to/pydantic-ai.md)."""
     begin(top, file, require_pydantic_ai, DECLARATION_KEYS, {"target", "prompt", "models"})
     from pydantic_ai.agent import AbstractAgent
     agent = import_target(top, file)
@@ -576,13 +601,29 @@ def declaration(top: YMap, file: str) -> Declared:
     params = top.get("params", YMap())
     if not isinstance(params, YMap):
         raise fail(file, top.line_of("params"), "params must be a mapping")
-    tools = tools_of(agent, str(top["prompt"]), ref, file, tline)
-    responses, parallel = _answers(top, file, ref, tools)
-    outcomes, errors = _tool_outcomes(top, file, ref, tools)
+    deps = run_object(top, "deps", file, params)
+    made = None
+    if deps is not None:
+        made = check_run_object(deps, file, params, agent.deps_type)
+        _no_clash(deps, file, {MODEL} | set(mapping(top, "tools", file, "tools to their outcomes")))
+    tools = tools_of(agent, str(top["prompt"]), ref, file, tline, made)
+    responses, parallel, model = _answers(top, file, ref, tools)
+    outcomes, errors, tool_choices = _tool_outcomes(top, file, ref, tools)
     d = AgentDeclaration(agent, str(top["prompt"]), responses, outcomes, _limits(top, file, params),
-                         _retries(top, file, params), errors)
+                         _retries(top, file, params), errors, deps, [model, *tool_choices])
     spec = node(_agent_spec(top, file, ref, d, max(parallel, 1), bool(tools.function)), top.line_of("framework"))
-    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgent(d))
+    skipping = {c.name: {label: line for label, line in c.labels.items() if outcomes[c.name][label] != OK}
+                for c in tool_choices}
+    functions = {name: t.function for name, t in getattr(getattr(agent, "_function_toolset", None), "tools", {}).items()}
+    return Declared(keep_user_lines(spec, top), lambda: DeclaredAgent(d), skipped_writes(skipping, functions, "deps"))
+
+
+def _no_clash(deps: RunObject, file: str, taken: set[str]) -> None:
+    """A scripted callable of the deps whose choice is named like the model's or a tool's is refused at its line."""
+    for s in deps.scripted:
+        if s.choice in taken:
+            raise fail(file, s.line, f"deps: {s.path}'s choice {s.choice} is also the choice of a tool: rename "
+                                     "the tool's outcome or the field")
 
 
 def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: int, has_tools: bool) -> dict[str, Any]:
@@ -598,8 +639,9 @@ def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: i
         "raises": [{"class": "pydantic_ai.exceptions.UsageLimitExceeded", "match": "tool_calls_limit",
                     "set": {"status": "tool_calls_limit_exceeded"}}, retries_exhausted,
                    *({"class": path, "set": {"status": "tool_error"}} for path in dict(d.errors))]}
-    if d.tools:
-        tools["choose"] = {name: list(labels) for name, labels in d.tools.items()}
+    tool_choices = d.declared[1:] + (d.deps.declared() if d.deps is not None else [])
+    if tool_choices:
+        tools["choose"] = choose_node(tool_choices)
     spec: dict[str, Any] = {
         "machine": top.get("machine", os.path.splitext(os.path.basename(file))[0]),
         "description": top.get("description", f"{ref} as Pydantic AI runs it: one node of its agent graph per "
@@ -614,11 +656,12 @@ def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: i
                  "tool_retries": {**counter, "max": requests},
                  "output_retries": {**counter, "max": requests},
                  "status": {"type": "enum", "values": STATUSES, "init": "running"}},
-        "actions": {
-            "request": {"when": "status == running and next == model_request", "choose": {MODEL: list(d.responses)},
+        "actions": lined({
+            "request": {"when": "status == running and next == model_request", "choose": choose_node(d.declared[:1]),
                         "raises": [{"class": "pydantic_ai.exceptions.UsageLimitExceeded", "match": "request_limit",
                                     "set": {"status": "request_limit_exceeded"}}, retries_exhausted]},
-            "tools": tools},
+            "tools": tools}, {"request": top.line_of("models"),
+                              "tools": top.line_of("tools") if "tools" in top else top.line_of("target")}),
         "terminal": "status != running",
         "properties": with_user_properties(top, file, _builtin_agent_properties(d, has_tools), "Pydantic AI"),
     }
@@ -628,7 +671,7 @@ def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: i
 
 
 def _builtin_agent_properties(d: AgentDeclaration, has_tools: bool) -> dict[str, Any]:
-    """The out-of-the-box properties (docs/frameworks.md): the run ends; whether each of Pydantic AI's
+    """The out-of-the-box properties (docs/how-to/pydantic-ai.md): the run ends; whether each of Pydantic AI's
     limit errors can happen, the smallest safe value of the param behind it; the worst cases, with
     what each limit promises."""
     request_limit = d.limits.get("request_limit", DEFAULT_REQUEST_LIMIT)

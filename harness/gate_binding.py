@@ -1,7 +1,7 @@
 """The adapter between specs/gate_chain.yaml and the real gate layer (haltproof.harness.gates,
 haltproof.harness.ledger, haltproof.harness.gate_loop).
 
-Live binding (docs/binding.md): `start` builds one real `GateLoop` with the real gates in a
+Live binding (docs/how-to/binding.md): `start` builds one real `GateLoop` with the real gates in a
 real `GateChain`, `step` runs one real turn through `GateLoop.step`, and `abstract` reads
 the abstract state back. haltproof reaches each reachable abstract state by replaying its
 shortest path from `start` (`runs[].binding` is `replay`): a run could be deep-copied, but

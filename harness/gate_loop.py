@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from haltproof.machine import strict_json
-from haltproof.machine.inputs import TooLarge, check_number, read_bounded
+from haltproof.machine.inputs import TooLarge, check_number
 
 from .decision_records import DECISION_EVENT, DENIED_ERROR_TYPE, END_EVENT, JsonLinesWriter, Sink
 from .gates import GateChain, GateContext, GateDecision, ToolCall, ToolCallError, build_chain
@@ -61,7 +61,7 @@ class ConfigError(ValueError):
 
 
 # Every limit is written into the decision records, whose ints are OpenTelemetry attributes:
-# signed 64-bit. A larger one would make records no collector can take (docs/gate-chain.md).
+# signed 64-bit. A larger one would make records no collector can take (docs/tutorials/gate-chain.md).
 MAX_LIMIT = 2 ** 63 - 1
 
 
@@ -411,20 +411,18 @@ def format_turn(result: TurnResult, loop: GateLoop) -> str:
     return "\n".join(lines)
 
 
-MAX_SCRIPT_BYTES = 1024 * 1024   # a call is ~60 bytes: 1 MiB is ~17,000 calls (docs/gate-chain.md)
+MAX_SCRIPT_BYTES = 1024 * 1024   # a call is ~60 bytes: 1 MiB is ~17,000 calls (docs/tutorials/gate-chain.md)
 
 
 def _load_script(path: str) -> list[Any]:
     try:
-        text = read_bounded(path, MAX_SCRIPT_BYTES, "a script")
+        data = strict_json.read(path, MAX_SCRIPT_BYTES, "a script")
     except TooLarge as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the script: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: the script is not UTF-8 text") from None
-    try:
-        data = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except strict_json.DuplicateKeyError as exc:

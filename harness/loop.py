@@ -28,7 +28,7 @@ MAX_RETRIES = 1
 STEPS_RANGE = (1, 5)        # the course's limits: 1 <= max_steps <= 5
 RETRIES_RANGE = (0, 1)      # and 0 <= max_retries <= 1
 TERMINALS = ("success", "needs_input", "error", "limit")
-MAX_POLICY_BYTES = 1024 * 1024    # the bundled one is 41 bytes (docs/binding.md)
+MAX_POLICY_BYTES = 1024 * 1024    # the bundled one is 41 bytes (docs/how-to/binding.md)
 
 State = dict[str, Any]
 Observation = dict[str, Any]

@@ -42,11 +42,12 @@ from typing import Any, TypeAlias, TypeVar
 
 from . import usercode
 from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Machine, spec_line
-from .errors import Problem, SpecError
+from .errors import Located, Problem, SpecError
 from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
 from .outcomes import outcome_of, resolve
-from .usercode import OutOfTime, running
+from .usercode import running
 from .spec import Spec, present
+from .text import exception_text
 
 T = TypeVar("T")
 # code_matches_spec: (state, action index, combo index, the code's rule, the code's result, how they differ)
@@ -130,11 +131,9 @@ def spec_adapter(spec: Spec) -> Adapter | LiveAdapter:
     assert spec.bind, "only a bound spec has an adapter"
     if spec.adapter is None:
         return load_adapter(spec.bind, spec.path, spec.bind_line)
-    try:
-        built: Adapter | LiveAdapter = usercode.run(spec.adapter)
-    except OutOfTime as stop:
-        stop.note(f"building the {spec.framework} adapter for {spec.bind}")
-        raise
+    factory = spec.adapter
+    built: Adapter | LiveAdapter = usercode.load_as(lambda: f"building the {spec.framework} adapter for {spec.bind}",
+                                                   factory)
     return built
 
 
@@ -166,31 +165,37 @@ def import_user_module(name: str, folder: str) -> Any:
     return importlib.import_module(name)
 
 
+def import_user_object(ref: str, folder: str, here: Located, key: str) -> Any:
+    """The object `module:attr` names (attr may be dotted; the caller checked the shape), its
+    module imported by `import_user_module` within the check's deadline; a problem is a
+    SpecError at `here`. The one importer of a user's object: `bind:` (key "bind"), and a
+    declaration's `target:` with `haltproof init`/`lint` (frameworks/declaration.py)."""
+    module_name, _, attr = ref.partition(":")
+    role = "the bound module" if key == "bind" else f"the {key}'s module"
+    try:
+        module = usercode.load_as(lambda: f"importing {role} {module_name} ({key}: {ref})",
+                                  lambda: import_user_module(module_name, folder))
+    except usercode.FAILURES as exc:   # the user's module may fail in any way while importing
+        raise here.error(f"cannot import {role}: {exception_text(exc)}", ref) from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise here.error(f"module {module_name} has no {attr!r}", ref)
+        target = getattr(target, part)
+    return target
+
+
 def load_adapter(ref: str, file: str, line: int | None) -> Adapter | LiveAdapter:
     """Import `module:Name` and return an adapter instance (a class is instantiated)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise SpecError([Problem(file, line, "bind must be written module:Name", ref)])
+    target = import_user_object(ref, os.path.dirname(os.path.abspath(file)), Located(file, line), "bind")
     try:
-        module = usercode.run(import_user_module, module_name, os.path.dirname(os.path.abspath(file)))
-    except OutOfTime as stop:
-        stop.note(f"importing the bound module {module_name} (bind: {ref})")
-        raise
-    except Exception as exc:   # the user's module may fail in any way while importing
-        raise SpecError([Problem(file, line, f"cannot import the bound module: "
-                                             f"{type(exc).__name__}: {exc}", ref)]) from None
-    target = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise SpecError([Problem(file, line, f"module {module_name} has no {attr!r}", ref)])
-        target = getattr(target, part)
-    try:
-        adapter = usercode.run(target) if isinstance(target, type) else target
-    except OutOfTime as stop:
-        stop.note(f"creating the adapter {ref}")
-        raise
-    except Exception as exc:
-        raise SpecError([Problem(file, line, f"cannot create the adapter: {type(exc).__name__}: {exc}",
+        adapter = usercode.load_as(lambda: f"creating the adapter {ref}", target) if isinstance(target, type) \
+            else target
+    except usercode.FAILURES as exc:
+        raise SpecError([Problem(file, line, f"cannot create the adapter: {exception_text(exc)}",
                                  ref)]) from None
     needed = ("start", "step", "abstract") if is_live(adapter) else ("concretize", "step", "abstract")
     missing = [m for m in needed if not callable(getattr(adapter, m, None))]
@@ -454,7 +459,7 @@ class BoundCode:
         finally:
             self.checking.extra_calls += 1
             self.checking.seconds += time.perf_counter() - began
-        if first != second:
+        if not _agree(first, second):
             raise CodeError("the bound code is nondeterministic: two calls with the same state "
                             f"and choices gave {_show(first)} and {_show(second)}")
 
@@ -466,7 +471,7 @@ class BoundCode:
             *got_out, live = self.call(act, s, state, other, combo)
             self.release(live, act, combo, state)
             got = _plain_result(tuple(got_out), self.code_vars)
-            if got != first:
+            if not _agree(got, first):
                 labels = ", ".join(f"{n}={_value_text(item[0])}" for n, item in made_choices(act, combo))
                 raise CodeError(f"two concrete values of the abstract choice {labels} behave differently: "
                                 f"representative 1 gives {_show(first)}, representative {k} (of "
@@ -512,7 +517,7 @@ class BoundCode:
                 self.advance(other, action, copy.deepcopy(choices))
                 then = _plain_result(self.on_live(act, other, copy.deepcopy(choices_t))[:2], self.code_vars)
                 runs.release(other)
-                if first != then:
+                if not _agree(first, then):
                     labels = ", ".join(f"{k}={_value_text(v[0])}" for k, v in made_choices(act, combo))
                     raise CodeError(
                         f"this path reaches a state another path reached first, but the two runs then "
@@ -731,6 +736,17 @@ def _typed(state: tuple[Any, ...]) -> tuple[tuple[type, Any], ...]:
     return tuple((type(v), v) for v in state)
 
 
+def _typed_vars(state: dict[str, Any]) -> dict[str, tuple[type, Any]]:
+    return {k: (type(v), v) for k, v in state.items()}
+
+
+def _agree(one: tuple[dict[str, Any], Any], other: tuple[dict[str, Any], Any]) -> bool:
+    """Two results of the code (abstract state, rule) are one: the same rule, and every var
+    the same value of the same type (True, 1 and 1.0 are three values, as in the domain
+    checks: a plain == takes a bool 1 for true and proves code that gives either)."""
+    return one[1] == other[1] and _typed_vars(one[0]) == _typed_vars(other[0])
+
+
 def _with(result: Any, sets: dict[str, Any]) -> Any:
     """The abstract state the code reports, with a declared exception's values on top."""
     return {**result, **sets} if sets and type(result) is dict else result
@@ -741,7 +757,7 @@ def _read_back(runs: LiveRuns, live: Any, s: tuple[Any, ...], how: str, sets: di
     what abstract() reads, with `sets` on top (the values of the declared exception that
     reached the state, which the run cannot show itself)."""
     got = _plain_result((_with(runs.driver.call(runs.adapter.abstract, live), sets), None), runs.code_vars)[0]
-    if got == {k: v for k, v in zip(runs.var_names, s) if k in got}:
+    if _typed_vars(got) == _typed_vars({k: v for k, v in zip(runs.var_names, s) if k in got}):
         return
     shown = " ".join(f"{k}={_value_text(v)}" for k, v in got.items())
     if how == "start":
@@ -763,15 +779,11 @@ def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo:
     """`fn()`, the user's code, under the deadline: its exception is a `bound_code` finding
     with the user's traceback, the deadline passing in it says what was running."""
     try:
-        result: T = usercode.run(fn)
-        return result
-    except OutOfTime as stop:
-        stop.note(running(doing, _choice_labels(act, combo), state))
-        raise
+        return usercode.run_as(lambda: running(doing, _choice_labels(act, combo), state), fn)
     except CodeError:
         raise
-    except Exception as exc:
-        raise CodeError(f"{who} raised {type(exc).__name__}: {exc}\n{user_traceback(exc)}") from None
+    except usercode.FAILURES as exc:
+        raise CodeError(f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}") from None
 
 
 def _value_text(value: Any) -> str:
@@ -807,6 +819,7 @@ def _plain_result(out: Any, var_names: list[str]) -> tuple[dict[str, Any], Any]:
         if type(result[name]) not in _PLAIN:
             raise CodeError(f"abstract() gave var {name} a value of type {type(result[name]).__name__}; "
                             "abstract states hold ints, bools and strings")
+        _finite(result[name], name, "abstract()")
     if rule is not None and type(rule) is not str:
         raise CodeError(f"the bound code reports a rule of type {type(rule).__name__}; a rule is "
                         "the name of a decide rule (a string) or None")
@@ -822,7 +835,17 @@ def checked_hashable(state: tuple[Any, ...], var_names: list[str], what: str) ->
             raise CodeError(f"{what} gave var {name} the unhashable value {value!r} "
                             f"({type(value).__name__}); abstract states hold ints, bools and "
                             "strings") from None
+        _finite(value, name, what)
     return state
+
+
+def _finite(value: Any, name: str, what: str) -> None:
+    """A NaN is not equal to itself (a state holding it is never found again, and running the
+    same transition twice looks nondeterministic), and no report can write it or an infinity:
+    the code's mistake, said as such, rather than a domain error whose trace shows the value."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CodeError(f"{what} gave var {name} the value {value!r}, which no state can hold: it is not a "
+                        "finite number (a NaN is not even equal to itself)")
 
 
 def value_checkers(m: Machine) -> list[Callable[[Any], bool]]:

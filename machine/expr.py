@@ -131,7 +131,7 @@ _CMP_EQ = (ast.Eq, ast.NotEq)
 _CMP_IN = (ast.In, ast.NotIn)
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 _FUNCS = {"min", "max", "abs"}
-MAX_DEPTH = 100     # expressions nested in expressions (docs/spec-language.md, "Limits on the input")
+MAX_DEPTH = 100     # expressions nested in expressions (docs/reference/spec-language.md, "Limits on the input")
 _EXPR_KEYWORDS = {"and", "or", "not", "if", "else", "in", "is", "True", "False", "None"}
 
 

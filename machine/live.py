@@ -257,7 +257,7 @@ class LiveRuns:
             self._give_up_copying()
 
     def _give_up_copying(self) -> None:
-        """For good: the report says `replay` (docs/binding.md), and no state is skipped."""
+        """For good: the report says `replay` (docs/how-to/binding.md), and no state is skipped."""
         self.how = "replay"
         self.saved.clear()
 

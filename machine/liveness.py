@@ -9,7 +9,7 @@ state too, the obligation is open there. A run is bad when it ends (terminal or 
 in a state where it is open, or when it is open in every state it visits infinitely often;
 properties/liveness.py searches the explored graph for such a run. `violated` (R came
 while the obligation was open) is absorbing and counts as open: every maximal run through
-it is bad. Exact semantics: docs/spec-language.md, "Liveness patterns".
+it is bad. Exact semantics: docs/reference/spec-language.md, "Liveness patterns".
 
 The names: P (existence: the predicate; response: the trigger), S (the response), Q and R
 (the scope's start and end), M (the phase, one of machine/patterns.PHASES: `waiting` before

@@ -30,7 +30,7 @@ from typing import Any
 
 from . import usercode
 from .errors import Problem, SpecError
-from .usercode import OutOfTime
+from .text import exception_message, exception_text
 from .yamlpos import YList, YMap
 
 KEYS = frozenset({"class", "match", "rule", "set"})
@@ -170,16 +170,14 @@ def _import(module: str, o: Outcome, file: str) -> Any:
     """The module, or None when there is no such module; an error while importing one that
     exists is the user's to see, as a spec error at the declaration."""
     try:
-        return usercode.run(importlib.import_module, module)
+        return usercode.load_as(lambda: f"importing {module} (raises of the spec, line {o.line})",
+                               lambda: importlib.import_module(module))
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
             return None
-        raise SpecError([Problem(file, o.line, f"cannot import {module}: {exc}", o.path)]) from None
-    except OutOfTime as stop:
-        stop.note(f"importing {module} (raises of the spec, line {o.line})")
-        raise
-    except Exception as exc:
-        raise SpecError([Problem(file, o.line, f"cannot import {module}: {type(exc).__name__}: {exc}",
+        raise SpecError([Problem(file, o.line, f"cannot import {module}: {exception_message(exc)}", o.path)]) from None
+    except usercode.FAILURES as exc:
+        raise SpecError([Problem(file, o.line, f"cannot import {module}: {exception_text(exc)}",
                                  o.path)]) from None
 
 
@@ -194,8 +192,23 @@ def _attribute(target: Any, names: Sequence[str]) -> Any:
 
 
 def outcome_of(exc: Exception, resolved: Resolved) -> Outcome | None:
-    """The first declaration `exc` matches (its class, then its message), None if none does."""
+    """The first declaration `exc` matches (its class, then its message), None if none does.
+    An exception whose `__str__` raises has no message: no `match` finds anything in it."""
+    message: list[str | None] = []      # str(exc), made once, when a declaration needs it
     for cls, o in resolved:
-        if isinstance(exc, cls) and (o.match is None or o.match.search(str(exc)) is not None):
+        if not isinstance(exc, cls):
+            continue
+        if o.match is None:
+            return o
+        if not message:
+            message.append(_message(exc))
+        if message[0] is not None and o.match.search(message[0]) is not None:
             return o
     return None
+
+
+def _message(exc: Exception) -> str | None:
+    try:
+        return str(exc)
+    except Exception:
+        return None

@@ -5,7 +5,7 @@ transition first advances the monitor over the state it leaves (a set stage plac
 action's own stages, so it reads that state), and the property is an invariant over the monitor
 and the current state: "advancing the monitor over this state would not reach `violated`".
 Both engines explore the monitor like any var, so their shortest-trace search gives the
-shortest run prefix that violates the pattern. Exact semantics: docs/spec-language.md.
+shortest run prefix that violates the pattern. Exact semantics: docs/reference/spec-language.md.
 
 Everything here is expression *text* over the names P, Q, R, S (the user's predicates, bound
 by the caller), M (the phase), C (the count) and B (whether P held in the previous state of

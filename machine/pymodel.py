@@ -61,10 +61,11 @@ from . import usercode
 from .binding import CodeError, checked_hashable, user_traceback
 from .compiled import CompiledAction, EvalError, Machine, MissingChoice
 from .errors import Problem, SpecError
-from .spec import (Action, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
+from .spec import (Action, DeclKind, ChoiceSet, DecideStage, Param, PropertyDecl, Rule, Spec, Terminal, Var,
                    SetStage, negative_bound, present)
 from .inputs import value_count
-from .usercode import OutOfTime, running
+from .text import exception_text
+from .usercode import running
 
 
 # ---------------------------------------------------------------- declarations
@@ -96,7 +97,7 @@ def _meta(method: object) -> _ActionMeta:
 class _Prop:
     """A property declared on a Model class."""
 
-    def __init__(self, kind: str, fn: UserFn | None = None, *, bound: UserFn | None = None,
+    def __init__(self, kind: DeclKind, fn: UserFn | None = None, *, bound: UserFn | None = None,
                  count: UserFn | None = None, vars: Iterable[str] = ()):
         self.kind, self.fn, self.bound, self.count = kind, fn, bound, count
         self.vars = tuple(vars)
@@ -177,8 +178,8 @@ def load_model_ref(ref: str) -> type[Model]:
         sys.path.insert(0, os.getcwd())
     try:
         target = getattr(importlib.import_module(module_name), attr)
-    except Exception as exc:
-        raise SpecError([Problem(ref, None, f"cannot load the model: {type(exc).__name__}: {exc}")]) from None
+    except usercode.FAILURES as exc:
+        raise SpecError([Problem(ref, None, f"cannot load the model: {exception_text(exc)}")]) from None
     if not (isinstance(target, type) and issubclass(target, Model)):
         raise SpecError([Problem(ref, None, "not a subclass of haltproof.machine.pymodel.Model")])
     return target
@@ -248,8 +249,8 @@ def _call(file: str, line: int | None, what: str, fn: UserFn, *args: Any) -> Any
     mistake, a spec error (exit 2) naming `what` with the user's traceback, not a crash."""
     try:
         return fn(*args)
-    except Exception as exc:
-        raise SpecError([Problem(file, line, f"{what} raised {type(exc).__name__}: {exc}\n"
+    except usercode.FAILURES as exc:
+        raise SpecError([Problem(file, line, f"{what} raised {exception_text(exc)}\n"
                                              f"{user_traceback(exc)}")]) from None
 
 
@@ -369,7 +370,7 @@ def _domains(model: Model, p: dict[str, int], place: Place) -> dict[str, list[An
             frozenset(v)
     except (AttributeError, TypeError) as exc:
         raise SpecError([Problem(file, line, f"{what} must return a dict of var name to a list of "
-                                             f"hashable values ({type(exc).__name__}: {exc})")]) from None
+                                             f"hashable values ({exception_text(exc)})")]) from None
     for k, v in doms.items():
         if not v:
             raise SpecError([Problem(file, line, f"var {k} has an empty domain with {p}")])
@@ -428,16 +429,15 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
         return checked_hashable(tuple(d[n] for n in names), names, what)
 
     def user(fn: UserFn, *args: Any, **kwargs: Any) -> Any:
+        def doing() -> str:
+            state = next((a for a in args if isinstance(a, dict)), {})
+            return running(getattr(fn, "__qualname__", repr(fn)), kwargs, state)
         try:
-            return usercode.run(fn, *args, **kwargs)
+            return usercode.run_as(doing, lambda: fn(*args, **kwargs))
         except CodeError:
             raise
-        except OutOfTime as stop:
-            state = next((a for a in args if isinstance(a, dict)), {})
-            stop.note(running(getattr(fn, "__qualname__", repr(fn)), kwargs, state))
-            raise
-        except Exception as exc:
-            raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {type(exc).__name__}: {exc}\n"
+        except usercode.FAILURES as exc:
+            raise CodeError(f"{getattr(fn, '__qualname__', fn)} raised {exception_text(exc)}\n"
                             f"{user_traceback(exc)}") from None
 
     def domain_error(t: State) -> int:
@@ -477,14 +477,15 @@ def _machine(model: Model, spec: Spec, props: list[_Prop], methods: list[tuple[s
                  rules: set[str] = rules, aname: str = name) -> tuple[State, str | None]:
             kwargs = {c: item[0] for c, item in zip(cnames, combo)}
             first = user(fn, model, as_dict(s), dict(p), **kwargs)
+            new, rule = first if isinstance(first, tuple) else (first, None)
+            t = as_tuple(new, f"action {aname}")      # a NaN is said as such, before NaN != NaN is compared
             second = user(fn, model, as_dict(s), dict(p), **kwargs)
             if first != second:
                 raise CodeError(f"action {aname} is nondeterministic: {first} then {second}")
-            new, rule = first if isinstance(first, tuple) else (first, None)
             if rule is not None and rule not in rules:
                 raise CodeError(f"action {aname} reports rule {rule!r}, not one of its rules "
                                 f"({', '.join(sorted(rules)) or 'none declared'})")
-            return as_tuple(new, f"action {aname}"), rule
+            return t, rule
         step_args = [tuple(dict(zip(cnames, combo)).get(c, MissingChoice(c, name)) for c in spec.choice_names)
                      for combo in combos]
         actions.append(CompiledAction(name, index, guard, step, combos, labels, step_args, cnames))

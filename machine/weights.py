@@ -12,11 +12,13 @@ set, its labels), so this module needs nothing from the loader (which imports it
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from .errors import Located, Problem, SpecError
+from .text import fraction_text
 from .yamlpos import Path, YDecimal, YMap
 
 BOUND_KEYS = ("at_least", "at_most")
@@ -41,12 +43,33 @@ def exact_number(value: Any, at: Located, what: str) -> Fraction:
     if text is None:
         raise at.error(f"{what} must be a number: a decimal (0.25), an integer or a fraction ('1/3')",
                        _short(value))
+    size = _digits_needed(text)
+    if size > MAX_DIGITS:
+        raise at.error(f"{what} has {size:,} digits written out (its exponent included), more than the "
+                       f"{MAX_DIGITS:,} an exact number may have", _short(text))
     try:
         number = Fraction(text.strip().replace("_", ""))
     except (ValueError, ZeroDivisionError):
         raise at.error(f"{what} must be a finite number: a decimal (0.25), an integer or a "
                        "fraction ('1/3')", text) from None
     return number
+
+
+MAX_DIGITS = 4300     # Python's own limit on reading an integer; `1e-99999999` would take minutes
+_EXPONENT = re.compile(r"[eE]([-+]?\d+)\s*$")
+
+
+def _digits_needed(text: str) -> int:
+    """How many digits a number's text takes written out: a decimal's digits and its exponent's
+    size; a fraction's longer part (each is read as one integer)."""
+    if "/" in text:
+        return max(sum(c.isdigit() for c in part) for part in text.split("/"))
+    exp = _EXPONENT.search(text)
+    written = sum(c.isdigit() for c in (text if exp is None else text[:exp.start()]))
+    if exp is None:
+        return written
+    power = exp.group(1).lstrip("+-")
+    return written + (int(power) if len(power) <= 9 else 10 ** 9)
 
 
 @dataclass
@@ -127,7 +150,7 @@ def _weights(action: str, choice: str, labels: list[Any], raw: Any, at: Located,
                        f"{', '.join(missing)}: give every value one (0 is allowed)")
     total = sum(out.values(), Fraction(0))
     if total != 1:
-        raise at.error(f"the weights of choice {choice} of action {action} sum to {_fraction_text(total)}, not 1")
+        raise at.error(f"the weights of choice {choice} of action {action} sum to {fraction_text(total)}, not 1")
     return out
 
 
@@ -137,11 +160,6 @@ def _label_text(label: Any) -> str:
     return str(label)
 
 
-def _fraction_text(x: Fraction) -> str:
-    """`9/10 (0.9)`: exact, and readable when it is a short decimal."""
-    if x.denominator == 1:
-        return str(x.numerator)
-    return f"{x} ({float(x):g})"
 
 
 def _hint(name: str, known: Any) -> str:

@@ -57,7 +57,7 @@ class YStr(str):
     source: list[str]  # the file's lines, to find where in a folded scalar a piece of text is
 
 
-# Limits that keep a hostile file from exhausting memory or the stack (docs/spec-language.md).
+# Limits that keep a hostile file from exhausting memory or the stack (docs/reference/spec-language.md).
 MAX_DEPTH = 100             # collections nested in collections, aliases expanded
 ALIAS_BUDGET = 100_000      # what aliases may add: 1 per node plus the length of each scalar
 

@@ -8,12 +8,20 @@ a "holds" is only ever claimed for a complete, well-defined exploration.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
-HOLDS = "holds"
-VIOLATED = "violated"
-UNKNOWN = "unknown"
+from haltproof.machine.spec import DeclKind, ParamValue, PatternName
+
+Status = Literal["holds", "violated", "unknown"]      # a property's verdict
+HOLDS: Final = "holds"
+VIOLATED: Final = "violated"
+UNKNOWN: Final = "unknown"
+
+# What a property is: a declared kind, a pattern's name (absence ...), `possible` (a reachable
+# property asked both ways) or `builtin` (domains, well_defined, bound_code, ...).
+Kind = DeclKind | PatternName | Literal["builtin", "possible"]
 
 KIND_TEXT = {     # what "holds" means for each kind: the message of a holding property, and its rule text in SARIF
     "invariant": "true in every reachable state",
@@ -62,11 +70,11 @@ class Trace:
     kind: str = "path"
     loop_start: int | None = None
 
-    def to_json(self, params: dict[str, int] | None = None) -> dict[str, Any]:
+    def to_json(self, params: Mapping[str, ParamValue] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "loop_start": self.loop_start,
                                "steps": [s.to_json() for s in self.steps]}
         if params is not None:
-            out["params"] = params
+            out["params"] = dict(params)
         return out
 
     def __len__(self) -> int:
@@ -103,9 +111,12 @@ class Subject:
 
 @dataclass
 class PropertyResult:
+    """One property's verdict on one run: `status` is `holds` only for a complete, well-defined
+    exploration; a `violated` one carries its `trace` (a counterexample that really happens)."""
+
     name: str
-    kind: str
-    status: str
+    kind: Kind
+    status: Status
     message: str
     trace: Trace | None = None
     other_trace: Trace | None = None      # independence: the second transition

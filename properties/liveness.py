@@ -34,6 +34,7 @@ import numpy as np
 
 from haltproof.machine.compiled import Machine
 
+from .budget import EVERY, tick, ticking
 from .exploration import Column, ExploredGraph, RuleFacts
 
 
@@ -99,7 +100,7 @@ class OwnView:
             first: dict[tuple[Any, ...], int] = {}
             states, keep = self.ex.states, self.keep
             self._rep = np.fromiter((first.setdefault(tuple(states[i][k] for k in keep), i)
-                                     for i in range(len(states))), dtype=np.int64, count=len(states))
+                                     for i in ticking(range(len(states)))), dtype=np.int64, count=len(states))
         return self._rep
 
     @property
@@ -111,7 +112,8 @@ class OwnView:
 
     def cyclic_candidates(self) -> list[int]:
         """The expanded representatives: the quotient's states."""
-        return [i for i in range(self.ex.expanded) if self.rep[i] == i]
+        rep = self.rep
+        return [i for i in ticking(range(self.ex.expanded)) if rep[i] == i]
 
     # -- the rest is the explored graph's
     machine = property(lambda self: self.ex.machine)
@@ -207,7 +209,7 @@ class _Graph:
         self.succ: dict[int, list[tuple[int, int]]] = {}            # state -> (edge, successor) inside
         self.enabled: list[set[int]] = [set() for _ in fairness]    # per assumption: states where enabled
         self.counts: list[set[int]] = [set() for _ in fairness]     # per assumption: edges that take it
-        for v in sorted(nodes):
+        for v in ticking(sorted(nodes)):
             inner = []
             for e in ex.edges_of(v):
                 d = int(ex.e_dst[e])
@@ -228,11 +230,12 @@ class _Graph:
         out: list[set[int]] = []
         work = [set(self.nodes)]
         while work:
+            tick()
             part = work.pop()
             g = nx.DiGraph()
             g.add_nodes_from(part)
             g.add_edges_from((v, d) for v in part for _, d in self.succ[v] if d in part)
-            for comp in nx.strongly_connected_components(g):
+            for comp in ticking(nx.strongly_connected_components(g)):
                 (v, *more) = comp
                 if not more and not g.has_edge(v, v):
                     continue                    # a single state without a self-loop: no cycle
@@ -287,6 +290,8 @@ class _Graph:
         queue, seen = deque([frm]), {frm}
         while queue:
             v = queue.popleft()
+            if not len(seen) % EVERY:
+                tick()
             for e, d in self.succ[v]:
                 if d not in comp:
                     continue

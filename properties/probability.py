@@ -14,10 +14,12 @@ How (the standard method, e.g. Baier & Katoen, "Principles of Model Checking", c
    policy's own chain). Improvement switches a state's choice only when strictly better, which
    keeps the policies proper (a closed class of the new policy would need a strictly better
    average over its stationary distribution than itself).
-A value is exact unless an SCC of a policy's chain is larger than EXACT_LIMIT states
-(`TooLarge`). A reachability probability is then solved by interval iteration (Haddad &
-Monmege, "Interval iteration algorithm for MDPs and IMDPs", TCS 2018) over numpy arrays: a
-lower bound iterated up from 0 and an upper bound down from 1 until they are within EPSILON.
+Every long loop here ticks (properties/budget.py): the check's --timeout and --max-memory
+stop it as they stop an exploration. A value is exact unless an SCC of a policy's chain is
+larger than EXACT_LIMIT states (`TooLarge`). A reachability probability is then solved by
+interval iteration (Haddad & Monmege, "Interval iteration algorithm for MDPs and IMDPs", TCS
+2018) over numpy arrays: a lower bound iterated up from 0 and an upper bound down from 1
+until they are within EPSILON.
 The upper bound converges because the states whose value is 0 are fixed first and, for the
 maximum, each maximal end component is collapsed (its states share one value, that of its
 best choice leaving it). The result is an interval, never a point estimate; its ends are
@@ -38,6 +40,8 @@ from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
+
+from .budget import EVERY, tick, ticking
 
 EXACT_LIMIT = 400        # states in one SCC of a policy's chain solved by exact elimination
 EPSILON = 1e-12          # the widest interval interval iteration stops at (before rounding slack)
@@ -121,14 +125,16 @@ def reach(mdp: MDP, target: Sequence[bool]) -> Extremes:
 
 def _reach_bounded(mdp: MDP, target: Sequence[bool]) -> Extremes:
     """Both sides by interval iteration (a side the exact solver could take is still within
-    its interval; both are recomputed so the two sides stay consistent)."""
+    its interval; both are recomputed so the two sides stay consistent). A side whose interval
+    is one point (fixed by the graph alone: 0 or 1) is exact."""
     out = Extremes(ZERO, ZERO)
     for sense in ("min", "max"):
         lo, hi, policy = reach_intervals(mdp, target, sense)
         pick = min if sense == "min" else max
         start = pick(mdp.initial, key=lambda s: lo[s] + hi[s])
-        ends = (pick(lo[s] for s in mdp.initial), pick(hi[s] for s in mdp.initial))
-        mid = Fraction((ends[0] + ends[1]) / 2)
+        low, high = pick(lo[s] for s in mdp.initial), pick(hi[s] for s in mdp.initial)
+        mid = Fraction((low + high) / 2)
+        ends = None if low == high else (low, high)
         if sense == "min":
             out.min, out.min_interval, out.min_policy, out.min_start = mid, ends, policy, start
         else:
@@ -160,8 +166,12 @@ def unreachable(mdp: MDP, target: Sequence[bool]) -> set[int]:
     preds = _predecessors(mdp)
     seen = [bool(t) for t in target]
     stack = [s for s in range(mdp.n) if target[s]]
+    popped = 0
     while stack:
         t = stack.pop()
+        popped += 1
+        if not popped % EVERY:
+            tick()
         for s, _ in preds[t]:
             if not seen[s]:
                 seen[s] = True
@@ -176,13 +186,17 @@ def avoidable(mdp: MDP, target: Sequence[bool]) -> set[int]:
     inside = [not t for t in target]
     preds = _predecessors(mdp)
     # per (state, choice): how many of its successors lie outside the set
-    out_count = [[sum(1 for t in _succ(c) if not inside[t]) for c in mdp.choices[s]] for s in range(mdp.n)]
+    out_count = [[sum(1 for t in _succ(c) if not inside[t]) for c in mdp.choices[s]] for s in ticking(range(mdp.n))]
     good = [sum(1 for k in row if k == 0) for row in out_count]       # choices staying inside
     stack = [s for s in range(mdp.n) if inside[s] and mdp.choices[s] and good[s] == 0]
     for s in stack:
         inside[s] = False
+    popped = 0
     while stack:
         t = stack.pop()
+        popped += 1
+        if not popped % EVERY:
+            tick()
         for s, ci in preds[t]:
             if not inside[s]:
                 continue
@@ -248,6 +262,7 @@ def reach_intervals(mdp: MDP, target: Sequence[bool], sense: str,
             else:
                 hi = np.minimum(hi, reduce(rows.q(hi)[order], group_starts)[group])
         iterations += 16
+        tick()
         if iterations >= MAX_ITERATIONS:
             raise TooLarge(f"interval iteration did not get within {epsilon:g} in {iterations:,} iterations")
     slack = iterations * (rows.width + 2) * 2.0 ** -52        # each step's float rounding, summed
@@ -268,6 +283,8 @@ def _rows(mdp: MDP, target: Sequence[bool], undecided: list[int], local: dict[in
     label: list[tuple[int, int]] = []
     width = 0
     for i, s in enumerate(undecided):
+        if not i % EVERY:
+            tick()
         for ci, c in enumerate(mdp.choices[s]):
             r = len(const)
             state.append(i)
@@ -295,6 +312,7 @@ def _collapse(mdp: MDP, undecided: list[int], local: dict[int, int], rows: _Rows
     kept = {s: [ci for ci, c in enumerate(mdp.choices[s]) if all(t in inside for t in c.targets)] for s in undecided}
     comp: dict[int, int] = {}
     while True:
+        tick()
         live = [s for s in undecided if kept[s]]
         comps = _sccs(live, lambda s: [t for ci in kept[s] for t in mdp.choices[s][ci].targets if t in kept and kept[t]])
         comp = {s: i for i, c in enumerate(comps) for s in c}
@@ -326,6 +344,8 @@ def _greedy(rows: _Rows, x: FloatArray, sense: str) -> Policy:
     policy: Policy = {}
     best: dict[int, float] = {}
     for r, (s, ci) in enumerate(rows.label):
+        if not r % EVERY:
+            tick()
         v = float(q[r])
         if s not in best or (v < best[s] if sense == "min" else v > best[s]):
             best[s], policy[s] = v, ci
@@ -378,6 +398,7 @@ def _attractor(mdp: MDP, fixed: Values, allowed: dict[int, list[int]]) -> Policy
     policy: Policy = {}
     frontier = list(fixed)
     while frontier:
+        tick()
         nxt = []
         for t in frontier:
             for s, ci in preds[t]:
@@ -416,7 +437,9 @@ def optimize(mdp: MDP, sense: str, fixed: Values, allowed: dict[int, list[int]],
     inner = {s: [t for ci in allowed[s] for t in mdp.choices[s][ci].targets if t in allowed] for s in allowed}
     edges = inner.__getitem__
 
-    for scc in _sccs(list(allowed), edges):
+    for k, scc in enumerate(_sccs(list(allowed), edges)):
+        if not k % 256:
+            tick()
         if len(scc) == 1 and scc[0] not in edges(scc[0]):
             s = scc[0]
             best, best_value = allowed[s][0], q(s, allowed[s][0])
@@ -431,7 +454,9 @@ def optimize(mdp: MDP, sense: str, fixed: Values, allowed: dict[int, list[int]],
         while True:
             values.update(_evaluate(mdp, local, members, values, rewards))
             changed = False
-            for s in scc:
+            for i, s in enumerate(scc):
+                if not i % 256:
+                    tick()
                 current = q(s, local[s])
                 for ci in allowed[s]:
                     candidate = q(s, ci)
@@ -458,6 +483,7 @@ def _evaluate(mdp: MDP, policy: Policy, members: set[int], outside: Values,
     leaves = _can_leave(members, inner, lambda s: any(t not in members for t, _ in step(s)))
     values: Values = {}
     for scc in _sccs(sorted(members), inner):
+        tick()
         if not any(s in leaves for s in scc):
             if rewards is not None:
                 raise AssertionError("a policy that never terminates was asked for an expected total")
@@ -495,7 +521,7 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
     index = {s: i for i, s in enumerate(scc)}
     k = len(scc)
     rows: list[list[Fraction]] = []
-    for s in scc:
+    for s in ticking(scc, 256):
         row = [ZERO] * (k + 1)
         row[index[s]] += ONE
         row[k] = reward.get(s, ZERO)
@@ -506,6 +532,7 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
                 row[k] += p * known[t]
         rows.append(row)
     for col in range(k):
+        tick()                       # a pivot is k rows of up to k fractions: a look per pivot
         pivot = next(r for r in range(col, k) if rows[r][col] != 0)
         rows[col], rows[pivot] = rows[pivot], rows[col]
         head = rows[col]
@@ -532,6 +559,8 @@ def _predecessors(mdp: MDP) -> list[list[tuple[int, int]]]:
     """Per state: (state, choice index) of each choice that may lead to it (positive probability)."""
     preds: list[list[tuple[int, int]]] = [[] for _ in range(mdp.n)]
     for s, choices in enumerate(mdp.choices):
+        if not s % EVERY:
+            tick()
         for ci, c in enumerate(choices):
             for t in c.targets:
                 preds[t].append((s, ci))
@@ -545,7 +574,7 @@ def _sccs(nodes: list[int], edges: Callable[[int], list[int]]) -> list[list[int]
     on_stack: set[int] = set()
     stack: list[int] = []
     out: list[list[int]] = []
-    counter = 0
+    counter = popped = 0
     for root in nodes:
         if root in index:
             continue
@@ -571,6 +600,9 @@ def _sccs(nodes: list[int], edges: Callable[[int], list[int]]) -> list[list[int]
             if advanced:
                 continue
             work.pop()
+            popped += 1
+            if not popped % EVERY:
+                tick()
             if work:
                 low[work[-1][0]] = min(low[work[-1][0]], low[v])
             if low[v] == index[v]:

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from .budget import EVERY, tick, ticking
 from .exploration import ExploredGraph
 
 # How much an edge counts in `longest_run`: None (1 each), a function of (source, edge), or,
@@ -66,6 +67,7 @@ def peeled_order(n: int, levels: Sequence[tuple[int, int]], forward: bool, edge_
     peeled: list[np.ndarray | slice] = []
     done = 0
     while len(level):
+        tick()
         peeled.append(level)
         done += len(level)
         edges, _ = _out_edges(edge_start, level)
@@ -90,14 +92,16 @@ def kahn_order(ex: ExploredGraph) -> list[int] | range | None:
         return range(ex.expanded)
     n = ex.expanded
     indeg = array("q", bytes(8 * n))
-    for e in range(ex.edge_start[n]):
+    for e in ticking(range(ex.edge_start[n])):
         d = ex.e_dst[e]
         if d < n:
             indeg[d] += 1
     queue = deque(i for i in range(n) if indeg[i] == 0)
-    order = []
+    order: list[int] = []
     while queue:
         i = queue.popleft()
+        if not len(order) % EVERY:
+            tick()
         order.append(i)
         for e in ex.edges_of(i):
             d = ex.e_dst[e]
@@ -117,7 +121,7 @@ def find_lasso(ex: ExploredGraph) -> tuple[int, list[int]] | None:
     n = ex.expanded
     import networkx as nx    # only a spec with a cycle needs it; it costs startup time
     g = nx.DiGraph()
-    for i in ex.cyclic_candidates():
+    for i in ticking(ex.cyclic_candidates()):
         for e in ex.edges_of(i):
             d = int(ex.e_dst[e])
             if d < n:
@@ -139,6 +143,8 @@ def find_lasso(ex: ExploredGraph) -> tuple[int, list[int]] | None:
     seen = {start}
     while queue:
         v = queue.popleft()
+        if not len(seen) % EVERY:
+            tick()
         for e in ex.edges_of(v):
             d = ex.e_dst[e]
             if d == start:
@@ -164,6 +170,7 @@ def unpeeled_states(n: int, edge_start: np.ndarray, e_dst: np.ndarray) -> list[i
     src, dst = src[keep], dst[keep]
     alive = np.ones(n, dtype=bool)
     while True:
+        tick()
         e = alive[src] & alive[dst]
         has_in = np.bincount(dst[e], minlength=n) > 0
         has_out = np.bincount(src[e], minlength=n) > 0
@@ -215,7 +222,7 @@ def longest_run(ex: ExploredGraph, order: Sequence[int], weight: Weight) -> tupl
     n = ex.expanded
     best = [0] * len(ex.states)         # Python ints: a sum of large terms is exact, never wrapped
     choice = array("q", [-1]) * len(ex.states)
-    for i in reversed(order):
+    for i in ticking(reversed(order)):
         top, pick = 0, -1
         for e in ex.edges_of(i):
             d = ex.e_dst[e]
@@ -254,6 +261,7 @@ def _longest_vector(ex: ExploredGraph, order: Peeled, weight: np.ndarray | None)
         weight = weight.astype(object)          # Python ints
     best = np.zeros(len(parent), dtype=total_t)
     for level in reversed(order.levels):
+        tick()
         if isinstance(level, slice):            # a BFS level: its states and edges are contiguous
             lo, hi = int(edge_start[level.start]), int(edge_start[level.stop])
             if hi == lo:

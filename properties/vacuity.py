@@ -15,6 +15,7 @@ from typing import Any
 
 from haltproof.machine.spec import present, shown_path, where_text
 
+from .budget import ticking
 from .exploration import ExploredGraph, RuleFacts
 
 
@@ -22,7 +23,7 @@ from .exploration import ExploredGraph, RuleFacts
 class Notice:
     """One vacuity warning, with what it is about and the spec line it points at."""
 
-    kind: str             # rule | terminal | action | choice
+    kind: str             # rule | terminal | action | choice | expect | fairness | declaration
     name: str
     message: str          # the whole warning, with why when it can be told
     line: int | None = None
@@ -136,7 +137,7 @@ def rule_facts_from_edges(ex: ExploredGraph, k: int, dead: Sequence[int]) -> Rul
     true_somewhere: set[int] = set()
     shadowers: dict[int, set[str]] = {i: set() for i in dead}
     combos = m.actions[k].combos
-    for i in range(ex.expanded):
+    for i in ticking(range(ex.expanded)):
         for e in ex.edges_of(i):
             if ex.e_action[e] != k:
                 continue
@@ -161,7 +162,7 @@ def choice_groups_from_edges(ex: ExploredGraph, actions: Sequence[int]) -> dict[
         return {}
     outs: dict[int, dict[int, list[tuple[int, int, str | None]]]] = {
         k: {ci: [] for ci in range(len(ex.machine.actions[k].combos))} for k in actions}
-    for i in range(ex.expanded):
+    for i in ticking(range(ex.expanded)):
         for e in ex.edges_of(i):
             per_combo = outs.get(ex.e_action[e])
             if per_combo is not None:
@@ -200,7 +201,7 @@ def _conditional_notices(ex: ExploredGraph, k: int) -> list[Notice]:
     m = ex.machine
     act, spec_action = m.actions[k], m.spec.actions[k]
     made: dict[str, set[object]] = {c: set() for c, _ in spec_action.choices}
-    for i in range(ex.expanded):
+    for i in ticking(range(ex.expanded)):
         for e in ex.edges_of(i):
             if ex.e_action[e] == k:
                 for c, label in act.labels[ex.e_combo[e]].items():

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from haltproof.explorer.check import BOUND_OPTION, judge, unsettled
+from haltproof.explorer.options import BOUND_OPTION
+from haltproof.explorer.results import judge, unsettled
 from haltproof.machine.text import assignments_text, counted, trace_table
 
 # What one property result means for the gate.
@@ -112,6 +113,9 @@ def finding_text(prop: dict[str, Any]) -> str:
 def incomplete_text(run: dict[str, Any]) -> str:
     """Why an incomplete run proves nothing: the bound that stopped it, with how far it got,
     or (explored in full) its stop_reason, which names the properties left undecided."""
+    if run.get("stopped_after_exploration"):
+        return (f"the analyses after the exploration stopped at {stop_text(run)} (all "
+                f"{run['stats']['states']:,} states explored)")
     if run.get("stopped_by"):
         return f"the exploration stopped at {stop_text(run)} after {run['stats']['states']:,} states"
     return run.get("stop_reason") or "a property could not be decided"
@@ -257,6 +261,30 @@ def worst_cases(run: dict[str, Any]) -> list[tuple[str, str]]:
         value = str(m["value"]) if m["exact"] else f"at least {m['value']}"
         n = m["witness_transitions"]
         out.append((p["name"], f"{value} (a shortest witness takes {counted(n, 'transition')})"))
+    return out
+
+
+def possible_answers(run: dict[str, Any], alone: bool = False) -> list[tuple[dict[str, Any], str]]:
+    """A run's `possible` properties as (property, its answer in words): what every format shows
+    of them, since an answer is not a verdict (`limit_error possible, a shortest run takes 3
+    transitions`); for a run checked `alone` (one configuration), how to find the smallest safe
+    value of the property's `smallest_safe` param."""
+    out = []
+    for p in run["properties"]:
+        if p["kind"] != "possible":
+            continue
+        if p.get("possible") is True:
+            n = len(p["witness"]["steps"]) - 1 if p.get("witness") else None
+            text = f"{p['name']} possible" + (f", a shortest run takes {counted(n, 'transition')}" if n is not None
+                                               else "")
+        elif p.get("possible") is False:
+            text = f"{p['name']} impossible"
+        else:
+            text = f"{p['name']} undecided ({p['message'].removeprefix('not decided: ')})"
+        param = p.get("smallest_safe")
+        if alone and param is not None and param in run["params"] and p.get("possible") is not None:
+            text += f" (one {param} checked: sweep it for the smallest safe value)"
+        out.append((p, text))
     return out
 
 

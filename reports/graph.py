@@ -18,7 +18,8 @@ through the same DOT writer. What the graph holds, in every format:
 
 DOT and Mermaid text are written here (no Graphviz needed); every id and label is quoted
 and escaped. In the networkx form every attribute value is a str, int or bool, so the same
-graph goes to GraphML and JSON (node-link).
+graph goes to GraphML and JSON (node-link). In every format a lone surrogate in a name or
+value is written as its escape `\\udc80`, as in the reports (machine/text.py `encodable`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:      # networkx is imported where a graph is exported: it cost
     import networkx as nx
 
 from haltproof.machine.compiled import EvalError, Machine
-from haltproof.machine.text import assignments_text, value_text
+from haltproof.machine.text import assignments_text, encodable, value_text
 from haltproof.properties.kinds import Step, Trace
 
 from haltproof.explorer.engine import Exploration
@@ -43,8 +44,10 @@ DEFAULT_MAX_NODES = 500
 
 def _scalar(value: Any) -> str | int | bool:
     """An attribute value GraphML can hold."""
-    if isinstance(value, (bool, int, str)):
+    if isinstance(value, (bool, int)):
         return value
+    if isinstance(value, str):
+        return encodable(value)
     return json.dumps(value, default=repr) if isinstance(value, (list, dict)) else repr(value)
 
 
@@ -261,6 +264,8 @@ def to_networkx(g: StateGraph) -> nx.DiGraph:
                 key = f"choice.{k}"
                 d[key] = f"{d[key]} | {value_text(v)}" if key in d else value_text(v)
     G.graph.update(_graph_attrs(g))
+    for attrs in (*(d for _, d in G.nodes(data=True)), *(d for *_, d in G.edges(data=True)), G.graph):
+        attrs.update({k: encodable(v) for k, v in attrs.items() if isinstance(v, str)})
     return G
 
 
@@ -311,7 +316,7 @@ HIGHLIGHT = "#cf222e"
 def dot_quote(text: Any) -> str:
     """A DOT double-quoted string: backslashes and quotes escaped, line breaks as \\n, and `&`
     as an entity (Graphviz decodes entities in every label, so a value `&lt;` would show as `<`)."""
-    t = str(text).replace("\r\n", "\n").replace("\r", "\n").replace("&", "&amp;")
+    t = encodable(str(text)).replace("\r\n", "\n").replace("\r", "\n").replace("&", "&amp;")
     return '"' + t.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
@@ -413,7 +418,7 @@ def _node_style(g: StateGraph, i: int, view: DotView, compact: bool) -> dict[str
 
 def mermaid_text(text: Any) -> str:
     """Text for a quoted Mermaid label: entity codes for the characters Mermaid would read."""
-    t = str(text)
+    t = encodable(str(text))
     for ch, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
                      ("`", "#96;")):
         t = t.replace(ch, code)

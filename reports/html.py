@@ -107,9 +107,11 @@ def state_graphs(runs: Sequence[Any], report: dict[str, Any],
 def _graph_of(result: Any, run: dict[str, Any], limit: int) -> StateGraph | str:
     stats = run.get("stats") or {}
     n = stats.get("states", 0)
+    if run.get("stopped_after_exploration"):
+        return f"state graph: not drawn (the analyses after the exploration stopped at {F.stop_text(run)})"
     if run.get("stopped_by"):
         return "state graph: not drawn (the exploration stopped early, so the graph is incomplete)"
-    ex = getattr(result, "exploration", None)
+    ex = getattr(result, "_exploration", None)
     if n > limit or ex is None:
         return f"state graph: not drawn ({n:,} states; it is drawn for runs of at most {limit} states)"
     return build_graph(ex, highlight=_counterexamples(result), name=run.get("machine", ""))
@@ -413,7 +415,8 @@ def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: Sta
         stop_text = f" — stopped at {F.stop_text(run)}: proves nothing"
     w(f'<p class="muted"><code>{e(run.get("spec"))}</code>'
       + (f" · checked the bound {e(explored)}" if explored and explored != "model" else "")
-      + (" · the spec's stages only (--model: the bound code did not run)" if run.get("code_not_run") else "")
+      + (f" · the spec's stages only ({e(run['code_not_run'].get('by', '--model'))}: the bound code did not run)"
+         if run.get("code_not_run") else "")
       + f" · {stats.get('states', 0):,} states, {stats.get('transitions', 0):,} transitions, "
         f"{stats.get('terminal_states', 0):,} terminal, depth {e(stats.get('max_depth', 0))}, "
         f"{float(stats.get('seconds', 0) or 0):.2f} s{e(stop_text)}</p>")

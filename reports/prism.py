@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
+from haltproof.machine.text import fraction_json
 from haltproof.properties.probability import MDP
 
 
@@ -54,6 +55,22 @@ def write_prism(mdp: MDP, name: str, labels: Mapping[str, Sequence[bool]],
     return "\n".join(out) + "\n"
 
 
+INT64_MAX = 2 ** 63 - 1      # Storm's PRISM parser reads no larger integer literal
+
+
+def wide_numbers(mdp: MDP, rewards: Mapping[str, Callable[[int], Fraction]]) -> int:
+    """How many of the probabilities and rewards `write_prism` writes have a numerator or a
+    denominator past 64 bits (weights of more than 18 digits): exact in the model, but more than
+    Storm's parser reads."""
+    def wide(x: Fraction) -> bool:
+        return max(abs(x.numerator), x.denominator) > INT64_MAX
+    count = sum(wide(p) for choices in mdp.choices for c in choices for _, p in c.dist)
+    for reward in rewards.values():
+        count += sum(wide(sum((p * reward(e) for _, p, e in c.outcomes if p), Fraction(0)))
+                     for choices in mdp.choices for c in choices)
+    return count
+
+
 def ident(text: str) -> str:
     """A PRISM identifier for a name (letters, digits, underscores; not starting with a digit)."""
     word = re.sub(r"\W", "_", text)
@@ -61,7 +78,7 @@ def ident(text: str) -> str:
 
 
 def _num(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+    return fraction_json(x)          # of any size: PRISM and Storm read long integers
 
 
 def _states(members: Sequence[int]) -> str:

@@ -10,11 +10,10 @@ findings.py (which asks check.judge), never from a second computation here.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from haltproof.explorer.chances import number
-from haltproof.machine.text import assignments_text, counted
+from haltproof.machine.text import assignments_text, counted, fraction_from_json, trace_table
 
 from . import findings as F
 
@@ -33,10 +32,15 @@ def render_text(report: dict[str, Any], verbose: bool = False, quiet: bool = Fal
         found = [run for run in runs if F.run_verdict(run) != "pass"]
         if found:
             lines += ["", "findings:", ""]
-            for run in found:
-                lines += _run_block(run, full=False) + [""]
+            for run, same in _same_findings(found):
+                block = _run_block(run, full=False)
+                if same:
+                    block.insert(1, f"  the same findings in {counted(len(same), 'more run')}: {_params_list(same)}")
+                lines += block + [""]
         else:
             lines.append("")
+        lines += _declaration_warnings(runs)
+        lines += _answer_lines(runs)
         lines += _worst_case_lines(runs)
         lines += _smallest_safe_lines(report.get("sweeps") or [])
         lines += _limit_allows_lines(report.get("sweeps") or [])
@@ -52,6 +56,72 @@ def _run_lines(runs: list[dict[str, Any]]) -> list[str]:
     words = [F.run_result_stop_text(run) for run in runs]
     width = max(map(len, words), default=0)
     return [f"{word:<{width}}  {_run_line(run)}" for word, run in zip(words, runs)]
+
+
+def _same_findings(runs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The runs with findings, each with the later runs of its spec whose findings are the same
+    (an error of the user's code that every param combination meets): those are printed once,
+    with a count, instead of once per run."""
+    groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for run in runs:
+        key = (run["spec"], F.run_result_stop_text(run), _findings_key(run))
+        if key in groups:
+            groups[key][1].append(run)
+        else:
+            groups[key] = (run, [])
+    return list(groups.values())
+
+
+def _params_list(runs: list[dict[str, Any]]) -> str:
+    """Several runs' params in few words: `recursion_limit = 5, 6, 7` when only that param
+    differs between them, else each run's `K=1 R=2`, `;`-separated."""
+    names = list(runs[0]["params"])
+    varying = [n for n in names if len({repr(r["params"].get(n)) for r in runs}) > 1]
+    if len(runs) > 1 and len(varying) == 1 and all(list(r["params"]) == names for r in runs):
+        fixed = {n: v for n, v in runs[0]["params"].items() if n != varying[0]}
+        return ((F.params_text(fixed) + " ") if fixed else "") + f"{varying[0]} = " + ", ".join(
+            str(r["params"][varying[0]]) for r in runs)
+    return "; ".join(F.params_text(r["params"]) for r in runs)
+
+
+def _findings_key(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What a run's findings say, without what differs between two meetings of the same error
+    (a traceback's task ids, the params): each shown property's status and message (a built-in
+    finding's first line: the error itself), and its trace."""
+    shown = [p for p in run["properties"] if _is_finding(p)]
+    return tuple((p["name"], p["status"], p["message"].partition("\n")[0] if p["kind"] == "builtin" else p["message"],
+                  F.trace_text(p)) for p in shown)
+
+
+def _declaration_warnings(runs: list[dict[str, Any]]) -> list[str]:
+    """What a declaration's expansion warns about (a scripted outcome that changes what the
+    user's code means), at the declaration's lines, once per spec: never hidden behind --verbose."""
+    seen: dict[str, None] = {}
+    for run in runs:
+        for w in F.warnings_with_lines(run):
+            if w.get("kind") == "declaration":
+                seen[f"  {run['spec']}:{w['line']}: {w['message']}"] = None
+    return ["warnings:", *seen, ""] if seen else []
+
+
+def _answer_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """The `possible` properties' answers (the limit error: possible or not), a line per run; for
+    a check of one configuration, each possible one's shortest run with its steps."""
+    lines = []
+    said: dict[tuple[str, str], list[dict[str, Any]]] = {}     # runs of a spec with the same answers: one line
+    for run in runs:
+        answers = F.possible_answers(run, alone=len(runs) == 1)
+        if answers:
+            said.setdefault((run["spec"], "; ".join(text for _, text in answers)), []).append(run)
+    for (spec, text), alike in said.items():
+        where = F.params_text(alike[0]["params"]) if len(alike) == 1 else _params_list(alike)
+        lines.append(f"  {spec} {where}: {text}")
+        if len(runs) == 1:
+            for p, _ in F.possible_answers(alike[0]):
+                if p.get("witness"):
+                    lines += [f"    {p['name']}, a shortest run:"]
+                    lines += ["      " + row for row in trace_table(p["witness"])]
+    return ["answers:", *lines, ""] if lines else []
 
 
 def _worst_case_lines(runs: list[dict[str, Any]]) -> list[str]:
@@ -89,7 +159,7 @@ def _run_line(run: dict[str, Any]) -> str:
         if run.get("determinism"):
             out += f", {determinism_text(run['determinism'])}"
     elif run.get("code_not_run"):
-        out += ", the spec's stages only (--model: the bound code did not run)"
+        out += f", the spec's stages only ({run['code_not_run'].get('by', '--model')}: the bound code did not run)"
     expected = [p["name"] for p in run["properties"] if p.get("expected") is True and p["status"] == "violated"]
     if expected and F.run_verdict(run) == "pass":
         out += f" ({', '.join(expected)})"
@@ -114,11 +184,13 @@ def _stopped_left_it(prop: dict[str, Any]) -> bool:
 
 
 def _hidden_warnings(runs: list[dict[str, Any]]) -> list[str]:
-    """Where the default listing leaves warnings out, a line saying how many and how to see them."""
-    count = sum(len(run["warnings"]) for run in runs)
+    """Where the default listing leaves warnings out, a line saying how many and how to see them
+    (a declaration's own warnings are shown: see _declaration_warnings)."""
+    hidden = [[w for w in F.warnings_with_lines(run) if w.get("kind") != "declaration"] for run in runs]
+    count = sum(len(h) for h in hidden)
     if not count:
         return []
-    with_some = sum(1 for run in runs if run["warnings"])
+    with_some = sum(1 for h in hidden if h)
     return [f"{counted(count, 'warning')} in {counted(with_some, 'run')} "
             "(vacuity: parts of a spec that never matter): --verbose lists them"]
 
@@ -155,7 +227,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     if run.get("determinism"):
         head += f"  [{determinism_text(run['determinism'], full=True)}]"
     if run.get("code_not_run"):
-        head += f"  (--model: {_not_run_text(run['code_not_run'])})"
+        head += f"  ({run['code_not_run'].get('by', '--model')}: {_not_run_text(run['code_not_run'])})"
     lines = [head, f"  {F.run_result_stop_text(run)}: {stats['states']:,} states, "
                    f"{stats['transitions']:,} transitions, {stats['terminal_states']:,} terminal, "
                    f"depth {stats['max_depth']}, {stats['seconds']:.2f} s"]
@@ -171,12 +243,15 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     width = max((len(p["name"]) for p in props), default=0)
     if undecided:               # the bound is the finding; its every unknown says the same
         count = len(undecided)
+        stopped = "analyses after the exploration" if run.get("stopped_after_exploration") else "exploration"
         lines.append(f"  {'unknown':<9} {count} propert{'y' if count == 1 else 'ies'}, not decided as the "
-                     "exploration stopped (--verbose lists them)")
+                     f"{stopped} stopped (--verbose lists them)")
     for p in props:
         lines.append(f"  {F.status_text(p):<9} {p['name']:<{width}}  {p['message']}")
         if p["status"] == "violated" and p.get("trace") is not None:
             lines += ["      " + row for row in F.trace_text(p).splitlines()]
+        if full and p["kind"] == "possible" and p.get("witness"):
+            lines += ["      " + row for row in trace_table(p["witness"])]
         if p["status"] == "violated" and p.get("policy"):
             lines.append("      witness policy: " + "; ".join(_decision_text(d) for d in p["policy"]))
     if full and run.get("bounds"):
@@ -219,10 +294,11 @@ def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _span(v: dict[str, Any]) -> str:
-    if "exact" not in v:                # a side solved by interval iteration: its interval
-        lo, hi = (f"[{a:.12g}, {b:.12g}]" for a, b in (v["interval"]["min"], v["interval"]["max"]))
+    if "exact" not in v:                # a side solved by interval iteration: its interval (an exact one a point)
+        lo, hi = (f"{a:.12g}" if a == b else f"[{a:.12g}, {b:.12g}]"
+                  for a, b in (v["interval"]["min"], v["interval"]["max"]))
         return lo if lo == hi else f"{lo} .. {hi}"
-    lo, hi = (number(None if x == "inf" else Fraction(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
+    lo, hi = (number(None if x == "inf" else fraction_from_json(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
     return lo if lo == hi else f"{lo} .. {hi}"
 
 

@@ -54,15 +54,17 @@ def requirements() -> list[str]:
 
 
 def tests(tested_by: str | None = None) -> list[str]:
-    """The framework test files: tests/test_MODULE*.py per framework, and tests/test_framework*.py.
+    """The framework test files: tests/frameworks/test_MODULE*.py per framework, and
+    tests/frameworks/test_framework*.py.
     With `tested_by` (a Python whose environment ran the whole suite), a framework whose lowest
     version is the one installed there was tested at that version already: its files are left
     out, and when every framework's was, so are the shared ones (nothing is left to test)."""
     again = [extra for extra, (dist, low, _) in frameworks().items()
              if tested_by is None or _release(installed(tested_by, dist)) != _release(low)]
-    found = {p for extra in again for p in (ROOT / "tests").glob(f"test_{extra.replace('-', '_')}*.py")}
+    folder = ROOT / "tests" / "frameworks"
+    found = {p for extra in again for p in folder.glob(f"test_{extra.replace('-', '_')}*.py")}
     if again:
-        found |= set((ROOT / "tests").glob("test_framework*.py"))
+        found |= set(folder.glob("test_framework*.py"))
     return sorted(str(p.relative_to(ROOT)) for p in found)
 
 

@@ -1,4 +1,4 @@
-"""Bound code for tests/test_bound_monitors.py: a tiny agent whose events the spec's property
+"""Bound code for tests/machine/test_bound_monitors.py: a tiny agent whose events the spec's property
 patterns, past-time operators and conditional choices judge through `bind:` (never shipped)."""
 
 from __future__ import annotations

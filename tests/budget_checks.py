@@ -1,7 +1,7 @@
 """The expensive haltproof commands over specs/budget_runner.yaml, run once per test process.
 
 `haltproof("check", "specs/budget_runner.yaml")` is the whole K 1..8 x R 0..2 sweep on the
-bound code (a few seconds); tests/test_budget_spec.py and tests/test_budget_docs.py both
+bound code (a few seconds); tests/harness/test_budget_spec.py and tests/docs/test_budget_docs.py both
 need it, so both ask here and the second gets the first one's result. For `check`, the
 JSON report of the same run is written with --json and returned too.
 """

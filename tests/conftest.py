@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
 from haltproof.cli.main import main
+from report_schema import BROKEN, REPORT, validate_outputs, watch_reports
+
+watch_reports()     # before any test module imports to_json: every report built is validated
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
 SPECS = ROOT / "specs"
 LOOP_DEMO = SPECS / "loop_demo.yaml"
 MUTANTS = SPECS / "mutants"
+
+# The test files live in one folder per layer (tests/machine/, tests/explorer/, ...) and import
+# each other by bare name (`from test_binding import bound_copy`), as they import the shared
+# helpers here in tests/: every layer folder is on sys.path, whichever folder pytest was given.
+# Basenames are unique across the folders (there is no __init__.py; tests/project/test_layout.py
+# checks). TEST_PATH is the same path for a subprocess's PYTHONPATH.
+LAYERS = sorted(p for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
+TEST_PATH = os.pathsep.join(str(p) for p in [TESTS, *LAYERS])
+sys.path.extend(str(p) for p in LAYERS if str(p) not in sys.path)
 
 
 class Ran:
@@ -26,18 +41,29 @@ class Ran:
 
 @pytest.fixture
 def cli(capsys):
-    """Run `haltproof ARGS...` in-process; returns exit code, stdout and stderr."""
+    """Run `haltproof ARGS...` in-process; returns exit code, stdout and stderr. The reports it
+    writes are validated against the report schema (tests/report_schema.py)."""
     def run(*args: str) -> Ran:
-        code = main([str(a) for a in args])
+        argv = [str(a) for a in args]
+        code = main(argv)
         captured = capsys.readouterr()
+        validate_outputs(argv, code, captured.out)
         return Ran(code, captured.out, captured.err)
     return run
 
 
 @pytest.fixture(autouse=True)
+def reports_follow_the_schema():
+    """Fail a test whose reports break the schema of haltproof-report/1 (tests/report_schema.py)."""
+    BROKEN.clear()
+    yield
+    assert not BROKEN, f"a report breaks {REPORT}'s schema (src/haltproof/report.schema.json):\n" + "\n".join(BROKEN)
+
+
+@pytest.fixture(autouse=True)
 def one_worker_by_default(monkeypatch):
     """`haltproof check` without -j checks in every core's process; in-process tests keep to
-    this one, so what they patch in haltproof is what runs. tests/test_parallel.py passes -j."""
+    this one, so what they patch in haltproof is what runs. tests/explorer/test_parallel.py passes -j."""
     import haltproof.explorer.parallel
     monkeypatch.setattr(haltproof.explorer.parallel, "default_workers", lambda: 1)
 
@@ -67,7 +93,7 @@ SLOW_SPECS = {"budget_runner.yaml", "gate_chain.yaml"}     # seconds each on eve
 
 def verdict_specs(paths: list[Path]) -> list:
     """`paths` as parameters, each marked `verdict` (the per-mutant selection of
-    docs/mutation.md) unless it is one of the slow specs, which are marked `slow`."""
+    docs/explanation/mutation-testing.md) unless it is one of the slow specs, which are marked `slow`."""
     return [pytest.param(p, marks=pytest.mark.slow if p.name in SLOW_SPECS else pytest.mark.verdict)
             for p in paths]
 

@@ -1,4 +1,4 @@
-"""Bound code that kills its own process, for tests/test_parallel.py: a worker checking a run
+"""Bound code that kills its own process, for tests/explorer/test_parallel.py: a worker checking a run
 of a sweep dies, and the check must lose nothing. Nothing here ships.
 
 `DiesOnce` kills the process the first time it concretizes a state of the combination

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -64,3 +65,27 @@ def emitted_test_fails_until_fixed(cli, tmp_path: Path, monkeypatch: pytest.Monk
     passing = pytest_run()
     assert passing.returncode == 0, passing.stdout[-2000:]
     assert "1 passed" in passing.stdout
+
+
+def emitted_tests_replay(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, apps: tuple[Path, ...],
+                         declaration: str, expected: dict[str, str]) -> None:
+    """`--emit-tests` on `declaration`, beside copies of the user's `apps`, writes exactly the
+    regression tests named in `expected`; run with pytest, each replays its counterexample through
+    the real framework and fails saying its `expected` message: what the check found (a limit
+    error at a value below the smallest safe one, a worst case reached) is what the library does."""
+    for app in apps:
+        (tmp_path / app.name).write_text(app.read_text())
+    (tmp_path / "replayed.yaml").write_text(declaration)
+    monkeypatch.chdir(tmp_path)
+    ran = cli("check", "replayed.yaml", "--emit-tests", "regress")
+    assert ran.code == 1, ran.out
+    assert sorted(p.name for p in (tmp_path / "regress").glob("test_*.py")) == sorted(expected)
+    replayed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "regress"],
+                              cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "1000"})     # summary lines in full
+    assert replayed.returncode == 1, replayed.stdout[-2000:]
+    failed = {line.split("::")[0].removeprefix("FAILED regress/"): line for line in replayed.stdout.splitlines()
+              if line.startswith("FAILED regress/")}
+    assert sorted(failed) == sorted(expected), replayed.stdout[-2000:]
+    for name, message in expected.items():
+        assert f"AssertionError: {message}" in failed[name], failed[name]

@@ -1,4 +1,4 @@
-"""Live adapters for tests/test_live_binding.py: a tiny agent loop, run live, and ways to get it wrong.
+"""Live adapters for tests/machine/test_live_binding.py: a tiny agent loop, run live, and ways to get it wrong.
 
 `Agent` is the code under test: it calls a tool until the tool succeeds or `limit` steps
 are spent. Each adapter below binds it (or a variant) through the live API; the spec is
@@ -353,3 +353,43 @@ class ClosingAdapter(ReplayedAdapter):
 
     def close(self, live: Agent) -> None:
         type(self).closed.append(live)
+
+
+class NotANumber(AgentAdapter):
+    """Reads a step count it keeps as a float, and NaN once the first step is taken (a
+    division 0/0 in the user's own bookkeeping): NaN is not even equal to itself."""
+
+    value = float("nan")
+
+    def abstract(self, live: Agent) -> dict[str, Any]:
+        return {"steps": type(self).value if live.steps == 1 else live.steps, "status": live.status}
+
+
+class Infinite(NotANumber):
+    value = float("inf")
+
+
+class UnprintableError(Exception):
+    """An exception whose message cannot be made: its __str__ raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+class RaisesUnprintable(AgentAdapter):
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        raise UnprintableError()
+
+
+class RaisesLong(AgentAdapter):
+    """Its error message is a million characters (a whole response body put in the message)."""
+
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        raise ValueError("x" * 1_000_000)
+
+
+class RaisesSurrogate(AgentAdapter):
+    """Its error message holds a lone surrogate (a byte that did not decode, kept by surrogateescape)."""
+
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        raise ValueError(b"bad \x80 byte".decode("utf-8", "surrogateescape"))

@@ -1,4 +1,4 @@
-"""A Python-model base class in a module of its own, for tests/test_pymodel.py: its
+"""A Python-model base class in a module of its own, for tests/machine/test_pymodel.py: its
 subclasses live in that file, so every declaration inherited from here is in another
 file than the spec's path (the subclass's). Nothing here ships."""
 

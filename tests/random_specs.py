@@ -14,7 +14,7 @@ numpy's fixed-width integers would wrap).
 Some shapes reach defects of haltproof that are being fixed (see tests/reference_explorer.py
 for what is right); the reference explorer names them per run, so a test can set aside
 exactly the examples that meet a known defect. `allow` switches on generator paths that
-meet them on purpose (the dedicated tests of tests/test_differential.py).
+meet them on purpose (the dedicated tests of tests/explorer/test_differential.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""A reference explorer for haltproof specs, written from docs/spec-language.md alone.
+"""A reference explorer for haltproof specs, written from docs/reference/spec-language.md alone.
 
 It shares no code with haltproof: the YAML is read with `yaml.safe_load`, expressions are
 evaluated by Python's own `eval` (the spec language is a subset of Python's expression
 syntax, so `and`/`or` short-circuit and `//`/`%` floor exactly as the docs say), and every
 number is an exact Python int. It is slow and plain on purpose: the differential tests
-(tests/test_differential.py) run it next to both engines and compare what they report.
+(tests/explorer/test_differential.py) run it next to both engines and compare what they report.
 
 Properties about runs (patterns, past-time operators) are judged over pairs (state, history)
 whose history is written plainly from the docs' tables (see `Pattern` and `Past`), and the
@@ -12,7 +12,7 @@ liveness checks under `fairness:` by its own search for fair cycles (`fair_sets`
 
 Where haltproof has a known defect, this explorer implements what the docs (or the issue)
 say is right, and names the defect in `RefRun.defects` when a run meets it, so a test can
-set the run aside until the fix is merged (see KNOWN_DEFECTS in tests/test_differential.py):
+set the run aside until the fix is merged (see KNOWN_DEFECTS in tests/explorer/test_differential.py):
 
 - `terminal_error`: a terminal predicate fails on a reachable state. Right: that is a
   `well_defined` violation; whether the state is terminal is unknown, so it is neither
@@ -695,7 +695,7 @@ def is_run(m: Machine, steps: list[dict], *, may_leave_domain: bool = False) -> 
 
 # ---------------------------------------------------------------- patterns, past time, fairness
 #
-# Judged over RUNS, from docs/spec-language.md's tables, by a breadth-first search over pairs
+# Judged over RUNS, from docs/reference/spec-language.md's tables, by a breadth-first search over pairs
 # (state, history): the history holds what the semantics needs to know about the run so far
 # (history flags, written plainly per scope below), never haltproof's monitors.
 

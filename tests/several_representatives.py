@@ -1,4 +1,4 @@
-"""Adapters for tests/test_representatives.py: several concrete values per abstract choice."""
+"""Adapters for tests/machine/test_representatives.py: several concrete values per abstract choice."""
 
 from __future__ import annotations
 

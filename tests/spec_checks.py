@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from haltproof.cli.main import main
+from report_schema import validate_outputs
 
 
 @dataclass
@@ -21,7 +22,8 @@ class Ran:
 
 @pytest.fixture
 def check(tmp_path, monkeypatch, capsys):
-    """Write TEXT to a spec file and run `haltproof check FILE` (or COMMAND) in-process."""
+    """Write TEXT to a spec file and run `haltproof check FILE` (or COMMAND) in-process; every JSON
+    report it writes is validated against the report schema (tests/report_schema.py)."""
     specs = tmp_path / "specs"
     specs.mkdir()
     # Run from a directory that is not above the spec, so the CLI shows the path as given.
@@ -32,7 +34,9 @@ def check(tmp_path, monkeypatch, capsys):
     def run(text: str, *extra: str, name: str = "bad.yaml", command: str = "check") -> Ran:
         path = specs / name
         path.write_text(text, encoding="utf-8")
-        code = main([command, str(path), *extra])
+        argv = [command, str(path), *extra]
+        code = main(argv)
         captured = capsys.readouterr()
+        validate_outputs(argv, code, captured.out)
         return Ran(str(path), code, captured.out, captured.err)
     return run

@@ -1,4 +1,4 @@
-"""Adapters for the two-var spec TYPED in tests/test_binding.py, whose code returns a value
+"""Adapters for the two-var spec TYPED in tests/machine/test_binding.py, whose code returns a value
 of the wrong type that equals a right one: True or 1.0 for the int 1, 1 for the bool True.
 
 Each wrong value equals (and hashes like) a state the honest actions reach first, so

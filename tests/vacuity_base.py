@@ -1,4 +1,4 @@
-"""A Python-model base class in a module of its own, for tests/test_vacuity_notices.py: the
+"""A Python-model base class in a module of its own, for tests/properties/test_vacuity_notices.py: the
 notices about what a subclass inherits from here must name this file, not the subclass's.
 Nothing here ships."""
 

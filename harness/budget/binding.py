@@ -1,6 +1,6 @@
 """The adapter between specs/budget_runner.yaml and the runner's pure code.
 
-Live binding (docs/binding.md): `start` makes a fresh run with the runner's own `new_run`;
+Live binding (docs/how-to/binding.md): `start` makes a fresh run with the runner's own `new_run`;
 for every reachable abstract state and every choice `step` runs
 haltproof.harness.budget.transitions (consult -> validate_action / authorize / check_budget /
 finalize, begin_attempt, record_attempt, recover) - the very functions the SQLite runner

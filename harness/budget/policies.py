@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from haltproof.machine import strict_json
-from haltproof.machine.inputs import TooLarge, read_bounded
+from haltproof.machine.inputs import TooLarge
 
 from .gate import facts_of
 from .transitions import json_copy
@@ -49,7 +49,7 @@ PROTOCOL = "hero-policy-v1"
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_TIMEOUT = 5.0
 MAX_TIMEOUT = 60.0
-MAX_ACTIONS_BYTES = 1024 * 1024     # an action list for --policy local (docs/budget-runner.md)
+MAX_ACTIONS_BYTES = 1024 * 1024     # an action list for --policy local (docs/tutorials/budget-runner.md)
 
 
 class PolicyConfigError(ValueError):
@@ -116,15 +116,13 @@ class LocalJSONPolicy:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:
-            text = read_bounded(self.path, MAX_ACTIONS_BYTES, "an action list")
+            actions = strict_json.read(self.path, MAX_ACTIONS_BYTES, "an action list")
         except TooLarge as exc:
             raise PolicyConfigError(f"{path}: {exc}") from None
         except OSError as exc:
             raise PolicyConfigError(f"{path}: cannot read the action list: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise PolicyConfigError(f"{path}: the action list is not UTF-8 text (byte {exc.start})") from None
-        try:
-            actions = strict_json.loads(text)
         except json.JSONDecodeError as exc:
             raise PolicyConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
         except strict_json.DuplicateKeyError as exc:

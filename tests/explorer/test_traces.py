@@ -1,0 +1,145 @@
+"""`haltproof traces`: recorded runs of examples/agent_loop (JSONL, and OpenTelemetry spans made with
+the real SDK) checked against the spec, every planted deviation found, and the fit."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from haltproof.cli.main import main
+from haltproof.cli.traces import check_recorded
+from haltproof.explorer.recorded import fit_counts, probabilities_block, wilson
+from haltproof.machine.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+AGENT = ROOT / "examples" / "agent_loop" / "agent.yaml"
+PINS = ["-p", "max_steps=3", "-p", "max_retries=1"]
+TRUE = {"answer": 0.3, "tool_ok": 0.5, "tool_error": 0.2}
+
+
+def _simulate(rng: random.Random, max_steps: int = 3, max_retries: int = 1) -> list[str]:
+    """One run of agent.py's loop as the spec describes it: the moves until it stops."""
+    steps = retries = 0
+    status = "running"
+    moves = []
+    while status == "running":
+        move = rng.choices(list(TRUE), weights=list(TRUE.values()))[0]
+        moves.append(move)
+        if steps >= max_steps:
+            status = "step_limit"
+        elif move == "answer":
+            status = "answered"
+        elif move == "tool_error" and retries >= max_retries:
+            status = "tool_failed"
+        if status in ("running", "answered"):
+            steps += 1
+        if move == "tool_error" and status == "running":
+            retries += 1
+    return moves
+
+
+def _recorded(n: int = 1000) -> tuple[list[dict], dict[str, tuple[str, int]]]:
+    """n runs, some drifting: one step after the end (leaves the model), or cut short (unfinished)."""
+    rng = random.Random(30)
+    runs, planted = [], {}
+    for i in range(n):
+        moves = _simulate(rng)
+        if i % 40 == 7:
+            moves.append("answer")
+            planted[f"r{i}"] = ("leaves_model", len(moves))
+        elif i % 55 == 3 and len(moves) > 1:
+            moves.pop()
+            planted[f"r{i}"] = ("unfinished", len(moves))
+        runs.append({"run": f"r{i}", "events": [{"action": "step", "choices": {"move": m}} for m in moves]})
+    return runs, planted
+
+
+@pytest.mark.slow
+@pytest.mark.verdict
+def test_every_planted_deviation_is_found_and_the_fit_contains_the_true_weights(tmp_path, capsys):
+    runs, planted = _recorded()
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    outcomes, guard, followed = check_recorded(str(AGENT), str(path), {"max_steps": 3, "max_retries": 1})
+    found = {o.run: (o.status, o.step) for o in outcomes if o.status != "conforms"}
+    assert found == planted and len(planted) == 39
+    counts = fit_counts(guard, followed)["step"]["move"]
+    n = sum(counts.values())
+    for move, p in TRUE.items():
+        lo, hi = wilson(counts[move], n)
+        assert lo <= p <= hi, (move, counts, lo, hi)
+    fit = tmp_path / "fit.yaml"
+    assert main(["traces", str(AGENT), str(path), *PINS, "--fit", str(fit)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("1000 runs: 961 conforms, 0 violates, 25 leaves model, 14 unfinished\n")
+    assert "  run r7: leaves the model at step" in out
+    # the block is the spec language's: a spec with it loads
+    spec_text = AGENT.read_text() + "\n" + fit.read_text()
+    weighted = tmp_path / "agent.yaml"
+    weighted.write_text(spec_text)
+    assert [w.action for w in load_spec(weighted).probabilities] == ["step"]
+
+
+def test_the_fit_block_says_where_the_data_are_thin():
+    counts = {"step": {"move": {"answer": 3, "tool_ok": 2, "tool_error": 0}}}
+    assert probabilities_block(counts, "5 runs of r.jsonl") == (
+        "# fitted by `haltproof traces` from 5 runs of r.jsonl: observed frequency of each choice value,\n"
+        "# with its Wilson 95% interval and the count it rests on\n"
+        "probabilities:\n"
+        "  step:\n"
+        "    move:  # thin: only 5 observations\n"
+        "      answer: '3/5'  # 0.600 [0.231, 0.882], 3 of 5\n"
+        "      tool_ok: '2/5'  # 0.400 [0.118, 0.769], 2 of 5\n"
+        "      tool_error: '0/1'  # 0.000 [0.000, 0.434], 0 of 5; never observed\n")
+
+
+def test_one_event_per_line_and_bad_input(tmp_path, capsys):
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"run": 1, "action": "step", "choices": {"move": "answer"}, '
+                    '"state": {"steps": 1, "retries": 0, "status": "answered"}}\n'
+                    '{"run": 2, "action": "step", "choices": {"move": "tool_ok"}}\n')
+    assert main(["traces", str(AGENT), str(path), *PINS]) == 1
+    assert capsys.readouterr().out == (
+        "2 runs: 1 conforms, 0 violates, 0 leaves model, 1 unfinished\n"
+        "  run 2: stops outside a terminal state at step 1: the spec does not end in this state: it is not terminal\n")
+    path.write_text('{"run": 1, "action": "jump"}\n')
+    assert main(["traces", str(AGENT), str(path), *PINS]) == 2
+    assert capsys.readouterr().err == (f"error: {path}:1: run 1: unknown action 'jump' of agent_loop; "
+                                       "its actions: step\n")
+    path.write_text('{"run": 1, "action": "step"\n')
+    assert main(["traces", str(AGENT), str(path), *PINS]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}:1: not JSON: Expecting ',' delimiter")
+
+
+def test_opentelemetry_spans_from_the_real_sdk(tmp_path, capsys):
+    """GenAI agent/tool spans made with the SDK, exported as OTLP JSON with its own encoder."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent")
+    for run, moves in (("ok", ["tool_ok", "answer"]), ("drift", ["answer", "tool_ok"])):
+        with tracer.start_as_current_span("invoke_agent agent", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "agent", "haltproof.run": run}):
+            for move in moves:
+                kind = {"gen_ai.operation.name": "chat"} if move == "answer" else {
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
+                name = "chat" if move == "answer" else "execute_tool search"
+                with tracer.start_as_current_span(name, attributes={
+                        **kind, "haltproof.action": "step", "haltproof.choice.move": move}):
+                    pass
+    path = tmp_path / "spans.json"
+    path.write_text(MessageToJson(encode_spans(exporter.get_finished_spans())))
+    assert main(["traces", str(AGENT), str(path), *PINS]) == 1
+    out = capsys.readouterr().out
+    assert out == ("2 runs: 1 conforms, 0 violates, 1 leaves model, 0 unfinished\n"
+                   "  run drift: leaves the model at step 2: the run is in a terminal state: step is not a "
+                   "transition of the model here\n")

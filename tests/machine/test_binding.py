@@ -1,0 +1,674 @@
+"""Binding a spec to real code: `haltproof check` explores what haltproof.harness.loop really does.
+
+The broken and rewritten `decide` functions live in tests/broken_decides.py (never shipped);
+each spec here is a copy of loop_demo.yaml whose `bind:` names one of those adapters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import broken_decides
+from haltproof.explorer.options import Options, sweep
+from haltproof.explorer.check import check_spec
+from haltproof.cli.main import main
+from haltproof.harness.loop_binding import REPRESENTATIVES
+from haltproof.machine.spec import load_spec
+
+from conftest import LOOP_DEMO, MUTANTS
+
+TESTS = Path(__file__).resolve().parent.parent
+SHIPPED_BIND = "bind: haltproof.harness.loop_binding:LoopDemoAdapter"
+HEADER = "(checked the bound code: haltproof.harness.loop_binding:LoopDemoAdapter)"
+ALL_TEN = {(s, r) for s in range(1, 6) for r in (0, 1)}
+
+
+@pytest.fixture(autouse=True)
+def _tests_importable(monkeypatch):
+    """`bind: broken_decides:Name` imports from this directory, wherever pytest was started."""
+    monkeypatch.syspath_prepend(str(TESTS))
+
+
+def bound_copy(tmp_path: Path, bind: str, *, keep_scenarios: bool = False, name: str | None = None) -> Path:
+    """loop_demo.yaml with its bind line replaced (and, unless asked, its scenarios removed)."""
+    text = LOOP_DEMO.read_text()
+    assert text.count(SHIPPED_BIND) == 1
+    text = text.replace(SHIPPED_BIND, f"bind: {bind}" if bind else "")
+    if not keep_scenarios:
+        text = text[:text.index("\nscenarios:")] + "\n"
+    path = tmp_path / f"{name or re.sub(r'[^A-Za-z0-9]+', '_', bind) or 'unbound'}.yaml"
+    path.write_text(text)
+    return path
+
+
+def bind_line(path: Path) -> int:
+    return next(n for n, ln in enumerate(path.read_text().splitlines(), start=1) if ln.startswith("bind:"))
+
+
+def _by_params(report: dict) -> dict:
+    return {(r["params"]["max_steps"], r["params"]["max_retries"]): r for r in report["runs"]}
+
+
+# ------------------------------------------------------------------ (a) the shipped harness is proved
+
+@pytest.fixture(scope="module")
+def bound_and_model():
+    """JSON reports of `haltproof check specs/loop_demo.yaml` with and without --model."""
+    out = {}
+    for key, extra in (("code", []), ("model", ["--model"])):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = main(["check", str(LOOP_DEMO), "--format", "json", *extra])
+        out[key] = (code, json.loads(buf.getvalue()))
+    return out
+
+
+def test_check_says_it_checked_the_bound_code(cli):
+    ran = cli("check", LOOP_DEMO, "--verbose")
+    assert ran.code == 0, ran.out[-3000:]
+    headers = [ln for ln in ran.out.splitlines() if ln.startswith("specs/loop_demo.yaml") or "[loop_demo]" in ln]
+    assert len(headers) == 10
+    assert all(HEADER in h for h in headers)
+    assert "VIOLATED" not in ran.out and "unknown" not in ran.out
+
+
+def test_check_model_does_not_claim_the_code(cli):
+    ran = cli("check", LOOP_DEMO, "--model", "-p", "max_steps=2", "-p", "max_retries=0")
+    assert ran.code == 0
+    assert "checked the bound code" not in ran.out
+
+
+def test_check_model_leaves_out_the_code_builtins_and_says_so(cli):
+    """--model runs none of the bound code: bound_code and code_matches_spec are left out of
+    every format (never "holds"), and each run says what it explored instead."""
+    pins = ("-p", "max_steps=2", "-p", "max_retries=0")
+    line = cli("check", LOOP_DEMO, "--model", *pins)
+    assert ", the spec's stages only (--model: the bound code did not run)" in line.out
+    full = cli("check", LOOP_DEMO, "--model", "--verbose", *pins)
+    assert ("(--model: explored the spec's own stages; the bound code haltproof.harness.loop_binding:"
+            "LoopDemoAdapter did not run, so bound_code and code_matches_spec were not checked)") in full.out
+    assert "bound_code" not in full.out.replace("so bound_code and code_matches_spec", "")
+    ran = cli("check", LOOP_DEMO, "--model", "--format", "json", *pins)
+    (run,) = json.loads(ran.out)["runs"]
+    assert run["explored"] == "model"
+    assert run["code_not_run"] == {"bind": "haltproof.harness.loop_binding:LoopDemoAdapter",
+                                   "not_checked": ["bound_code", "code_matches_spec"], "by": "--model"}
+    assert [p["name"] for p in run["properties"][:3]] == ["domains", "well_defined", "at_most_max_steps"]
+    for fmt in ("sarif", "junit"):
+        assert "bound_code" not in cli("check", LOOP_DEMO, "--model", "--format", fmt, *pins).out
+    bound = json.loads(cli("check", LOOP_DEMO, "--format", "json", *pins).out)["runs"][0]
+    assert "code_not_run" not in bound and {"bound_code", "code_matches_spec"} <= {p["name"] for p in bound["properties"]}
+
+
+def test_check_model_refuses_to_check_a_code_builtin(cli):
+    ran = cli("check", LOOP_DEMO, "--model", "--property", "code_matches_spec")
+    assert ran.code == 2
+    assert ("--property code_matches_spec: --model explores the spec's own stages and runs none of the "
+            "bound code, so it cannot check code_matches_spec") in ran.err
+
+
+def test_bound_check_proves_all_ten_combinations(bound_and_model):
+    code, report = bound_and_model["code"]
+    assert code == 0 and report["result"] == "proved"
+    runs = _by_params(report)
+    assert set(runs) == ALL_TEN
+    for run in runs.values():
+        assert run["explored"] == "code: haltproof.harness.loop_binding:LoopDemoAdapter"
+        assert run["result"] == "proved"
+        statuses = {p["name"]: p["status"] for p in run["properties"]}
+        assert statuses.get("bound_code") == "holds"
+        assert set(statuses.values()) == {"holds"}, statuses
+
+
+def test_bound_and_model_explore_the_same_space(bound_and_model):
+    code_runs = _by_params(bound_and_model["code"][1])
+    model_code, model = bound_and_model["model"]
+    assert model_code == 0
+    model_runs = _by_params(model)
+    assert set(model_runs) == ALL_TEN
+    for key, run in code_runs.items():
+        m = model_runs[key]
+        assert m["explored"] == "model"
+        for stat in ("states", "transitions", "terminal_states", "max_depth"):
+            assert run["stats"][stat] == m["stats"][stat], (key, stat)
+        assert run["coverage"] == m["coverage"], key
+    assert code_runs[(5, 1)]["stats"]["states"] == 322 and code_runs[(5, 1)]["stats"]["transitions"] == 420
+
+
+@pytest.mark.verdict
+def test_bound_check_runs_the_real_decide(tmp_path):
+    """Every reachable state and choice goes through the code: count the calls."""
+    broken_decides.CALLS.clear()
+    (run,) = check_spec(load_spec(bound_copy(tmp_path, "broken_decides:Recording")),
+                        Options(pins={"max_steps": 5, "max_retries": 1}))
+    assert run.result == "proved" and run.explored == "code: broken_decides:Recording"
+    non_terminal = run.stats["states"] - run.stats["terminal_states"]
+    assert len(broken_decides.CALLS) == 2 * 5 * non_terminal     # 5 classes, each called twice
+    assert set(broken_decides.CALLS) == {"success", "needs_input", "error", "limit", "continue"}
+
+
+# ------------------------------------------------------------------ (b) broken twins of the YAML mutants
+
+TWINS = [  # adapter in broken_decides, YAML mutant in specs/mutants/
+    ("LimitFirst", "limit_before_observation"),
+    ("RetryPastLastStep", "retry_past_last_step"),
+    ("EmptySearchContinues", "empty_search_continues"),
+    ("ReadsScenario", "decide_reads_scenario"),
+]
+# Where a mutant names its extra rule, the code reports the decision it took instead.
+RENAMED = {"retry": "continue", "scripted_limit": "limit"}
+SHIPPED_RULES = {"error", "success", "needs_input", "limit", "continue"}
+
+
+def _same_trace(code_trace, yaml_trace, where):
+    assert (code_trace is None) == (yaml_trace is None), where
+    if yaml_trace is None:
+        return
+    assert code_trace.kind == yaml_trace.kind and code_trace.loop_start == yaml_trace.loop_start, where
+    assert len(code_trace.steps) == len(yaml_trace.steps), where
+    for n, (c, y) in enumerate(zip(code_trace.steps, yaml_trace.steps)):
+        assert c.state == y.state, (where, n)
+        assert c.action == y.action and c.choices == y.choices, (where, n)
+        if y.rule in SHIPPED_RULES or y.rule is None:
+            assert c.rule == y.rule, (where, n)
+        else:
+            assert c.rule == RENAMED[y.rule], (where, n)
+
+
+@pytest.mark.parametrize("adapter,mutant", TWINS, ids=[t[1] for t in TWINS])
+def test_broken_decide_is_caught_like_its_yaml_mutant(tmp_path, adapter, mutant):
+    mutant_spec = load_spec(MUTANTS / f"{mutant}.yaml")
+    expected = set(mutant_spec.expect_violated)
+    bound_spec = load_spec(bound_copy(tmp_path, f"broken_decides:{adapter}"))
+    combos = sweep(mutant_spec, {})
+    assert combos
+    for params in combos:
+        (y,) = check_spec(mutant_spec, Options(pins=params))
+        (c,) = check_spec(bound_spec, Options(pins=params))
+        assert c.explored == f"code: broken_decides:{adapter}"
+        y_violated = {p.name for p in y.properties if p.status == "violated"}
+        c_violated = {p.name for p in c.properties if p.status == "violated"}
+        assert y_violated == expected, params                 # the mutant file is what we think it is
+        # and code_matches_spec: the broken decide drifts from loop_demo's own stages
+        assert c_violated == expected | {"code_matches_spec"}, params
+        yp = {p.name: p for p in y.properties}
+        for p in c.properties:
+            if p.name in expected:
+                q = yp[p.name]
+                assert p.kind == q.kind
+                _same_trace(p.trace, q.trace, (params, p.name))
+                _same_trace(getattr(p, "other_trace", None), getattr(q, "other_trace", None),
+                            (params, p.name, "other"))
+        assert {p.name: p.status for p in c.properties if p.name not in ("bound_code", "code_matches_spec")} == \
+               {p.name: p.status for p in y.properties}, params
+        assert next(p for p in c.properties if p.name == "bound_code").status != "violated"
+
+
+@pytest.mark.verdict
+def test_limit_first_trace_is_the_success_on_the_last_step(tmp_path):
+    (c,) = check_spec(load_spec(bound_copy(tmp_path, "broken_decides:LimitFirst")),
+                      Options(pins={"max_steps": 5, "max_retries": 1}))
+    p = next(p for p in c.properties if p.name == "final_answer_on_last_step_kept")
+    assert len(p.trace) == 5
+    last = p.trace.steps[-1]
+    assert last.rule == "limit" and last.state["steps"] == 5 and last.state["decision"] == "limit"
+    assert last.choices["obs"] in ("one_match", "zero_matches", "many_matches")
+
+
+def test_retry_past_last_step_takes_a_sixth_action_in_the_code(tmp_path):
+    (c,) = check_spec(load_spec(bound_copy(tmp_path, "broken_decides:RetryPastLastStep")),
+                      Options(pins={"max_steps": 5, "max_retries": 1}))
+    d = next(p for p in c.properties if p.name == "domains")
+    assert len(d.trace) == 6 and d.trace.steps[-1].state["steps"] == 6
+    assert "outside its domain" in d.message
+
+
+def test_the_shipped_decide_is_not_a_twin(tmp_path):
+    """The comparison can fail: the real decide is proved where each mutant is caught."""
+    spec = load_spec(bound_copy(tmp_path, "haltproof.harness.loop_binding:LoopDemoAdapter"))
+    for run in check_spec(spec, Options(pins={"max_steps": 3})):
+        assert run.result == "proved"
+
+
+# ------------------------------------------------------------------ (c) written differently, same decisions
+
+@pytest.mark.parametrize("adapter", ["ByTable", "Reordered"])
+def test_equivalent_decide_is_proved_for_all_ten(tmp_path, adapter):
+    runs = check_spec(load_spec(bound_copy(tmp_path, f"broken_decides:{adapter}")), Options())
+    model = {tuple(r.params.values()): r for r in check_spec(load_spec(LOOP_DEMO), Options(model_only=True))}
+    assert {tuple(r.params.values()) for r in runs} == ALL_TEN
+    for r in runs:
+        assert r.explored == f"code: broken_decides:{adapter}"
+        assert r.result == "proved", (r.params, [(p.name, p.message) for p in r.properties
+                                                 if p.status != "holds"])
+        assert all(p.status == "holds" for p in r.properties)
+        assert r.stats["states"] == model[tuple(r.params.values())].stats["states"]
+        assert r.coverage == model[tuple(r.params.values())].coverage
+
+
+# ------------------------------------------------------------------ (d) code that misbehaves is a finding
+
+def _check_json(cli, path: Path, *pins: str):
+    args = ["check", path, "--format", "json"]
+    for p in pins:
+        args += ["-p", p]
+    ran = cli(*args)
+    return ran, ran.json()
+
+
+def _prop(run: dict, name: str) -> dict:
+    return next(p for p in run["properties"] if p["name"] == name)
+
+
+def _raises_here(adapter, state: dict, params: dict, obs: str) -> bool:
+    concrete = adapter.concretize(dict(state), params)
+    try:
+        adapter.step("read_task_cards", concrete, {"obs": dict(REPRESENTATIVES[obs])})
+    except KeyError:
+        return True
+    return False
+
+
+def test_code_that_raises_is_bound_code_violated_with_its_traceback(cli, tmp_path):
+    path = bound_copy(tmp_path, "broken_decides:Crashing")
+    ran, report = _check_json(cli, path, "max_steps=3", "max_retries=1")
+    assert ran.code == 1
+    assert "internal error" not in ran.err and "Traceback" not in ran.err
+    (run,) = report["runs"]
+    assert run["result"] == "violated"
+    p = _prop(run, "bound_code")
+    assert p["status"] == "violated"
+    msg = p["message"]
+    assert "KeyError" in msg and "retry_budget" in msg
+    assert "crashing_decide" in msg and "broken_decides.py" in msg          # the user's frame
+    assert "machine/binding.py" not in msg                                   # not haltproof's
+    assert "obs=failed" in msg
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("adapter,length", [("Crashing", 0), ("CrashingLate", 1)])
+def test_the_trace_of_code_that_raises_ends_where_it_raised(tmp_path, adapter, length):
+    params = {"max_steps": 3, "max_retries": 1}
+    (run,) = check_spec(load_spec(bound_copy(tmp_path, f"broken_decides:{adapter}")), Options(pins=params))
+    p = next(p for p in run.properties if p.name == "bound_code")
+    assert p.status == "violated" and "KeyError" in p.message
+    assert p.trace is not None and len(p.trace) == length                    # a shortest one
+    code = getattr(broken_decides, adapter)()
+    *before, last = p.trace.steps
+    m = re.search(r"with obs=(\w+)", p.message)
+    assert m, p.message
+    assert _raises_here(code, last.state, params, m.group(1))               # it raised in this state
+    for step in before:                                                      # and not on the way there
+        assert not _raises_here(code, step.state, params, m.group(1))
+
+
+def test_json_keeps_a_trace_that_is_only_the_initial_state(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:Crashing"), "max_steps=3",
+                              "max_retries=1")
+    (run,) = report["runs"]
+    trace = _prop(run, "bound_code")["trace"]
+    assert trace is not None
+    assert len(trace["steps"]) == 1 and trace["steps"][0]["state"]["steps"] == 0
+
+
+def test_json_trace_of_code_that_raises_later(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:CrashingLate"), "max_steps=3",
+                              "max_retries=1")
+    assert ran.code == 1
+    (run,) = report["runs"]
+    p = _prop(run, "bound_code")
+    assert "crashing_late_decide" in p["message"]
+    steps = p["trace"]["steps"]
+    assert len(steps) == 2
+    assert steps[-1]["state"]["steps"] == 1 and steps[-1]["state"]["failures"] == 1
+
+
+def test_code_that_raises_shows_the_traceback_in_the_text_report(cli, tmp_path):
+    ran = cli("check", bound_copy(tmp_path, "broken_decides:Crashing"), "-p", "max_steps=2",
+              "-p", "max_retries=0")
+    assert ran.code == 1
+    assert "VIOLATED  bound_code" in ran.out
+    assert "in crashing_decide" in ran.out and "KeyError: 'retry_budget'" in ran.out
+
+
+def test_nondeterministic_code_is_found(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:Flaky"), "max_steps=3",
+                              "max_retries=1")
+    assert ran.code == 1
+    (run,) = report["runs"]
+    p = _prop(run, "bound_code")
+    assert p["status"] == "violated" and "nondeterministic" in p["message"]
+    assert "'continue'" in p["message"] and "'limit'" in p["message"]
+
+
+def test_decision_outside_its_enum_is_a_domains_violation(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:MaybeDecision"), "max_steps=2",
+                              "max_retries=1")
+    assert ran.code == 1
+    (run,) = report["runs"]
+    p = _prop(run, "domains")
+    assert p["status"] == "violated" and "'maybe'" in p["message"]
+    assert p["trace"]["steps"][-1]["state"]["decision"] == "maybe"
+    assert _prop(run, "bound_code")["status"] != "violated"
+
+
+def test_steps_as_text_is_a_domains_violation(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:StepsAsText"), "max_steps=2",
+                              "max_retries=1")
+    assert ran.code == 1
+    (run,) = report["runs"]
+    p = _prop(run, "domains")
+    assert p["status"] == "violated" and "steps = '1'" in p["message"]
+    assert p["trace"]["steps"][-1]["state"]["steps"] == "1"
+    assert _prop(run, "bound_code")["status"] != "violated"
+
+
+def test_unhashable_value_from_abstract_is_a_finding(cli, tmp_path):
+    ran = cli("check", bound_copy(tmp_path, "broken_decides:ObservationAsDict"), "-p", "max_steps=2",
+              "-p", "max_retries=1", "--format", "json")
+    assert ran.code == 1, ran.err[-800:]
+    assert "internal error" not in ran.err
+    (run,) = ran.json()["runs"]
+    bad = [p for p in run["properties"] if p["name"] in ("domains", "bound_code") and p["status"] == "violated"]
+    assert bad and "observation" in bad[0]["message"]
+
+
+def test_abstract_missing_a_var_is_bound_code(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:MissingVar"), "max_steps=2",
+                              "max_retries=1")
+    assert ran.code == 1
+    (run,) = report["runs"]
+    p = _prop(run, "bound_code")
+    assert p["status"] == "violated" and "failures" in p["message"] and "abstract()" in p["message"]
+
+
+def test_a_rule_the_decide_table_lacks_is_bound_code(cli, tmp_path):
+    ran, report = _check_json(cli, bound_copy(tmp_path, "broken_decides:UnknownRule"), "max_steps=2",
+                              "max_retries=1")
+    assert ran.code == 1
+    (run,) = report["runs"]
+    p = _prop(run, "bound_code")
+    assert p["status"] == "violated" and "'retry'" in p["message"]
+    assert "continue, error, limit, needs_input, success" in p["message"]     # the rules it has
+
+
+# ------------------------------------------------------------------ (e) bind errors are spec errors
+
+def _assert_spec_error(ran, path: Path, *words: str):
+    assert ran.code == 2, (ran.out, ran.err)
+    assert ran.out == ""
+    assert "Traceback" not in ran.err and "internal error" not in ran.err
+    assert f"{path.name}:{bind_line(path)}" in ran.err
+    for w in words:
+        assert w in ran.err
+
+
+@pytest.mark.parametrize("bind,words", [
+    ("no_such_module_hp:Adapter", ["no_such_module_hp"]),
+    ("haltproof.harness.loop_binding:NoSuchAdapter", ["NoSuchAdapter"]),
+    ("haltproof.harness.loop_binding", ["module:Name"]),
+    ("broken_decides:InitRaises", ["no config for the adapter"]),
+    ("broken_decides:NoStep", ["step"]),
+], ids=["no-module", "no-attribute", "not-module-colon-name", "init-raises", "no-step"])
+def test_bind_errors_exit_2_with_file_and_line(cli, tmp_path, bind, words):
+    path = bound_copy(tmp_path, bind, name="badbind")
+    _assert_spec_error(cli("check", path), path, *words)
+
+
+def test_module_that_fails_to_import_is_a_spec_error(cli, tmp_path, monkeypatch):
+    (tmp_path / "hp_import_fails.py").write_text("raise RuntimeError('boom at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = bound_copy(tmp_path, "hp_import_fails:Adapter", name="badimport")
+    _assert_spec_error(cli("check", path), path, "boom at import")
+
+
+def test_a_bad_bind_stops_the_whole_check_before_any_run(cli, tmp_path):
+    path = bound_copy(tmp_path, "haltproof.harness.loop_binding:NoSuchAdapter", name="badbind")
+    ran = cli("check", LOOP_DEMO, path)
+    _assert_spec_error(ran, path, "NoSuchAdapter")
+
+
+@pytest.mark.parametrize("command", ["replay", "conform"])
+def test_bind_errors_in_replay_and_conform(cli, tmp_path, command):
+    path = bound_copy(tmp_path, "no_such_module_hp:Adapter", keep_scenarios=True, name="badbind")
+    args = ["replay", path, "--scenario", "one_match"] if command == "replay" else \
+           ["conform", path, "--examples", "5"]
+    _assert_spec_error(cli(*args), path, "no_such_module_hp")
+
+
+def test_model_mode_does_not_import_the_bound_code(cli, tmp_path):
+    path = bound_copy(tmp_path, "no_such_module_hp:Adapter", name="badbind")
+    ran = cli("check", path, "--model", "-p", "max_steps=1", "-p", "max_retries=0")
+    assert ran.code == 0
+
+
+# ------------------------------------------------------------------ (f) replay runs the bound code
+
+SCENARIO_ENDS = {"one_match": ("success", 1), "two_matches": ("needs_input", 1),
+                 "temporary_error": ("success", 2), "permanent_error": ("error", 2), "limit": ("limit", 5),
+                 "missing_file": ("error", 2), "no_matches": ("needs_input", 1),
+                 "permanent_error_no_retry": ("error", 1)}
+
+
+@pytest.mark.parametrize("model", [False, True], ids=["code", "model"])
+@pytest.mark.parametrize("scenario", sorted(SCENARIO_ENDS))
+def test_replay_scenarios_end_right(cli, scenario, model):
+    ran = cli("replay", LOOP_DEMO, "--scenario", scenario, *(["--model"] if model else []))
+    assert ran.code == 0, ran.out
+    decision, steps = SCENARIO_ENDS[scenario]
+    final = ran.out.splitlines()[-1]
+    assert final.startswith(f"# ok: {steps} steps")
+    assert f"decision={decision}" in final
+    body = [ln for ln in ran.out.splitlines() if not ln.startswith("#")]
+    assert len(body) == 5 * steps and body[-1] == f"decision: {decision}"
+
+
+def test_replay_calls_the_code_and_model_does_not(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")    # the calls are recorded in this process (cli/supervise.py)
+    path = bound_copy(tmp_path, "broken_decides:Recording", keep_scenarios=True)
+    broken_decides.CALLS.clear()
+    ran = cli("replay", path, "--scenario", "limit", "--model")
+    assert ran.code == 0 and broken_decides.CALLS == []
+    ran = cli("replay", path, "--scenario", "limit")
+    assert ran.code == 0
+    assert broken_decides.CALLS and set(broken_decides.CALLS) == {"continue", "limit"}
+    assert broken_decides.CALLS.count("limit") >= 1 and broken_decides.CALLS.count("continue") >= 4
+
+
+def test_replay_of_broken_code_fails_where_the_model_passes(cli, tmp_path):
+    path = bound_copy(tmp_path, "broken_decides:EmptySearchContinues", keep_scenarios=True)
+    assert cli("replay", path, "--scenario", "no_matches", "--model").code == 0
+    ran = cli("replay", path, "--scenario", "no_matches")
+    assert ran.code == 1
+    assert "# FAILED" in ran.out
+    assert "decision: continue" in ran.out
+
+
+# ------------------------------------------------------------------ (g) --timeout bounds the bound code
+
+def haltproof_process(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`haltproof ARGS` in its own process, with tests/stuck_code.py importable. Code that
+    does not return would hold it: it shows as TimeoutExpired here, never as a stuck test
+    run (and a stuck thread that kept the process alive would show the same way)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    return subprocess.run([sys.executable, "-m", "haltproof.cli.main", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+STUCK_AT = ("running the bound code for action read_task_cards (obs=failed) from state steps=1 failures=1 "
+            "phase=observed observation=failed decision=continue scenario=one_match")
+
+
+@pytest.mark.parametrize("adapter", ["Sleeping", "Spinning"])
+@pytest.mark.slow
+def test_timeout_ends_a_check_whose_bound_code_never_returns(tmp_path, adapter):
+    """decide sleeps for an hour, or spins, from the second step on: the check ends at
+    --timeout, incomplete, and says which action on which state was running."""
+    path = bound_copy(tmp_path, f"stuck_code:{adapter}")
+    ran = haltproof_process("check", path, "-p", "max_steps=3", "-p", "max_retries=1", "--timeout", "2",
+                            "--json", tmp_path / "report.json", cwd=tmp_path)
+    assert ran.returncode == 3, ran.stderr
+    reason = f"stopped at 42 states: --timeout 2 s reached while {STUCK_AT}"
+    assert f"  {reason}" in ran.stdout.splitlines()
+    assert "incomplete (stopped at --timeout): 42 states" in ran.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    (run,) = report["runs"]
+    assert (report["result"], run["result"], run["stopped_by"]) == ("incomplete", "incomplete", "timeout")
+    assert run["stop_reason"] == reason
+    assert {p["name"]: p["status"] for p in run["properties"]}["bound_code"] == "unknown"
+
+
+@pytest.mark.slow
+def test_timeout_ends_a_bound_check_from_the_python_api_in_a_thread(tmp_path):
+    """Off the main thread there is no SIGALRM: each call runs in a worker that is given up
+    at the deadline. The process still exits (the sleeping worker is a daemon)."""
+    path = bound_copy(tmp_path, "stuck_code:Sleeping")
+    script = tmp_path / "api_in_thread.py"
+    script.write_text(
+        "import json, sys, threading\n"
+        "from haltproof.api import check\n"
+        "out = {}\n"
+        "def run():\n"
+        f"    report = check({str(path)!r}, params={{'max_steps': 3, 'max_retries': 1}}, timeout=2)\n"
+        "    out.update(result=report.result, code=report.exit_code, reason=report.runs[0].stop_reason)\n"
+        "worker = threading.Thread(target=run)\n"
+        "worker.start()\n"
+        "worker.join()\n"
+        "print(json.dumps(out))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    ran = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"result": "incomplete", "code": 3,
+                                      "reason": f"stopped at 42 states: --timeout 2 s reached while {STUCK_AT}"}
+
+
+@pytest.mark.slow
+def test_timeout_bounds_creating_the_adapter(tmp_path):
+    path = bound_copy(tmp_path, "stuck_code:SleepingInit")
+    ran = haltproof_process("check", path, "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3 and ran.stdout == ""
+    assert ran.stderr == "haltproof: incomplete: --timeout reached while creating the adapter stuck_code:SleepingInit\n"
+
+
+@pytest.mark.slow
+def test_timeout_bounds_importing_the_bound_module(tmp_path):
+    (tmp_path / "hp_import_spins.py").write_text("while True:\n    pass\n")
+    path = bound_copy(tmp_path, "hp_import_spins:Adapter")
+    ran = haltproof_process("check", path, "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3 and ran.stdout == ""
+    assert ran.stderr == ("haltproof: incomplete: --timeout reached while importing the bound module "
+                          "hp_import_spins (bind: hp_import_spins:Adapter)\n")
+
+
+@pytest.mark.slow
+def test_timeout_bounds_replay_and_conform(tmp_path):
+    path = bound_copy(tmp_path, "stuck_code:Spinning", keep_scenarios=True)
+    ran = haltproof_process("replay", path, "--scenario", "permanent_error", "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3
+    assert ran.stderr == ("haltproof: incomplete: --timeout reached while running the bound code for action "
+                          "read_task_cards (obs=failed) from state steps=1 failures=1 phase=observed "
+                          "observation=failed decision=continue scenario=permanent_error\n")
+    ran = haltproof_process("conform", path, "--timeout", "2", cwd=tmp_path)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert ran.stdout.startswith("conformance of loop_demo and stuck_code:Spinning: incomplete, --timeout "
+                                 "reached after ")
+    assert ran.stdout.rstrip().endswith("no difference found so far, which proves nothing")
+
+
+@pytest.mark.slow
+def test_timeout_bounds_graph_exploring_stuck_code(tmp_path):
+    """graph explores the bound code too: it had no --timeout, and a stuck step held it for
+    ever. At the deadline no graph is written (a graph of part of the space would read as
+    the whole), exit 3, naming what was running."""
+    path = bound_copy(tmp_path, "stuck_code:Spinning")
+    out = tmp_path / "g.dot"
+    ran = haltproof_process("graph", path, "-p", "max_steps=3", "-p", "max_retries=1", "--timeout", "2",
+                            "-o", out, cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (3, "")
+    assert ran.stderr == (f"haltproof graph: incomplete: stopped at 42 states: --timeout 2 s reached while "
+                          f"{STUCK_AT}; no graph written\n")
+    assert not out.exists()
+    ran = haltproof_process("graph", bound_copy(tmp_path, "stuck_code:SleepingInit"), "-p", "max_steps=3",
+                            "-p", "max_retries=1", "--timeout", "2", cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (3, "")
+    assert ran.stderr == ("haltproof graph: incomplete: --timeout 2 s reached while creating the adapter "
+                          "stuck_code:SleepingInit; no graph written\n")
+
+
+def test_graph_with_a_timeout_that_is_not_reached_draws_the_whole_graph(cli, tmp_path):
+    with_timeout = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--timeout", "60")
+    without = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1")
+    assert (with_timeout.code, with_timeout.err) == (0, "") and with_timeout.out == without.out
+    bad = cli("graph", LOOP_DEMO, "-p", "max_steps=2", "-p", "max_retries=1", "--timeout", "nan")
+    assert bad.code == 2 and "--timeout must be a finite number, got 'nan'" in bad.err
+
+
+# ------------------------------------------------------------------ (e) values of the wrong type
+
+TYPED = """\
+machine: typed
+bind: typed_adapters:{adapter}
+vars:
+  x: {{type: int, min: 0, max: 1, init: 0}}
+  lit: {{type: bool, init: false}}
+actions:
+  inc: {{when: x == 0, do: [{{set: {{x: 1}}}}]}}
+  flip: {{when: not lit, do: [{{set: {{lit: true}}}}]}}
+  late_x: {{when: x == 0, do: [{{set: {{x: 1}}}}]}}
+  late_lit: {{when: not lit, do: [{{set: {{lit: true}}}}]}}
+terminal: x == 1 and lit
+"""
+
+
+def _typed(tmp_path: Path, adapter: str):
+    path = tmp_path / f"typed_{adapter}.yaml"
+    path.write_text(TYPED.format(adapter=adapter))
+    (run,) = check_spec(load_spec(path), Options())
+    return run
+
+
+def test_the_honest_typed_adapter_is_proved(tmp_path):
+    run = _typed(tmp_path, "Honest")
+    assert run.result == "proved" and run.explored == "code: typed_adapters:Honest"
+    assert (run.stats["states"], run.stats["transitions"]) == (4, 8)
+
+
+@pytest.mark.parametrize("adapter,action,var,shown,domain", [
+    ("XTrue", "late_x", "x", "True", "0..1"),
+    ("XFloat", "late_x", "x", "1.0", "0..1"),
+    ("LitOne", "late_lit", "lit", "1", "true/false")])
+def test_a_value_of_the_wrong_type_from_the_code_is_a_domains_violation(tmp_path, adapter, action, var,
+                                                                        shown, domain):
+    """The wrong value equals a state already reached (True == 1 == 1.0): it is still checked."""
+    run = _typed(tmp_path, adapter)
+    assert run.result == "violated"
+    p = next(p for p in run.properties if p.name == "domains")
+    assert p.status == "violated" and p.message == f"{var} = {shown} is outside its domain {domain}"
+    assert [s.action for s in p.trace.steps] == [None, action]            # the shortest trace
+    assert repr(p.trace.steps[-1].state[var]) == shown
+    assert next(p for p in run.properties if p.name == "bound_code").status != "violated"
+
+
+def test_a_value_whose_own_methods_never_return_is_a_finding_not_a_hang(tmp_path):
+    """haltproof hashed and compared the code's values (the determinism check) outside the
+    deadline: a user class whose __eq__ or __hash__ loops hung the check. Only builtin
+    values are ever hashed, compared or printed now."""
+    path = bound_copy(tmp_path, "stuck_code:EndlessValue")
+    ran = haltproof_process("check", path, "-p", "max_steps=2", "-p", "max_retries=0", "--timeout", "30",
+                            "--json", tmp_path / "report.json", cwd=tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    (run,) = json.loads((tmp_path / "report.json").read_text())["runs"]
+    bound = {p["name"]: p for p in run["properties"]}["bound_code"]
+    assert bound["status"] == "violated"
+    assert bound["message"].endswith("abstract() gave var observation a value of type _Endless; abstract states "
+                                     "hold ints, bools and strings")
