@@ -106,6 +106,23 @@ def test_with_room_for_every_call_the_limit_error_is_unreachable() -> None:
     assert maxima(run) == {"most_model_calls": 6, "most_tool_runs": 1, "most_iterations_refinementloop": 2}
 
 
+@pytest.mark.verdict
+def test_skip_summarization_ends_the_escalating_turn_and_the_limit_error_goes(tmp_path, monkeypatch) -> None:
+    """The fix ADK's docs adopted for exit_loop (adk-docs#1105, for adk-python#2988): with
+    `skip_summarization` the tool's response is the agent's final one, its model is not asked
+    again, and at max_llm_calls=5 the pipeline no longer reaches the limit."""
+    (tmp_path / "refine.py").write_text((EXAMPLE / "refine.py").read_text().replace(
+        "    tool_context.actions.escalate = True\n",
+        "    tool_context.actions.escalate = True\n    tool_context.actions.skip_summarization = True\n"))
+    (tmp_path / "refine.yaml").write_text((EXAMPLE / "refine.yaml").read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (run,) = check_spec(load_spec(tmp_path / "refine.yaml"), Options(pins={"max_llm_calls": 5, "max_iterations": 2}))
+    found = results(run)
+    assert found["limit_error"].message == "impossible: no reachable state satisfies it"
+    assert maxima(run) == {"most_model_calls": 5, "most_tool_runs": 1, "most_iterations_refinementloop": 2}
+    assert found["ends_approved"].status == "violated"      # running out of iterations is still silent
+
+
 @pytest.mark.slow
 @pytest.mark.verdict
 def test_max_iterations_bounds_the_loop_and_sets_the_smallest_safe_max_llm_calls() -> None:
