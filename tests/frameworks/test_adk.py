@@ -204,6 +204,8 @@ def test_adk_reads_a_max_llm_calls_of_0_or_less_as_no_limit() -> None:
 
 APP = '''\
 from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
 from google.adk.tools.tool_context import ToolContext
 
 
@@ -230,6 +232,17 @@ two_loops = SequentialAgent(name="TwoLoops", sub_agents=[LoopAgent(name="First",
 twins = SequentialAgent(name="Twins", sub_agents=[LlmAgent(name="Same", model="m"),
                                                   LoopAgent(name="Loop", sub_agents=[LlmAgent(name="Twin", model="m")])])
 no_model = SequentialAgent(name="Empty")
+
+
+def cached(callback_context, llm_request):
+    """After the first call, answer from a cache: the model is not asked."""
+    if callback_context.state.get("asked"):
+        return LlmResponse(content=types.Content(role="model", parts=[types.Part(text="cached")]))
+    callback_context.state["asked"] = True
+    return None
+
+
+cache_loop = LoopAgent(name="CacheLoop", sub_agents=[LlmAgent(name="Cached", model="m", before_model_callback=cached)])
 not_an_agent = 42
 '''
 
@@ -291,6 +304,22 @@ params:
     assert steps(results(run)["most_model_calls"].witness, "agent", "calls", "status") == [
         (None, "Left", 0, "running"), ("a", "Right", 1, "running"), ("b", "Merger", 2, "running"),
         ("m", "Merger", 3, "done")]
+
+
+@pytest.mark.verdict
+def test_answers_a_before_model_callback_gives_are_not_counted_and_the_loop_never_ends(app) -> None:
+    """ADK checks max_llm_calls after the before_model_callback: a callback answering instead of
+    the model costs nothing, and a loop without max_iterations runs on under any limit; the
+    check stops at the call that never returns, naming it, and proves nothing."""
+    (run,) = check_text(app, "framework: adk\ntarget: adk_app:cache_loop\ninput: go\nmodels:\n  Cached: {a: fresh}\n"
+                             "params:\n  max_llm_calls: 2\n", call_timeout=1.0)
+    assert run.result == "violated"
+    found = results(run)
+    assert found["bound_code"].status == "violated"
+    assert found["bound_code"].message.startswith(
+        "a call into the user's code did not return within --call-timeout 1 s while running the bound code for "
+        "action cached (cached_says=a)")
+    assert found["run_ends"].status == "unknown"
 
 
 # ---------------------------------------------------------------- bad declarations: exit 2, file and line
