@@ -8,8 +8,8 @@ guarded step.
 (`on_llm_end`) and before the SDK acts on the answer (runs a tool, hands off, ends), the guard
 is asked `before(AGENT, {AGENT_says: label})`, the label the declaration gives an answer of the
 same shape (a final text, a call of that tool, a handoff to that agent; `labels`: agent ->
-label -> answer, the declaration's `models:`, e.g. `load_spec("support.yaml").adapter().d.models`;
-without labels the answer is the environment's). The turn's state goes to `after` when the
+label -> answer, the declaration's `models:`, read by `labels_of("support.yaml")`; without
+labels the answer is the environment's). The turn's state goes to `after` when the
 next model call starts, and on the final output with `status: done`, then `end`. A denial
 raises `GuardStopped` out of `Runner.run`, before the SDK runs what the model asked for.
 """
@@ -85,6 +85,16 @@ async def run_guarded(agent: Any, given: Any, guard: Guard, *, labels: dict[str,
     require_agents()
     from agents import Runner
     return await Runner.run(agent, given, hooks=guard_hooks(guard, labels=labels, approve=approve), **kwargs)
+
+
+def labels_of(declaration: str) -> dict[str, dict[str, Any]]:
+    """The declared answers of a `framework: openai_agents` file: agent -> label -> answer."""
+    from haltproof.machine.spec import load_spec
+    adapter = load_spec(declaration).adapter
+    if adapter is None:
+        raise ValueError(f"{declaration} is not a framework declaration")
+    models: dict[str, dict[str, Any]] = dict(adapter().d.models)
+    return models
 
 
 def label_of(output: Sequence[Any], agent: Any, labels: dict[str, Answer | Sequence[Answer]]) -> str | None:

@@ -8,9 +8,9 @@ the state goes to `after`, read by the explorer's own mapping (`AgentAdapter.abs
 `READINGS`: `next`, `response`, `requests`, `tool_calls`, `tool_runs`, `tool_retries`,
 `output_retries`, `status`). Tool executions are counted by the explorer's toolset wrapper,
 which here runs every real tool. The model's response is named by the declaration's label of
-the same shape (`labels`: label -> ModelResponse, the declaration's `models:`, e.g.
-`load_spec("weather.yaml").adapter().responses`); a response of no declared shape is a model
-escape. A denial stops the run before the node runs: `GuardStopped` carries the packet.
+the same shape (`labels`: label -> ModelResponse, the declaration's `models:`, read by
+`labels_of("weather.yaml")` outside any running event loop); a response of no declared shape is
+a model escape. A denial stops the run before the node runs: `GuardStopped` carries the packet.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from haltproof.guard import Guard
 
 from .guard_hooks import Approve, Follower, state_of
-from .pydantic_ai import END, READINGS, AgentAdapter, AgentLive, _scripted_tools, node_kind, require_pydantic_ai
+from .pydantic_ai import END, READINGS, AgentAdapter, AgentLive, node_kind, require_pydantic_ai, scripted_tools
 
 ACTIONS = {"model_request": "request", "call_tools": "tools"}      # the declared spec's action per node kind
 UNDECLARED = "<undeclared>"
@@ -34,10 +34,10 @@ async def run_guarded(agent: Any, prompt: str, guard: Guard, *, labels: dict[str
     reader = _reader(guard)
     if "response" in guard.var_names and labels is None:
         raise ValueError(f"the guard of {guard.spec_name} follows the model's response by its label: give "
-                         "labels=load_spec(DECLARATION).adapter().responses")
+                         "labels=labels_of(DECLARATION)")
     follower = Follower(guard, approve)
     live = AgentLive()
-    capabilities = [*iter_kwargs.pop("capabilities", []), _scripted_tools(AgentAdapter(), live.script)]
+    capabilities = [*iter_kwargs.pop("capabilities", []), scripted_tools(AgentAdapter(), live.script)]
     async with agent.iter(prompt, capabilities=capabilities, **iter_kwargs) as run:
         live.run = run
         live.node = await run.next(run.next_node)       # the user prompt: no model request, no choice
@@ -53,6 +53,17 @@ async def run_guarded(agent: Any, prompt: str, guard: Guard, *, labels: dict[str
             follower.after(state_of(guard, reader.abstract(live)))
         follower.end()
         return run.result
+
+
+def labels_of(declaration: str) -> dict[str, Any]:
+    """The declared model responses of a `framework: pydantic_ai` file, by label. Loading it runs
+    the agent up to its first model request on an event loop of its own: call it before yours."""
+    from haltproof.machine.spec import load_spec
+    adapter = load_spec(declaration).adapter
+    if adapter is None:
+        raise ValueError(f"{declaration} is not a framework declaration")
+    responses: dict[str, Any] = adapter().responses
+    return responses
 
 
 def label_of(response: Any, labels: dict[str, Any]) -> str:
