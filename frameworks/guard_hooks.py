@@ -4,7 +4,7 @@
 Each integration maps its framework's run onto the spec's actions and states exactly as its
 explorer does (frameworks/langgraph_guard.py, pydantic_ai_guard.py, openai_agents_guard.py
 reuse those mappings), then calls `Follower.before` before a step runs and `Follower.after`
-once it ran. A `deny` raises `GuardStopped`; an `approval_required` asks the `approve`
+once it ran (`Follower` and `GuardStopped` live in the runtime, haltproof.guard). A `deny` raises `GuardStopped`; an `approval_required` asks the `approve`
 callback (none: stopped, fail-closed); an `allow` lets the run go on untouched.
 docs/how-to/guard.md, "Framework hooks".
 """
@@ -14,49 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from haltproof.guard import Decision, Guard
+from haltproof.guard import Decision, Follower, Guard, GuardStopped
 
 Approve = Callable[[Decision], bool]
-
-
-class GuardStopped(RuntimeError):
-    """The guard stopped the run at this event: `decision` is the packet (`decision.to_dict()`)."""
-
-    def __init__(self, decision: Decision):
-        self.decision = decision
-        super().__init__(f"haltproof guard: {decision.verdict} at step {decision.step} ({decision.event}"
-                         f"{' ' + decision.action if decision.action else ''}): {decision.reason}")
-
-
-class Follower:
-    """One run followed through a guard: every decision kept in order, a denial raised."""
-
-    def __init__(self, guard: Guard, approve: Approve | None = None):
-        self.guard = guard
-        self.approve = approve
-        self.decisions: list[Decision] = []
-
-    def start(self, state: dict[str, Any] | None = None) -> Decision:
-        """A new run in the initial state `state` (None: the spec's only one)."""
-        return self.check(self.guard.start(state))
-
-    def before(self, action: str, choices: dict[str, Any] | None = None) -> Decision:
-        return self.check(self.guard.before(action, choices))
-
-    def after(self, state: dict[str, Any]) -> Decision:
-        return self.check(self.guard.after(state))
-
-    def end(self, reason: Any = None) -> Decision:
-        return self.check(self.guard.end(reason))
-
-    def check(self, decision: Decision) -> Decision:
-        """Keep the decision; raise GuardStopped unless it allows (or the approver approves)."""
-        self.decisions.append(decision)
-        if decision.verdict == "allow":
-            return decision
-        if decision.verdict == "approval_required" and self.approve is not None and self.approve(decision):
-            return decision
-        raise GuardStopped(decision)
+__all__ = ["Approve", "Follower", "GuardStopped", "state_of"]
 
 
 def state_of(guard: Guard, seen: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -508,6 +509,47 @@ class Guard:
         missing = [v for v in self.var_names if v not in state]
         if missing and not partial:
             raise GuardError(f"the state lacks the var(s) {', '.join(missing)}")
+
+
+class GuardStopped(RuntimeError):
+    """A run stopped by its guard at this event: `decision` is the packet (`decision.to_dict()`)."""
+
+    def __init__(self, decision: Decision):
+        self.decision = decision
+        super().__init__(f"haltproof guard: {decision.verdict} at step {decision.step} ({decision.event}"
+                         f"{' ' + decision.action if decision.action else ''}): {decision.reason}")
+
+
+class Follower:
+    """One run followed through a guard, as a hook does: every decision kept in order; one that
+    does not allow raises GuardStopped, unless it is approval_required and `approve(decision)`
+    says yes (no approver: stopped, fail-closed)."""
+
+    def __init__(self, guard: Guard, approve: Callable[[Decision], bool] | None = None):
+        self.guard = guard
+        self.approve = approve
+        self.decisions: list[Decision] = []
+
+    def start(self, state: dict[str, Any] | None = None) -> Decision:
+        return self.check(self.guard.start(state))
+
+    def before(self, action: str, choices: dict[str, Any] | None = None) -> Decision:
+        return self.check(self.guard.before(action, choices))
+
+    def after(self, state: dict[str, Any] | None = None) -> Decision:
+        return self.check(self.guard.after(state))
+
+    def end(self, reason: Any = None) -> Decision:
+        return self.check(self.guard.end(reason))
+
+    def check(self, decision: Decision) -> Decision:
+        """Keep the decision; raise GuardStopped unless it allows (or the approver approves)."""
+        self.decisions.append(decision)
+        if decision.verdict == "allow":
+            return decision
+        if decision.verdict == "approval_required" and self.approve is not None and self.approve(decision):
+            return decision
+        raise GuardStopped(decision)
 
 
 def _matches(labels: dict[str, Any], choices: dict[str, Any]) -> bool:

@@ -19,8 +19,8 @@ pytest.importorskip("pydantic_ai")
 pytest.importorskip("agents")
 
 from haltproof.cli.guard import write_guard
-from haltproof.frameworks.guard_hooks import Follower, GuardStopped, state_of
-from haltproof.guard import Guard
+from haltproof.frameworks.guard_hooks import state_of
+from haltproof.guard import Follower, Guard, GuardStopped
 
 from conftest import ROOT
 

@@ -13,9 +13,8 @@ import sys
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from haltproof.frameworks.guard_hooks import GuardStopped
 from haltproof.frameworks.langgraph_guard import invoke_guarded
-from haltproof.guard import Guard
+from haltproof.guard import Guard, GuardStopped
 from react import build_graph
 
 QUESTION = {"messages": [{"role": "user", "content": "What is haltproof?"}]}

@@ -15,9 +15,8 @@ from agents import RunConfig, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import support
-from haltproof.frameworks.guard_hooks import GuardStopped
 from haltproof.frameworks.openai_agents_guard import labels_of, run_guarded
-from haltproof.guard import Guard
+from haltproof.guard import Guard, GuardStopped
 
 QUESTION = "I was charged twice for order A-17."
 

@@ -18,9 +18,8 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 import weather
-from haltproof.frameworks.guard_hooks import GuardStopped
 from haltproof.frameworks.pydantic_ai_guard import labels_of, run_guarded
-from haltproof.guard import Guard
+from haltproof.guard import Guard, GuardStopped
 
 PROMPT = "What is the weather in Paris?"
 
