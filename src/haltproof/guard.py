@@ -280,11 +280,11 @@ class Guard:
             why = "some continuation of it breaks " + ", ".join(_unique(violated + doomed + endangered))
             verdict = "approval_required"
             if self.delta is not None and all(p in self.safety for p in violated + doomed + endangered):
-                worst = self._risk(action, edges)
-                verdict = "allow" if worst <= self.delta else "deny"
-                risk = str(worst)
-                why += (f", with a worst probability of {worst} ({float(worst):.4g}): "
-                        f"{'at most' if worst <= self.delta else 'more than'} the risk bound {self.delta}")
+                chance = self._risk(action, edges)
+                verdict = "allow" if chance <= self.delta else "deny"
+                risk = str(chance)
+                why += (f", with a worst probability of {chance} ({float(chance):.4g}): "
+                        f"{'at most' if chance <= self.delta else 'more than'} the risk bound {self.delta}")
         return Decision(verdict, "before", step, why, action, choices, violated, doomed, endangered, path,
                         self._allowed(cur), risk=risk)
 
@@ -302,7 +302,7 @@ class Guard:
             total = sum((e.p or Fraction(0) for e in group), Fraction(0))
             if not total:
                 continue
-            hit = sum(((e.p or Fraction(0)) * (1 if e.bad or e.dst in self._bad_state else self._worst[e.dst])
+            hit = sum(((e.p or Fraction(0)) * (Fraction(1) if e.bad or e.dst in self._bad_state else self._worst[e.dst])
                        for e in group), Fraction(0))
             worst = max(worst, hit / total)
         return worst
