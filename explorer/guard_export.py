@@ -293,13 +293,14 @@ def _risk(m: Machine, ex: Exploration, rows: list[list[list[Any]]],
     every policy of the unweighted choices, that a run from there breaks some safety property.
     The explored graph read as an MDP (explorer/chances.py), every transition breaking a property
     sent to one extra target state; exact fractions, or where the exact solver gives up the upper
-    end of the interval (a risk is never understated). None: no weights, no risk table."""
+    end of the interval (a risk is never understated). None: no weights, no risk table; a graph
+    that is no MDP (explorer/chances.py says why) keeps only the reason."""
     if not m.spec.probabilities:
         return None
     try:
         mdp = build_mdp(ex, m)
-    except NotAnalysable as exc:
-        raise GuardIncomplete(f"no risk table: {exc}") from None
+    except NotAnalysable as exc:        # the rest of the guard stands; only a risk bound is refused
+        return {"unavailable": str(exc)}
     n = len(ex.states)
     where: dict[int, tuple[int, int]] = {}
     for i in range(min(n, ex.expanded)):

@@ -117,7 +117,7 @@ class Guard:
         self.table = table
         self.on_escape = on_escape
         self.delta = _delta(risk, table)
-        shield = table.get("risk")
+        shield = table.get("risk") if "worst" in table.get("risk", {}) else None
         self._worst: list[Fraction] = [Fraction(v) for v in shield["worst"]] if shield else []
         self._p: list[list[str]] = shield["p"] if shield else []
         self._weighted: dict[str, list[str]] = shield["weighted"] if shield else {}
@@ -595,6 +595,8 @@ def _delta(risk: Any, table: dict[str, Any]) -> Fraction | None:
         return None
     if "risk" not in table:
         raise GuardError("this guard has no risk shield: its spec has no `probabilities:` block")
+    if "unavailable" in table["risk"]:
+        raise GuardError(f"this guard has no risk shield: {table['risk']['unavailable']}")
     try:
         delta = Fraction(str(risk))
     except (ValueError, ZeroDivisionError):

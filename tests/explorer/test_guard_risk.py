@@ -126,3 +126,19 @@ def test_where_the_exact_solver_gives_up_the_upper_end_is_kept(guard_file, tmp_p
     worst = json.loads(out.read_text())["risk"]["worst"]
     for got, exact in zip(worst, WORST):
         assert Fraction(exact) <= Fraction(got) <= Fraction(exact) + Fraction(1, 10**5)
+
+
+def test_a_graph_that_is_no_mdp_keeps_the_guard_and_refuses_only_a_risk_bound(guard_file, tmp_path,
+                                                                               monkeypatch) -> None:
+    def no_mdp(ex, m):
+        raise guard_export.NotAnalysable("the transitions of action step from a state do not cover every weighted value")
+    monkeypatch.setattr(guard_export, "build_mdp", no_mdp)
+    out = tmp_path / "no_mdp.json"
+    write_guard(str(guard_file.parent / "agent.yaml"), {}, str(out), allow_violated=True)
+    assert json.loads(out.read_text())["risk"] == {
+        "unavailable": "the transitions of action step from a state do not cover every weighted value"}
+    assert Guard.load(out).before("step", {"tool": "search"}).verdict == "approval_required"
+    with pytest.raises(GuardError) as err:
+        Guard.load(out, risk="1/2")
+    assert str(err.value) == (f"{out}: this guard has no risk shield: the transitions of action step from a state "
+                              "do not cover every weighted value")
