@@ -179,8 +179,9 @@ def test_pydantic_ai_without_an_approver_an_endangered_step_stops_the_run(guards
     continuation breaks the property); with no approver, the run stops before the model is asked."""
     from haltproof.frameworks.pydantic_ai_guard import run_guarded
     weather = example(PYDANTIC_AI, "weather")
+    from pydantic_ai.models.function import FunctionModel
     asked: list[int] = []
-    model = _function_model(_answer())
+    model = FunctionModel(lambda messages, info: asked.append(1) or _answer())
     with pytest.raises(GuardStopped) as stop:
         asyncio.run(run_guarded(weather.agent, "q", Guard.load(guards["weather"]), labels=_weather_labels(weather),
                                 model=model, usage_limits=weather.LIMITS))
