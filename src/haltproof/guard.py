@@ -300,11 +300,11 @@ class Guard:
         worst = Fraction(0)
         for group in groups.values():
             total = sum((e.p or Fraction(0) for e in group), Fraction(0))
-            if not total:
+            risks = [Fraction(1) if e.bad or e.dst in self._bad_state else self._worst[e.dst] for e in group]
+            if not total:       # given values the weights call impossible: the run is not the model's, assume the worst
+                worst = max(worst, *risks)
                 continue
-            hit = sum(((e.p or Fraction(0)) * (Fraction(1) if e.bad or e.dst in self._bad_state else self._worst[e.dst])
-                       for e in group), Fraction(0))
-            worst = max(worst, hit / total)
+            worst = max(worst, sum(((e.p or Fraction(0)) * r for e, r in zip(group, risks)), Fraction(0)) / total)
         return worst
 
     def after(self, state: dict[str, Any] | None = None) -> Decision:

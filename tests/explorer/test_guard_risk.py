@@ -142,3 +142,16 @@ def test_a_graph_that_is_no_mdp_keeps_the_guard_and_refuses_only_a_risk_bound(gu
         Guard.load(out, risk="1/2")
     assert str(err.value) == (f"{out}: this guard has no risk shield: the transitions of action step from a state "
                               "do not cover every weighted value")
+
+
+def test_given_values_the_weights_call_impossible_count_at_their_worst(tmp_path) -> None:
+    """`empty` has weight 0 here: a step that names it is not the model's run, so its risk is the
+    worst of where it leads (9/25 from steps=1), never 0 for want of a weight."""
+    spec = tmp_path / "agent.yaml"
+    spec.write_text(AGENT.replace("obs: {ok: 0.5, empty: 0.3, error: 0.2}", "obs: {ok: 0.8, empty: 0, error: 0.2}"))
+    out = tmp_path / "guard.json"
+    write_guard(str(spec), {}, str(out), allow_violated=True)
+    guard = Guard.load(out, risk="1/10")
+    d = guard.before("step", {"tool": "guess", "obs": "empty"})
+    assert (d.verdict, d.risk) == ("deny", "9/25")
+    assert guard.before("step", {"tool": "search"}).risk == "1/5"     # error 1/5 now, else it ends: success
