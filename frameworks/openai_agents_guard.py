@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from haltproof.guard import Guard
+from haltproof.guard import Decision, Guard
 
 from .guard_hooks import Approve, Follower, state_of
 from .openai_agents import Answer, Final, HandoffTo, ToolCall, model_choice, require_agents, slug
 
 RUNS = "runs_"
+UNDECLARED = "<undeclared>"
 Shape = tuple[tuple[str, str], ...]
 
 
@@ -59,8 +60,11 @@ def guard_hooks(guard: Guard, *, labels: dict[str, dict[str, Any]] | None = None
         async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
             seen["turns"] += 1
             turn["open"] = True
-            label = label_of(response.output, agent, (labels or {}).get(agent.name, {}))
-            follower.before(slug(agent.name), {} if label is None else {model_choice(agent.name): label})
+            declared = (labels or {}).get(agent.name)
+            label = label_of(response.output, agent, declared or {})
+            if label == UNDECLARED and declared:
+                follower.check(_undeclared(guard, agent, response.output, declared))
+            follower.before(slug(agent.name), {} if label in (None, UNDECLARED) else {model_choice(agent.name): label})
 
         async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
             seen["tool_runs"] += 1
@@ -98,11 +102,21 @@ def labels_of(declaration: str) -> dict[str, dict[str, Any]]:
 
 
 def label_of(output: Sequence[Any], agent: Any, labels: dict[str, Answer | Sequence[Answer]]) -> str | None:
-    """The declared label of the model's answer: the one of the same shape; none (or several):
-    None, and the answer counts as the environment's."""
+    """The declared label of the model's answer: the one of the same shape; several: None (the
+    answer counts as the environment's); none: UNDECLARED."""
     shape = _shape_of_output(output, agent)
     same = [label for label, answer in labels.items() if _shape_of_answer(answer) == shape]
-    return same[0] if len(same) == 1 else None
+    return same[0] if len(same) == 1 else None if same else UNDECLARED
+
+
+def _undeclared(guard: Guard, agent: Any, output: Sequence[Any], labels: dict[str, Any]) -> Decision:
+    """An answer of no declared shape: a model escape at the step it would take, decided as the
+    guard decides escapes (denied unless it was loaded with another `on_escape`)."""
+    shape = ", ".join(f"{kind} {what}".strip() for kind, what in _shape_of_output(output, agent))
+    step = guard.taken + 1
+    return Decision(guard.on_escape, "before", step, f"model escape at step {step}: {agent.name}'s model answered "
+                    f"({shape}), none of its declared answers ({', '.join(labels)})", slug(agent.name), {},
+                    escape=True)
 
 
 def _shape_of_answer(answer: Answer | Sequence[Answer]) -> Shape:

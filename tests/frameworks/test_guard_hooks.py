@@ -226,6 +226,26 @@ def test_pydantic_ai_a_third_forecast_is_stopped_before_the_tool_runs(guards, ex
     assert served == ["Paris"]
 
 
+@pytest.mark.slow
+@pytest.mark.verdict
+def test_pydantic_ai_a_response_of_no_declared_shape_is_stopped_before_its_tools_run(guards, example,
+                                                                                  monkeypatch) -> None:
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from haltproof.frameworks.pydantic_ai_guard import run_guarded
+    weather = example(PYDANTIC_AI, "weather")
+    served: list[str] = []
+    monkeypatch.setattr(weather, "fetch_forecast", lambda city: served.append(city) or "Sunny")
+    odd = ModelResponse(parts=[TextPart("Let me look."), ToolCallPart("get_forecast", {"city": "Paris"})])
+    with pytest.raises(GuardStopped) as stop:
+        asyncio.run(run_guarded(weather.agent, "q", Guard.load(guards["weather"]), labels=_weather_labels(weather),
+                                approve=_approve_all, model=_function_model(odd, _answer()),
+                                usage_limits=weather.LIMITS))
+    d = stop.value.decision
+    assert (d.verdict, d.event, d.step, d.escape) == ("deny", "after", 1, True)
+    assert d.reason.startswith("model escape at step 1: {next: call_tools, response: <undeclared>, requests: 1, ")
+    assert served == []
+
+
 def test_pydantic_ai_responses_are_named_by_the_declared_label_of_their_shape(example) -> None:
     from haltproof.frameworks.pydantic_ai_guard import UNDECLARED, label_of
     from pydantic_ai.messages import ModelResponse, ToolCallPart
@@ -308,6 +328,32 @@ def test_openai_agents_a_second_refund_is_stopped_before_the_tool_runs(guards, e
                                                           "payments_refund_returns": "declined"}}],
         "escape": False}
     assert paid.refunds == 1
+
+
+@pytest.mark.slow
+@pytest.mark.verdict
+def test_openai_agents_an_answer_of_no_declared_shape_is_stopped_before_the_sdk_acts(guards, example) -> None:
+    """Two refunds in one answer: no declared answer of the refund agent has that shape, so the turn
+    is a model escape, denied before either refund runs."""
+    from agents import RunConfig, set_tracing_disabled
+    from agents.testing import ScriptedModel, function_call
+    from haltproof.frameworks.openai_agents_guard import run_guarded
+    set_tracing_disabled(True)
+    support = example(OPENAI_AGENTS, "support")
+    paid = _Payments()
+    twice = [function_call("issue_refund", {"order_id": "A-17"}, call_id=f"refund_{i}") for i in range(2)]
+    model = ScriptedModel([[function_call("transfer_to_refund_agent", {}, call_id="handoff")], twice])
+    with pytest.raises(GuardStopped) as stop:
+        asyncio.run(run_guarded(support.triage_agent, "Refund A-17", Guard.load(guards["support"]),
+                                labels=_support_labels(), max_turns=4, context=support.SupportContext("C-42", paid),
+                                run_config=RunConfig(model=model, tracing_disabled=True)))
+    assert stop.value.decision.to_dict() == {
+        "verdict": "deny", "event": "before", "step": 2,
+        "reason": "model escape at step 2: Refund agent's model answered (tool issue_refund, tool issue_refund), "
+                  "none of its declared answers (refund, answer)",
+        "action": "refund_agent", "choices": {}, "violated": [], "doomed": [], "endangered": [], "continuation": [],
+        "allowed": [], "escape": True}
+    assert paid.refunds == 0
 
 
 @pytest.mark.slow
