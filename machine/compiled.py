@@ -200,6 +200,7 @@ class CompiledSpec:
         and every function the explorer calls picked out of it."""
         spec = self.spec
         at = _Params(spec, params)
+        at.checks()
         bounds = at.bounds()
         inits = at.inits(bounds)
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
@@ -256,6 +257,14 @@ class _Params:
                         {"__builtins__": {}, "min": min, "max": max, "abs": abs}, self.pns)
         except ZeroDivisionError:
             raise self.fail(line, "division by zero", ex.text) from None
+
+    def checks(self) -> None:
+        """A tree's checks of these params (machine/compose.py): each names its own file and line."""
+        for c in self.spec.param_checks:
+            value = self.value(c.expr, c.line)
+            if not c.accepts(value):
+                text = c.message.format(*value) if isinstance(value, tuple) else c.message.format(value)
+                raise SpecError([Problem(c.file, c.line, text + self.where)])
 
     def bounds(self) -> list[tuple[int, int] | None]:
         """Per var, (lo, hi) for an int, None for the others."""

@@ -204,6 +204,7 @@ class Action:
     file: str | None = None
     raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
     unreachable: Unreachable | None = None
+    runs: str | None = None        # `run:`: the sub-agent it runs to its end (machine/compose.py)
 
     @property
     def decide(self) -> DecideStage | None:
@@ -321,6 +322,26 @@ class Measure:
 
 
 @dataclass
+class ParamCheck:
+    """What a tree (machine/compose.py) can judge only for one combination of the params: the
+    value of `expr` is a value `param` accepts (a param bound to a sub-agent's), or else a pair of
+    equal halves (the ranges of a shared var on both sides); if not, the spec error `message`,
+    formatted with that value, at `file`:`line`."""
+
+    expr: E.Expr
+    file: str
+    line: int
+    message: str
+    param: Param | None = None
+
+    def accepts(self, value: Any) -> bool:
+        if self.param is not None:
+            return self.param.accepts(value)
+        half = len(value) // 2
+        return bool(value[:half] == value[half:])
+
+
+@dataclass
 class ScenarioStep:
     action: str
     choices: dict[str, Any]
@@ -363,6 +384,9 @@ class Spec:
     framework: str | None = None             # a declaration's framework
     load_warnings: list[tuple[int, str]] = field(default_factory=list)   # a declaration's: (line, message)
     expect_line: int | None = None
+    agents: list[str] = field(default_factory=list)          # the sub-agents it runs (machine/compose.py)
+    depths: dict[str, int] = field(default_factory=dict)     # a sub-agent's action -> how deep it is nested
+    param_checks: list[ParamCheck] = field(default_factory=list)   # judged per combination of the params
 
     @property
     def builtins(self) -> tuple[str, ...]:
