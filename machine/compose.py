@@ -18,13 +18,11 @@ import contextvars
 import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .specdata import (Action, Assign, ChoiceSet, DecideStage, Fairness, Measure, Param, ParamCheck, Rule,
+from .specdata import (Action, Assign, ChoiceSet, DecideStage, Fairness, Measure, ParamCheck, Rule,
                        SetStage, Spec, Terminal, Unreachable, Var, present, shown_path)
-from .yamlpos import YMap
 
 FRAME = "calling"          # the var saying which call of the spec's own actions is running
 TOP = "top"                # its value while none is

@@ -24,7 +24,7 @@ from .yamlpos import YMap
 class AgentsLoader(ScenariosLoader):
     """The `agents:` section and the `run:` of actions."""
 
-    uses_by_name: dict[str, AgentUse]
+    uses_by_name: dict[str, AgentUse] = {}       # set by `agents`; empty in a spec without
 
     def agents(self, raw: Any, line: int, own: list[Var], actions_raw: YMap) -> list[AgentUse]:
         m = self.mapping(raw, line, "agents")
@@ -39,6 +39,7 @@ class AgentsLoader(ScenariosLoader):
             if isinstance(a, YMap) and "run" in a:
                 callers.setdefault(str(a["run"]), []).append(str(aname))
         uses = []
+        self.shared_by_agent: dict[str, dict[int, int]] = {}
         for name, entry in m.items():
             use = self.attempt(self.agent, str(name), entry, m.line_of(name), own, callers.get(str(name), []))
             if use is not None:
@@ -55,7 +56,7 @@ class AgentsLoader(ScenariosLoader):
         e = self.mapping(entry, line, f"sub-agent {name}")
         self.keys(e, f"sub-agent {name}", {"spec", "params", "shared", "description"}, {"spec"})
         child = self.child_spec(name, e["spec"], e.line_of("spec"))
-        for j, v in enumerate(child.vars):
+        for v in child.vars:
             if v.monitor is None and len(v.init) != 1:
                 raise self.at(line).error(f"var {v.name} of sub-agent {name} ({shown_path(child.path)}:{v.line}) "
                                           "has several initial values: a sub-agent's vars start in one")
@@ -69,8 +70,7 @@ class AgentsLoader(ScenariosLoader):
         use.fresh = [j for j in user if j not in shared]
         if not callers:
             raise self.at(line).error(f"sub-agent {name} is declared but no action runs it (run: {name})")
-        self.shared_checks = getattr(self, "shared_checks", {})
-        self.shared_checks[name] = shared
+        self.shared_by_agent[name] = shared
         return use
 
     def child_spec(self, name: str, raw: Any, line: int) -> Any:
@@ -147,7 +147,7 @@ class AgentsLoader(ScenariosLoader):
     def run_target(self, aname: str, raw: YMap, scope: E.Scope, choices: list[tuple[str, ChoiceSet]]) -> str:
         """The sub-agent an action runs; the action's `do:` reads its vars as `NAME.var`."""
         target, line = raw["run"], raw.line_of("run")
-        uses = getattr(self, "uses_by_name", {})
+        uses = self.uses_by_name
         if target not in uses:
             known = ", ".join(uses) or "none: declare it under agents:"
             raise self.at(line).error(f"action {aname} runs no declared sub-agent (agents: {known})", target)
@@ -178,7 +178,7 @@ class AgentsLoader(ScenariosLoader):
         from .compose import param_checks
         out = []
         for use in uses:
-            out += param_checks(use, own, self.shared_checks[use.name], self.file)
+            out += param_checks(use, own, self.shared_by_agent[use.name], self.file)
         return out
 
 

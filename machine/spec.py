@@ -160,7 +160,7 @@ class _Loader(AgentsLoader):
             terminal = self.attempt(self.terminal, top["terminal"], top.line_of("terminal"))
         depths: dict[str, int] = {}
         if uses and not self.problems:     # each call split in two, the sub-agents' actions added
-            shared = {pi for u in uses for pi in self.shared_checks[u.name].values()}
+            shared = {pi for u in uses for pi in self.shared_by_agent[u.name].values()}
             tree = self.attempt(inline, uses, actions, terminal, vars_.index(next(v for v in vars_ if v.name == FRAME)),
                                 shared, self.file)
             if tree is not None:

@@ -250,3 +250,27 @@ def test_run_of_an_undeclared_sub_agent_and_run_with_choices_are_refused(tmp_pat
 def test_a_sub_agents_own_mistake_is_named_in_its_own_file(tmp_path):
     spec = write(tmp_path, parent=PARENT, helper=HELPER.replace("used + 1", "usd + 1"))
     assert [p.split(": ")[0] for p in problems(spec)] == ["helper.yaml:14"]
+
+
+# -- the nested steps in every trace format
+
+def nested_trace(cli, tmp_path: Path) -> dict:
+    spec = write(tmp_path, parent=PARENT, helper=HELPER)
+    props = cli("check", spec, "--format", "json").json()["runs"][0]["properties"]
+    return next(p for p in props if p["name"] == "at_most_4_calls")["trace"]
+
+
+def test_itf_keeps_the_depth_of_nested_steps(cli, tmp_path):
+    from haltproof.explorer.itf import itf_to_trace, trace_to_itf
+    trace = nested_trace(cli, tmp_path)
+    itf = trace_to_itf(trace)
+    assert [s["#meta"].get("depth") for s in itf["states"]] == [None, None, 1, None, None, 1, 1, None]
+    assert itf_to_trace(itf)["steps"] == trace["steps"]
+
+
+def test_html_indents_nested_steps(cli, tmp_path):
+    from haltproof.reports.html import render_html
+    spec = write(tmp_path, parent=PARENT, helper=HELPER)
+    html = render_html(cli("check", spec, "--format", "json").json())
+    assert '<td class="action">ask</td>' in html
+    assert '<td class="action">&nbsp;&nbsp;&nbsp;&nbsp;helper.call</td>' in html
