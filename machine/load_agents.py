@@ -9,6 +9,7 @@ var of the same type on both sides, every sub-agent run by some action.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from . import expr as E
 from .compose import FRAME, AgentUse, cycle_through, done_loading, loading
 from .errors import Problem, SpecError
 from .load_scenarios import ScenariosLoader
-from .specdata import ChoiceSet, ParamCheck, Var, shown_path
+from .specdata import ChoiceSet, ParamCheck, Spec, Var, shown_path
 from .yamlpos import YMap
 
 
@@ -25,6 +26,7 @@ class AgentsLoader(ScenariosLoader):
     """The `agents:` section and the `run:` of actions."""
 
     uses_by_name: dict[str, AgentUse] = {}       # set by `agents`; empty in a spec without
+    load_file: Callable[[Path], Spec]            # machine/spec.py's load_spec: a sub-agent is a spec file
 
     def agents(self, raw: Any, line: int, own: list[Var], actions_raw: YMap) -> list[AgentUse]:
         m = self.mapping(raw, line, "agents")
@@ -73,8 +75,7 @@ class AgentsLoader(ScenariosLoader):
         self.shared_by_agent[name] = shared
         return use
 
-    def child_spec(self, name: str, raw: Any, line: int) -> Any:
-        from .spec import load_spec       # the loader of every spec file: a sub-agent is one
+    def child_spec(self, name: str, raw: Any, line: int) -> Spec:
         if not isinstance(raw, str) or not raw.strip():
             raise self.at(line).error(f"spec of sub-agent {name} must name a spec file", raw)
         path = Path(self.file).parent / raw
@@ -87,7 +88,7 @@ class AgentsLoader(ScenariosLoader):
                 raise self.at(line).error(f"sub-agent {name} makes a cycle of sub-agents ({' -> '.join(chain)}): "
                                           "an agent that runs itself needs a depth bound, which specs do not "
                                           "have yet", raw)
-            child = load_spec(path)
+            child = self.load_file(path)
         finally:
             done_loading(token)
         why = ("is bound to code (bind:)" if child.bind else "is a framework declaration" if child.framework
@@ -97,7 +98,7 @@ class AgentsLoader(ScenariosLoader):
                                       "another yet", raw)
         return child
 
-    def bound_params(self, name: str, child: Any, raw: Any, line: int) -> dict[str, E.Expr]:
+    def bound_params(self, name: str, child: Spec, raw: Any, line: int) -> dict[str, E.Expr]:
         m = self.mapping(raw, line, f"params of sub-agent {name}")
         declared = {p.name: p for p in child.params}
         for key in m:
@@ -156,8 +157,9 @@ class AgentsLoader(ScenariosLoader):
                 f"action {aname} runs sub-agent {target} and makes choices: its do: runs when the sub-agent has "
                 "ended, so make the choices in an action of their own")
         use = uses[target]
-        fields = {v.name: (v.type, partial(ast.Name, f"v_{use.slots[j]}", ast.Load()))
-                  for j, v in enumerate(use.spec.vars) if v.monitor is None}
+        fields: dict[str, tuple[E.Type, Callable[[], ast.expr]]] = {
+            v.name: (v.type, partial(ast.Name, f"v_{use.slots[j]}", ast.Load()))
+            for j, v in enumerate(use.spec.vars) if v.monitor is None}
         scope.names[str(target)] = E.Binding(None, None, fields, what=f"sub-agent {target}")
         return str(target)
 

@@ -94,6 +94,8 @@ def parse_spec(text: str, file: str, run_code: bool = True, *, mode: str = NO_CO
 class _Loader(AgentsLoader):
     """The whole spec, section by section, stopping before follow-on errors."""
 
+    load_file = staticmethod(load_spec)      # a sub-agent's file (machine/load_agents.py)
+
     # -- top level
     def load(self, data: Any, text: str) -> Spec:
         top = self.mapping(data, 1, "a spec")

@@ -62,7 +62,8 @@ class Step:
     depth: int = 0          # a sub-agent's step: how deep it is nested under the step that called it
 
     def to_json(self) -> dict[str, Any]:
-        out = {"state": self.state, "action": self.action, "choices": self.choices, "rule": self.rule}
+        out: dict[str, Any] = {"state": self.state, "action": self.action, "choices": self.choices,
+                               "rule": self.rule}
         if self.depth:
             out["depth"] = self.depth
         return out
