@@ -165,7 +165,7 @@ def layout(uses: list[AgentUse], parent_vars: list[Var], line: int) -> list[Var]
         for j in use.fresh:
             v = use.spec.vars[j]
             out.append(replace(v, name=f"{use.name}.{v.name}", lo=_opt(v.lo, t), hi=_opt(v.hi, t),
-                               init=[_expr(x, t) for x in v.init]))
+                               init=[_expr(x, t) for x in v.init], file=v.file or use.file))
     callers = [a for use in uses for a in use.callers]
     out.append(Var(FRAME, "enum", E.EnumT(frozenset([TOP, *callers]), FRAME), None, None,
                    values=(TOP, *callers), init=[E.literal_expr(TOP, TOP)], line=line, ghost=True))

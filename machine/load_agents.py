@@ -26,7 +26,7 @@ class AgentsLoader(ScenariosLoader):
     """The `agents:` section and the `run:` of actions."""
 
     uses_by_name: dict[str, AgentUse] = {}       # set by `agents`; empty in a spec without
-    load_file: Callable[[Path], Spec]            # machine/spec.py's load_spec: a sub-agent is a spec file
+    load_file: Callable[[Path], Spec]            # reads a sub-agent's file as the parent's was (machine/spec.py)
 
     def agents(self, raw: Any, line: int, own: list[Var], actions_raw: YMap) -> list[AgentUse]:
         m = self.mapping(raw, line, "agents")

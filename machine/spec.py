@@ -11,6 +11,7 @@ section has its own loader (machine/load_*.py), chained into `_Loader`.
 from __future__ import annotations
 
 import errno
+from functools import partial
 import os
 from pathlib import Path
 from typing import Any
@@ -84,17 +85,19 @@ def parse_spec(text: str, file: str, run_code: bool = True, *, mode: str = NO_CO
         if not run_code:
             raise stages_needed(data, file, mode)
         declared = expand(data, file)
-        spec = _Loader(file).load(declared.spec, text)
+        spec = _Loader(file, run_code, mode).load(declared.spec, text)
         spec.adapter, spec.framework = declared.adapter, str(data["framework"])
         spec.load_warnings = list(declared.warnings)
         return spec
-    return _Loader(file).load(data, text)
+    return _Loader(file, run_code, mode).load(data, text)
 
 
 class _Loader(AgentsLoader):
     """The whole spec, section by section, stopping before follow-on errors."""
 
-    load_file = staticmethod(load_spec)      # a sub-agent's file (machine/load_agents.py)
+    def __init__(self, file: str, run_code: bool = True, mode: str = NO_CODE):
+        super().__init__(file)
+        self.load_file = partial(load_spec, run_code=run_code, mode=mode)   # a sub-agent: trusted as this spec
 
     # -- top level
     def load(self, data: Any, text: str) -> Spec:

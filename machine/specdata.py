@@ -120,6 +120,7 @@ class Var:
     line: int = 0
     ghost: bool = False            # computed by the spec's stages alone, not read from bound code
     monitor: str | None = None     # a pattern property's monitor var (machine/patterns.py): that property
+    file: str | None = None        # where declared, when not the spec's file (a sub-agent's var)
 
 
 @dataclass

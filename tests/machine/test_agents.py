@@ -4,6 +4,7 @@ at the file and line; a tree is judged the same by both engines."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -274,3 +275,40 @@ def test_html_indents_nested_steps(cli, tmp_path):
     html = render_html(cli("check", spec, "--format", "json").json())
     assert '<td class="action">ask</td>' in html
     assert '<td class="action">&nbsp;&nbsp;&nbsp;&nbsp;helper.call</td>' in html
+
+
+def test_no_code_reaches_a_sub_agents_file(tmp_path):
+    """--no-code (run_code=False) holds for the whole tree: a sub-agent that is a framework
+    declaration is refused, its target never imported."""
+    (tmp_path / "app.py").write_text("raise SystemExit('imported')\n")
+    decl = "framework: langgraph\ntarget: app:graph\n"
+    spec = write(tmp_path, parent=PARENT.replace("spec: helper.yaml", "spec: decl.yaml"), decl=decl)
+    with pytest.raises(SpecError) as err:
+        load_spec(spec, run_code=False)
+    assert [(Path(p.file).name, p.line) for p in err.value.problems] == [("decl.yaml", 1)]
+    assert "--no-code" in err.value.problems[0].message
+
+
+def test_one_sub_agent_run_by_two_actions_returns_to_the_one_that_called_it(cli, tmp_path):
+    parent = PARENT.replace("""    run: helper
+    do:
+      - set: {turn: turn + 1, model_calls: model_calls + 1}""", """    run: helper
+    do:
+      - set: {turn: turn + 1, model_calls: model_calls + 1}
+  ask_again:
+    when: turn < max_turns
+    run: helper
+    do:
+      - set: {turn: max_turns}""")
+    spec = write(tmp_path, parent=parent, helper=HELPER)
+    r = cli("check", spec, "--format", "json")
+    assert r.code == 1
+    run = r.json()["runs"][0]
+    prop = next(p for p in run["properties"] if p["name"] == "at_most_4_calls")
+    assert prop["message"].startswith("reaches 5, more than at_most 4, after 7 transitions (the highest is 8,")
+    assert run["source"]["vars"] == {"turn": 5, "model_calls": 6, "calling": 7}    # not the helper's lines
+    guards = {a.name: ast.unparse(a.guard.py) for a in load_spec(spec).actions}
+    assert guards["ask.return"] == "s[4] == 'ask' and (s[3] or s[2] >= 3)"
+    assert guards["ask_again.return"] == "s[4] == 'ask_again' and (s[3] or s[2] >= 3)"
+    assert guards["helper.call"] == ("s[4] in ('ask', 'ask_again') and (not (s[3] or s[2] >= 3)) and "
+                                     "(not s[3] and s[2] < 3)")
