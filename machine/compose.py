@@ -18,6 +18,7 @@ import contextvars
 import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
@@ -244,7 +245,8 @@ def _sub_actions(use: AgentUse, frame: int) -> tuple[list[Action], dict[str, int
                 stages.append(DecideStage(use.slots[st.var], [_rule(r, use, t) for r in st.rules], st.line))
         choices = [(c, _choice(cs, use, t)) for c, cs in a.choices]
         out.append(Action(name, _and(running, not_ended, _opt(a.guard, t)), choices, stages, a.line,
-                          a.file or use.file, unreachable=_unreachable(a.unreachable, t)))
+                          a.file or use.file, unreachable=_unreachable(a.unreachable, t),
+                          runs=f"{use.name}.{a.runs}" if a.runs else None))
     return out, depths
 
 
@@ -328,3 +330,17 @@ def param_checks(use: AgentUse, parent: list[Var], shared: dict[int, int], file:
         out.append(ParamCheck(E.Expr("range", E.INT, pair), file, use.line, f"shared var {v.name} of sub-agent {use.name} has the range {{0}}..{{1}} "
                               f"there but {pv.name} has {{2}}..{{3}} here: a shared var has one range"))
     return out
+
+
+def running_call(spec: Spec, state: dict[str, Any]) -> str | None:
+    """The innermost call running in a state of a tree, as findings name it (`sub-agent
+    mid.helper, run by mid.delegate`), or None where no call runs."""
+    prefix, found = "", None
+    while state.get(prefix + FRAME, TOP) != TOP:
+        caller = prefix + str(state[prefix + FRAME])
+        action = spec.action(caller)
+        if action is None or action.runs is None:
+            break
+        found = f"sub-agent {action.runs}, run by {caller}"
+        prefix = action.runs + "."
+    return found

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from haltproof.machine.compose import running_call
 from haltproof.machine.spec import SpecError, load_spec
 
 ENGINES = ["scalar", "vector"]
@@ -137,8 +138,10 @@ def test_a_deadlock_inside_a_sub_agent_is_the_parents_call_without_an_end(cli, t
     spec = write(tmp_path, parent=parent, helper=stuck)
     r = cli("check", spec, "--engine", engine, "--property", "stops")
     assert r.code == 1
-    assert "VIOLATED  stops  deadlock: a non-terminal state with no enabled action" in r.out
-    assert r.out.split("deadlock: a non-terminal state with no enabled action\n")[1].splitlines()[:6] == [
+    finding = ("VIOLATED  stops  deadlock: a non-terminal state with no enabled action, inside sub-agent helper, run "
+               "by ask: that call never returns\n")
+    assert finding in r.out
+    assert r.out.split(finding)[1].splitlines()[:6] == [
         "      step  action         choices      rule  state (changes)",
         "      0     (initial)                         turn=0 model_calls=0 helper.turn=0 helper.done=false calling=top",
         "      1     ask                               calling=ask",
@@ -178,6 +181,10 @@ def test_a_sub_agent_that_runs_its_own_sub_agent_nests_two_deep(cli, tmp_path):
     steps = prop["witness"]["steps"]
     assert [(s["action"], s.get("depth")) for s in steps][:5] == [
         (None, None), ("ask", None), ("mid.delegate", 1), ("mid.helper.call", 2), ("mid.delegate.return", 1)]
+    tree = load_spec(spec)
+    assert running_call(tree, {"calling": "ask", "mid.calling": "delegate"}) == "sub-agent mid.helper, run by mid.delegate"
+    assert running_call(tree, {"calling": "ask", "mid.calling": "top"}) == "sub-agent mid, run by ask"
+    assert running_call(tree, {"calling": "top", "mid.calling": "top"}) is None
 
 
 # -- bad composition: exit 2 at the file and line
