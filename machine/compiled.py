@@ -27,6 +27,7 @@ from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
 from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, Unreachable, negative_bound, present, shown_path
+from .specdata import line_file
 from .inputs import value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
@@ -437,7 +438,7 @@ def spec_where(m: Machine, exc: BaseException) -> str:
     """` (file:line)` of the spec expression whose evaluation raised `exc`, for a message;
     empty when it is not known (see spec_line)."""
     line = spec_line(m, exc)
-    return f" ({shown_path(m.spec.path)}:{line})" if line is not None else ""
+    return f" ({shown_path(line_file(line, m.spec.path))}:{line})" if line is not None else ""
 
 
 def _generate(spec: Spec) -> Source:

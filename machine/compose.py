@@ -22,7 +22,7 @@ from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .specdata import (Action, Assign, ChoiceSet, DecideStage, Fairness, Measure, ParamCheck, Rule,
+from .specdata import (Action, Assign, ChoiceSet, DecideStage, Fairness, FileLine, Measure, ParamCheck, Rule,
                        SetStage, Spec, Terminal, Unreachable, Var, present, shown_path)
 
 FRAME = "calling"          # the var saying which call of the spec's own actions is running
@@ -108,7 +108,12 @@ class _Inline(ast.NodeTransformer):
 
 
 def _expr(ex: E.Expr, t: _Inline) -> E.Expr:
-    return replace(ex, py=t.visit(copy.deepcopy(ex.py)))
+    return replace(ex, py=t.visit(copy.deepcopy(ex.py)), line=_at(ex.line, t.use) if ex.line else None)
+
+
+def _at(line: int, use: AgentUse) -> int:
+    """A sub-agent's line, kept with its file (a deeper sub-agent's lines already are)."""
+    return line if isinstance(line, FileLine) or not line else FileLine(line, use.file)
 
 
 def _opt(ex: E.Expr | None, t: _Inline) -> E.Expr | None:
@@ -166,7 +171,7 @@ def layout(uses: list[AgentUse], parent_vars: list[Var], line: int) -> list[Var]
         for j in use.fresh:
             v = use.spec.vars[j]
             out.append(replace(v, name=f"{use.name}.{v.name}", lo=_opt(v.lo, t), hi=_opt(v.hi, t),
-                               init=[_expr(x, t) for x in v.init], file=v.file or use.file))
+                               init=[_expr(x, t) for x in v.init], file=v.file or use.file, line=_at(v.line, use)))
     callers = [a for use in uses for a in use.callers]
     out.append(Var(FRAME, "enum", E.EnumT(frozenset([TOP, *callers]), FRAME), None, None,
                    values=(TOP, *callers), init=[E.literal_expr(TOP, TOP)], line=line, ghost=True))
@@ -239,19 +244,20 @@ def _sub_actions(use: AgentUse, frame: int) -> tuple[list[Action], dict[str, int
         for st in a.stages:
             if isinstance(st, SetStage):
                 if not st.monitor:
-                    stages.append(SetStage([Assign(use.slots[x.var], _expr(x.value, t), x.line) for x in st.assigns],
-                                           st.line))
+                    stages.append(SetStage([Assign(use.slots[x.var], _expr(x.value, t), _at(x.line, use))
+                                            for x in st.assigns], _at(st.line, use)))
             else:
-                stages.append(DecideStage(use.slots[st.var], [_rule(r, use, t) for r in st.rules], st.line))
+                stages.append(DecideStage(use.slots[st.var], [_rule(r, use, t) for r in st.rules],
+                                          _at(st.line, use)))
         choices = [(c, _choice(cs, use, t)) for c, cs in a.choices]
-        out.append(Action(name, _and(running, not_ended, _opt(a.guard, t)), choices, stages, a.line,
+        out.append(Action(name, _and(running, not_ended, _opt(a.guard, t)), choices, stages, _at(a.line, use),
                           a.file or use.file, unreachable=_unreachable(a.unreachable, t),
                           runs=f"{use.name}.{a.runs}" if a.runs else None))
     return out, depths
 
 
 def _rule(r: Rule, use: AgentUse, t: _Inline) -> Rule:
-    return Rule(f"{use.name}.{r.name}", _opt(r.when, t), _expr(r.then, t), r.line, r.file or use.file,
+    return Rule(f"{use.name}.{r.name}", _opt(r.when, t), _expr(r.then, t), _at(r.line, use), r.file or use.file,
                 _unreachable(r.unreachable, t))
 
 
@@ -261,6 +267,7 @@ def _unreachable(u: Unreachable | None, t: _Inline) -> Unreachable | None:
 
 def _choice(cs: ChoiceSet, use: AgentUse, t: _Inline) -> ChoiceSet:
     return replace(cs, lo=_opt(cs.lo, t), hi=_opt(cs.hi, t), when=_opt(cs.when, t), file=cs.file or use.file,
+                   line=_at(cs.line, use),
                    value_when={k: _expr(v, t) for k, v in cs.value_when.items()},
                    value_unreachable={k: present(_unreachable(u, t)) for k, u in cs.value_unreachable.items()})
 
@@ -270,7 +277,8 @@ def tree_fairness(uses: list[AgentUse]) -> list[Fairness]:
     out = []
     for use in uses:
         t = _names(use)
-        out += [replace(f, action=f"{use.name}.{f.action}", when=_opt(f.when, t)) for f in use.spec.fairness]
+        out += [replace(f, action=f"{use.name}.{f.action}", when=_opt(f.when, t), line=_at(f.line, use))
+                for f in use.spec.fairness]
     return out
 
 

@@ -101,6 +101,26 @@ def param_value_text(value: Any) -> str:
 T = TypeVar("T")
 
 
+class FileLine(int):
+    """A line of another file than the spec's: a sub-agent's declaration inlined into its
+    parent (machine/compose.py). It is the line number everywhere; `file` names its file."""
+
+    file: str
+
+    def __new__(cls, line: int, file: str) -> FileLine:
+        out = super().__new__(cls, line)
+        out.file = file
+        return out
+
+    def __getnewargs__(self) -> tuple[int, str]:      # type: ignore[override]  # pickled with its file
+        return int(self), self.file
+
+
+def line_file(line: int | None, default: str) -> str:
+    """The file of a line: its own for a FileLine, else `default` (the spec's)."""
+    return getattr(line, "file", default)
+
+
 def present(value: T | None) -> T:
     """A field the loader always fills for its kind of entry (an int var's bounds, a property's
     expression, a range set's ends): None there is a bug in the loader, never the user's."""

@@ -319,3 +319,13 @@ def test_one_sub_agent_run_by_two_actions_returns_to_the_one_that_called_it(cli,
     assert guards["ask_again.return"] == "s[4] == 'ask_again' and (s[3] or s[2] >= 3)"
     assert guards["helper.call"] == ("s[4] in ('ask', 'ask_again') and (not (s[3] or s[2] >= 3)) and "
                                      "(not s[3] and s[2] < 3)")
+
+
+@pytest.mark.verdict
+def test_an_expression_of_a_sub_agent_that_fails_is_named_in_its_own_file(cli, tmp_path):
+    """(The vector engine refuses `//` over a param that may be 0, as for any spec.)"""
+    spec = write(tmp_path, parent=PARENT, helper=HELPER.replace("used: used + 1,", "used: used + 1 // (limit - 3),"))
+    r = cli("check", spec, "--engine", "scalar", "--property", "well_defined")
+    assert r.code == 1
+    assert ("VIOLATED  well_defined  action helper.call with enough=stop (helper.yaml:14): integer division or "
+            "modulo by zero\n") in r.out
