@@ -329,3 +329,68 @@ def test_an_expression_of_a_sub_agent_that_fails_is_named_in_its_own_file(cli, t
     assert r.code == 1
     assert ("VIOLATED  well_defined  action helper.call with enough=stop (helper.yaml:14): integer division or "
             "modulo by zero\n") in r.out
+
+
+FLAKY = """\
+machine: flaky
+vars:
+  done: {type: bool, init: false}
+actions:
+  call:
+    when: not done
+    choose:
+      outcome: [ok, fail]
+    do:
+      - set: {done: outcome == ok}
+terminal: done
+fairness:
+  - strong: call
+    when: outcome == ok
+measures:
+  fails: {count: outcome == fail}
+"""
+
+CALLER = """\
+machine: caller
+vars:
+  asked: {type: bool, init: false}
+agents:
+  flaky: flaky.yaml
+actions:
+  ask:
+    when: not asked
+    run: flaky
+    do:
+      - set: {asked: true}
+terminal: asked
+properties:
+  stops:
+    terminates: true
+"""
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sub_agents_fairness_comes_with_it(cli, tmp_path, engine):
+    spec = write(tmp_path, caller=CALLER, flaky=FLAKY)
+    r = cli("check", spec, "--engine", engine, "--format", "json")
+    assert r.code == 0, r.out
+    run = r.json()["runs"][0]
+    stops = next(p for p in run["properties"] if p["name"] == "stops")
+    assert stops["status"] == "holds"
+    assert run["bounds"]["flaky.fails"]["message"] == "not computed: the state graph has a cycle"   # named for it
+    spec = write(tmp_path, caller=CALLER, flaky=FLAKY[:FLAKY.index("fairness:")] + FLAKY[FLAKY.index("measures:"):])
+    r = cli("check", spec, "--engine", engine, "--format", "json")
+    assert r.code == 1
+    stops = next(p for p in r.json()["runs"][0]["properties"] if p["name"] == "stops")
+    assert stops["status"] == "violated" and stops["trace"]["kind"] == "lasso"
+    assert [(s["action"], s.get("depth")) for s in stops["trace"]["steps"]] == [
+        (None, None), ("ask", None), ("flaky.call", 1)]
+
+
+def test_measures_of_one_name_add_up_only_with_one_kind(tmp_path):
+    flaky = FLAKY.replace("fails: {count: outcome == fail}", "fails: {sum: 1}")
+    caller = CALLER + "measures:\n  fails: {count: action == ask}\n"
+    spec = write(tmp_path, caller=caller, flaky=flaky)
+    assert problems(spec) == ["flaky.yaml:16: measure fails is a sum here but a count in caller.yaml (line 17): "
+                              "a measure adds up across the tree only with one kind"]
