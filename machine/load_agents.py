@@ -187,7 +187,7 @@ class AgentsLoader(ScenariosLoader):
 def _shape(v: Var) -> str:
     if v.kind == "enum":
         return "an enum {" + ", ".join(v.values) + "}"
-    return f"a {v.kind}"
+    return "an int" if v.kind == "int" else "a bool"
 
 
 def refused_with_agents(top: YMap) -> list[str]:

@@ -216,7 +216,7 @@ def test_a_shared_var_of_another_type_is_refused(tmp_path):
                             "model_calls: {type: int, min: 0, max: 10, init: 0}\n  flag: {type: bool, init: false}") \
         .replace("shared: {used: model_calls}", "shared: {used: flag}")
     spec = write(tmp_path, parent=parent, helper=HELPER)
-    assert problems(spec) == ["parent.yaml:12: shared var used of sub-agent helper is a int (helper.yaml:6) "
+    assert problems(spec) == ["parent.yaml:12: shared var used of sub-agent helper is an int (helper.yaml:6) "
                               "but flag is a bool here: a shared var has one type"]
 
 
