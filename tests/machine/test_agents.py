@@ -394,3 +394,52 @@ def test_measures_of_one_name_add_up_only_with_one_kind(tmp_path):
     spec = write(tmp_path, caller=caller, flaky=flaky)
     assert problems(spec) == ["flaky.yaml:16: measure fails is a sum here but a count in caller.yaml (line 17): "
                               "a measure adds up across the tree only with one kind"]
+
+
+HAND_INLINED = """\
+machine: orchestrator_by_hand
+params:
+  max_turns: [2]
+vars:
+  turn: {type: int, min: 0, max: max_turns, init: 0}
+  model_calls: {type: int, min: 0, max: 10, init: 0}
+  h_turn: {type: int, min: 0, max: 3, init: 0}
+  h_done: {type: bool, init: false}
+  calling: {type: enum, values: [top, ask], init: top}
+actions:
+  ask:
+    when: calling == top and turn < max_turns
+    do:
+      - set: {calling: ask}
+  call:
+    when: calling == ask and not (h_done or h_turn >= 3) and not h_done and h_turn < 3
+    choose:
+      enough: [stop, more]
+    do:
+      - set: {h_turn: h_turn + 1, model_calls: model_calls + 1, h_done: enough == stop}
+  ask_return:
+    when: calling == ask and (h_done or h_turn >= 3)
+    do:
+      - set: {calling: top}
+      - set: {turn: turn + 1, model_calls: model_calls + 1}
+      - set: {h_turn: 0, h_done: false}
+terminal: calling == top and turn >= max_turns
+properties:
+  at_most_4_calls:
+    maximum: model_calls
+    at_most: 4
+"""
+
+
+@pytest.mark.verdict
+def test_a_tree_explores_exactly_the_machine_written_out_by_hand(cli, tmp_path):
+    """Differential: the tree and the same machine inlined by hand have the same states,
+    transitions, terminal states, depth and worst case."""
+    tree = cli("check", write(tmp_path, parent=PARENT, helper=HELPER), "--format", "json").json()["runs"][0]
+    hand = cli("check", write(tmp_path, hand=HAND_INLINED), "--format", "json").json()["runs"][0]
+    keys = ("states", "transitions", "terminal_states", "max_depth")
+    assert [tree["stats"][k] for k in keys] == [hand["stats"][k] for k in keys] == [37, 44, 5, 10]
+
+    def worst(run: dict) -> dict:
+        return next(p for p in run["properties"] if p["name"] == "at_most_4_calls")["maximum"]
+    assert worst(tree) == worst(hand)
