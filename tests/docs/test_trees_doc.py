@@ -44,3 +44,17 @@ def test_the_worst_case_table_is_what_haltproof_computes(cli, monkeypatch):
 def test_the_pages_commands_exit_as_it_says(cli, monkeypatch, command, code):
     monkeypatch.chdir(ROOT)
     assert cli(*command.split()[1:]).code == code
+
+
+@pytest.mark.verdict
+def test_the_pages_nested_trace_is_what_check_prints(cli, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    shown = re.findall(r"```\n(  violated as expected at_most.*?)```", PAGE, re.S)[0]
+    r = cli("check", TREE, "-p", "rounds=3", "-p", "research_turns=3", "-p", "draft_turns=2", "-p", "token_budget=16",
+            "--verbose")
+    printed = r.out.splitlines()
+    start = printed.index(shown.splitlines()[0])
+    lines = [line for line in shown.splitlines() if line.strip() != "..."]
+    assert printed[start:start + len(lines)] == lines
+    assert ("  bounds: transitions at most 30, model_calls at most 16, planner_calls at most 6, researcher.searches "
+            "at most 9, writer.drafts at most 6") in printed
