@@ -54,9 +54,16 @@ def test_readme_opens_with_the_two_fresh_machine_commands():
     assert "pip install . && haltproof check" in blocks[0]
     assert blocks[1].strip() == "scripts/test"
     # CI runs the very same script, and the script installs the test extra and runs pytest; then
-    # the framework tests against the oldest supported versions (tests/frameworks/test_framework_versions.py).
+    # the framework tests against the oldest supported versions and CrewAI's in a venv of its own
+    # (tests/frameworks/test_framework_versions.py), whose packages install while the suite runs.
     ci = _script_lines(ROOT / ".ci" / "run")
-    assert ci[-2:] == ['HALTPROOF_VENV="$venvs/venv" scripts/test', 'HALTPROOF_OLDEST_VENV="$venvs/oldest" HALTPROOF_TESTED_PYTHON="$venvs/venv/bin/python" scripts/test-oldest']
+    assert [line for line in ci if "scripts/test" in line] == [
+        'HALTPROOF_OLDEST_VENV="$venvs/oldest" scripts/test-oldest --prepare > "$venvs/oldest.log" 2>&1 &',
+        'HALTPROOF_CREWAI_VENV="$venvs/crewai" scripts/test-crewai --prepare > "$venvs/crewai.log" 2>&1 &',
+        'HALTPROOF_VENV="$venvs/venv" scripts/test',
+        'HALTPROOF_OLDEST_VENV="$venvs/oldest" HALTPROOF_TESTED_PYTHON="$venvs/venv/bin/python" scripts/test-oldest',
+        'HALTPROOF_CREWAI_VENV="$venvs/crewai" scripts/test-crewai']
+    assert ci[-2:] == [line for line in ci if "scripts/test" in line][-2:]
     assert "pytest" not in "\n".join(ci) and "apt-get" not in "\n".join(ci)
 
 
