@@ -203,3 +203,31 @@ def test_an_agent_that_can_call_itself_as_a_tool_is_refused(check, tmp_path) -> 
     assert ("bad.yaml:2: Orchestrator uses Researcher as the tool research, whose run can call Orchestrator "
             "again: the nesting has no depth bound (each nested run has its own max_turns, so the tree's model "
             "calls are unbounded)") in ran.err
+
+
+@pytest.mark.slow
+def test_the_research_trees_worst_case_is_what_the_sdk_does_on_replay(cli, tmp_path, monkeypatch) -> None:
+    """research.yaml's worst case at max_turns 1 (11 model calls: the writer's nested run uses the
+    SDK's default 10 turns), replayed through the SDK's Runner by the emitted regression test."""
+    text = (EXAMPLE / "research.yaml").read_text()
+    text = text.replace("  max_turns: {min: 1, max: 2}\n  max_turns_research: [2, 3]\n",
+                        "  max_turns: [1]\n  max_turns_research: [2]\n")
+    text = text.replace("properties:\n", "properties:\n  ten_model_calls_at_most:\n    maximum: model_calls\n"
+                                         "    at_most: 10\n")
+    emitted_tests_replay(
+        cli, tmp_path, monkeypatch, apps=(EXAMPLE / "research.py",), declaration=text,
+        expected={"test_replayed_ten_model_calls_at_most_max_turns1_max_turns_research2.py":
+                  "ten_model_calls_at_most is not fixed: the recorded counterexample still breaks it: the state "
+                  "after step 11 has 11, more than at_most 10"})
+
+
+@pytest.mark.slow
+def test_the_framework_tree_examples_are_checked_and_documented(cli, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "examples/trees/openai_agents")
+    assert ran.code == 0, ran.out
+    assert ran.out.endswith("4 runs: 0 proved, 4 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert ("research.yaml max_turns_research=2 most_model_calls: max_turns = 1, 2 allows at most 11, 22 "
+            "model_calls") in ran.out
+    doc = (ROOT / "docs" / "how-to" / "trees-frameworks.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "research.yaml").read_text() + "```" in doc

@@ -2,8 +2,8 @@
 (`Agent.as_tool`, the "agents as tools" pattern): the orchestrator keeps the conversation and
 calls a researcher and a writer as tools; each runs its own nested `Runner.run`.
 
-The app runs it with `Runner.run(orchestrator, question, max_turns=5)` and the team reads that
-as "at most 5 model calls". research.yaml checks what the SDK really allows."""
+The app runs it with `Runner.run(orchestrator, question, max_turns=2)` and the team reads that
+as "a handful of model calls, 10 at the very most". research.yaml checks what the SDK allows."""
 
 from agents import Agent, function_tool
 
