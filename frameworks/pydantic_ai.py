@@ -101,6 +101,9 @@ class Delegated:
 
         async def ask(messages: list[Any], info: Any) -> Any:
             assert self.asked is not None, "a settled run"
+            if self.reply is not None:
+                raise RuntimeError(f"{name} asks its model while {self.pending}'s request waits: two delegations "
+                                   "run at once (parallel tool calls), which haltproof does not explore")
             self.pending, self.reply = name, asyncio.get_running_loop().create_future()
             self.asked.set_result(None)
             return await self.reply
@@ -307,9 +310,10 @@ class AgentAdapter(LiveAdapter):
             if node_kind(live.node) == "model_request" and "model" not in choices:
                 raise ValueError(f"action {action} runs a model request, so it must choose `model` "
                                  f"(it chooses {sorted(choices)})")
-            if node_kind(live.node) == "model_request":
-                live.response = str(choices["model"])
+            ran = node_kind(live.node)
             result = await live.next()
+            if ran == "model_request":          # after the request ran: one that raised leaves the last answer
+                live.response = str(choices["model"])
         if result is not PAUSED:
             live.node = result
         if node_kind(live.node) == END:

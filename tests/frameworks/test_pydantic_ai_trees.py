@@ -139,3 +139,33 @@ def test_a_bad_delegate_is_refused_at_its_line(check, tmp_path, change, line, me
     assert (ran.code, ran.out) == (2, "")
     assert f"bad.yaml:{line}: {message}\n" in ran.err
     assert "Traceback" not in ran.err
+
+
+@pytest.mark.slow
+def test_the_pydantic_ai_tree_examples_are_checked_and_documented(cli, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "examples/trees/pydantic_ai")
+    assert ran.code == 0, ran.out
+    assert ran.out.endswith("4 runs: 0 proved, 4 violated as expected, 0 failed, 0 incomplete -> proved\n")
+    assert "unshared.yaml most_model_calls: request_limit = 1, 2 allows at most 4, 8 model_calls" in ran.out
+    assert "shared.yaml most_model_requests: request_limit = 1, 2 allows at most 3, 3 requests" in ran.out
+    doc = (ROOT / "docs" / "how-to" / "trees-frameworks.md").read_text()
+    assert "```yaml\n" + (EXAMPLE / "shared.yaml").read_text() + "```" in doc
+
+
+TWO_AT_ONCE = """\
+  both: {tool_calls: [{name: research, args: {question: a}}, {name: research, args: {question: b}}]}
+"""
+
+
+@pytest.mark.verdict
+def test_two_delegations_at_once_are_a_bound_code_finding_not_a_verdict(tmp_path, monkeypatch) -> None:
+    text = (EXAMPLE / "shared.yaml").read_text().replace("  answer: Battery", TWO_AT_ONCE + "  answer: Battery")
+    (tmp_path / "delegation.py").write_text((EXAMPLE / "delegation.py").read_text())
+    (tmp_path / "both.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    (run,) = check_spec(load_spec(tmp_path / "both.yaml"), Options(pins={"request_limit": 2}))
+    finding = results(run)["bound_code"]
+    assert finding.status == "violated"
+    assert ("research_agent asks its model while research_agent's request waits: two delegations run at once "
+            "(parallel tool calls), which haltproof does not explore") in finding.message
