@@ -349,7 +349,8 @@ class AgentAdapter(LiveAdapter):
                              f"(there are {sorted(READINGS)})")
         usage = live.run.usage
         delegated = live.delegated
-        tree = {"next": "delegate_request", "delegate": delegated.pending} if delegated.pending else {"delegate": "none"}
+        tree: dict[str, Any] = {"next": "delegate_request", "delegate": delegated.pending} if delegated.pending \
+            else {"delegate": "none"}
         tree.update({"delegate_requests": sum(delegated.calls.values()),
                      "model_calls": live.script.model_calls + sum(delegated.calls.values())})
         return {"next": node_kind(live.node), "response": live.response, "requests": usage.requests,
