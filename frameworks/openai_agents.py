@@ -29,6 +29,12 @@ its declared answers; a declared tool outcome (`TOOL_returns`) replaces the tool
 inside the SDK's invoker, for haltproof's runs only (`scripted_tool`, read through the
 `RUNNING` context variable each run's task carries), so the SDK's failure handling
 (failure_error_function) still decides what an exception does.
+
+Agents used as tools (`Agent.as_tool`, docs/how-to/trees-frameworks.md): the SDK gives the
+nested `Runner.run` the parent's RunConfig, so the scripted model answers its calls too, one
+per transition; the RunConfig's `call_model_input_filter` names the agent calling, `DEPTH`
+tells a nested call from the top run's, and `scripted_tool` counts the nested runs' tools and
+limit errors and gives an agent tool the `max_turns` a param `max_turns_TOOL` sets.
 """
 
 from __future__ import annotations

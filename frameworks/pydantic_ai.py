@@ -24,6 +24,11 @@ The abstract state read back (the vars a spec, or a generated one, declares):
 ended with an output; the spec sets others, e.g. `limit`, `retries_exhausted`, on the
 declared exceptions), plus the optional readings named in `reads` (`READINGS`) and what
 `observe(run)` adds. Runs are replayed (a running agent graph cannot be copied).
+
+Delegation (`delegates`, docs/how-to/trees-frameworks.md): a tool awaiting another agent's run
+gets that agent's model overridden (`Agent.override`, in the task running the graph) by one
+whose every request pauses the node (`Delegated`); the next transition answers it, so each
+delegate request is a transition of its own, read as `next == delegate_request`.
 """
 
 from __future__ import annotations
