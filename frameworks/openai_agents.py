@@ -483,6 +483,7 @@ def scripted_tool(tool: Any) -> None:
         finally:
             DEPTH.reset(token)
             channel.agent = caller      # the run is back with the agent that called the tool
+    scripted.written_max_turns = written    # type: ignore[attr-defined]  # what as_tool gave (the cell is swept)
     SCRIPTED.add(scripted)
     invoker._invoke_tool_impl = scripted
 
@@ -503,8 +504,11 @@ def nested_limit(tool: Any) -> int:
     else the SDK's own default (its nested run never inherits the parent run's limit)."""
     from agents.run import DEFAULT_MAX_TURNS
     impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
-    cell = _cell(getattr(impl, "__wrapped__", impl), "max_turns")
-    value = cell.cell_contents if cell is not None else None
+    if impl in SCRIPTED:            # its cell holds the last run's value: what as_tool gave is kept aside
+        value = getattr(impl, "written_max_turns", None)
+    else:
+        cell = _cell(impl, "max_turns")
+        value = cell.cell_contents if cell is not None else None
     return DEFAULT_MAX_TURNS if value is None else int(value)
 
 
