@@ -34,7 +34,7 @@ from haltproof.properties import liveness, termination
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
-from .engine import Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
+from .engine import CHOICE_KEY, Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
 from .memory import address_space_left, available_memory, current_rss, memory_headroom, rough_size
 
 # independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
@@ -270,6 +270,8 @@ class _VSweep:
         self.shadowed_by: dict[int, dict[int, set[int]]] = {}
         self.choice_sig: dict[int, dict[int, list[Any]]] = {}
         self.weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
+        if vm.machine.spec.probabilities:
+            self.weights[CHOICE_KEY] = []
         # the visited set: a dense index over the whole product space while it is small enough
         # (one gather per lookup), a compact hash index of the visited codes beyond
         self.index_of = None if vm.space > DENSE_LIMIT else _dense_index(vm.space)
@@ -1173,6 +1175,9 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
                           else f"the variant reaches {max(b0, a0)}, above its bound {bound}")
         for name in weights:
             assert ranks is not None, "weighted measures keep every edge"
+            if name == CHOICE_KEY:
+                level_weights[name][ranks[bi]] = sum(len(a.labels) for a in vm.machine.actions[:ai]) + ci
+                continue
             level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
     spec_order = list(step_props)
     for _name, (_e, order, finding) in sorted(unreadable.items(), key=lambda kv: (kv[1][0], spec_order.index(kv[0]))):

@@ -522,20 +522,22 @@ def test_past_the_exact_limit_a_verdict_is_decided_only_outside_the_interval(che
 
 
 def test_past_the_exact_limit_the_outcome_table_bounds_the_endings(check):
+    """Every run of the walk ends: 1 by the graph alone, exact; the expected duration is
+    bounded by the array solver (issue 33; `not computed` before), around the exact value of
+    gambler's ruin."""
     from fractions import Fraction
     code, data = report(check, WALK + "  ok: {always: x <= 1000}\n")
     assert code == 0
     out = data["runs"][0]["outcomes"]
-    ends = out["ends"]["terminal"]
-    assert "exact" not in ends
-    lo, hi = ends["interval"]["max"]
-    assert Fraction(lo) <= 1 <= Fraction(hi) == 1             # every run ends: an interval at 1
-    never = out["ends"]["never_terminating"]["interval"]["max"]
-    assert never[0] == 0.0 and never[1] < 1e-10
-    assert out["expected"]["transitions"]["message"].startswith(
-        "not computed: a strongly connected component of 999 states under one policy")
+    assert out["ends"]["terminal"]["exact"] == {"min": "1", "max": "1"}
+    assert out["ends"]["never_terminating"]["exact"] == {"min": "0", "max": "0"}
+    r, i, n = Fraction(3, 2), 995, 1000                          # q / p, start, end
+    exact = i / Fraction(1, 5) - n / Fraction(1, 5) * (1 - r ** i) / (1 - r ** n)
+    for side in ("min", "max"):
+        lo, hi = out["expected"]["transitions"]["interval"][side]
+        assert Fraction(lo) <= exact <= Fraction(hi) and hi - lo < 1e-6 * float(exact)
     text = check(WALK + "  ok: {always: x <= 1000}\n", "--verbose").out
-    assert "    terminal             [0.99999999999" in text and "not computed: a strongly connected" in text
+    assert "    terminal             1\n" in text and "    transitions          [4316.5637" in text
 
 
 def test_an_iterated_side_fixed_at_0_is_said_exactly(check, monkeypatch):

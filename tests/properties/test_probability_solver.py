@@ -111,12 +111,11 @@ def test_a_component_too_large_is_bounded_not_estimated(monkeypatch):
     m = mdp({s: {"w": [((s + 1) % 3, "1/2"), (3, "1/2")]} for s in range(3)}, [False] * 3 + [True])
     with pytest.raises(P.TooLarge, match="3 states under one policy, more than the 2"):
         P.reach_values(m, m.terminal, "min")            # the exact solver refuses it
-    with pytest.raises(P.TooLarge, match="3 states under one policy, more than the 2"):
-        P.expected_total(m, one)                        # an expected total is not iterated (yet)
-    r = P.reach(m, m.terminal)                          # a probability is bounded instead
-    assert r.min_interval == r.max_interval
-    lo, hi = r.min_interval
-    assert lo <= 1.0 <= hi and hi - lo < 1e-10 and hi == 1.0    # never above 1
+    cost = P.expected_total(m, one)                     # past the limit: bounded over arrays (issue 33)
+    for lo, hi in (cost.min_interval, cost.max_interval):
+        assert lo <= 2 <= hi and hi - lo < 1e-9         # each step leaves with 1/2: 2 steps on average
+    r = P.reach(m, m.terminal)                          # the graph alone says it: 1, exactly
+    assert (r.min, r.max, r.min_interval, r.max_interval) == (1, 1, None, None)
 
 
 def test_min_expected_starts_from_a_policy_that_terminates():
