@@ -270,6 +270,7 @@ class Chances:
         self.ex, self.m, self.why, self.rewards = ex, m, why, rewards
         self._mdp: MDP | None = None
         self._sparse: Sparse | None = None
+        self._solved: dict[tuple[str, bytes | str], Extremes] = {}     # a property and the table ask alike
 
     @property
     def large(self) -> bool:
@@ -303,18 +304,29 @@ class Chances:
 
     def reach(self, target: Sequence[bool]) -> Extremes:
         """The probability of reaching `target`, minimised and maximised over policies."""
-        if not self.large:
-            return P.reach(self.mdp, target)
-        m, t = self.sparse, np.asarray(target, dtype=bool)
-        return _converged(lambda: P.bounded(m, S.reach_intervals(m, t, "min"), S.reach_intervals(m, t, "max")))
+        t = np.asarray(target, dtype=bool)
+        key = ("reach", np.packbits(t).tobytes())
+        if key not in self._solved:
+            if self.large:
+                m = self.sparse
+                self._solved[key] = _converged(lambda: P.bounded(m, S.reach_intervals(m, t, "min"),
+                                                                 S.reach_intervals(m, t, "max")))
+            else:
+                self._solved[key] = P.reach(self.mdp, target)
+        return self._solved[key]
 
     def expected(self, measure: str) -> Extremes:
         """The expected total of `measure` until a terminal state, over policies."""
-        if not self.large:
-            return P.expected_total(self.mdp, self.edge_reward(measure))
-        m = self.sparse
-        reward = self.row_reward(measure)
-        return _converged(lambda: P.bounded(m, *(S.expected_intervals(m, reward, sense) for sense in ("min", "max"))))
+        key = ("expected", measure)
+        if key not in self._solved:
+            if self.large:
+                m = self.sparse
+                reward = self.row_reward(measure)
+                self._solved[key] = _converged(lambda: P.bounded(m, *(S.expected_intervals(m, reward, sense)
+                                                                      for sense in ("min", "max"))))
+            else:
+                self._solved[key] = P.expected_total(self.mdp, self.edge_reward(measure))
+        return self._solved[key]
 
     def row_reward(self, measure: str) -> np.ndarray:
         """Per row of the sparse model, its expected value of `measure` for one step."""
@@ -522,10 +534,13 @@ class Chances:
         if self.m.label is None:
             return {"terminal": terminal}
         label = self.m.label
-        values = np.fromiter((str(label(states[s])) if terminal[s] else "" for s in ticking(range(self.n))),
-                             dtype=object, count=self.n) if self.large else None
-        if values is not None:
-            return {str(v): values == str(v) for v in present(self.m.spec.terminal).values}
+        if self.large and hasattr(self.ex, "end_labels"):       # the vector engine: over arrays
+            ends: dict[str, Sequence[bool]] = self.ex.end_labels(present(self.m.spec.terminal).values)
+            return ends
+        if self.large:
+            return {str(value): np.fromiter((bool(terminal[s]) and label(states[s]) == value
+                                             for s in ticking(range(self.n))), dtype=bool, count=self.n)
+                    for value in present(self.m.spec.terminal).values}
         return {str(value): [terminal[s] and label(states[s]) == value for s in ticking(range(self.n))]
                 for value in present(self.m.spec.terminal).values}
 
@@ -536,6 +551,9 @@ class Chances:
 
     def target(self, name: str) -> Sequence[bool]:
         """The states where a `probability` property's `reach` predicate holds."""
+        if hasattr(self.ex, "chance_states"):          # the vector engine: over arrays
+            found: np.ndarray = self.ex.chance_states(name)
+            return found
         fn = self.m.chances[name]
         return np.fromiter((bool(fn(self.ex.states[s])) for s in ticking(range(self.n))), dtype=bool, count=self.n)
 

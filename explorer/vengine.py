@@ -109,6 +109,23 @@ class VExploration(Exploration):
         arrays = self.vm.decode(self.codes.astype(np.int64))
         return _full(self.vm.obligations[name](arrays), len(self.codes), bool)
 
+    def chance_states(self, name: str) -> np.ndarray:
+        """Where a `probability` property's reach predicate holds, over every state at once."""
+        arrays = self.vm.decode(self.codes.astype(np.int64))
+        return _full(self.vm.chances[name](arrays), len(self.codes), bool)
+
+    def end_labels(self, values: Sequence[Any]) -> dict[str, np.ndarray]:
+        """Per terminal label value, the terminal states that end with it, over every state at once."""
+        vm, n = self.vm, len(self.codes)
+        term = np.asarray(self.terminal[:n], dtype=bool)
+        assert vm.label is not None, "a terminal label"
+        raw = _full(vm.label(vm.decode(self.codes.astype(np.int64))), n)
+        out = {}
+        for value in values:
+            hits = [lab for lab in np.unique(raw[term]) if _label_value(vm, vm.machine.spec, lab) == value]
+            out[str(value)] = term & np.isin(raw, hits)
+        return out
+
     def topological_order(self) -> Sequence[int] | None:
         """The BFS levels of a forward graph, else sources peeled off level by level."""
         return termination.peeled_order(self.expanded, self.levels, self.forward, self.edge_start, self.e_dst,

@@ -254,7 +254,7 @@ def reach_intervals(m: Sparse, target: BoolArray, sense: str, epsilon: float = E
                 spread = (group[upper.states], group[states], int(group.max()) + 1)
         iterations = 0
         while float(np.max(hi[states] - lo[states])) >= epsilon:
-            for _ in range(8):
+            for _ in range(16):
                 lo[states] = np.maximum(lo[states], op(lo))
                 if spread is None:
                     hi[states] = np.minimum(hi[states], upper(hi))
@@ -262,7 +262,7 @@ def reach_intervals(m: Sparse, target: BoolArray, sense: str, epsilon: float = E
                     best = np.zeros(spread[2])
                     np.maximum.at(best, spread[0], upper(hi))
                     hi[states] = np.minimum(hi[states], best[spread[1]])
-            iterations += 8
+            iterations += 16
             tick()
             if iterations >= MAX_ITERATIONS:
                 raise NotConverged(f"interval iteration did not get within {epsilon:g} in {iterations:,} iterations")
@@ -344,11 +344,11 @@ def _iterate(op: _Op, x: FloatArray, states: IntArray, rel: float = EPSILON) -> 
     `rel` of its value (at least of 1)."""
     iterations = 0
     while True:
-        for _ in range(8):
+        for _ in range(16):
             new = op(x)
             change = float(np.max((new - x[states]) / np.maximum(new, 1.0), initial=0.0))
             x[states] = np.maximum(x[states], new)
-        iterations += 8
+        iterations += 16
         tick()
         if change <= rel:
             return x, iterations

@@ -295,7 +295,7 @@ def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _span(v: dict[str, Any]) -> str:
     if "exact" not in v:                # a side solved by interval iteration: its interval (an exact one a point)
-        lo, hi = (f"{a:.12g}" if a == b else f"[{a:.12g}, {b:.12g}]"
+        lo, hi = ("infinite" if a is None else f"{a:.12g}" if a == b else f"[{a:.12g}, {b:.12g}]"
                   for a, b in (v["interval"]["min"], v["interval"]["max"]))
         return lo if lo == hi else f"{lo} .. {hi}"
     lo, hi = (number(None if x == "inf" else fraction_from_json(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
