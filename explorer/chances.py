@@ -160,7 +160,7 @@ def build_sparse(ex: Exploration, m: Machine) -> Sparse:
     initial = np.flatnonzero(np.asarray(ex.parent, dtype=np.int64) < 0)
     labels: list[object] = [Decision(a, free) for a, free in keys]
     return Sparse(row_start, edge_start, dst_all[order], p_exact[kind[order]], order,
-                  np.asarray(ex.terminal[:n], dtype=bool), initial, row_group, labels)
+                  np.asarray(ex.terminal[:n], dtype=bool), initial, row_group, labels, kind[order], prob_of)
 
 
 def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Finding] | None:
@@ -328,22 +328,30 @@ class Chances:
                 self._solved[key] = P.expected_total(self.mdp, self.edge_reward(measure))
         return self._solved[key]
 
+    def edge_rewards(self, measure: str) -> np.ndarray:
+        """Per explored edge, its integer value of `measure` (those outside the model: 0); a
+        negative one on an edge of the model is refused."""
+        m = self.sparse
+        weight = self.rewards(measure)
+        out = np.zeros(len(self.ex.e_dst), dtype=np.int64)
+        if weight is None:
+            out[m.edge] = 1
+        elif callable(weight):
+            src = m.edge_src
+            out[m.edge] = np.fromiter((int(weight(int(src[i]), int(e))) for i, e in enumerate(ticking(m.edge))),
+                                      dtype=np.int64, count=len(m.edge))
+        else:
+            out[m.edge] = np.asarray(weight, dtype=np.int64)[m.edge]
+        negative = np.flatnonzero(out[m.edge] < 0)
+        if len(negative):
+            raise NotAnalysable(f"measure {measure} has a negative term on an explored transition "
+                                f"({int(out[m.edge][negative[0]])}): an expected total needs terms of 0 or more")
+        return out
+
     def row_reward(self, measure: str) -> np.ndarray:
         """Per row of the sparse model, its expected value of `measure` for one step."""
         m = self.sparse
-        weight = self.rewards(measure)
-        if weight is None:
-            per_edge = np.ones(len(m.edge))
-        elif callable(weight):
-            src = m.edge_src
-            per_edge = np.fromiter((int(weight(int(src[i]), int(e))) for i, e in enumerate(ticking(m.edge))),
-                                   dtype=np.float64, count=len(m.edge))
-        else:
-            per_edge = np.asarray(weight, dtype=np.float64)[m.edge]
-        negative = np.flatnonzero(per_edge < 0)
-        if len(negative):
-            raise NotAnalysable(f"measure {measure} has a negative term on an explored transition "
-                                f"({int(per_edge[negative[0]])}): an expected total needs terms of 0 or more")
+        per_edge = self.edge_rewards(measure)[m.edge].astype(np.float64)
         out: np.ndarray = np.bincount(m.edge_row, weights=m.prob * per_edge, minlength=m.rows)
         return out
 

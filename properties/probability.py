@@ -193,7 +193,8 @@ def avoidable(mdp: MDP, target: Sequence[bool]) -> set[int]:
 
 def from_mdp(mdp: MDP) -> S.Sparse:
     """The MDP as the arrays of properties/sparse.py (rows in choice order)."""
-    row_start, edge_start, dst, prob, edge = [0], [0], [], [], []
+    row_start, edge_start, dst, prob, edge, kind = [0], [0], [], [], [], []
+    kinds: dict[Fraction, int] = {}
     for s in ticking(range(mdp.n)):
         for c in mdp.choices[s]:
             for t, p, e in c.outcomes:
@@ -201,13 +202,14 @@ def from_mdp(mdp: MDP) -> S.Sparse:
                     dst.append(t)
                     prob.append(float(p))
                     edge.append(e)
+                    kind.append(kinds.setdefault(p, len(kinds)))
             edge_start.append(len(dst))
         row_start.append(len(edge_start) - 1)
     rows = len(edge_start) - 1
     return S.Sparse(np.array(row_start, dtype=np.int64), np.array(edge_start, dtype=np.int64),
                     np.array(dst, dtype=np.int64), np.array(prob, dtype=np.float64), np.array(edge, dtype=np.int64),
                     np.array(mdp.terminal, dtype=bool), np.array(mdp.initial, dtype=np.int64),
-                    np.zeros(rows, dtype=np.int64))
+                    np.zeros(rows, dtype=np.int64), [], np.array(kind, dtype=np.int64), list(kinds))
 
 
 def row_rewards(m: S.Sparse, reward: Callable[[int], Fraction]) -> npt.NDArray[np.float64]:

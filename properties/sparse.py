@@ -20,6 +20,7 @@ Each float step is widened by a bound on its rounding. Every loop ticks (propert
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -47,7 +48,8 @@ class Sparse:
     """An MDP as arrays. State s has rows row_start[s]:row_start[s+1] (none: terminal or a
     deadlock), row r has edges edge_start[r]:edge_start[r+1], each with its successor `dst`,
     its probability `prob` (the float nearest the exact weight) and the explored transition
-    `edge` it stands for; `row_label[r]` indexes `labels` (the decision a row is)."""
+    `edge` it stands for; `row_label[r]` indexes `labels` (the decision a row is). The exact
+    probability of edge e is kind_prob[edge_kind[e]] (a few distinct weights: the exports)."""
 
     row_start: IntArray
     edge_start: IntArray
@@ -58,6 +60,8 @@ class Sparse:
     initial: IntArray
     row_label: IntArray
     labels: list[object] = field(default_factory=list)
+    edge_kind: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    kind_prob: list[Fraction] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -158,10 +162,13 @@ def certain_max(m: Sparse, target: BoolArray) -> BoolArray:
         inside = reached
 
 
-def end_components(m: Sparse, states: BoolArray) -> tuple[IntArray, BoolArray]:
-    """The maximal end components among `states`: per state its group (its end component,
-    or a group of its own) and per row whether it stays inside its state's component."""
+def end_components(m: Sparse, states: BoolArray, among: BoolArray | None = None) -> tuple[IntArray, BoolArray]:
+    """The maximal end components among `states` (with rows `among`, default all): per state
+    its group (its end component, or a group of its own) and per row whether it stays inside
+    its state's component."""
     rows = row_all(m, states) & states[m.row_state]
+    if among is not None:
+        rows &= among
     n = m.n
     while True:
         tick()
@@ -310,18 +317,77 @@ def expected_intervals(m: Sparse, reward: FloatArray, sense: str) -> Bounds:
         op = _Op(m, states, rows, reward, sense)
         steps = _Op(m, states, rows, np.ones(m.rows), sense)
         x = np.zeros(m.n)
-        x, iterations = _iterate(op, x, states)
         if sense == "min":
-            chosen = _proper(m, op.best(x), states, rows, finite)
+            # a run may circle for free in an end component of 0-reward rows; the minimum over
+            # the policies that end leaves it by its best exit: collapsed, the iteration from 0
+            # converges to that value, not to the 0 of circling forever
+            group, internal = end_components(m, finite & ~terminal, rows & (reward == 0))
+            collapsed = _Collapsed(m, states, rows & ~internal, reward, group) if internal.any() else op
+            x, iterations = _iterate(collapsed, x, states)
+            chosen = collapsed.best(x) if isinstance(collapsed, _Collapsed) else op.best(x)
+            if isinstance(collapsed, _Collapsed):
+                chosen = _inward(m, chosen, states, rows & internal)
+            chosen = _proper(m, chosen, states, rows, finite)
             op = _Op(m, states, _only(m, chosen), reward, "min")
             steps = _Op(m, states, _only(m, chosen), np.ones(m.rows), "min")
         else:
+            x, iterations = _iterate(op, x, states)
             chosen = op.best(x)
         upper = _verified_upper(op, steps, x, states)
         lo[states] = x[states] * (1 - _slack(iterations, m.width))
         hi[states] = upper[states]
         policy[states] = chosen
     return Bounds(lo, hi, exact, policy)
+
+
+class _Collapsed:
+    """The min operator with each end component of `group` one state: every member gets the
+    best value of any member's row in `rows` (the rows that leave their component)."""
+
+    def __init__(self, m: Sparse, states: IntArray, rows: BoolArray, const: FloatArray, group: IntArray):
+        has = np.zeros(m.n, dtype=bool)
+        has[m.row_state[rows]] = True
+        self.op = _Op(m, states[has[states]], rows, const, "min")
+        self.states = states
+        self.of, self.mine, self.size = group[self.op.states], group[states], int(group.max()) + 1
+
+    def __call__(self, x: FloatArray) -> FloatArray:
+        best = np.full(self.size, np.inf)
+        np.minimum.at(best, self.of, self.op(x))
+        out: FloatArray = best[self.mine]
+        return out
+
+    def best(self, x: FloatArray) -> IntArray:
+        """Per state (of `states`), its best leaving row where that row attains its component's
+        value, else -1 (it moves inside its component first: _inward)."""
+        own = self.op(x)
+        best = np.full(self.size, np.inf)
+        np.minimum.at(best, self.of, own)
+        rows = self.op.best(x)
+        out = np.full(len(self.mine), -1, dtype=np.int64)
+        index = np.searchsorted(self.states, self.op.states)
+        keep = own <= best[self.of]
+        out[index[keep]] = rows[keep]
+        return out
+
+
+def _inward(m: Sparse, chosen: IntArray, states: IntArray, inside: BoolArray) -> IntArray:
+    """The states without a row (-1) take, layer by layer, an `inside` row (of their end
+    component) with a successor nearer a state that has one: a way to its best exit."""
+    done = np.zeros(m.n, dtype=bool)
+    done[states[chosen >= 0]] = True
+    out = chosen.copy()
+    where = np.full(m.n, -1, dtype=np.int64)
+    where[states] = np.arange(len(states))
+    while True:
+        tick()
+        hits = np.bincount(m.edge_row[done[m.dst]], minlength=m.rows) > 0
+        new = np.flatnonzero(hits & inside & ~done[m.row_state])
+        if not len(new):
+            return out
+        at = where[m.row_state[new[::-1]]]
+        out[at] = new[::-1]
+        done[m.row_state[new]] = True
 
 
 def _only(m: Sparse, chosen: IntArray) -> BoolArray:
@@ -359,6 +425,8 @@ def _iterate(op: _Op, x: FloatArray, states: IntArray, rel: float = EPSILON) -> 
 def _proper(m: Sparse, chosen: IntArray, states: IntArray, rows: BoolArray, finite: BoolArray) -> IntArray:
     """`chosen` (a row per state), changed where it might not end: those states take a row
     one step closer (in the graph) to a terminal state, which ends with probability 1."""
+    if (chosen < 0).any():                 # no row yet: the attractor's
+        chosen = np.where(chosen < 0, _attractor(m, rows, finite)[states], chosen)
     rowsel = _only(m, chosen)
     ends = back_reach(m, m.terminal, finite, rowsel[m.edge_row])
     stuck = back_reach(m, finite & ~ends, finite & ~m.terminal, rowsel[m.edge_row])
