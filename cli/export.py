@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from haltproof.machine import usercode
@@ -22,6 +22,7 @@ from haltproof.explorer.judging import edge_weights
 from haltproof.explorer.check import prepare, stop_reason
 from haltproof.explorer.engine import explore
 from haltproof.explorer.chances import Chances
+from haltproof.properties.probability import Flags
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports.drn import drn_lines
 from haltproof.reports.prism import ident, wide_numbers, write_prism
@@ -74,7 +75,7 @@ def cmd_export(args: argparse.Namespace) -> int:
               f"{len(ex.states):,} explored states")
     if args.format == "drn":
         return _emit(_drn(chances, m, header), output, args.output)
-    labels: dict[str, Sequence[bool]] = {"terminal": chances.mdp.terminal, "deadlock": chances.deadlocks()}
+    labels: dict[str, Flags] = {"terminal": chances.mdp.terminal, "deadlock": chances.deadlocks()}
     if m.label is not None:
         labels.update({f"end_{ident(value)}": members for value, members in chances.ends().items()})
     labels.update({f"reach_{name}": chances.target(name) for name in m.chances})
@@ -90,7 +91,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _drn(chances: Chances, m: Any, header: str) -> Iterator[str]:
     """The DRN text, line by line, built over the arrays (no Python object per state)."""
-    labels: dict[str, Sequence[bool]] = {"terminal": chances.sparse.terminal, "deadlock": chances.deadlocks()}
+    labels: dict[str, Flags] = {"terminal": chances.sparse.terminal, "deadlock": chances.deadlocks()}
     if m.label is not None:
         labels.update({f"end_{ident(value)}": members for value, members in chances.ends().items()})
     labels.update({f"reach_{ident(name)}": chances.target(name) for name in m.chances})

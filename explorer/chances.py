@@ -23,7 +23,7 @@ from haltproof.machine.text import fraction_json, fraction_text
 from haltproof.properties import probability as P
 from haltproof.properties.budget import EVERY, tick, ticking
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Status, Subject, Trace
-from haltproof.properties.probability import MDP, Choice, Extremes
+from haltproof.properties.probability import MDP, Choice, Extremes, Flags
 from haltproof.properties import sparse as S
 from haltproof.properties.sparse import Sparse
 
@@ -95,7 +95,10 @@ def _combos(m: Machine) -> tuple[list[int], list[tuple[str, tuple[tuple[str, Any
     weights: dict[str, dict[str, dict[Any, Fraction]]] = {}
     for w in m.spec.probabilities:
         weights.setdefault(w.action, {})[w.choice] = w.weights
-    offsets, keys, group, prob = [], [], [], []
+    offsets: list[int] = []
+    keys: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+    group: list[int] = []
+    prob: list[Fraction] = []
     index: dict[tuple[str, tuple[tuple[str, Any], ...]], int] = {}
     for act in m.actions:
         offsets.append(len(group))
@@ -295,14 +298,14 @@ class Chances:
         return len(self.ex.states)
 
     @property
-    def terminal(self) -> Sequence[bool]:
+    def terminal(self) -> Flags:
         return self.sparse.terminal if self.large else self.mdp.terminal
 
     def stuck(self, s: int) -> bool:
         """State s has no choice: it is terminal, or a deadlock."""
         return not self.sparse.has_rows[s] if self.large else not self.mdp.choices[s]
 
-    def reach(self, target: Sequence[bool]) -> Extremes:
+    def reach(self, target: Flags) -> Extremes:
         """The probability of reaching `target`, minimised and maximised over policies."""
         t = np.asarray(target, dtype=bool)
         key = ("reach", np.packbits(t).tobytes())
@@ -322,8 +325,8 @@ class Chances:
             if self.large:
                 m = self.sparse
                 reward = self.row_reward(measure)
-                self._solved[key] = _converged(lambda: P.bounded(m, *(S.expected_intervals(m, reward, sense)
-                                                                      for sense in ("min", "max"))))
+                self._solved[key] = _converged(lambda: P.bounded(m, S.expected_intervals(m, reward, "min"),
+                                                                 S.expected_intervals(m, reward, "max")))
             else:
                 self._solved[key] = P.expected_total(self.mdp, self.edge_reward(measure))
         return self._solved[key]
@@ -403,7 +406,7 @@ class Chances:
         return r
 
     def _judge_interval(self, p: PropertyDecl, e: Extremes, what: str, interval: tuple[float, float],
-                        at_least: bool, target: list[bool]) -> PropertyResult:
+                        at_least: bool, target: Flags) -> PropertyResult:
         """A bound judged on an iterated interval: decided only when the whole interval lies
         on one side of it (compared exactly: a float is a fraction), else `unknown`."""
         bound = present(p.chance).bound
@@ -427,7 +430,7 @@ class Chances:
                                              self._trace_goal(p.kind, at_least, target, False))
         return r
 
-    def _trace_goal(self, kind: str, at_least: bool, target: Sequence[bool], infinite: bool) -> Callable[[int], bool]:
+    def _trace_goal(self, kind: str, at_least: bool, target: Flags, infinite: bool) -> Callable[[int], bool]:
         """Where the witness trace goes: to a state that shows the bound failing."""
         terminal, stuck = self.terminal, self.stuck
         if kind == "probability" and at_least:       # a run that ends without reaching the target
@@ -536,14 +539,14 @@ class Chances:
         except EVAL_ERRORS as exc:
             return {"message": f"not computed: {exc}"}
 
-    def ends(self) -> dict[str, Sequence[bool]]:
+    def ends(self) -> dict[str, Flags]:
         """The states each terminal label value ends in (or `terminal`, for a predicate)."""
         terminal, states = self.terminal, self.ex.states
         if self.m.label is None:
             return {"terminal": terminal}
         label = self.m.label
         if self.large and hasattr(self.ex, "end_labels"):       # the vector engine: over arrays
-            ends: dict[str, Sequence[bool]] = self.ex.end_labels(present(self.m.spec.terminal).values)
+            ends: dict[str, Flags] = self.ex.end_labels(present(self.m.spec.terminal).values)
             return ends
         if self.large:
             return {str(value): np.fromiter((bool(terminal[s]) and label(states[s]) == value
@@ -552,12 +555,12 @@ class Chances:
         return {str(value): [terminal[s] and label(states[s]) == value for s in ticking(range(self.n))]
                 for value in present(self.m.spec.terminal).values}
 
-    def deadlocks(self) -> Sequence[bool]:
+    def deadlocks(self) -> Flags:
         if self.large:
             return ~self.sparse.terminal & ~self.sparse.has_rows
         return [not self.mdp.terminal[s] and not self.mdp.choices[s] for s in range(self.mdp.n)]
 
-    def target(self, name: str) -> Sequence[bool]:
+    def target(self, name: str) -> Flags:
         """The states where a `probability` property's `reach` predicate holds."""
         if hasattr(self.ex, "chance_states"):          # the vector engine: over arrays
             found: np.ndarray = self.ex.chance_states(name)

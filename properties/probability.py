@@ -42,6 +42,7 @@ from .budget import EVERY, tick, ticking
 EXACT_LIMIT = 400        # states in one SCC of a policy's chain solved by exact elimination
 
 ONE, ZERO = Fraction(1), Fraction(0)
+Flags = Sequence[bool] | npt.NDArray[np.bool_]     # per state, whether it is in a set
 
 
 class TooLarge(Exception):
@@ -110,7 +111,7 @@ Policy = dict[int, int]
 
 # ---------------------------------------------------------------- probabilities of reaching a set
 
-def reach(mdp: MDP, target: Sequence[bool]) -> Extremes:
+def reach(mdp: MDP, target: Flags) -> Extremes:
     """The probability of reaching a `target` state, minimised and maximised over policies:
     exact where the exact solver can, else (that side) within an interval of width EPSILON."""
     try:
@@ -122,7 +123,7 @@ def reach(mdp: MDP, target: Sequence[bool]) -> Extremes:
     return _at_start(mdp, lo, hi, lo_policy, hi_policy)
 
 
-def reach_values(mdp: MDP, target: Sequence[bool], sense: str) -> tuple[Values, Policy]:
+def reach_values(mdp: MDP, target: Flags, sense: str) -> tuple[Values, Policy]:
     """Per state: the min or max probability of reaching the target, and a policy attaining it."""
     fixed: Values = {s: ONE for s in range(mdp.n) if target[s]}
     zero = avoidable(mdp, target) if sense == "min" else unreachable(mdp, target)
@@ -141,7 +142,7 @@ def _zero_witness(mdp: MDP, zero: set[int], policy: Policy) -> None:
             policy[s] = stays[0]
 
 
-def unreachable(mdp: MDP, target: Sequence[bool]) -> set[int]:
+def unreachable(mdp: MDP, target: Flags) -> set[int]:
     """States from which no policy reaches the target (max probability 0): by the graph alone."""
     preds = _predecessors(mdp)
     seen = [bool(t) for t in target]
@@ -159,7 +160,7 @@ def unreachable(mdp: MDP, target: Sequence[bool]) -> set[int]:
     return {s for s in range(mdp.n) if not seen[s]}
 
 
-def avoidable(mdp: MDP, target: Sequence[bool]) -> set[int]:
+def avoidable(mdp: MDP, target: Flags) -> set[int]:
     """States from which some policy avoids the target forever (min probability 0): the
     greatest set of non-target states each of which has no choice (a run ends there) or a
     choice whose every successor stays in the set."""
@@ -215,7 +216,7 @@ def from_mdp(mdp: MDP) -> S.Sparse:
 def row_rewards(m: S.Sparse, reward: Callable[[int], Fraction]) -> npt.NDArray[np.float64]:
     """Per row its expected reward for one step, from a reward per explored edge."""
     per_edge = np.fromiter((float(reward(int(e))) for e in ticking(m.edge)), dtype=np.float64, count=len(m.edge))
-    out: npt.NDArray[np.float64] = np.bincount(m.edge_row, weights=m.prob * per_edge, minlength=m.rows)
+    out = np.bincount(m.edge_row, weights=m.prob * per_edge, minlength=m.rows).astype(np.float64)
     return out
 
 
@@ -268,8 +269,10 @@ def expected_total(mdp: MDP, reward: Callable[[int], Fraction]) -> Extremes:
     try:
         return _expected_exact(mdp, reward)
     except TooLarge:
-        return _arrays(mdp, lambda m: bounded(m, *(S.expected_intervals(m, row_rewards(m, reward), sense)
-                                                   for sense in ("min", "max")), True))
+        def solve(m: S.Sparse) -> Extremes:
+            r = row_rewards(m, reward)
+            return bounded(m, S.expected_intervals(m, r, "min"), S.expected_intervals(m, r, "max"), True)
+        return _arrays(mdp, solve)
 
 
 def _expected_exact(mdp: MDP, reward: Callable[[int], Fraction]) -> Extremes:

@@ -121,7 +121,8 @@ def back_reach(m: Sparse, sources: BoolArray, through: BoolArray, edges: BoolArr
 def row_all(m: Sparse, inside: BoolArray) -> BoolArray:
     """Per row: every successor lies `inside`."""
     out_edges = ~inside[m.dst]
-    return np.bincount(m.edge_row[out_edges], minlength=m.rows) == 0
+    out: BoolArray = np.bincount(m.edge_row[out_edges], minlength=m.rows) == 0
+    return out
 
 
 def unreachable(m: Sparse, target: BoolArray) -> BoolArray:
@@ -405,7 +406,7 @@ def _not_ending(m: Sparse, finite: BoolArray, policy: IntArray) -> None:
     policy[m.row_state[unset[::-1]]] = unset[::-1]
 
 
-def _iterate(op: _Op, x: FloatArray, states: IntArray, rel: float = EPSILON) -> tuple[FloatArray, int]:
+def _iterate(op: _Op | _Collapsed, x: FloatArray, states: IntArray, rel: float = EPSILON) -> tuple[FloatArray, int]:
     """Value iteration from x up (monotone) until a step changes no state by more than
     `rel` of its value (at least of 1)."""
     iterations = 0

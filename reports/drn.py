@@ -12,17 +12,18 @@ reaching a set and keeps a deadlock from ever reaching a terminal state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
 import numpy as np
 
 from haltproof.machine.text import fraction_json
 from haltproof.properties.budget import ticking
+from haltproof.properties.probability import Flags
 from haltproof.properties.sparse import Sparse
 
 
-def drn_lines(m: Sparse, labels: Mapping[str, Sequence[bool]], rewards: Mapping[str, np.ndarray],
+def drn_lines(m: Sparse, labels: Mapping[str, Flags], rewards: Mapping[str, np.ndarray],
               header: str = "") -> Iterator[str]:
     """The DRN text of `m`, line by line: its labels (name -> which states) and, per measure,
     each explored edge's integer reward (`rewards`: name -> per-edge array)."""

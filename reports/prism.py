@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 from haltproof.machine.text import fraction_json
-from haltproof.properties.probability import MDP
+from haltproof.properties.probability import MDP, Flags
 
 
-def write_prism(mdp: MDP, name: str, labels: Mapping[str, Sequence[bool]],
+def write_prism(mdp: MDP, name: str, labels: Mapping[str, Flags],
                 rewards: Mapping[str, Callable[[int], Fraction]], header: str = "") -> str:
     """The PRISM text of `mdp`, with its labels (name -> which states) and reward structures
     (name -> each edge's reward)."""
