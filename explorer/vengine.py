@@ -1191,10 +1191,11 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
                     found(name, r, f"the variant goes from {b0} to {a0}: it must strictly increase" if a0 <= b0
                           else f"the variant reaches {max(b0, a0)}, above its bound {bound}")
         for name in weights:
-            assert ranks is not None, "weighted measures keep every edge"
-            if name == CHOICE_KEY:
-                level_weights[name][ranks[bi]] = sum(len(a.labels) for a in vm.machine.actions[:ai]) + ci
+            if name == CHOICE_KEY:          # noted only where the edges are kept (nothing reads it else)
+                if ranks is not None:
+                    level_weights[name][ranks[bi]] = sum(len(a.labels) for a in vm.machine.actions[:ai]) + ci
                 continue
+            assert ranks is not None, "weighted measures keep every edge"
             level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
     spec_order = list(step_props)
     for _name, (_e, order, finding) in sorted(unreadable.items(), key=lambda kv: (kv[1][0], spec_order.index(kv[0]))):
