@@ -562,7 +562,8 @@ class Chances:
 
     def target(self, name: str) -> Flags:
         """The states where a `probability` property's `reach` predicate holds."""
-        if hasattr(self.ex, "chance_states"):          # the vector engine: over arrays
+        vm = getattr(self.ex, "vm", None)
+        if hasattr(self.ex, "chance_states") and vm is not None and name in vm.chances:   # the vector engine
             found: np.ndarray = self.ex.chance_states(name)
             return found
         fn = self.m.chances[name]

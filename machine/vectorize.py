@@ -250,7 +250,7 @@ def _attach(vm: VMachine, g: dict[str, Any]) -> None:
             vm.variants[p.name] = (g[f"vprop_{k}"], m.variants[p.name][1])
         elif p.kind == "maximum":
             vm.maxima[p.name] = g[f"vprop_{k}"]
-        elif p.kind == "probability":
+        elif p.kind == "probability" and f"vprop_{k}" in g:
             vm.chances[p.name] = g[f"vprop_{k}"]
         elif p.kind == "step_invariant":
             vm.step_props[p.name] = {ai: g[f"vprop_{k}_{ai}"] for ai in range(len(m.actions))}
@@ -495,8 +495,13 @@ class _Gen:
         for k, p in enumerate(spec.properties):
             if p.name in m.inactive:
                 continue
-            if p.kind in ("invariant", "reachable", "variant", "liveness", "maximum", "probability"):
+            if p.kind in ("invariant", "reachable", "variant", "liveness", "maximum"):
                 out.append(_returning(f"vprop_{k}", ["S"], self.src(present(p.expr).py)))
+            elif p.kind == "probability":       # read after the exploration only: the scalar one will do
+                try:
+                    out.append(_returning(f"vprop_{k}", ["S"], self.src(present(p.expr).py)))
+                except NotVectorizable:
+                    pass
             elif p.kind == "step_invariant":
                 out += self.step_property(k, p, step_args)
             elif p.kind == "terminates_within" and p.count is not None:
