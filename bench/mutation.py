@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,19 +90,27 @@ def mutant_prefix(path: str) -> str:
     return "haltproof." + path.removesuffix(".py").replace("/", ".") + "."
 
 
+NOT_STAGED = ("__pycache__", "results")      # never copied, so never pruned
+
+
 def stage() -> None:
     """Copy the checkout into STAGE as the installed layout, with a pyproject.toml whose
     `[tool.mutmut]` names the staged files. Copies keep their times, so mutmut keeps the
-    mutants of every file that did not change."""
+    mutants of every file that did not change; what the checkout no longer has is pruned
+    from the stage and from mutmut's copy of it."""
     tops = _top_level()
-    for dst, src in {**STAGED, **{name: name for name in tops}}.items():
+    mapping = {**STAGED, **{name: name for name in tops}}
+    for dst, src in mapping.items():
         source, target = REPO / src, STAGE / dst
         if source.is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True, copy_function=shutil.copy2,
-                            ignore=shutil.ignore_patterns("__pycache__", "results"))
+                            ignore=shutil.ignore_patterns(*NOT_STAGED))
+            _prune(target, source, {STAGE / d for d in mapping if d != dst and d.startswith(dst + "/")})
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    for name in ["src", *tops]:                  # mutmut's copy: source_paths and also_copy
+        _prune(STAGE / "mutants" / name, STAGE / name)
     text = (REPO / "pyproject.toml").read_text()
     for path in verdict_path():
         text = text.replace(f'"{path}"', f'"{staged(path)}"')
@@ -110,6 +119,28 @@ def stage() -> None:
                         f"also_copy = {json.dumps(tops)}")
     text = _with_guard(text)
     (STAGE / "pyproject.toml").write_text(text)
+
+
+def _prune(copy: Path, original: Path, staged_apart: Collection[Path] = ()) -> None:
+    """Delete the files of `copy` (a staged copy of `original`) that `original` no longer has,
+    and the folders left empty. Copying never deletes: when the tests moved into layer
+    folders, the old flat test files lingered in the stage and in mutmut's copy of it, and the
+    pool collected every test twice, the stale ones importing helpers that had moved. mutmut's
+    own files beside a module (`check.py.meta`, `.spans`) go with the module; `staged_apart`
+    are folders of `copy` staged from elsewhere (a layer inside src/haltproof)."""
+    if not copy.is_dir():
+        return
+    for path in sorted(copy.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        rel = path.relative_to(copy)
+        if any(part in NOT_STAGED for part in rel.parts) or any(path.is_relative_to(s) for s in staged_apart):
+            continue
+        if path.is_dir():
+            if not any(path.iterdir()):
+                path.rmdir()
+            continue
+        kept = original / rel.parent / rel.name.removesuffix(".meta").removesuffix(".spans")
+        if not kept.exists():
+            path.unlink()
 
 
 GUARD_ARGS = '"-p", "no:cacheprovider"'

@@ -48,8 +48,8 @@ from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, give,
-                          guard_of, import_target, keep_user_lines, lined, mapping, node, plain, require_version,
-                          run_object, scripted_outcome, skipped_writes, with_user_properties)
+                          guard_of, import_target, keep_user_lines, lined, mapping, node, outcome_labels, plain,
+                          quoted, require_version, run_object, scripted_outcome, skipped_writes, with_user_properties)
 from .paused import ModelCalls, PausedRun
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
@@ -475,17 +475,6 @@ def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: boo
                            "{handoff: AGENT}, or a list of those (one turn making them all)")
 
 
-def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
-    line = declared.line_of(name)
-    labels = declared[name]
-    if not isinstance(labels, YMap) or not labels:
-        raise fail(file, line, f"{key}: {name} needs a mapping of outcome labels to outcomes")
-    for label in labels:
-        if not str(label).isidentifier():
-            raise fail(file, labels.line_of(label), f"an outcome label of {name} must be a plain identifier", label)
-    return labels
-
-
 def _models(top: YMap, file: str, agents: dict[str, Any],
             lines: dict[str, Choice]) -> dict[str, dict[str, Answer | list[Answer]]]:
     """`models:` agent -> label -> answer; each agent's choice at its lines goes to `lines` (an
@@ -496,7 +485,7 @@ def _models(top: YMap, file: str, agents: dict[str, Any],
         if name not in agents:
             raise fail(file, declared.line_of(name), f"models: no agent named {name!r} in the run "
                                                      f"(its agents: {', '.join(agents)})")
-        labels = _labels(declared, name, file, "models")
+        labels = outcome_labels(declared, name, file, "models")
         choice = lines[model_choice(str(name))] = Choice(model_choice(str(name)), declared.line_of(name), {})
         out[str(name)] = {}
         for label, raw in labels.items():
@@ -523,7 +512,7 @@ def _tools(top: YMap, file: str, agents: dict[str, Any], lines: dict[str, Choice
         if name not in known or not str(name).isidentifier():
             raise fail(file, declared.line_of(name), f"tools: no function tool named {name!r} in the run "
                                                      f"(its tools: {', '.join(known) or 'none'})")
-        labels = _labels(declared, name, file, "tools")
+        labels = outcome_labels(declared, name, file, "tools")
         out[str(name)] = {str(label): scripted_outcome(raw, file, labels.line_of(label), f"tools: outcome {label} of {name}")
                           for label, raw in labels.items()}
         lines[tool_choice(str(name))] = Choice(tool_choice(str(name)), declared.line_of(name),
@@ -598,7 +587,7 @@ def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]
     counters.update({f"runs_{t}": {"type": "int", "min": 0, "max": per_turn, "init": 0} for t in d.counted})
     statuses = ["running", "done", "limit"] + (["tool_error"] if _raising(d) else [])
     raises = [LIMIT_ERROR] + ([TOOL_ERROR] if _raising(d) else [])
-    actions = lined({slug(a): {"when": f"status == running and agent == {_quoted(a)}",
+    actions = lined({slug(a): {"when": f"status == running and agent == {quoted(a)}",
                                "choose": choose_node(d.choices(a)), "raises": raises} for a in d.agents},
                     {slug(a): d.declared[model_choice(a)].line for a in d.agents})
     properties = with_user_properties(top, file, _builtin_properties(d), "OpenAI Agents")
@@ -627,11 +616,6 @@ def _raising(d: AgentDeclaration) -> bool:
     from agents.tool import resolve_function_tool_failure_error_function
     return any(resolve_function_tool_failure_error_function(t, None) is None
                for agent in d.agents.values() for t in function_tools(agent).values())
-
-
-def _quoted(text: str) -> str:
-    """An agent's name as a string literal of the expression language (names have no quote)."""
-    return "'" + text + "'"
 
 
 def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:

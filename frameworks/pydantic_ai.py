@@ -301,6 +301,9 @@ def _scripted_tools(adapter: AgentAdapter, script: Script) -> Any:
     return ScriptedTools()
 
 
+scripted_tools = _scripted_tools     # the runtime guard's hook counts tool runs with it (pydantic_ai_guard.py)
+
+
 # ---------------------------------------------------------------- declaration files (docs/how-to/pydantic-ai.md)
 
 DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries", "deps"}

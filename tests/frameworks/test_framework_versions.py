@@ -25,7 +25,7 @@ from haltproof.frameworks import declaration  # noqa: E402
 
 # extra -> (module, dist, the require_* function's module attribute)
 EXPECTED = {"langgraph": ("langgraph", "langgraph"), "openai-agents": ("openai_agents", "openai-agents"),
-            "pydantic-ai": ("pydantic_ai", "pydantic-ai-slim")}
+            "pydantic-ai": ("pydantic_ai", "pydantic-ai-slim"), "adk": ("adk", "google-adk")}
 RANGES = fv.frameworks()
 OLDEST = os.environ.get("HALTPROOF_OLDEST_FRAMEWORKS") == "1"
 
@@ -70,11 +70,11 @@ def test_release_numbers_compare_as_pep_440_does():
 
 
 def test_the_oldest_run_installs_each_frameworks_lowest_version_and_runs_every_framework_test():
-    assert fv.requirements()[:3] == [f"{dist}=={low}" for dist, low, _ in RANGES.values()]
-    assert set(fv.requirements()[3:]) == {r for r in fv.extras()["test"] if r.startswith("pytest")}
+    assert fv.requirements()[:4] == [f"{dist}=={low}" for dist, low, _ in RANGES.values()]
+    assert set(fv.requirements()[4:]) == {r for r in fv.extras()["test"] if r.startswith("pytest")}
     assert {"tests/frameworks/test_langgraph.py", "tests/frameworks/test_framework_declaration.py",
             "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_openai_agents.py",
-            "tests/frameworks/test_pydantic_ai.py"} <= set(fv.tests())
+            "tests/frameworks/test_pydantic_ai.py", "tests/frameworks/test_adk.py"} <= set(fv.tests())
     script = (ROOT / "scripts" / "test-oldest").read_text()
     assert "python3 scripts/framework_versions.py requirements" in script
     assert 'HALTPROOF_OLDEST_FRAMEWORKS=1 python -m pytest -q -n auto --dist loadgroup "${tests[@]}" "$@"' in script

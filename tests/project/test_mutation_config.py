@@ -103,6 +103,27 @@ def test_the_staged_tree_keeps_every_folder_the_tests_read_by_path():
     assert not tops & set(MUTMUT["source_paths"])        # the mutated code exists once, mutated
 
 
+def test_what_the_checkout_no_longer_has_is_pruned_from_the_stage(tmp_path):
+    """Copies never delete: when the tests moved into layer folders, the old flat files stayed
+    in the stage and in mutmut's copy, and the pool collected them beside the moved ones."""
+    def tree(root, files):
+        for name in files:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text("")
+    checkout, stage = tmp_path / "checkout", tmp_path / "stage"
+    tree(checkout, ["tests/machine/test_spec.py", "tests/conftest.py", "haltproof/api.py"])
+    tree(stage, ["tests/machine/test_spec.py", "tests/conftest.py", "tests/test_spec_kills.py",
+                 "tests/old/test_gone.py", "tests/__pycache__/x.pyc", "haltproof/api.py", "haltproof/api.py.meta",
+                 "haltproof/gone.py", "haltproof/gone.py.meta", "haltproof/gone.py.spans",
+                 "haltproof/machine/spec.py"])
+    mutation._prune(stage / "tests", checkout / "tests")
+    mutation._prune(stage / "haltproof", checkout / "haltproof", {stage / "haltproof" / "machine"})
+    left = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+    assert left == ["haltproof/api.py", "haltproof/api.py.meta", "haltproof/machine/spec.py",
+                    "tests/__pycache__/x.pyc", "tests/conftest.py", "tests/machine/test_spec.py"]
+    assert not (stage / "tests" / "old").exists()                   # emptied: gone too
+
+
 def test_the_survivors_of_a_saved_report_are_read_back_by_module():
     """`--survivors-from`: a report's survivor rows give mutmut's full names, for the modules asked only."""
     report = mutation.report([

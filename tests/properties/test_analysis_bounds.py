@@ -114,7 +114,7 @@ def test_the_text_report_says_the_analyses_stopped(check, monkeypatch):
             "outcome table, looking for the parts of the spec that never matter (vacuity)") in lines
     assert "  unknown   2 properties, not decided as the analyses after the exploration stopped (--verbose lists them)" \
         in lines
-    assert lines[-1] == "1 runs: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
+    assert lines[-1] == "1 run: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
 
 
 def test_the_timeout_stops_exact_elimination(check, monkeypatch):
