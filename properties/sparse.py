@@ -22,12 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse as sp
-from scipy.sparse import csgraph
-
 from .budget import tick
 
 EPSILON = 1e-12              # interval iteration stops once every state's bounds are this close
@@ -37,6 +35,14 @@ ROUND = 2.0 ** -52           # a float operation's relative rounding, doubled
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+def _scipy() -> Any:
+    """scipy.sparse, imported when a large model is solved (a second of start-up otherwise paid
+    by every check)."""
+    import scipy.sparse
+    import scipy.sparse.csgraph
+    return scipy.sparse
 
 
 class NotConverged(Exception):
@@ -84,9 +90,9 @@ class Sparse:
         return self.row_state[self.edge_row]
 
     @cached_property
-    def matrix(self) -> sp.csr_matrix:
+    def matrix(self) -> Any:
         """rows x states: row r's probability of each successor."""
-        return sp.csr_matrix((self.prob, self.dst, self.edge_start), shape=(self.rows, self.n))
+        return _scipy().csr_matrix((self.prob, self.dst, self.edge_start), shape=(self.rows, self.n))
 
     @cached_property
     def width(self) -> int:
@@ -110,9 +116,10 @@ def back_reach(m: Sparse, sources: BoolArray, through: BoolArray, edges: BoolArr
     starts = np.flatnonzero(sources)
     rows = np.concatenate([dst, np.full(len(starts), n, dtype=np.int64)])
     cols = np.concatenate([src, starts])
+    sp = _scipy()
     graph = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n + 1, n + 1))
     tick()
-    order = csgraph.breadth_first_order(graph, n, directed=True, return_predecessors=False)
+    order = sp.csgraph.breadth_first_order(graph, n, directed=True, return_predecessors=False)
     seen = np.zeros(n + 1, dtype=bool)
     seen[order] = True
     return seen[:n]
@@ -171,11 +178,12 @@ def end_components(m: Sparse, states: BoolArray, among: BoolArray | None = None)
     if among is not None:
         rows &= among
     n = m.n
+    sp = _scipy()
     while True:
         tick()
         e = rows[m.edge_row]
         graph = sp.csr_matrix((np.ones(int(e.sum()), dtype=np.int8), (m.edge_src[e], m.dst[e])), shape=(n, n))
-        _, comp = csgraph.connected_components(graph, directed=True, connection="strong")
+        _, comp = sp.csgraph.connected_components(graph, directed=True, connection="strong")
         leaves = np.bincount(m.edge_row[e & (comp[m.edge_src] != comp[m.dst])], minlength=m.rows) > 0
         live = np.bincount(m.row_state[rows & ~leaves], minlength=n) > 0
         kept = rows & ~leaves & row_all(m, live)
