@@ -222,3 +222,11 @@ terminal:""").replace("probabilities:\n", "probabilities:\n  rest:\n    go: {bac
                 continue
             lo, hi = cost["interval"][side]
             assert Fraction(lo) <= want <= Fraction(hi), (side, want, lo, hi)
+
+
+def test_prism_labels_name_runs_of_states_as_ranges():
+    """A run of three or more consecutive states is one range term, so a label has one term per
+    run (issue 33: a disjunct per state is what Storm's expression evaluator chokes on)."""
+    from haltproof.reports.prism import _states
+    assert _states([0, 1, 2, 3, 7, 8, 10, 12, 13, 14]) == "(s>=0 & s<=3) | s=7 | s=8 | s=10 | (s>=12 & s<=14)"
+    assert (_states([]), _states([5]), _states(np.array([4, 5, 6]))) == ("false", "s=5", "(s>=4 & s<=6)")
