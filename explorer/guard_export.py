@@ -19,10 +19,13 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from haltproof import guard as runtime
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import shown_path
 from haltproof.properties import probability as P
+from haltproof.properties import sparse as S
 from haltproof.properties.kinds import VIOLATED
 
 from .options import Options
@@ -319,8 +322,8 @@ def _risk(m: Machine, ex: Exploration, rows: list[list[list[Any]]],
         values, _ = P.reach_values(augmented, target, "max")
         worst = [str(values.get(i, 0)) for i in range(n)]
     except P.TooLarge:
-        _, high, _ = P.reach_intervals(augmented, target, "max")
-        worst = [repr(high[i]) for i in range(n)]
+        high = S.reach_intervals(P.from_mdp(augmented), np.array(target, dtype=bool), "max").hi
+        worst = [repr(float(high[i])) for i in range(n)]
     chance = {e: p for row in mdp.choices for c in row for _, p, e in c.outcomes}
     weighted: dict[str, list[str]] = {}
     for w in m.spec.probabilities:

@@ -200,6 +200,14 @@ class _Loader(AgentsLoader):
                 self.add(w.line, f"choice {w.choice} of action {w.action} has a when: weights on a conditional "
                          "choice are not supported yet (the weights of the values possible in a state would "
                          "not sum to 1)")
+            for cname, other in self.action_choices.get(w.action, []):
+                reads = [c for c in (other.when, *other.value_when.values())
+                         if c is not None and w.choice in c.choices_used]
+                if cname != w.choice and reads:
+                    self.add(reads[0].line or other.line, f"choice {cname} of action {w.action} is made only where its when: holds, "
+                             f"which reads the weighted choice {w.choice}: a policy that decides after the draw "
+                             "is not supported yet (make the condition read the state only, or weight "
+                             f"{cname} too)")
         fairness = self.attempt(self.fairness, top.get("fairness", YList()), top.line_of("fairness")) or []
         checks = []
         if uses:

@@ -104,6 +104,7 @@ def test_the_pages_show_commands_this_file_runs():
 def test_doc_command_runs(cli, command, page, expected, tmp_path, monkeypatch):
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
+    shutil.copytree(ROOT / "bench" / "specs", tmp_path / "bench" / "specs")
     monkeypatch.chdir(tmp_path)
     if "--trace report.json" in command:
         assert cli("check", "specs/mutants/retry_past_last_step.yaml", "-p", "max_steps=2",
