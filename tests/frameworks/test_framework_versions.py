@@ -115,7 +115,8 @@ def test_the_oldest_run_leaves_out_a_framework_already_tested_at_its_lowest_vers
     monkeypatch.setattr(fv, "installed", lambda python, dist: "" if dist == "pydantic-ai-slim" else lowest[dist])
     assert fv.tests("py") == ["tests/frameworks/test_framework_declaration.py",
                               "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_pydantic_ai.py",
-                              "tests/frameworks/test_pydantic_ai_declaration.py"]
+                              "tests/frameworks/test_pydantic_ai_declaration.py",
+                              "tests/frameworks/test_pydantic_ai_trees.py"]
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + "rc1")
     assert fv.tests("py") == fv.tests()
 
