@@ -40,15 +40,17 @@ def test_every_framework_module_has_an_extra_written_low_high():
 
 def test_a_framework_of_its_own_venv_is_tested_there_with_its_extra():
     """CrewAI is in no shared venv: not in `test`, not in the oldest run; scripts/test-crewai installs
-    its extra and runs its tests (its range is one release: lowest and newest at once), and CI runs it."""
+    its extra and runs its tests at the range's lowest release, then at its newest, and CI runs it."""
     dist, low, high = RANGES["crewai"]
     assert fv.extras()["crewai"] == [f"{dist}>={low},<{high}"]
     assert not [r for r in fv.extras()["test"] if r.startswith("crewai")]
     assert not [r for r in fv.requirements() if r.startswith("crewai")]
     assert not [t for t in fv.tests() if "crewai" in t]
     script = (ROOT / "scripts" / "test-crewai").read_text()
-    assert "pip install --quiet '.[crewai]' \"${runners[@]}\" jsonschema" in script
-    assert "python -m pytest -q -n auto tests/frameworks/test_crewai.py tests/frameworks/test_framework_versions.py -k crewai" in script
+    assert "pip install --quiet '.[crewai]' \"crewai==$low\" \"${runners[@]}\" jsonschema" in script     # the lowest
+    assert 'pip install --quiet --upgrade "$crewai"' in script                                       # then the newest
+    assert script.count("python -m pytest -q -n auto tests/frameworks/test_crewai.py "
+                        "tests/frameworks/test_framework_versions.py -k crewai") == 2
     assert 'HALTPROOF_CREWAI_VENV="$venvs/crewai" scripts/test-crewai' in (ROOT / ".ci" / "run").read_text()
 
 
