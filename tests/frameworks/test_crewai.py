@@ -46,9 +46,23 @@ def steps(trace, *names: str) -> list[tuple]:
 
 
 def max_iter_off_by_one(monkeypatch) -> None:
-    """CrewAI's max_iter check (`has_reached_max_iterations`, as the executor imports it) one iteration late."""
-    from crewai.agents import agent_executor
-    monkeypatch.setattr(agent_executor, "has_reached_max_iterations", lambda iterations, most: iterations >= most + 1)
+    """CrewAI's max_iter check (`has_reached_max_iterations`, as the executor imports it) one iteration
+    late, in each executor module the installed release has (the default AgentExecutor is
+    crewai.experimental.agent_executor's in 1.15.28, crewai.agents.agent_executor's in 1.15.30)."""
+    import importlib
+
+    from crewai.utilities import agent_utils
+    patched = []
+    for name in ("crewai.agents.agent_executor", "crewai.experimental.agent_executor", "crewai.agents.crew_agent_executor"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if getattr(module, "has_reached_max_iterations", None) is agent_utils.has_reached_max_iterations:
+            monkeypatch.setattr(module, "has_reached_max_iterations",
+                                lambda iterations, most: iterations >= most + 1)
+            patched.append(name)
+    assert patched, "no CrewAI executor imports has_reached_max_iterations: the patch would prove nothing"
 
 
 @pytest.mark.verdict
