@@ -17,7 +17,7 @@ from haltproof.explorer.options import Options, sweep
 from haltproof.explorer.check import prepare
 from haltproof.explorer.guard_export import GuardIncomplete, guard_table, guarded_run
 from haltproof.explorer.recorded import (Outcome, RecordingError, check_run, fit_counts, probabilities_block,
-                                         read_runs, summary_table)
+                                         read_runs, read_span_map, summary_table)
 from haltproof.cli.usage import UsageError, one_value_each, parse_pins
 from haltproof.reports import report
 
@@ -32,11 +32,13 @@ def add_parser(sub: Any) -> None:
     pins_option(t, "pin a param (repeatable); the runs are checked against exactly one combination")
     t.add_argument("--fit", metavar="FILE", help="write the observed choice frequencies as a probabilities: block")
     t.add_argument("--json", dest="json_out", metavar="FILE", help="also write every run's outcome as JSON")
+    t.add_argument("--map", dest="span_map", metavar="FILE",
+                   help="a span map (YAML or JSON): which plain GenAI spans are which events of the spec")
     timeout_option(t, "checking and exploring the spec")
 
 
-def check_recorded(spec_path: str, runs_path: str, pins: dict[str, int | str], *, timeout: float | None = None
-                   ) -> tuple[list[Outcome], Guard, list[list[tuple[str, dict[str, Any]]]]]:
+def check_recorded(spec_path: str, runs_path: str, pins: dict[str, int | str], *, timeout: float | None = None,
+                   span_map: str | None = None) -> tuple[list[Outcome], Guard, list[list[tuple[str, dict[str, Any]]]]]:
     """Every recorded run's outcome, the guard they were followed with, and the transitions each
     followed inside the model. Raises UsageError, RecordingError or GuardIncomplete."""
     spec = load_spec(spec_path)
@@ -44,7 +46,7 @@ def check_recorded(spec_path: str, runs_path: str, pins: dict[str, int | str], *
                                   "recorded runs are checked against one param combination")
     if problem is not None:
         raise UsageError(problem)
-    runs = read_runs(runs_path)
+    runs = read_runs(runs_path, None if span_map is None else read_span_map(span_map))
     opts = Options(pins=pins, timeout=timeout)
     (m,) = prepare(spec, opts)
     run, ex = guarded_run(m, opts, allow_violated=True)
@@ -61,7 +63,8 @@ def check_recorded(spec_path: str, runs_path: str, pins: dict[str, int | str], *
 def cmd_traces(args: argparse.Namespace) -> int:
     pins = one_value_each(parse_pins(args.pins), "traces")
     try:
-        outcomes, guard, followed = check_recorded(args.spec, args.runs, pins, timeout=args.timeout)
+        outcomes, guard, followed = check_recorded(args.spec, args.runs, pins, timeout=args.timeout,
+                                                   span_map=args.span_map)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     except GuardIncomplete as exc:

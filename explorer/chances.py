@@ -11,21 +11,26 @@ change every number.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
 from haltproof.machine.text import fraction_json, fraction_text
 from haltproof.properties import probability as P
 from haltproof.properties.budget import EVERY, tick, ticking
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Status, Subject, Trace
-from haltproof.properties.probability import MDP, Choice, Extremes
+from haltproof.properties.probability import MDP, Choice, Extremes, Flags
+from haltproof.properties import sparse as S
+from haltproof.properties.sparse import Sparse
 
-from .engine import Exploration, Finding, failure
+from .engine import CHOICE_KEY, Exploration, Finding, failure
 from .traces import run_trace
+
+LARGE = 20_000       # explored states past which the probabilities are solved over arrays (properties/sparse.py)
 
 EdgeWeight = Any     # as check._weight gives it: None (1 per edge), a callable (src, edge) or a per-edge array
 POLICY_SHOWN = 20    # decisions of a witness policy listed when no trace shows where it goes
@@ -82,6 +87,83 @@ def build_mdp(ex: Exploration, m: Machine) -> MDP:
         choices.append(row)
     initial = [s for s in range(n) if int(ex.parent[s]) < 0]
     return MDP(choices, [bool(ex.terminal[s]) for s in range(n)], initial)
+
+
+def _combos(m: Machine) -> tuple[list[int], list[tuple[str, tuple[tuple[str, Any], ...]]], list[int], list[Fraction]]:
+    """Per action its first global combination index; per global combination its decision
+    group (the action and the values of its unweighted choices) and its probability."""
+    weights: dict[str, dict[str, dict[Any, Fraction]]] = {}
+    for w in m.spec.probabilities:
+        weights.setdefault(w.action, {})[w.choice] = w.weights
+    offsets: list[int] = []
+    keys: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+    group: list[int] = []
+    prob: list[Fraction] = []
+    index: dict[tuple[str, tuple[tuple[str, Any], ...]], int] = {}
+    for act in m.actions:
+        offsets.append(len(group))
+        mine = weights.get(act.name, {})
+        for labels in act.labels:
+            p = Fraction(1)
+            for c, table in mine.items():
+                if c not in labels:
+                    raise NotAnalysable(f"action {act.name} makes its weighted choice {c} only on some "
+                                        "transitions (a choice conditional on another)")
+                p *= table[labels[c]]
+            key = (act.name, tuple((c, v) for c, v in labels.items() if c not in mine))
+            if key not in index:
+                index[key] = len(keys)
+                keys.append(key)
+            group.append(index[key])
+            prob.append(p)
+    return offsets, keys, group, prob
+
+
+def edge_kinds(ex: Exploration, offsets: Sequence[int]) -> np.ndarray:
+    """Per explored edge, its global combination index (the vector engine noted it while sweeping)."""
+    weights = getattr(ex, "weights", None)
+    if isinstance(weights, dict) and CHOICE_KEY in weights:
+        return np.asarray(weights[CHOICE_KEY], dtype=np.int64)
+    return (np.asarray(offsets, dtype=np.int64)[np.asarray(ex.e_action, dtype=np.int64)]
+            + np.asarray(ex.e_combo, dtype=np.int64))
+
+
+def build_sparse(ex: Exploration, m: Machine) -> Sparse:
+    """The explored graph with the spec's weights as arrays: no Python object per state or edge."""
+    if ex.edge_start is None or ex.e_dst is None:
+        raise NotAnalysable("the engine did not keep the transitions (a forward graph past "
+                            "a million transitions): run with --engine scalar")
+    offsets, keys, group_of, prob_of = _combos(m)
+    n = len(ex.states)
+    tick()
+    starts = np.asarray(ex.edge_start, dtype=np.int64)
+    kind = edge_kinds(ex, offsets)
+    dst_all = np.asarray(ex.e_dst, dtype=np.int64)
+    src = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+    live = ~np.asarray(ex.terminal[:len(starts) - 1], dtype=bool)[src] if len(src) else np.zeros(0, dtype=bool)
+    group = np.asarray(group_of, dtype=np.int64)[kind]
+    p_exact = np.asarray([float(p) for p in prob_of], dtype=np.float64)
+    positive = np.asarray([p > 0 for p in prob_of], dtype=bool)
+    keep = np.flatnonzero(live & positive[kind])
+    tick()
+    ngroups = max(len(keys), 1)
+    order = keep[np.argsort(src[keep] * ngroups + group[keep], kind="stable")]
+    rowkey = src[order] * ngroups + group[order]
+    first = np.flatnonzero(np.r_[True, rowkey[1:] != rowkey[:-1]]) if len(order) else np.zeros(0, np.int64)
+    edge_start = np.append(first, len(order)).astype(np.int64)
+    row_state = src[order[first]]
+    row_group = group[order[first]]
+    wanted = np.bincount(np.asarray(group_of, dtype=np.int64)[positive[np.arange(len(prob_of))]], minlength=ngroups)
+    got = np.diff(edge_start)
+    short = np.flatnonzero(got != wanted[row_group])
+    if len(short):
+        action = keys[int(row_group[short[0]])][0]
+        raise NotAnalysable(f"the transitions of action {action} from a state do not cover every weighted value")
+    row_start = np.searchsorted(row_state, np.arange(n + 1)).astype(np.int64)
+    initial = np.flatnonzero(np.asarray(ex.parent, dtype=np.int64) < 0)
+    labels: list[object] = [Decision(a, free) for a, free in keys]
+    return Sparse(row_start, edge_start, dst_all[order], p_exact[kind[order]], order,
+                  np.asarray(ex.terminal[:n], dtype=bool), initial, row_group, labels, kind[order], prob_of)
 
 
 def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Finding] | None:
@@ -177,18 +259,104 @@ def complement(e: Extremes) -> Extremes:
                     min_interval=flip(e.max_interval), max_interval=flip(e.min_interval))
 
 
+def _converged(solve: Callable[[], Extremes]) -> Extremes:
+    try:
+        return solve()
+    except S.NotConverged as exc:
+        raise P.TooLarge(str(exc)) from None
+
+
 class Chances:
     """The probability analyses of one run, sharing one MDP (built on first use)."""
 
     def __init__(self, ex: Exploration, m: Machine, why: str | None, rewards: Callable[[str], EdgeWeight]):
         self.ex, self.m, self.why, self.rewards = ex, m, why, rewards
         self._mdp: MDP | None = None
+        self._sparse: Sparse | None = None
+        self._solved: dict[tuple[str, bytes | str], Extremes] = {}     # a property and the table ask alike
+
+    @property
+    def large(self) -> bool:
+        """Past LARGE states, every query is solved over arrays: the exact solver's objects
+        (one per state and choice, a fraction per value) would cost too much."""
+        return len(self.ex.states) > LARGE
 
     @property
     def mdp(self) -> MDP:
         if self._mdp is None:
             self._mdp = build_mdp(self.ex, self.m)
         return self._mdp
+
+    @property
+    def sparse(self) -> Sparse:
+        if self._sparse is None:
+            self._sparse = build_sparse(self.ex, self.m)
+        return self._sparse
+
+    @property
+    def n(self) -> int:
+        return len(self.ex.states)
+
+    @property
+    def terminal(self) -> Flags:
+        return self.sparse.terminal if self.large else self.mdp.terminal
+
+    def stuck(self, s: int) -> bool:
+        """State s has no choice: it is terminal, or a deadlock."""
+        return not self.sparse.has_rows[s] if self.large else not self.mdp.choices[s]
+
+    def reach(self, target: Flags) -> Extremes:
+        """The probability of reaching `target`, minimised and maximised over policies."""
+        t = np.asarray(target, dtype=bool)
+        key = ("reach", np.packbits(t).tobytes())
+        if key not in self._solved:
+            if self.large:
+                m = self.sparse
+                self._solved[key] = _converged(lambda: P.bounded(m, S.reach_intervals(m, t, "min"),
+                                                                 S.reach_intervals(m, t, "max")))
+            else:
+                self._solved[key] = P.reach(self.mdp, target)
+        return self._solved[key]
+
+    def expected(self, measure: str) -> Extremes:
+        """The expected total of `measure` until a terminal state, over policies."""
+        key = ("expected", measure)
+        if key not in self._solved:
+            if self.large:
+                m = self.sparse
+                reward = self.row_reward(measure)
+                self._solved[key] = _converged(lambda: P.bounded(m, S.expected_intervals(m, reward, "min"),
+                                                                 S.expected_intervals(m, reward, "max")))
+            else:
+                self._solved[key] = P.expected_total(self.mdp, self.edge_reward(measure))
+        return self._solved[key]
+
+    def edge_rewards(self, measure: str) -> np.ndarray:
+        """Per explored edge, its integer value of `measure` (those outside the model: 0); a
+        negative one on an edge of the model is refused."""
+        m = self.sparse
+        weight = self.rewards(measure)
+        out = np.zeros(len(self.ex.e_dst), dtype=np.int64)
+        if weight is None:
+            out[m.edge] = 1
+        elif callable(weight):
+            src = m.edge_src
+            out[m.edge] = np.fromiter((int(weight(int(src[i]), int(e))) for i, e in enumerate(ticking(m.edge))),
+                                      dtype=np.int64, count=len(m.edge))
+        else:
+            out[m.edge] = np.asarray(weight, dtype=np.int64)[m.edge]
+        negative = np.flatnonzero(out[m.edge] < 0)
+        if len(negative):
+            raise NotAnalysable(f"measure {measure} has a negative term on an explored transition "
+                                f"({int(out[m.edge][negative[0]])}): an expected total needs terms of 0 or more")
+        return out
+
+    def row_reward(self, measure: str) -> np.ndarray:
+        """Per row of the sparse model, its expected value of `measure` for one step."""
+        m = self.sparse
+        per_edge = self.edge_rewards(measure)[m.edge].astype(np.float64)
+        out: np.ndarray = np.bincount(m.edge_row, weights=m.prob * per_edge, minlength=m.rows)
+        return out
 
     # -- properties
     def result(self, p: PropertyDecl) -> PropertyResult:
@@ -206,13 +374,13 @@ class Chances:
         chance = present(p.chance)
         if p.kind == "probability":
             target = self.target(p.name)
-            e = P.reach(self.mdp, target)
+            e = self.reach(target)
             what = "the probability of reaching it"
         else:
             measure = present(chance.measure)
-            e = P.expected_total(self.mdp, self.edge_reward(measure))
+            e = self.expected(measure)
             what = f"the expected {measure} until a terminal state"
-            target = self.mdp.terminal
+            target = self.terminal
         at_least = chance.sense == "at_least"
         worst = e.min if at_least else e.max
         interval = e.interval("min" if at_least else "max")
@@ -229,17 +397,16 @@ class Chances:
             if worst is None:
                 r.message += " (no policy reaches a terminal state with probability 1)"
             return r
-        policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
         r.message += (f": a policy makes it {number(worst)}, "
                       f"{'less than' if at_least else 'more than'} {number(chance.bound, '')}")
         if worst is None:
             r.message += " (a policy does not reach a terminal state with probability 1)"
         goal = self._trace_goal(p.kind, at_least, target, worst is None)
-        r.trace, r.policy = self.witness(policy, start, goal)
+        r.trace, r.policy = self.witness(e, "min" if at_least else "max", goal)
         return r
 
     def _judge_interval(self, p: PropertyDecl, e: Extremes, what: str, interval: tuple[float, float],
-                        at_least: bool, target: list[bool]) -> PropertyResult:
+                        at_least: bool, target: Flags) -> PropertyResult:
         """A bound judged on an iterated interval: decided only when the whole interval lies
         on one side of it (compared exactly: a float is a fraction), else `unknown`."""
         bound = present(p.chance).bound
@@ -259,20 +426,20 @@ class Chances:
             r.message += (f": a policy makes it {'at most' if at_least else 'at least'} "
                           f"{interval[1] if at_least else interval[0]:.15g}, "
                           f"{'less than' if at_least else 'more than'} {number(bound, '')}")
-            policy, start = (e.min_policy, e.min_start) if at_least else (e.max_policy, e.max_start)
-            r.trace, r.policy = self.witness(policy, start, self._trace_goal(p.kind, at_least, target, False))
+            r.trace, r.policy = self.witness(e, "min" if at_least else "max",
+                                             self._trace_goal(p.kind, at_least, target, False))
         return r
 
-    def _trace_goal(self, kind: str, at_least: bool, target: list[bool], infinite: bool) -> Callable[[int], bool]:
+    def _trace_goal(self, kind: str, at_least: bool, target: Flags, infinite: bool) -> Callable[[int], bool]:
         """Where the witness trace goes: to a state that shows the bound failing."""
-        mdp = self.mdp
+        terminal, stuck = self.terminal, self.stuck
         if kind == "probability" and at_least:       # a run that ends without reaching the target
-            return lambda s: not target[s] and not mdp.choices[s]
+            return lambda s: not target[s] and stuck(s)
         if kind == "probability":
-            return lambda s: target[s]
+            return lambda s: bool(target[s])
         if infinite:                                   # a run that ends in a deadlock, if any
-            return lambda s: not mdp.terminal[s] and not mdp.choices[s]
-        return lambda s: mdp.terminal[s]
+            return lambda s: not terminal[s] and stuck(s)
+        return lambda s: bool(terminal[s])
 
     def edge_reward(self, measure: str) -> Callable[[int], Fraction]:
         """Each edge's value of a measure, as a Fraction; a negative one is refused."""
@@ -289,11 +456,45 @@ class Chances:
             return Fraction(value)
         return reward
 
-    def witness(self, policy: dict[int, int], start: int, goal: Callable[[int], bool]) -> tuple[Trace | None, list[dict[str, Any]]]:
-        """A shortest run under `policy` from `start` to a `goal` state (None if it never gets
-        there), and the policy's decision in each state that run visits (or in the first
-        POLICY_SHOWN states the policy reaches, when there is no such run)."""
+    def _policy(self, e: Extremes, which: str) -> tuple[Callable[[int], list[tuple[int, int]] | None],
+                                                        Callable[[int], Decision], int]:
+        """A side's policy as `step(s)` (its outcomes: (successor, explored edge), None where
+        it decides nothing) and `decision(s)`, and the state it starts from."""
+        rows = e.min_rows if which == "min" else e.max_rows
+        start = e.min_start if which == "min" else e.max_start
+        m = e.model
+        if rows is not None and m is not None and not e.min_policy and not e.max_policy:
+            def step_rows(s: int) -> list[tuple[int, int]] | None:
+                r = int(rows[s])
+                if r < 0:
+                    return None
+                lo, hi = int(m.edge_start[r]), int(m.edge_start[r + 1])
+                return [(int(t), int(x)) for t, x in zip(m.dst[lo:hi], m.edge[lo:hi])]
+
+            def label_rows(s: int) -> Decision:
+                d = m.labels[int(m.row_label[int(rows[s])])]
+                assert isinstance(d, Decision)
+                return d
+            return step_rows, label_rows, start
+        policy = e.min_policy if which == "min" else e.max_policy
         mdp = self.mdp
+
+        def step(s: int) -> list[tuple[int, int]] | None:
+            if s not in policy or not mdp.choices[s]:
+                return None
+            return [(t, x) for t, _, x in mdp.choices[s][policy[s]].outcomes]
+
+        def label(s: int) -> Decision:
+            d = mdp.choices[s][policy[s]].label
+            assert isinstance(d, Decision)
+            return d
+        return step, label, start
+
+    def witness(self, e: Extremes, which: str, goal: Callable[[int], bool]) -> tuple[Trace | None, list[dict[str, Any]]]:
+        """A shortest run under the policy of side `which` from its start to a `goal` state
+        (None if it never gets there), and the policy's decision in each state that run visits
+        (or in the first POLICY_SHOWN states the policy reaches, when there is no such run)."""
+        step, label, start = self._policy(e, which)
         came: dict[int, tuple[int, int] | None] = {start: None}
         order = [start]
         found = start if goal(start) else None
@@ -303,17 +504,18 @@ class Chances:
             i += 1
             if not i % EVERY:
                 tick()
-            if s not in policy or not mdp.choices[s]:
-                continue
-            for t, _, e in mdp.choices[s][policy[s]].outcomes:
+            for t, x in step(s) or []:
                 if t not in came:
-                    came[t] = (s, e)
+                    came[t] = (s, x)
                     order.append(t)
                     if goal(t):
                         found = t
                         break
+
+        def decision(s: int) -> dict[str, Any]:
+            return {"state": self.m.state_dict(self.ex.states[s]), **label(s).to_json()}
         if found is None:
-            return None, [self._decision(s, policy) for s in order[:POLICY_SHOWN] if s in policy and mdp.choices[s]]
+            return None, [decision(s) for s in order[:POLICY_SHOWN] if step(s) is not None]
         edges: list[int] = []
         visited = [found]
         at = came[found]
@@ -323,13 +525,7 @@ class Chances:
             at = came[at[0]]
         edges.reverse()
         visited.reverse()
-        decisions = [self._decision(s, policy) for s in visited if s in policy and mdp.choices[s]]
-        return run_trace(self.ex, start, edges), decisions
-
-    def _decision(self, s: int, policy: dict[int, int]) -> dict[str, Any]:
-        label = self.mdp.choices[s][policy[s]].label
-        assert isinstance(label, Decision)
-        return {"state": self.m.state_dict(self.ex.states[s]), **label.to_json()}
+        return run_trace(self.ex, start, edges), [decision(s) for s in visited if step(s) is not None]
 
     # -- the outcome table
     def table(self) -> dict[str, Any]:
@@ -343,37 +539,49 @@ class Chances:
         except EVAL_ERRORS as exc:
             return {"message": f"not computed: {exc}"}
 
-    def ends(self) -> dict[str, list[bool]]:
+    def ends(self) -> dict[str, Flags]:
         """The states each terminal label value ends in (or `terminal`, for a predicate)."""
-        mdp, states = self.mdp, self.ex.states
+        terminal, states = self.terminal, self.ex.states
         if self.m.label is None:
-            return {"terminal": list(mdp.terminal)}
+            return {"terminal": terminal}
         label = self.m.label
-        return {str(value): [mdp.terminal[s] and label(states[s]) == value for s in ticking(range(mdp.n))]
+        if self.large and hasattr(self.ex, "end_labels"):       # the vector engine: over arrays
+            ends: dict[str, Flags] = self.ex.end_labels(present(self.m.spec.terminal).values)
+            return ends
+        if self.large:
+            return {str(value): np.fromiter((bool(terminal[s]) and label(states[s]) == value
+                                             for s in ticking(range(self.n))), dtype=bool, count=self.n)
+                    for value in present(self.m.spec.terminal).values}
+        return {str(value): [terminal[s] and label(states[s]) == value for s in ticking(range(self.n))]
                 for value in present(self.m.spec.terminal).values}
 
-    def deadlocks(self) -> list[bool]:
+    def deadlocks(self) -> Flags:
+        if self.large:
+            return ~self.sparse.terminal & ~self.sparse.has_rows
         return [not self.mdp.terminal[s] and not self.mdp.choices[s] for s in range(self.mdp.n)]
 
-    def target(self, name: str) -> list[bool]:
+    def target(self, name: str) -> Flags:
         """The states where a `probability` property's `reach` predicate holds."""
+        vm = getattr(self.ex, "vm", None)
+        if hasattr(self.ex, "chance_states") and vm is not None and name in vm.chances:   # the vector engine
+            found: np.ndarray = self.ex.chance_states(name)
+            return found
         fn = self.m.chances[name]
-        return [bool(fn(self.ex.states[s])) for s in ticking(range(len(self.ex.states)))]
+        return np.fromiter((bool(fn(self.ex.states[s])) for s in ticking(range(self.n))), dtype=bool, count=self.n)
 
     def measures(self) -> list[str]:
         return ["transitions", *self.m.measures]
 
     def _table(self) -> dict[str, Any]:
-        mdp = self.mdp
-        deadlock = self.deadlocks()
-        out: dict[str, Any] = {"ends": {k: value_json(P.reach(mdp, t)) for k, t in self.ends().items()}}
-        out["ends"]["deadlock"] = value_json(P.reach(mdp, deadlock))
-        ended = P.reach(mdp, [mdp.terminal[s] or deadlock[s] for s in range(mdp.n)])
+        deadlock = np.asarray(self.deadlocks(), dtype=bool)
+        out: dict[str, Any] = {"ends": {k: value_json(self.reach(t)) for k, t in self.ends().items()}}
+        out["ends"]["deadlock"] = value_json(self.reach(deadlock))
+        ended = self.reach(np.asarray(self.terminal, dtype=bool) | deadlock)
         out["ends"]["never_terminating"] = value_json(complement(ended))
         out["expected"] = {}
         for name in self.measures():
             try:
-                out["expected"][name] = value_json(P.expected_total(mdp, self.edge_reward(name)))
+                out["expected"][name] = value_json(self.expected(name))
             except (P.TooLarge, NotAnalysable) as exc:     # one row: the probabilities above stand
                 out["expected"][name] = {"message": f"not computed: {exc}"}
         return out

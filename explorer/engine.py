@@ -114,6 +114,10 @@ class _Recomputed:
 # A per-state or per-edge column: array("q"/"i") or bytearray on this engine, a numpy array on the
 # vector engine (explorer/vengine.py). Both are read alike (len, indexing, slices), so it is Any.
 Column: TypeAlias = Any
+# The vector engine's per-edge column (in `weights`) of a spec with probabilities: each edge's action
+# and choice combination as one index (combinations numbered action after action), which its
+# e_action/e_combo would recompute edge by edge (explorer/chances.py builds the MDP from it)
+CHOICE_KEY = "\0choice"
 
 
 @dataclass

@@ -19,15 +19,20 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from haltproof import guard as runtime
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import shown_path
+from haltproof.properties import probability as P
+from haltproof.properties import sparse as S
 from haltproof.properties.kinds import VIOLATED
 
 from .options import Options
 from .results import RunResult
 from .check import check_machine, stop_reason
 from .engine import Exploration, explore
+from .chances import NotAnalysable, build_mdp
 from haltproof.machine import usercode
 
 
@@ -89,6 +94,9 @@ def guard_table(m: Machine, run: RunResult, ex: Exploration, version: str) -> di
         "certain": {str(i): v for i, v in enumerate(certain) if v},
         "open": _obligations(m, ex),
     }
+    risk = _risk(m, ex, rows, bad_states)
+    if risk is not None:
+        table["risk"] = risk
     table["checksum"] = runtime.table_checksum(table)
     return table
 
@@ -279,6 +287,50 @@ def _most(rows: list[list[list[Any]]], terminal: list[bool], k: int) -> list[int
                 most[p] = None if any(v is None for v in lengths) else max(v for v in lengths if v is not None)
                 queue.append(p)
     return most
+
+
+def _risk(m: Machine, ex: Exploration, rows: list[list[list[Any]]],
+          bad_states: dict[int, list[int]]) -> dict[str, Any] | None:
+    """The risk shield's table of a spec with `probabilities:`: per transition its probability
+    (the product of its weighted choices' weights), and per state the worst probability, over
+    every policy of the unweighted choices, that a run from there breaks some safety property.
+    The explored graph read as an MDP (explorer/chances.py), every transition breaking a property
+    sent to one extra target state; exact fractions, or where the exact solver gives up the upper
+    end of the interval (a risk is never understated). None: no weights, no risk table; a graph
+    that is no MDP (explorer/chances.py says why) keeps only the reason."""
+    if not m.spec.probabilities:
+        return None
+    try:
+        mdp = build_mdp(ex, m)
+    except NotAnalysable as exc:        # the rest of the guard stands; only a risk bound is refused
+        return {"unavailable": str(exc)}
+    n = len(ex.states)
+    where: dict[int, tuple[int, int]] = {}
+    for i in range(min(n, ex.expanded)):
+        for k, e in enumerate(ex.edges_of(i)):
+            where[int(e)] = (i, k)
+    bad = n                 # the one target: every transition that breaks a property leads here
+
+    def broken(e: int) -> bool:
+        i, k = where[e]
+        return bool(rows[i][k][4]) or rows[i][k][2] in bad_states
+    choices = [[P.Choice(c.label, [(bad if broken(e) else t, p, e) for t, p, e in c.outcomes]) for c in row]
+               for row in mdp.choices]
+    augmented = P.MDP(choices + [[]], mdp.terminal + [True], mdp.initial)
+    target = [i in bad_states for i in range(n)] + [True]
+    try:
+        values, _ = P.reach_values(augmented, target, "max")
+        worst = [str(values.get(i, 0)) for i in range(n)]
+    except P.TooLarge:
+        high = S.reach_intervals(P.from_mdp(augmented), np.array(target, dtype=bool), "max").hi
+        worst = [repr(float(high[i])) for i in range(n)]
+    chance = {e: p for row in mdp.choices for c in row for _, p, e in c.outcomes}
+    weighted: dict[str, list[str]] = {}
+    for w in m.spec.probabilities:
+        weighted.setdefault(w.action, []).append(w.choice)
+    return {"weighted": weighted, "worst": worst,
+            "p": [[str(chance.get(int(e), 0)) for e in (ex.edges_of(i) if i < ex.expanded else ())]
+                  for i in range(n)]}
 
 
 def _end_labels(m: Machine, ex: Exploration) -> dict[str, Any]:

@@ -14,7 +14,8 @@ haltproof keeps everything a replay needs:
 
 - each state's `#meta` holds `index`, and for every state after the first the `action`
   that reached it, its `choices` (plain JSON, as in the JSON report) and the decide
-  `rule` that fired (null when the action has no decide stage);
+  `rule` that fired (null when the action has no decide stage), and for a sub-agent's step
+  (a spec's `agents:`) its `depth` under the step that called it;
 - the trace's `#meta` holds `format`, `format-description`, `source` (the spec file),
   `machine`, `params` (a name -> value object: haltproof's params are values, not the
   names ITF's top-level `params` field lists), `kind` (`path` | `lasso`) and
@@ -151,6 +152,8 @@ def trace_to_itf(trace_json: dict[str, Any], spec_info: dict[str, Any] | None = 
         if n > 0:
             smeta.update(action=st.get("action"), choices=dict(st.get("choices") or {}),
                          rule=st.get("rule"))
+            if st.get("depth"):
+                smeta["depth"] = st["depth"]
         state: dict[str, Any] = {"#meta": smeta}
         for k in names:
             if k in st["state"]:
@@ -221,6 +224,11 @@ def itf_to_trace(itf: dict[str, Any]) -> dict[str, Any]:
             rule = step["rule"] = smeta["rule"]
             if rule is not None and not isinstance(rule, str):
                 raise ITFError(f"state {n}: '#meta.rule' must be a string or null")
+        depth = smeta.get("depth")
+        if depth is not None:
+            if type(depth) is not int or depth < 1:
+                raise ITFError(f"state {n}: '#meta.depth' must be an integer of 1 or more")
+            step["depth"] = depth
         steps.append(step)
     loop = itf.get("loop", meta.get("loop_start"))
     if loop is not None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from haltproof.machine.compiled import EVAL_ERRORS, EvalError, Machine, spec_where
+from haltproof.machine.compose import running_call
 from haltproof.machine.spec import PropertyDecl, Spec, present
 from haltproof.machine.text import counted
 from haltproof.machine.usercode import OutOfTime
@@ -448,8 +449,10 @@ def _termination_violation(ex: Exploration, g: Graph, name: str, kind: Kind,
     """A deadlock, else a cycle among non-terminal states (with `fairness`: a fair one only)."""
     g.compute()
     if g.deadlock is not None:
+        call = running_call(ex.machine.spec, ex.machine.state_dict(ex.states[g.deadlock]))
+        inside = f", inside {call}: that call never returns" if call else ""
         return PropertyResult(name, kind, VIOLATED, "deadlock: a non-terminal state with no "
-                                                    "enabled action", path_trace(ex, g.deadlock))
+                                                    f"enabled action{inside}", path_trace(ex, g.deadlock))
     lasso = g.lasso
     if lasso is not None and fairness:
         fair = L.fair_lasso(g.plain, np.ones(len(ex.states), dtype=bool), fairness)

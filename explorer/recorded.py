@@ -5,7 +5,9 @@ graph of one param combination, so a recording is judged exactly as a live run w
 conforms, violates a safety property at step i, leaves the model at step i (an action, choice
 or state the model does not have there), or stops at step i outside a terminal state.
 Formats (docs/how-to/traces.md): JSONL, one run per line or one event per line, and OpenTelemetry
-trace exports (OTLP JSON) whose spans carry the events.
+trace exports (OTLP JSON) whose spans carry the events: spans with haltproof's own attributes, or
+plain GenAI semantic-convention spans (`chat`, `execute_tool`, ...) named events by a span map
+(`SpanRule`s, `--map FILE`).
 """
 
 from __future__ import annotations
@@ -53,25 +55,41 @@ class Outcome:
 
 # ------------------------------------------------------------------------------ reading
 
-def read_runs(path: str | Path) -> list[Recorded]:
-    """The runs of a JSONL file or an OpenTelemetry export (OTLP JSON)."""
+def read_runs(path: str | Path, rules: list[SpanRule] | None = None) -> list[Recorded]:
+    """The runs of a JSONL file or an OpenTelemetry export (OTLP JSON); `rules` name the events
+    among plain GenAI spans."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordingError(f"{path}: cannot read the runs: {exc}") from None
     stripped = text.lstrip()
+    runs: list[Recorded] | None = None
     if stripped.startswith("{") and '"resourceSpans"' in text[:4096]:
         try:
             doc = json.loads(text)
         except ValueError:
             doc = None
         if isinstance(doc, dict) and "resourceSpans" in doc:
-            return otlp_runs([doc], str(path))
-    return _jsonl_runs(text, str(path))
+            runs = otlp_runs([doc], str(path), rules)
+    if runs is None:
+        runs = _jsonl_runs(text, str(path), rules)
+    if not runs:
+        raise RecordingError(_no_runs(path, text, rules))
+    return runs
 
 
-def _jsonl_runs(text: str, name: str) -> list[Recorded]:
+def _no_runs(path: Path, text: str, rules: list[SpanRule] | None) -> str:
+    """Why a recording gives no run: nothing to check is never reported as every run conforming."""
+    if '"resourceSpans"' not in text:
+        return f"{path}: no runs recorded"
+    if rules is None:
+        return (f"{path}: no span carries {ACTION_ATTR}: plain GenAI spans are read through a span map "
+                "(--map FILE, docs/how-to/traces.md)")
+    return f"{path}: no span carries {ACTION_ATTR} or matches a rule of the span map"
+
+
+def _jsonl_runs(text: str, name: str, rules: list[SpanRule] | None = None) -> list[Recorded]:
     runs: dict[str, Recorded] = {}
     otlp: list[dict[str, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -103,7 +121,7 @@ def _jsonl_runs(text: str, name: str) -> list[Recorded]:
         else:
             rec.events.append(_event(item, where))
     if otlp:
-        return list(runs.values()) + otlp_runs(otlp, name)
+        return list(runs.values()) + otlp_runs(otlp, name, rules)
     return list(runs.values())
 
 
@@ -129,34 +147,88 @@ def _event(e: Any, where: str) -> dict[str, Any]:
 ACTION_ATTR = "haltproof.action"
 CHOICE_PREFIX = "haltproof.choice."
 RUN_ATTR = "haltproof.run"
+CONVERSATION_ATTR = "gen_ai.conversation.id"      # the GenAI conventions' run id, where a span has it
+ERROR = "error"             # a span map's pseudo-attribute: the span failed (status ERROR or error.type set)
+STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
 
-def otlp_runs(docs: list[dict[str, Any]], name: str) -> list[Recorded]:
-    """The runs of OTLP JSON export requests: one run per trace, its events the spans that
-    carry `haltproof.action` (with `haltproof.choice.NAME` attributes), in start-time order.
-    Spans following the GenAI conventions get them from a mapping (`gen_ai_event`)."""
+@dataclass(frozen=True)
+class SpanRule:
+    """One rule of a span map: a span whose attributes have these values is this event."""
+
+    when: dict[str, Any]
+    action: str
+    choices: dict[str, Any]
+    where: str
+
+    def matches(self, attrs: dict[str, Any]) -> bool:
+        return all(attrs.get(k) == v for k, v in self.when.items())
+
+
+def read_span_map(path: str | Path) -> list[SpanRule]:
+    """A span map (JSON or YAML): a list of rules `{when: {ATTRIBUTE: VALUE, ...}, action: A,
+    choices: {NAME: VALUE}}`, tried in order; a span no rule matches is not an event."""
+    import yaml
+    name = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordingError(f"{name}: cannot read the span map: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise RecordingError(f"{name}: the span map is not YAML or JSON: {exc}") from None
+    if not isinstance(data, list) or not data:
+        raise RecordingError(f"{name}: a span map is a list of rules ({{when: {{...}}, action: A, choices: {{...}}}})")
+    return [_span_rule(r, f"{name}: rule {k}") for k, r in enumerate(data, 1)]
+
+
+def _span_rule(r: Any, where: str) -> SpanRule:
+    if not isinstance(r, dict) or not isinstance(r.get("action"), str):
+        raise RecordingError(f"{where}: a rule is a mapping with an action (and when, choices)")
+    unknown = sorted(set(r) - {"when", "action", "choices"})
+    if unknown:
+        raise RecordingError(f"{where}: unknown key {unknown[0]!r} (a rule has when, action, choices)")
+    when, choices = r.get("when", {}), r.get("choices", {})
+    if not isinstance(when, dict) or not when:
+        raise RecordingError(f"{where}: when is a mapping of span attributes to their values")
+    if not isinstance(choices, dict):
+        raise RecordingError(f"{where}: choices is a mapping (choice name: value)")
+    return SpanRule({str(k): v for k, v in when.items()}, r["action"], dict(choices), where)
+
+
+def otlp_runs(docs: list[dict[str, Any]], name: str, rules: list[SpanRule] | None = None) -> list[Recorded]:
+    """The runs of OTLP JSON export requests: one run per trace, its events in start-time order:
+    the spans that carry `haltproof.action` (with `haltproof.choice.NAME` attributes), and the
+    spans the first matching rule of `rules` names (plain GenAI spans)."""
     spans: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
     for d in docs:
         for rs in d.get("resourceSpans", []):
             for ss in rs.get("scopeSpans", []):
                 for sp in ss.get("spans", []):
                     attrs = {a["key"]: _any_value(a.get("value", {})) for a in sp.get("attributes", [])}
+                    attrs[ERROR] = sp.get("status", {}).get("code") in STATUS_ERROR or "error.type" in attrs
                     trace = str(sp.get("traceId", ""))
                     spans.setdefault(trace, []).append((int(sp.get("startTimeUnixNano", 0)), sp.get("name", ""), attrs))
     out: list[Recorded] = []
     for trace, items in spans.items():
         items.sort(key=lambda t: t[0])
-        run_id = next((str(a[RUN_ATTR]) for _, _, a in items if RUN_ATTR in a), trace)
+        run_id = next((str(a[k]) for k in (RUN_ATTR, CONVERSATION_ATTR) for _, _, a in items if k in a), trace)
         rec = Recorded(run_id, f"{name} (trace {trace})", None)
         for _, span_name, attrs in items:
-            if ACTION_ATTR not in attrs:
-                continue
-            choices = {k[len(CHOICE_PREFIX):]: v for k, v in attrs.items() if k.startswith(CHOICE_PREFIX)}
-            rec.events.append({"action": str(attrs[ACTION_ATTR]), "choices": choices, "state": None,
-                               "where": f"{name} (trace {trace}, span {span_name})"})
+            event = _span_event(attrs, rules or [])
+            if event is not None:
+                rec.events.append({**event, "state": None, "where": f"{name} (trace {trace}, span {span_name})"})
         if rec.events:
             out.append(rec)
     return out
+
+
+def _span_event(attrs: dict[str, Any], rules: list[SpanRule]) -> dict[str, Any] | None:
+    """The event a span records: its haltproof attributes, else the first rule it matches."""
+    if ACTION_ATTR in attrs:
+        return {"action": str(attrs[ACTION_ATTR]),
+                "choices": {k[len(CHOICE_PREFIX):]: v for k, v in attrs.items() if k.startswith(CHOICE_PREFIX)}}
+    rule = next((r for r in rules if r.matches(attrs)), None)
+    return None if rule is None else {"action": rule.action, "choices": dict(rule.choices)}
 
 
 def _any_value(v: dict[str, Any]) -> Any:

@@ -10,7 +10,7 @@ from .engine import Exploration, State, StepTaken
 def _step(ex: Exploration, state: State, action: int, combo: int, rule: str | None) -> Step:
     m = ex.machine
     act = m.actions[action]
-    return Step(m.state_dict(state), act.name, dict(act.labels[combo]), rule)
+    return Step(m.state_dict(state), act.name, dict(act.labels[combo]), rule, m.spec.depths.get(act.name, 0))
 
 
 def path_to(ex: Exploration, i: int) -> list[Step]:

@@ -34,7 +34,7 @@ from haltproof.properties import liveness, termination
 from haltproof.properties.exploration import RuleFacts
 from haltproof.properties.kinds import Subject
 
-from .engine import Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
+from .engine import CHOICE_KEY, Exploration, Finding, ProgressFn, StepFinder, action_subject, action_text, failure
 from .memory import address_space_left, available_memory, current_rss, memory_headroom, rough_size
 
 # independence: per check of a level, (states, slots, groups, outcomes, steps or None), row for row
@@ -108,6 +108,23 @@ class VExploration(Exploration):
         """The property's array expression over every state, decoded once."""
         arrays = self.vm.decode(self.codes.astype(np.int64))
         return _full(self.vm.obligations[name](arrays), len(self.codes), bool)
+
+    def chance_states(self, name: str) -> np.ndarray:
+        """Where a `probability` property's reach predicate holds, over every state at once."""
+        arrays = self.vm.decode(self.codes.astype(np.int64))
+        return _full(self.vm.chances[name](arrays), len(self.codes), bool)
+
+    def end_labels(self, values: Sequence[Any]) -> dict[str, np.ndarray]:
+        """Per terminal label value, the terminal states that end with it, over every state at once."""
+        vm, n = self.vm, len(self.codes)
+        term = np.asarray(self.terminal[:n], dtype=bool)
+        assert vm.label is not None, "a terminal label"
+        raw = _full(vm.label(vm.decode(self.codes.astype(np.int64))), n)
+        out = {}
+        for value in values:
+            hits = [lab for lab in np.unique(raw[term]) if _label_value(vm, vm.machine.spec, lab) == value]
+            out[str(value)] = term & np.isin(raw, hits)
+        return out
 
     def topological_order(self) -> Sequence[int] | None:
         """The BFS levels of a forward graph, else sources peeled off level by level."""
@@ -270,6 +287,8 @@ class _VSweep:
         self.shadowed_by: dict[int, dict[int, set[int]]] = {}
         self.choice_sig: dict[int, dict[int, list[Any]]] = {}
         self.weights: dict[str, list[np.ndarray]] = {n: [] for n in vm.edge_weights}
+        if vm.machine.spec.probabilities:
+            self.weights[CHOICE_KEY] = []
         # the visited set: a dense index over the whole product space while it is small enough
         # (one gather per lookup), a compact hash index of the visited codes beyond
         self.index_of = None if vm.space > DENSE_LIMIT else _dense_index(vm.space)
@@ -1172,6 +1191,10 @@ def _transition_checks(vm: VMachine, ex: VExploration, blocks: list[_Block], ran
                     found(name, r, f"the variant goes from {b0} to {a0}: it must strictly increase" if a0 <= b0
                           else f"the variant reaches {max(b0, a0)}, above its bound {bound}")
         for name in weights:
+            if name == CHOICE_KEY:          # noted only where the edges are kept (nothing reads it else)
+                if ranks is not None:
+                    level_weights[name][ranks[bi]] = sum(len(a.labels) for a in vm.machine.actions[:ai]) + ci
+                continue
             assert ranks is not None, "weighted measures keep every edge"
             level_weights[name][ranks[bi]] = _full(vm.edge_weights[name][ai](B, A, rule, *cargs), size, np.int64)
     spec_order = list(step_props)

@@ -19,6 +19,8 @@ The haltproof package imports this module (api.py), so every entry point knows t
 
 from haltproof.machine.declarations import register_declaration
 
+register_declaration("adk", "haltproof.frameworks.adk:declaration")
+register_declaration("crewai", "haltproof.frameworks.crewai:declaration")
 register_declaration("langgraph", "haltproof.frameworks.langgraph:declaration")
 register_declaration("openai_agents", "haltproof.frameworks.openai_agents:declaration")
 register_declaration("pydantic_ai", "haltproof.frameworks.pydantic_ai:declaration")

@@ -96,6 +96,24 @@ def fail(file: str, line: int, message: str, text: object = None) -> SpecError:
     return Located(file, line).error(message, text)
 
 
+def outcome_labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
+    """The labels `declared[name]` maps to outcomes (a model's answers, a tool's outcomes): a
+    non-empty mapping whose every label is a plain identifier, else a problem at its line."""
+    line = declared.line_of(name)
+    labels = declared[name]
+    if not isinstance(labels, YMap) or not labels:
+        raise fail(file, line, f"{key}: {name} needs a mapping of outcome labels to outcomes")
+    for label in labels:
+        if not str(label).isidentifier():
+            raise fail(file, labels.line_of(label), f"an outcome label of {name} must be a plain identifier", label)
+    return labels
+
+
+def quoted(text: str) -> str:
+    """An agent's name as a string literal of the expression language (names have no quote)."""
+    return "'" + text + "'"
+
+
 def plain(value: Any) -> Any:
     """A value read from YAML as plain Python data (what a framework's state and messages take)."""
     if isinstance(value, dict):

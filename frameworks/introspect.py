@@ -157,6 +157,11 @@ def register_shape(framework: str, module: str) -> None:
     _SHAPES[framework] = module
 
 
+def shaped_frameworks() -> tuple[str, ...]:
+    """The frameworks whose objects `init` and `lint` read (the folder names of examples/frameworks/)."""
+    return tuple(_SHAPES)
+
+
 register_shape("langgraph", "haltproof.frameworks.langgraph_shape")
 register_shape("openai_agents", "haltproof.frameworks.openai_agents_shape")
 register_shape("pydantic_ai", "haltproof.frameworks.pydantic_ai_shape")

@@ -29,6 +29,12 @@ its declared answers; a declared tool outcome (`TOOL_returns`) replaces the tool
 inside the SDK's invoker, for haltproof's runs only (`scripted_tool`, read through the
 `RUNNING` context variable each run's task carries), so the SDK's failure handling
 (failure_error_function) still decides what an exception does.
+
+Agents used as tools (`Agent.as_tool`, docs/how-to/trees-frameworks.md): the SDK gives the
+nested `Runner.run` the parent's RunConfig, so the scripted model answers its calls too, one
+per transition; the RunConfig's `call_model_input_filter` names the agent calling, `DEPTH`
+tells a nested call from the top run's, and `scripted_tool` counts the nested runs' tools and
+limit errors and gives an agent tool the `max_turns` a param `max_turns_TOOL` sets.
 """
 
 from __future__ import annotations
@@ -48,8 +54,8 @@ from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail, give,
-                          guard_of, import_target, keep_user_lines, lined, mapping, node, plain, require_version,
-                          run_object, scripted_outcome, skipped_writes, with_user_properties)
+                          guard_of, import_target, keep_user_lines, lined, mapping, node, outcome_labels, plain,
+                          quoted, require_version, run_object, scripted_outcome, skipped_writes, with_user_properties)
 from .paused import ModelCalls, PausedRun
 
 READS = ("agent", "turns", "tool_runs", "handoffs", "status", "output")
@@ -135,11 +141,26 @@ class Channel:
     runs: dict[str, int] = field(default_factory=dict)     # per tool name: its executions begun
     tools: dict[str, Any] = field(default_factory=dict)    # a declaration's tool outcomes for this turn
     chosen: dict[str, Any] = field(default_factory=dict)   # the choices of the turn running (a declaration's)
+    depth: int = 0                  # how deep in agents-as-tools the pending model call is (0: the top run)
+    calls_of: dict[str, int] = field(default_factory=dict)     # per agent: its model calls answered, in all runs
+    nested_calls: int = 0           # model calls answered inside agents used as tools
+    child_limits: int = 0           # nested runs (agents used as tools) that raised MaxTurnsExceeded
+    nested_turns: dict[str, int] = field(default_factory=dict)  # agent tool -> its nested run's max_turns
 
     @property
     def turns(self) -> int:
-        """Model calls answered so far."""
+        """Model calls of the run `Runner.run` started (what its max_turns counts) answered so far."""
+        return self.model.calls - self.nested_calls
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls answered so far, in the top run and every nested one."""
         return self.model.calls
+
+    def answered(self) -> None:
+        """The pending model call is being answered: count it for its agent and its run."""
+        self.calls_of[self.agent] = self.calls_of.get(self.agent, 0) + 1
+        self.nested_calls += self.depth > 0
 
     @property
     def call(self) -> Any:
@@ -182,6 +203,15 @@ def hooks_for(channel: Channel) -> Any:
     return Seen()
 
 
+def calling(channel: Channel) -> Any:
+    """The RunConfig's `call_model_input_filter` (the SDK calls it right before each model call,
+    with the agent calling, in every nested run too): the pending call's agent, into the channel."""
+    def seen(data: Any) -> Any:
+        channel.agent = data.agent.name
+        return data.model_data
+    return seen
+
+
 def scripted_model(channel: Channel) -> Any:
     """The SDK's ScriptedModel whose every step awaits the answer a transition gives (the run,
     paused at its model call: frameworks/paused.py)."""
@@ -191,6 +221,7 @@ def scripted_model(channel: Channel) -> Any:
 
     async def answer(call: Any) -> list[Any]:
         model.enqueue(ModelStep.respond(answer))        # the next call is answered the same way
+        channel.depth = DEPTH.get()
         reply: list[Any] = await channel.model.model(call)
         return reply
     model.enqueue(ModelStep.respond(answer))
@@ -248,6 +279,11 @@ class AgentsAdapter(LiveAdapter):
         """A fresh context object for each run (the SDK's `context=`), or None."""
         return None
 
+    def nested_turns(self, params: dict[str, Any]) -> dict[str, int]:
+        """The `max_turns` each agent used as a tool gets in this run, by tool name: a param
+        `max_turns_TOOL`; a tool without one keeps what `as_tool(max_turns=...)` gave it."""
+        return {name[len(NESTED):]: value for name, value in params.items() if name.startswith(NESTED)}
+
     def run_context(self, params: dict[str, Any], channel: Channel) -> Any:
         """The context one run is given: `context(params)` (a declaration's also answers for `channel`)."""
         return self.context(params)
@@ -256,11 +292,12 @@ class AgentsAdapter(LiveAdapter):
         require_agents()
         from agents import RunConfig, Runner, set_tracing_disabled
         set_tracing_disabled(True)          # offline: no trace is exported anywhere
-        channel = Channel()
-        config = RunConfig(model=scripted_model(channel), tracing_disabled=True)
+        channel = Channel(nested_turns=self.nested_turns(params))
+        config = RunConfig(model=scripted_model(channel), tracing_disabled=True, call_model_input_filter=calling(channel))
         context = self.run_context(params, channel)
         options = {"context": context, "hooks": hooks_for(channel), "run_config": config, **self.run_options(params)}
         agent, given = self.agent(params), self.inputs(params)
+        instrument(agent)
 
         def ran(model: Any) -> Any:     # the SDK asks scripted_model, which awaits channel.model
             return streamed_run(Runner, agent, given, options) if self.streamed else Runner.run(agent, given, **options)
@@ -280,7 +317,8 @@ class AgentsAdapter(LiveAdapter):
             raise ValueError(f"action {action} answers a model call, but Runner.run has already "
                              f"{live.paused.ended()}: guard the action so that it is enabled only while the run "
                              "is running")
-        answer = render(self.scripted[name][choices[name]], channel.call, channel.agent, channel.turns + 1)
+        answer = render(self.scripted[name][choices[name]], channel.call, channel.agent, channel.model_calls + 1)
+        channel.answered()
         await live.paused.answer(answer)
         seen_the_end(live)
         return None
@@ -310,12 +348,15 @@ class AgentsAdapter(LiveAdapter):
 # ---------------------------------------------------------------- declaration files (docs/how-to/openai-agents.md)
 
 LIMIT = "max_turns"
+NESTED = "max_turns_"            # a param max_turns_TOOL: the max_turns of the agent used as tool TOOL
 DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "tools", "context"}
 LIMIT_ERROR = {"class": "agents.MaxTurnsExceeded", "match": r"Max turns \(\d+\) exceeded", "set": {"status": "limit"}}
 # a tool's exception the SDK does not turn into a message for the model (failure_error_function=None)
 TOOL_ERROR = {"class": "agents.UserError", "match": r"^Error running tool \w+: ", "set": {"status": "tool_error"}}
 SCRIPTED: weakref.WeakSet[Any] = weakref.WeakSet()     # tool invokers' code already made scriptable
 RUNNING: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("haltproof_agents_run", default=None)
+# how many agents-as-tools deep the code running is (0: the run Runner.run started)
+DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("haltproof_agents_depth", default=0)
 
 
 @dataclass
@@ -331,6 +372,8 @@ class AgentDeclaration:
     input: Any
     context: RunObject | None = None                     # `context:`: a hook, or the context's fields
     declared: dict[str, Choice] = field(default_factory=dict)   # choice name -> its lines (models, tools)
+    nested: dict[str, Any] = field(default_factory=dict)        # agent tool name -> the tool (Agent.as_tool)
+    swept: set[str] = field(default_factory=set)                # agent tools whose max_turns a param gives
 
     def choices(self, agent: str) -> list[Choice]:
         """The choices of agent `agent`'s turn: its model's answer, each declared tool's outcome and,
@@ -389,28 +432,91 @@ class DeclaredAgents(AgentsAdapter):
         return await super().step(live, action, {k: v for k, v in choices.items() if k in self.scripted})
 
     def abstract(self, live: AgentRun) -> dict[str, Any]:
-        return {**super().abstract(live), **{f"runs_{t}": live.channel.runs.get(t, 0) for t in self.d.counted}}
+        channel = live.channel
+        seen = {**super().abstract(live), **{f"runs_{t}": channel.runs.get(t, 0) for t in self.d.counted}}
+        if self.d.nested:
+            seen.update({"model_calls": channel.model_calls, "child_limits": channel.child_limits,
+                         **{f"turns_{slug(a)}": channel.calls_of.get(a, 0) for a in self.d.agents}})
+        return seen
 
 
 def scripted_tool(tool: Any) -> None:
-    """Let a run script what function tool `tool` does: its own code is replaced, for a run that
-    declares an outcome for it and only then, by returning or raising that outcome, inside the
-    SDK's invoker, so the SDK's own failure handling (failure_error_function) takes the
-    exception exactly as it takes the tool's. Done once per tool, in place: other runs, and the
-    app outside haltproof, call the tool's own code."""
+    """Make function tool `tool` seen by haltproof's runs, in place, once (its own code still runs
+    for other runs and for the app outside haltproof):
+
+    - a run that declares an outcome for it (`channel.tools`) gets that outcome instead of its
+      code, inside the SDK's invoker, so the SDK's own failure handling (failure_error_function)
+      takes a declared exception exactly as it takes the tool's;
+    - a call inside a nested run (an agent used as a tool, `Agent.as_tool`) is counted: the SDK
+      gives a nested run the tool's own `hooks` (none by default), not the parent run's;
+    - an agent used as a tool runs its nested `Runner.run` one level deeper (`DEPTH`), with the
+      `max_turns` the run's params give it (`channel.nested_turns`, else the one `as_tool` was
+      given), and a nested `MaxTurnsExceeded` is counted (`channel.child_limits`) as it leaves."""
     invoker = tool.on_invoke_tool
     impl = getattr(invoker, "_invoke_tool_impl", None)
     if impl is None or impl in SCRIPTED:
         return
+    limit = _cell(impl, "max_turns") if getattr(tool, "_is_agent_tool", False) else None
+    written = limit.cell_contents if limit is not None else None
 
     @functools.wraps(impl)
     async def scripted(ctx: Any, arguments: str) -> Any:
         channel = RUNNING.get()
-        if channel is None or tool.name not in channel.tools:
+        if limit is not None:       # set before every call: a swept value never outlives its run
+            limit.cell_contents = channel.nested_turns.get(tool.name, written) if channel is not None else written
+        if channel is None:
             return await impl(ctx, arguments)
-        return give(channel.tools[tool.name])
+        if DEPTH.get() > 0:
+            channel.tool_runs += 1
+            channel.runs[tool.name] = channel.runs.get(tool.name, 0) + 1
+        if tool.name in channel.tools:
+            return give(channel.tools[tool.name])
+        if limit is None:
+            return await impl(ctx, arguments)
+        from agents import MaxTurnsExceeded
+        token, caller = DEPTH.set(DEPTH.get() + 1), channel.agent
+        try:
+            return await impl(ctx, arguments)
+        except MaxTurnsExceeded:
+            channel.child_limits += 1
+            raise
+        finally:
+            DEPTH.reset(token)
+            channel.agent = caller      # the run is back with the agent that called the tool
+    scripted.written_max_turns = written    # type: ignore[attr-defined]  # what as_tool gave (the cell is swept)
     SCRIPTED.add(scripted)
     invoker._invoke_tool_impl = scripted
+
+
+def _cell(fn: Any, name: str) -> Any:
+    """The closure cell of `fn` holding its free variable `name` (None when it has none)."""
+    names = getattr(getattr(fn, "__code__", None), "co_freevars", ())
+    return fn.__closure__[names.index(name)] if name in names and fn.__closure__ else None
+
+
+def agent_tools(agent: Any) -> dict[str, Any]:
+    """The agent's tools that are agents (`Agent.as_tool`), by tool name."""
+    return {name: t for name, t in function_tools(agent).items() if getattr(t, "_agent_instance", None) is not None}
+
+
+def nested_limit(tool: Any) -> int:
+    """The `max_turns` an agent tool's nested run gets as the app wrote it: `as_tool(max_turns=...)`,
+    else the SDK's own default (its nested run never inherits the parent run's limit)."""
+    from agents.run import DEFAULT_MAX_TURNS
+    impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
+    if impl in SCRIPTED:            # its cell holds the last run's value: what as_tool gave is kept aside
+        value = getattr(impl, "written_max_turns", None)
+    else:
+        cell = _cell(impl, "max_turns")
+        value = cell.cell_contents if cell is not None else None
+    return DEFAULT_MAX_TURNS if value is None else int(value)
+
+
+def instrument(start: Any) -> None:
+    """Every function tool of every agent a run from `start` can reach, made seen (scripted_tool)."""
+    for agent in agents_of(start, "", 0, tools=True).values():
+        for tool in function_tools(agent).values():
+            scripted_tool(tool)
 
 
 def is_agent(obj: Any) -> bool:
@@ -418,8 +524,9 @@ def is_agent(obj: Any) -> bool:
     return isinstance(obj, Agent)
 
 
-def agents_of(start: Any, file: str, line: int) -> dict[str, Any]:
-    """Every agent the run can reach from `start` through handoffs, by name (names are unique)."""
+def agents_of(start: Any, file: str, line: int, tools: bool = False) -> dict[str, Any]:
+    """Every agent the run can reach from `start` through handoffs (and, with `tools`, the agents
+    used as tools, in their nested runs), by name (names are unique)."""
     found: dict[str, Any] = {}
     todo = [start]
     while todo:
@@ -436,6 +543,8 @@ def agents_of(start: Any, file: str, line: int) -> dict[str, Any]:
                 raise fail(file, line, f"{agent.name} hands off to {getattr(h, 'agent_name', h)!r}, an agent "
                                        "haltproof cannot see (a handoff() of an agent no longer alive)")
             todo.append(target)
+        if tools:
+            todo.extend(t._agent_instance for t in agent_tools(agent).values())
     return found
 
 
@@ -475,17 +584,6 @@ def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: boo
                            "{handoff: AGENT}, or a list of those (one turn making them all)")
 
 
-def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
-    line = declared.line_of(name)
-    labels = declared[name]
-    if not isinstance(labels, YMap) or not labels:
-        raise fail(file, line, f"{key}: {name} needs a mapping of outcome labels to outcomes")
-    for label in labels:
-        if not str(label).isidentifier():
-            raise fail(file, labels.line_of(label), f"an outcome label of {name} must be a plain identifier", label)
-    return labels
-
-
 def _models(top: YMap, file: str, agents: dict[str, Any],
             lines: dict[str, Choice]) -> dict[str, dict[str, Answer | list[Answer]]]:
     """`models:` agent -> label -> answer; each agent's choice at its lines goes to `lines` (an
@@ -496,7 +594,7 @@ def _models(top: YMap, file: str, agents: dict[str, Any],
         if name not in agents:
             raise fail(file, declared.line_of(name), f"models: no agent named {name!r} in the run "
                                                      f"(its agents: {', '.join(agents)})")
-        labels = _labels(declared, name, file, "models")
+        labels = outcome_labels(declared, name, file, "models")
         choice = lines[model_choice(str(name))] = Choice(model_choice(str(name)), declared.line_of(name), {})
         out[str(name)] = {}
         for label, raw in labels.items():
@@ -523,7 +621,7 @@ def _tools(top: YMap, file: str, agents: dict[str, Any], lines: dict[str, Choice
         if name not in known or not str(name).isidentifier():
             raise fail(file, declared.line_of(name), f"tools: no function tool named {name!r} in the run "
                                                      f"(its tools: {', '.join(known) or 'none'})")
-        labels = _labels(declared, name, file, "tools")
+        labels = outcome_labels(declared, name, file, "tools")
         out[str(name)] = {str(label): scripted_outcome(raw, file, labels.line_of(label), f"tools: outcome {label} of {name}")
                           for label, raw in labels.items()}
         lines[tool_choice(str(name))] = Choice(tool_choice(str(name)), declared.line_of(name),
@@ -544,7 +642,7 @@ def declaration(top: YMap, file: str) -> Declared:
         raise fail(file, top.line_of("params") if "params" in top else top.line,
                    f"params: an openai_agents declaration needs {LIMIT} (the Runner's limit, e.g. "
                    f"{LIMIT}: {{min: 1, max: 5}})")
-    agents = agents_of(target, file, tline)
+    agents = agents_of(target, file, tline, tools=True)
     slugs = [slug(a) for a in agents]
     if len(set(slugs)) != len(slugs) or not all(s.isidentifier() for s in slugs) or any("'" in a for a in agents):
         raise fail(file, tline, f"the agents' names {', '.join(agents)} do not give distinct identifiers "
@@ -556,6 +654,7 @@ def declaration(top: YMap, file: str) -> Declared:
     counted = sorted({t for agent in agents.values() for t in function_tools(agent)})
     d = AgentDeclaration(target, agents, models, tools, tools_of, [t for t in counted if t.isidentifier()],
                          plain(top["input"]), run_object(top, "context", file, params), lines)
+    d.nested, d.swept = _nested(top, file, d, params)
     if d.context is not None:
         check_run_object(d.context, file, params, d.context_type())
         for s in d.context.scripted:
@@ -566,6 +665,62 @@ def declaration(top: YMap, file: str) -> Declared:
     functions = {name: tool_function(t) for agent in agents.values() for name, t in function_tools(agent).items()}
     warnings = skipped_writes({t: lines[tool_choice(t)].labels for t in tools}, functions, "context")
     return Declared(keep_user_lines(spec, top), lambda: DeclaredAgents(d), warnings)
+
+
+def _nested(top: YMap, file: str, d: AgentDeclaration, params: YMap) -> tuple[dict[str, Any], set[str]]:
+    """The agents used as tools (`Agent.as_tool`) the run can reach, by tool name, and those whose
+    max_turns a param `max_turns_TOOL` sweeps; what haltproof cannot explore is refused at its line:
+    a nested run with its own run_config or streamed (the scripted model would not answer it), a
+    nesting with no depth bound, two nested runs in one turn."""
+    tline = top.line_of("target")
+    nested = {name: t for agent in d.agents.values() for name, t in agent_tools(agent).items()}
+    for name, t in nested.items():
+        owner = next(a for a, agent in d.agents.items() if name in agent_tools(agent))
+        impl = t.on_invoke_tool._invoke_tool_impl
+        impl = getattr(impl, "__wrapped__", impl)
+        for own, what in (("run_config", "its own run_config"), ("on_stream", "an on_stream callback")):
+            cell = _cell(impl, own)
+            if cell is not None and cell.cell_contents is not None:
+                raise fail(file, tline, f"{owner} uses {t._agent_instance.name} as the tool {name} with {what}: "
+                                        "haltproof's scripted model answers only a nested run that takes the "
+                                        "parent run's run_config and is not streamed")
+        if owner in agents_of(t._agent_instance, file, tline, tools=True):
+            raise fail(file, tline, f"{owner} uses {t._agent_instance.name} as the tool {name}, whose run can call "
+                                    f"{owner} again: the nesting has no depth bound (each nested run has its own "
+                                    "max_turns, so the tree's model calls are unbounded)")
+    swept: set[str] = set()
+    for p in params:
+        if str(p).startswith(NESTED):
+            tool = str(p)[len(NESTED):]
+            if tool not in nested:
+                raise fail(file, params.line_of(p), f"params: {p} names no agent used as a tool (a param "
+                                                     f"{NESTED}TOOL sets the max_turns of the agent tool TOOL; agent "
+                                                     f"tools: {', '.join(nested) or 'none'})", p)
+            swept.add(tool)
+    for agent, outs in d.models.items():
+        for label, answer in outs.items():
+            calls = [a.name for a in answer if isinstance(a, ToolCall) and a.name in nested] \
+                if isinstance(answer, list) else []
+            if len(calls) > 1:
+                raise fail(file, d.declared[model_choice(agent)].labels[label],
+                           f"answer {label} of {agent} calls {' and '.join(calls)}, agents used as tools, in one "
+                           "turn: their nested runs would ask the model at once (in parallel), which haltproof does "
+                           "not explore; give each its own turn")
+    return nested, swept
+
+
+def nested_bound(d: AgentDeclaration, start: Any, limit: str, calls: int) -> str:
+    """An upper bound on the model calls of a run from `start` with `limit` turns, nested runs
+    included (the vars' range; haltproof measures the exact value): each turn may call every
+    agent tool of the run's agents `calls` times, each nested run bounded the same way."""
+    inner = [nested_bound(d, t._agent_instance, _limit_of(d, name), calls)
+             for agent in agents_of(start, "", 0).values() for name, t in agent_tools(agent).items()]
+    return f"({limit} + 1)" if not inner else f"({limit} + 1) * (1 + {calls} * ({' + '.join(inner)}))"
+
+
+def _limit_of(d: AgentDeclaration, tool: str) -> str:
+    """An agent tool's max_turns in the generated spec: its param, or the value its as_tool gave."""
+    return f"{NESTED}{tool}" if tool in d.swept else str(nested_limit(d.nested[tool]))
 
 
 def tool_function(tool: Any) -> Any:
@@ -589,16 +744,21 @@ def _spec(top: YMap, file: str, ref: str, d: AgentDeclaration) -> dict[str, Any]
     model turn of that agent, its answer chosen; the SDK's limit error an outcome) and the
     out-of-the-box properties, then the user's own."""
     calls = max([len(a) if isinstance(a, list) else 1 for outs in d.models.values() for a in outs.values()])
-    per_turn = f"{calls} * ({LIMIT} + 1)"
+    total = nested_bound(d, d.target, LIMIT, calls)
+    per_turn = f"{calls} * {total}"
     counters: dict[str, Any] = {
         "turns": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": 0},      # room to see an overrun
         "tool_runs": {"type": "int", "min": 0, "max": per_turn, "init": 0},
         "handoffs": {"type": "int", "min": 0, "max": per_turn, "init": 0},
     }
     counters.update({f"runs_{t}": {"type": "int", "min": 0, "max": per_turn, "init": 0} for t in d.counted})
+    if d.nested:        # an agent tree: its model calls in all, per agent, and the nested limits hit
+        counters["model_calls"] = {"type": "int", "min": 0, "max": total, "init": 0}
+        counters.update({f"turns_{slug(a)}": {"type": "int", "min": 0, "max": total, "init": 0} for a in d.agents})
+        counters["child_limits"] = {"type": "int", "min": 0, "max": total, "init": 0}
     statuses = ["running", "done", "limit"] + (["tool_error"] if _raising(d) else [])
     raises = [LIMIT_ERROR] + ([TOOL_ERROR] if _raising(d) else [])
-    actions = lined({slug(a): {"when": f"status == running and agent == {_quoted(a)}",
+    actions = lined({slug(a): {"when": f"status == running and agent == {quoted(a)}",
                                "choose": choose_node(d.choices(a)), "raises": raises} for a in d.agents},
                     {slug(a): d.declared[model_choice(a)].line for a in d.agents})
     properties = with_user_properties(top, file, _builtin_properties(d), "OpenAI Agents")
@@ -629,11 +789,6 @@ def _raising(d: AgentDeclaration) -> bool:
                for agent in d.agents.values() for t in function_tools(agent).values())
 
 
-def _quoted(text: str) -> str:
-    """An agent's name as a string literal of the expression language (names have no quote)."""
-    return "'" + text + "'"
-
-
 def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
     """The out-of-the-box properties (docs/how-to/openai-agents.md): the run ends; whether the SDK's
     MaxTurnsExceeded can happen, the smallest safe max_turns; the worst cases, with what
@@ -650,4 +805,14 @@ def _builtin_properties(d: AgentDeclaration) -> dict[str, Any]:
     }
     if any(agent.handoffs for agent in d.agents.values()):
         props["most_handoffs"] = {"maximum": "handoffs", "limit": LIMIT, "description": "the most handoffs in a run"}
+    if d.nested:
+        props["most_model_calls"] = {"maximum": "model_calls", "limit": LIMIT,
+                                     "description": "the most model calls in a run, nested runs (agents used as "
+                                                    "tools) included: max_turns counts only the top run's"}
+        props.update({f"most_turns_{slug(a)}": {"maximum": f"turns_{slug(a)}", "limit": LIMIT,
+                                                "description": f"the most model calls of {a}, in all its runs"}
+                      for a in d.agents})
+        props["child_limit_error"] = {"possible": "child_limits > 0",
+                                      "description": "whether a nested run (an agent used as a tool) can hit its "
+                                                     "own max_turns, with a shortest such run"}
     return props

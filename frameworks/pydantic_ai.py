@@ -24,11 +24,17 @@ The abstract state read back (the vars a spec, or a generated one, declares):
 ended with an output; the spec sets others, e.g. `limit`, `retries_exhausted`, on the
 declared exceptions), plus the optional readings named in `reads` (`READINGS`) and what
 `observe(run)` adds. Runs are replayed (a running agent graph cannot be copied).
+
+Delegation (`delegates`, docs/how-to/trees-frameworks.md): a tool awaiting another agent's run
+gets that agent's model overridden (`Agent.override`, in the task running the graph) by one
+whose every request pauses the node (`Delegated`); the next transition answers it, so each
+delegate request is a transition of its own, read as `next == delegate_request`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import os
 import weakref
@@ -76,6 +82,45 @@ class Script:
 
     choices: dict[str, Any] = field(default_factory=dict)       # of the transition running
     tool_runs: int = 0          # tool calls that reached execution (the tool ran, or its scripted failure)
+    model_calls: int = 0        # the run's own model requests answered (never a delegate's)
+
+
+PAUSED = object()       # a node's run is paused at a delegate's model request (Delegated)
+
+
+@dataclass
+class Delegated:
+    """The model requests of the agents a run delegates to (a tool of the run awaiting
+    `delegate.run(...)`, each delegate's model overridden by `model(name)`): the pending one's
+    delegate and its reply, and how many each delegate made. The run's task holds this (through
+    the delegates' models), never the `AgentLive`, so a dropped run is still collected."""
+
+    asked: asyncio.Future[None] | None = None       # set when a delegate asks its model
+    pending: str = ""                               # the delegate whose request waits ("": none)
+    reply: asyncio.Future[Any] | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def model(self, name: str) -> Any:
+        """The FunctionModel delegate `name` runs with: each request waits for the transition's answer."""
+        from pydantic_ai.models.function import FunctionModel
+
+        async def ask(messages: list[Any], info: Any) -> Any:
+            assert self.asked is not None, "a settled run"
+            if self.reply is not None:
+                raise RuntimeError(f"{name} asks its model while {self.pending}'s request waits: two delegations "
+                                   "run at once (parallel tool calls), which haltproof does not explore")
+            self.pending, self.reply = name, asyncio.get_running_loop().create_future()
+            self.asked.set_result(None)
+            return await self.reply
+        return FunctionModel(ask)
+
+    def answer(self, response: Any) -> None:
+        """Give the pending request its response (counted for its delegate)."""
+        assert self.reply is not None, "a pending delegate request"
+        reply, self.reply = self.reply, None
+        self.calls[self.pending] = self.calls.get(self.pending, 0) + 1
+        self.pending = ""
+        reply.set_result(response)
 
 
 @dataclass
@@ -95,25 +140,58 @@ class AgentLive:
     inbox: asyncio.Queue[Request] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     ended: str = ""                     # the exception that ended the run, as the refusal names it
+    delegated: Delegated = field(default_factory=Delegated)
+    running: asyncio.Future[Any] | None = None      # the result of the node paused at a delegate's request
 
     async def next(self) -> Any:
-        """Run `node` in the run's own task; its result, or the exception it raised. A run that
-        has ended is refused by name: its task is gone, and a request to it would wait forever."""
+        """Run `node` in the run's own task; its result, the exception it raised, or PAUSED when a
+        delegate's model request waits (`answer` gives it). A run that has ended is refused by
+        name: its task is gone, and a request to it would wait forever."""
         if self.ended:
             raise RuntimeError(f"the agent run already ended ({self.ended}); a spec must not step it "
                                "again: make the status its raises set terminal")
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.inbox.put_nowait((self.node, done))
+        self.running = asyncio.get_running_loop().create_future()
+        self.inbox.put_nowait((self.node, self.running))
+        return await self.settle()
+
+    async def answer(self, response: Any) -> Any:
+        """Answer the delegate's pending model request and go on as `next` does."""
+        self.delegated.answer(response)
+        return await self.settle()
+
+    async def settle(self) -> Any:
+        """Wait until the node ends (its result, or what it raised) or a delegate asks its model (PAUSED)."""
+        assert self.running is not None, "a node running"
+        self.delegated.asked = asyncio.get_running_loop().create_future()
+        await asyncio.wait([self.running, self.delegated.asked], return_when=asyncio.FIRST_COMPLETED)
+        if not self.running.done():
+            return PAUSED
+        done, self.running = self.running, None
         try:
-            return await done
+            return done.result()
         except Exception as exc:
             self.ended = f"{exception_text(exc)}"
             raise
 
 
-async def _drive(runs: Any, inbox: asyncio.Queue[Request], started: asyncio.Future[Any]) -> None:
+async def _drive(runs: Any, inbox: asyncio.Queue[Request], started: asyncio.Future[Any],
+                 overrides: tuple[Any, ...] = ()) -> None:
     """Enter `Agent.iter()`, hand its run out, then run one node per request until told to stop.
-    Holds no reference to its `AgentLive`, so a dropped run is collected and stops its task."""
+    Holds no reference to its `AgentLive`, so a dropped run is collected and stops its task.
+    `overrides`: context managers entered in this task first (`delegate.override(model=...)`: the
+    delegates' models, which Pydantic AI reads from a context variable of the running task)."""
+    try:
+        with contextlib.ExitStack() as stack:
+            for override in overrides:
+                stack.enter_context(override)
+            await _run_nodes(runs, inbox, started)
+    except Exception as exc:
+        if not started.done():
+            started.set_exception(exc)          # entering the run failed: the caller sees why
+
+
+async def _run_nodes(runs: Any, inbox: asyncio.Queue[Request], started: asyncio.Future[Any]) -> None:
+    """`_drive`'s run: its nodes, one per request."""
     try:
         async with runs as run:
             started.set_result(run)
@@ -130,10 +208,13 @@ async def _drive(runs: Any, inbox: asyncio.Queue[Request], started: asyncio.Futu
         # otherwise leaving a run that ended in an exception raised it again: the caller has it
 
 
-def _stop(inbox: asyncio.Queue[Request], loop: asyncio.AbstractEventLoop) -> None:
-    """Tell a dropped run's task to leave its run; once its loop is closed there is no task to tell."""
+def _stop(inbox: asyncio.Queue[Request], loop: asyncio.AbstractEventLoop, delegated: Delegated | None = None) -> None:
+    """Tell a dropped run's task to leave its run (a delegate's request it waits in is cancelled);
+    once its loop is closed there is no task to tell."""
     if not loop.is_closed():
         inbox.put_nowait(None)
+        if delegated is not None and delegated.reply is not None:
+            delegated.reply.cancel()
 
 
 def node_kind(node: Any) -> str:
@@ -178,6 +259,8 @@ class AgentAdapter(LiveAdapter):
     responses: dict[str, Any] = {}
     tool_outcomes: dict[str, dict[str, Any]] = {}
     reads: tuple[str, ...] = ()
+    delegates: dict[str, Any] = {}                       # name -> an Agent a tool of the run delegates to
+    delegate_responses: dict[str, dict[str, Any]] = {}   # name -> label -> its model's ModelResponse
 
     def agent(self) -> Any:
         raise NotImplementedError
@@ -215,8 +298,9 @@ class AgentAdapter(LiveAdapter):
                                  deps=self.run_deps(params, live.script),
                                  capabilities=[_scripted_tools(self, live.script)])
         started: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        live.task = asyncio.create_task(_drive(runs, live.inbox, started))
-        weakref.finalize(live, _stop, live.inbox, asyncio.get_running_loop())     # dropped: its task leaves the run
+        overrides = tuple(agent.override(model=live.delegated.model(name)) for name, agent in self.delegates.items())
+        live.task = asyncio.create_task(_drive(runs, live.inbox, started, overrides))
+        weakref.finalize(live, _stop, live.inbox, asyncio.get_running_loop(), live.delegated)     # dropped: its task leaves the run
         live.run = await started
         live.node = live.run.next_node
         live.node = await live.next()       # the user prompt node: no model request, no choice
@@ -224,17 +308,31 @@ class AgentAdapter(LiveAdapter):
 
     async def step(self, live: AgentLive, action: str, choices: dict[str, Any]) -> str | None:
         self.check_choices(action, choices)
-        if node_kind(live.node) == "model_request" and "model" not in choices:
-            raise ValueError(f"action {action} runs a model request, so it must choose `model` "
-                             f"(it chooses {sorted(choices)})")
         live.script.choices = dict(choices)
-        ran = node_kind(live.node)
-        live.node = await live.next()
-        if ran == "model_request":
-            live.response = str(choices["model"])
+        if live.delegated.pending:
+            result = await live.answer(copy.deepcopy(self.delegate_response(action, live.delegated.pending, choices)))
+        else:
+            if node_kind(live.node) == "model_request" and "model" not in choices:
+                raise ValueError(f"action {action} runs a model request, so it must choose `model` "
+                                 f"(it chooses {sorted(choices)})")
+            ran = node_kind(live.node)
+            result = await live.next()
+            if ran == "model_request":          # after the request ran: one that raised leaves the last answer
+                live.response = str(choices["model"])
+        if result is not PAUSED:
+            live.node = result
         if node_kind(live.node) == END:
             live.status = "done"
         return None
+
+    def delegate_response(self, action: str, delegate: str, choices: dict[str, Any]) -> Any:
+        """The response the transition gives delegate `delegate`'s pending request (its choice `DELEGATE_says`)."""
+        name = delegate_choice(delegate)
+        if name not in choices or choices[name] not in self.delegate_responses.get(delegate, {}):
+            raise ValueError(f"action {action} answers {delegate}'s model request, so it must choose {name} "
+                             f"among {sorted(self.delegate_responses.get(delegate, {}))} (it chooses "
+                             f"{sorted(choices.items())})")
+        return self.delegate_responses[delegate][choices[name]]
 
     def check_choices(self, action: str, choices: dict[str, Any]) -> None:
         """A spec and the scripts that disagree are named up front, not met inside Pydantic AI."""
@@ -255,14 +353,20 @@ class AgentAdapter(LiveAdapter):
             raise ValueError(f"{type(self).__name__}.reads names {unknown}, which are no readings "
                              f"(there are {sorted(READINGS)})")
         usage = live.run.usage
+        delegated = live.delegated
+        tree: dict[str, Any] = {"next": "delegate_request", "delegate": delegated.pending} if delegated.pending \
+            else {"delegate": "none"}
+        tree.update({"delegate_requests": sum(delegated.calls.values()),
+                     "model_calls": live.script.model_calls + sum(delegated.calls.values())})
         return {"next": node_kind(live.node), "response": live.response, "requests": usage.requests,
                 "tool_calls": usage.tool_calls, "status": live.status, **{name: READINGS[name](live) for name in self.reads},
-                **self.observe(live)}
+                **(tree if self.delegates else {}), **self.observe(live)}
 
 
 def _scripted_model(adapter: AgentAdapter, script: Script) -> Callable[..., Any]:
     def scripted_model(messages: list[Any], info: Any) -> Any:
         """Pydantic AI's FunctionModel asks this for each request: the response the choice names."""
+        script.model_calls += 1
         return copy.deepcopy(adapter.responses[script.choices["model"]])     # a fresh one: Pydantic AI stamps it
     return scripted_model
 
@@ -301,9 +405,14 @@ def _scripted_tools(adapter: AgentAdapter, script: Script) -> Any:
     return ScriptedTools()
 
 
+scripted_tools = _scripted_tools     # the runtime guard's hook counts tool runs with it (pydantic_ai_guard.py)
+
+
 # ---------------------------------------------------------------- declaration files (docs/how-to/pydantic-ai.md)
 
-DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries", "deps"}
+DECLARATION_KEYS = COMMON_KEYS | {"prompt", "models", "tools", "limits", "retries", "deps", "delegates"}
+DELEGATE_KEYS = {"target", "models"}
+DELEGATE_BOUND = 50         # a delegate's own request_limit when its run sets none (Pydantic AI's default)
 DECLARED_LIMITS = ("request_limit", "tool_calls_limit")     # token and cost counts of a FunctionModel are estimates
 DEFAULT_REQUEST_LIMIT = 50          # Pydantic AI's own UsageLimits default
 RETRY_BUDGETS = ("tools", "output")     # the keys of Pydantic AI's AgentRetries
@@ -330,6 +439,9 @@ class AgentDeclaration:
     errors: list[tuple[str, int]] = field(default_factory=list)    # the scripted tools' exception classes, lines
     deps: RunObject | None = None               # `deps:`, what the tools read as ctx.deps
     declared: list[Choice] = field(default_factory=list)     # the model's and tools' choices at their lines
+    delegates: dict[str, Any] = field(default_factory=dict)  # name -> an Agent a tool delegates to
+    delegate_responses: dict[str, dict[str, Any]] = field(default_factory=dict)     # name -> label -> response
+    delegate_choices: dict[str, Choice] = field(default_factory=dict)   # name -> its model's choice, at its lines
 
 
 def budget(value: Budget, params: dict[str, Any]) -> int:
@@ -346,6 +458,8 @@ class DeclaredAgent(AgentAdapter):
         self.d = d
         self.responses = d.responses
         self.tool_outcomes = d.tools
+        self.delegates = d.delegates
+        self.delegate_responses = d.delegate_responses
 
     def agent(self) -> Any:
         return self.d.agent
@@ -611,11 +725,42 @@ def declaration(top: YMap, file: str) -> Declared:
     outcomes, errors, tool_choices = _tool_outcomes(top, file, ref, tools)
     d = AgentDeclaration(agent, str(top["prompt"]), responses, outcomes, _limits(top, file, params),
                          _retries(top, file, params), errors, deps, [model, *tool_choices])
+    _delegates(top, file, d, {MODEL, *outcomes, *(c.name for c in (deps.declared() if deps else []))})
     spec = node(_agent_spec(top, file, ref, d, max(parallel, 1), bool(tools.function)), top.line_of("framework"))
     skipping = {c.name: {label: line for label, line in c.labels.items() if outcomes[c.name][label] != OK}
                 for c in tool_choices}
     functions = {name: t.function for name, t in getattr(getattr(agent, "_function_toolset", None), "tools", {}).items()}
     return Declared(keep_user_lines(spec, top), lambda: DeclaredAgent(d), skipped_writes(skipping, functions, "deps"))
+
+
+def delegate_choice(name: str) -> str:
+    """The choice naming a delegate's model answer."""
+    return f"{name}_says"
+
+
+def _delegates(top: YMap, file: str, d: AgentDeclaration, taken: set[str]) -> None:
+    """`delegates:` name -> {target: module:attr, models: {label: answer}}: the agents a tool of the
+    run delegates to (`await delegate.run(...)` in the tool, as Pydantic AI's docs write
+    delegation), each with its model's answers; into `d`."""
+    declared = mapping(top, "delegates", file, "delegate names to {target, models}")
+    for name, raw in declared.items():
+        line = declared.line_of(name)
+        label = _label(name, file, line, "a delegate's name")
+        if not isinstance(raw, YMap) or set(raw) != DELEGATE_KEYS:
+            raise fail(file, line, f"delegates: {label} needs exactly the keys target (module:attr of the Agent a "
+                                   "tool delegates to) and models (its model's answers)")
+        from pydantic_ai.agent import AbstractAgent
+        agent = import_target(raw, file)
+        if not isinstance(agent, AbstractAgent) or agent is d.agent:
+            raise fail(file, raw.line_of("target"), f"delegates: {raw['target']} is "
+                                                    f"{'the target itself' if agent is d.agent else 'not a Pydantic AI Agent'}")
+        if delegate_choice(label) in taken:
+            raise fail(file, line, f"delegates: {label}'s choice {delegate_choice(label)} is also a tool's or the "
+                                   "model's: rename the delegate")
+        tools = tools_of(agent, str(top["prompt"]), str(raw["target"]), file, raw.line_of("target"))
+        responses, _, choice = _answers(raw, file, str(raw["target"]), tools)
+        choice.name = delegate_choice(label)
+        d.delegates[label], d.delegate_responses[label], d.delegate_choices[label] = agent, responses, choice
 
 
 def _no_clash(deps: RunObject, file: str, taken: set[str]) -> None:
@@ -665,9 +810,59 @@ def _agent_spec(top: YMap, file: str, ref: str, d: AgentDeclaration, parallel: i
         "terminal": "status != running",
         "properties": with_user_properties(top, file, _builtin_agent_properties(d, has_tools), "Pydantic AI"),
     }
+    if d.delegates:
+        _with_delegates(spec, top, file, d, requests, parallel, retries_exhausted)
     if "expect" in top:
         spec["expect"] = top["expect"]
     return spec
+
+
+def _with_delegates(spec: dict[str, Any], top: YMap, file: str, d: AgentDeclaration, requests: str, parallel: int,
+                    retries_exhausted: dict[str, Any]) -> None:
+    """A run delegating from its tools: an action per delegate answering its pending model request
+    (its exceptions leave the parent's tool, so they end the parent's run), the vars counting the
+    delegates' requests, and the out-of-the-box properties over them."""
+    calls = f"{requests} * (1 + {parallel} * {DELEGATE_BOUND + 1})"
+    counter = {"type": "int", "min": 0, "init": 0, "max": calls}
+    spec["vars"]["next"] = {"type": "enum", "values": [*NEXT, "delegate_request"], "init": "model_request"}
+    spec["vars"].update({"delegate": {"type": "enum", "values": ["none", *d.delegates], "init": "none"},
+                         "delegate_requests": counter, "model_calls": counter})
+    for key in ("requests", "tool_calls", "tool_runs", "tool_retries", "output_retries"):
+        spec["vars"][key] = {**spec["vars"][key], "max": calls}
+    limits = [{"class": "pydantic_ai.exceptions.UsageLimitExceeded", "match": "request_limit",
+               "set": {"status": "request_limit_exceeded"}},
+              {"class": "pydantic_ai.exceptions.UsageLimitExceeded", "match": "tool_calls_limit",
+               "set": {"status": "tool_calls_limit_exceeded"}}, retries_exhausted]
+    actions = lined({f"delegate_{name}": {"when": f"status == running and next == delegate_request and delegate == {name}",
+                                          "choose": choose_node([d.delegate_choices[name]]), "raises": limits}
+                     for name in d.delegates}, {f"delegate_{name}": d.delegate_choices[name].line for name in d.delegates})
+    spec["actions"].update(actions)
+    spec["actions"].lines.update(actions.lines)
+    tools = spec["actions"]["tools"]        # a delegate's run may stop before its first request
+    tools["raises"] = node([limits[0], *tools["raises"]], tools.line)
+    request_limit = d.limits.get("request_limit", DEFAULT_REQUEST_LIMIT)
+    builtin = {
+        "most_model_calls": {"maximum": "model_calls", "description": "the most model requests in a run, the "
+                                                                      "delegates' included"},
+        "most_delegate_requests": {"maximum": "delegate_requests", "description": "the most model requests the "
+                                                                                  "delegates make in a run"},
+        "usage_counts_every_request": {"always": "requests == model_calls",
+                                       "description": "the run's usage (what its UsageLimits check) counts every "
+                                                      "model request, the delegates' too: false where a delegate "
+                                                      "runs without usage=ctx.usage"},
+    }
+    if isinstance(request_limit, str):
+        for name in ("most_model_calls", "most_delegate_requests"):
+            builtin[name]["limit"] = request_limit
+    user = spec["properties"]
+    for name in builtin:
+        if name in user:
+            raise fail(file, user.line_of(name),
+                       f"{name} is an out-of-the-box property of a delegating Pydantic AI declaration: give yours "
+                       "another name")
+    generated = node(builtin, top.line_of("delegates"))
+    user.update(generated)
+    user.lines.update(generated.lines)
 
 
 def _builtin_agent_properties(d: AgentDeclaration, has_tools: bool) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from . import expr as E
 from .errors import Problem, SpecError
 from .fold import can_fail
 from .spec import Action, ChoiceSet, DecideStage, SetStage, Spec, Unreachable, negative_bound, present, shown_path
+from .specdata import line_file
 from .inputs import value_count
 from .sweep import SweepResult, SweepTarget, generate_sweep
 from .usercode import OutOfTime
@@ -200,6 +201,7 @@ class CompiledSpec:
         and every function the explorer calls picked out of it."""
         spec = self.spec
         at = _Params(spec, params)
+        at.checks()
         bounds = at.bounds()
         inits = at.inits(bounds)
         g: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "abs": abs,
@@ -256,6 +258,14 @@ class _Params:
                         {"__builtins__": {}, "min": min, "max": max, "abs": abs}, self.pns)
         except ZeroDivisionError:
             raise self.fail(line, "division by zero", ex.text) from None
+
+    def checks(self) -> None:
+        """A tree's checks of these params (machine/compose.py): each names its own file and line."""
+        for c in self.spec.param_checks:
+            value = self.value(c.expr, c.line)
+            if not c.accepts(value):
+                text = c.message.format(*value) if isinstance(value, tuple) else c.message.format(value)
+                raise SpecError([Problem(c.file, c.line, text + self.where)])
 
     def bounds(self) -> list[tuple[int, int] | None]:
         """Per var, (lo, hi) for an int, None for the others."""
@@ -428,7 +438,7 @@ def spec_where(m: Machine, exc: BaseException) -> str:
     """` (file:line)` of the spec expression whose evaluation raised `exc`, for a message;
     empty when it is not known (see spec_line)."""
     line = spec_line(m, exc)
-    return f" ({shown_path(m.spec.path)}:{line})" if line is not None else ""
+    return f" ({shown_path(line_file(line, m.spec.path))}:{line})" if line is not None else ""
 
 
 def _generate(spec: Spec) -> Source:

@@ -120,6 +120,9 @@ class ActionsLoader(ChoicesLoader):
         names["rule"] = E.Binding(E.EnumT(self.rule_names, "rule"),
                                   lambda: ast.Name("rule", ast.Load()), what="rule")
         return E.Scope(names, self.literals)
+    def run_target(self, aname: str, raw: YMap, scope: E.Scope, choices: list[tuple[str, ChoiceSet]]) -> str:
+        """The sub-agent an action runs (machine/load_agents.py)."""
+        raise self.at(raw.line_of("run")).error(f"action {aname} runs a sub-agent, but the spec has no agents:")
     # -- actions
     def action(self, name: str, raw: YMap, line: int) -> Action:
         choices = self.action_choices[name]
@@ -129,6 +132,7 @@ class ActionsLoader(ChoicesLoader):
             guard = self.bool_expr(raw["when"], self.state_scope, raw.line_of("when"), f"guard of {name}")
         for j in range(len(choices)):
             self.choice_whens(name, choices, j)
+        runs = self.run_target(name, raw, scope, choices) if "run" in raw else None
         stages: list[SetStage | DecideStage] = []
         do = raw.get("do", YList())
         if not isinstance(do, YList):
@@ -150,7 +154,7 @@ class ActionsLoader(ChoicesLoader):
                 raise self.at(sline).error("a stage is either {set: {...}} or {decide: VAR, rules: [...]}")
         raises = self.action_raises(name, raw, stages) if "raises" in raw else []
         return Action(name, guard, choices, stages, line, raises=raises,
-                      unreachable=self.unreachable(raw, f"action {name}"))
+                      unreachable=self.unreachable(raw, f"action {name}"), runs=runs)
     def choice_whens(self, aname: str, choices: list[tuple[str, ChoiceSet]], j: int) -> None:
         """Check the `when:` of choice j of action `aname` and of its values: over the state the
         action leaves, the params and the choices declared before it in the same action."""

@@ -26,7 +26,7 @@ class ChoicesLoader(VarsLoader):
         self.ident(aname, line, "an action name")
         a = self.mapping(raw, line, f"action {aname}")
         self.keys(a, f"action {aname}", {"when", "choose", "do", "description", "raises", "unreachable_when",
-                                          "because"})
+                                          "because", "run"})
         out = []
         if "choose" in a:
             ch = self.mapping(a["choose"], a.line_of("choose"), f"choose of action {aname}")

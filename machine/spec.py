@@ -11,6 +11,7 @@ section has its own loader (machine/load_*.py), chained into `_Loader`.
 from __future__ import annotations
 
 import errno
+from functools import partial
 import os
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from .specdata import (DECLARED_BUILTIN, CODE_BUILTINS, ParamValue, Pins,
                        Param, present, Var, Unreachable, ChoiceSet, Assign, SetStage, Rule,
                        DecideStage, Action, Terminal, DeclKind, PatternName, PropertyDecl, declared_at,
                        where_text, shown_path, Scenario, Spec, negative_bound)
-from .load_scenarios import ScenariosLoader
+from .load_agents import AgentsLoader, refused_with_agents
+from .compose import FRAME, inline, layout, tree_fairness, tree_measures
 
 __all__ = [    # what the rest of haltproof imports from here
     "Action", "CODE_BUILTINS", "ChoiceSet", "DECLARED_BUILTIN", "DecideStage", "DeclKind", "MAX_SPEC_BYTES",
@@ -83,22 +85,26 @@ def parse_spec(text: str, file: str, run_code: bool = True, *, mode: str = NO_CO
         if not run_code:
             raise stages_needed(data, file, mode)
         declared = expand(data, file)
-        spec = _Loader(file).load(declared.spec, text)
+        spec = _Loader(file, run_code, mode).load(declared.spec, text)
         spec.adapter, spec.framework = declared.adapter, str(data["framework"])
         spec.load_warnings = list(declared.warnings)
         return spec
-    return _Loader(file).load(data, text)
+    return _Loader(file, run_code, mode).load(data, text)
 
 
-class _Loader(ScenariosLoader):
+class _Loader(AgentsLoader):
     """The whole spec, section by section, stopping before follow-on errors."""
+
+    def __init__(self, file: str, run_code: bool = True, mode: str = NO_CODE):
+        super().__init__(file)
+        self.load_file = partial(load_spec, run_code=run_code, mode=mode)   # a sub-agent: trusted as this spec
 
     # -- top level
     def load(self, data: Any, text: str) -> Spec:
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
                                      "terminal", "properties", "scenarios", "expect", "replay", "bind",
-                                     "measures", "probabilities", "fairness"},
+                                     "measures", "probabilities", "fairness", "agents"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -124,6 +130,15 @@ class _Loader(ScenariosLoader):
         actions_raw = self.mapping(top["actions"], top.line_of("actions"), "actions")
         if not actions_raw:
             raise self.at(top.line_of("actions")).error("a machine needs at least one action")
+        own_vars, uses = vars_, []
+        if "agents" in top:       # the sub-agents' vars follow the spec's own (machine/compose.py)
+            for key in refused_with_agents(top):
+                self.add(top.line_of(key), f"{key} in a spec with agents: is not supported yet")
+            uses = self.attempt(self.agents, top["agents"], top.line_of("agents"), vars_, actions_raw) or []
+            if self.problems:
+                raise SpecError(self.problems)
+            vars_ = vars_ + layout(uses, vars_, top.line_of("agents"))
+            self.vars_list = vars_
         # Choices first: their values become enum literals usable by every expression.
         self.action_choices: dict[str, list[tuple[str, ChoiceSet]]] = {}
         for aname, araw in actions_raw.items():
@@ -132,7 +147,7 @@ class _Loader(ScenariosLoader):
             raise SpecError(self.problems)
         self.literals = self.collect_literals(actions_raw, top)
         self.param_scope = E.Scope(self.param_scope.names, self.literals)    # what every expression may name
-        self.attempt(self.check_collisions, params, vars_)
+        self.attempt(self.check_collisions, params, own_vars)
         if self.problems:
             raise SpecError(self.problems)
         self.state_scope = self.make_state_scope()
@@ -148,6 +163,13 @@ class _Loader(ScenariosLoader):
         terminal = None
         if "terminal" in top:
             terminal = self.attempt(self.terminal, top["terminal"], top.line_of("terminal"))
+        depths: dict[str, int] = {}
+        if uses and not self.problems:     # each call split in two, the sub-agents' actions added
+            shared = {pi for u in uses for pi in self.shared_by_agent[u.name].values()}
+            tree = self.attempt(inline, uses, actions, terminal, vars_.index(next(v for v in vars_ if v.name == FRAME)),
+                                shared, self.file)
+            if tree is not None:
+                actions, terminal, depths = tree
         self.monitor_vars: list[Var] = []
         self.monitor_assigns: list[Assign] = []
         props = self.attempt(self.properties, top.get("properties", YMap()),
@@ -178,7 +200,22 @@ class _Loader(ScenariosLoader):
                 self.add(w.line, f"choice {w.choice} of action {w.action} has a when: weights on a conditional "
                          "choice are not supported yet (the weights of the values possible in a state would "
                          "not sum to 1)")
+            for cname, other in self.action_choices.get(w.action, []):
+                reads = [c for c in (other.when, *other.value_when.values())
+                         if c is not None and w.choice in c.choices_used]
+                if cname != w.choice and reads:
+                    self.add(reads[0].line or other.line, f"choice {cname} of action {w.action} is made only where its when: holds, "
+                             f"which reads the weighted choice {w.choice}: a policy that decides after the draw "
+                             "is not supported yet (make the condition read the state only, or weight "
+                             f"{cname} too)")
         fairness = self.attempt(self.fairness, top.get("fairness", YList()), top.line_of("fairness")) or []
+        checks = []
+        if uses:
+            fairness += tree_fairness(uses)
+            own_actions = [a.name for a in actions if a.name not in depths]
+            measures = self.attempt(tree_measures, uses, measures, own_actions, self.file) or []
+            checks = self.attempt(self.agent_checks, uses, own_vars) or []
+            self.attempt(self.tree_choices, uses)
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
             self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
@@ -190,4 +227,5 @@ class _Loader(ScenariosLoader):
                     replay=replay, choice_names=sorted(self.step_choices), text=text,
                     bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
                     measures=measures, probabilities=weights, fairness=fairness,
-                    expect_line=top.line_of("expect") if expect is not None else None)
+                    expect_line=top.line_of("expect") if expect is not None else None,
+                    agents=[u.name for u in uses], depths=depths, param_checks=checks)

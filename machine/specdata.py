@@ -101,6 +101,26 @@ def param_value_text(value: Any) -> str:
 T = TypeVar("T")
 
 
+class FileLine(int):
+    """A line of another file than the spec's: a sub-agent's declaration inlined into its
+    parent (machine/compose.py). It is the line number everywhere; `file` names its file."""
+
+    file: str
+
+    def __new__(cls, line: int, file: str) -> FileLine:
+        out = super().__new__(cls, line)
+        out.file = file
+        return out
+
+    def __getnewargs__(self) -> tuple[int, str]:      # type: ignore[override]  # pickled with its file
+        return int(self), self.file
+
+
+def line_file(line: int | None, default: str) -> str:
+    """The file of a line: its own for a FileLine, else `default` (the spec's)."""
+    return getattr(line, "file", default)
+
+
 def present(value: T | None) -> T:
     """A field the loader always fills for its kind of entry (an int var's bounds, a property's
     expression, a range set's ends): None there is a bug in the loader, never the user's."""
@@ -120,6 +140,7 @@ class Var:
     line: int = 0
     ghost: bool = False            # computed by the spec's stages alone, not read from bound code
     monitor: str | None = None     # a pattern property's monitor var (machine/patterns.py): that property
+    file: str | None = None        # where declared, when not the spec's file (a sub-agent's var)
 
 
 @dataclass
@@ -204,6 +225,7 @@ class Action:
     file: str | None = None
     raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
     unreachable: Unreachable | None = None
+    runs: str | None = None        # `run:`: the sub-agent it runs to its end (machine/compose.py)
 
     @property
     def decide(self) -> DecideStage | None:
@@ -321,6 +343,26 @@ class Measure:
 
 
 @dataclass
+class ParamCheck:
+    """What a tree (machine/compose.py) can judge only for one combination of the params: the
+    value of `expr` is a value `param` accepts (a param bound to a sub-agent's), or else a pair of
+    equal halves (the ranges of a shared var on both sides); if not, the spec error `message`,
+    formatted with that value, at `file`:`line`."""
+
+    expr: E.Expr
+    file: str
+    line: int
+    message: str
+    param: Param | None = None
+
+    def accepts(self, value: Any) -> bool:
+        if self.param is not None:
+            return self.param.accepts(value)
+        half = len(value) // 2
+        return bool(value[:half] == value[half:])
+
+
+@dataclass
 class ScenarioStep:
     action: str
     choices: dict[str, Any]
@@ -363,6 +405,9 @@ class Spec:
     framework: str | None = None             # a declaration's framework
     load_warnings: list[tuple[int, str]] = field(default_factory=list)   # a declaration's: (line, message)
     expect_line: int | None = None
+    agents: list[str] = field(default_factory=list)          # the sub-agents it runs (machine/compose.py)
+    depths: dict[str, int] = field(default_factory=dict)     # a sub-agent's action -> how deep it is nested
+    param_checks: list[ParamCheck] = field(default_factory=list)   # judged per combination of the params
 
     @property
     def builtins(self) -> tuple[str, ...]:

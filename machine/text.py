@@ -235,7 +235,7 @@ def step_rows(trace: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
     steps = trace["steps"]
     for n, st in enumerate(steps):
         mark = loop_mark(trace, n)
-        rows.append((str(n), st.get("action") or "(initial)", assignments_text(st.get("choices") or {}),
+        rows.append((str(n), "  " * st.get("depth", 0) + (st.get("action") or "(initial)"), assignments_text(st.get("choices") or {}),
                      st.get("rule") or "", changes(steps, n) + ("  " + mark if mark else "")))
     return rows
 

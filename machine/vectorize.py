@@ -82,6 +82,7 @@ class VMachine:
     step_needs: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)   # rows reading a missing choice
     variants: dict[str, tuple[Callable[[Arrays], Any], int]] = field(default_factory=dict)
     maxima: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)     # maximum: its expression
+    chances: dict[str, Callable[[Arrays], Any]] = field(default_factory=dict)    # probability: its reach predicate
     edge_weights: dict[str, dict[int, Callable[..., Any]]] = field(default_factory=dict)  # measures + counts
 
     # -- the encoding
@@ -249,6 +250,8 @@ def _attach(vm: VMachine, g: dict[str, Any]) -> None:
             vm.variants[p.name] = (g[f"vprop_{k}"], m.variants[p.name][1])
         elif p.kind == "maximum":
             vm.maxima[p.name] = g[f"vprop_{k}"]
+        elif p.kind == "probability" and f"vprop_{k}" in g:
+            vm.chances[p.name] = g[f"vprop_{k}"]
         elif p.kind == "step_invariant":
             vm.step_props[p.name] = {ai: g[f"vprop_{k}_{ai}"] for ai in range(len(m.actions))}
             vm.step_needs[p.name] = {ai: g[f"vneed_{k}_{ai}"] for ai in range(len(m.actions))
@@ -494,6 +497,11 @@ class _Gen:
                 continue
             if p.kind in ("invariant", "reachable", "variant", "liveness", "maximum"):
                 out.append(_returning(f"vprop_{k}", ["S"], self.src(present(p.expr).py)))
+            elif p.kind == "probability":       # read after the exploration only: the scalar one will do
+                try:
+                    out.append(_returning(f"vprop_{k}", ["S"], self.src(present(p.expr).py)))
+                except NotVectorizable:
+                    pass
             elif p.kind == "step_invariant":
                 out += self.step_property(k, p, step_args)
             elif p.kind == "terminates_within" and p.count is not None:

@@ -59,9 +59,14 @@ class Step:
     action: str | None = None
     choices: dict[str, Any] = field(default_factory=dict)
     rule: str | None = None
+    depth: int = 0          # a sub-agent's step: how deep it is nested under the step that called it
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "action": self.action, "choices": self.choices, "rule": self.rule}
+        out: dict[str, Any] = {"state": self.state, "action": self.action, "choices": self.choices,
+                               "rule": self.rule}
+        if self.depth:
+            out["depth"] = self.depth
+        return out
 
 
 @dataclass

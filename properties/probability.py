@@ -16,15 +16,10 @@ How (the standard method, e.g. Baier & Katoen, "Principles of Model Checking", c
    average over its stationary distribution than itself).
 Every long loop here ticks (properties/budget.py): the check's --timeout and --max-memory
 stop it as they stop an exploration. A value is exact unless an SCC of a policy's chain is
-larger than EXACT_LIMIT states (`TooLarge`). A reachability probability is then solved by
-interval iteration (Haddad & Monmege, "Interval iteration algorithm for MDPs and IMDPs", TCS
-2018) over numpy arrays: a lower bound iterated up from 0 and an upper bound down from 1
-until they are within EPSILON.
-The upper bound converges because the states whose value is 0 are fixed first and, for the
-maximum, each maximal end component is collapsed (its states share one value, that of its
-best choice leaving it). The result is an interval, never a point estimate; its ends are
-widened by a bound on the float rounding of the iterations. An expected total over such an
-SCC stays `TooLarge` (not computed).
+larger than EXACT_LIMIT states (`TooLarge`). Such a query (a probability or an expected
+total) is then solved over arrays by properties/sparse.py: bounds that converge, an interval
+whose width is reported, never a point estimate; so is every query on an explored graph of
+more than explorer/chances.py's LARGE states, which never builds the objects here.
 
 Expected totals (of a measure until a terminal state) follow PRISM's convention: a run that
 never reaches a terminal state costs infinity, so the maximum is infinite as soon as some
@@ -41,13 +36,13 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from . import sparse as S
 from .budget import EVERY, tick, ticking
 
 EXACT_LIMIT = 400        # states in one SCC of a policy's chain solved by exact elimination
-EPSILON = 1e-12          # the widest interval interval iteration stops at (before rounding slack)
-MAX_ITERATIONS = 2_000_000   # interval iteration gives up (TooLarge) rather than run on
 
 ONE, ZERO = Fraction(1), Fraction(0)
+Flags = Sequence[bool] | npt.NDArray[np.bool_]     # per state, whether it is in a set
 
 
 class TooLarge(Exception):
@@ -100,6 +95,10 @@ class Extremes:
     # set when that side is not exact: the true value lies in [lo, hi] (min/max then hold the midpoint)
     min_interval: tuple[float, float] | None = None
     max_interval: tuple[float, float] | None = None
+    # solved over arrays (properties/sparse.py): the model and per state the row each policy takes
+    min_rows: npt.NDArray[np.int64] | None = None
+    max_rows: npt.NDArray[np.int64] | None = None
+    model: S.Sparse | None = None
 
     def interval(self, side: str) -> tuple[float, float] | None:
         """The interval of the `min` or `max` side, None when that side is exact."""
@@ -112,37 +111,19 @@ Policy = dict[int, int]
 
 # ---------------------------------------------------------------- probabilities of reaching a set
 
-def reach(mdp: MDP, target: Sequence[bool]) -> Extremes:
+def reach(mdp: MDP, target: Flags) -> Extremes:
     """The probability of reaching a `target` state, minimised and maximised over policies:
     exact where the exact solver can, else (that side) within an interval of width EPSILON."""
     try:
         lo, lo_policy = reach_values(mdp, target, "min")
         hi, hi_policy = reach_values(mdp, target, "max")
     except TooLarge:
-        return _reach_bounded(mdp, target)
+        t = np.asarray(target, dtype=bool)
+        return _arrays(mdp, lambda m: bounded(m, S.reach_intervals(m, t, "min"), S.reach_intervals(m, t, "max"), True))
     return _at_start(mdp, lo, hi, lo_policy, hi_policy)
 
 
-def _reach_bounded(mdp: MDP, target: Sequence[bool]) -> Extremes:
-    """Both sides by interval iteration (a side the exact solver could take is still within
-    its interval; both are recomputed so the two sides stay consistent). A side whose interval
-    is one point (fixed by the graph alone: 0 or 1) is exact."""
-    out = Extremes(ZERO, ZERO)
-    for sense in ("min", "max"):
-        lo, hi, policy = reach_intervals(mdp, target, sense)
-        pick = min if sense == "min" else max
-        start = pick(mdp.initial, key=lambda s: lo[s] + hi[s])
-        low, high = pick(lo[s] for s in mdp.initial), pick(hi[s] for s in mdp.initial)
-        mid = Fraction((low + high) / 2)
-        ends = None if low == high else (low, high)
-        if sense == "min":
-            out.min, out.min_interval, out.min_policy, out.min_start = mid, ends, policy, start
-        else:
-            out.max, out.max_interval, out.max_policy, out.max_start = mid, ends, policy, start
-    return out
-
-
-def reach_values(mdp: MDP, target: Sequence[bool], sense: str) -> tuple[Values, Policy]:
+def reach_values(mdp: MDP, target: Flags, sense: str) -> tuple[Values, Policy]:
     """Per state: the min or max probability of reaching the target, and a policy attaining it."""
     fixed: Values = {s: ONE for s in range(mdp.n) if target[s]}
     zero = avoidable(mdp, target) if sense == "min" else unreachable(mdp, target)
@@ -161,7 +142,7 @@ def _zero_witness(mdp: MDP, zero: set[int], policy: Policy) -> None:
             policy[s] = stays[0]
 
 
-def unreachable(mdp: MDP, target: Sequence[bool]) -> set[int]:
+def unreachable(mdp: MDP, target: Flags) -> set[int]:
     """States from which no policy reaches the target (max probability 0): by the graph alone."""
     preds = _predecessors(mdp)
     seen = [bool(t) for t in target]
@@ -179,7 +160,7 @@ def unreachable(mdp: MDP, target: Sequence[bool]) -> set[int]:
     return {s for s in range(mdp.n) if not seen[s]}
 
 
-def avoidable(mdp: MDP, target: Sequence[bool]) -> set[int]:
+def avoidable(mdp: MDP, target: Flags) -> set[int]:
     """States from which some policy avoids the target forever (min probability 0): the
     greatest set of non-target states each of which has no choice (a run ends there) or a
     choice whose every successor stays in the set."""
@@ -209,147 +190,75 @@ def avoidable(mdp: MDP, target: Sequence[bool]) -> set[int]:
     return {s for s in range(mdp.n) if inside[s]}
 
 
-# ---------------------------------------------------------------- interval iteration (past the exact limit)
+# ---------------------------------------------------------------- past the exact limit: over arrays
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-
-
-@dataclass
-class _Rows:
-    """The choices of the undecided states as sparse rows: row r belongs to state `state[r]`
-    (a local index, rows grouped by state); its value is const[r] + sum p * x[col] over its edges."""
-
-    state: IntArray
-    const: FloatArray
-    e_row: IntArray
-    e_col: IntArray
-    e_p: FloatArray
-    label: list[tuple[int, int]]        # per row: (mdp state, choice index)
-    width: int                          # the most successors of one row
-
-    def q(self, x: FloatArray) -> FloatArray:
-        """Every row's value given the states' values x."""
-        return self.const + np.bincount(self.e_row, weights=self.e_p * x[self.e_col], minlength=len(self.const))
-
-
-def reach_intervals(mdp: MDP, target: Sequence[bool], sense: str,
-                    epsilon: float = EPSILON) -> tuple[list[float], list[float], Policy]:
-    """Per state, a lower and an upper bound on the min or max probability of reaching the
-    target, at most `epsilon` apart (plus rounding slack), and a policy greedy in the bounds
-    (min: the upper bound, max: the lower bound; shown as a witness, not used for a verdict)."""
-    zero = avoidable(mdp, target) if sense == "min" else unreachable(mdp, target)
-    undecided = [s for s in range(mdp.n) if not target[s] and s not in zero]
-    local = {s: i for i, s in enumerate(undecided)}
-    rows = _rows(mdp, target, undecided, local)
-    starts = np.searchsorted(rows.state, np.arange(len(undecided)))
-    if sense == "min":
-        group = np.arange(len(undecided))
-        upper_rows = np.arange(len(rows.const))
-    else:
-        group, upper_rows = _collapse(mdp, undecided, local, rows)
-    order = upper_rows[np.argsort(group[rows.state[upper_rows]], kind="stable")]
-    group_starts = np.searchsorted(group[rows.state[order]], np.arange(int(group.max(initial=-1)) + 1))
-    reduce = np.minimum.reduceat if sense == "min" else np.maximum.reduceat
-    lo = np.zeros(len(undecided))
-    hi = np.ones(len(undecided))
-    iterations = 0
-    while len(undecided) and float(np.max(hi - lo)) >= epsilon:
-        for _ in range(16):
-            lo = np.maximum(lo, reduce(rows.q(lo), starts))          # monotone: never moves down
-            if sense == "min":
-                hi = np.minimum(hi, reduce(rows.q(hi), starts))
-            else:
-                hi = np.minimum(hi, reduce(rows.q(hi)[order], group_starts)[group])
-        iterations += 16
-        tick()
-        if iterations >= MAX_ITERATIONS:
-            raise TooLarge(f"interval iteration did not get within {epsilon:g} in {iterations:,} iterations")
-    slack = iterations * (rows.width + 2) * 2.0 ** -52        # each step's float rounding, summed
-    lo, hi = np.clip(lo - slack, 0.0, 1.0), np.clip(hi + slack, 0.0, 1.0)
-    policy = _greedy(rows, hi if sense == "min" else lo, sense)
-    _zero_witness(mdp, zero, policy)
-    return _full(mdp, target, zero, local, lo), _full(mdp, target, zero, local, hi), policy
+def from_mdp(mdp: MDP) -> S.Sparse:
+    """The MDP as the arrays of properties/sparse.py (rows in choice order)."""
+    row_start, edge_start, dst, prob, edge, kind = [0], [0], [], [], [], []
+    kinds: dict[Fraction, int] = {}
+    for s in ticking(range(mdp.n)):
+        for c in mdp.choices[s]:
+            for t, p, e in c.outcomes:
+                if p:
+                    dst.append(t)
+                    prob.append(float(p))
+                    edge.append(e)
+                    kind.append(kinds.setdefault(p, len(kinds)))
+            edge_start.append(len(dst))
+        row_start.append(len(edge_start) - 1)
+    rows = len(edge_start) - 1
+    return S.Sparse(np.array(row_start, dtype=np.int64), np.array(edge_start, dtype=np.int64),
+                    np.array(dst, dtype=np.int64), np.array(prob, dtype=np.float64), np.array(edge, dtype=np.int64),
+                    np.array(mdp.terminal, dtype=bool), np.array(mdp.initial, dtype=np.int64),
+                    np.zeros(rows, dtype=np.int64), [], np.array(kind, dtype=np.int64), list(kinds))
 
 
-def _rows(mdp: MDP, target: Sequence[bool], undecided: list[int], local: dict[int, int]) -> _Rows:
-    """The sparse rows of the undecided states' choices (a target successor adds to const,
-    a state of value 0 adds nothing)."""
-    state: list[int] = []
-    const: list[float] = []
-    e_row: list[int] = []
-    e_col: list[int] = []
-    e_p: list[float] = []
-    label: list[tuple[int, int]] = []
-    width = 0
-    for i, s in enumerate(undecided):
-        if not i % EVERY:
-            tick()
-        for ci, c in enumerate(mdp.choices[s]):
-            r = len(const)
-            state.append(i)
-            label.append((s, ci))
-            width = max(width, len(c.dist))
-            k = 0.0
-            for t, p in c.dist:
-                if target[t]:
-                    k += float(p)
-                elif t in local:
-                    e_row.append(r)
-                    e_col.append(local[t])
-                    e_p.append(float(p))
-            const.append(k)
-    return _Rows(np.array(state, dtype=np.int64), np.array(const, dtype=np.float64),
-                 np.array(e_row, dtype=np.int64), np.array(e_col, dtype=np.int64),
-                 np.array(e_p, dtype=np.float64), label, width)
+def row_rewards(m: S.Sparse, reward: Callable[[int], Fraction]) -> npt.NDArray[np.float64]:
+    """Per row its expected reward for one step, from a reward per explored edge."""
+    per_edge = np.fromiter((float(reward(int(e))) for e in ticking(m.edge)), dtype=np.float64, count=len(m.edge))
+    out = np.bincount(m.edge_row, weights=m.prob * per_edge, minlength=m.rows).astype(np.float64)
+    return out
 
 
-def _collapse(mdp: MDP, undecided: list[int], local: dict[int, int], rows: _Rows) -> tuple[IntArray, IntArray]:
-    """The maximal end components among the undecided states: per state its group (its end
-    component, or itself), and the rows the upper bound iterates over (every row but those
-    that stay inside their state's end component)."""
-    inside = set(undecided)
-    kept = {s: [ci for ci, c in enumerate(mdp.choices[s]) if all(t in inside for t in c.targets)] for s in undecided}
-    comp: dict[int, int] = {}
-    while True:
-        tick()
-        live = [s for s in undecided if kept[s]]
-        comps = _sccs(live, lambda s: [t for ci in kept[s] for t in mdp.choices[s][ci].targets if t in kept and kept[t]])
-        comp = {s: i for i, c in enumerate(comps) for s in c}
-        changed = False
-        for s in live:
-            keep = [ci for ci in kept[s] if all(comp.get(t) == comp[s] for t in mdp.choices[s][ci].targets)]
-            if len(keep) != len(kept[s]):
-                kept[s], changed = keep, True
-        if not changed:
-            break
-    group = np.empty(len(undecided), dtype=np.int64)
-    ids: dict[tuple[str, int], int] = {}
-    for s in undecided:
-        key = ("ec", comp[s]) if kept[s] else ("state", s)
-        group[local[s]] = ids.setdefault(key, len(ids))
-    internal = [r for r, (s, ci) in enumerate(rows.label) if ci in kept[s]]
-    upper = np.setdiff1d(np.arange(len(rows.const)), np.array(internal, dtype=np.int64))
-    return group, upper.astype(np.int64)
+def bounded(m: S.Sparse, low: S.Bounds, high: S.Bounds, choices: bool = False) -> Extremes:
+    """The extremes at the initial states from the solver's bounds (`low` minimised, `high`
+    maximised; a policy picks the initial state too). A side is exact where its bounds meet
+    (values the graph fixes, and infinity); else it holds the interval, its midpoint as value.
+    The policies are the row arrays (`rows`), and with `choices` also state -> choice index."""
+    inits = m.initial
+    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m)
+    for sense, b in (("min", low), ("max", high)):
+        if sense == "min":
+            start = int(inits[np.argmin(b.lo[inits] + b.hi[inits])])
+            lo, hi = float(b.lo[inits].min()), float(b.hi[inits].min())
+        else:
+            start = int(inits[np.argmax(b.hi[inits])])
+            lo, hi = float(b.lo[inits].max()), float(b.hi[inits].max())
+        if hi == np.inf and lo == np.inf:
+            value, ends = None, None
+        elif lo == hi:
+            value, ends = Fraction(lo), None
+        else:
+            value, ends = Fraction((lo + hi) / 2), (lo, hi)
+        policy = _choice_index(m, b.policy) if choices else {}
+        if sense == "min":
+            out.min, out.min_interval, out.min_start, out.min_policy = value, ends, start, policy
+        else:
+            out.max, out.max_interval, out.max_start, out.max_policy = value, ends, start, policy
+    return out
 
 
-def _full(mdp: MDP, target: Sequence[bool], zero: set[int], local: dict[int, int], x: FloatArray) -> list[float]:
-    """Per state of the MDP: 1 on the target, 0 where fixed so, else its bound."""
-    return [1.0 if target[s] else 0.0 if s in zero else float(x[local[s]]) for s in range(mdp.n)]
+def _choice_index(m: S.Sparse, rows: npt.NDArray[np.int64]) -> Policy:
+    at = np.flatnonzero(rows >= 0)
+    return {int(s): int(rows[s] - m.row_start[s]) for s in at}
 
 
-def _greedy(rows: _Rows, x: FloatArray, sense: str) -> Policy:
-    """Per undecided state, its choice best for `sense` given the values x."""
-    q = rows.q(x)
-    policy: Policy = {}
-    best: dict[int, float] = {}
-    for r, (s, ci) in enumerate(rows.label):
-        if not r % EVERY:
-            tick()
-        v = float(q[r])
-        if s not in best or (v < best[s] if sense == "min" else v > best[s]):
-            best[s], policy[s] = v, ci
-    return policy
+def _arrays(mdp: MDP, solve: Callable[[S.Sparse], Extremes]) -> Extremes:
+    """A query past the exact limit, solved over arrays; a solver that does not converge is TooLarge."""
+    try:
+        return solve(from_mdp(mdp))
+    except S.NotConverged as exc:
+        raise TooLarge(str(exc)) from None
 
 
 # ---------------------------------------------------------------- expected totals until a terminal state
@@ -357,6 +266,16 @@ def _greedy(rows: _Rows, x: FloatArray, sense: str) -> Policy:
 def expected_total(mdp: MDP, reward: Callable[[int], Fraction]) -> Extremes:
     """The expected total of `reward` (per edge, 0 or more) until a terminal state, minimised
     and maximised over policies; None is infinity (a run that never ends costs infinity)."""
+    try:
+        return _expected_exact(mdp, reward)
+    except TooLarge:
+        def solve(m: S.Sparse) -> Extremes:
+            r = row_rewards(m, reward)
+            return bounded(m, S.expected_intervals(m, r, "min"), S.expected_intervals(m, r, "max"), True)
+        return _arrays(mdp, solve)
+
+
+def _expected_exact(mdp: MDP, reward: Callable[[int], Fraction]) -> Extremes:
     terminal = mdp.terminal
     p_min, p_min_policy = reach_values(mdp, terminal, "min")
     p_max, p_max_policy = reach_values(mdp, terminal, "max")

@@ -289,9 +289,9 @@ def possible_answers(run: dict[str, Any], alone: bool = False) -> list[tuple[dic
 
 
 def totals_text(report: dict[str, Any]) -> str:
-    """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved`."""
+    """`66 runs: 66 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved` (`1 run: ...`)."""
     c = counts(report["runs"])
-    return (f"{len(report['runs'])} runs: {c['proved']} proved, {c['as expected']} violated as expected, "
+    return (f"{counted(len(report['runs']), 'run')}: {c['proved']} proved, {c['as expected']} violated as expected, "
             f"{c['failed']} failed, {c['incomplete']} incomplete -> {report['result']}")
 
 

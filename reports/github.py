@@ -243,7 +243,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     runs = report["runs"]
     c = F.counts(runs)
     out = [f"## haltproof: {report['result']}", "",
-           f"{len(runs)} runs: {c['proved']} proved, {c['as expected']} violated as expected, "
+           f"{T.counted(len(runs), 'run')}: {c['proved']} proved, {c['as expected']} violated as expected, "
            f"{c['failed']} failed, {c['incomplete']} incomplete (exit {report.get('exit_code', '?')}).", "",
            "| spec | params | result | states | transitions | depth |",
            "|---|---|---|---:|---:|---:|"]

@@ -477,6 +477,9 @@ def _line_cell(p: dict[str, Any]) -> Any:
     return f"{p['file']}:{p.get('line')}" if p.get("file") else p.get("line")
 
 
+NEST = "&nbsp;" * 4       # a sub-agent's step is indented under the step that called it, per depth
+
+
 def _trace(w: Writer, trace: dict[str, Any]) -> None:
     steps = trace.get("steps") or []
     names = list(dict.fromkeys(k for s in steps for k in (s.get("state") or {})))
@@ -502,7 +505,7 @@ def _trace(w: Writer, trace: dict[str, Any]) -> None:
             changed = prev is not None and (k not in prev or prev.get(k) != state.get(k))
             cells.append(f'<td class="val{" changed" if changed else ""}">{e(state.get(k))}</td>')
         w(f'<tr class="{" ".join(cls)}"><td class="step">{i}{e(mark)}</td>'
-          f'<td class="action">{e(s.get("action") or "(initial)")}</td>'
+          f'<td class="action">{NEST * s.get("depth", 0)}{e(s.get("action") or "(initial)")}</td>'
           f'<td class="choices">{e(choices)}</td><td class="rule">{e(s.get("rule"))}</td>'
           + "".join(cells) + "</tr>")
         prev = state

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 from haltproof.machine.text import fraction_json
-from haltproof.properties.probability import MDP
+from haltproof.properties.probability import MDP, Flags
 
 
-def write_prism(mdp: MDP, name: str, labels: Mapping[str, Sequence[bool]],
+def write_prism(mdp: MDP, name: str, labels: Mapping[str, Flags],
                 rewards: Mapping[str, Callable[[int], Fraction]], header: str = "") -> str:
     """The PRISM text of `mdp`, with its labels (name -> which states) and reward structures
     (name -> each edge's reward)."""
@@ -82,4 +82,20 @@ def _num(x: Fraction) -> str:
 
 
 def _states(members: Sequence[int]) -> str:
-    return " | ".join(f"s={s}" for s in members) if members else "false"
+    """The states as one expression: a run of three or more consecutive states as a range
+    (`(s>=4 & s<=9)`), so that a label has one term per run, not per state."""
+    if not len(members):
+        return "false"
+    terms: list[str] = []
+    start = prev = int(members[0])
+    for s in [*map(int, members[1:]), None]:
+        if s is not None and s == prev + 1:
+            prev = s
+            continue
+        if prev - start >= 2:
+            terms.append(f"(s>={start} & s<={prev})")
+        else:
+            terms += [f"s={k}" for k in range(start, prev + 1)]
+        if s is not None:
+            start = prev = s
+    return " | ".join(terms)

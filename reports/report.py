@@ -129,7 +129,8 @@ def _source(r: RunResult) -> dict[str, Any]:
            "actions": {a.name: a.line for a in spec.actions},
            "rules": rules,
            "properties": {p.name: p.line for p in spec.properties},
-           "vars": {v.name: v.line for v in spec.vars if v.monitor is None},   # a property monitor: no var
+           # a property monitor is no var of the user's; a sub-agent's is declared in its own file
+           "vars": {v.name: v.line for v in spec.vars if v.monitor is None and v.file is None},
            "terminal": spec.terminal.line if spec.terminal is not None else None,
            "scenarios": {sc.name: sc.line for sc in spec.scenarios}}
     files = _elsewhere(spec)

@@ -293,10 +293,21 @@ def outcome_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def _iterated(a: float | None, b: float | None) -> str:
+    """One side of an iterated row: `infinite`, a point, `[lo, hi]`, or `about x (within w)`
+    when the interval is narrower than the digits shown."""
+    if a is None or b is None:
+        return "infinite"
+    if a == b:
+        return f"{a:.12g}"
+    if f"{a:.12g}" == f"{b:.12g}":
+        return f"about {(a + b) / 2:.12g} (within {b - a:.2g})"
+    return f"[{a:.12g}, {b:.12g}]"
+
+
 def _span(v: dict[str, Any]) -> str:
     if "exact" not in v:                # a side solved by interval iteration: its interval (an exact one a point)
-        lo, hi = (f"{a:.12g}" if a == b else f"[{a:.12g}, {b:.12g}]"
-                  for a, b in (v["interval"]["min"], v["interval"]["max"]))
+        lo, hi = (_iterated(a, b) for a, b in (v["interval"]["min"], v["interval"]["max"]))
         return lo if lo == hi else f"{lo} .. {hi}"
     lo, hi = (number(None if x == "inf" else fraction_from_json(x)) for x in (v["exact"]["min"], v["exact"]["max"]))
     return lo if lo == hi else f"{lo} .. {hi}"

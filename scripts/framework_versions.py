@@ -10,7 +10,8 @@
         # and the shared test_framework*.py; nothing when no framework's differs
 
 A framework extra is one named after a module of frameworks/ (`openai-agents`: openai_agents.py),
-holding one requirement written `dist>=LOW,<HIGH`. Standard library only: it runs before any venv.
+holding one requirement written `dist>=LOW,<HIGH`. A framework the `test` extra does not name
+(`own_venv`: crewai) is tested by scripts/test-EXTRA in a venv of its own, not here. Standard library only: it runs before any venv.
 """
 
 from __future__ import annotations
@@ -47,10 +48,23 @@ def frameworks() -> dict[str, tuple[str, str, str]]:
     return out
 
 
+def shared() -> dict[str, tuple[str, str, str]]:
+    """The frameworks the `test` extra installs (their newest versions tested by scripts/test, their
+    lowest by scripts/test-oldest); the others (own_venv) cannot share that venv."""
+    named = {re.split(r"[<>=;\s]", r, maxsplit=1)[0] for r in extras()["test"]}
+    return {extra: found for extra, found in frameworks().items() if found[0] in named}
+
+
+def own_venv() -> list[str]:
+    """The framework extras tested in a venv of their own (scripts/test-EXTRA): their dependencies
+    conflict with the `test` extra's (CrewAI pins mcp<2, pydantic<2.13, openai<3)."""
+    return sorted(set(frameworks()) - set(shared()))
+
+
 def requirements() -> list[str]:
-    """Each framework pinned to its range's lowest version, and the test runners as the `test` extra names them."""
+    """Each shared framework pinned to its range's lowest version, and the test runners as the `test` extra names them."""
     runners = [r for r in extras()["test"] if re.split(r"[<>=;\s]", r, maxsplit=1)[0] in TEST_RUNNERS]
-    return [f"{dist}=={low}" for dist, low, _ in frameworks().values()] + runners
+    return [f"{dist}=={low}" for dist, low, _ in shared().values()] + runners
 
 
 def tests(tested_by: str | None = None) -> list[str]:
@@ -59,7 +73,7 @@ def tests(tested_by: str | None = None) -> list[str]:
     With `tested_by` (a Python whose environment ran the whole suite), a framework whose lowest
     version is the one installed there was tested at that version already: its files are left
     out, and when every framework's was, so are the shared ones (nothing is left to test)."""
-    again = [extra for extra, (dist, low, _) in frameworks().items()
+    again = [extra for extra, (dist, low, _) in shared().items()
              if tested_by is None or _release(installed(tested_by, dist)) != _release(low)]
     folder = ROOT / "tests" / "frameworks"
     found = {p for extra in again for p in folder.glob(f"test_{extra.replace('-', '_')}*.py")}

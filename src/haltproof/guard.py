@@ -31,7 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,7 @@ class Decision:
     continuation: tuple[dict[str, Any], ...] = ()   # shortest steps from here to the violation
     allowed: tuple[dict[str, Any], ...] = ()        # what would be allowed here instead
     escape: bool = False                # the run left the explored graph
+    risk: str | None = None             # with a risk shield: the step's worst probability of a violation
 
     @property
     def allowed_now(self) -> bool:
@@ -76,7 +79,8 @@ class Decision:
                 "action": self.action, "choices": dict(self.choices), "violated": list(self.violated),
                 "doomed": list(self.doomed), "endangered": list(self.endangered),
                 "continuation": [dict(s) for s in self.continuation],
-                "allowed": [dict(a) for a in self.allowed], "escape": self.escape}
+                "allowed": [dict(a) for a in self.allowed], "escape": self.escape,
+                **({} if self.risk is None else {"risk": self.risk})}
 
 
 def table_checksum(table: dict[str, Any]) -> str:
@@ -93,12 +97,12 @@ def spec_digest(text: str) -> str:
 class _Edge:
     """One transition of the graph, with how it stands against the safety properties."""
 
-    __slots__ = ("action", "combo", "labels", "dst", "rule", "bad", "weights", "rank", "props")
+    __slots__ = ("action", "combo", "labels", "dst", "rule", "bad", "weights", "rank", "props", "p")
 
     def __init__(self, action: str, combo: int, labels: dict[str, Any], dst: int, rule: str | None,
-                 bad: tuple[str, ...], weights: tuple[int, ...]):
+                 bad: tuple[str, ...], weights: tuple[int, ...], p: Fraction | None):
         self.action, self.combo, self.labels, self.dst, self.rule = action, combo, labels, dst, rule
-        self.bad, self.weights = bad, weights
+        self.bad, self.weights, self.p = bad, weights, p
         self.rank: int = _SAFE
         self.props: tuple[str, ...] = ()
 
@@ -106,12 +110,17 @@ class _Edge:
 class Guard:
     """The runtime guard of one explored param combination; one instance follows one run."""
 
-    def __init__(self, table: dict[str, Any], *, on_escape: str = "deny"):
+    def __init__(self, table: dict[str, Any], *, on_escape: str = "deny", risk: Any = None):
         if on_escape not in ESCAPE_MODES:
             raise GuardError(f"on_escape must be one of {', '.join(ESCAPE_MODES)}, got {on_escape!r}")
         _check_table(table)
         self.table = table
         self.on_escape = on_escape
+        self.delta = _delta(risk, table)
+        shield = table.get("risk") if "worst" in table.get("risk", {}) else None
+        self._worst: list[Fraction] = [Fraction(v) for v in shield["worst"]] if shield else []
+        self._p: list[list[str]] = shield["p"] if shield else []
+        self._weighted: dict[str, list[str]] = shield["weighted"] if shield else {}
         self.spec_name: str = table["spec"]["name"]
         self.params: dict[str, Any] = dict(table["spec"]["params"])
         self.var_names: list[str] = [v["name"] for v in table["vars"]]
@@ -130,7 +139,7 @@ class Guard:
         self._values: dict[str, dict[str, list[Any]]] = {
             a["name"]: {c: list(dict.fromkeys(combo[c] for combo in a["combos"] if c in combo))
                         for c in a["choices"]} for a in table["actions"]}
-        self._edges: list[dict[str, list[_Edge]]] = [self._edges_of(row) for row in table["edges"]]
+        self._edges: list[dict[str, list[_Edge]]] = [self._edges_of(i, row) for i, row in enumerate(table["edges"])]
         self._by_user: dict[tuple[Any, ...], list[int]] = {}
         for i, s in enumerate(self.states):
             self._by_user.setdefault(s[:self.nvars], []).append(i)
@@ -140,9 +149,12 @@ class Guard:
 
     @classmethod
     def load(cls, path: str | Path, *, spec: str | Path | None = None, params: dict[str, Any] | None = None,
-             on_escape: str = "deny") -> Guard:
+             on_escape: str = "deny", risk: Any = None) -> Guard:
         """The guard written to `path` by `haltproof guard`. With `spec`, that spec file's text must
-        be the one the guard was made from; with `params`, they must be its params."""
+        be the one the guard was made from; with `params`, they must be its params. With `risk`
+        (a probability δ; a spec with `probabilities:` only), the risk shield decides the steps
+        some continuation of which breaks a property: allowed when their worst probability of a
+        violation is at most δ, denied otherwise."""
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -154,13 +166,13 @@ class Guard:
         if not isinstance(table, dict):
             raise GuardError(f"{path}: not a guard: the JSON is not an object")
         try:
-            return cls.from_table(table, spec=spec, params=params, on_escape=on_escape)
+            return cls.from_table(table, spec=spec, params=params, on_escape=on_escape, risk=risk)
         except GuardError as exc:
             raise GuardError(f"{path}: {exc}") from None
 
     @classmethod
     def from_table(cls, table: dict[str, Any], *, spec: str | Path | None = None,
-                   params: dict[str, Any] | None = None, on_escape: str = "deny") -> Guard:
+                   params: dict[str, Any] | None = None, on_escape: str = "deny", risk: Any = None) -> Guard:
         """The guard of a table already read (the standalone module embeds one)."""
         _check_table(table)
         if spec is not None:
@@ -175,18 +187,18 @@ class Guard:
         if params is not None and dict(params) != table["spec"]["params"]:
             raise GuardError(f"the guard was made for params {_show(table['spec']['params'])}, "
                              f"not {_show(dict(params))}")
-        return cls(table, on_escape=on_escape)
+        return cls(table, on_escape=on_escape, risk=risk)
 
     def _named(self, indices: list[int]) -> tuple[str, ...]:
         return tuple(self.safety[k] for k in indices)
 
-    def _edges_of(self, row: list[list[Any]]) -> dict[str, list[_Edge]]:
+    def _edges_of(self, i: int, row: list[list[Any]]) -> dict[str, list[_Edge]]:
         actions = self.table["actions"]
         out: dict[str, list[_Edge]] = {}
-        for a, c, dst, rule, bad, weights in row:
+        for j, (a, c, dst, rule, bad, weights) in enumerate(row):
             act = actions[a]
             e = _Edge(act["name"], c, act["combos"][c], dst, rule, tuple(self.safety[k] for k in bad),
-                      tuple(weights))
+                      tuple(weights), Fraction(self._p[i][j]) if self._p else None)
             e.rank, e.props = self._rank(e)
             out.setdefault(act["name"], []).append(e)
         return out
@@ -259,6 +271,7 @@ class Guard:
                              if p not in violated and p not in doomed)
         k = next(k for k, (r, _, _) in enumerate(judged) if r == worst)
         path = self._continuation(edges[k], judged[k])
+        risk = None
         if min(r for r, _, _ in judged) >= _DOOMED:
             why = ("it breaks " + ", ".join(violated) if violated
                    else "after it no continuation keeps " + ", ".join(doomed))
@@ -266,8 +279,33 @@ class Guard:
         else:
             why = "some continuation of it breaks " + ", ".join(_unique(violated + doomed + endangered))
             verdict = "approval_required"
+            if self.delta is not None and all(p in self.safety for p in violated + doomed + endangered):
+                chance = self._risk(action, edges)
+                verdict = "allow" if chance <= self.delta else "deny"
+                risk = str(chance)
+                why += (f", with a worst probability of {chance} ({float(chance):.4g}): "
+                        f"{'at most' if chance <= self.delta else 'more than'} the risk bound {self.delta}")
         return Decision(verdict, "before", step, why, action, choices, violated, doomed, endangered, path,
-                        self._allowed(cur))
+                        self._allowed(cur), risk=risk)
+
+    def _risk(self, action: str, edges: list[_Edge]) -> Fraction:
+        """The worst probability that taking one of `edges` leads to a violation: per decision
+        (the values of the unweighted choices, the rest the environment's by their weights, as
+        far as the given choices leave them open), each transition counting 1 if it breaks a
+        property, else its successor's worst probability; the worst decision."""
+        weighted = set(self._weighted.get(action, ()))
+        groups: dict[tuple[tuple[str, Any], ...], list[_Edge]] = {}
+        for e in edges:
+            groups.setdefault(tuple((c, v) for c, v in e.labels.items() if c not in weighted), []).append(e)
+        worst = Fraction(0)
+        for group in groups.values():
+            total = sum((e.p or Fraction(0) for e in group), Fraction(0))
+            risks = [Fraction(1) if e.bad or e.dst in self._bad_state else self._worst[e.dst] for e in group]
+            if not total:       # given values the weights call impossible: the run is not the model's, assume the worst
+                worst = max(worst, *risks)
+                continue
+            worst = max(worst, sum(((e.p or Fraction(0)) * r for e, r in zip(group, risks)), Fraction(0)) / total)
+        return worst
 
     def after(self, state: dict[str, Any] | None = None) -> Decision:
         """The run took a step and is now in `state` (the user's vars, all of them). Without
@@ -508,6 +546,64 @@ class Guard:
         missing = [v for v in self.var_names if v not in state]
         if missing and not partial:
             raise GuardError(f"the state lacks the var(s) {', '.join(missing)}")
+
+
+class GuardStopped(RuntimeError):
+    """A run stopped by its guard at this event: `decision` is the packet (`decision.to_dict()`)."""
+
+    def __init__(self, decision: Decision):
+        self.decision = decision
+        super().__init__(f"haltproof guard: {decision.verdict} at step {decision.step} ({decision.event}"
+                         f"{' ' + decision.action if decision.action else ''}): {decision.reason}")
+
+
+class Follower:
+    """One run followed through a guard, as a hook does: every decision kept in order; one that
+    does not allow raises GuardStopped, unless it is approval_required and `approve(decision)`
+    says yes (no approver: stopped, fail-closed)."""
+
+    def __init__(self, guard: Guard, approve: Callable[[Decision], bool] | None = None):
+        self.guard = guard
+        self.approve = approve
+        self.decisions: list[Decision] = []
+
+    def start(self, state: dict[str, Any] | None = None) -> Decision:
+        return self.check(self.guard.start(state))
+
+    def before(self, action: str, choices: dict[str, Any] | None = None) -> Decision:
+        return self.check(self.guard.before(action, choices))
+
+    def after(self, state: dict[str, Any] | None = None) -> Decision:
+        return self.check(self.guard.after(state))
+
+    def end(self, reason: Any = None) -> Decision:
+        return self.check(self.guard.end(reason))
+
+    def check(self, decision: Decision) -> Decision:
+        """Keep the decision; raise GuardStopped unless it allows (or the approver approves)."""
+        self.decisions.append(decision)
+        if decision.verdict == "allow":
+            return decision
+        if decision.verdict == "approval_required" and self.approve is not None and self.approve(decision):
+            return decision
+        raise GuardStopped(decision)
+
+
+def _delta(risk: Any, table: dict[str, Any]) -> Fraction | None:
+    """The risk bound δ, a probability; only for a guard with a risk table."""
+    if risk is None:
+        return None
+    if "risk" not in table:
+        raise GuardError("this guard has no risk shield: its spec has no `probabilities:` block")
+    if "unavailable" in table["risk"]:
+        raise GuardError(f"this guard has no risk shield: {table['risk']['unavailable']}")
+    try:
+        delta = Fraction(str(risk))
+    except (ValueError, ZeroDivisionError):
+        raise GuardError(f"risk must be a probability, got {risk!r}") from None
+    if not 0 <= delta <= 1:
+        raise GuardError(f"risk must be a probability between 0 and 1, got {risk!r}")
+    return delta
 
 
 def _matches(labels: dict[str, Any], choices: dict[str, Any]) -> bool:

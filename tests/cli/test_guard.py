@@ -310,7 +310,9 @@ def test_the_python_module_is_standalone(tmp_path):
                  "-o", str(out)]) == 0
     imported = {n.names[0].name if isinstance(n, ast.Import) else n.module
                 for n in ast.walk(ast.parse(out.read_text())) if isinstance(n, (ast.Import, ast.ImportFrom))}
-    assert imported == {"__future__", "hashlib", "json", "collections", "dataclasses", "pathlib", "typing"}
+    assert imported == {"__future__", "hashlib", "json", "collections", "collections.abc", "dataclasses", "fractions",
+                        "pathlib",
+                        "typing"}
     script = ("import loop_guard, sys; g = loop_guard.load(); g.start({'scenario': 'limit'}); "
               "print(g.before('read_task_cards', {'obs': 'failed'}).verdict, 'haltproof' in sys.modules)")
     ran = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, '.'); {script}"],

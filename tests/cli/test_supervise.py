@@ -217,28 +217,30 @@ def test_a_close_that_ignores_the_call_deadline_is_ended_by_the_supervisor(cli, 
 
 
 def test_the_call_deadline_in_replay_and_conform(cli, tmp_path):
+    """Conform makes hundreds of calls: a deadline of 1 s, which none of the code's quick calls
+    reaches even on a loaded machine (0.2 s did, descheduled, and the wrong call was "stuck")."""
     path = bound_copy(tmp_path, "stuck_code:Sleeping", keep_scenarios=True)
-    ran = cli("replay", path, "--scenario", "permanent_error", "--call-timeout", "0.2")
+    ran = cli("replay", path, "--scenario", "permanent_error", "--call-timeout", "1")
     assert (ran.code, ran.out) == (3, "")
     assert ran.err == ("haltproof: incomplete: a call into the user's code did not return within --call-timeout "
-                       "0.2 s while running the bound code for action read_task_cards (obs=failed) from state "
+                       "1 s while running the bound code for action read_task_cards (obs=failed) from state "
                        "steps=1 failures=1 phase=observed observation=failed decision=continue "
                        "scenario=permanent_error\n")
-    ran = cli("conform", path, "--call-timeout", "0.2", "-p", "max_steps=3", "-p", "max_retries=1")
+    ran = cli("conform", path, "--call-timeout", "1", "-p", "max_steps=3", "-p", "max_retries=1")
     assert ran.code == 1, ran.err
     assert ran.out.startswith("conformance of loop_demo and stuck_code:Sleeping FAILED after ")
     assert ran.out.endswith(" steps compared: a call into the user's code did not return within --call-timeout "
-                            "0.2 s while running the bound code for action read_task_cards (obs=failed) from state "
+                            "1 s while running the bound code for action read_task_cards (obs=failed) from state "
                             "steps=1 failures=1 phase=observed observation=failed decision=continue "
                             "scenario=one_match\n")
 
 
 def test_a_strategy_whose_draw_never_returns_is_a_conform_failure_at_the_call_deadline(cli, tmp_path):
     """The draw runs inside Hypothesis, yet it is the user's code: the call deadline bounds it."""
-    ran = cli("conform", bound_copy(tmp_path, "stuck_code:SleepingDraw"), "--call-timeout", "0.2", *PINNED)
+    ran = cli("conform", bound_copy(tmp_path, "stuck_code:SleepingDraw"), "--call-timeout", "1", *PINNED)
     assert ran.code == 1, ran.err
     assert ran.out.endswith(" steps compared: a call into the user's code did not return within --call-timeout "
-                            "0.2 s while running a draw of the adapter's strategy for obs of action "
+                            "1 s while running a draw of the adapter's strategy for obs of action "
                             "read_task_cards (obs=failed) from state steps=0 failures=0 phase=start "
                             "observation=nothing decision=undecided scenario=one_match\n"), ran.out
 
@@ -247,14 +249,18 @@ def test_hypothesis_own_work_is_not_a_call_into_the_users_code(cli, tmp_path, mo
     """A loaded machine slows Hypothesis and haltproof between the calls into the code: that time
     is bounded by --timeout, never charged to --call-timeout (it was a "stuck" internal error)."""
     from haltproof.explorer import conform as conform_module
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")    # `slept` is read in this process (cli/supervise.py)
     choices = conform_module._choice_order
+    slept: list[float] = []
 
     def slow(*args):
-        time.sleep(0.3)
+        if not slept:       # once, longer than the call deadline
+            slept.append(1.5)
+            time.sleep(1.5)
         return choices(*args)
-    monkeypatch.setattr(conform_module, "_choice_order", slow)        # fork keeps the patch
-    ran = cli("conform", LOOP_DEMO, "--call-timeout", "0.2", "--examples", "3", *PINNED)
-    assert (ran.code, ran.err) == (0, "")
+    monkeypatch.setattr(conform_module, "_choice_order", slow)
+    ran = cli("conform", LOOP_DEMO, "--call-timeout", "1", "--examples", "3", *PINNED)
+    assert (ran.code, ran.err, slept) == (0, "", [1.5])
     assert ran.out.startswith("conformance of loop_demo and haltproof.harness.loop_binding:LoopDemoAdapter: "
                               "3 random runs"), ran.out
 

@@ -158,9 +158,9 @@ def test_proved_spec_passes_with_summary_outputs_and_valid_reports(repo, validat
     lines = ran.out.splitlines()
     assert lines[0] == ("haltproof check specs/loop_demo.yaml -p max_steps=2 -p max_retries=0 --format github "
                         "--sarif haltproof.sarif --junit haltproof.xml --json haltproof.json")
-    assert lines[-1] == "haltproof: 1 runs: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"
+    assert lines[-1] == "haltproof: 1 run: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"
     assert "::error" not in ran.out
-    assert ran.summary.startswith("## haltproof: proved\n\n1 runs: 1 proved")
+    assert ran.summary.startswith("## haltproof: proved\n\n1 run: 1 proved")
     assert ran.outputs == {"exit-code": "0", "result": "proved", "sarif": "haltproof.sarif",
                            "junit": "haltproof.xml", "json": "haltproof.json"}
     log = json.loads((repo / "haltproof.sarif").read_text())

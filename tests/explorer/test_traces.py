@@ -143,3 +143,98 @@ def test_opentelemetry_spans_from_the_real_sdk(tmp_path, capsys):
     assert out == ("2 runs: 1 conforms, 0 violates, 1 leaves model, 0 unfinished\n"
                    "  run drift: leaves the model at step 2: the run is in a terminal state: step is not a "
                    "transition of the model here\n")
+
+
+GENAI_MAP = ROOT / "examples" / "agent_loop" / "genai_map.yaml"
+
+
+def _genai_spans(path: Path, runs: dict[str, list[str]]) -> None:
+    """Plain GenAI spans, as an instrumented agent emits them (no haltproof attribute): per step a
+    `chat` span, then an `execute_tool search` span (ERROR status and error.type on a timeout)
+    when the model asked for the tool. Exported as OTLP JSON with the SDK's own encoder."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent")
+    for conversation, moves in runs.items():
+        with tracer.start_as_current_span("invoke_agent agent", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "agent",
+                "gen_ai.conversation.id": conversation}):
+            for move in moves:
+                finish = ["stop"] if move == "answer" else ["tool_calls"]
+                with tracer.start_as_current_span("chat gpt-5", attributes={
+                        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-5",
+                        "gen_ai.response.finish_reasons": finish}):
+                    pass
+                if move != "answer":
+                    with tracer.start_as_current_span("execute_tool search", attributes={
+                            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}) as span:
+                        if move == "tool_error":
+                            span.set_attribute("error.type", "TimeoutError")
+                            span.set_status(Status(StatusCode.ERROR, "timed out"))
+    path.write_text(MessageToJson(encode_spans(exporter.get_finished_spans())))
+
+
+def test_plain_genai_spans_through_a_span_map(tmp_path, capsys):
+    """No haltproof attribute on any span: the span map names the steps (docs/how-to/traces.md)."""
+    path = tmp_path / "genai.json"
+    _genai_spans(path, {"c-ok": ["tool_ok", "answer"], "c-retry": ["tool_error", "tool_ok", "answer"],
+                        "c-drift": ["tool_error", "tool_error", "tool_error"]})
+    assert main(["traces", str(AGENT), str(path), *PINS, "--map", str(GENAI_MAP)]) == 1
+    assert capsys.readouterr().out == (
+        "3 runs: 2 conforms, 0 violates, 1 leaves model, 0 unfinished\n"
+        "  run c-drift: leaves the model at step 3: the run is in a terminal state: step is not a "
+        "transition of the model here\n")
+    assert main(["traces", str(AGENT), str(path), *PINS]) == 2       # without the map: never "0 runs, all fine"
+    assert capsys.readouterr().err == (f"error: {path}: no span carries haltproof.action: plain GenAI spans are "
+                                       "read through a span map (--map FILE, docs/how-to/traces.md)\n")
+
+
+def test_a_recording_without_runs_is_an_error_not_a_pass(tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert main(["traces", str(AGENT), str(empty), *PINS]) == 2
+    assert capsys.readouterr().err == f"error: {empty}: no runs recorded\n"
+    spans = tmp_path / "genai.json"
+    _genai_spans(spans, {"c": ["answer"]})
+    nothing = tmp_path / "map.yaml"
+    nothing.write_text("- {when: {gen_ai.operation.name: embeddings}, action: step}\n")
+    assert main(["traces", str(AGENT), str(spans), *PINS, "--map", str(nothing)]) == 2
+    assert capsys.readouterr().err == (f"error: {spans}: no span carries haltproof.action or matches a rule of "
+                                       "the span map\n")
+
+
+def test_the_docs_check_genai_spans_with_the_shipped_map():
+    doc = (ROOT / "docs" / "how-to" / "traces.md").read_text()
+    assert ("haltproof traces examples/agent_loop/agent.yaml spans.json -p max_steps=3 -p max_retries=1 "
+            "--map examples/agent_loop/genai_map.yaml\n") in doc
+    rules = GENAI_MAP.read_text().split("\n- ", 1)[1]
+    assert "```yaml\n- " + rules + "```" in doc
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{}", "a span map is a list of rules ({when: {...}, action: A, choices: {...}})"),
+    ("- {when: {a: 1}}", "rule 1: a rule is a mapping with an action (and when, choices)"),
+    ("- {when: {a: 1}, action: step, then: x}", "rule 1: unknown key 'then' (a rule has when, action, choices)"),
+    ("- {action: step}", "rule 1: when is a mapping of span attributes to their values"),
+    ("- {when: {a: 1}, action: step, choices: [x]}", "rule 1: choices is a mapping (choice name: value)"),
+    ("- [", None),
+])
+def test_a_bad_span_map_is_a_clear_error(tmp_path, capsys, text, message):
+    spans = tmp_path / "genai.json"
+    _genai_spans(spans, {"c": ["answer"]})
+    bad = tmp_path / "map.yaml"
+    bad.write_text(text)
+    assert main(["traces", str(AGENT), str(spans), *PINS, "--map", str(bad)]) == 2
+    err = capsys.readouterr().err
+    if message is None:
+        assert err.startswith(f"error: {bad}: the span map is not YAML or JSON: ")
+    else:
+        assert err == f"error: {bad}: {message}\n"

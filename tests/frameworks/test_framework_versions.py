@@ -25,16 +25,36 @@ from haltproof.frameworks import declaration  # noqa: E402
 
 # extra -> (module, dist, the require_* function's module attribute)
 EXPECTED = {"langgraph": ("langgraph", "langgraph"), "openai-agents": ("openai_agents", "openai-agents"),
-            "pydantic-ai": ("pydantic_ai", "pydantic-ai-slim")}
+            "pydantic-ai": ("pydantic_ai", "pydantic-ai-slim"), "adk": ("adk", "google-adk"),
+            "crewai": ("crewai", "crewai")}
+OWN_VENV = ["crewai"]       # tested by scripts/test-crewai: its pins conflict with the `test` extra's
+SHARED = sorted(set(EXPECTED) - set(OWN_VENV))
 RANGES = fv.frameworks()
 OLDEST = os.environ.get("HALTPROOF_OLDEST_FRAMEWORKS") == "1"
 
 
 def test_every_framework_module_has_an_extra_written_low_high():
     assert {extra: dist for extra, (dist, _, _) in RANGES.items()} == {e: d for e, (_, d) in EXPECTED.items()}
+    assert fv.own_venv() == OWN_VENV and sorted(fv.shared()) == SHARED
 
 
-@pytest.mark.parametrize("extra", sorted(EXPECTED))
+def test_a_framework_of_its_own_venv_is_tested_there_with_its_extra():
+    """CrewAI is in no shared venv: not in `test`, not in the oldest run; scripts/test-crewai installs
+    its extra and runs its tests at the range's lowest release, then at its newest, and CI runs it."""
+    dist, low, high = RANGES["crewai"]
+    assert fv.extras()["crewai"] == [f"{dist}>={low},<{high}"]
+    assert not [r for r in fv.extras()["test"] if r.startswith("crewai")]
+    assert not [r for r in fv.requirements() if r.startswith("crewai")]
+    assert not [t for t in fv.tests() if "crewai" in t]
+    script = (ROOT / "scripts" / "test-crewai").read_text()
+    assert "pip install --quiet '.[crewai]' \"crewai==$low\" \"${runners[@]}\" jsonschema" in script     # the lowest
+    assert 'pip install --quiet --upgrade "$crewai"' in script                                       # then the newest
+    assert script.count("python -m pytest -q -n auto tests/frameworks/test_crewai.py "
+                        "tests/frameworks/test_framework_versions.py -k crewai") == 2
+    assert 'HALTPROOF_CREWAI_VENV="$venvs/crewai" scripts/test-crewai' in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.parametrize("extra", SHARED)
 def test_the_test_extra_names_the_frameworks_range_as_its_extra_does(extra):
     dist, low, high = RANGES[extra]
     written = f"{dist}>={low},<{high}"
@@ -70,11 +90,11 @@ def test_release_numbers_compare_as_pep_440_does():
 
 
 def test_the_oldest_run_installs_each_frameworks_lowest_version_and_runs_every_framework_test():
-    assert fv.requirements()[:3] == [f"{dist}=={low}" for dist, low, _ in RANGES.values()]
-    assert set(fv.requirements()[3:]) == {r for r in fv.extras()["test"] if r.startswith("pytest")}
+    assert fv.requirements()[:4] == [f"{dist}=={low}" for dist, low, _ in fv.shared().values()]
+    assert set(fv.requirements()[4:]) == {r for r in fv.extras()["test"] if r.startswith("pytest")}
     assert {"tests/frameworks/test_langgraph.py", "tests/frameworks/test_framework_declaration.py",
             "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_openai_agents.py",
-            "tests/frameworks/test_pydantic_ai.py"} <= set(fv.tests())
+            "tests/frameworks/test_pydantic_ai.py", "tests/frameworks/test_adk.py"} <= set(fv.tests())
     script = (ROOT / "scripts" / "test-oldest").read_text()
     assert "python3 scripts/framework_versions.py requirements" in script
     assert 'HALTPROOF_OLDEST_FRAMEWORKS=1 python -m pytest -q -n auto --dist loadgroup "${tests[@]}" "$@"' in script
@@ -87,7 +107,7 @@ def test_the_oldest_run_installs_each_frameworks_lowest_version_and_runs_every_f
 def test_the_oldest_run_leaves_out_a_framework_already_tested_at_its_lowest_version(monkeypatch):
     """CI's first venv has the newest versions; where a range's newest is its lowest (one release
     so far) that framework's tests already ran at the lowest version and are not run twice."""
-    lowest = {dist: low for dist, low, _ in RANGES.values()}
+    lowest = {dist: low for dist, low, _ in fv.shared().values()}
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + ".0")       # 0.24.0 is 0.24
     assert fv.tests("py") == []
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] if dist != "langgraph" else "1.2.24")
@@ -97,7 +117,8 @@ def test_the_oldest_run_leaves_out_a_framework_already_tested_at_its_lowest_vers
     monkeypatch.setattr(fv, "installed", lambda python, dist: "" if dist == "pydantic-ai-slim" else lowest[dist])
     assert fv.tests("py") == ["tests/frameworks/test_framework_declaration.py",
                               "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_pydantic_ai.py",
-                              "tests/frameworks/test_pydantic_ai_declaration.py"]
+                              "tests/frameworks/test_pydantic_ai_declaration.py",
+                              "tests/frameworks/test_pydantic_ai_trees.py"]
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] + "rc1")
     assert fv.tests("py") == fv.tests()
 
@@ -108,7 +129,7 @@ def test_the_oldest_run_reads_the_versions_the_tested_venv_has():
     ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "framework_versions.py"), "tests",
                           "--tested-by", sys.executable], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
-    differ = [extra for extra, (dist, low, _) in RANGES.items()
+    differ = [extra for extra, (dist, low, _) in fv.shared().items()
               if declaration.release(importlib.metadata.version(dist)) != declaration.release(low)]
     expected = sorted({str(p.relative_to(ROOT)) for extra in differ
                        for p in (ROOT / "tests" / "frameworks").glob(f"test_{extra.replace('-', '_')}*.py")}
@@ -132,6 +153,8 @@ def test_the_oldest_run_reads_the_versions_the_tested_venv_has():
 @pytest.mark.parametrize("extra", sorted(EXPECTED))
 def test_the_installed_framework_is_in_its_range_and_the_lowest_in_the_oldest_run(extra):
     module, dist = EXPECTED[extra]
+    if extra in OWN_VENV and importlib.util.find_spec(module) is None:
+        pytest.skip(f"{dist} is installed and tested in scripts/test-{extra}'s venv")
     _, low, _ = RANGES[extra]
     version = declaration.require_version(module, dist, "it")
     if OLDEST:

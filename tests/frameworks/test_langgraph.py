@@ -9,8 +9,10 @@ framework's code, not on a copy of its logic.
 from __future__ import annotations
 
 import importlib.metadata
+import operator
 
 import sys
+from typing import Annotated, TypedDict
 
 import pytest
 
@@ -213,3 +215,58 @@ def test_an_interrupted_graph_is_not_taken_for_a_finished_one(tmp_path, monkeypa
     assert finding.status == "violated"
     assert finding.message == "status = 'interrupted' is outside its domain {running, done, limit}"
     assert [s.state["next"] for s in finding.trace.steps] == ["agent", "tools", "tools"]
+
+
+# ---------------------------------------------------------------- subgraphs (issue 29): what LangGraph does
+
+class State(TypedDict):
+    n: Annotated[int, operator.add]
+
+
+def nested_graph(how: str, sub_steps: int | None, ran: list[str]) -> object:
+    """A parent looping plan -> sub -> plan whose `sub` is a compiled subgraph, as a node (`node`)
+    or invoked inside a node function (`inner`); the subgraph runs `work` `sub_steps` times (None:
+    forever). `ran` records every node run."""
+    from langgraph.graph import END, START, StateGraph
+
+    def work(state: State) -> dict:
+        ran.append("work")
+        return {"n": 1}
+    sub = StateGraph(State)
+    sub.add_node("work", work)
+    sub.add_edge(START, "work")
+    sub.add_conditional_edges("work", lambda s: "work" if sub_steps is None or s["n"] < sub_steps else END,
+                              ["work", END])
+    subgraph = sub.compile()
+
+    def plan(state: State) -> dict:
+        ran.append("plan")
+        return {"n": -state["n"]}       # back to 0: the subgraph as a node reads the parent's n
+
+    def calls_sub(state: State) -> dict:
+        subgraph.invoke({"n": 0})
+        return {"n": 0}
+    parent = StateGraph(State)
+    parent.add_node("plan", plan)
+    parent.add_node("sub", subgraph if how == "node" else calls_sub)
+    parent.add_edge(START, "plan")
+    parent.add_edge("plan", "sub")
+    parent.add_edge("sub", "plan")
+    return parent.compile()
+
+
+@pytest.mark.parametrize("how", ["node", "inner"])
+def test_a_subgraph_counts_its_own_supersteps_against_the_parents_recursion_limit(how) -> None:
+    """docs/how-to/trees-frameworks.md: the subgraph, as a node or invoked in a node function,
+    gets the parent's recursion_limit and counts its own supersteps from 0 on each call; its
+    GraphRecursionError ends the parent's run. A parent with recursion_limit 4 over a subgraph of
+    3 supersteps runs 2 plans and 2 subgraph calls: 8 node runs."""
+    from langgraph.errors import GraphRecursionError
+    ran: list[str] = []
+    with pytest.raises(GraphRecursionError, match=r"^Recursion limit of 4 reached"):
+        nested_graph(how, 3, ran).invoke({"n": 0}, {"recursion_limit": 4})
+    assert ran == ["plan", "work", "work", "work", "plan", "work", "work", "work"]
+    looping: list[str] = []
+    with pytest.raises(GraphRecursionError, match=r"^Recursion limit of 4 reached"):
+        nested_graph(how, None, looping).invoke({"n": 0}, {"recursion_limit": 4})
+    assert looping == ["plan", "work", "work", "work", "work"]

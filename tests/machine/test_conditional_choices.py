@@ -285,3 +285,16 @@ def test_a_record_with_a_value_field_is_still_a_record() -> None:
     runs = each_way(text, vector=False)
     assert prop(runs["generated"], "ones_first").status == "holds"
     assert runs["generated"].stats["transitions"] == 3
+
+
+def test_a_choice_conditional_on_a_weighted_one_is_refused_at_load(check) -> None:
+    """`obs` is made only where `proposal == call_tool`; with `proposal` weighted, the policy
+    would choose `obs` after the draw (issue 33): refused at the line of obs's when:, exit 2, where every
+    probability used to be `unknown` after the exploration."""
+    text = agent("x: {always: true}") + "probabilities:\n  step:\n    proposal: {call_tool: 0.5, finish: 0.5}\n"
+    r = check(text)
+    assert (r.code, r.out) == (2, "")
+    assert r.err.replace(r.path, "agent.yaml") == (
+        "error: agent.yaml:12: choice obs of action step is made only where its when: holds, which reads the "
+        "weighted choice proposal: a policy that decides after the draw is not supported yet (make the "
+        "condition read the state only, or weight obs too)\n")

@@ -183,14 +183,14 @@ def test_non_string_key(check):
 
 def test_unknown_top_level_key(check):
     r = check(BASE + "propertes:\n  p: {always: steps >= 0}\n")
-    assert_rejected(r, 21, 'unknown key in the spec (allowed: actions, bind, description, expect, fairness, '
+    assert_rejected(r, 21, 'unknown key in the spec (allowed: actions, agents, bind, description, expect, fairness, '
                            'machine, measures, params, probabilities, properties, replay, scenarios, sets, '
                            "terminal, vars): 'propertes'")
 
 
 def test_misspelled_required_top_level_key(check):
     r = check(edit("machine: m\n", "name: m\n"))
-    assert_rejected(r, 1, 'unknown key in the spec (allowed: actions, bind, description, expect, fairness, machine, '
+    assert_rejected(r, 1, 'unknown key in the spec (allowed: actions, agents, bind, description, expect, fairness, machine, '
                           'measures, params, probabilities, properties, replay, scenarios, sets, terminal, vars): '
                           "'name'")
 
@@ -513,7 +513,7 @@ def test_unknown_stage(check):
 def test_unknown_key_in_action(check):
     r = check(edit(GUARD, "    whenn: decision == going\n"))
     assert_rejected(r, 9, 'unknown key in action work (allowed: because, choose, description, do, raises, '
-                          "unreachable_when, when): 'whenn'")
+                          "run, unreachable_when, when): 'whenn'")
 
 
 def test_action_sets_undeclared_var(check):

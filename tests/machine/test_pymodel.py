@@ -883,7 +883,7 @@ def test_a_property_left_unknown_on_a_complete_exploration_is_never_proved(cli, 
     ran = cli("check", "hp_quiet_model:Quiet")
     assert ran.code == 3
     assert "  explored in full, but quick could not be decided" in ran.out.splitlines()
-    assert ran.out.splitlines()[-1] == "1 runs: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
+    assert ran.out.splitlines()[-1] == "1 run: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
 
 
 def test_an_expected_violation_with_an_unexplained_unknown_is_not_as_expected():

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from haltproof.explorer import check as C
@@ -113,7 +114,7 @@ def test_the_text_report_says_the_analyses_stopped(check, monkeypatch):
             "outcome table, looking for the parts of the spec that never matter (vacuity)") in lines
     assert "  unknown   2 properties, not decided as the analyses after the exploration stopped (--verbose lists them)" \
         in lines
-    assert lines[-1] == "1 runs: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
+    assert lines[-1] == "1 run: 0 proved, 0 violated as expected, 0 failed, 1 incomplete -> incomplete"
 
 
 def test_the_timeout_stops_exact_elimination(check, monkeypatch):
@@ -331,7 +332,7 @@ def test_memory_running_out_in_an_analysis_is_a_bound_not_a_crash(check, monkeyp
 
     def no_memory(*args, **kwargs):
         raise MemoryError
-    monkeypatch.setattr(P, "_rows", no_memory)
+    monkeypatch.setattr(P, "from_mdp", no_memory)
     code, data = run(check, SMALL_WALK + WALK_PROPS)
     assert code == 3 and data["stopped_by"] == "max_memory"
     assert statuses(data)["east"] == ("unknown", "not decided: memory ran out while solving the probability of east")
@@ -438,11 +439,12 @@ def test_interval_iteration_looks_at_the_bounds_every_16_rounds(monkeypatch):
     """A walk where a step moves with odds 1/100 takes thousands of rounds; the third look
     inside the loop ends it, and the Stopped is not taken for `TooLarge` or swallowed."""
     from test_probability_solver import mdp
-    calls = ticks_from(monkeypatch, P, {"reach_intervals": 3})
+    from haltproof.properties import sparse as S
+    calls = ticks_from(monkeypatch, S, {"reach_intervals": 3})
     m = mdp({i: {"step": [(i + 1, "1/250"), (i - 1, "3/500"), (i, "99/100")]} for i in range(1, 60)},
             [i in (0, 60) for i in range(61)], initial=(30,))
     with pytest.raises(budget.Stopped):
-        P.reach_intervals(m, [i == 60 for i in range(61)], "min")
+        S.reach_intervals(P.from_mdp(m), np.array([i == 60 for i in range(61)]), "min")
     assert calls.count("reach_intervals") == 3
 
 

@@ -101,7 +101,7 @@ def test_expected_violations_are_one_line_each_unless_verbose(tmp_path: Path,
     assert _seconds_out(render_text(data)).splitlines() == [
         "violated as expected  tiny.yaml [tiny] N=2: 3 states, T s (below_two)",
         "",
-        "1 runs: 0 proved, 1 violated as expected, 0 failed, 0 incomplete -> proved",
+        "1 run: 0 proved, 1 violated as expected, 0 failed, 0 incomplete -> proved",
     ]
     verbose = render_text(data, verbose=True)
     assert "\n  violated as expected below_two     false in this state\n" in verbose
@@ -123,7 +123,7 @@ def test_a_failing_run_shows_what_went_wrong_not_what_it_expected(tmp_path: Path
         "  VIOLATED (NOT as expected) below_one  false in this state",
         *("      " + row for row in TABLE[:3]),
         "",
-        "1 runs: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+        "1 run: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
     ]
 
 
@@ -146,7 +146,7 @@ def test_a_stopped_run_counts_its_unknowns_and_shows_its_violations_in_full(tmp_
         "  VIOLATED  below_two  false in this state",
         *("      " + row for row in TABLE),
         "",
-        "1 runs: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
+        "1 run: 0 proved, 0 violated as expected, 1 failed, 0 incomplete -> violated",
     ]
     verbose = render_text(data, verbose=True)
     assert "\n  unknown   domains       not decided: the exploration stopped at --max-states\n" in verbose
@@ -196,7 +196,7 @@ def test_warnings_are_counted_by_default_and_listed_with_verbose(tmp_path: Path,
         "proved  warn.yaml [tiny]: 2 states, T s, 1 warning",
         "",
         "1 warning in 1 run (vacuity: parts of a spec that never matter): --verbose lists them",
-        "1 runs: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved",
+        "1 run: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved",
     ]
     assert "\n  warning: vacuous: action jump (line 9) is never taken\n" in render_text(data, verbose=True)
 
@@ -300,7 +300,7 @@ def test_one_configuration_states_its_answers_with_the_steps_of_a_shortest_run(
         "      1     step                      x=1",
         "      2     step                      x=2 status=limit",
         "",
-        "1 runs: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
+        "1 run: 1 proved, 0 violated as expected, 0 failed, 0 incomplete -> proved"]
 
 
 def test_a_sweep_states_each_runs_answer_on_a_line_and_verbose_its_steps(
