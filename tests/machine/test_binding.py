@@ -855,6 +855,25 @@ def test_the_working_directorys_module_wins_over_a_same_named_one_earlier_on_the
 
 
 @pytest.mark.verdict
+def test_a_same_named_module_of_another_folder_already_imported_is_not_taken_for_this_ones(tmp_path, monkeypatch):
+    """Two examples each with an `hp_twice.py` beside its spec, checked in one process: the
+    second spec gets its own file, not the first's module; asked again, a folder keeps the
+    module it imported (seed-22 mutant: the loaded module's file read as `abspath(None)`)."""
+    from haltproof.machine.binding import import_user_module
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder in (one, two):
+        folder.mkdir()
+        (folder / "hp_twice.py").write_text(f"WHICH = {folder.name!r}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "hp_twice", raising=False)
+    first = import_user_module("hp_twice", str(one))
+    assert (first.WHICH, import_user_module("hp_twice", str(one)) is first) == ("one", True)
+    assert import_user_module("hp_twice", str(two)).WHICH == "two"
+    sys.modules.pop("hp_twice", None)
+
+
+@pytest.mark.verdict
 def test_a_module_beside_the_spec_is_imported_from_the_specs_folder(tmp_path, monkeypatch):
     """A spec found anywhere imports the code beside it: its folder joins the path (first)."""
     from haltproof.machine.binding import import_user_module
