@@ -401,7 +401,7 @@ def test_an_unsupported_adk_version_is_named_at_the_framework_line(check, tmp_pa
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.39.1")
     ran = check(DECLARATION)
     assert ran.code == 2, ran.out
-    assert ran.err.endswith("bad.yaml:1: haltproof.frameworks.adk supports google-adk >=2.0,<3; "
+    assert ran.err.endswith("bad.yaml:1: haltproof.frameworks.adk supports google-adk >=2.2,<3; "
                             "google-adk 1.39.1 is installed\n")
 
 
