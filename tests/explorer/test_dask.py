@@ -47,6 +47,15 @@ def _dask(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _written(file: Path) -> bool:
+    """Whether the scheduler has written its whole file: it appears empty first (a read then
+    failed with "Expecting value")."""
+    try:
+        return "address" in json.loads(file.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
+
+
 @contextmanager
 def _cluster(tmp_path: Path, dashboard: bool = False) -> Iterator[Cluster]:
     """A scheduler (with its dashboard on a free port if asked) and two single-threaded workers;
@@ -59,9 +68,9 @@ def _cluster(tmp_path: Path, dashboard: bool = False) -> Iterator[Cluster]:
                    "--scheduler-file", str(file), env=env, log=tmp_path / "scheduler.log")]
     try:
         deadline = time.monotonic() + START_SECONDS
-        while not file.exists() and time.monotonic() < deadline:
+        while not _written(file) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert file.exists(), (tmp_path / "scheduler.log").read_text()
+        assert _written(file), (tmp_path / "scheduler.log").read_text()
         address = json.loads(file.read_text())["address"]
         workers = [_dask("worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                          "--host", "127.0.0.1", env=env, log=tmp_path / f"worker{i}.log") for i in range(2)]
