@@ -42,7 +42,7 @@ from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, guard_of, import_target, keep_user_lines,
                           lined, mapping, node, outcome_labels, plain, quoted, require_version, with_user_properties)
-from .openai_agents import model_choice, slug
+from .openai_agents import Final, ToolCall, model_choice, slug     # a text answer and a tool call, as there
 from .paused import ModelCalls, PausedRun
 
 LIMIT = "max_llm_calls"
@@ -64,21 +64,6 @@ def require_adk() -> str:
     if not any(isinstance(h, logging.NullHandler) for h in quiet.handlers):
         quiet.addHandler(logging.NullHandler())
     return version
-
-
-@dataclass(frozen=True)
-class Final:
-    """The model answers with text: the agent's turn ends (its final response)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """The model calls a tool of its agent by name; ADK runs the user's tool with these arguments."""
-
-    name: str
-    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True)
