@@ -9,6 +9,7 @@ manager delegates to runs without delegation tools of its own.
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import sys
 
@@ -23,7 +24,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import fresh_modules, maxima, results
+from framework_helpers import emitted_tests_replay, fresh_modules, maxima, results
 
 pytestmark = pytest.mark.slow        # importing CrewAI alone takes seconds; every test here runs a crew
 
@@ -137,6 +138,63 @@ def test_a_max_iter_check_one_iteration_late_changes_the_verdict(tmp_path, monke
     assert (late.result, late.as_expected) == ("violated", False)
     assert results(late)["calls_within_max_iter_and_retries"].status == "violated"
     assert maxima(late) == {"most_model_calls": 5, "most_tool_runs": 2}
+
+
+def replayable(example: str, max_iter: int, extra: str = "") -> str:
+    """An example's declaration with max_iter pinned, its violations not expected (so --emit-tests
+    writes their tests), and `extra` properties."""
+    text = (EXAMPLE / example).read_text()
+    text = text[:text.index("expect:")]
+    return text.replace("  max_iter: {min: 1, max: 3}\n", f"  max_iter: {max_iter}\n").replace(
+        "  max_iter: {min: 1, max: 2}\n", f"  max_iter: {max_iter}\n") + extra
+
+
+def replay_emitted(cli, tmp_path, monkeypatch, **kwargs) -> None:
+    """emitted_tests_replay, its check in this process: a check's supervised child is a fork, and a
+    crew an earlier test ran here left CrewAI's event bus with worker threads a fork does not have."""
+    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")
+    emitted_tests_replay(cli, tmp_path, monkeypatch, options=("--determinism", "off"), **kwargs)
+
+
+GIVEN_UP = ("real_answers is not fixed: the recorded counterexample still breaks it: false in the state after "
+            "step 2")
+
+
+def test_an_emitted_test_replays_the_give_up_through_crewais_kickoff_and_follows_its_max_iter(
+        cli, tmp_path, monkeypatch) -> None:
+    """The research crew's give-up at max_iter=1, emitted as a test: it replays search, search
+    through CrewAI's own kickoff and fails while the second call is still CrewAI's forced final
+    answer. With CrewAI's max_iter check one iteration late, the same test passes: the second
+    call is no longer forced, nothing is given up, so the replay follows CrewAI, not the trace."""
+    replay_emitted(cli, tmp_path, monkeypatch, apps=(EXAMPLE / "research.py",),
+                   declaration=replayable("research.yaml", 1),
+                   expected={"test_replayed_real_answers_max_iter1_guardrail_max_retries1.py": GIVEN_UP})
+    path = tmp_path / "regress" / "test_replayed_real_answers_max_iter1_guardrail_max_retries1.py"
+    spec = importlib.util.spec_from_file_location("emitted_give_up", path)
+    emitted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emitted)
+    with pytest.raises(AssertionError) as failed:
+        emitted.test_replayed_real_answers_max_iter1_guardrail_max_retries1()
+    assert str(failed.value).splitlines()[0] == GIVEN_UP
+    max_iter_off_by_one(monkeypatch)
+    emitted.test_replayed_real_answers_max_iter1_guardrail_max_retries1()     # passes: nothing is given up
+
+
+def test_emitted_tests_replay_the_managers_delegations_through_crewais_hierarchical_process(
+        cli, tmp_path, monkeypatch) -> None:
+    """The newsroom at max_iter=2, with a user's cap of one delegation: both findings, emitted, replay
+    through CrewAI's manager and its delegation tools (the reporter's and the editor's executions run)
+    and fail as the check did: a second delegation after 3 transitions, the forced answer after 4."""
+    cap = "  one_delegation:\n    description: the manager hands the story out once\n    maximum: delegations\n" \
+          "    at_most: 1\n"
+    replay_emitted(cli, tmp_path, monkeypatch, apps=(EXAMPLE / "newsroom.py",),
+                   declaration=replayable("newsroom.yaml", 2, cap),
+                   expected={"test_replayed_one_delegation_max_iter2.py": (
+                       "one_delegation is not fixed: the recorded counterexample still breaks it: the state after "
+                       "step 3 has 2, more than at_most 1"),
+                             "test_replayed_real_answers_max_iter2.py": (
+                       "real_answers is not fixed: the recorded counterexample still breaks it: false in the state "
+                       "after step 4")})
 
 
 def test_a_declared_tool_outcome_runs_in_crewais_tool_usage_and_a_raising_tool_runs_six_times(tmp_path, monkeypatch) -> None:
