@@ -43,7 +43,7 @@ from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, give, guard_of, import_target,
-                          keep_user_lines, lined, mapping, node, plain, require_version, scripted_outcome,
+                          keep_user_lines, lined, mapping, node, outcome_labels, plain, require_version, scripted_outcome,
                           with_user_properties)
 from .paused import ModelCalls, PausedRun
 
@@ -425,16 +425,6 @@ def _answer(raw: Any, file: str, line: int, what: str, role: str, d_agents: dict
                            "{delegate: COWORKER, task: TEXT} or {ask: COWORKER, question: TEXT}")
 
 
-def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
-    labels = declared[name]
-    if not isinstance(labels, YMap) or not labels:
-        raise fail(file, declared.line_of(name), f"{key}: {name} needs a mapping of outcome labels to outcomes")
-    for label in labels:
-        if not str(label).isidentifier():
-            raise fail(file, labels.line_of(label), f"an outcome label of {name} must be a plain identifier", label)
-    return labels
-
-
 def _models(top: YMap, file: str, d_agents: dict[str, Any], hierarchical: bool,
             lines: dict[str, Choice]) -> dict[str, dict[str, Answer]]:
     """`models:` role -> label -> answer, every agent of the crew answered for."""
@@ -444,7 +434,7 @@ def _models(top: YMap, file: str, d_agents: dict[str, Any], hierarchical: bool,
         if role not in d_agents:
             raise fail(file, declared.line_of(role), f"models: no agent with the role {role!r} in the crew "
                                                      f"(its agents: {', '.join(d_agents)})")
-        labels = _labels(declared, role, file, "models")
+        labels = outcome_labels(declared, role, file, "models")
         choice = lines[model_choice(str(role))] = Choice(model_choice(str(role)), declared.line_of(role), {})
         out[str(role)] = {}
         for label, raw in labels.items():
@@ -471,7 +461,7 @@ def _tools(top: YMap, file: str, d_agents: dict[str, Any], lines: dict[str, Choi
         if name not in known:
             raise fail(file, declared.line_of(name), f"tools: no agent of the crew has a tool named {name!r} "
                                                      f"(its tools: {', '.join(known) or 'none'})")
-        labels = _labels(declared, name, file, "tools")
+        labels = outcome_labels(declared, name, file, "tools")
         out[str(name)] = {str(label): scripted_outcome(raw, file, labels.line_of(label), f"tools: outcome {label} of {name}")
                           for label, raw in labels.items()}
         lines[tool_choice(str(name))] = Choice(tool_choice(str(name)), declared.line_of(name),

@@ -307,6 +307,21 @@ params:
      "params: a crewai declaration needs max_iter (every agent's limit"),
     (("  Boss:\n    ask: {delegate: Clerk, task: check A-1}\n    answer: All good.\n", ""), 3,
      "models: the agent 'Boss' works in the crew, but its model has no answers declared"),
+    (("  Boss:\n    ask: {delegate: Clerk, task: check A-1}\n    answer: All good.\n", "  Boss: All good.\n"), 7,
+     "models: Boss needs a mapping of outcome labels to outcomes"),
+    (("    answer: Shipped.", "    answer: {tool: lookup, args: [A-1]}"), 6,
+     "answer answer of Clerk: args must be a mapping of the tool's arguments"),
+    (("    ask: {delegate: Clerk, task: check A-1}", "    ask: {delegate: Clerk, task: check A-1, urgent: yes}"), 8,
+     "answer ask of Boss must be the agent's final answer (text), {tool: NAME, args: {...}}, "
+     "{delegate: COWORKER, task: TEXT} or {ask: COWORKER, question: TEXT}"),
+    (("    look: {tool", "    look it up: {tool"), 5, "an outcome label of Clerk must be a plain identifier"),
+    (("params:", "tools:\n  lookup: fine\nparams:"), 11, "tools: lookup needs a mapping of outcome labels to outcomes"),
+    (("params:", "tools:\n  lookup:\n    down: {raises: NoSuchError}\nparams:"), 12,
+     "raises names a class that cannot be found (no importable module defines it): 'NoSuchError'"),
+    (("params:", "tools:\n  lookup:\n    down: {raises: ValueError, code: 3}\nparams:"), 12,
+     "tools: outcome down of lookup: an outcome that raises is {raises: CLASS, message: TEXT}"),
+    (("target: crew_app:crew\n", "target: crew_app:crew\ninputs: [A-1]\n"), 3,
+     "inputs must be a mapping (what kickoff(inputs=...) gets)"),
 ])
 def test_a_bad_declaration_is_refused_at_its_line(check, tmp_path, change, line, message) -> None:
     (tmp_path / "specs").mkdir(exist_ok=True)
