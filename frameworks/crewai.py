@@ -33,6 +33,7 @@ import contextvars
 import functools
 import json
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,7 +64,25 @@ def require_crewai() -> str:
     """The installed CrewAI's version (or a clear error), with its telemetry and tracing off:
     CrewAI reads these switches when it sends, so setting them before any run is enough."""
     os.environ.update(OFFLINE)
-    return require_version("crewai", "crewai", "CrewAI")
+    version = require_version("crewai", "crewai", "CrewAI")
+    event_bus_threads_here()
+    return version
+
+
+def event_bus_threads_here() -> None:
+    """CrewAI's event bus starts its handler threads (a pool, an event loop's thread) at its
+    first event and counts them as started from then on. A forked process (a check's supervised
+    child, a -j worker) has none of its parent's threads: after a crew ran in the parent (an
+    emitted test, a run through the API, the user's own kickoff), the child's first delegation
+    waited forever on events no thread ran, and the check stopped at --call-timeout. Here the bus
+    is told to start them again when its loop's thread is not in this process."""
+    bus: Any = getattr(sys.modules.get("crewai.events.event_bus"), "crewai_event_bus", None)
+    thread = getattr(bus, "_loop_thread", None)
+    if bus is not None and getattr(bus, "_executor_initialized", False) and thread is not None \
+            and not thread.is_alive():
+        bus._executor_initialized = False       # its next event starts new threads, in this process
+        bus._pending_futures = set()            # the parent's, which no thread here runs
+        bus._futures_lock = threading.Lock()
 
 
 class RunDropped(BaseException):

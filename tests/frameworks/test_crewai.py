@@ -150,9 +150,7 @@ def replayable(example: str, max_iter: int, extra: str = "") -> str:
 
 
 def replay_emitted(cli, tmp_path, monkeypatch, **kwargs) -> None:
-    """emitted_tests_replay, its check in this process: a check's supervised child is a fork, and a
-    crew an earlier test ran here left CrewAI's event bus with worker threads a fork does not have."""
-    monkeypatch.setenv("HALTPROOF_IN_PROCESS", "1")
+    """emitted_tests_replay, its check without the determinism check's second runs (fast)."""
     emitted_tests_replay(cli, tmp_path, monkeypatch, options=("--determinism", "off"), **kwargs)
 
 
@@ -195,6 +193,23 @@ def test_emitted_tests_replay_the_managers_delegations_through_crewais_hierarchi
                              "test_replayed_real_answers_max_iter2.py": (
                        "real_answers is not fixed: the recorded counterexample still breaks it: false in the state "
                        "after step 4")})
+
+
+def test_a_check_forked_after_a_crew_ran_in_this_process_runs_its_delegations(cli, monkeypatch) -> None:
+    """A crew run here starts CrewAI's event bus threads, which the check's supervised child (a
+    fork) does not have: the child's first delegation waited for them until --call-timeout, and the
+    newsroom was `violated, NOT as expected (stopped at --call-timeout)`, exit 1."""
+    monkeypatch.delenv("HALTPROOF_IN_PROCESS", raising=False)
+    declared = load_spec(EXAMPLE / "research.yaml")
+    adapter, driver = declared.adapter(), Driver()
+    live = driver.call(adapter.start, {"max_iter": 1, "guardrail_max_retries": 1}, {})
+    for answer in ("search", "search"):
+        driver.call(adapter.step, live, "senior_researcher", {"senior_researcher_says": answer})
+    driver.call(adapter.close, live)
+    driver.close()
+    ran = cli("check", EXAMPLE / "newsroom.yaml", "-p", "max_iter=1", "--call-timeout", "5")
+    assert ran.code == 0, ran.out
+    assert ran.out.splitlines()[0].startswith("violated as expected  ")
 
 
 def test_a_declared_tool_outcome_runs_in_crewais_tool_usage_and_a_raising_tool_runs_six_times(tmp_path, monkeypatch) -> None:
