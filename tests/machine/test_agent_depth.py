@@ -15,7 +15,9 @@ from conftest import ROOT
 from haltproof.machine.spec import SpecError, load_spec
 
 ENGINES = ["scalar", "vector"]
-SOLVER = (ROOT / "examples" / "trees" / "recursive" / "solver.yaml").read_text()
+SHIPPED = (ROOT / "examples" / "trees" / "recursive" / "solver.yaml").read_text()
+# the shipped solver without the team's assumption (an expected violation at depth 3)
+SOLVER = SHIPPED[:SHIPPED.index("  at_most_10_model_calls:")] + SHIPPED[SHIPPED.index("  stops:"):SHIPPED.index("expect:")]
 NO_GIVE_UP = SOLVER[:SOLVER.index("  give_up:")] + SOLVER[SOLVER.index("  merge:"):]
 
 
