@@ -44,6 +44,14 @@ class Loading:
     path: str
     params: tuple[Param, ...]
     vars: tuple[Var, ...]
+    copies: list[int]       # copies of recursive sub-agents made so far, shared by the whole stack
+
+
+# The most copies of recursive sub-agents one sub-agent of the spec checked may unroll into. Each
+# copy is part of the machine, so two sub-agents of itself double them per level: depth 5 (127
+# copies of the solver with left and right halves) takes 17 s and 470 MB to load and check, 6 takes
+# 51 s and 1.5 GB; one sub-agent run twice needs one copy per level (64 levels: under 2 s).
+MAX_COPIES = 64
 
 
 # the spec files being loaded, outermost first: a sub-agent among them closes a cycle
@@ -77,9 +85,15 @@ class AgentUse:
         return E.Expr(f"{self.level} <= {self.depth.text}", E.BOOL, py, line=self.line)
 
 
-def loading(path: str, params: list[Param], vars_: list[Var]) -> contextvars.Token[tuple[Loading, ...]]:
+def copy_counter() -> list[int]:
+    """The count of copies made in the load of the spec checked: a new one in that spec's loader."""
+    stack = _LOADING.get()
+    return stack[0].copies if stack else [0]
+
+
+def loading(path: str, params: list[Param], vars_: list[Var], made: list[int]) -> contextvars.Token[tuple[Loading, ...]]:
     """Note that `path` is being loaded (load_spec resets the token when done)."""
-    return _LOADING.set(_LOADING.get() + (Loading(str(Path(path).resolve()), tuple(params), tuple(vars_)),))
+    return _LOADING.set(_LOADING.get() + (Loading(str(Path(path).resolve()), tuple(params), tuple(vars_), made),))
 
 
 def done_loading(token: contextvars.Token[tuple[Loading, ...]]) -> None:
@@ -99,6 +113,13 @@ def copies(path: Path) -> int:
     """How many copies of the spec at `path` are being loaded: those enclosing a call of it."""
     key = str(path.resolve())
     return sum(entry.path == key for entry in _LOADING.get())
+
+
+def one_more_copy() -> bool:
+    """Count a copy of a recursive sub-agent; False once there are more than MAX_COPIES."""
+    made = _LOADING.get()[0].copies
+    made[0] += 1
+    return made[0] <= MAX_COPIES
 
 
 def stub(path: Path) -> Spec:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from . import expr as E
-from .compose import FRAME, AgentUse, copies, cycle_through, done_loading, loading, stub
+from .compose import (FRAME, MAX_COPIES, AgentUse, copies, copy_counter, cycle_through, done_loading, loading,
+                      one_more_copy, stub)
 from .errors import Problem, SpecError
 from .load_scenarios import ScenariosLoader
 from .specdata import ChoiceSet, ParamCheck, Spec, Var, shown_path
@@ -42,10 +43,13 @@ class AgentsLoader(ScenariosLoader):
                 callers.setdefault(str(a["run"]), []).append(str(aname))
         uses = []
         self.shared_by_agent: dict[str, dict[int, int]] = {}
+        self.copies_made = copy_counter()
         for name, entry in m.items():
             use = self.attempt(self.agent, str(name), entry, m.line_of(name), own, callers.get(str(name), []))
             if use is not None:
                 uses.append(use)
+            if self.copies_made[0] > MAX_COPIES:      # said once: every later copy would say it again
+                break
         self.uses_by_name = {u.name: u for u in uses}
         return uses
 
@@ -103,7 +107,7 @@ class AgentsLoader(ScenariosLoader):
         path = Path(self.file).parent / raw
         if not path.is_file():
             raise self.at(line).error(f"sub-agent {name}: no spec file {shown_path(str(path))}", raw)
-        token = loading(self.file, list(self.params_by_name.values()), own)
+        token = loading(self.file, list(self.params_by_name.values()), own, self.copies_made)
         try:
             chain = cycle_through(path)
             if chain is not None and depth is None:
@@ -112,6 +116,12 @@ class AgentsLoader(ScenariosLoader):
                     f"itself needs a depth bound: give sub-agent {name} depth: N (an int, or an int param of this "
                     f"spec), the most copies of {chain[-1]} that may run nested inside its outermost run", raw)
             level = copies(path)
+            if level and not one_more_copy():
+                raise self.at(line).error(
+                    f"sub-agent {name}: its depth bound makes more than {MAX_COPIES} copies of the specs that run "
+                    f"themselves, each part of the machine (two sub-agents of itself double them at each level): "
+                    "lower the most the depth can be, or run one sub-agent twice (its calls run one after the "
+                    "other, so one copy per level is enough)")
             child = stub(path) if depth is not None and level > depth[1] else self.load_file(path)
         finally:
             done_loading(token)

@@ -168,14 +168,14 @@ def test_copies_past_the_bound_are_not_reported_as_vacuous(cli, tmp_path):
     assert warnings == ["warning: vacuous: action half.merge (line 43) is never taken"]
 
 
-@pytest.mark.verdict
-def test_two_sub_agents_of_itself_allow_the_same_worst_case_as_one_run_twice(cli, tmp_path):
-    two = SOLVER.replace("""  half:
+def two_halves(name: str) -> str:
+    """The solver with a sub-agent of itself per half (`left`, `right`), in file `name`.yaml."""
+    return SOLVER.replace("""  half:
     spec: solver.yaml                  # itself
     params: {depth: depth}
     depth: depth                       # a half runs only within the bound
-    shared: {calls: calls}""", """  left: {spec: two.yaml, params: {depth: depth}, depth: depth, shared: {calls: calls}}
-  right: {spec: two.yaml, params: {depth: depth}, depth: depth, shared: {calls: calls}}""").replace("""  solve_half:                          # runs a copy of itself on the next half
+    shared: {calls: calls}""", f"""  left: {{spec: {name}.yaml, params: {{depth: depth}}, depth: depth, shared: {{calls: calls}}}}
+  right: {{spec: {name}.yaml, params: {{depth: depth}}, depth: depth, shared: {{calls: calls}}}}""").replace("""  solve_half:                          # runs a copy of itself on the next half
     when: phase == splitting and halves < 2
     run: half
     do:
@@ -193,11 +193,30 @@ def test_two_sub_agents_of_itself_allow_the_same_worst_case_as_one_run_twice(cli
     run: right
     do:
       - set: {halves: 2 if right.phase == solved else 1}""").replace("half.phase == failed", "right.phase == failed")
-    spec = write(tmp_path, two=two)
+
+
+@pytest.mark.verdict
+def test_two_sub_agents_of_itself_allow_the_same_worst_case_as_one_run_twice(cli, tmp_path):
+    spec = write(tmp_path, two=two_halves("two"))
     got = runs(cli, spec, "-p", "depth=2")
     assert got[0]["bounds"]["model_calls"]["value"] == 10
     assert sorted(a.name for a in load_spec(spec).actions if a.name.count(".") == 2 and a.name.endswith("attempt")) \
         == ["left.left.attempt", "left.right.attempt", "right.left.attempt", "right.right.attempt"]
+
+
+@pytest.mark.slow
+def test_a_depth_that_would_make_too_many_copies_is_refused(cli, tmp_path):
+    """Two halves of itself, depth up to 4: 31 copies and 32 past the bound, 63 in all; up to
+    5 they would be 127 (17 s and 470 MB to check), past the 64 allowed."""
+    tree = load_spec(write(tmp_path, two=two_halves("two").replace("max: 3}", "max: 4}")))
+    assert len({a.name.rsplit(".", 1)[0] for a in tree.actions if a.name.endswith(".attempt")}) == 30   # + the top
+    r = cli("check", write(tmp_path, two=two_halves("two").replace("max: 3}", "max: 5}")), "-p", "depth=1")
+    assert r.code == 2
+    assert r.err.strip() == (
+        "error: two.yaml:13: sub-agent left: its depth bound makes more than 64 copies of the specs that run "
+        "themselves, each part of the machine (two sub-agents of itself double them at each level): lower the most "
+        "the depth can be, or run one sub-agent twice (its calls run one after the other, so one copy per level is "
+        "enough)")
 
 
 MUTUAL_A = """\
