@@ -1,8 +1,8 @@
 """Loading a spec's `agents:` (its sub-agents, each another spec file) and its actions' `run:`.
 
 What a tree means, and how it becomes one machine, is machine/compose.py's; here each entry
-is checked: the file exists and loads (its own problems named in it), no cycle of sub-agents,
-every param of the sub-agent bound to an expression over the parent's params, every shared
+is checked: the file exists and loads (its own problems named in it), no cycle of sub-agents
+without a `depth:` bound (with one, the copies are loaded one inside the other up to it), every param of the sub-agent bound to an expression over the parent's params, every shared
 var of the same type on both sides, every sub-agent run by some action.
 """
 
