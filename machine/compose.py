@@ -36,7 +36,6 @@ TOP = "top"                # its value while none is
 RETURN = ".return"         # the suffix of an action's return transition
 
 
-
 @dataclass(frozen=True)
 class Loading:
     """A spec file being loaded, with what a stub of it needs (its params and own vars)."""
@@ -47,7 +46,7 @@ class Loading:
     copies: list[int]       # copies of recursive sub-agents made so far, shared by the whole stack
 
 
-# The most copies of recursive sub-agents one sub-agent of the spec checked may unroll into. Each
+# The most copies of recursive sub-agents the load of one spec may unroll into. Each
 # copy is part of the machine, so two sub-agents of itself double them per level: depth 5 (127
 # copies of the solver with left and right halves) takes 17 s and 470 MB to load and check, 6 takes
 # 51 s and 1.5 GB; one sub-agent run twice needs one copy per level (64 levels: under 2 s).
@@ -91,8 +90,10 @@ def copy_counter() -> list[int]:
     return stack[0].copies if stack else [0]
 
 
-def loading(path: str, params: list[Param], vars_: list[Var], made: list[int]) -> contextvars.Token[tuple[Loading, ...]]:
-    """Note that `path` is being loaded (load_spec resets the token when done)."""
+def loading(path: str, params: list[Param], vars_: list[Var],
+            made: list[int]) -> contextvars.Token[tuple[Loading, ...]]:
+    """Note that `path` is being loaded, with its params and own vars (for a stub of it) and the
+    count of copies its load shares (done_loading resets the token)."""
     return _LOADING.set(_LOADING.get() + (Loading(str(Path(path).resolve()), tuple(params), tuple(vars_), made),))
 
 

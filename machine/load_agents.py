@@ -2,8 +2,9 @@
 
 What a tree means, and how it becomes one machine, is machine/compose.py's; here each entry
 is checked: the file exists and loads (its own problems named in it), no cycle of sub-agents
-without a `depth:` bound (with one, the copies are loaded one inside the other up to it), every param of the sub-agent bound to an expression over the parent's params, every shared
-var of the same type on both sides, every sub-agent run by some action.
+without a `depth:` bound (with one, the copies are loaded one inside the other up to it), every
+param of the sub-agent bound to an expression over the parent's params, every shared var of the
+same type on both sides, every sub-agent run by some action.
 """
 
 from __future__ import annotations

@@ -261,13 +261,14 @@ terminal: done
 
 
 @pytest.mark.verdict
-def test_mutual_recursion_counts_the_copies_of_each_spec(cli, tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mutual_recursion_counts_the_copies_of_each_spec(cli, tmp_path, engine):
     """a runs b, which stops or runs a, ...; at most d copies of a spec run inside its first.
     At d = 1: a calls b, b calls a (a's first copy), that a calls b (b's first copy), which
     must stop (a second copy of a would pass d): 3 calls, the stop and 3 returns, each return
     adding 1 to n. Each more level adds two calls and their returns."""
     spec = write(tmp_path, a=MUTUAL_A, b=MUTUAL_B)
-    got = runs(cli, spec)
+    got = runs(cli, spec, "--engine", engine)
     assert [(r["bounds"]["transitions"]["value"], max(s["state"]["n"] for s in r["bounds"]["transitions"]["witness"]
              ["steps"])) for r in got] == [(7, 3), (11, 5)]
     names = [a.name for a in load_spec(spec).actions]
