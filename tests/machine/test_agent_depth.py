@@ -308,6 +308,16 @@ def test_a_recursive_sub_agent_without_a_depth_is_refused_saying_how_to_bound_it
         "copies of solver.yaml that may run nested inside its outermost run"]
 
 
+def test_check_refuses_a_recursive_tree_without_a_depth_with_exit_2(cli, tmp_path):
+    spec = write(tmp_path, solver=SOLVER.replace("    depth: depth                       # a half runs only within "
+                                                 "the bound\n", ""))
+    r = cli("check", spec)
+    assert (r.code, r.out) == (2, "")
+    assert r.err.startswith("error: solver.yaml:14: sub-agent half makes a cycle of sub-agents (solver.yaml -> "
+                            "solver.yaml): an agent that runs itself needs a depth bound: give sub-agent half depth: N")
+
+
+@pytest.mark.verdict
 def test_a_literal_depth_bounds_the_copies_for_every_param(cli, tmp_path):
     spec = write(tmp_path, solver=SOLVER.replace("    depth: depth                       # a half", "    depth: 1   #"))
     got = runs(cli, spec)
