@@ -140,13 +140,15 @@ def test_a_max_iter_check_one_iteration_late_changes_the_verdict(tmp_path, monke
     assert maxima(late) == {"most_model_calls": 5, "most_tool_runs": 2}
 
 
-def replayable(example: str, max_iter: int, extra: str = "") -> str:
-    """An example's declaration with max_iter pinned, its violations not expected (so --emit-tests
-    writes their tests), and `extra` properties."""
+def replayable(example: str, max_iter: int, extra: str = "", expect: bool = False) -> str:
+    """An example's declaration with max_iter pinned, `extra` properties, and its violations not
+    expected (so --emit-tests writes their tests) unless `expect`."""
     text = (EXAMPLE / example).read_text()
-    text = text[:text.index("expect:")]
-    return text.replace("  max_iter: {min: 1, max: 3}\n", f"  max_iter: {max_iter}\n").replace(
-        "  max_iter: {min: 1, max: 2}\n", f"  max_iter: {max_iter}\n") + extra
+    at = text.index("expect:")
+    text = text[:at] + (text[at:] if expect else "")
+    text = text.replace("  max_iter: {min: 1, max: 3}\n", f"  max_iter: {max_iter}\n").replace(
+        "  max_iter: {min: 1, max: 2}\n", f"  max_iter: {max_iter}\n")
+    return text.replace("expect:", extra + "expect:") if expect else text + extra
 
 
 def replay_emitted(cli, tmp_path, monkeypatch, **kwargs) -> None:
@@ -180,19 +182,16 @@ def test_an_emitted_test_replays_the_give_up_through_crewais_kickoff_and_follows
 
 def test_emitted_tests_replay_the_managers_delegations_through_crewais_hierarchical_process(
         cli, tmp_path, monkeypatch) -> None:
-    """The newsroom at max_iter=2, with a user's cap of one delegation: both findings, emitted, replay
+    """The newsroom at max_iter=2, with a user's cap of one delegation: the finding, emitted, replays
     through CrewAI's manager and its delegation tools (the reporter's and the editor's executions run)
-    and fail as the check did: a second delegation after 3 transitions, the forced answer after 4."""
+    and fails as the check did: a second delegation after 3 transitions (real_answers stays expected)."""
     cap = "  one_delegation:\n    description: the manager hands the story out once\n    maximum: delegations\n" \
           "    at_most: 1\n"
     replay_emitted(cli, tmp_path, monkeypatch, apps=(EXAMPLE / "newsroom.py",),
-                   declaration=replayable("newsroom.yaml", 2, cap),
+                   declaration=replayable("newsroom.yaml", 2, cap, expect=True),
                    expected={"test_replayed_one_delegation_max_iter2.py": (
                        "one_delegation is not fixed: the recorded counterexample still breaks it: the state after "
-                       "step 3 has 2, more than at_most 1"),
-                             "test_replayed_real_answers_max_iter2.py": (
-                       "real_answers is not fixed: the recorded counterexample still breaks it: false in the state "
-                       "after step 4")})
+                       "step 3 has 2, more than at_most 1")})
 
 
 def test_a_check_forked_after_a_crew_ran_in_this_process_runs_its_delegations(cli, monkeypatch) -> None:
