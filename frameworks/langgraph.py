@@ -635,6 +635,9 @@ def _subgraphs(top: YMap, file: str, ref: str, graph: Any, names: list[str]) -> 
     if not isinstance(declared, YList) or not declared or not all(isinstance(n, str) for n in declared):
         raise fail(file, top.line_of("subgraphs"), "subgraphs: must be a list of the graph's nodes that run a "
                                                    "subgraph (as the node, or invoked inside its function)")
+    if has_async_nodes(graph):
+        raise fail(file, top.line_of("subgraphs"), f"subgraphs: {ref} has an async def node: haltproof pauses "
+                                                   "subgraphs only in a graph streamed synchronously")
     found = dict(graph.get_subgraphs())
     out: dict[str, list[str]] = {}
     for i, name in enumerate(declared):
