@@ -73,7 +73,15 @@ class GraphRun:
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
         if self.subgraphs:
-            self.pull_nested()
+            try:
+                self.pull_nested()
+            except BaseException:
+                # a run that raised is not closed by the explorer: its graph, paused in another
+                # thread, is let go here, or that thread waits for ever (and the process at exit)
+                close = getattr(self.events, "close", None)
+                if callable(close):
+                    close()
+                raise
             return
         event = next(self.events, None)
         self.took(event)
@@ -100,7 +108,8 @@ class GraphRun:
         """Read a subgraph's checkpoint; whether it prepares a superstep (the transition ends there)."""
         name = ns[0].split(":")[0]
         if len(ns) > 1:
-            raise RuntimeError(f"the subgraph of node {name} ran a subgraph of its own ({' > '.join(ns)}): "
+            raise RuntimeError(f"the subgraph of node {name} ran a subgraph of its own "
+                               f"({' > '.join(n.split(':')[0] for n in ns)}): "
                                "haltproof explores one level of subgraphs")
         if name not in self.subgraphs:
             raise RuntimeError(f"node {name} ran a subgraph, which the declaration's subgraphs: does not "
@@ -177,7 +186,9 @@ def paused_stream(graph: Any, inputs: Any, config: dict[str, Any], given: dict[s
                 raise Abandoned()
             return
         items.put((tuple(ns), event))
-        go.acquire()
+        while not go.acquire(timeout=0.5):
+            if not threading.main_thread().is_alive():     # the process is exiting: a run left paused
+                raise Abandoned()                           # must not keep LangGraph's pool from its join
         if closed.is_set():
             raise Abandoned()
 

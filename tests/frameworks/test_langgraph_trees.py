@@ -10,6 +10,8 @@ the parent's run as the parent's own would.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -70,6 +72,21 @@ def in_node(planner, worker):
     def sub(state: MessagesState) -> dict:
         return {"messages": graph.invoke({"messages": state["messages"][-1:]})["messages"][-1:]}
     return parent(planner, sub)
+
+
+def nested(planner, worker):
+    middle = StateGraph(MessagesState)
+    middle.add_node("inner", worker_graph(worker))
+    middle.add_edge(START, "inner")
+    return parent(planner, middle.compile())
+
+
+def beside(planner, worker):
+    graph = parent(planner, worker_graph(worker))
+    builder = graph.builder
+    builder.add_node("note", lambda state: {"messages": []})
+    builder.add_edge("plan", "note")
+    return builder.compile()
 '''
 
 DECLARATION = """\
@@ -220,6 +237,41 @@ def test_a_bad_subgraphs_declaration_is_refused_at_its_line(check, tmp_path, sub
     assert (ran.code, ran.out) == (2, "")
     assert f"bad.yaml:12: {message}" in ran.err, ran.err
     assert "Traceback" not in ran.err
+
+
+@pytest.mark.parametrize("how, message", [
+    ("nested", "the subgraph of node sub ran a subgraph of its own (sub > inner): haltproof explores one level of "
+               "subgraphs"),
+    ("beside", "the subgraph of node sub runs beside note in one superstep: haltproof explores a subgraph only "
+               "when its node runs alone"),
+])
+def test_a_subgraph_haltproof_cannot_pause_alone_is_a_bound_code_finding(tmp_path, monkeypatch, how, message) -> None:
+    (run,) = tree(tmp_path, monkeypatch, how=how, pins={"recursion_limit": 3})
+    finding = results(run)["bound_code"]
+    assert finding.status == "violated"
+    assert f"the bound code raised RuntimeError: {message}" in finding.message, finding.message
+
+
+EXITS = """\
+import os, sys
+sys.path.insert(0, os.getcwd())
+from haltproof.explorer.check import check_spec
+from haltproof.explorer.options import Options
+from haltproof.machine.spec import load_spec
+(run,) = check_spec(load_spec("tree.yaml"), Options(pins={"recursion_limit": 3}))
+print(run.result)
+"""
+
+
+def test_a_process_that_explored_a_subgraph_exits(tmp_path) -> None:
+    """A run left paused inside a subgraph (the one a bound_code finding stopped, the one the
+    explorer keeps) lets LangGraph's thread pool go: the process exits instead of waiting for
+    ever at its pool's join (this test's process hung before)."""
+    (tmp_path / "tree_app.py").write_text(TREE)
+    (tmp_path / "tree.yaml").write_text(DECLARATION.replace("tree_app:as_node", "tree_app:beside"))
+    ran = subprocess.run([sys.executable, "-c", EXITS], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "HALTPROOF_IN_PROCESS": "1"})
+    assert (ran.returncode, ran.stdout) == (0, "violated\n"), ran.stderr[-2000:]
 
 
 @pytest.mark.slow
