@@ -49,13 +49,16 @@ def worker_graph(worker):
     return sub.compile()
 
 
-def parent(planner, sub_node):
+def parent(planner, sub_node, note=None):
     def plan(state: MessagesState) -> dict:
         return {"messages": [planner.invoke(state["messages"])]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("plan", plan)
     builder.add_node("sub", sub_node)
+    if note is not None:            # a node running beside sub, after plan
+        builder.add_node("note", note)
+        builder.add_edge("plan", "note")
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", lambda s: "sub" if last(s) == "delegate" else END, ["sub", END])
     builder.add_edge("sub", "plan")
@@ -82,11 +85,13 @@ def nested(planner, worker):
 
 
 def beside(planner, worker):
-    graph = parent(planner, worker_graph(worker))
-    builder = graph.builder
-    builder.add_node("note", lambda state: {"messages": []})
-    builder.add_edge("plan", "note")
-    return builder.compile()
+    return parent(planner, worker_graph(worker), note=lambda state: {"messages": []})
+
+
+def asynchronous(planner, worker):
+    async def note(state: MessagesState) -> dict:
+        return {"messages": []}
+    return parent(planner, worker_graph(worker), note=note)
 '''
 
 DECLARATION = """\
@@ -227,12 +232,17 @@ def test_the_worst_case_is_what_langgraph_does_on_replay(cli, tmp_path, monkeypa
                     "graph as the node nor one its function refers to; nodes running one: sub)"),
     ("[sub, research]", "subgraphs: the graph tree_app:as_node has no node 'research' (its nodes: plan, sub)"),
     ("[sub, sub]", "subgraphs: sub is named twice"),
+    ("[sub] # async", "subgraphs: tree_app:asynchronous has an async def node: haltproof pauses subgraphs only in "
+                      "a graph streamed synchronously"),
     ("sub", "subgraphs: must be a list of the graph's nodes that run a subgraph (as the node, or invoked inside "
             "its function)"),
 ])
 def test_a_bad_subgraphs_declaration_is_refused_at_its_line(check, tmp_path, subgraphs, message) -> None:
     (tmp_path / "specs" / "tree_app.py").write_text(TREE)
-    ran = check(DECLARATION.replace("subgraphs: [sub]", f"subgraphs: {subgraphs}"))
+    declaration = DECLARATION.replace("subgraphs: [sub]", f"subgraphs: {subgraphs}")
+    if subgraphs == "[sub] # async":
+        declaration = declaration.replace("tree_app:as_node", "tree_app:asynchronous")
+    ran = check(declaration)
     sys.modules.pop("tree_app", None)
     assert (ran.code, ran.out) == (2, "")
     assert f"bad.yaml:12: {message}" in ran.err, ran.err
