@@ -99,6 +99,12 @@ class Extremes:
     min_rows: npt.NDArray[np.int64] | None = None
     max_rows: npt.NDArray[np.int64] | None = None
     model: S.Sparse | None = None
+    # per state, each side's value (exact; a missing state is infinite) or its bounds (arrays):
+    # what each choice is worth, to tell where a policy's choice matters (properties/answers.py)
+    min_values: dict[int, Fraction] | None = None
+    max_values: dict[int, Fraction] | None = None
+    min_bounds: S.Bounds | None = None
+    max_bounds: S.Bounds | None = None
 
     def interval(self, side: str) -> tuple[float, float] | None:
         """The interval of the `min` or `max` side, None when that side is exact."""
@@ -226,7 +232,7 @@ def bounded(m: S.Sparse, low: S.Bounds, high: S.Bounds, choices: bool = False) -
     (values the graph fixes, and infinity); else it holds the interval, its midpoint as value.
     The policies are the row arrays (`rows`), and with `choices` also state -> choice index."""
     inits = m.initial
-    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m)
+    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m, min_bounds=low, max_bounds=high)
     for sense, b in (("min", low), ("max", high)):
         if sense == "min":
             start = int(inits[np.argmin(b.lo[inits] + b.hi[inits])])
@@ -542,4 +548,5 @@ def _at_start(mdp: MDP, lo: Values, hi: Values, lo_policy: Policy, hi_policy: Po
     inits = mdp.initial
     lo_start = min(inits, key=lambda s: (1, ZERO) if s not in lo else (0, lo[s]))
     hi_start = min(inits, key=lambda s: (0, ZERO) if s not in hi else (1, -hi[s]))
-    return Extremes(lo.get(lo_start), hi.get(hi_start), lo_policy, hi_policy, lo_start, hi_start)
+    return Extremes(lo.get(lo_start), hi.get(hi_start), lo_policy, hi_policy, lo_start, hi_start,
+                    min_values=lo, max_values=hi)
