@@ -620,7 +620,7 @@ class Chances:
         out = []
         for cube, decision in A.cubes(points):
             action, choices = decision       # type: ignore[misc]
-            when = {v: sorted(vals) for i, (v, vals) in enumerate(zip(names, cube)) if len(vals) != sizes[i]}
+            when = {v: A.in_order(vals) for i, (v, vals) in enumerate(zip(names, cube)) if len(vals) != sizes[i]}
             out.append({"when": when, "action": action, "choices": dict(choices)})
         return {"side": which, "states": len(states), "rows": out}
 

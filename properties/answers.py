@@ -221,4 +221,9 @@ def cubes(points: Sequence[tuple[tuple[Any, ...], Hashable]]) -> list[tuple[Cube
                 union = frozenset().union(*(c[j] for c in members))
                 merged.add(((*before, union, *after), d))
             current = merged
-    return sorted(current, key=lambda cd: (repr(cd[1]), [sorted(map(repr, s)) for s in cd[0]]))
+    return sorted(current, key=lambda cd: ([in_order(s) for s in cd[0]], repr(cd[1])))
+
+
+def in_order(values: frozenset[Any]) -> list[Any]:
+    """A var's values sorted (by type first: a Python model's var may mix them)."""
+    return sorted(values, key=lambda v: (type(v).__name__, v))
