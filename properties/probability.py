@@ -199,11 +199,14 @@ def avoidable(mdp: MDP, target: Flags) -> set[int]:
 # ---------------------------------------------------------------- past the exact limit: over arrays
 
 def from_mdp(mdp: MDP) -> S.Sparse:
-    """The MDP as the arrays of properties/sparse.py (rows in choice order)."""
+    """The MDP as the arrays of properties/sparse.py (rows in choice order, each labelled
+    with its choice's label)."""
     row_start, edge_start, dst, prob, edge, kind = [0], [0], [], [], [], []
     kinds: dict[Fraction, int] = {}
+    labels: list[object] = []            # per row, its choice's label (the decision it is)
     for s in ticking(range(mdp.n)):
         for c in mdp.choices[s]:
+            labels.append(c.label)
             for t, p, e in c.outcomes:
                 if p:
                     dst.append(t)
@@ -216,7 +219,7 @@ def from_mdp(mdp: MDP) -> S.Sparse:
     return S.Sparse(np.array(row_start, dtype=np.int64), np.array(edge_start, dtype=np.int64),
                     np.array(dst, dtype=np.int64), np.array(prob, dtype=np.float64), np.array(edge, dtype=np.int64),
                     np.array(mdp.terminal, dtype=bool), np.array(mdp.initial, dtype=np.int64),
-                    np.zeros(rows, dtype=np.int64), [], np.array(kind, dtype=np.int64), list(kinds))
+                    np.arange(rows, dtype=np.int64), labels, np.array(kind, dtype=np.int64), list(kinds))
 
 
 def row_rewards(m: S.Sparse, reward: Callable[[int], Fraction]) -> npt.NDArray[np.float64]:

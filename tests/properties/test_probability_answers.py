@@ -282,3 +282,30 @@ def test_cubes_merge_only_what_they_stand_for():
         sorted(got) == sorted([(([0, 1, 2], [0]), "a"), (([0], [1]), "a"), (([1], [1]), "b")])
     covered = {(x, y) for cube, d in cubes(points) if d == "a" for x in cube[0] for y in cube[1]}
     assert covered == {(0, 0), (0, 1), (1, 0), (2, 0)}
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_past_the_exact_limit_the_answers_come_from_the_arrays(monkeypatch, engine):
+    """The ring of test_probability_solver.py past an exact limit lowered to 2 (the model from
+    the exact one's objects, solved on arrays). Minimum: waiting at 0 (0) beats stepping, so
+    the choice matters there, and no run ends; maximum: waiting is worth what stepping is
+    (the value of staying at 0), so nothing to decide, and the likeliest run steps out (3/8)."""
+    import textwrap
+
+    from haltproof.explorer.check import check_spec
+    from haltproof.explorer.options import Options
+    from haltproof.machine.spec import parse_spec
+    from haltproof.properties import probability as P
+
+    from test_probability_solver import WAITING_RING
+    monkeypatch.setattr(P, "EXACT_LIMIT", 2)
+    (r,) = check_spec(parse_spec(textwrap.dedent(WAITING_RING), "t.yaml"), Options(engine=engine))
+    surely, maybe = ([p for p in r.properties if p.name == n][0] for n in ("surely", "maybe"))
+    assert surely.likeliest is None
+    assert surely.decide_table == {"side": "min", "states": 1, "rows": [
+        {"when": {"x": [0]}, "action": "wait", "choices": {}}]}
+    assert maybe.decide_table == {**NOTHING, "side": "max"}
+    assert maybe.likeliest is not None
+    assert (maybe.likeliest.probability, maybe.likeliest.odds) == ("3/8", ["3/8"])
+    assert [(s.action, s.choices, s.state) for s in maybe.likeliest.trace.steps] == [
+        (None, {}, {"x": 0}), ("step", {"way": "out"}, {"x": 3})]
