@@ -309,3 +309,16 @@ def test_past_the_exact_limit_the_answers_come_from_the_arrays(monkeypatch, engi
     assert (maybe.likeliest.probability, maybe.likeliest.odds) == ("3/8", ["3/8"])
     assert [(s.action, s.choices, s.state) for s in maybe.likeliest.trace.steps] == [
         (None, {}, {"x": 0}), ("step", {"way": "out"}, {"x": 3})]
+
+
+def test_the_how_to_shows_what_checking_the_example_prints(cli, monkeypatch):
+    """docs/how-to/probabilities.md shows what checking docs/examples/careful_or_bold.yaml prints."""
+    import re
+
+    from conftest import ROOT
+    page = (ROOT / "docs" / "how-to" / "probabilities.md").read_text()
+    (shown,) = re.findall(r"```text\n\$ haltproof check docs/examples/careful_or_bold.yaml\n(.*?)```", page, re.S)
+    monkeypatch.chdir(ROOT)
+    ran = cli("check", "docs/examples/careful_or_bold.yaml")
+    assert ran.code == 1
+    assert re.sub(r"\d+\.\d\d s", "0.01 s", ran.out) == shown
