@@ -576,28 +576,31 @@ class Chances:
             const = (np.zeros(m.rows) if measure is None else
                      self.row_reward(measure) if m is self._sparse else P.row_rewards(m, self.edge_reward(measure)))
             where = A.reached_arrays(m, rows, start, stop) & A.matters_arrays(m, bounds.lo, bounds.hi, const)
-            states = np.flatnonzero(where & ~stop & (rows >= 0))
-            if len(states) > TABLE_LIMIT:
-                return self._no_table(which, len(states))
+            found = np.flatnonzero(where & ~stop & (rows >= 0))
+            if len(found) > TABLE_LIMIT:          # counted on the array: no object per state
+                return self._no_table(which, len(found))
+            states = [int(s) for s in found]
             chosen = [m.labels[int(m.row_label[int(rows[s])])] for s in states]
         else:
             policy = e.min_policy if which == "min" else e.max_policy
             values = e.min_values if which == "min" else e.max_values
             if values is None:
                 return self._no_table(which, 0)
-            mdp = self.mdp
-            reward = None
-            if measure is not None:
-                per_edge = self.edge_reward(measure)
-
-                def reward(s: int, ci: int) -> Fraction:
-                    return P._mean(mdp.choices[s][ci], per_edge)
-            order = A.reached(mdp, policy, start, stop.__getitem__)
-            states = [s for s in order if not stop[s] and s in policy and A.matters(mdp, s, values, reward)]
+            reward = None if measure is None else self._choice_reward(measure)
+            order = A.reached(self.mdp, policy, start, stop.__getitem__)
+            states = [s for s in order if not stop[s] and s in policy and A.matters(self.mdp, s, values, reward)]
             if len(states) > TABLE_LIMIT:
                 return self._no_table(which, len(states))
-            chosen = [mdp.choices[s][policy[s]].label for s in states]
-        return self._table_rows(which, [int(s) for s in states], chosen)
+            chosen = [self.mdp.choices[s][policy[s]].label for s in states]
+        return self._table_rows(which, states, chosen)
+
+    def _choice_reward(self, measure: str) -> Callable[[int, int], Fraction]:
+        """Per (state, choice index) of the exact MDP, its expected `measure` for one step."""
+        per_edge, mdp = self.edge_reward(measure), self.mdp
+
+        def reward(s: int, ci: int) -> Fraction:
+            return P._mean(mdp.choices[s][ci], per_edge)
+        return reward
 
     def _no_table(self, which: str, count: int) -> dict[str, Any]:
         if count:
@@ -611,15 +614,14 @@ class Chances:
         if not states:
             return self._no_table(which, 0)
         names = self.m.var_names
-        points = []
+        points: list[tuple[tuple[Any, ...], tuple[str, tuple[tuple[str, Any], ...]]]] = []
         for s, d in zip(states, chosen):
             assert isinstance(d, Decision)
             values = self.m.state_dict(self.ex.states[s])
             points.append((tuple(values[v] for v in names), (d.action, d.choices)))
         sizes = [self._domain_size(v) for v in names]
         out = []
-        for cube, decision in A.cubes(points):
-            action, choices = decision       # type: ignore[misc]
+        for cube, (action, choices) in A.cubes(points):
             when = {v: A.in_order(vals) for i, (v, vals) in enumerate(zip(names, cube)) if len(vals) != sizes[i]}
             out.append({"when": when, "action": action, "choices": dict(choices)})
         return {"side": which, "states": len(states), "rows": out}

@@ -17,7 +17,7 @@ import heapq
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -197,14 +197,15 @@ def matters_arrays(m: S.Sparse, lo: FloatArray, hi: FloatArray, const: FloatArra
 # ---------------------------------------------------------------- a decide table
 
 Cube = tuple[frozenset[Any], ...]
+K = TypeVar("K", bound=Hashable)
 
 
-def cubes(points: Sequence[tuple[tuple[Any, ...], Hashable]]) -> list[tuple[Cube, Hashable]]:
+def cubes(points: Sequence[tuple[tuple[Any, ...], K]]) -> list[tuple[Cube, K]]:
     """Points (one value per var, and a decision) grouped into cubes (a set of values per
     var) of one decision each: two cubes of the same decision that differ in one var's
     values only are merged, until none do. Each cube holds exactly the points it stands for
     (a merge of X x A and X x B is X x (A | B)), so no row claims a state it was not given."""
-    current: set[tuple[Cube, Hashable]] = {(tuple(frozenset([v]) for v in values), d) for values, d in points}
+    current: set[tuple[Cube, K]] = {(tuple(frozenset([v]) for v in values), d) for values, d in points}
     width = len(points[0][0]) if points else 0
     changed = True
     while changed:
@@ -214,7 +215,7 @@ def cubes(points: Sequence[tuple[tuple[Any, ...], Hashable]]) -> list[tuple[Cube
             groups: dict[tuple[Any, ...], list[Cube]] = {}
             for cube, d in current:
                 groups.setdefault((d, cube[:j], cube[j + 1:]), []).append(cube)
-            merged: set[tuple[Cube, Hashable]] = set()
+            merged: set[tuple[Cube, K]] = set()
             for (d, before, after), members in groups.items():
                 if len(members) > 1:
                     changed = True
