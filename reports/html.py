@@ -36,7 +36,7 @@ from haltproof.properties.kinds import VIOLATED, Trace
 
 from . import findings as F
 from .graph import PAGE_VIEW, StateGraph, build_graph, to_dot
-from .text import outcome_rows, when_text
+from .text import outcome_rows
 
 GRAPH_MAX_STATES = 200          # a run's graph is drawn only up to this many states
 GRAPH_BUDGET = 2000             # ... and at most this many states over the whole report
@@ -503,8 +503,8 @@ def _answers(w: Writer, n: int, p: dict[str, Any]) -> None:
     w(f'<table class="decide"><tr><th>where ({e(table["states"])} states where the choice matters)</th>'
       "<th>decision</th></tr>")
     for row in table["rows"]:
-        w(f'<tr><td class="mono">{e(when_text(row["when"]))}</td><td class="mono">'
-          f'{e(" ".join([row["action"], assignments_text(row["choices"])]).rstrip())}</td></tr>')
+        w(f'<tr><td class="mono">{e(F.when_text(row["when"]))}</td><td class="mono">'
+          f'{e(F.decision_text(row))}</td></tr>')
     w("</table>")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from haltproof.explorer.chances import number
-from haltproof.machine.text import assignments_text, counted, fraction_from_json, trace_table, value_text
+from haltproof.machine.text import counted, fraction_from_json, trace_table
 
 from . import findings as F
 
@@ -253,15 +253,15 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         if full and p["kind"] == "possible" and p.get("witness"):
             lines += ["      " + row for row in trace_table(p["witness"])]
         if p["status"] == "violated" and p.get("policy"):
-            lines.append("      witness policy: " + "; ".join(_decision_text(d) for d in p["policy"]))
+            lines.append("      witness policy: " + "; ".join(F.decision_text(d) for d in p["policy"]))
         if p["status"] == "violated" and p.get("most_probable_run"):
-            lines += ["      " + row for row in likeliest_lines(p["most_probable_run"])]
+            lines += ["      " + row for row in F.likeliest_lines(p["most_probable_run"])]
         if p["status"] == "violated" and p.get("decide_table"):
-            lines += ["      " + row for row in decide_lines(p["decide_table"])]
+            lines += ["      " + row for row in F.decide_lines(p["decide_table"])]
     if full and run.get("bounds"):
         lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
     if full and run.get("outcomes"):
-        lines += _outcome_lines(run["outcomes"])
+        lines += outcome_lines(run["outcomes"])
     scenarios = run.get("scenarios") or []
     lines += [f"  FAILED    scenario {sc['name']}: {sc['message']}" for sc in scenarios if sc["status"] != "passed"]
     if full and scenarios and all(sc["status"] == "passed" for sc in scenarios):
@@ -271,45 +271,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     return lines
 
 
-def likeliest_lines(run: dict[str, Any]) -> list[str]:
-    """The most probable run to a violated probability's bad outcome: its probability, then
-    its trace with each step's probability (a step of probability 1 left blank)."""
-    odds = ["" if x == "1" else number(fraction_from_json(x)) for x in run["odds"]]
-    return [f"most probable {run['goal'].removeprefix('a ')} under the witness policy: "
-            f"probability {number(fraction_from_json(run['probability']))}",
-            *["  " + row for row in trace_table(run["trace"], odds)]]
-
-
-def decide_lines(table: dict[str, Any]) -> list[str]:
-    """The witness policy as a decide table: a row per group of states -> the decision there."""
-    if not table["rows"]:
-        return [f"witness policy as a decide table: {table['message']}"]
-    count = table["states"]
-    lines = [f"witness policy as a decide table ({count:,} state{'s' if count != 1 else ''} where the choice matters):"]
-    lines += [f"  {when_text(row['when'])} -> {_decision_text(row)}" for row in table["rows"]]
-    return lines
-
-
-def when_text(when: dict[str, list[Any]]) -> str:
-    """A decide-table row's condition: `steps=0..2, decision=going` (`any state` for none)."""
-    parts = []
-    for name, values in when.items():
-        ints = all(type(v) is int for v in values)
-        if len(values) == 1:
-            parts.append(f"{name}={value_text(values[0])}")
-        elif ints and len(values) > 2 and values[-1] - values[0] == len(values) - 1:
-            parts.append(f"{name}={values[0]}..{values[-1]}")
-        else:
-            parts.append(f"{name} in {{{', '.join(map(value_text, values))}}}")
-    return ", ".join(parts) or "any state"
-
-
-def _decision_text(d: dict[str, Any]) -> str:
-    """A witness policy's decision in one state: `step tool=guess`."""
-    return " ".join([d["action"], assignments_text(d["choices"])]).rstrip()
-
-
-def _outcome_lines(table: dict[str, Any]) -> list[str]:
+def outcome_lines(table: dict[str, Any]) -> list[str]:
     """A weighted spec's outcome table: each way a run ends and each expected total, min..max."""
     if "message" in table:
         return [f"  outcomes: {table['message']}"]
