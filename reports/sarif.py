@@ -120,7 +120,7 @@ def _chances(prop: dict[str, Any]) -> dict[str, Any]:
     """What a `probability` or `expected` result adds to its SARIF properties: its value (the
     report's keys: `value`, `exact` or `interval`), and when violated its most probable run's
     probability and its witness policy's decide table."""
-    out = {key: prop[key] for key in ("value", "exact", "interval") if key in prop}
+    out: dict[str, Any] = {key: prop[key] for key in ("value", "exact", "interval") if key in prop}
     if prop.get("most_probable_run"):
         found = prop["most_probable_run"]
         out["mostProbableRun"] = {"goal": found["goal"], "probability": found["probability"], "odds": found["odds"]}
