@@ -322,3 +322,15 @@ def test_the_how_to_shows_what_checking_the_example_prints(cli, monkeypatch):
     ran = cli("check", "docs/examples/careful_or_bold.yaml")
     assert ran.code == 1
     assert re.sub(r"\d+\.\d\d s", "0.01 s", ran.out) == shown
+
+
+def test_a_violated_expected_total_gets_the_decide_table(check, path):
+    """The most transitions: careful at n=0 (1 + 1/2 * 3/2 = 7/4) and n=1 (1 + 1/2 * 1 = 3/2)
+    against bold's 1; at n=2 either takes one transition: the choice does not matter there.
+    No most probable run: an expected total has no bad outcome to reach."""
+    text = CAREFUL_OR_BOLD + "  short: {expected: {measure: transitions, at_most: 3/2}}\n"
+    p = run_of(check, text, "short")
+    assert p["value"]["max"] == pytest.approx(7 / 4, abs=1e-9)
+    assert "most_probable_run" not in p
+    assert p["decide_table"] == {"side": "max", "states": 2, "rows": [
+        {"when": {"n": [0, 1], "status": ["going"]}, "action": "careful", "choices": {}}]}
