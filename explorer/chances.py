@@ -568,15 +568,21 @@ class Chances:
     def decide_table(self, e: Extremes, which: str, stop: np.ndarray, measure: str | None) -> dict[str, Any]:
         """Side `which`'s policy as a decide table over the user's vars: the states it reaches
         from its start (up to a `stop` state: the target) where two enabled choices have
-        different values, grouped into rows of var values -> its decision."""
+        different values, grouped into rows of var values -> its decision. Where the largest
+        expected total is infinite every choice's is too: there they differ in how likely
+        they end (the witness makes that least likely)."""
         start = e.min_start if which == "min" else e.max_start
         m, rows = e.model, e.min_rows if which == "min" else e.max_rows
         bounds = e.min_bounds if which == "min" else e.max_bounds
         if m is not None and rows is not None and bounds is not None:
             const = (np.zeros(m.rows) if measure is None else
                      self.row_reward(measure) if m is self._sparse else P.row_rewards(m, self.edge_reward(measure)))
-            where = A.reached_arrays(m, rows, start, stop) & A.matters_arrays(m, bounds.lo, bounds.hi, const)
-            found = np.flatnonzero(where & ~stop & (rows >= 0))
+            differ = A.matters_arrays(m, bounds.lo, bounds.hi, const, measure is not None)
+            endless = bounds.lo == np.inf
+            if measure is not None and which == "max" and endless.any():
+                ends = S.reach_intervals(m, m.terminal, "min")
+                differ = np.where(endless, A.matters_arrays(m, ends.lo, ends.hi, np.zeros(m.rows), False), differ)
+            found = np.flatnonzero(A.reached_arrays(m, rows, start, stop) & differ & ~stop & (rows >= 0))
             if len(found) > TABLE_LIMIT:          # counted on the array: no object per state
                 return self._no_table(which, len(found))
             states = [int(s) for s in found]
@@ -587,8 +593,15 @@ class Chances:
             if values is None:
                 return self._no_table(which, 0)
             reward = None if measure is None else self._choice_reward(measure)
+            ends = P.reach_values(self.mdp, self.mdp.terminal, "min")[0] if measure is not None and which == "max" \
+                and len(values) < self.mdp.n else {}
+
+            def differ(s: int) -> bool:
+                if s not in values:          # an infinite total: its choices differ in how likely they end
+                    return A.matters(self.mdp, s, ends, None) if ends else False
+                return A.matters(self.mdp, s, values, reward)
             order = A.reached(self.mdp, policy, start, stop.__getitem__)
-            states = [s for s in order if not stop[s] and s in policy and A.matters(self.mdp, s, values, reward)]
+            states = [s for s in order if not stop[s] and s in policy and differ(s)]
             if len(states) > TABLE_LIMIT:
                 return self._no_table(which, len(states))
             chosen = [self.mdp.choices[s][policy[s]].label for s in states]

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from . import sparse as S
 from .budget import EVERY, tick
-from .probability import MDP, ONE, ZERO, Policy
+from .probability import MDP, ONE, ZERO, Choice, Policy
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -133,6 +133,8 @@ def likeliest_arrays(m: S.Sparse, rows: npt.NDArray[np.int64], start: int, goal:
 
 # ---------------------------------------------------------------- where the choice matters
 
+_NOWHERE = Choice(None, [])          # a choice with no successor: its value is its own
+
 def reached(mdp: MDP, policy: Policy, start: int, stop: Callable[[int], bool]) -> list[int]:
     """The states a run under `policy` can visit from `start`, not going on from a `stop` state."""
     seen = {start}
@@ -151,10 +153,15 @@ def reached(mdp: MDP, policy: Policy, start: int, stop: Callable[[int], bool]) -
 
 def matters(mdp: MDP, s: int, values: dict[int, Fraction], reward: Callable[[int, int], Fraction] | None) -> bool:
     """Whether two enabled choices of state s have different values (a missing value is
-    infinite: an expected total that some run never finishes)."""
+    infinite: an expected total that some run never finishes). A choice that leaves s as it
+    is counts for what taking it every time gives: no target (0), or no end (infinite); its
+    one-step value would be s's own, equal to the policy's however bad staying is."""
     seen: set[Fraction | None] = set()
     for ci, c in enumerate(mdp.choices[s]):
         total: Fraction | None = reward(s, ci) if reward is not None else ZERO
+        if c.targets == [s]:
+            total = ZERO if reward is None else None
+            c = _NOWHERE
         for t, p in c.dist:
             if t not in values:
                 total = None
@@ -179,11 +186,13 @@ def reached_arrays(m: S.Sparse, rows: npt.NDArray[np.int64], start: int, stop: B
     return out
 
 
-def matters_arrays(m: S.Sparse, lo: FloatArray, hi: FloatArray, const: FloatArray) -> BoolArray:
+def matters_arrays(m: S.Sparse, lo: FloatArray, hi: FloatArray, const: FloatArray, expected: bool) -> BoolArray:
     """Per state: two of its rows have values that certainly differ (their intervals, from
-    the per-state bounds lo..hi, are apart)."""
+    the per-state bounds lo..hi, are apart); a row that stays put counts as in `matters`."""
     q_lo = const + m.matrix @ lo
     q_hi = const + m.matrix @ hi
+    stays = np.bincount(m.edge_row[m.dst != m.edge_src], minlength=m.rows) == 0
+    q_lo[stays] = q_hi[stays] = np.inf if expected else 0.0
     out = np.zeros(m.n, dtype=bool)
     has = np.flatnonzero(m.has_rows)
     if not len(has):

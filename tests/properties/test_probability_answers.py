@@ -288,8 +288,9 @@ def test_cubes_merge_only_what_they_stand_for():
 def test_past_the_exact_limit_the_answers_come_from_the_arrays(monkeypatch, engine):
     """The ring of test_probability_solver.py past an exact limit lowered to 2 (the model from
     the exact one's objects, solved on arrays). Minimum: waiting at 0 (0) beats stepping, so
-    the choice matters there, and no run ends; maximum: waiting is worth what stepping is
-    (the value of staying at 0), so nothing to decide, and the likeliest run steps out (3/8)."""
+    the choice matters there, and no run ends; maximum: one step of waiting is worth what
+    stepping is (the value of 0, where it stays), but waiting every time never gets there:
+    the table says to step in each state of the ring, and the likeliest run steps out (3/8)."""
     import textwrap
 
     from haltproof.explorer.check import check_spec
@@ -304,7 +305,8 @@ def test_past_the_exact_limit_the_answers_come_from_the_arrays(monkeypatch, engi
     assert surely.likeliest is None
     assert surely.decide_table == {"side": "min", "states": 1, "rows": [
         {"when": {"x": [0]}, "action": "wait", "choices": {}}]}
-    assert maybe.decide_table == {**NOTHING, "side": "max"}
+    assert maybe.decide_table == {"side": "max", "states": 3, "rows": [
+        {"when": {"x": [0, 1, 2]}, "action": "step", "choices": {}}]}
     assert maybe.likeliest is not None
     assert (maybe.likeliest.probability, maybe.likeliest.odds) == ("3/8", ["3/8"])
     assert [(s.action, s.choices, s.state) for s in maybe.likeliest.trace.steps] == [
@@ -334,3 +336,15 @@ def test_a_violated_expected_total_gets_the_decide_table(check, path):
     assert "most_probable_run" not in p
     assert p["decide_table"] == {"side": "max", "states": 2, "rows": [
         {"when": {"n": [0, 1], "status": ["going"]}, "action": "careful", "choices": {}}]}
+
+
+def test_where_the_largest_total_is_infinite_the_table_says_how(check, path):
+    """The retry loop with `wait`: the most transitions is infinite, as is every choice's
+    one-step value there; calling ends with probability 1, waiting every time never does:
+    the table says to wait (the choices differ in how likely they end)."""
+    from test_probability_properties import RETRY, WAIT
+    p = run_of(check, RETRY.replace("terminal:", WAIT + "terminal:"), "cost")
+    assert p["value"]["max"] is None
+    assert p["decide_table"] == {"side": "max", "states": 1, "rows": [
+        {"when": {"status": ["trying"]}, "action": "wait", "choices": {}}]}
+    assert p["policy"] == [{"state": {"status": "trying"}, "action": "wait", "choices": {}}]
