@@ -571,41 +571,54 @@ class Chances:
         different values, grouped into rows of var values -> its decision. Where the largest
         expected total is infinite every choice's is too: there they differ in how likely
         they end (the witness makes that least likely)."""
-        start = e.min_start if which == "min" else e.max_start
-        m, rows = e.model, e.min_rows if which == "min" else e.max_rows
-        bounds = e.min_bounds if which == "min" else e.max_bounds
-        if m is not None and rows is not None and bounds is not None:
-            const = (np.zeros(m.rows) if measure is None else
-                     self.row_reward(measure) if m is self._sparse else P.row_rewards(m, self.edge_reward(measure)))
-            differ = A.matters_arrays(m, bounds.lo, bounds.hi, const, measure is not None)
-            endless = bounds.lo == np.inf
-            if measure is not None and which == "max" and endless.any():
-                ends = S.reach_intervals(m, m.terminal, "min")
-                differ = np.where(endless, A.matters_arrays(m, ends.lo, ends.hi, np.zeros(m.rows), False), differ)
-            found = np.flatnonzero(A.reached_arrays(m, rows, start, stop) & differ & ~stop & (rows >= 0))
-            if len(found) > TABLE_LIMIT:          # counted on the array: no object per state
-                return self._no_table(which, len(found))
-            states = [int(s) for s in found]
-            chosen = [m.labels[int(m.row_label[int(rows[s])])] for s in states]
-        else:
-            policy = e.min_policy if which == "min" else e.max_policy
-            values = e.min_values if which == "min" else e.max_values
-            if values is None:
-                return self._no_table(which, 0)
-            reward = None if measure is None else self._choice_reward(measure)
-            ends = P.reach_values(self.mdp, self.mdp.terminal, "min")[0] if measure is not None and which == "max" \
-                and len(values) < self.mdp.n else {}
+        arrays = e.model is not None and e.min_rows is not None and e.min_bounds is not None
+        found = (self._choosing_arrays if arrays else self._choosing)(e, which, stop, measure)
+        if isinstance(found, int):               # too many to draw (or none)
+            return self._no_table(which, found)
+        return self._table_rows(which, *found)
 
-            def differ(s: int) -> bool:
-                if s not in values:          # an infinite total: its choices differ in how likely they end
-                    return A.matters(self.mdp, s, ends, None) if ends else False
-                return A.matters(self.mdp, s, values, reward)
-            order = A.reached(self.mdp, policy, start, stop.__getitem__)
-            states = [s for s in order if not stop[s] and s in policy and differ(s)]
-            if len(states) > TABLE_LIMIT:
-                return self._no_table(which, len(states))
-            chosen = [self.mdp.choices[s][policy[s]].label for s in states]
-        return self._table_rows(which, states, chosen)
+    def _choosing_arrays(self, e: Extremes, which: str, stop: np.ndarray,
+                         measure: str | None) -> tuple[list[int], list[object]] | int:
+        """The states where the choice matters and the policy's decision in each, over arrays;
+        their count alone when there are more than TABLE_LIMIT (no object per state)."""
+        m, rows = present(e.model), present(e.min_rows if which == "min" else e.max_rows)
+        bounds = present(e.min_bounds if which == "min" else e.max_bounds)
+        const = (np.zeros(m.rows) if measure is None else
+                 self.row_reward(measure) if m is self._sparse else P.row_rewards(m, self.edge_reward(measure)))
+        differ = A.matters_arrays(m, bounds.lo, bounds.hi, const, measure is not None)
+        endless = bounds.lo == np.inf
+        if measure is not None and which == "max" and endless.any():
+            ends = S.reach_intervals(m, m.terminal, "min")
+            differ = np.where(endless, A.matters_arrays(m, ends.lo, ends.hi, np.zeros(m.rows), False), differ)
+        start = e.min_start if which == "min" else e.max_start
+        found = np.flatnonzero(A.reached_arrays(m, rows, start, stop) & differ & ~stop & (rows >= 0))
+        if len(found) > TABLE_LIMIT:
+            return len(found)
+        states = [int(s) for s in found]
+        return states, [m.labels[int(m.row_label[int(rows[s])])] for s in states]
+
+    def _choosing(self, e: Extremes, which: str, stop: np.ndarray,
+                  measure: str | None) -> tuple[list[int], list[object]] | int:
+        """`_choosing_arrays` on the exact MDP, with its exact values."""
+        policy = e.min_policy if which == "min" else e.max_policy
+        values = e.min_values if which == "min" else e.max_values
+        if values is None:
+            return 0
+        mdp = self.mdp
+        reward = None if measure is None else self._choice_reward(measure)
+        endless = measure is not None and which == "max" and len(values) < mdp.n
+        ends = P.reach_values(mdp, mdp.terminal, "min")[0] if endless else {}
+
+        def differ(s: int) -> bool:
+            if s not in values:          # an infinite total: its choices differ in how likely they end
+                return bool(ends) and A.matters(mdp, s, ends, None)
+            return A.matters(mdp, s, values, reward)
+        start = e.min_start if which == "min" else e.max_start
+        order = A.reached(mdp, policy, start, stop.__getitem__)
+        states = [s for s in order if not stop[s] and s in policy and differ(s)]
+        if len(states) > TABLE_LIMIT:
+            return len(states)
+        return states, [mdp.choices[s][policy[s]].label for s in states]
 
     def _choice_reward(self, measure: str) -> Callable[[int, int], Fraction]:
         """Per (state, choice index) of the exact MDP, its expected `measure` for one step."""
@@ -623,7 +636,9 @@ class Chances:
             message = "no state the policy reaches has enabled choices of different values: nothing to decide"
         return {"side": which, "states": count, "rows": [], "message": message}
 
-    def _table_rows(self, which: str, states: list[int], chosen: Sequence[object]) -> dict[str, Any]:
+    def _table_rows(self, which: str, states: list[int], chosen: list[object]) -> dict[str, Any]:
+        """The decide table's rows: the states grouped into cubes of var values, a var left
+        out where a row allows every value of it."""
         if not states:
             return self._no_table(which, 0)
         names = self.m.var_names
