@@ -22,7 +22,7 @@ from haltproof.machine.spec import PropertyDecl, present
 from haltproof.machine.text import fraction_json, fraction_text
 from haltproof.properties import answers as A
 from haltproof.properties import probability as P
-from haltproof.properties.budget import EVERY, tick, ticking
+from haltproof.properties.budget import EVERY, Stopped, tick, ticking
 from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, LikeliestRun, PropertyResult, Status, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes, Flags
 from haltproof.properties import sparse as S
@@ -410,14 +410,19 @@ class Chances:
 
     def _answers(self, r: PropertyResult, p: PropertyDecl, e: Extremes, at_least: bool, target: Flags) -> None:
         """What a violated verdict adds for a person to act on: the most probable run to the
-        bad outcome (a probability) and the witness policy as a decide table."""
+        bad outcome (a probability) and the witness policy as a decide table. A bound reached
+        meanwhile leaves out what is not done: the verdict stands, and the next analysis
+        stops at once, so the run still says where the bound was reached."""
         which = "min" if at_least else "max"
-        if p.kind == "probability":
-            r.likeliest = self.likeliest(e, which, target, at_least)
-            r.decide_table = self.decide_table(e, which, np.asarray(target, dtype=bool), None)
-        else:
-            r.decide_table = self.decide_table(e, which, np.zeros(self.n, dtype=bool),
-                                               present(present(p.chance).measure))
+        try:
+            if p.kind == "probability":
+                r.likeliest = self.likeliest(e, which, target, at_least)
+                r.decide_table = self.decide_table(e, which, np.asarray(target, dtype=bool), None)
+            else:
+                r.decide_table = self.decide_table(e, which, np.zeros(self.n, dtype=bool),
+                                                   present(present(p.chance).measure))
+        except Stopped:
+            return
 
     def _judge_interval(self, p: PropertyDecl, e: Extremes, what: str, interval: tuple[float, float],
                         at_least: bool, target: Flags) -> PropertyResult:

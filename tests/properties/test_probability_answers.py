@@ -348,3 +348,26 @@ def test_where_the_largest_total_is_infinite_the_table_says_how(check, path):
     assert p["decide_table"] == {"side": "max", "states": 1, "rows": [
         {"when": {"status": ["trying"]}, "action": "wait", "choices": {}}]}
     assert p["policy"] == [{"state": {"status": "trying"}, "action": "wait", "choices": {}}]
+
+
+def test_a_bound_reached_while_finding_the_answers_keeps_the_violation(check, monkeypatch):
+    """The deadline passes while the most probable run is searched for: the violation (decided
+    already) stands with its counterexample, the answers are left out, and the run says where
+    the bound was reached (the outcome table, next, is not computed)."""
+    from haltproof.properties import answers as A
+    from haltproof.properties import budget
+
+    def late(*args, **kwargs):
+        budget.expire("finding the most probable run")
+        budget.tick()                       # the search's next look at the clock
+        raise AssertionError("tick raises past the deadline")
+    monkeypatch.setattr(A, "likeliest", late)
+    r = check(PATHS, "--format", "json", "--timeout", "600")
+    assert r.code == 1
+    run = json.loads(r.out)["runs"][0]
+    p = next(p for p in run["properties"] if p["name"] == "rarely_fails")
+    assert (p["status"], p["exact"]["max"]) == ("violated", "5/18")
+    assert p["trace"] is not None and "most_probable_run" not in p and "decide_table" not in p
+    assert run["stopped_by"] == "timeout"
+    assert run["outcomes"]["message"].startswith("not computed: the --timeout 600 s was reached while "
+                                                 "finding the most probable run")
