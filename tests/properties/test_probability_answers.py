@@ -371,3 +371,63 @@ def test_a_bound_reached_while_finding_the_answers_keeps_the_violation(check, mo
     assert run["stopped_by"] == "timeout"
     assert run["outcomes"]["message"].startswith("not computed: the --timeout 600 s was reached while "
                                                  "finding the most probable run")
+
+
+def _best_by_brute_force(mdp, policy, start, goal, avoid):
+    """The largest product over every simple run (a cycle only multiplies by odds <= 1)."""
+    from fractions import Fraction
+    best = None
+    stack = [(start, Fraction(1), {start})]
+    while stack:
+        s, p, seen = stack.pop()
+        if goal[s]:
+            best = p if best is None or p > best else best
+            continue
+        if s not in policy or not mdp.choices[s]:
+            continue
+        for t, q, _ in mdp.choices[s][policy[s]].outcomes:
+            if q and t not in seen and not avoid[t]:
+                stack.append((t, p * q, seen | {t}))
+    return best
+
+
+def test_random_chains_agree_with_brute_force_on_both_solvers():
+    """300 random MDPs under a random policy: the exact search and the array search find a
+    run of the largest probability over every simple run (brute force), or none when there
+    is none; each run follows the policy, from the start to a goal, avoiding what it must."""
+    import random
+
+    import numpy as np
+
+    from haltproof.properties import answers as A
+    from haltproof.properties import probability as P
+    from test_storm import random_mdp
+    rng = random.Random(3)
+    found = 0
+    for _ in range(300):
+        mdp, targets, _ = random_mdp(rng)
+        policy = {s: rng.randrange(len(c)) for s, c in enumerate(mdp.choices) if c}
+        goal = np.array(targets["goal"], dtype=bool)
+        avoid = np.array([rng.random() < 0.2 and not g for g in goal], dtype=bool)
+        start = mdp.initial[0]
+        avoid[start] = False
+        want = _best_by_brute_force(mdp, policy, start, goal, avoid)
+        m = P.from_mdp(mdp)
+        rows = np.full(mdp.n, -1, dtype=np.int64)
+        for s, ci in policy.items():
+            rows[s] = m.row_start[s] + ci
+        for run in (A.likeliest(mdp, policy, start, goal.__getitem__, avoid.__getitem__),
+                    A.likeliest_arrays(m, rows, start, goal, avoid)):
+            if want is None:
+                assert run is None
+                continue
+            assert run is not None and run.probability == want
+            at = start
+            for e, p in zip(run.edges, run.odds):
+                assert not goal[at]
+                (t, q), = [(t, q) for t, q, x in mdp.choices[at][policy[at]].outcomes if x == e]
+                assert q == p and not avoid[t]
+                at = t
+            assert goal[at]
+            found += 1
+    assert found > 200
