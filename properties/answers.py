@@ -188,9 +188,13 @@ def reached_arrays(m: S.Sparse, rows: npt.NDArray[np.int64], start: int, stop: B
 
 def matters_arrays(m: S.Sparse, lo: FloatArray, hi: FloatArray, const: FloatArray, expected: bool) -> BoolArray:
     """Per state: two of its rows have values that certainly differ (their intervals, from
-    the per-state bounds lo..hi, are apart); a row that stays put counts as in `matters`."""
+    the per-state bounds lo..hi and widened by the rounding of the product, are apart); a row
+    that stays put counts as in `matters`."""
     q_lo = const + m.matrix @ lo
     q_hi = const + m.matrix @ hi
+    for q, sign in ((q_lo, -1.0), (q_hi, 1.0)):
+        size = np.where(np.isfinite(q), np.abs(q), 0.0)
+        q += sign * S._slack(1, m.width) * np.maximum(size, 1.0)
     stays = np.bincount(m.edge_row[m.dst != m.edge_src], minlength=m.rows) == 0
     q_lo[stays] = q_hi[stays] = np.inf if expected else 0.0
     out = np.zeros(m.n, dtype=bool)
