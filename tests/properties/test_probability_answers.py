@@ -433,6 +433,12 @@ def test_random_chains_agree_with_brute_force_on_both_solvers():
     assert found > 200
 
 
+def _step_reward(mdp, reward):
+    """Per (state, choice index), its expected reward for one step."""
+    from haltproof.properties import probability as P
+    return lambda s, ci: P._mean(mdp.choices[s][ci], reward)
+
+
 def test_where_the_choice_matters_agrees_on_both_solvers():
     """200 random MDPs, each side of a reach probability and of an expected total (where it
     is finite): a state's choices differ by the exact values exactly where they do by the
@@ -463,8 +469,8 @@ def test_where_the_choice_matters_agrees_on_both_solvers():
         for sense, values in (("min", totals.min_values), ("max", totals.max_values)):
             b = S.expected_intervals(m, const, sense)
             arrays = A.matters_arrays(m, b.lo, b.hi, const, True)
-            exact = [bool(mdp.choices[s]) and A.matters(mdp, s, values, lambda s, ci: P._mean(
-                mdp.choices[s][ci], rewards["cost"])) for s in range(mdp.n)]
+            step = _step_reward(mdp, rewards["cost"])
+            exact = [bool(mdp.choices[s]) and A.matters(mdp, s, values, step) for s in range(mdp.n)]
             finite = [s for s in range(mdp.n) if s in values]     # an infinite total: chances.py's own case
             assert [bool(arrays[s]) for s in finite] == [exact[s] for s in finite], (sense, values, b.lo, b.hi)
             differing += sum(exact)
