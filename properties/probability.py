@@ -99,6 +99,12 @@ class Extremes:
     min_rows: npt.NDArray[np.int64] | None = None
     max_rows: npt.NDArray[np.int64] | None = None
     model: S.Sparse | None = None
+    # per state, each side's value (exact; a missing state is infinite) or its bounds (arrays):
+    # what each choice is worth, to tell where a policy's choice matters (properties/answers.py)
+    min_values: dict[int, Fraction] | None = None
+    max_values: dict[int, Fraction] | None = None
+    min_bounds: S.Bounds | None = None
+    max_bounds: S.Bounds | None = None
 
     def interval(self, side: str) -> tuple[float, float] | None:
         """The interval of the `min` or `max` side, None when that side is exact."""
@@ -193,11 +199,14 @@ def avoidable(mdp: MDP, target: Flags) -> set[int]:
 # ---------------------------------------------------------------- past the exact limit: over arrays
 
 def from_mdp(mdp: MDP) -> S.Sparse:
-    """The MDP as the arrays of properties/sparse.py (rows in choice order)."""
+    """The MDP as the arrays of properties/sparse.py (rows in choice order, each labelled
+    with its choice's label)."""
     row_start, edge_start, dst, prob, edge, kind = [0], [0], [], [], [], []
     kinds: dict[Fraction, int] = {}
+    labels: list[object] = []            # per row, its choice's label (the decision it is)
     for s in ticking(range(mdp.n)):
         for c in mdp.choices[s]:
+            labels.append(c.label)
             for t, p, e in c.outcomes:
                 if p:
                     dst.append(t)
@@ -210,7 +219,7 @@ def from_mdp(mdp: MDP) -> S.Sparse:
     return S.Sparse(np.array(row_start, dtype=np.int64), np.array(edge_start, dtype=np.int64),
                     np.array(dst, dtype=np.int64), np.array(prob, dtype=np.float64), np.array(edge, dtype=np.int64),
                     np.array(mdp.terminal, dtype=bool), np.array(mdp.initial, dtype=np.int64),
-                    np.zeros(rows, dtype=np.int64), [], np.array(kind, dtype=np.int64), list(kinds))
+                    np.arange(rows, dtype=np.int64), labels, np.array(kind, dtype=np.int64), list(kinds))
 
 
 def row_rewards(m: S.Sparse, reward: Callable[[int], Fraction]) -> npt.NDArray[np.float64]:
@@ -226,7 +235,7 @@ def bounded(m: S.Sparse, low: S.Bounds, high: S.Bounds, choices: bool = False) -
     (values the graph fixes, and infinity); else it holds the interval, its midpoint as value.
     The policies are the row arrays (`rows`), and with `choices` also state -> choice index."""
     inits = m.initial
-    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m)
+    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m, min_bounds=low, max_bounds=high)
     for sense, b in (("min", low), ("max", high)):
         if sense == "min":
             start = int(inits[np.argmin(b.lo[inits] + b.hi[inits])])
@@ -542,4 +551,5 @@ def _at_start(mdp: MDP, lo: Values, hi: Values, lo_policy: Policy, hi_policy: Po
     inits = mdp.initial
     lo_start = min(inits, key=lambda s: (1, ZERO) if s not in lo else (0, lo[s]))
     hi_start = min(inits, key=lambda s: (0, ZERO) if s not in hi else (1, -hi[s]))
-    return Extremes(lo.get(lo_start), hi.get(hi_start), lo_policy, hi_policy, lo_start, hi_start)
+    return Extremes(lo.get(lo_start), hi.get(hi_start), lo_policy, hi_policy, lo_start, hi_start,
+                    min_values=lo, max_values=hi)
