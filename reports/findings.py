@@ -108,6 +108,31 @@ def decide_lines(table: dict[str, Any]) -> list[str]:
     return lines
 
 
+SENSITIVITY_SHOWN = 5     # weights the text lists, the largest moves first (JSON has them all)
+
+
+def sensitivity_lines(sens: dict[str, Any]) -> list[str]:
+    """How much a probability moves with each weight, the largest first (its sign says
+    which way), or why that is not computed."""
+    if "message" in sens:
+        return [f"sensitivity to the weights: {sens['message']}"]
+    rows = sens["weights"]
+    lines = ["the answer moves most with (d/d eps of the probability when eps of a choice's weight moves "
+             "to one value, the others scaled down; witness policy fixed):"]
+    lines += [f"  {sensitivity_row(row)}" for row in rows[:SENSITIVITY_SHOWN]]
+    if len(rows) > SENSITIVITY_SHOWN:
+        lines.append(f"  ({len(rows) - SENSITIVITY_SHOWN} more in the JSON report)")
+    return lines
+
+
+def sensitivity_row(row: dict[str, Any]) -> str:
+    """`step obs=ok (weight 1/2 (0.5)): +3/4 (0.75)`."""
+    slope = fraction_from_json(row["derivative"])
+    sign = "+" if slope > 0 else "-" if slope < 0 else ""
+    return (f"{row['action']} {row['choice']}={value_text(row['toward'])} "
+            f"(weight {number(fraction_from_json(row['weight']))}): {sign}{number(abs(slope))}")
+
+
 def when_text(when: dict[str, list[Any]]) -> str:
     """A decide-table row's condition: `steps=0..2, decision=going` (`any state` for none)."""
     parts = []
@@ -135,6 +160,8 @@ def answers_text(prop: dict[str, Any]) -> str:
         lines += likeliest_lines(prop["most_probable_run"])
     if prop.get("decide_table"):
         lines += decide_lines(prop["decide_table"])
+    if prop.get("sensitivity"):
+        lines += sensitivity_lines(prop["sensitivity"])
     return "\n".join(lines)
 
 
