@@ -113,15 +113,21 @@ SENSITIVITY_SHOWN = 5     # weights the text lists, the largest moves first (JSO
 
 def sensitivity_lines(sens: dict[str, Any]) -> list[str]:
     """How much a probability moves with each weight, the largest first (its sign says
-    which way), or why that is not computed."""
+    which way; a weight it does not move with is counted, not listed), or why that is not
+    computed."""
     if "message" in sens:
         return [f"sensitivity to the weights: {sens['message']}"]
-    rows = sens["weights"]
-    lines = ["the answer moves most with (d/d eps of the probability when eps of a choice's weight moves "
-             "to one value, the others scaled down; witness policy fixed):"]
+    rows = [row for row in sens["weights"] if row["derivative"] != "0"]
+    zeros = len(sens["weights"]) - len(rows)
+    if not rows:
+        return ["sensitivity to the weights: no weight moves it (under the witness policy, every derivative is 0)"]
+    lines = ["the answer moves most with (dP/d eps as eps of a choice's weight moves to one value, "
+             "witness policy fixed):"]
     lines += [f"  {sensitivity_row(row)}" for row in rows[:SENSITIVITY_SHOWN]]
-    if len(rows) > SENSITIVITY_SHOWN:
-        lines.append(f"  ({len(rows) - SENSITIVITY_SHOWN} more in the JSON report)")
+    notes = [f"{len(rows) - SENSITIVITY_SHOWN} more in the JSON report"] if len(rows) > SENSITIVITY_SHOWN else []
+    notes += [f"{zeros} of derivative 0 not listed"] if zeros else []
+    if notes:
+        lines.append(f"  ({'; '.join(notes)})")
     return lines
 
 
