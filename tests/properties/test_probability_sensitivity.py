@@ -69,6 +69,27 @@ properties:
 """
 
 
+# A cycle: heads (1/2) wins, tails (1/4) flips again, edge (1/4) loses. P = h / (1 - t) = 2/3.
+FLIPS = """\
+machine: flips
+vars:
+  at: {type: enum, values: [flip, won, lost], init: flip}
+actions:
+  toss:
+    when: at == flip
+    choose:
+      coin: [heads, tails, edge]
+    do:
+      - set: {at: "won if coin == 'heads' else ('flip' if coin == 'tails' else 'lost')"}
+terminal: at != flip
+probabilities:
+  toss:
+    coin: {heads: 1/2, tails: 1/4, edge: 1/4}
+properties:
+  wins: {probability: {reach: at == won, at_least: 1/2}}
+"""
+
+
 def prop(check, text, name, *extra):
     r = check(text, "--format", "json", *extra)
     assert r.code in (0, 1), r.err
@@ -100,6 +121,27 @@ def test_two_draws_move_with_each_others_weight(check):
         row("second", "q", "ok", "1/5", "1/2"), row("second", "q", "bad", "3/5", "-1/4"),
         row("first", "r", "ok", "1/2", "1/5"), row("first", "r", "bad", "1/2", "-1/5"),
         row("second", "q", "worse", "1/5", "-1/8")]}
+
+
+def test_a_cycle_moves_through_its_solution(check):
+    """P = h / (1 - t). Toward heads: dt = -t/(1-h) = -1/2, so dP = ((1 - t) + h dt) / (1 - t)^2
+    = 8/9; toward tails the ratio h : e stays, 0; toward edge: dh = -2/3, dt = -1/3, -32/27."""
+    p = prop(check, FLIPS, "wins")
+    assert p["status"] == "holds"
+    assert p["sensitivity"] == {"side": "min", "probability": "2/3", "weights": [
+        row("toss", "coin", "edge", "1/4", "-32/27"), row("toss", "coin", "heads", "1/2", "8/9"),
+        row("toss", "coin", "tails", "1/4", "0")]}
+
+
+def test_text_counts_what_it_leaves_out():
+    """Past five, the rest are in the JSON report; a derivative of 0 is counted, not listed."""
+    from haltproof.reports.findings import sensitivity_lines
+    rows = [row("a", "c", f"v{i}", "1/9", f"-{i}/8") for i in range(7, 0, -1)] + [row("a", "c", "z", "1/9", "0")]
+    assert sensitivity_lines({"side": "max", "probability": "1/2", "weights": rows})[1:] == [
+        *[f"  a c=v{i} (weight 1/9 (0.111111)): -{i}/8 ({i / 8:g})" for i in range(7, 2, -1)],
+        "  (2 more in the JSON report; 1 of derivative 0 not listed)"]
+    assert sensitivity_lines({"side": "max", "probability": "1/2", "weights": rows[-1:]}) == [
+        "sensitivity to the weights: no weight moves it (under the witness policy, every derivative is 0)"]
 
 
 def test_text_lists_the_largest_five(check):
