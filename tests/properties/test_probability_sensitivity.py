@@ -136,9 +136,9 @@ def test_a_cycle_moves_through_its_solution(check):
 def test_text_counts_what_it_leaves_out():
     """Past five, the rest are in the JSON report; a derivative of 0 is counted, not listed."""
     from haltproof.reports.findings import sensitivity_lines
-    rows = [row("a", "c", f"v{i}", "1/9", f"-{i}/8") for i in range(7, 0, -1)] + [row("a", "c", "z", "1/9", "0")]
+    rows = [row("a", "c", f"v{i}", "1/9", f"-{Fraction(i, 8)}") for i in range(7, 0, -1)] + [row("a", "c", "z", "1/9", "0")]
     assert sensitivity_lines({"side": "max", "probability": "1/2", "weights": rows})[1:] == [
-        *[f"  a c=v{i} (weight 1/9 (0.111111)): -{i}/8 ({i / 8:g})" for i in range(7, 2, -1)],
+        *[f"  a c=v{i} (weight 1/9 (0.111111)): -{Fraction(i, 8)} ({i / 8:g})" for i in range(7, 2, -1)],
         "  (2 more in the JSON report; 1 of derivative 0 not listed)"]
     assert sensitivity_lines({"side": "max", "probability": "1/2", "weights": rows[-1:]}) == [
         "sensitivity to the weights: no weight moves it (under the witness policy, every derivative is 0)"]
