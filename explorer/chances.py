@@ -191,6 +191,8 @@ def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Findin
     return None
 
 
+ARRAYS_ONLY = ("the sensitivity to the weights is computed only for models the exact solver takes "
+               f"(up to {LARGE:,} explored states, components of up to {P.EXACT_LIMIT} states)")
 IN_JSON = " in the JSON report"      # where a value too long to print is written out (`exact`)
 
 
@@ -394,6 +396,8 @@ class Chances:
             holds = worst >= chance.bound if at_least else worst <= chance.bound
         r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
         r.value = value_json(e)
+        if p.kind == "probability":
+            r.sensitivity = self.sensitivity(e, "min" if at_least else "max", target)
         if holds:
             r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound, '')}"
             if worst is None:
@@ -424,6 +428,40 @@ class Chances:
         except Stopped:
             return
 
+    def sensitivity(self, e: Extremes, which: str, target: Flags) -> dict[str, Any] | None:
+        """How the probability of side `which` moves with each declared weight (answers.Toward),
+        its witness policy held fixed, exactly; on the array path, or past the exact limit, a
+        message saying it is not computed. None for a spec without weights (nothing to move),
+        and when a bound stops it (the verdict stands)."""
+        weights = self.m.spec.probabilities
+        if not weights:
+            return None
+        out: dict[str, Any] = {"side": which}
+        if e.model is not None or e.interval(which) is not None:
+            return {**out, "weights": [], "message": f"not computed: {ARRAYS_ONLY}"}
+        directions = A.towards((w.action, w.choice, w.weights) for w in weights)
+        if not directions:
+            return {**out, "weights": [], "message": "no weighted value has a weight strictly between 0 and 1: "
+                                                      "no mass to move"}
+        policy = e.min_policy if which == "min" else e.max_policy
+        start = e.min_start if which == "min" else e.max_start
+        actions, ex = self.m.actions, self.ex
+
+        def drawn(edge: int) -> tuple[str, dict[str, Any]]:
+            act = actions[int(ex.e_action[edge])]
+            return act.name, act.labels[int(ex.e_combo[edge])]
+        try:
+            value, slopes = A.sensitivity(self.mdp, policy, start, target, directions, drawn)
+        except P.TooLarge as exc:
+            return {**out, "weights": [], "message": f"not computed: {exc}; {ARRAYS_ONLY}"}
+        except Stopped:
+            return None
+        ranked = sorted(zip(directions, slopes), key=lambda ds: -abs(ds[1]))
+        out["probability"] = fraction_json(value)
+        out["weights"] = [{"action": d.action, "choice": d.choice, "toward": d.value, "weight": fraction_json(d.weight),
+                           "derivative": fraction_json(slope), "rate": float(slope)} for d, slope in ranked]
+        return out
+
     def _judge_interval(self, p: PropertyDecl, e: Extremes, what: str, interval: tuple[float, float],
                         at_least: bool, target: Flags) -> PropertyResult:
         """A bound judged on an iterated interval: decided only when the whole interval lies
@@ -435,6 +473,8 @@ class Chances:
         status: Status = HOLDS if meets else VIOLATED if fails else UNKNOWN
         r = PropertyResult(p.name, p.kind, status, f"{what} is {span(e)}")
         r.value = value_json(e)
+        if p.kind == "probability":
+            r.sensitivity = self.sensitivity(e, "min" if at_least else "max", target)
         word = "at least" if at_least else "at most"
         if meets:
             r.message += f": {word} {number(bound, '')}"

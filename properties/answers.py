@@ -9,12 +9,17 @@
 - Where the policy's choice matters: the states the policy reaches from its start in which
   two enabled choices have different values; and those states grouped into the rows of a
   decide table over the user's vars (`cubes`).
+- Which weights the answer moves most with (`sensitivity`): under the witness policy held
+  fixed, the exact derivative of the probability when a weighted choice's mass moves toward
+  one of its values (`Toward`), from the policy's Markov chain: P = A P + b on the states
+  that can still go either way, so dP = (I - A)^-1 (dA P + db), one elimination per
+  strongly connected component shared by every direction.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -24,7 +29,8 @@ import numpy.typing as npt
 
 from . import sparse as S
 from .budget import EVERY, tick
-from .probability import MDP, ONE, ZERO, Choice, Policy
+from . import probability as P
+from .probability import MDP, ONE, ZERO, Choice, Flags, Policy, Values
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -205,6 +211,74 @@ def matters_arrays(m: S.Sparse, lo: FloatArray, hi: FloatArray, const: FloatArra
     with np.errstate(invalid="ignore"):
         out[has] = np.maximum.reduceat(q_lo, starts) > np.minimum.reduceat(q_hi, starts)
     return out
+
+
+# ---------------------------------------------------------------- sensitivity to the weights
+
+@dataclass(frozen=True)
+class Toward:
+    """A direction to move a declared weighted choice's mass in: value `value` of choice
+    `choice` of `action` gets weight `weight + eps`, and each other value v of that choice
+    `w_v * (1 - weight - eps) / (1 - weight)`, so the weights still sum to 1 and keep their
+    ratios. Only for 0 < weight < 1: a value of weight 1 leaves no mass to take, and moving
+    mass to a value of weight 0 would add transitions the chain does not have (a jump, not
+    a slope); every value of positive weight keeps it, so the chain's shape stays."""
+
+    action: str
+    choice: str
+    value: Any
+    weight: Fraction
+
+    def rate(self, drawn: Any) -> Fraction:
+        """d/deps of the weight of value `drawn`, divided by that weight (an edge's
+        probability is a product of weights: its derivative is itself times this)."""
+        return 1 / self.weight if drawn == self.value else -1 / (1 - self.weight)
+
+
+def towards(weights: Iterable[tuple[str, str, Mapping[Any, Fraction]]]) -> list[Toward]:
+    """Every direction of the declared weights (action, choice, value -> weight)."""
+    return [Toward(action, choice, value, w) for action, choice, table in weights
+            for value, w in table.items() if 0 < w < 1]
+
+
+def sensitivity(mdp: MDP, policy: Policy, start: int, target: Flags, directions: Sequence[Toward],
+                drawn: Callable[[int], tuple[str, Mapping[str, Any]]]) -> tuple[Fraction, list[Fraction]]:
+    """The probability of reaching `target` from `start` under `policy`, and its exact
+    derivative along each direction; `drawn(edge)` is the edge's action and its choices'
+    values. A component past the exact limit raises probability.TooLarge."""
+    order = reached(mdp, policy, start, lambda s: bool(target[s]))
+    members = {s for s in order if not target[s] and s in policy and mdp.choices[s]}
+    outside: Values = {s: ONE if target[s] else ZERO for s in order if s not in members}
+    value = {**outside, **P._evaluate(mdp, policy, members, outside, None)}
+    slopes: list[Values] = [dict.fromkeys(outside, ZERO) for _ in directions]
+    consts: list[dict[int, Fraction]] = [{} for _ in directions]
+    for s in members:                                    # dA P: how each step's odds move
+        for t, p, e in mdp.choices[s][policy[s]].outcomes:
+            if not p or not value[t]:
+                continue
+            action, labels = drawn(e)
+            for d, toward in enumerate(directions):
+                if toward.action == action:
+                    consts[d][s] = consts[d].get(s, ZERO) + p * toward.rate(labels[toward.choice]) * value[t]
+
+    def step(s: int) -> list[tuple[int, Fraction]]:
+        return mdp.choices[s][policy[s]].dist
+    inner = {s: [t for t in mdp.choices[s][policy[s]].targets if t in members] for s in members}
+    leaves = P._can_leave(members, inner.__getitem__,
+                          lambda s: any(t not in members for t in mdp.choices[s][policy[s]].targets))
+    for scc in P._sccs(sorted(members), inner.__getitem__):
+        tick()
+        if not any(s in leaves for s in scc):          # never reaches the target: 0, and stays 0
+            for slope in slopes:
+                slope.update(dict.fromkeys(scc, ZERO))
+            continue
+        if len(scc) > P.EXACT_LIMIT:
+            raise P.TooLarge(f"a strongly connected component of {len(scc):,} states under the witness policy, "
+                             f"more than the {P.EXACT_LIMIT} the exact solver takes")
+        solved = P.solve_columns(scc, step, [(slope, const) for slope, const in zip(slopes, consts)])
+        for slope, got in zip(slopes, solved):
+            slope.update(got)
+    return value[start], [slope[start] for slope in slopes]
 
 
 # ---------------------------------------------------------------- a decide table

@@ -154,4 +154,5 @@ class PropertyResult:
     policy: list[dict[str, Any]] | None = None   # their witness policy: its decision in each state of the trace
     likeliest: LikeliestRun | None = None  # a violated probability: the most probable run to the bad outcome
     decide_table: dict[str, Any] | None = None   # their witness policy as rows of var values -> decision
+    sensitivity: dict[str, Any] | None = None    # a probability: its derivative along each weight (answers.py)
     fairness: list[str] | None = None     # a liveness check: the fairness assumptions its verdict relies on

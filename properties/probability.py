@@ -446,18 +446,29 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
            reward: dict[int, Fraction]) -> Values:
     """x_s = r_s + sum p x_t over one SCC of a chain that leaves it with probability 1 (unique
     solution), by Gaussian elimination over the rationals."""
+    return solve_columns(scc, step, [(known, reward)])[0]
+
+
+def solve_columns(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]],
+                  columns: Sequence[tuple[Values, dict[int, Fraction]]]) -> list[Values]:
+    """`_solve` for several right-hand sides (each its values outside and its constant per
+    state) at the cost of one elimination: the sensitivity to each weight (answers.py) shares
+    the chain's matrix."""
     index = {s: i for i, s in enumerate(scc)}
-    k = len(scc)
+    k, width = len(scc), len(scc) + len(columns)
     rows: list[list[Fraction]] = []
     for s in ticking(scc, 256):
-        row = [ZERO] * (k + 1)
+        row = [ZERO] * width
         row[index[s]] += ONE
-        row[k] = reward.get(s, ZERO)
+        for j, (_, reward) in enumerate(columns):
+            row[k + j] = reward.get(s, ZERO)
         for t, p in step(s):
             if t in index:
                 row[index[t]] -= p
             else:
-                row[k] += p * known[t]
+                for j, (known, _) in enumerate(columns):
+                    if known[t]:
+                        row[k + j] += p * known[t]
         rows.append(row)
     for col in range(k):
         tick()                       # a pivot is k rows of up to k fractions: a look per pivot
@@ -465,16 +476,16 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
         rows[col], rows[pivot] = rows[pivot], rows[col]
         head = rows[col]
         inv = ONE / head[col]
-        for j in range(col, k + 1):
+        for j in range(col, width):
             head[j] *= inv
         for r in range(k):
             if r != col and rows[r][col] != 0:
                 f = rows[r][col]
                 row = rows[r]
-                for j in range(col, k + 1):
+                for j in range(col, width):
                     if head[j]:
                         row[j] -= f * head[j]
-    return {s: rows[index[s]][k] for s in scc}
+    return [{s: rows[index[s]][k + j] for s in scc} for j in range(len(columns))]
 
 
 # ---------------------------------------------------------------- graph helpers

@@ -108,6 +108,37 @@ def decide_lines(table: dict[str, Any]) -> list[str]:
     return lines
 
 
+SENSITIVITY_SHOWN = 5     # weights the text lists, the largest moves first (JSON has them all)
+
+
+def sensitivity_lines(sens: dict[str, Any]) -> list[str]:
+    """How much a probability moves with each weight, the largest first (its sign says
+    which way; a weight it does not move with is counted, not listed), or why that is not
+    computed."""
+    if "message" in sens:
+        return [f"sensitivity to the weights: {sens['message']}"]
+    rows = [row for row in sens["weights"] if row["derivative"] != "0"]
+    zeros = len(sens["weights"]) - len(rows)
+    if not rows:
+        return ["sensitivity to the weights: no weight moves it (under the witness policy, every derivative is 0)"]
+    lines = ["the answer moves most with (dP/d eps as eps of a choice's weight moves to one value, "
+             "witness policy fixed):"]
+    lines += [f"  {sensitivity_row(row)}" for row in rows[:SENSITIVITY_SHOWN]]
+    notes = [f"{len(rows) - SENSITIVITY_SHOWN} more in the JSON report"] if len(rows) > SENSITIVITY_SHOWN else []
+    notes += [f"{zeros} of derivative 0 not listed"] if zeros else []
+    if notes:
+        lines.append(f"  ({'; '.join(notes)})")
+    return lines
+
+
+def sensitivity_row(row: dict[str, Any]) -> str:
+    """`step obs=ok (weight 1/2 (0.5)): +3/4 (0.75)`."""
+    slope = fraction_from_json(row["derivative"])
+    sign = "+" if slope > 0 else "-" if slope < 0 else ""
+    return (f"{row['action']} {row['choice']}={value_text(row['toward'])} "
+            f"(weight {number(fraction_from_json(row['weight']))}): {sign}{number(abs(slope))}")
+
+
 def when_text(when: dict[str, list[Any]]) -> str:
     """A decide-table row's condition: `steps=0..2, decision=going` (`any state` for none)."""
     parts = []
@@ -135,6 +166,8 @@ def answers_text(prop: dict[str, Any]) -> str:
         lines += likeliest_lines(prop["most_probable_run"])
     if prop.get("decide_table"):
         lines += decide_lines(prop["decide_table"])
+    if prop.get("sensitivity"):
+        lines += sensitivity_lines(prop["sensitivity"])
     return "\n".join(lines)
 
 

@@ -434,6 +434,8 @@ def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: Sta
                 _trace(w, p["other_trace"])
         if p.get("status") == "violated":
             _answers(w, n, p)
+        if p.get("sensitivity"):
+            _sensitivity(w, n, p)
     _scenarios(w, run.get("scenarios") or [])
     _coverage(w, run)
     _graph(w, n, graph, skipped, dot, open_=single)
@@ -505,6 +507,23 @@ def _answers(w: Writer, n: int, p: dict[str, Any]) -> None:
     for row in table["rows"]:
         w(f'<tr><td class="mono">{e(F.when_text(row["when"]))}</td><td class="mono">'
           f'{e(F.decision_text(row))}</td></tr>')
+    w("</table>")
+
+
+def _sensitivity(w: Writer, n: int, p: dict[str, Any]) -> None:
+    """How a probability moves with each weight (every one; the text report lists the top few)."""
+    name, sens = e(p.get("name")), p["sensitivity"]
+    w(f'<h4 id="run-{n}-{name}-sensitivity">sensitivity to the weights: {name} <span class="muted">— '
+      "d/dε of the probability when ε of a choice's weight moves to one value (the others scaled "
+      "down), the witness policy fixed</span></h4>")
+    if "message" in sens:
+        w(f'<p class="muted sensitivity">{e(sens["message"])}</p>')
+        return
+    w('<table class="sensitivity"><tr><th>action</th><th>choice = value</th><th>weight</th><th>derivative</th></tr>')
+    for row in sens["weights"]:
+        w(f'<tr><td class="mono">{e(row["action"])}</td><td class="mono">{e(row["choice"])}='
+          f'{e(value_text(row["toward"]))}</td><td>{e(number(fraction_from_json(row["weight"])))}</td>'
+          f'<td class="rate">{e(F.sensitivity_row(row).rpartition(": ")[2])}</td></tr>')
     w("</table>")
 
 

@@ -258,6 +258,8 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
             lines += ["      " + row for row in F.likeliest_lines(p["most_probable_run"])]
         if p["status"] == "violated" and p.get("decide_table"):
             lines += ["      " + row for row in F.decide_lines(p["decide_table"])]
+        if p.get("sensitivity"):
+            lines += ["      " + row for row in F.sensitivity_lines(p["sensitivity"])]
     if full and run.get("bounds"):
         lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
     if full and run.get("outcomes"):

@@ -255,7 +255,12 @@ def test_text_shows_the_run_with_its_odds_and_the_table(check):
         1     careful    obs=hit  got_it  1/2 (0.5)    n=1 status=success
       witness policy as a decide table (3 states where the choice matters):
         n in {0, 1}, status=going -> careful
-        n=2, status=going -> bold"""
+        n=2, status=going -> bold
+      the answer moves most with (dP/d eps as eps of a choice's weight moves to one value, witness policy fixed):
+        careful obs=hit (weight 1/2 (0.5)): +1/4 (0.25)
+        careful obs=miss (weight 1/2 (0.5)): -1/4 (0.25)
+        bold obs=hit (weight 3/4 (0.75)): +1/4 (0.25)
+        bold obs=miss (weight 1/4 (0.25)): -1/4 (0.25)"""
     r = check(PATHS)
     assert "      witness policy as a decide table: no state the policy reaches has enabled choices of " \
            "different values: nothing to decide\n" in r.out
