@@ -76,8 +76,9 @@ class GraphRun:
             try:
                 self.pull_nested()
             except BaseException:
-                # a run that raised is not closed by the explorer: its graph, paused in another
-                # thread, is let go here, or that thread waits for ever (and the process at exit)
+                # the check's explorer closes a run whose step raised, but `conform` closes none:
+                # its graph, paused in another thread, is let go here, or that thread waits for
+                # ever (and the process at exit); closing the stream twice is harmless
                 close = getattr(self.events, "close", None)
                 if callable(close):
                     close()
