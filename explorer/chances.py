@@ -20,9 +20,10 @@ import numpy as np
 from haltproof.machine.compiled import EVAL_ERRORS, Machine
 from haltproof.machine.spec import PropertyDecl, present
 from haltproof.machine.text import fraction_json, fraction_text
+from haltproof.properties import answers as A
 from haltproof.properties import probability as P
-from haltproof.properties.budget import EVERY, tick, ticking
-from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, PropertyResult, Status, Subject, Trace
+from haltproof.properties.budget import EVERY, Stopped, tick, ticking
+from haltproof.properties.kinds import HOLDS, UNKNOWN, VIOLATED, LikeliestRun, PropertyResult, Status, Subject, Trace
 from haltproof.properties.probability import MDP, Choice, Extremes, Flags
 from haltproof.properties import sparse as S
 from haltproof.properties.sparse import Sparse
@@ -34,6 +35,7 @@ LARGE = 20_000       # explored states past which the probabilities are solved o
 
 EdgeWeight = Any     # as check._weight gives it: None (1 per edge), a callable (src, edge) or a per-edge array
 POLICY_SHOWN = 20    # decisions of a witness policy listed when no trace shows where it goes
+TABLE_LIMIT = 2_000  # states where a policy's choice matters, past which no decide table is drawn
 
 
 class NotAnalysable(Exception):
@@ -189,6 +191,8 @@ def first_chance_error(ex: Exploration, selected: set[str]) -> tuple[str, Findin
     return None
 
 
+ARRAYS_ONLY = ("the sensitivity to the weights is computed only for models the exact solver takes "
+               f"(up to {LARGE:,} explored states, components of up to {P.EXACT_LIMIT} states)")
 IN_JSON = " in the JSON report"      # where a value too long to print is written out (`exact`)
 
 
@@ -392,6 +396,8 @@ class Chances:
             holds = worst >= chance.bound if at_least else worst <= chance.bound
         r = PropertyResult(p.name, p.kind, HOLDS if holds else VIOLATED, f"{what} is {span(e)}")
         r.value = value_json(e)
+        if p.kind == "probability":
+            r.sensitivity = self.sensitivity(e, "min" if at_least else "max", target)
         if holds:
             r.message += f": {'at least' if at_least else 'at most'} {number(chance.bound, '')}"
             if worst is None:
@@ -403,7 +409,58 @@ class Chances:
             r.message += " (a policy does not reach a terminal state with probability 1)"
         goal = self._trace_goal(p.kind, at_least, target, worst is None)
         r.trace, r.policy = self.witness(e, "min" if at_least else "max", goal)
+        self._answers(r, p, e, at_least, target)
         return r
+
+    def _answers(self, r: PropertyResult, p: PropertyDecl, e: Extremes, at_least: bool, target: Flags) -> None:
+        """What a violated verdict adds for a person to act on: the most probable run to the
+        bad outcome (a probability) and the witness policy as a decide table. A bound reached
+        meanwhile leaves out what is not done: the verdict stands, and the next analysis
+        stops at once, so the run still says where the bound was reached."""
+        which = "min" if at_least else "max"
+        try:
+            if p.kind == "probability":
+                r.likeliest = self.likeliest(e, which, target, at_least)
+                r.decide_table = self.decide_table(e, which, np.asarray(target, dtype=bool), None)
+            else:
+                r.decide_table = self.decide_table(e, which, np.zeros(self.n, dtype=bool),
+                                                   present(present(p.chance).measure))
+        except Stopped:
+            return
+
+    def sensitivity(self, e: Extremes, which: str, target: Flags) -> dict[str, Any] | None:
+        """How the probability of side `which` moves with each declared weight (answers.Toward),
+        its witness policy held fixed, exactly; on the array path, or past the exact limit, a
+        message saying it is not computed. None for a spec without weights (nothing to move),
+        and when a bound stops it (the verdict stands)."""
+        weights = self.m.spec.probabilities
+        if not weights:
+            return None
+        out: dict[str, Any] = {"side": which}
+        if e.model is not None or e.interval(which) is not None:
+            return {**out, "weights": [], "message": f"not computed: {ARRAYS_ONLY}"}
+        directions = A.towards((w.action, w.choice, w.weights) for w in weights)
+        if not directions:
+            return {**out, "weights": [], "message": "no weighted value has a weight strictly between 0 and 1: "
+                                                      "no mass to move"}
+        policy = e.min_policy if which == "min" else e.max_policy
+        start = e.min_start if which == "min" else e.max_start
+        actions, ex = self.m.actions, self.ex
+
+        def drawn(edge: int) -> tuple[str, dict[str, Any]]:
+            act = actions[int(ex.e_action[edge])]
+            return act.name, act.labels[int(ex.e_combo[edge])]
+        try:
+            value, slopes = A.sensitivity(self.mdp, policy, start, target, directions, drawn)
+        except P.TooLarge as exc:
+            return {**out, "weights": [], "message": f"not computed: {exc}; {ARRAYS_ONLY}"}
+        except Stopped:
+            return None
+        ranked = sorted(zip(directions, slopes), key=lambda ds: -abs(ds[1]))
+        out["probability"] = fraction_json(value)
+        out["weights"] = [{"action": d.action, "choice": d.choice, "toward": d.value, "weight": fraction_json(d.weight),
+                           "derivative": fraction_json(slope), "rate": float(slope)} for d, slope in ranked]
+        return out
 
     def _judge_interval(self, p: PropertyDecl, e: Extremes, what: str, interval: tuple[float, float],
                         at_least: bool, target: Flags) -> PropertyResult:
@@ -416,6 +473,8 @@ class Chances:
         status: Status = HOLDS if meets else VIOLATED if fails else UNKNOWN
         r = PropertyResult(p.name, p.kind, status, f"{what} is {span(e)}")
         r.value = value_json(e)
+        if p.kind == "probability":
+            r.sensitivity = self.sensitivity(e, "min" if at_least else "max", target)
         word = "at least" if at_least else "at most"
         if meets:
             r.message += f": {word} {number(bound, '')}"
@@ -428,6 +487,7 @@ class Chances:
                           f"{'less than' if at_least else 'more than'} {number(bound, '')}")
             r.trace, r.policy = self.witness(e, "min" if at_least else "max",
                                              self._trace_goal(p.kind, at_least, target, False))
+            self._answers(r, p, e, at_least, target)
         return r
 
     def _trace_goal(self, kind: str, at_least: bool, target: Flags, infinite: bool) -> Callable[[int], bool]:
@@ -526,6 +586,130 @@ class Chances:
         edges.reverse()
         visited.reverse()
         return run_trace(self.ex, start, edges), [decision(s) for s in visited if step(s) is not None]
+
+    def likeliest(self, e: Extremes, which: str, target: Flags, at_least: bool) -> LikeliestRun | None:
+        """The most probable run under side `which`'s policy to the bad outcome: (at_least)
+        a run that ends without reaching the target, else one that reaches it; None when no
+        finite run does (the policy avoids the target by never ending)."""
+        t = np.asarray(target, dtype=bool)
+        start = e.min_start if which == "min" else e.max_start
+        m = e.model
+        stuck = ~m.has_rows if m is not None else np.fromiter((not c for c in self.mdp.choices), dtype=bool,
+                                                               count=self.mdp.n)
+        goal, avoid = (~t & stuck, t) if at_least else (t, np.zeros(len(t), dtype=bool))
+        rows = e.min_rows if which == "min" else e.max_rows
+        if m is not None and rows is not None:
+            run = A.likeliest_arrays(m, rows, start, goal, avoid)
+        else:
+            policy = e.min_policy if which == "min" else e.max_policy
+            run = A.likeliest(self.mdp, policy, start, goal.__getitem__, avoid.__getitem__)
+        if run is None:
+            return None
+        words = "a run that ends without reaching it" if at_least else "a run that reaches it"
+        chance = run.probability
+        return LikeliestRun(words, run_trace(self.ex, run.start, run.edges), [fraction_json(x) for x in run.odds],
+                            fraction_json(chance), float(chance))
+
+    def decide_table(self, e: Extremes, which: str, stop: np.ndarray, measure: str | None) -> dict[str, Any]:
+        """Side `which`'s policy as a decide table over the user's vars: the states it reaches
+        from its start (up to a `stop` state: the target) where two enabled choices have
+        different values, grouped into rows of var values -> its decision. Where the largest
+        expected total is infinite every choice's is too: there they differ in how likely
+        they end (the witness makes that least likely)."""
+        arrays = e.model is not None and e.min_rows is not None and e.min_bounds is not None
+        found = (self._choosing_arrays if arrays else self._choosing)(e, which, stop, measure)
+        if isinstance(found, int):               # too many to draw (or none)
+            return self._no_table(which, found)
+        return self._table_rows(which, *found)
+
+    def _choosing_arrays(self, e: Extremes, which: str, stop: np.ndarray,
+                         measure: str | None) -> tuple[list[int], list[object]] | int:
+        """The states where the choice matters and the policy's decision in each, over arrays;
+        their count alone when there are more than TABLE_LIMIT (no object per state)."""
+        m, rows = present(e.model), present(e.min_rows if which == "min" else e.max_rows)
+        bounds = present(e.min_bounds if which == "min" else e.max_bounds)
+        const = (np.zeros(m.rows) if measure is None else
+                 self.row_reward(measure) if m is self._sparse else P.row_rewards(m, self.edge_reward(measure)))
+        differ = A.matters_arrays(m, bounds.lo, bounds.hi, const, measure is not None)
+        endless = bounds.lo == np.inf
+        if measure is not None and which == "max" and endless.any():
+            ends = S.reach_intervals(m, m.terminal, "min")
+            differ = np.where(endless, A.matters_arrays(m, ends.lo, ends.hi, np.zeros(m.rows), False), differ)
+        start = e.min_start if which == "min" else e.max_start
+        found = np.flatnonzero(A.reached_arrays(m, rows, start, stop) & differ & ~stop & (rows >= 0))
+        if len(found) > TABLE_LIMIT:
+            return len(found)
+        states = [int(s) for s in found]
+        return states, [m.labels[int(m.row_label[int(rows[s])])] for s in states]
+
+    def _choosing(self, e: Extremes, which: str, stop: np.ndarray,
+                  measure: str | None) -> tuple[list[int], list[object]] | int:
+        """`_choosing_arrays` on the exact MDP, with its exact values."""
+        policy = e.min_policy if which == "min" else e.max_policy
+        values = e.min_values if which == "min" else e.max_values
+        if values is None:
+            return 0
+        mdp = self.mdp
+        reward = None if measure is None else self._choice_reward(measure)
+        endless = measure is not None and which == "max" and len(values) < mdp.n
+        ends = P.reach_values(mdp, mdp.terminal, "min")[0] if endless else {}
+
+        def differ(s: int) -> bool:
+            if s not in values:          # an infinite total: its choices differ in how likely they end
+                return bool(ends) and A.matters(mdp, s, ends, None)
+            return A.matters(mdp, s, values, reward)
+        start = e.min_start if which == "min" else e.max_start
+        order = A.reached(mdp, policy, start, stop.__getitem__)
+        states = [s for s in order if not stop[s] and s in policy and differ(s)]
+        if len(states) > TABLE_LIMIT:
+            return len(states)
+        return states, [mdp.choices[s][policy[s]].label for s in states]
+
+    def _choice_reward(self, measure: str) -> Callable[[int, int], Fraction]:
+        """Per (state, choice index) of the exact MDP, its expected `measure` for one step."""
+        per_edge, mdp = self.edge_reward(measure), self.mdp
+
+        def reward(s: int, ci: int) -> Fraction:
+            return P._mean(mdp.choices[s][ci], per_edge)
+        return reward
+
+    def _no_table(self, which: str, count: int) -> dict[str, Any]:
+        if count:
+            message = (f"the policy's choice matters in {count:,} states it reaches, more than the "
+                       f"{TABLE_LIMIT:,} a decide table is drawn for")
+        else:
+            message = "no state the policy reaches has enabled choices of different values: nothing to decide"
+        return {"side": which, "states": count, "rows": [], "message": message}
+
+    def _table_rows(self, which: str, states: list[int], chosen: list[object]) -> dict[str, Any]:
+        """The decide table's rows: the states grouped into cubes of var values, a var left
+        out where a row allows every value of it."""
+        if not states:
+            return self._no_table(which, 0)
+        names = self.m.var_names
+        points: list[tuple[tuple[Any, ...], tuple[str, tuple[tuple[str, Any], ...]]]] = []
+        for s, d in zip(states, chosen):
+            assert isinstance(d, Decision)
+            values = self.m.state_dict(self.ex.states[s])
+            points.append((tuple(values[v] for v in names), (d.action, d.choices)))
+        sizes = [self._domain_size(v) for v in names]
+        out = []
+        for cube, (action, choices) in A.cubes(points):
+            when = {v: A.in_order(vals) for i, (v, vals) in enumerate(zip(names, cube)) if len(vals) != sizes[i]}
+            out.append({"when": when, "action": action, "choices": dict(choices)})
+        return {"side": which, "states": len(states), "rows": out}
+
+    def _domain_size(self, name: str) -> int:
+        """How many values var `name` may take (-1: unknown), so a row can leave out a var it
+        allows every value of."""
+        found = [(i, v) for i, v in enumerate(self.m.spec.vars) if v.name == name]
+        if not found:
+            return -1
+        i, var = found[0]
+        if var.kind == "int":
+            b = self.m.bounds[i] if i < len(self.m.bounds) else None
+            return -1 if b is None else b[1] - b[0] + 1
+        return 2 if var.kind == "bool" else len(var.values or [])
 
     # -- the outcome table
     def table(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from haltproof.machine import usercode
 from haltproof.machine.compiled import CompiledSpec, Machine
 from haltproof.machine.errors import Problem, SpecError
-from haltproof.machine.binding import bind_machine, spec_adapter
+from haltproof.machine.binding import bind_machine, bound_code, spec_adapter
 from haltproof.machine.live import is_live
 from haltproof.machine.pymodel import python_model
 from haltproof.machine.vectorize import NotVectorizable, vectorize
@@ -131,7 +131,12 @@ def check_machine(m: Machine, options: Options) -> RunResult:
     """Explore one machine and judge its properties. The timeout bounds the whole check:
     inside a deadline the caller set (the CLI's, over every run), whatever is left of it."""
     with usercode.deadline(options.timeout, options.call_timeout):
-        return _check_machine(m, options)
+        try:
+            return _check_machine(m, options)
+        finally:
+            code = bound_code(m)
+            if code is not None:        # the live runs still held: closed, or a thread of theirs hangs the exit
+                code.finish()
 
 
 def judged_builtins(m: Machine) -> tuple[str, ...]:

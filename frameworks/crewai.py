@@ -33,6 +33,7 @@ import contextvars
 import functools
 import json
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
 from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, give, guard_of, import_target,
-                          keep_user_lines, lined, mapping, node, plain, require_version, scripted_outcome,
+                          keep_user_lines, lined, mapping, node, outcome_labels, plain, require_version, scripted_outcome,
                           with_user_properties)
 from .paused import ModelCalls, PausedRun
 
@@ -63,7 +64,25 @@ def require_crewai() -> str:
     """The installed CrewAI's version (or a clear error), with its telemetry and tracing off:
     CrewAI reads these switches when it sends, so setting them before any run is enough."""
     os.environ.update(OFFLINE)
-    return require_version("crewai", "crewai", "CrewAI")
+    version = require_version("crewai", "crewai", "CrewAI")
+    event_bus_threads_here()
+    return version
+
+
+def event_bus_threads_here() -> None:
+    """CrewAI's event bus starts its handler threads (a pool, an event loop's thread) at its
+    first event and counts them as started from then on. A forked process (a check's supervised
+    child, a -j worker) has none of its parent's threads: after a crew ran in the parent (an
+    emitted test, a run through the API, the user's own kickoff), the child's first delegation
+    waited forever on events no thread ran, and the check stopped at --call-timeout. Here the bus
+    is told to start them again when its loop's thread is not in this process."""
+    bus: Any = getattr(sys.modules.get("crewai.events.event_bus"), "crewai_event_bus", None)
+    thread = getattr(bus, "_loop_thread", None)
+    if bus is not None and getattr(bus, "_executor_initialized", False) and thread is not None \
+            and not thread.is_alive():
+        bus._executor_initialized = False       # its next event starts new threads, in this process
+        bus._pending_futures = set()            # the parent's, which no thread here runs
+        bus._futures_lock = threading.Lock()
 
 
 class RunDropped(BaseException):
@@ -425,16 +444,6 @@ def _answer(raw: Any, file: str, line: int, what: str, role: str, d_agents: dict
                            "{delegate: COWORKER, task: TEXT} or {ask: COWORKER, question: TEXT}")
 
 
-def _labels(declared: YMap, name: Any, file: str, key: str) -> YMap:
-    labels = declared[name]
-    if not isinstance(labels, YMap) or not labels:
-        raise fail(file, declared.line_of(name), f"{key}: {name} needs a mapping of outcome labels to outcomes")
-    for label in labels:
-        if not str(label).isidentifier():
-            raise fail(file, labels.line_of(label), f"an outcome label of {name} must be a plain identifier", label)
-    return labels
-
-
 def _models(top: YMap, file: str, d_agents: dict[str, Any], hierarchical: bool,
             lines: dict[str, Choice]) -> dict[str, dict[str, Answer]]:
     """`models:` role -> label -> answer, every agent of the crew answered for."""
@@ -444,7 +453,7 @@ def _models(top: YMap, file: str, d_agents: dict[str, Any], hierarchical: bool,
         if role not in d_agents:
             raise fail(file, declared.line_of(role), f"models: no agent with the role {role!r} in the crew "
                                                      f"(its agents: {', '.join(d_agents)})")
-        labels = _labels(declared, role, file, "models")
+        labels = outcome_labels(declared, role, file, "models")
         choice = lines[model_choice(str(role))] = Choice(model_choice(str(role)), declared.line_of(role), {})
         out[str(role)] = {}
         for label, raw in labels.items():
@@ -471,7 +480,7 @@ def _tools(top: YMap, file: str, d_agents: dict[str, Any], lines: dict[str, Choi
         if name not in known:
             raise fail(file, declared.line_of(name), f"tools: no agent of the crew has a tool named {name!r} "
                                                      f"(its tools: {', '.join(known) or 'none'})")
-        labels = _labels(declared, name, file, "tools")
+        labels = outcome_labels(declared, name, file, "tools")
         out[str(name)] = {str(label): scripted_outcome(raw, file, labels.line_of(label), f"tools: outcome {label} of {name}")
                           for label, raw in labels.items()}
         lines[tool_choice(str(name))] = Choice(tool_choice(str(name)), declared.line_of(name),

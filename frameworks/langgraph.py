@@ -32,7 +32,7 @@ from typing import Any
 
 from haltproof.machine.declarations import Declared
 from haltproof.machine.live import Driver, LiveAdapter
-from haltproof.machine.yamlpos import YMap
+from haltproof.machine.yamlpos import YList, YMap
 from haltproof.machine.text import exception_text
 
 from .declaration import (COMMON_KEYS, Choice, RunObject, begin, check_run_object, choose_node, fail,
@@ -63,12 +63,69 @@ class GraphRun:
 
     aevents: AsyncIterator[Any] | None = None               # an async graph's stream (`astream`)
 
+    subgraphs: tuple[str, ...] = ()         # the nodes whose subgraphs are explored superstep by superstep
+    sub: str = "none"                       # the node whose subgraph runs now
+    sub_next: str = "none"                  # the nodes that subgraph runs next
+    sub_steps: int = 0                      # supersteps that subgraph run took so far (LangGraph's step)
+    sub_supersteps: dict[str, int] = field(default_factory=dict)     # per subgraph: supersteps in all its runs
+    tools: set[str] = field(default_factory=set)            # ids of the tool messages seen in any graph's state
+
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
+        if self.subgraphs:
+            try:
+                self.pull_nested()
+            except BaseException:
+                # the check's explorer closes a run whose step raised, but `conform` closes none:
+                # its graph, paused in another thread, is let go here, or that thread waits for
+                # ever (and the process at exit); closing the stream twice is harmless
+                close = getattr(self.events, "close", None)
+                if callable(close):
+                    close()
+                raise
+            return
         event = next(self.events, None)
         self.took(event)
         if event is not None and not self.nodes:
             self.ended(next(self.events, None))
+
+    def pull_nested(self) -> None:
+        """`pull` over the checkpoints of the graph and its subgraphs (`paused_stream`): up to the
+        next superstep any of them prepares. A subgraph's input and end checkpoints are read on the
+        way (its run starts or ends): they prepare nothing to choose."""
+        while True:
+            item = next(self.events, None)
+            if item is not None:
+                self.tools.update(tool_message_ids(item[1]["values"]))
+            if item is None or not item[0]:
+                self.took(None if item is None else item[1])
+                if item is not None and not self.nodes:
+                    self.ended(next(self.events, None))
+                return
+            if self.entered(item[0], item[1]):
+                return
+
+    def entered(self, ns: tuple[str, ...], event: dict[str, Any]) -> bool:
+        """Read a subgraph's checkpoint; whether it prepares a superstep (the transition ends there)."""
+        name = ns[0].split(":")[0]
+        if len(ns) > 1:
+            raise RuntimeError(f"the subgraph of node {name} ran a subgraph of its own "
+                               f"({' > '.join(n.split(':')[0] for n in ns)}): "
+                               "haltproof explores one level of subgraphs")
+        if name not in self.subgraphs:
+            raise RuntimeError(f"node {name} ran a subgraph, which the declaration's subgraphs: does not "
+                               f"name (it names {', '.join(self.subgraphs)})")
+        if len(self.nodes) > 1:
+            raise RuntimeError(f"the subgraph of node {name} runs beside {'+'.join(n for n in self.nodes if n != name)} "
+                               "in one superstep: haltproof explores a subgraph only when its node runs alone")
+        step, nodes = int(event["metadata"]["step"]), sorted(event["next"])
+        if step >= 1:
+            self.sub_supersteps[name] = self.sub_supersteps.get(name, 0) + 1
+        if not nodes or nodes == ["__start__"]:        # the subgraph's run ends, or takes its input
+            self.sub, self.sub_next, self.sub_steps = "none", "none", 0
+            return False
+        self.sub, self.sub_next, self.sub_steps = name, "+".join(sorted(set(nodes))), step
+        return True
 
     async def apull(self) -> None:
         """`pull` for an async graph, on the run's one event loop (machine/live.py's Driver)."""
@@ -99,6 +156,73 @@ class GraphRun:
         if after is not None:
             raise RuntimeError(f"LangGraph streamed another checkpoint after one with nothing next: {after!r}")
         self.status = "done"
+
+
+class Abandoned(Exception):
+    """The exploration closed a paused run: its graph stops at its next checkpoint."""
+
+
+def paused_stream(graph: Any, inputs: Any, config: dict[str, Any], given: dict[str, Any]) -> Iterator[Any]:
+    """The checkpoints of `graph` and of its subgraphs, as `(namespace, checkpoint)`, each pausing
+    the graph that made it until the next is asked for. LangGraph runs a subgraph inside its
+    parent's superstep, so the parent's stream can only pause between the parent's supersteps;
+    here the graph runs in a thread of its own and LangGraph's subgraph streaming (the stream a
+    parent hands its subgraphs, `subgraphs=True`) delivers every graph's checkpoint to a callback
+    that waits: a subgraph, as a node or invoked inside one, pauses between its supersteps too."""
+    import queue
+    import threading
+
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME, CONFIG_KEY_STREAM
+    from langgraph.pregel.protocol import StreamProtocol
+    from langgraph.runtime import DEFAULT_RUNTIME
+    items: queue.Queue[Any] = queue.Queue()
+    go = threading.Semaphore(0)
+    closed = threading.Event()
+    done = object()
+
+    def put(chunk: Any) -> None:
+        ns, mode, event = chunk
+        if mode != "checkpoints" or closed.is_set():
+            if closed.is_set():
+                raise Abandoned()
+            return
+        items.put((tuple(ns), event))
+        while not go.acquire(timeout=0.5):
+            if not threading.main_thread().is_alive():     # the process is exiting: a run left paused
+                raise Abandoned()                           # must not keep LangGraph's pool from its join
+        if closed.is_set():
+            raise Abandoned()
+
+    # a parent's stream is handed on to the subgraphs (with the runtime it reads beside it)
+    hooked = {**config, "configurable": {**config.get("configurable", {}), CONFIG_KEY_RUNTIME: DEFAULT_RUNTIME,
+                                         CONFIG_KEY_STREAM: StreamProtocol(put, {"checkpoints"})}}
+
+    def run() -> None:
+        try:
+            for _ in graph.stream(inputs, hooked, stream_mode="checkpoints", subgraphs=True, **given):
+                pass
+            items.put(done)
+        except BaseException as exc:        # the graph's own error (GraphRecursionError), given to the explorer
+            items.put(exc)
+    worker = threading.Thread(target=run, name="haltproof-langgraph", daemon=True)
+    worker.start()
+    try:
+        while (item := items.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            go.release()
+    finally:
+        closed.set()
+        go.release()
+        worker.join(timeout=10)
+
+
+def tool_message_ids(values: Any) -> set[str]:
+    """The ids of the tool messages in a graph's state (`messages`): one per tool execution, the
+    same id in a subgraph's state and in the parent's it returns them to."""
+    messages = values.get("messages", []) if isinstance(values, dict) else []
+    return {str(m.id) for m in messages if getattr(m, "type", None) == "tool"}
 
 
 @dataclass(frozen=True)
@@ -166,6 +290,7 @@ class GraphAdapter(LiveAdapter):
     `observe(values)` adds vars read from the graph's state (its channels) to the abstract state."""
 
     scripted: dict[str, dict[str, Any]] = {}
+    subgraphs: tuple[str, ...] = ()     # nodes whose subgraphs are explored superstep by superstep
 
     def graph(self, models: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -193,7 +318,7 @@ class GraphAdapter(LiveAdapter):
         streamed with `astream`: then this returns a coroutine, which haltproof runs on the
         run's one event loop (docs/how-to/binding.md, "Async"), like every later step."""
         require_langgraph()
-        run = GraphRun()
+        run = GraphRun(subgraphs=self.subgraphs)
         from langgraph.checkpoint.memory import InMemorySaver
         # always a fresh saver: a run on the user's own (shared) checkpointer would resume the
         # thread an earlier run left, and explore a state that run reached instead of this one
@@ -201,10 +326,13 @@ class GraphAdapter(LiveAdapter):
         config = {**self.config(params), "configurable": {"thread_id": "haltproof"}}
         context = self.run_context(params, run)
         given = {} if context is None else {"context": context}
-        if has_async_nodes(graph):
+        if run.subgraphs:
+            run.events = paused_stream(graph, self.inputs(params), config, given)
+        elif has_async_nodes(graph):
             run.aevents = aiter(graph.astream(self.inputs(params), config, stream_mode="checkpoints", **given))
             return self._astart(run)
-        run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints", **given))
+        else:
+            run.events = iter(graph.stream(self.inputs(params), config, stream_mode="checkpoints", **given))
         run.pull()          # the input checkpoint: next is __start__, which only writes the input
         run.pull()          # the graph's first nodes, prepared
         return run
@@ -256,7 +384,7 @@ class GraphAdapter(LiveAdapter):
 
 LIMIT = "recursion_limit"
 DEFAULT_LIMIT = 25                  # LangGraph's own default recursion_limit
-DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "nodes", "context"}
+DECLARATION_KEYS = COMMON_KEYS | {"input", "models", "nodes", "context", "subgraphs"}
 GRAPH_VARS = ("next", "tasks", "steps", "status")
 PARALLEL_NODES = 8      # up to this many nodes, `next` may show any set of them (2**8 - 1 values)
 PER_SUPERSTEP = 16      # runs_NODE / tool_runs / model_calls may grow this much per superstep: more is a `domains` finding
@@ -277,6 +405,7 @@ class Declaration:
     context: RunObject | None = None            # `context:`, the run's runtime context
     schema: Any = None                          # the graph's context_schema (the context's type), or None
     declared: list[Choice] = field(default_factory=list)     # the choices at their lines (models, nodes)
+    subgraphs: dict[str, list[str]] = field(default_factory=dict)   # node -> its subgraph's nodes (explored)
 
     def choices(self) -> dict[str, list[str]]:
         """The step's choices: `NAME_answer` per scripted model, `NAME_returns` per scripted node
@@ -303,6 +432,7 @@ class DeclaredGraph(GraphAdapter):
     def __init__(self, d: Declaration):
         self.d = d
         self.scripted = d.models
+        self.subgraphs = tuple(d.subgraphs)
 
     def build(self, run: GraphRun) -> Any:
         return scripted_nodes(self.users_graph(run), run, self.d.nodes)
@@ -337,6 +467,11 @@ class DeclaredGraph(GraphAdapter):
             out["model_calls"] = live.calls
         if self.d.messages:
             out["tool_runs"] = sum(getattr(m, "type", None) == "tool" for m in live.values.get("messages", []))
+        if self.d.subgraphs:
+            out.update(subgraph=live.sub, subgraph_next=live.sub_next, subgraph_steps=live.sub_steps)
+            out.update({f"steps_{n}": live.sub_supersteps.get(n, 0) for n in self.d.subgraphs})
+            out["supersteps"] = live.steps + sum(live.sub_supersteps.values())
+            out["tool_runs"] = len(live.tools)     # the subgraphs' too, each once
         return out
 
 
@@ -495,9 +630,45 @@ def declaration(top: YMap, file: str) -> Declared:
                                 "cannot name it yet")
     d.messages = "messages" in graph.builder.channels
     d.counted = names
+    d.subgraphs = _subgraphs(top, file, ref, graph, names)
+    adapter.subgraphs = tuple(d.subgraphs)
     start = _first_state(adapter, file, tline)
     spec = keep_user_lines(node(_spec(top, file, ref, d, names, start), top.line_of("framework")), top)
     return Declared(spec, lambda: DeclaredGraph(d), dropped_channels(graph, nodes, declared))
+
+
+def _subgraphs(top: YMap, file: str, ref: str, graph: Any, names: list[str]) -> dict[str, list[str]]:
+    """`subgraphs:`, the nodes whose subgraph (a compiled graph as the node, or one the node's
+    function invokes) is explored superstep by superstep, each with its subgraph's nodes; a name
+    that is no node, or a node running no subgraph LangGraph finds, is refused at its line."""
+    if "subgraphs" not in top:
+        return {}
+    declared = top["subgraphs"]
+    if not isinstance(declared, YList) or not declared or not all(isinstance(n, str) for n in declared):
+        raise fail(file, top.line_of("subgraphs"), "subgraphs: must be a list of the graph's nodes that run a "
+                                                   "subgraph (as the node, or invoked inside its function)")
+    if has_async_nodes(graph):
+        raise fail(file, top.line_of("subgraphs"), f"subgraphs: {ref} has an async def node: haltproof pauses "
+                                                   "subgraphs only in a graph streamed synchronously")
+    found = dict(graph.get_subgraphs())
+    out: dict[str, list[str]] = {}
+    for i, name in enumerate(declared):
+        line = declared.line_of(i)
+        if name not in names:
+            raise fail(file, line, f"subgraphs: the graph {ref} has no node {name!r} (its nodes: {', '.join(names)})")
+        if name not in found:
+            raise fail(file, line, f"subgraphs: node {name} of {ref} runs no subgraph LangGraph finds (neither a "
+                                   "compiled graph as the node nor one its function refers to; nodes running one: "
+                                   f"{', '.join(found) or 'none'})")
+        if name in out:
+            raise fail(file, line, f"subgraphs: {name} is named twice")
+        inner = [n for n in found[name].builder.nodes] if hasattr(found[name], "builder") else []
+        bad = [n for n in inner if not n.isidentifier()]
+        if bad or not inner:
+            raise fail(file, line, f"subgraphs: the subgraph of {name} has a node haltproof cannot name "
+                                   f"({bad[0] if bad else 'none'})")
+        out[str(name)] = inner
+    return out
 
 
 def _no_clash(d: Declaration, file: str) -> None:
@@ -547,10 +718,12 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
     counters = {f"runs_{n}": {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1)",
                               "init": start[f"runs_{n}"]}
                 for n in names}         # a Send fan-out runs a node several times in one superstep
+    nested = f" * ({LIMIT} + 2)" if d.subgraphs else ""        # each superstep of the parent may run a subgraph's
     for var in ("tool_runs", "model_calls"):
         if var in start:
-            counters[var] = {"type": "int", "min": 0, "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1) + {start[var]}",
-                             "init": start[var]}
+            counters[var] = {"type": "int", "min": 0,
+                             "max": f"{PER_SUPERSTEP} * ({LIMIT} + 1){nested} + {start[var]}", "init": start[var]}
+    counters.update(_subgraph_vars(d, start))
     step: dict[str, Any] = {"when": "status == running", "raises": [LIMIT_ERROR]}
     declared = d.declared + (d.context.declared() if d.context is not None else [])
     if declared:
@@ -573,6 +746,25 @@ def _spec(top: YMap, file: str, ref: str, d: Declaration, names: list[str], star
     if "expect" in top:
         spec["expect"] = top["expect"]
     return spec
+
+
+def _subgraph_vars(d: Declaration, start: dict[str, Any]) -> dict[str, Any]:
+    """The vars of the subgraphs explored: which one runs (`sub`), what it runs next, its steps in
+    this run and in all its runs, and the supersteps of every graph in all."""
+    if not d.subgraphs:
+        return {}
+    inner = sorted({v for names in d.subgraphs.values() for v in next_values(names)})
+    out: dict[str, Any] = {
+        "subgraph": {"type": "enum", "values": ["none", *d.subgraphs], "init": start["subgraph"]},
+        "subgraph_next": {"type": "enum", "values": ["none", *inner], "init": start["subgraph_next"]},
+        "subgraph_steps": {"type": "int", "min": 0, "max": f"{LIMIT} + 1", "init": start["subgraph_steps"]},
+    }
+    for name in d.subgraphs:
+        out[f"steps_{name}"] = {"type": "int", "min": 0, "max": f"({LIMIT} + 1) * ({LIMIT} + 1)",
+                                "init": start[f"steps_{name}"]}
+    out["supersteps"] = {"type": "int", "min": 0, "max": f"({LIMIT} + 1) * ({LIMIT} + 2) * {len(d.subgraphs)}",
+                         "init": start["supersteps"]}
+    return out
 
 
 def next_values(names: list[str]) -> list[str]:
@@ -599,7 +791,17 @@ def _builtin_properties(d: Declaration) -> dict[str, Any]:
     if d.models:
         props["most_model_calls"] = {"maximum": "model_calls", "limit": LIMIT, "description": "the most answers the scripted "
                                                                               "models give in a run"}
-    if d.messages:
+    if d.subgraphs:
+        props["most_supersteps_in_all"] = {"maximum": "supersteps", "limit": LIMIT,
+                                           "description": "the most supersteps of a run, its subgraphs' included"}
+        for name in d.subgraphs:
+            props[f"most_steps_{name}"] = {"maximum": f"steps_{name}", "limit": LIMIT,
+                                           "description": f"the most supersteps the subgraph of {name} runs in a "
+                                                          "run, in all its calls"}
+        props["subgraph_limit_error"] = {"possible": "status == limit and subgraph != none",
+                                         "description": "whether a subgraph's own GraphRecursionError can end the "
+                                                        "run, with a shortest such run"}
+    if d.messages or d.subgraphs:
         props["most_tool_runs"] = {"maximum": "tool_runs", "limit": LIMIT, "description": "the most tool executions in a run "
                                                                           "(tool messages in `messages`)"}
     return props

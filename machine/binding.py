@@ -27,6 +27,7 @@ Any adapter method may be `async def`: it runs on one event loop per run (live.D
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import itertools
 import math
@@ -410,8 +411,43 @@ class BoundCode:
 
     def transition(self, act: CompiledAction, rules: set[str], stages: Callable[..., Any] | None, own: bool,
                    s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+        """One transition of the code; every live run it made is closed by its end, whether it
+        succeeded or raised (a finding, a declared exception, the deadline)."""
         if self.relayed is not None:
             return self.take(act, s, combo)
+        doing = f"closing a live run after action {act.name}"
+        try:
+            out = self.code_transition(act, rules, stages, own, s, combo)
+        except BaseException:
+            self.close_left(lambda: running(doing, _choice_labels(act, combo), dict(zip(self.shown, s))), False)
+            raise
+        self.close_left(lambda: running(doing, _choice_labels(act, combo), dict(zip(self.shown, s))), True)
+        return out
+
+    def close_left(self, doing: Callable[[], str], report: bool) -> None:
+        """Close every live run made and not released (what a raising transition left): each
+        under the call deadline, one that raises or hangs not keeping the others open. The
+        first failure is a `bound_code` finding if `report` (else the failure already on its
+        way is the one reported)."""
+        runs = self.runs
+        if runs is not None:
+            close_each(runs, runs.unreleased(), doing, report)
+
+    def finish(self) -> None:
+        """The check is over: close the runs still held (the saved copies of states, expanded
+        or not: a bound or a finding may have stopped the exploration). A close() that fails
+        here is no transition's: it is said on stderr."""
+        runs = self.runs
+        if runs is not None:
+            try:
+                close_each(runs, runs.unreleased() + runs.saved_runs(),
+                           lambda: "closing the live runs kept for the explored states", True)
+            except (CodeError, usercode.OutOfTime) as exc:
+                text = exc.text() if isinstance(exc, usercode.Stuck) else str(exc)
+                print(f"haltproof: warning: {text}", file=sys.stderr)
+
+    def code_transition(self, act: CompiledAction, rules: set[str], stages: Callable[..., Any] | None, own: bool,
+                        s: tuple[Any, ...], combo: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
         state = dict(zip(self.shown, s))
         who = "the adapter's representatives()" if self.classes.many else "the adapter's representative()"
         concrete = _user(lambda: self.classes.choices(act, combo), who, f"{who} for action {act.name}",
@@ -536,7 +572,7 @@ class BoundCode:
         if runs is None:
             return
         runs.origin = {s: (None, "", {}) for s in self.m.inits}
-        runs.saved.clear()
+        runs.open.extend(runs.saved_runs())     # the earlier slice's copies: the next transition closes them
         runs.first_way.clear()
         runs.raised.clear()
         for s, recipe in states:
@@ -784,6 +820,22 @@ def _user(fn: Callable[[], T], who: str, doing: str, act: CompiledAction, combo:
         raise
     except usercode.FAILURES as exc:
         raise CodeError(f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}") from None
+
+
+def close_each(runs: LiveRuns, lives: list[Any], doing: Callable[[], str], report: bool) -> None:
+    """The adapter's close() on every run of `lives`, each a call under the deadline (user code):
+    one that raises or is stuck does not keep the others open. The first failure is raised
+    after all were tried, if `report`."""
+    failed: BaseException | None = None
+    for live in lives:
+        try:
+            usercode.run_as(doing, functools.partial(runs.release, live))
+        except usercode.FAILURES as exc:
+            failed = failed or CodeError(f"the adapter's close() raised {exception_text(exc)}\n{user_traceback(exc)}")
+        except usercode.OutOfTime as exc:
+            failed = failed or exc
+    if failed is not None and report:
+        raise failed
 
 
 def _value_text(value: Any) -> str:

@@ -142,6 +142,8 @@ class Machine:
     representatives: Callable[[], dict[str, dict[str, dict[str, int]]]] | None = None   # bound: values per class
     # the `unreachable_when` declarations that hold for these params, keyed as Spec.unreachables
     acknowledged: dict[tuple[Any, ...], Unreachable] = field(default_factory=dict)
+    # the actions of copies of a recursive sub-agent past their depth bound for these params
+    unentered: frozenset[int] = frozenset()
     source: Source | None = None                      # the generated module the functions come from
     sweep: GeneratedLoop | None = None                # the whole BFS loop, generated (machine/sweep.py)
     # the property monitors' hidden vars (machine/patterns.py, pasttime.py, liveness.py): they follow
@@ -218,6 +220,8 @@ class CompiledSpec:
                     source=self.generated, monitor_names=[v.name for v in spec.vars if v.monitor is not None])
         at.properties(m, g)
         m.acknowledged = {key: u for key, u in spec.unreachables() if at.value(u.when, u.line)}
+        m.unentered = frozenset(k for k, a in enumerate(spec.actions)
+                                if a.entered is not None and not at.value(a.entered, a.line))
         for k, ms in enumerate(spec.measures):
             m.measures[ms.name] = g[f"measure_{k}"]
         for ai, a in enumerate(spec.actions):
@@ -262,6 +266,8 @@ class _Params:
     def checks(self) -> None:
         """A tree's checks of these params (machine/compose.py): each names its own file and line."""
         for c in self.spec.param_checks:
+            if c.entered is not None and not self.value(c.entered, c.line):
+                continue        # a copy of a recursive sub-agent past its depth bound: never run here
             value = self.value(c.expr, c.line)
             if not c.accepts(value):
                 text = c.message.format(*value) if isinstance(value, tuple) else c.message.format(value)

@@ -9,6 +9,12 @@ the sub-agent reached a terminal state, the return (`research.return`) that runs
 `do:` on the sub-agent's end. A var `calling` says which call is running. Every engine,
 property and report then works on the tree unchanged; docs/reference/spec-language.md,
 "agents: sub-agents", states the semantics this gives.
+
+A sub-agent that runs its own spec again (recursion) declares `depth:`: the copies are
+unrolled, each loaded inside the one that calls it, up to the most the bound can allow for any
+param value; a call is enabled only where the bound allows it for the params of the run, and
+the copy one level past the most possible is a stub (the spec's own vars, no actions), whose
+call is never enabled.
 """
 
 from __future__ import annotations
@@ -22,15 +28,33 @@ from typing import Any
 
 from . import expr as E
 from .errors import Problem, SpecError
-from .specdata import (Action, Assign, ChoiceSet, DecideStage, Fairness, FileLine, Measure, ParamCheck, Rule,
-                       SetStage, Spec, Terminal, Unreachable, Var, present, shown_path)
+from .specdata import (Action, Assign, ChoiceSet, DecideStage, Fairness, FileLine, Measure, Param, ParamCheck,
+                       Rule, SetStage, Spec, Terminal, Unreachable, Var, present, shown_path)
 
 FRAME = "calling"          # the var saying which call of the spec's own actions is running
 TOP = "top"                # its value while none is
 RETURN = ".return"         # the suffix of an action's return transition
 
+
+@dataclass(frozen=True)
+class Loading:
+    """A spec file being loaded, with what a stub of it needs (its params and own vars)."""
+
+    path: str
+    params: tuple[Param, ...]
+    vars: tuple[Var, ...]
+    copies: list[int]       # copies of recursive sub-agents made so far, shared by the whole stack
+
+
+# The most copies of recursive sub-agents the load of one spec may unroll into. Each
+# copy is part of the machine, so two sub-agents of itself double them per level: depth 5 (127
+# copies of the solver with left and right halves) takes 17 s and 470 MB to load and check, 6 takes
+# 51 s and 1.5 GB; one sub-agent run twice needs one copy per level (64 levels: under 2 s).
+MAX_COPIES = 64
+
+
 # the spec files being loaded, outermost first: a sub-agent among them closes a cycle
-_LOADING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("haltproof_agents", default=())
+_LOADING: contextvars.ContextVar[tuple[Loading, ...]] = contextvars.ContextVar("haltproof_agents", default=())
 
 
 @dataclass
@@ -44,28 +68,69 @@ class AgentUse:
     slots: list[int]                       # the sub-agent's var i -> its index in the parent's state
     fresh: list[int]                       # the sub-agent's vars that are its own (reset at each return)
     callers: list[str] = field(default_factory=list)    # the parent's actions that run it
+    depth: E.Expr | None = None            # `depth:`: the most copies of its spec a call may nest (params only)
+    level: int = 0                         # the copies of its spec that enclose a call of it, the caller's included
 
     @property
     def file(self) -> str:
         return self.spec.path
 
+    @property
+    def entered(self) -> E.Expr | None:
+        """Where a call of it is within its depth bound (params only; None: everywhere)."""
+        if self.depth is None:
+            return None
+        py = ast.Compare(ast.Constant(self.level), [ast.LtE()], [copy.deepcopy(self.depth.py)])
+        return E.Expr(f"{self.level} <= {self.depth.text}", E.BOOL, py, line=self.line)
 
-def loading(path: str) -> contextvars.Token[tuple[str, ...]]:
-    """Note that `path` is being loaded (load_spec resets the token when done)."""
-    return _LOADING.set(_LOADING.get() + (str(Path(path).resolve()),))
+
+def copy_counter() -> list[int]:
+    """The count of copies made in the load of the spec checked: a new one in that spec's loader."""
+    stack = _LOADING.get()
+    return stack[0].copies if stack else [0]
 
 
-def done_loading(token: contextvars.Token[tuple[str, ...]]) -> None:
+def loading(path: str, params: list[Param], vars_: list[Var],
+            made: list[int]) -> contextvars.Token[tuple[Loading, ...]]:
+    """Note that `path` is being loaded, with its params and own vars (for a stub of it) and the
+    count of copies its load shares (done_loading resets the token)."""
+    return _LOADING.set(_LOADING.get() + (Loading(str(Path(path).resolve()), tuple(params), tuple(vars_), made),))
+
+
+def done_loading(token: contextvars.Token[tuple[Loading, ...]]) -> None:
     _LOADING.reset(token)
 
 
 def cycle_through(path: Path) -> list[str] | None:
     """The chain of spec files that leads back to `path`, if it is being loaded already."""
-    stack = _LOADING.get()
+    stack = [entry.path for entry in _LOADING.get()]
     key = str(path.resolve())
     if key not in stack:
         return None
     return [shown_path(p) for p in stack[stack.index(key):]] + [shown_path(key)]
+
+
+def copies(path: Path) -> int:
+    """How many copies of the spec at `path` are being loaded: those enclosing a call of it."""
+    key = str(path.resolve())
+    return sum(entry.path == key for entry in _LOADING.get())
+
+
+def one_more_copy() -> bool:
+    """Count a copy of a recursive sub-agent; False once there are more than MAX_COPIES."""
+    made = _LOADING.get()[0].copies
+    made[0] += 1
+    return made[0] <= MAX_COPIES
+
+
+def stub(path: Path) -> Spec:
+    """A copy of a spec being loaded, past its depth bound: its params and own vars, which the
+    caller's `do:` and the tree's layout read, and no actions (it is never entered)."""
+    key = str(path.resolve())
+    entry = next(e for e in _LOADING.get() if e.path == key)
+    return Spec(path=str(path), name=Path(path).stem, description="", params=list(entry.params),
+                vars=list(entry.vars), actions=[], terminal=None, properties=[], scenarios=[],
+                expect_violated=None, replay=[], choice_names=[])
 
 
 # ---------------------------------------------------------------- rewriting a sub-agent's expressions
@@ -193,13 +258,14 @@ def inline(uses: list[AgentUse], actions: list[Action], terminal: Terminal | Non
             out.append(replace(a, guard=guard))
             continue
         use = by_name[a.runs]
+        entered = _both(a.entered, use.entered)
         start = SetStage([Assign(frame, E.literal_expr(a.name, a.name), a.line)], a.line)
-        out.append(replace(a, guard=guard, stages=[start]))
+        out.append(replace(a, guard=_and(guard, use.entered), stages=[start], entered=entered))
         ended = _and(_made(_frame_is(frame, [a.name]), f"{FRAME} == {a.name}"), _sub_terminal(use))
         back = [Assign(frame, E.literal_expr(TOP, TOP), a.line)]
         reset = [Assign(use.slots[j], _init(use, j), a.line) for j in use.fresh]
         stages = [SetStage(back, a.line), *a.stages] + ([SetStage(reset, a.line)] if reset else [])
-        out.append(Action(a.name + RETURN, ended, [], stages, a.line, a.file))
+        out.append(Action(a.name + RETURN, ended, [], stages, a.line, a.file, entered=entered))
     for use in uses:
         actions_in, deeper = _sub_actions(use, frame)
         out += actions_in
@@ -210,6 +276,11 @@ def inline(uses: list[AgentUse], actions: list[Action], terminal: Terminal | Non
                                      "sub-agent is not supported yet: write terminal: {when: ...}")])
         terminal = replace(terminal, when=_and(top, terminal.when))
     return out, terminal, depths
+
+
+def _both(a: E.Expr | None, b: E.Expr | None) -> E.Expr | None:
+    """Two conditions that may each be absent, both."""
+    return None if a is None and b is None else _and(a, b)
 
 
 def _init(use: AgentUse, j: int) -> E.Expr:
@@ -252,7 +323,8 @@ def _sub_actions(use: AgentUse, frame: int) -> tuple[list[Action], dict[str, int
         choices = [(c, _choice(cs, use, t)) for c, cs in a.choices]
         out.append(Action(name, _and(running, not_ended, _opt(a.guard, t)), choices, stages, _at(a.line, use),
                           a.file or use.file, unreachable=_unreachable(a.unreachable, t),
-                          runs=f"{use.name}.{a.runs}" if a.runs else None))
+                          runs=f"{use.name}.{a.runs}" if a.runs else None,
+                          entered=_both(use.entered, _opt(a.entered, t))))
     return out, depths
 
 
@@ -323,12 +395,15 @@ def tree_measures(uses: list[AgentUse], own: list[Measure], own_actions: list[st
 def param_checks(use: AgentUse, parent: list[Var], shared: dict[int, int], file: str) -> list[ParamCheck]:
     """What can be judged only for a combination of the parent's params: each bound param within
     the sub-agent's declared values, each shared var of the same range on both sides."""
+    entered = use.entered
     out = []
     for p in use.spec.params:
         ex = use.params[p.name]
         out.append(ParamCheck(ex, file, use.line, f"param {p.name} of sub-agent {use.name} is bound to {ex.text} = "
-                              f"{{}}, which {shown_path(use.file)} does not allow ({p.allowed_text()})", p))
+                              f"{{}}, which {shown_path(use.file)} does not allow ({p.allowed_text()})", p, entered))
     t = _Inline(use, set(), set())
+    for c in use.spec.param_checks:       # its own sub-agents', judged on the params this tree gives it
+        out.append(replace(c, expr=_expr(c.expr, t), entered=_both(entered, _opt(c.entered, t))))
     for j, pi in shared.items():
         v, pv = use.spec.vars[j], parent[pi]
         if v.kind != "int":
@@ -336,7 +411,8 @@ def param_checks(use: AgentUse, parent: list[Var], shared: dict[int, int], file:
         pair = ast.Tuple([present(_opt(v.lo, t)).py, present(_opt(v.hi, t)).py,
                           present(pv.lo).py, present(pv.hi).py], ast.Load())
         out.append(ParamCheck(E.Expr("range", E.INT, pair), file, use.line, f"shared var {v.name} of sub-agent {use.name} has the range {{0}}..{{1}} "
-                              f"there but {pv.name} has {{2}}..{{3}} here: a shared var has one range"))
+                              f"there but {pv.name} has {{2}}..{{3}} here: a shared var has one range",
+                              entered=entered))
     return out
 
 

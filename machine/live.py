@@ -175,6 +175,7 @@ class LiveRuns:
         # a run kept there stands for what abstract() reads from it with them on top
         self.raised: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.saved: dict[tuple[Any, ...], Any] = {}
+        self.open: list[Any] = []       # the runs made (start, restore, copy) and not yet released
         if callable(getattr(adapter, "snapshot", None)) and callable(getattr(adapter, "restore", None)):
             self.how = "snapshot"
         elif getattr(adapter, "copyable", False) is True:
@@ -217,18 +218,29 @@ class LiveRuns:
 
     def _made(self, s: tuple[Any, ...]) -> tuple[Any, str, dict[str, Any]]:
         if self.how == "snapshot":
-            return self.driver.call(self.adapter.restore, self.saved[s]), "snapshot", self.raised.get(s, {})
+            restored = self.made(self.driver.call(self.adapter.restore, self.saved[s]))
+            return restored, "snapshot", self.raised.get(s, {})
         if self.how == "copy":
             try:
-                return copy.deepcopy(self.saved[s]), "copy", self.raised.get(s, {})
+                return self.made(copy.deepcopy(self.saved[s])), "copy", self.raised.get(s, {})
             except Exception:     # any failure to copy means: replay instead
                 self._give_up_copying()
         live, sets = self._replay(s)
         return live, "replay", sets
 
+    def made(self, live: Any) -> Any:
+        """`live` is a run of its own (started, restored or copied): open until released."""
+        self.open.append(live)
+        return live
+
     def release(self, live: Any) -> None:
-        """The caller is done with `live` (a saved snapshot or copy is a run of its own):
-        the adapter's `close`, if it has one."""
+        """The caller is done with `live` (a saved copy is a run of its own): the adapter's
+        `close`, if it has one, called once: the run is forgotten first, so a close() that
+        raises is not called again for it."""
+        for k, run in enumerate(self.open):
+            if run is live:
+                del self.open[k]
+                break
         close = getattr(self.adapter, "close", None)
         if callable(close):
             self.driver.call(close, live)
@@ -256,10 +268,24 @@ class LiveRuns:
         except Exception:          # any failure to copy means: replay instead
             self._give_up_copying()
 
-    def _give_up_copying(self) -> None:
-        """For good: the report says `replay` (docs/how-to/binding.md), and no state is skipped."""
-        self.how = "replay"
+    def unreleased(self) -> list[Any]:
+        """The runs made and not yet released (a transition that raised left them), forgotten
+        here: the caller closes them."""
+        left, self.open = self.open, []
+        return left
+
+    def saved_runs(self) -> list[Any]:
+        """The saved runs (copies: a snapshot is the adapter's own value, not a run), forgotten
+        here: the caller closes them. A state left without one is replayed if it is needed again."""
+        runs = list(self.saved.values()) if self.how == "copy" else []
         self.saved.clear()
+        return runs
+
+    def _give_up_copying(self) -> None:
+        """For good: the report says `replay` (docs/how-to/binding.md), and no state is skipped.
+        The copies saved so far are runs: left open, for the transition under way to close."""
+        self.open.extend(self.saved_runs())
+        self.how = "replay"
 
     def _replay(self, s: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
         """Start a run in the initial state `s` leads back to and run its path again: the run,
@@ -272,7 +298,7 @@ class LiveRuns:
                 break
             path.append((parent, action, choices))
             at = parent
-        live = self.driver.call(self.adapter.start, dict(self.params), dict(zip(self.var_names, at)))
+        live = self.made(self.driver.call(self.adapter.start, dict(self.params), dict(zip(self.var_names, at))))
         if not path:
             self.verify(self, live, at, "start", {})
         sets: dict[str, Any] = {}

@@ -1,21 +1,23 @@
 """Loading a spec's `agents:` (its sub-agents, each another spec file) and its actions' `run:`.
 
 What a tree means, and how it becomes one machine, is machine/compose.py's; here each entry
-is checked: the file exists and loads (its own problems named in it), no cycle of sub-agents,
-every param of the sub-agent bound to an expression over the parent's params, every shared
-var of the same type on both sides, every sub-agent run by some action.
+is checked: the file exists and loads (its own problems named in it), no cycle of sub-agents
+without a `depth:` bound (with one, the copies are loaded one inside the other up to it), every
+param of the sub-agent bound to an expression over the parent's params, every shared var of the
+same type on both sides, every sub-agent run by some action.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import expr as E
-from .compose import FRAME, AgentUse, cycle_through, done_loading, loading
+from .compose import (FRAME, MAX_COPIES, AgentUse, copies, copy_counter, cycle_through, done_loading, loading,
+                      one_more_copy, stub)
 from .errors import Problem, SpecError
 from .load_scenarios import ScenariosLoader
 from .specdata import ChoiceSet, ParamCheck, Spec, Var, shown_path
@@ -42,10 +44,13 @@ class AgentsLoader(ScenariosLoader):
                 callers.setdefault(str(a["run"]), []).append(str(aname))
         uses = []
         self.shared_by_agent: dict[str, dict[int, int]] = {}
+        self.copies_made = copy_counter()
         for name, entry in m.items():
             use = self.attempt(self.agent, str(name), entry, m.line_of(name), own, callers.get(str(name), []))
             if use is not None:
                 uses.append(use)
+            if self.copies_made[0] > MAX_COPIES:      # said once: every later copy would say it again
+                break
         self.uses_by_name = {u.name: u for u in uses}
         return uses
 
@@ -56,8 +61,9 @@ class AgentsLoader(ScenariosLoader):
         if isinstance(entry, str):
             entry = _short(entry, line)
         e = self.mapping(entry, line, f"sub-agent {name}")
-        self.keys(e, f"sub-agent {name}", {"spec", "params", "shared", "description"}, {"spec"})
-        child = self.child_spec(name, e["spec"], e.line_of("spec"))
+        self.keys(e, f"sub-agent {name}", {"spec", "params", "shared", "description", "depth"}, {"spec"})
+        depth = self.depth_bound(name, e["depth"], e.line_of("depth")) if "depth" in e else None
+        child, level = self.child_spec(name, e["spec"], e.line_of("spec"), own, depth)
         for v in child.vars:
             if v.monitor is None and len(v.init) != 1:
                 raise self.at(line).error(f"var {v.name} of sub-agent {name} ({shown_path(child.path)}:{v.line}) "
@@ -65,7 +71,8 @@ class AgentsLoader(ScenariosLoader):
         params = self.bound_params(name, child, e.get("params", YMap()), e.line_of("params") if "params" in e
                                    else line)
         user = [j for j, v in enumerate(child.vars) if v.monitor is None]
-        use = AgentUse(name, child, line, params, [-1] * len(child.vars), [], list(callers))
+        use = AgentUse(name, child, line, params, [-1] * len(child.vars), [], list(callers),
+                       None if depth is None else depth[0], level)
         shared = self.shared(use, e.get("shared", YMap()), e.line_of("shared") if "shared" in e else line, own)
         for j, pi in shared.items():
             use.slots[j] = pi
@@ -75,20 +82,48 @@ class AgentsLoader(ScenariosLoader):
         self.shared_by_agent[name] = shared
         return use
 
-    def child_spec(self, name: str, raw: Any, line: int) -> Spec:
+    def depth_bound(self, name: str, raw: Any, line: int) -> tuple[E.Expr, int]:
+        """`depth:` of a sub-agent: an int >= 0 or an int param of this spec (never below 0), as an
+        expression over the params and the most it can be."""
+        if type(raw) is int and raw >= 0:
+            return E.literal_expr(raw, str(raw)), raw
+        p = self.params_by_name.get(raw) if isinstance(raw, str) else None
+        if p is None or p.kind != "int":
+            raise self.at(line).error(f"depth of sub-agent {name} must be an int >= 0 or the name of an int param "
+                                      f"of this spec (params: {', '.join(self.params_by_name) or 'none'})", raw)
+        lo, hi = _extremes(p.values)
+        if p.within is not None:      # `-p` may give any int within
+            lo, hi = min(lo, p.within[0]), max(hi, p.within[-1])
+        if lo < 0:
+            raise self.at(line).error(f"depth of sub-agent {name} is param {p.name}, which may be {lo} "
+                                      f"({p.allowed_text()}): a depth bound is 0 or more", raw)
+        return E.Expr(p.name, E.INT, ast.Name("p_" + p.name, ast.Load()), line=line), hi
+
+    def child_spec(self, name: str, raw: Any, line: int, own: list[Var],
+                   depth: tuple[E.Expr, int] | None) -> tuple[Spec, int]:
+        """The sub-agent's spec, loaded inside this one, and how many copies of it enclose its call;
+        past the most its depth bound allows, a stub of it (machine/compose.py)."""
         if not isinstance(raw, str) or not raw.strip():
             raise self.at(line).error(f"spec of sub-agent {name} must name a spec file", raw)
         path = Path(self.file).parent / raw
         if not path.is_file():
             raise self.at(line).error(f"sub-agent {name}: no spec file {shown_path(str(path))}", raw)
-        token = loading(self.file)
+        token = loading(self.file, list(self.params_by_name.values()), own, self.copies_made)
         try:
             chain = cycle_through(path)
-            if chain is not None:
-                raise self.at(line).error(f"sub-agent {name} makes a cycle of sub-agents ({' -> '.join(chain)}): "
-                                          "an agent that runs itself needs a depth bound, which specs do not "
-                                          "have yet", raw)
-            child = self.load_file(path)
+            if chain is not None and depth is None:
+                raise self.at(line).error(
+                    f"sub-agent {name} makes a cycle of sub-agents ({' -> '.join(chain)}): an agent that runs "
+                    f"itself needs a depth bound: give sub-agent {name} depth: N (an int, or an int param of this "
+                    f"spec), the most copies of {chain[-1]} that may run nested inside its outermost run", raw)
+            level = copies(path)
+            if level and not one_more_copy():
+                raise self.at(line).error(
+                    f"sub-agent {name}: its depth bound makes more than {MAX_COPIES} copies of the specs that run "
+                    f"themselves, each part of the machine (two sub-agents of itself double them at each level): "
+                    "lower the most the depth can be, or run one sub-agent twice (its calls run one after the "
+                    "other, so one copy per level is enough)")
+            child = stub(path) if depth is not None and level > depth[1] else self.load_file(path)
         finally:
             done_loading(token)
         why = ("is bound to code (bind:)" if child.bind else "is a framework declaration" if child.framework
@@ -96,7 +131,7 @@ class AgentsLoader(ScenariosLoader):
         if why:
             raise self.at(line).error(f"sub-agent {name} {why}: only a spec's own actions can run inside "
                                       "another yet", raw)
-        return child
+        return child, level
 
     def bound_params(self, name: str, child: Spec, raw: Any, line: int) -> dict[str, E.Expr]:
         m = self.mapping(raw, line, f"params of sub-agent {name}")
@@ -182,6 +217,13 @@ class AgentsLoader(ScenariosLoader):
         for use in uses:
             out += param_checks(use, own, self.shared_by_agent[use.name], self.file)
         return out
+
+
+def _extremes(values: Sequence[int]) -> tuple[int, int]:
+    """The least and the most of an int param's values (a range is never listed out)."""
+    if isinstance(values, range):
+        return values[0], values[-1]
+    return min(values), max(values)
 
 
 def _shape(v: Var) -> str:

@@ -226,6 +226,9 @@ class Action:
     raises: list[Outcome] = field(default_factory=list)   # the bound code's exceptions that are outcomes
     unreachable: Unreachable | None = None
     runs: str | None = None        # `run:`: the sub-agent it runs to its end (machine/compose.py)
+    # over params: where a copy of a recursive sub-agent can run this action at all (past its depth
+    # bound it cannot, and its vacuity there is the bound's, not news); None: everywhere
+    entered: E.Expr | None = None
 
     @property
     def decide(self) -> DecideStage | None:
@@ -354,6 +357,7 @@ class ParamCheck:
     line: int
     message: str
     param: Param | None = None
+    entered: E.Expr | None = None      # over params: judged only where this holds (a copy within its depth bound)
 
     def accepts(self, value: Any) -> bool:
         if self.param is not None:

@@ -243,8 +243,13 @@ def step_rows(trace: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
 TRACE_HEAD = ("step", "action", "choices", "rule", "state (changes)")
 
 
-def trace_table(trace: Mapping[str, Any]) -> list[str]:
-    """A counterexample as aligned rows: step, action, choices, rule fired, the vars that changed."""
-    rows = [TRACE_HEAD, *step_rows(trace)]
-    widths = [max(len(row[c]) for row in rows) for c in range(4)]
-    return ["  ".join(row[c].ljust(widths[c]) for c in range(4)) + "  " + row[4] for row in rows]
+def trace_table(trace: Mapping[str, Any], odds: Sequence[str] | None = None) -> list[str]:
+    """A counterexample as aligned rows: step, action, choices, rule fired, the vars that
+    changed; with `odds` (each step's probability, after the initial state) a column of them."""
+    rows: list[tuple[str, ...]] = [TRACE_HEAD, *step_rows(trace)]
+    if odds is not None:
+        shown = ["probability", "", *odds]
+        rows = [(*row[:4], shown[n], row[4]) for n, row in enumerate(rows)]
+    cols = len(rows[0]) - 1
+    widths = [max(len(row[c]) for row in rows) for c in range(cols)]
+    return ["  ".join(row[c].ljust(widths[c]) for c in range(cols)) + "  " + row[cols] for row in rows]

@@ -117,6 +117,23 @@ class Subject:
 
 
 @dataclass
+class LikeliestRun:
+    """The most probable run to a violated probability's bad outcome under its witness policy:
+    `goal` says what it reaches, `odds` each step's exact probability (fraction text), and
+    `probability` their product (fraction text), `value` as a float."""
+
+    goal: str
+    trace: Trace
+    odds: list[str]
+    probability: str
+    value: float
+
+    def to_json(self, params: Mapping[str, ParamValue] | None = None) -> dict[str, Any]:
+        return {"goal": self.goal, "probability": self.probability, "value": self.value,
+                "odds": list(self.odds), "trace": self.trace.to_json(params)}
+
+
+@dataclass
 class PropertyResult:
     """One property's verdict on one run: `status` is `holds` only for a complete, well-defined
     exploration; a `violated` one carries its `trace` (a counterexample that really happens)."""
@@ -135,4 +152,7 @@ class PropertyResult:
     subject: Subject | None = None        # what failed or differs at the trace's end (see Subject)
     value: dict[str, Any] | None = None   # probability / expected: {"value": {min, max}, "exact": {min, max}}
     policy: list[dict[str, Any]] | None = None   # their witness policy: its decision in each state of the trace
+    likeliest: LikeliestRun | None = None  # a violated probability: the most probable run to the bad outcome
+    decide_table: dict[str, Any] | None = None   # their witness policy as rows of var values -> decision
+    sensitivity: dict[str, Any] | None = None    # a probability: its derivative along each weight (answers.py)
     fairness: list[str] | None = None     # a liveness check: the fairness assumptions its verdict relies on

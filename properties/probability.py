@@ -99,6 +99,12 @@ class Extremes:
     min_rows: npt.NDArray[np.int64] | None = None
     max_rows: npt.NDArray[np.int64] | None = None
     model: S.Sparse | None = None
+    # per state, each side's value (exact; a missing state is infinite) or its bounds (arrays):
+    # what each choice is worth, to tell where a policy's choice matters (properties/answers.py)
+    min_values: dict[int, Fraction] | None = None
+    max_values: dict[int, Fraction] | None = None
+    min_bounds: S.Bounds | None = None
+    max_bounds: S.Bounds | None = None
 
     def interval(self, side: str) -> tuple[float, float] | None:
         """The interval of the `min` or `max` side, None when that side is exact."""
@@ -193,11 +199,14 @@ def avoidable(mdp: MDP, target: Flags) -> set[int]:
 # ---------------------------------------------------------------- past the exact limit: over arrays
 
 def from_mdp(mdp: MDP) -> S.Sparse:
-    """The MDP as the arrays of properties/sparse.py (rows in choice order)."""
+    """The MDP as the arrays of properties/sparse.py (rows in choice order, each labelled
+    with its choice's label)."""
     row_start, edge_start, dst, prob, edge, kind = [0], [0], [], [], [], []
     kinds: dict[Fraction, int] = {}
+    labels: list[object] = []            # per row, its choice's label (the decision it is)
     for s in ticking(range(mdp.n)):
         for c in mdp.choices[s]:
+            labels.append(c.label)
             for t, p, e in c.outcomes:
                 if p:
                     dst.append(t)
@@ -210,7 +219,7 @@ def from_mdp(mdp: MDP) -> S.Sparse:
     return S.Sparse(np.array(row_start, dtype=np.int64), np.array(edge_start, dtype=np.int64),
                     np.array(dst, dtype=np.int64), np.array(prob, dtype=np.float64), np.array(edge, dtype=np.int64),
                     np.array(mdp.terminal, dtype=bool), np.array(mdp.initial, dtype=np.int64),
-                    np.zeros(rows, dtype=np.int64), [], np.array(kind, dtype=np.int64), list(kinds))
+                    np.arange(rows, dtype=np.int64), labels, np.array(kind, dtype=np.int64), list(kinds))
 
 
 def row_rewards(m: S.Sparse, reward: Callable[[int], Fraction]) -> npt.NDArray[np.float64]:
@@ -226,7 +235,7 @@ def bounded(m: S.Sparse, low: S.Bounds, high: S.Bounds, choices: bool = False) -
     (values the graph fixes, and infinity); else it holds the interval, its midpoint as value.
     The policies are the row arrays (`rows`), and with `choices` also state -> choice index."""
     inits = m.initial
-    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m)
+    out = Extremes(ZERO, ZERO, min_rows=low.policy, max_rows=high.policy, model=m, min_bounds=low, max_bounds=high)
     for sense, b in (("min", low), ("max", high)):
         if sense == "min":
             start = int(inits[np.argmin(b.lo[inits] + b.hi[inits])])
@@ -437,18 +446,29 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
            reward: dict[int, Fraction]) -> Values:
     """x_s = r_s + sum p x_t over one SCC of a chain that leaves it with probability 1 (unique
     solution), by Gaussian elimination over the rationals."""
+    return solve_columns(scc, step, [(known, reward)])[0]
+
+
+def solve_columns(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]],
+                  columns: Sequence[tuple[Values, dict[int, Fraction]]]) -> list[Values]:
+    """`_solve` for several right-hand sides (each its values outside and its constant per
+    state) at the cost of one elimination: the sensitivity to each weight (answers.py) shares
+    the chain's matrix."""
     index = {s: i for i, s in enumerate(scc)}
-    k = len(scc)
+    k, width = len(scc), len(scc) + len(columns)
     rows: list[list[Fraction]] = []
     for s in ticking(scc, 256):
-        row = [ZERO] * (k + 1)
+        row = [ZERO] * width
         row[index[s]] += ONE
-        row[k] = reward.get(s, ZERO)
+        for j, (_, reward) in enumerate(columns):
+            row[k + j] = reward.get(s, ZERO)
         for t, p in step(s):
             if t in index:
                 row[index[t]] -= p
             else:
-                row[k] += p * known[t]
+                for j, (known, _) in enumerate(columns):
+                    if known[t]:
+                        row[k + j] += p * known[t]
         rows.append(row)
     for col in range(k):
         tick()                       # a pivot is k rows of up to k fractions: a look per pivot
@@ -456,16 +476,16 @@ def _solve(scc: list[int], step: Callable[[int], list[tuple[int, Fraction]]], kn
         rows[col], rows[pivot] = rows[pivot], rows[col]
         head = rows[col]
         inv = ONE / head[col]
-        for j in range(col, k + 1):
+        for j in range(col, width):
             head[j] *= inv
         for r in range(k):
             if r != col and rows[r][col] != 0:
                 f = rows[r][col]
                 row = rows[r]
-                for j in range(col, k + 1):
+                for j in range(col, width):
                     if head[j]:
                         row[j] -= f * head[j]
-    return {s: rows[index[s]][k] for s in scc}
+    return [{s: rows[index[s]][k + j] for s in scc} for j in range(len(columns))]
 
 
 # ---------------------------------------------------------------- graph helpers
@@ -542,4 +562,5 @@ def _at_start(mdp: MDP, lo: Values, hi: Values, lo_policy: Policy, hi_policy: Po
     inits = mdp.initial
     lo_start = min(inits, key=lambda s: (1, ZERO) if s not in lo else (0, lo[s]))
     hi_start = min(inits, key=lambda s: (0, ZERO) if s not in hi else (1, -hi[s]))
-    return Extremes(lo.get(lo_start), hi.get(hi_start), lo_policy, hi_policy, lo_start, hi_start)
+    return Extremes(lo.get(lo_start), hi.get(hi_start), lo_policy, hi_policy, lo_start, hi_start,
+                    min_values=lo, max_values=hi)

@@ -321,7 +321,10 @@ def expected_intervals(m: Sparse, reward: FloatArray, sense: str) -> Bounds:
     hi = lo.copy()
     exact = ~finite | terminal
     policy = np.full(m.n, -1, dtype=np.int64)
-    _not_ending(m, finite, policy)
+    if not finite.all():        # the witness where it is infinite: least (max: most) likely to end
+        ends = reach_intervals(m, terminal, "min" if sense == "max" else "max")
+        policy[~finite] = ends.policy[~finite]
+        _not_ending(m, finite, policy)
     if len(states):
         op = _Op(m, states, rows, reward, sense)
         steps = _Op(m, states, rows, np.ones(m.rows), sense)
@@ -406,12 +409,14 @@ def _only(m: Sparse, chosen: IntArray) -> BoolArray:
 
 
 def _not_ending(m: Sparse, finite: BoolArray, policy: IntArray) -> None:
-    """The witness where the total is infinite: a row that may leave the finite states."""
-    leaves = np.flatnonzero(~row_all(m, finite) & ~finite[m.row_state])
+    """Where the total is infinite and no row is chosen yet: a row that may leave the finite
+    states, else the first."""
+    unset = (policy < 0) & ~finite
+    leaves = np.flatnonzero(~row_all(m, finite) & unset[m.row_state])
     policy[m.row_state[leaves[::-1]]] = leaves[::-1]
     rest = np.flatnonzero(~finite[m.row_state])
-    unset = rest[policy[m.row_state[rest]] < 0]
-    policy[m.row_state[unset[::-1]]] = unset[::-1]
+    still = rest[policy[m.row_state[rest]] < 0]
+    policy[m.row_state[still[::-1]]] = still[::-1]
 
 
 def _iterate(op: _Op | _Collapsed, x: FloatArray, states: IntArray, rel: float = EPSILON) -> tuple[FloatArray, int]:

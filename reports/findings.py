@@ -12,7 +12,8 @@ from typing import Any
 
 from haltproof.explorer.options import BOUND_OPTION
 from haltproof.explorer.results import judge, unsettled
-from haltproof.machine.text import assignments_text, counted, trace_table
+from haltproof.explorer.chances import number
+from haltproof.machine.text import assignments_text, counted, fraction_from_json, trace_table, value_text
 
 # What one property result means for the gate.
 PASS = "pass"            # holds (and was meant to)
@@ -86,6 +87,88 @@ def params_label(params: dict[str, Any]) -> str:
 def params_text(params: dict[str, Any]) -> str:
     """`K=2 R=1`, or `(no params)`: the params as the text formats head a run."""
     return assignments_text(params) or "(no params)"
+
+
+def likeliest_lines(run: dict[str, Any]) -> list[str]:
+    """The most probable run to a violated probability's bad outcome: its probability, then
+    its trace with each step's probability (a step of probability 1 left blank)."""
+    odds = ["" if x == "1" else number(fraction_from_json(x)) for x in run["odds"]]
+    return [f"most probable {run['goal'].removeprefix('a ')} under the witness policy: "
+            f"probability {number(fraction_from_json(run['probability']))}",
+            *["  " + row for row in trace_table(run["trace"], odds)]]
+
+
+def decide_lines(table: dict[str, Any]) -> list[str]:
+    """The witness policy as a decide table: a row per group of states -> the decision there."""
+    if not table["rows"]:
+        return [f"witness policy as a decide table: {table['message']}"]
+    count = table["states"]
+    lines = [f"witness policy as a decide table ({count:,} state{'s' if count != 1 else ''} where the choice matters):"]
+    lines += [f"  {when_text(row['when'])} -> {decision_text(row)}" for row in table["rows"]]
+    return lines
+
+
+SENSITIVITY_SHOWN = 5     # weights the text lists, the largest moves first (JSON has them all)
+
+
+def sensitivity_lines(sens: dict[str, Any]) -> list[str]:
+    """How much a probability moves with each weight, the largest first (its sign says
+    which way; a weight it does not move with is counted, not listed), or why that is not
+    computed."""
+    if "message" in sens:
+        return [f"sensitivity to the weights: {sens['message']}"]
+    rows = [row for row in sens["weights"] if row["derivative"] != "0"]
+    zeros = len(sens["weights"]) - len(rows)
+    if not rows:
+        return ["sensitivity to the weights: no weight moves it (under the witness policy, every derivative is 0)"]
+    lines = ["the answer moves most with (dP/d eps as eps of a choice's weight moves to one value, "
+             "witness policy fixed):"]
+    lines += [f"  {sensitivity_row(row)}" for row in rows[:SENSITIVITY_SHOWN]]
+    notes = [f"{len(rows) - SENSITIVITY_SHOWN} more in the JSON report"] if len(rows) > SENSITIVITY_SHOWN else []
+    notes += [f"{zeros} of derivative 0 not listed"] if zeros else []
+    if notes:
+        lines.append(f"  ({'; '.join(notes)})")
+    return lines
+
+
+def sensitivity_row(row: dict[str, Any]) -> str:
+    """`step obs=ok (weight 1/2 (0.5)): +3/4 (0.75)`."""
+    slope = fraction_from_json(row["derivative"])
+    sign = "+" if slope > 0 else "-" if slope < 0 else ""
+    return (f"{row['action']} {row['choice']}={value_text(row['toward'])} "
+            f"(weight {number(fraction_from_json(row['weight']))}): {sign}{number(abs(slope))}")
+
+
+def when_text(when: dict[str, list[Any]]) -> str:
+    """A decide-table row's condition: `steps=0..2, decision=going` (`any state` for none)."""
+    parts = []
+    for name, values in when.items():
+        ints = all(type(v) is int for v in values)
+        if len(values) == 1:
+            parts.append(f"{name}={value_text(values[0])}")
+        elif ints and len(values) > 2 and values[-1] - values[0] == len(values) - 1:
+            parts.append(f"{name}={values[0]}..{values[-1]}")
+        else:
+            parts.append(f"{name} in {{{', '.join(map(value_text, values))}}}")
+    return ", ".join(parts) or "any state"
+
+
+def decision_text(d: dict[str, Any]) -> str:
+    """A policy's decision: `step tool=guess`."""
+    return " ".join([d["action"], assignments_text(d["choices"])]).rstrip()
+
+
+def answers_text(prop: dict[str, Any]) -> str:
+    """A violated probability's most probable run and its witness policy's decide table, as
+    the text report shows them (empty for any other result)."""
+    lines: list[str] = []
+    if prop.get("most_probable_run"):
+        lines += likeliest_lines(prop["most_probable_run"])
+    if prop.get("decide_table"):
+        lines += decide_lines(prop["decide_table"])
+    if prop.get("sensitivity"):
+        lines += sensitivity_lines(prop["sensitivity"])
+    return "\n".join(lines)
 
 
 def trace_text(prop: dict[str, Any]) -> str:

@@ -30,7 +30,8 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from typing import Any
 
-from haltproof.machine.text import assignments_text, counted, value_text
+from haltproof.explorer.chances import number
+from haltproof.machine.text import assignments_text, counted, fraction_from_json, value_text
 from haltproof.properties.kinds import VIOLATED, Trace
 
 from . import findings as F
@@ -431,6 +432,10 @@ def _run(w: Writer, n: int, run: dict[str, Any], key: str, text: str, graph: Sta
             if p.get("other_trace"):
                 w('<p class="muted">… while this run, equal up to the ignored vars, does differently:</p>')
                 _trace(w, p["other_trace"])
+        if p.get("status") == "violated":
+            _answers(w, n, p)
+        if p.get("sensitivity"):
+            _sensitivity(w, n, p)
     _scenarios(w, run.get("scenarios") or [])
     _coverage(w, run)
     _graph(w, n, graph, skipped, dot, open_=single)
@@ -480,13 +485,56 @@ def _line_cell(p: dict[str, Any]) -> Any:
 NEST = "&nbsp;" * 4       # a sub-agent's step is indented under the step that called it, per depth
 
 
-def _trace(w: Writer, trace: dict[str, Any]) -> None:
+def _answers(w: Writer, n: int, p: dict[str, Any]) -> None:
+    """A violated probability's most probable run to its bad outcome (each step's probability
+    in a column) and its witness policy as a decide table (the rows of the text report)."""
+    name = e(p.get("name"))
+    run = p.get("most_probable_run")
+    if run:
+        w(f'<h4 id="run-{n}-{name}-likeliest">most probable {e(run["goal"].removeprefix("a "))}: {name} '
+          f'<span class="muted">— under the witness policy, probability '
+          f'{e(number(fraction_from_json(run["probability"])))}</span></h4>')
+        _trace(w, run["trace"], ["" if x == "1" else number(fraction_from_json(x)) for x in run["odds"]])
+    table = p.get("decide_table")
+    if not table:
+        return
+    w(f'<h4 id="run-{n}-{name}-decide">witness policy as a decide table: {name}</h4>')
+    if not table["rows"]:
+        w(f'<p class="muted decide">{e(table["message"])}</p>')
+        return
+    w(f'<table class="decide"><tr><th>where ({e(table["states"])} states where the choice matters)</th>'
+      "<th>decision</th></tr>")
+    for row in table["rows"]:
+        w(f'<tr><td class="mono">{e(F.when_text(row["when"]))}</td><td class="mono">'
+          f'{e(F.decision_text(row))}</td></tr>')
+    w("</table>")
+
+
+def _sensitivity(w: Writer, n: int, p: dict[str, Any]) -> None:
+    """How a probability moves with each weight (every one; the text report lists the top few)."""
+    name, sens = e(p.get("name")), p["sensitivity"]
+    w(f'<h4 id="run-{n}-{name}-sensitivity">sensitivity to the weights: {name} <span class="muted">— '
+      "d/dε of the probability when ε of a choice's weight moves to one value (the others scaled "
+      "down), the witness policy fixed</span></h4>")
+    if "message" in sens:
+        w(f'<p class="muted sensitivity">{e(sens["message"])}</p>')
+        return
+    w('<table class="sensitivity"><tr><th>action</th><th>choice = value</th><th>weight</th><th>derivative</th></tr>')
+    for row in sens["weights"]:
+        w(f'<tr><td class="mono">{e(row["action"])}</td><td class="mono">{e(row["choice"])}='
+          f'{e(value_text(row["toward"]))}</td><td>{e(number(fraction_from_json(row["weight"])))}</td>'
+          f'<td class="rate">{e(F.sensitivity_row(row).rpartition(": ")[2])}</td></tr>')
+    w("</table>")
+
+
+def _trace(w: Writer, trace: dict[str, Any], odds: list[str] | None = None) -> None:
+    """A trace as a table; with `odds` (each step's probability after the initial state) a column of them."""
     steps = trace.get("steps") or []
     names = list(dict.fromkeys(k for s in steps for k in (s.get("state") or {})))
     lasso = trace.get("kind") == "lasso"
     start = trace.get("loop_start")
     w(f'<table class="trace{" lasso" if lasso else ""}"><tr><th>step</th><th>action</th>'
-      "<th>choices</th><th>rule</th>"
+      "<th>choices</th><th>rule</th>" + ("<th>probability</th>" if odds is not None else "")
       + "".join(f'<th class="var">{e(k)}</th>' for k in names) + "</tr>")
     prev: dict[str, Any] | None = None
     for i, s in enumerate(steps):
@@ -507,6 +555,7 @@ def _trace(w: Writer, trace: dict[str, Any]) -> None:
         w(f'<tr class="{" ".join(cls)}"><td class="step">{i}{e(mark)}</td>'
           f'<td class="action">{NEST * s.get("depth", 0)}{e(s.get("action") or "(initial)")}</td>'
           f'<td class="choices">{e(choices)}</td><td class="rule">{e(s.get("rule"))}</td>'
+          + (f'<td class="odds">{e(([""] + odds)[i])}</td>' if odds is not None else "")
           + "".join(cells) + "</tr>")
         prev = state
     w("</table>")

@@ -33,6 +33,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from . import findings as F
+from .text import outcome_lines
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -74,9 +75,9 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
             body = [f"{at}  [{run['machine']}]  {F.params_text(params)}", F.finding_text(p)]
             if p.get("description"):
                 body.append(p["description"])
-            table = F.trace_text(p)
-            if table:
-                body += ["", table]
+            found = [part for part in (F.trace_text(p), F.answers_text(p)) if part]
+            if found:               # the counterexample, and what a violated probability adds
+                body += ["", *found]
             case["text"] = "\n".join(body) + "\n"
         elif kind == F.ERROR:
             case["kind"] = "error"
@@ -90,9 +91,9 @@ def _run_cases(run: dict[str, Any]) -> list[dict[str, Any]]:
             case["out"] = f"{at}  [{run['machine']}]  {F.params_text(params)}\n{F.fairness_text(p)}\n"
         elif kind == F.EXPECTED:
             lines = [f"{at}  [{run['machine']}]  {F.params_text(params)}", F.finding_text(p)]
-            table = F.trace_text(p)
-            if table:
-                lines += ["", table]
+            found = [part for part in (F.trace_text(p), F.answers_text(p)) if part]
+            if found:
+                lines += ["", *found]
             case["out"] = "\n".join(lines) + "\n"
         cases.append(case)
     declared = ((run.get("source") or {}).get("properties") or {})
@@ -161,6 +162,10 @@ def _suite_of(runs: list[dict[str, Any]]) -> ET.Element:
                         ("result", _suite_result(runs))):
         ET.SubElement(props, "property", {"name": name, "value": _clean(value)})
     suite.extend(elements)
+    tables = [f"{run['machine']}  {F.params_text(run['params'])}\n" + "\n".join(outcome_lines(run["outcomes"]))
+              for run in runs if run.get("outcomes")]
+    if tables:                  # a weighted spec's outcome tables: how its runs end, and how likely
+        ET.SubElement(suite, "system-out").text = _clean("\n".join(tables) + "\n")
     return suite
 
 

@@ -168,6 +168,12 @@ def _prop_json(p: PropertyResult, params: Mapping[str, ParamValue]) -> dict[str,
         out.update(p.value)
     if p.policy is not None:
         out["policy"] = p.policy
+    if p.likeliest is not None:
+        out["most_probable_run"] = p.likeliest.to_json(params)
+    if p.decide_table is not None:
+        out["decide_table"] = p.decide_table
+    if p.sensitivity is not None:
+        out["sensitivity"] = p.sensitivity
     if p.fairness is not None:
         out["fairness"] = p.fairness
     if p.expected is not None:

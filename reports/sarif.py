@@ -116,6 +116,19 @@ def _thread_flow(run: dict[str, Any], trace: dict[str, Any]) -> dict[str, Any]:
     return {"locations": locations}
 
 
+def _chances(prop: dict[str, Any]) -> dict[str, Any]:
+    """What a `probability` or `expected` result adds to its SARIF properties: its value (the
+    report's keys: `value`, `exact` or `interval`), and when violated its most probable run's
+    probability and its witness policy's decide table."""
+    out: dict[str, Any] = {key: prop[key] for key in ("value", "exact", "interval") if key in prop}
+    if prop.get("most_probable_run"):
+        found = prop["most_probable_run"]
+        out["mostProbableRun"] = {"goal": found["goal"], "probability": found["probability"], "odds": found["odds"]}
+    if prop.get("decide_table"):
+        out["decideTable"] = prop["decide_table"]
+    return out
+
+
 def _code_flows(run: dict[str, Any], prop: dict[str, Any]) -> list[dict[str, Any]]:
     flows = []
     trace = prop.get("trace")
@@ -125,6 +138,13 @@ def _code_flows(run: dict[str, Any], prop: dict[str, Any]) -> list[dict[str, Any
         flows.append({"message": {"text": f"{prop['name']}: {what} "
                                           f"({len(trace['steps']) - 1} transitions)"},
                       "threadFlows": [_thread_flow(run, trace)]})
+    run_ = prop.get("most_probable_run")
+    if run_ and run_["trace"].get("steps"):
+        flows.append({"message": {"text": f"{prop['name']}: the most probable "
+                                          f"{run_['goal'].removeprefix('a ')} under the witness policy "
+                                          f"({len(run_['trace']['steps']) - 1} transitions, probability "
+                                          f"{run_['probability']})"},
+                      "threadFlows": [_thread_flow(run, run_["trace"])]})
     other = prop.get("other_trace")
     if other and other.get("steps"):
         flows.append({"message": {"text": f"{prop['name']}: the run that, equal up to the ignored "
@@ -190,9 +210,13 @@ def render_sarif(report: dict[str, Any]) -> str:
     notifications: list[dict[str, Any]] = []
     expected: list[dict[str, Any]] = []
     fair: list[dict[str, Any]] = []
+    outcomes: list[dict[str, Any]] = []      # a weighted spec's outcome table per run
     for run in report["runs"]:
         file = F.spec_file(run)
         where = f"{run['machine']} ({F.params_text(run['params'])})"
+        if run.get("outcomes"):
+            outcomes.append({"spec": file, "machine": run["machine"], "params": run["params"],
+                             "outcomes": run["outcomes"]})
         failed_here = False
         for p in run["properties"]:
             rules.add(p["name"], p["kind"], p.get("description"))
@@ -208,7 +232,8 @@ def render_sarif(report: dict[str, Any]) -> str:
                 steps = f" Shortest counterexample: {len(trace['steps']) - 1} transitions." \
                     if trace and trace.get("steps") else ""
                 res = _result(rules, p["name"], f"{p['name']} is violated in {where}: {p['message']}.{steps}",
-                              file, line, "violated", run, {"kind": p["kind"], "status": p["status"]}, at)
+                              file, line, "violated", run, {"kind": p["kind"], "status": p["status"], **_chances(p)},
+                              at)
                 flows = _code_flows(run, p)
                 if flows:
                     res["codeFlows"] = flows
@@ -257,6 +282,7 @@ def render_sarif(report: dict[str, Any]) -> str:
             "results": results,
             "properties": {"haltproofSchema": report.get("schema"), "result": report.get("result"),
                            "runs": len(report["runs"]), "expectedViolations": expected,
+                           **({"outcomes": outcomes} if outcomes else {}),
                            **({"provedUnderFairness": fair} if fair else {})},
         }],
     }

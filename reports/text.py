@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from haltproof.explorer.chances import number
-from haltproof.machine.text import assignments_text, counted, fraction_from_json, trace_table
+from haltproof.machine.text import counted, fraction_from_json, trace_table
 
 from . import findings as F
 
@@ -253,11 +253,17 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
         if full and p["kind"] == "possible" and p.get("witness"):
             lines += ["      " + row for row in trace_table(p["witness"])]
         if p["status"] == "violated" and p.get("policy"):
-            lines.append("      witness policy: " + "; ".join(_decision_text(d) for d in p["policy"]))
+            lines.append("      witness policy: " + "; ".join(F.decision_text(d) for d in p["policy"]))
+        if p["status"] == "violated" and p.get("most_probable_run"):
+            lines += ["      " + row for row in F.likeliest_lines(p["most_probable_run"])]
+        if p["status"] == "violated" and p.get("decide_table"):
+            lines += ["      " + row for row in F.decide_lines(p["decide_table"])]
+        if p.get("sensitivity"):
+            lines += ["      " + row for row in F.sensitivity_lines(p["sensitivity"])]
     if full and run.get("bounds"):
         lines.append("  bounds: " + ", ".join(f"{name} {b['message']}" for name, b in run["bounds"].items()))
     if full and run.get("outcomes"):
-        lines += _outcome_lines(run["outcomes"])
+        lines += outcome_lines(run["outcomes"])
     scenarios = run.get("scenarios") or []
     lines += [f"  FAILED    scenario {sc['name']}: {sc['message']}" for sc in scenarios if sc["status"] != "passed"]
     if full and scenarios and all(sc["status"] == "passed" for sc in scenarios):
@@ -267,12 +273,7 @@ def _run_block(run: dict[str, Any], full: bool) -> list[str]:
     return lines
 
 
-def _decision_text(d: dict[str, Any]) -> str:
-    """A witness policy's decision in one state: `step tool=guess`."""
-    return " ".join([d["action"], assignments_text(d["choices"])]).rstrip()
-
-
-def _outcome_lines(table: dict[str, Any]) -> list[str]:
+def outcome_lines(table: dict[str, Any]) -> list[str]:
     """A weighted spec's outcome table: each way a run ends and each expected total, min..max."""
     if "message" in table:
         return [f"  outcomes: {table['message']}"]

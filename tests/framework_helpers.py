@@ -68,18 +68,19 @@ def emitted_test_fails_until_fixed(cli, tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def emitted_tests_replay(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, apps: tuple[Path, ...],
-                         declaration: str, expected: dict[str, str]) -> None:
-    """`--emit-tests` on `declaration`, beside copies of the user's `apps`, writes exactly the
-    regression tests named in `expected`; run with pytest, each replays its counterexample through
-    the real framework and fails saying its `expected` message: what the check found (a limit
-    error at a value below the smallest safe one, a worst case reached) is what the library does."""
+                         declaration: str, expected: dict[str, str], options: tuple[str, ...] = ()) -> None:
+    """`--emit-tests` on `declaration` (with the check's `options`), beside copies of the user's
+    `apps`, writes exactly the regression tests named in `expected`; run with pytest, each replays
+    its counterexample through the real framework and fails saying its `expected` message: what the
+    check found (a limit error at a value below the smallest safe one, a worst case reached) is what
+    the library does."""
     for app in apps:
         (tmp_path / app.name).write_text(app.read_text())
     (tmp_path / "replayed.yaml").write_text(declaration)
     monkeypatch.chdir(tmp_path)
-    ran = cli("check", "replayed.yaml", "--emit-tests", "regress")
+    ran = cli("check", "replayed.yaml", "--emit-tests", "regress", *options)
     assert ran.code == 1, ran.out
-    assert sorted(p.name for p in (tmp_path / "regress").glob("test_*.py")) == sorted(expected)
+    assert sorted(p.name for p in (tmp_path / "regress").glob("test_*.py")) == sorted(expected), ran.out
     replayed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "regress"],
                               cwd=tmp_path, capture_output=True, text=True,
                               env={**os.environ, "COLUMNS": "1000"})     # summary lines in full

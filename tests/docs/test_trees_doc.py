@@ -58,3 +58,31 @@ def test_the_pages_nested_trace_is_what_check_prints(cli, monkeypatch):
     assert printed[start:start + len(lines)] == lines
     assert ("  bounds: transitions at most 30, model_calls at most 16, planner_calls at most 6, researcher.searches "
             "at most 9, writer.drafts at most 6") in printed
+
+
+SOLVER = ROOT / "examples" / "trees" / "recursive" / "solver.yaml"
+
+
+@pytest.mark.verdict
+def test_the_depth_table_is_what_haltproof_computes(cli, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    r = cli("check", SOLVER, "--format", "json")
+    assert r.code == 0
+    rows = ["| depth | model calls in all | longest run | states |", "|---:|---:|---:|---:|"]
+    rows += [f"| {run['params']['depth']} | {run['bounds']['model_calls']['value']} | "
+             f"{run['bounds']['transitions']['value']} | {run['stats']['states']} |" for run in r.json()["runs"]]
+    assert "\n".join(rows) in PAGE
+    team = next(p for p in r.json()["runs"][-1]["properties"] if p["name"] == "at_most_10_model_calls")
+    assert (team["status"], team.get("expected"), team["maximum"]["value"]) == ("violated", True, 22)
+
+
+@pytest.mark.verdict
+def test_the_pages_trace_at_the_depth_bound_is_what_check_prints(cli, tmp_path):
+    text = SOLVER.read_text()
+    (tmp_path / "solver.yaml").write_text(text[:text.index("  give_up:")] + text[text.index("  merge:"):])
+    r = cli("check", tmp_path / "solver.yaml", "-p", "depth=2", "--property", "stops", "--verbose")
+    assert r.code == 1
+    shown = re.findall(r"```\n(  VIOLATED  stops.*?)```", PAGE, re.S)[0].splitlines()
+    printed = [line for line in r.out.splitlines() if not line.startswith("      0     (initial)")]
+    start = printed.index(shown[0])
+    assert printed[start:start + len(shown)] == shown

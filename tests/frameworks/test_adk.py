@@ -361,6 +361,12 @@ params:
     (("input: go\n", "input: go\ntools: {}\n"), 4, "unknown key in a adk declaration"),
     (("  Worker:\n    look: {tool: lookup, args: {order_id: A-1}}\n    stop: {tool: exit_loop}\n", "  Worker: {}\n"),
      5, "models: Worker needs a mapping of outcome labels to outcomes"),
+    (("    look: {tool", "    look it up: {tool"), 6, "an outcome label of Worker must be a plain identifier"),
+    (("    stop: {tool: exit_loop}", "    stop: 42"), 7,
+     "answer stop of Worker must be the model's text, {tool: NAME, args: {...}}, {transfer: AGENT}, or a list "
+     "of those (one model call making them all)"),
+    (("    stop: {tool: exit_loop}", "    stop: {transfer: Nobody}"), 7,
+     "answer stop of Worker transfers to 'Nobody', which Worker cannot transfer to (its transfer targets: none)"),
 ])
 def test_a_bad_declaration_is_refused_at_its_line(check, tmp_path, change, line, message) -> None:
     (tmp_path / "specs").mkdir(exist_ok=True)

@@ -9,6 +9,7 @@ manager delegates to runs without delegation tools of its own.
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import sys
 
@@ -23,7 +24,7 @@ from haltproof.machine.spec import load_spec
 from haltproof.reports.report import to_json
 
 from conftest import ROOT
-from framework_helpers import fresh_modules, maxima, results
+from framework_helpers import emitted_tests_replay, fresh_modules, maxima, results
 
 pytestmark = pytest.mark.slow        # importing CrewAI alone takes seconds; every test here runs a crew
 
@@ -139,6 +140,77 @@ def test_a_max_iter_check_one_iteration_late_changes_the_verdict(tmp_path, monke
     assert maxima(late) == {"most_model_calls": 5, "most_tool_runs": 2}
 
 
+def replayable(example: str, max_iter: int, extra: str = "", expect: bool = False) -> str:
+    """An example's declaration with max_iter pinned, `extra` properties, and its violations not
+    expected (so --emit-tests writes their tests) unless `expect`."""
+    text = (EXAMPLE / example).read_text()
+    at = text.index("expect:")
+    text = text[:at] + (text[at:] if expect else "")
+    text = text.replace("  max_iter: {min: 1, max: 3}\n", f"  max_iter: {max_iter}\n").replace(
+        "  max_iter: {min: 1, max: 2}\n", f"  max_iter: {max_iter}\n")
+    return text.replace("expect:", extra + "expect:") if expect else text + extra
+
+
+def replay_emitted(cli, tmp_path, monkeypatch, **kwargs) -> None:
+    """emitted_tests_replay, its check without the determinism check's second runs (fast)."""
+    emitted_tests_replay(cli, tmp_path, monkeypatch, options=("--determinism", "off"), **kwargs)
+
+
+GIVEN_UP = ("real_answers is not fixed: the recorded counterexample still breaks it: false in the state after "
+            "step 2")
+
+
+def test_an_emitted_test_replays_the_give_up_through_crewais_kickoff_and_follows_its_max_iter(
+        cli, tmp_path, monkeypatch) -> None:
+    """The research crew's give-up at max_iter=1, emitted as a test: it replays search, search
+    through CrewAI's own kickoff and fails while the second call is still CrewAI's forced final
+    answer. With CrewAI's max_iter check one iteration late, the same test passes: the second
+    call is no longer forced, nothing is given up, so the replay follows CrewAI, not the trace."""
+    replay_emitted(cli, tmp_path, monkeypatch, apps=(EXAMPLE / "research.py",),
+                   declaration=replayable("research.yaml", 1),
+                   expected={"test_replayed_real_answers_max_iter1_guardrail_max_retries1.py": GIVEN_UP})
+    path = tmp_path / "regress" / "test_replayed_real_answers_max_iter1_guardrail_max_retries1.py"
+    spec = importlib.util.spec_from_file_location("emitted_give_up", path)
+    emitted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emitted)
+    with pytest.raises(AssertionError) as failed:
+        emitted.test_replayed_real_answers_max_iter1_guardrail_max_retries1()
+    assert str(failed.value).splitlines()[0] == GIVEN_UP
+    max_iter_off_by_one(monkeypatch)
+    emitted.test_replayed_real_answers_max_iter1_guardrail_max_retries1()     # passes: nothing is given up
+
+
+def test_emitted_tests_replay_the_managers_delegations_through_crewais_hierarchical_process(
+        cli, tmp_path, monkeypatch) -> None:
+    """The newsroom at max_iter=2, with a user's cap of one delegation: the finding, emitted, replays
+    through CrewAI's manager and its delegation tools (the reporter's and the editor's executions run)
+    and fails as the check did: a second delegation after 3 transitions (real_answers stays expected)."""
+    cap = "  one_delegation:\n    description: the manager hands the story out once\n    maximum: delegations\n" \
+          "    at_most: 1\n"
+    replay_emitted(cli, tmp_path, monkeypatch, apps=(EXAMPLE / "newsroom.py",),
+                   declaration=replayable("newsroom.yaml", 2, cap, expect=True),
+                   expected={"test_replayed_one_delegation_max_iter2.py": (
+                       "one_delegation is not fixed: the recorded counterexample still breaks it: the state after "
+                       "step 3 has 2, more than at_most 1")})
+
+
+def test_a_check_forked_after_a_crew_ran_in_this_process_runs_its_delegations(cli, monkeypatch) -> None:
+    """A crew run here starts CrewAI's event bus threads, which the check's supervised child (a
+    fork) does not have: the child's first delegation waited for them until --call-timeout, and the
+    newsroom was `violated, NOT as expected (stopped at --call-timeout)`, exit 1."""
+    monkeypatch.delenv("HALTPROOF_IN_PROCESS", raising=False)
+    declared = load_spec(EXAMPLE / "research.yaml")
+    adapter, driver = declared.adapter(), Driver()
+    live = driver.call(adapter.start, {"max_iter": 1, "guardrail_max_retries": 1}, {})
+    for answer in ("search", "search"):
+        driver.call(adapter.step, live, "senior_researcher", {"senior_researcher_says": answer})
+    driver.call(adapter.close, live)
+    driver.close()
+    ran = cli("check", EXAMPLE / "newsroom.yaml", "-p", "max_iter=1", "--call-timeout", "5")
+    assert ran.code == 0, ran.out
+    assert ran.out.splitlines()[0].startswith("violated as expected  ")
+
+
 def test_a_declared_tool_outcome_runs_in_crewais_tool_usage_and_a_raising_tool_runs_six_times(tmp_path, monkeypatch) -> None:
     """A `tools:` outcome replaces search_web's code inside CrewAI's own tool usage: `found` is the
     observation the model reads; `down` raises, and CrewAI runs a raising tool 6 times for one
@@ -249,6 +321,21 @@ params:
      "params: a crewai declaration needs max_iter (every agent's limit"),
     (("  Boss:\n    ask: {delegate: Clerk, task: check A-1}\n    answer: All good.\n", ""), 3,
      "models: the agent 'Boss' works in the crew, but its model has no answers declared"),
+    (("  Boss:\n    ask: {delegate: Clerk, task: check A-1}\n    answer: All good.\n", "  Boss: All good.\n"), 7,
+     "models: Boss needs a mapping of outcome labels to outcomes"),
+    (("    answer: Shipped.", "    answer: {tool: lookup, args: [A-1]}"), 6,
+     "answer answer of Clerk: args must be a mapping of the tool's arguments"),
+    (("    ask: {delegate: Clerk, task: check A-1}", "    ask: {delegate: Clerk, task: check A-1, urgent: yes}"), 8,
+     "answer ask of Boss must be the agent's final answer (text), {tool: NAME, args: {...}}, "
+     "{delegate: COWORKER, task: TEXT} or {ask: COWORKER, question: TEXT}"),
+    (("    look: {tool", "    look it up: {tool"), 5, "an outcome label of Clerk must be a plain identifier"),
+    (("params:", "tools:\n  lookup: fine\nparams:"), 11, "tools: lookup needs a mapping of outcome labels to outcomes"),
+    (("params:", "tools:\n  lookup:\n    down: {raises: NoSuchError}\nparams:"), 12,
+     "raises names a class that cannot be found (no importable module defines it): 'NoSuchError'"),
+    (("params:", "tools:\n  lookup:\n    down: {raises: ValueError, code: 3}\nparams:"), 12,
+     "tools: outcome down of lookup: an outcome that raises is {raises: CLASS, message: TEXT}"),
+    (("target: crew_app:crew\n", "target: crew_app:crew\ninputs: [A-1]\n"), 3,
+     "inputs must be a mapping (what kickoff(inputs=...) gets)"),
 ])
 def test_a_bad_declaration_is_refused_at_its_line(check, tmp_path, change, line, message) -> None:
     (tmp_path / "specs").mkdir(exist_ok=True)

@@ -112,7 +112,8 @@ def test_the_oldest_run_leaves_out_a_framework_already_tested_at_its_lowest_vers
     assert fv.tests("py") == []
     monkeypatch.setattr(fv, "installed", lambda python, dist: lowest[dist] if dist != "langgraph" else "1.2.24")
     assert fv.tests("py") == ["tests/frameworks/test_framework_declaration.py",
-                              "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_langgraph.py"]
+                              "tests/frameworks/test_framework_versions.py", "tests/frameworks/test_langgraph.py",
+                              "tests/frameworks/test_langgraph_trees.py"]
     # not installed there, or a pre-release of the lowest: not tested at the lowest version
     monkeypatch.setattr(fv, "installed", lambda python, dist: "" if dist == "pydantic-ai-slim" else lowest[dist])
     assert fv.tests("py") == ["tests/frameworks/test_framework_declaration.py",

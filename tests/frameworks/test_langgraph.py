@@ -225,8 +225,9 @@ class State(TypedDict):
 
 def nested_graph(how: str, sub_steps: int | None, ran: list[str]) -> object:
     """A parent looping plan -> sub -> plan whose `sub` is a compiled subgraph, as a node (`node`)
-    or invoked inside a node function (`inner`); the subgraph runs `work` `sub_steps` times (None:
+    or invoked inside a node function (`inner`; `inner_config`: passing the node's config on); the subgraph runs `work` `sub_steps` times (None:
     forever). `ran` records every node run."""
+    from langchain_core.runnables import RunnableConfig
     from langgraph.graph import END, START, StateGraph
 
     def work(state: State) -> dict:
@@ -246,16 +247,20 @@ def nested_graph(how: str, sub_steps: int | None, ran: list[str]) -> object:
     def calls_sub(state: State) -> dict:
         subgraph.invoke({"n": 0})
         return {"n": 0}
+
+    def passes_config(state: State, config: RunnableConfig) -> dict:
+        subgraph.invoke({"n": 0}, config)
+        return {"n": 0}
     parent = StateGraph(State)
     parent.add_node("plan", plan)
-    parent.add_node("sub", subgraph if how == "node" else calls_sub)
+    parent.add_node("sub", {"node": subgraph, "inner": calls_sub, "inner_config": passes_config}[how])
     parent.add_edge(START, "plan")
     parent.add_edge("plan", "sub")
     parent.add_edge("sub", "plan")
     return parent.compile()
 
 
-@pytest.mark.parametrize("how", ["node", "inner"])
+@pytest.mark.parametrize("how", ["node", "inner", "inner_config"])
 def test_a_subgraph_counts_its_own_supersteps_against_the_parents_recursion_limit(how) -> None:
     """docs/how-to/trees-frameworks.md: the subgraph, as a node or invoked in a node function,
     gets the parent's recursion_limit and counts its own supersteps from 0 on each call; its

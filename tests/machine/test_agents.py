@@ -199,16 +199,18 @@ def test_a_cycle_of_sub_agents_is_refused(tmp_path):
     b = "machine: b\nvars:\n  y: {type: bool, init: false}\nagents:\n  a: a.yaml\nactions:\n  go:\n    run: a\n"
     spec = write(tmp_path, a=a, b=b)
     assert problems(spec) == [
-        "b.yaml:5: sub-agent a makes a cycle of sub-agents (a.yaml -> b.yaml -> "
-        "a.yaml): an agent that runs itself needs a depth bound, which specs do not have yet"]
+        "b.yaml:5: sub-agent a makes a cycle of sub-agents (a.yaml -> b.yaml -> a.yaml): an agent that runs "
+        "itself needs a depth bound: give sub-agent a depth: N (an int, or an int param of this spec), the most "
+        "copies of a.yaml that may run nested inside its outermost run"]
 
 
 def test_an_agent_that_runs_itself_is_refused(tmp_path):
     me = "machine: me\nvars:\n  x: {type: bool, init: false}\nagents:\n  me: me.yaml\nactions:\n  go:\n    run: me\n"
     spec = write(tmp_path, me=me)
     assert problems(spec) == [
-        "me.yaml:5: sub-agent me makes a cycle of sub-agents (me.yaml -> me.yaml): "
-        "an agent that runs itself needs a depth bound, which specs do not have yet"]
+        "me.yaml:5: sub-agent me makes a cycle of sub-agents (me.yaml -> me.yaml): an agent that runs itself "
+        "needs a depth bound: give sub-agent me depth: N (an int, or an int param of this spec), the most copies "
+        "of me.yaml that may run nested inside its outermost run"]
 
 
 def test_a_shared_var_of_another_type_is_refused(tmp_path):

@@ -230,3 +230,55 @@ def test_prism_labels_name_runs_of_states_as_ranges():
     from haltproof.reports.prism import _states
     assert _states([0, 1, 2, 3, 7, 8, 10, 12, 13, 14]) == "(s>=0 & s<=3) | s=7 | s=8 | s=10 | (s>=12 & s<=14)"
     assert (_states([]), _states([5]), _states(np.array([4, 5, 6]))) == ("false", "s=5", "(s>=4 & s<=6)")
+
+
+@needs_storm
+@pytest.mark.slow
+def test_past_large_storms_exact_values_lie_in_every_interval(check, tmp_path):
+    """The weighted benchmark G(14): 23,625 explored states, past LARGE, so every answer comes
+    from the arrays built from the explored graph (no exact solver at all). Storm's exact
+    engine on the DRN export: each side of a finishing probability (an interval), of the
+    benchmark's abort probability (fixed by the graph: exact) and of the expected transitions
+    (an interval) lies in haltproof's answer."""
+    text = (ROOT / "bench" / "specs" / "gate_budget_weighted.yaml").read_text()
+    text += "  finishes:\n    probability: {reach: status == finished, at_least: 0}\n"
+    pins = ("-p", "Q=14", "-p", "B=126", "-p", "A=3")
+    ran = check(text, *pins, "--format", "drn", command="export")
+    assert ran.code == 0, ran.err
+    data = json.loads(check(text, *pins, "--format", "json").out)["runs"][0]
+    assert data["stats"]["states"] == 23_625 > C.LARGE
+    props = {p["name"]: p for p in data["properties"]}
+    answers = [(f'P{side}=? [F "reach_{name}"]', props[name], side)
+               for name in ("finishes", "rarely_aborts") for side in ("min", "max")]
+    answers += [(f'R{{"transitions"}}{side}=? [F "terminal"]', data["outcomes"]["expected"]["transitions"], side)
+                for side in ("min", "max")]
+    iterated = 0
+    for formula, got, side in answers:
+        want = storm_drn(ran.out, formula, tmp_path)
+        if "interval" in got and got["interval"][side][0] != got["interval"][side][1]:
+            lo, hi = got["interval"][side]
+            assert Fraction(lo) <= want <= Fraction(hi) and hi - lo < 1e-9 * max(1, hi), (formula, want, lo, hi)
+            iterated += 1
+        else:
+            exact = got["exact"][side] if "exact" in got else got["interval"][side][0]
+            assert Fraction(exact) == want, (formula, want, got)
+    assert iterated >= 3           # finishes (both sides) and the expected maximum were iterated
+
+
+@needs_storm
+@pytest.mark.slow
+def test_a_large_component_on_the_large_path_contains_storms_value(check, monkeypatch, tmp_path):
+    """The walk's 999-state component with every model taken as large (LARGE lowered to 0):
+    the arrays built from the explored graph, the interval iteration on a cyclic component,
+    the expected total past the exact limit; Storm's exact values lie in each interval."""
+    monkeypatch.setattr(C, "LARGE", 0)
+    text = WALK + "  wins: {probability: {reach: x == 1000, at_most: 0.2}}\n"
+    ran = check(text, "--format", "drn", command="export")
+    assert ran.code == 0, ran.err
+    data = json.loads(check(text, "--format", "json").out)["runs"][0]
+    wins = next(p for p in data["properties"] if p["name"] == "wins")
+    cost = data["outcomes"]["expected"]["transitions"]
+    for formula, got in (('Pmax=? [F "reach_wins"]', wins), ('R{"transitions"}max=? [F "terminal"]', cost)):
+        want = storm_drn(ran.out, formula, tmp_path)
+        lo, hi = got["interval"]["max"]
+        assert lo < hi and Fraction(lo) <= want <= Fraction(hi), (formula, want, lo, hi)

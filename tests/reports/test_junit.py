@@ -298,3 +298,40 @@ def test_properties_undecided_after_a_spec_error_are_skipped_not_errors(cli, wor
     assert ran.code == 1
     violated = sum(p["status"] == "violated" for r in rep["runs"] for p in r["properties"])
     assert root.get("failures") == str(violated) and root.get("errors") == "0"
+
+
+def test_a_violated_probability_brings_its_likeliest_run_and_policy_table(cli):
+    """docs/examples/careful_or_bold.yaml: a probability's failure holds, after the shortest
+    counterexample, the most probable run with its odds, the witness policy as a decide
+    table and the weights the answer moves with; the suite's system-out is the run's outcome table (issue 33)."""
+    from conftest import ROOT
+    ran, root = junit(cli, str(ROOT / "docs" / "examples" / "careful_or_bold.yaml"))
+    assert ran.code == 1
+    assert_schema(root)
+    assert_counts(root)
+    text = cases(root)["best_is_below_nine_in_ten"].find("failure").text
+    assert text.endswith("""\
+1     careful    obs=hit  got_it  n=1 status=success
+most probable run that reaches it under the witness policy: probability 1/2 (0.5)
+  step  action     choices  rule    probability  state (changes)
+  0     (initial)                                n=0 status=going
+  1     careful    obs=hit  got_it  1/2 (0.5)    n=1 status=success
+witness policy as a decide table (3 states where the choice matters):
+  n in {0, 1}, status=going -> careful
+  n=2, status=going -> bold
+the answer moves most with (dP/d eps as eps of a choice's weight moves to one value, witness policy fixed):
+  careful obs=hit (weight 1/2 (0.5)): +1/4 (0.25)
+  careful obs=miss (weight 1/2 (0.5)): -1/4 (0.25)
+  bold obs=hit (weight 3/4 (0.75)): +1/4 (0.25)
+  bold obs=miss (weight 1/4 (0.25)): -1/4 (0.25)
+""")
+    (suite,) = root.iter("testsuite")
+    assert suite.find("system-out").text == """\
+careful_or_bold  (no params)
+  outcomes (probability, min..max over policies):
+    terminal             1
+    deadlock             0
+    never_terminating    0
+  expected until a terminal state:
+    transitions          1 .. 7/4 (1.75)
+"""

@@ -272,3 +272,28 @@ def test_every_format_from_one_run_of_a_violated_mutant(cli, tmp_path, validator
     assert "read_task_cards" in page and "final_answer_on_last_step_kept" in page
     report = json.loads(out["json"].read_text())
     assert report["result"] == "violated" and report["runs"][0]["stats"]["states"] == 112
+
+
+def test_a_violated_probability_brings_its_value_likeliest_run_and_policy_table(cli, validator):
+    """docs/examples/careful_or_bold.yaml: the result's properties hold its exact value, its
+    most probable run's odds and its decide table; the run is a second code flow; the run's
+    outcome table is in the SARIF run's properties (issue 33)."""
+    from conftest import ROOT
+    ran, log = sarif(cli, str(ROOT / "docs" / "examples" / "careful_or_bold.yaml"))
+    assert ran.code == 1
+    assert_valid(validator, log)
+    (run,) = log["runs"]
+    res = next(r for r in run["results"] if r["ruleId"] == "best_is_below_nine_in_ten")
+    props = res["properties"]
+    assert (props["value"], props["exact"]) == ({"min": 0.75, "max": 0.9375}, {"min": "3/4", "max": "15/16"})
+    assert props["mostProbableRun"] == {"goal": "a run that reaches it", "probability": "1/2", "odds": ["1/2"]}
+    assert props["decideTable"]["rows"] == [
+        {"when": {"n": [0, 1], "status": ["going"]}, "action": "careful", "choices": {}},
+        {"when": {"n": [2], "status": ["going"]}, "action": "bold", "choices": {}}]
+    assert [f["message"]["text"] for f in res["codeFlows"]] == [
+        "best_is_below_nine_in_ten: the shortest counterexample (1 transitions)",
+        "best_is_below_nine_in_ten: the most probable run that reaches it under the witness policy "
+        "(1 transitions, probability 1/2)"]
+    (table,) = run["properties"]["outcomes"]
+    assert (table["machine"], table["params"]) == ("careful_or_bold", {})
+    assert table["outcomes"]["expected"]["transitions"]["exact"] == {"min": "1", "max": "7/4"}
