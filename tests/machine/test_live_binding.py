@@ -1164,20 +1164,40 @@ class CloseFails(live_agents.SnapshotAdapter):
         raise RuntimeError("cannot close")
 
 
-@pytest.mark.verdict
-def test_a_close_that_raises_in_a_worker_is_the_same_finding_as_in_this_process(tmp_path, monkeypatch):
-    """The worker's transition kept its successor's run, then failed: its outcome is an error
-    with no result, which this process raises as its own (seed-21: `outcome` read the result
-    of a transition that has none when it tested `or` for `and`)."""
+CLOSE_FAILS_HEAD = "action work with tool=ok: the bound code raised RuntimeError: cannot close\n"
+CLOSE_FAILS_FRAME = (f'  File "{__file__}", line {CloseFails.close.__code__.co_firstlineno + 1}, in close\n'
+                     '    raise RuntimeError("cannot close")\nRuntimeError: cannot close')
+
+
+def close_fails_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, str]]]:
+    """The violated properties of CloseFails checked in this process and by two workers."""
     from test_parallel_bound import ForgetfulSlices
     path = agent(tmp_path, monkeypatch, "test_live_binding:CloseFails")
     monkeypatch.setattr(parallel, "SHARE_SECONDS", 0.0)
     options = Options(pins={"N": 3}, determinism="off")
     batch = parallel.Batch(parallel.Source(path=str(path)), prepare(load_spec(path), options), options)
     [alone] = check_spec(load_spec(path), options)
-    for run in (alone, parallel.check_shared(batch, ForgetfulSlices(), 2)):
-        assert run.result == "violated"
-        assert [(p.name, p.message) for p in run.properties if p.status == "violated"] == [(
-            "bound_code", "action work with tool=ok: the bound code raised RuntimeError: cannot close\n"
-                          f'  File "{__file__}", line {CloseFails.close.__code__.co_firstlineno + 1}, in close\n'
-                          '    raise RuntimeError("cannot close")\nRuntimeError: cannot close')]
+    runs = [alone, parallel.check_shared(batch, ForgetfulSlices(), 2)]
+    assert [run.result for run in runs] == ["violated", "violated"]
+    return [[(p.name, p.message) for p in run.properties if p.status == "violated"] for run in runs]
+
+
+@pytest.mark.verdict
+def test_a_close_that_raises_in_a_worker_is_the_same_finding_as_in_this_process(tmp_path, monkeypatch):
+    """The worker's transition kept its successor's run, then failed: its outcome is an error
+    with no result, which this process raises as its own (seed-21: `outcome` read the result
+    of a transition that has none when it tested `or` for `and`). The mutation pool's version
+    of the test below: the frames between haltproof's and the user's differ in the staged tree
+    (mutmut's trampoline), the same in both runs, so the two findings are compared whole."""
+    alone, shared = close_fails_findings(tmp_path, monkeypatch)
+    assert shared == alone
+    [(name, message)] = alone
+    assert name == "bound_code"
+    assert message.startswith(CLOSE_FAILS_HEAD) and message.endswith(CLOSE_FAILS_FRAME)
+
+
+@pytest.mark.verdict
+def test_a_close_that_raises_in_a_worker_shows_the_users_traceback_alone(tmp_path, monkeypatch):
+    """Only the user's frame of the traceback, in either process. Not in the mutation pool
+    (pyproject.toml [tool.mutmut]): there mutmut's trampoline frames enter the traceback."""
+    assert close_fails_findings(tmp_path, monkeypatch) == [[("bound_code", CLOSE_FAILS_HEAD + CLOSE_FAILS_FRAME)]] * 2
