@@ -467,8 +467,10 @@ def test_exact_elimination_looks_at_the_bounds_once_a_pivot(monkeypatch):
     calls = ticks_from(monkeypatch, P, {})
     r = P.reach(ruin(n=60, start=30), [i == 60 for i in range(61)])
     assert r.min == ruin_win(n=60, start=30)
-    assert calls.count("_solve") >= 59 * 2        # min and max, each at least one elimination of 59 pivots
-    calls = ticks_from(monkeypatch, P, {"_solve": 30})
+    # the elimination ticks in solve_columns (`_solve` is its one-column case): min and max, each at
+    # least one elimination of 59 pivots
+    assert calls.count("solve_columns") >= 59 * 2
+    calls = ticks_from(monkeypatch, P, {"solve_columns": 30})
     with pytest.raises(budget.Stopped):
         P.reach(ruin(n=60, start=30), [i == 60 for i in range(61)])
 
