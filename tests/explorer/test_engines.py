@@ -900,6 +900,31 @@ terminal: x == 4
 
 
 @pytest.mark.verdict
+def test_two_vars_leaving_their_domains_in_different_states_of_one_block_drop_both():
+    """One `up` block over two states: a leaves 0..2 in the first, b in the second. Neither
+    successor may be kept (the vector engine once kept the first one, whose code then lay
+    outside the state index: mutation seed 22, vengine.py `combo_block` 153)."""
+    text = """\
+machine: two_leave
+vars:
+  a: {type: int, min: 0, max: 2, init: 0}
+  b: {type: int, min: 0, max: 2, init: 0}
+  phase: {type: int, min: 0, max: 2, init: 0}
+actions:
+  pick: {when: phase == 0, choose: {which: [1, 2]}, do: [{set: {a: "2 if which == 1 else 0", b: "2 if which == 2 else 0", phase: 1}}]}
+  up: {when: phase == 1, do: [{set: {a: "a + 1 if a == 2 else a", b: "b + 1 if b == 2 else b", phase: 2}}]}
+terminal: phase == 2
+"""
+    for way, r in each_way(text).items():
+        d = prop(r, "domains")
+        assert (r.result, d.status, d.message) == ("violated", "violated", "a = 3 is outside its domain 0..2"), way
+        assert [(s.action, s.state) for s in d.trace.steps] == [
+            (None, {"a": 0, "b": 0, "phase": 0}), ("pick", {"a": 2, "b": 0, "phase": 1}),
+            ("up", {"a": 3, "b": 0, "phase": 2})], way
+        assert (r.stats["states"], r.stats["transitions"], r.stats["terminal_states"]) == (3, 2, 0), way
+
+
+@pytest.mark.verdict
 def test_a_spec_without_a_terminal_predicate():
     text = """\
 machine: endless
