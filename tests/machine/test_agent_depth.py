@@ -5,14 +5,14 @@ nested trace of a failure at the bound, and the mistakes refused at the file and
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from haltproof.machine.spec import SpecError, load_spec
+from test_agents import in_tmp, problems, write  # noqa: F401  (in_tmp: the same autouse fixture, working folder = tmp_path)
+from haltproof.machine.spec import load_spec
 
 ENGINES = ["scalar", "vector"]
 SHIPPED = (ROOT / "examples" / "trees" / "recursive" / "solver.yaml").read_text()
@@ -20,23 +20,6 @@ SHIPPED = (ROOT / "examples" / "trees" / "recursive" / "solver.yaml").read_text(
 SOLVER = SHIPPED[:SHIPPED.index("  at_most_10_model_calls:")] + SHIPPED[SHIPPED.index("  stops:"):SHIPPED.index("expect:")]
 NO_GIVE_UP = SOLVER[:SOLVER.index("  give_up:")] + SOLVER[SOLVER.index("  merge:"):]
 
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    """Paths in messages are shown relative to the working directory: make it the specs' folder."""
-    monkeypatch.chdir(tmp_path)
-
-
-def write(tmp_path: Path, **files: str) -> Path:
-    for name, text in files.items():
-        (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(text))
-    return tmp_path / f"{next(iter(files))}.yaml"
-
-
-def problems(path: Path) -> list[str]:
-    with pytest.raises(SpecError) as err:
-        load_spec(path)
-    return [f"{Path(p.file).name}:{p.line}: {p.message}" for p in err.value.problems]
 
 
 def runs(cli, spec: Path, *args: str) -> list[dict]:
