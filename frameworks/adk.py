@@ -40,9 +40,9 @@ from haltproof.machine.declarations import Declared
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.yamlpos import YMap
 
-from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, guard_of, import_target, keep_user_lines,
-                          lined, mapping, node, outcome_labels, plain, quoted, require_version, with_user_properties)
-from .openai_agents import Final, ToolCall, model_choice, slug     # a text answer and a tool call, as there
+from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, import_target, keep_user_lines,
+                          lined, node, plain, quoted, require_version, with_user_properties)
+from .openai_agents import Final, ToolCall, declared_models, model_choice, slug     # a text answer and a tool call, as there
 from .paused import ModelCalls, PausedRun
 
 LIMIT = "max_llm_calls"
@@ -426,28 +426,8 @@ def _answer(raw: Any, file: str, line: int, what: str, agent: Any, nested: bool 
 
 def _models(top: YMap, file: str, agents: dict[str, Any],
             lines: dict[str, Choice]) -> dict[str, dict[str, Answer | list[Answer]]]:
-    """`models:` LlmAgent -> label -> answer; each agent's choice at its lines goes to `lines`."""
-    declared = mapping(top, "models", file, "agent names to their model's answers")
-    out: dict[str, dict[str, Answer | list[Answer]]] = {}
-    for name in declared:
-        if name not in agents:
-            raise fail(file, declared.line_of(name), f"models: no LlmAgent named {name!r} in the tree "
-                                                     f"(its LlmAgents: {', '.join(agents)})")
-        labels = outcome_labels(declared, name, file, "models")
-        choice = lines[model_choice(str(name))] = Choice(model_choice(str(name)), declared.line_of(name), {})
-        out[str(name)] = {}
-        for label, raw in labels.items():
-            at = labels.line_of(label)
-            raw, guard = guard_of(raw, file, f"answer {label} of {name}")
-            choice.labels[str(label)] = at
-            if guard is not None:
-                choice.when[str(label)] = guard
-            out[str(name)][str(label)] = _answer(raw, file, at, f"answer {label} of {name}", agents[name])
-    missing = [a for a in agents if a not in out]
-    if missing:
-        raise fail(file, top.line_of("models") if "models" in top else top.line,
-                   f"models: the LlmAgent {missing[0]!r} is in the tree, but its model has no answers declared")
-    return out
+    """`models:` LlmAgent -> label -> answer, read as the OpenAI Agents declaration reads them."""
+    return declared_models(top, file, agents, lines, _answer, "LlmAgent", "tree", "is in the tree")
 
 
 def _limit_values(params: YMap, name: str) -> list[Any]:

@@ -45,7 +45,7 @@ import copy
 import functools
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -586,14 +586,22 @@ def _answer(raw: Any, file: str, line: int, what: str, d_agent: Any, nested: boo
 
 def _models(top: YMap, file: str, agents: dict[str, Any],
             lines: dict[str, Choice]) -> dict[str, dict[str, Answer | list[Answer]]]:
-    """`models:` agent -> label -> answer; each agent's choice at its lines goes to `lines` (an
-    answer may carry `when:`, a guard over the vars)."""
+    """`models:` agent -> label -> answer (an answer may carry `when:`, a guard over the vars)."""
+    return declared_models(top, file, agents, lines, _answer, "agent", "run", "can get the run")
+
+
+def declared_models(top: YMap, file: str, agents: dict[str, Any], lines: dict[str, Choice],
+                    answer: Callable[[Any, str, int, str, Any], Any], kind: str, where: str,
+                    present: str) -> dict[str, dict[str, Any]]:
+    """`models:` agent -> label -> answer, each read by `answer` (the framework's answer shapes);
+    each agent's choice at its lines goes to `lines`. `kind`, `where` and `present` word the
+    errors: an agent named that is not in the `where`, one that `present` with no answers."""
     declared = mapping(top, "models", file, "agent names to their model's answers")
-    out: dict[str, dict[str, Answer | list[Answer]]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in declared:
         if name not in agents:
-            raise fail(file, declared.line_of(name), f"models: no agent named {name!r} in the run "
-                                                     f"(its agents: {', '.join(agents)})")
+            raise fail(file, declared.line_of(name), f"models: no {kind} named {name!r} in the {where} "
+                                                     f"(its {kind}s: {', '.join(agents)})")
         labels = outcome_labels(declared, name, file, "models")
         choice = lines[model_choice(str(name))] = Choice(model_choice(str(name)), declared.line_of(name), {})
         out[str(name)] = {}
@@ -603,11 +611,11 @@ def _models(top: YMap, file: str, agents: dict[str, Any],
             choice.labels[str(label)] = at
             if guard is not None:
                 choice.when[str(label)] = guard
-            out[str(name)][str(label)] = _answer(raw, file, at, f"answer {label} of {name}", agents[name])
+            out[str(name)][str(label)] = answer(raw, file, at, f"answer {label} of {name}", agents[name])
     missing = [a for a in agents if a not in out]
     if missing:
         raise fail(file, top.line_of("models") if "models" in top else top.line,
-                   f"models: the agent {missing[0]!r} can get the run, but its model has no answers declared")
+                   f"models: the {kind} {missing[0]!r} {present}, but its model has no answers declared")
     return out
 
 
