@@ -294,6 +294,34 @@ def test_a_missing_choice_is_reported_the_same_on_both_engines(step, expect):
 
 
 @pytest.mark.verdict
+def test_a_missing_bool_choice_beside_a_bool_var_in_an_if_is_read_as_true_or_false():
+    """`stop` does not make the bool choice f: the vector engine reads it as a stand-in 0 in
+    the rows that `need` marks, so `f if ... else after.ok` is computed as ints there, 0 or 1.
+    Judged as ints, `~1` is -2, which is true: the engine must take the property as bools first,
+    or `stop` from x = 1 (ok true, f not read) is a false "false for this transition" where the
+    scalar engine leaves small_steps undecided (mutation seed 22, vengine.py `_full` 8)."""
+    text = """\
+machine: bool_reads
+vars:
+  x: {type: int, min: 0, max: 4, init: 0}
+  ok: {type: bool, init: true}
+actions:
+  add: {when: x < 4, choose: {n: [true, false]}, do: [{set: {x: x + 1}}]}
+  stop: {when: x >= 1, do: [{set: {x: 4}}]}
+terminal: x == 4
+properties:
+  small_steps: {step: "(n or not n) if action == add else (n if before.x >= 3 else after.ok)"}
+"""
+    for scalar, vector, engine in _both(_spec(text)):
+        assert engine == "vector" and scalar == vector
+        status = {p[0]: p[1] for p in vector["properties"]}
+        assert (status["small_steps"], status["well_defined"]) == ("unknown", "violated"), vector["properties"]
+        wd = next(p for p in vector["properties"] if p[0] == "well_defined")
+        assert "reads choice n, which action stop does not make" in wd[2]
+        assert [s["action"] for s in wd[3]["steps"]] == [None, "add", "add", "add", "stop"]
+
+
+@pytest.mark.verdict
 def test_enum_vars_sharing_values_keep_their_own_encoding():
     """`mode`'s values are not a run of literal ids (`idle` and `done` come from `phase`),
     so its code digit goes through a lookup table rather than arithmetic."""
