@@ -1,6 +1,6 @@
 """Mutation testing of the verdict path (issue 18): mutmut over the modules that decide a
-verdict, each mutant judged by the fast `verdict`-marked tests, and a report of the score
-per module with every survivor.
+verdict, each mutant judged by every fast test that reaches the mutated function (whatever
+its marker), and a report of the score per module with every survivor.
 
 Run from the repository root, with the extra installed (`pip install -e '.[test,mutation]'`):
 
