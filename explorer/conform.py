@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
+import hypothesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import HypothesisException, InvalidArgument
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
@@ -32,6 +35,9 @@ from haltproof.machine.compiled import CompiledAction, EvalError, Machine
 from haltproof.machine.live import LiveAdapter
 from haltproof.machine.text import assignments_text, exception_text, value_text
 from haltproof.machine.usercode import OutOfTime, Stuck, running
+
+
+_HYPOTHESIS = (os.path.dirname(os.path.abspath(hypothesis.__file__)) + os.sep,)   # its frames between the user's
 
 
 @dataclass
@@ -76,8 +82,10 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
     checkers = {id(m): value_checkers(m) for m in machines}
     runners = {id(m): Runner(m, adapter) for m in machines}     # the same calls `check` makes
 
+    # one failure, the smallest: a run can fail in several ways (the code raises on one example and
+    # disagrees on another), which Hypothesis would otherwise raise together as an ExceptionGroup
     @settings(max_examples=examples, database=None, deadline=None, print_blob=False,
-              suppress_health_check=list(HealthCheck))
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
     @fix_seed(seed)
     @given(st.data())
     def run(data: st.DataObject) -> None:
@@ -93,61 +101,57 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
             steps.append(ConformStep("(start)", {}, {}, None, None, None, None,
                                      _raised(f"the adapter's {runner.starts}", exc)))
             raise _Mismatch(f"{runner.starts} failed") from None
-        for _ in range(max_depth):
-            if m.is_terminal(s):
-                return
-            enabled = [a for a in m.actions if a.guard is None or a.guard(s)]
-            if not enabled:
-                return
-            act = data.draw(st.sampled_from(enabled), label="action")
-            ci = data.draw(st.sampled_from(_choice_order(m, act, s, data)), label="choices")
-            labels = act.labels[ci]
-            step = ConformStep(act.name, dict(labels), {}, None, None, None, None)
-            steps.append(step)
-            try:
-                strategies = _user(running(f"the adapter's strategy() for action {act.name}", labels,
-                                           m.state_dict(s)),
-                                   _strategies, adapter, act.name, labels)
-            except usercode.FAILURES as exc:
-                step.error = _raised("the adapter's strategy()", exc)
-                raise _Mismatch(step.error) from None
-            values = {name: _user(running(f"a draw of the adapter's strategy for {name} of action {act.name}",
-                                          labels, m.state_dict(s)),
-                                  data.draw, strategy, f"{name}={labels[name]}")
-                      for name, strategy in strategies.items()}
-            step.concrete = copy.deepcopy(values)
-            try:
-                t, rule = act.step(s, *act.combos[ci])
-                step.spec_state, step.spec_rule = m.state_dict(t), rule
-            except (EvalError, ZeroDivisionError) as exc:
-                step.error = f"the spec's own stages failed: {exc}"
-                raise _Mismatch(step.error) from None
-            try:
-                concrete, step.code_state, step.code_rule = _user(
-                    running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
-                    runner.advance, concrete, act.name, copy.deepcopy(values))
-            except usercode.FAILURES as exc:
-                step.error = _raised("the code", exc)
-                raise _Mismatch(step.error) from None
-            if not isinstance(step.code_state, dict):
-                step.error = (f"the adapter's abstract() must return a dict over the spec's vars "
-                              f"{m.var_names}, got {type(step.code_state).__name__}")
-                raise _Mismatch(step.error)
-            for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
-                if v.ghost and v.monitor is None and step.spec_state is not None:   # a monitor: never shown
-                    step.code_state.setdefault(v.name, step.spec_state[v.name])
-            if step.code_rule is None:     # the code names no rule: the spec's table does, as in `check`
-                step.code_rule = step.spec_rule
-            compared[0] += 1
-            step.outside = _outside(m, checkers[id(m)], step.code_state)
-            if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
-                raise _Mismatch("the code and the spec disagree")
-            if step.outside:
-                # the code agrees with a spec whose own stages left the domain: the exhaustive
-                # check reports that (`domains`) and explores nothing beyond, nor do we
-                return
-            s = t
+        try:
+            for _ in range(max_depth):
+                if m.is_terminal(s):
+                    break
+                enabled = [a for a in m.actions if a.guard is None or a.guard(s)]
+                if not enabled:
+                    break
+                act = data.draw(st.sampled_from(enabled), label="action")
+                ci = data.draw(st.sampled_from(_choice_order(m, act, s, data)), label="choices")
+                labels = act.labels[ci]
+                step = ConformStep(act.name, dict(labels), {}, None, None, None, None)
+                steps.append(step)
+                values = _draw_values(adapter, act.name, labels, m.state_dict(s), data, step)
+                step.concrete = copy.deepcopy(values)
+                try:
+                    t, rule = act.step(s, *act.combos[ci])
+                    step.spec_state, step.spec_rule = m.state_dict(t), rule
+                except (EvalError, ZeroDivisionError) as exc:
+                    step.error = f"the spec's own stages failed: {exc}"
+                    raise _Mismatch(step.error) from None
+                try:
+                    concrete, step.code_state, step.code_rule = _user(
+                        running(f"the bound code for action {act.name}", labels, m.state_dict(s)),
+                        runner.advance, concrete, act.name, copy.deepcopy(values))
+                except usercode.FAILURES as exc:
+                    step.error = _raised("the code", exc)
+                    raise _Mismatch(step.error) from None
+                if not isinstance(step.code_state, dict):
+                    step.error = (f"the adapter's abstract() must return a dict over the spec's vars "
+                                  f"{m.var_names}, got {type(step.code_state).__name__}")
+                    raise _Mismatch(step.error)
+                for v in m.spec.vars:          # a ghost var is the spec's alone (machine/binding.py)
+                    if v.ghost and v.monitor is None and step.spec_state is not None:   # a monitor: never shown
+                        step.code_state.setdefault(v.name, step.spec_state[v.name])
+                if step.code_rule is None:     # the code names no rule: the spec's table does, as in `check`
+                    step.code_rule = step.spec_rule
+                compared[0] += 1
+                step.outside = _outside(m, checkers[id(m)], step.code_state)
+                if _typed(step.code_state) != _typed(step.spec_state) or step.code_rule != step.spec_rule:
+                    raise _Mismatch("the code and the spec disagree")
+                if step.outside:
+                    # the code agrees with a spec whose own stages left the domain: the exhaustive
+                    # check reports that (`domains`) and explores nothing beyond, nor do we
+                    break
+                s = t
+        except BaseException:
+            _close(runner, concrete, steps, failing=True)
+            raise
+        _close(runner, concrete, steps, failing=False)
 
+    _warm_hypothesis()
     try:
         usercode.drive(run)     # each call into the code (strategies' draws too) has the call deadline
     except _Mismatch:
@@ -162,9 +166,71 @@ def conform(machines: list[Machine], adapter: Adapter | LiveAdapter, *, examples
     return ConformResult(True, examples, seed, compared[0])
 
 
+def _warm_hypothesis() -> None:
+    """Hypothesis's own one-off work, done here outside the call deadline: it would otherwise land
+    in the first draw of the adapter's strategy, a call into the user's code, and with a short
+    --call-timeout make that draw "stuck". On a cold cache (.hypothesis/ in the working folder)
+    the Unicode tables of the first `st.text()` take seconds (3.5 s here), and so does reading
+    the literals of every local module's source (Hypothesis 6.131 on; a private function, so it
+    is called only if it is there)."""
+    st.text().validate()
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    scan = getattr(providers, "_get_local_constants", None)
+    if callable(scan):
+        scan()
+
+
+def _close(runner: Runner, concrete: Any, steps: list[ConformStep], failing: bool) -> None:
+    """The example's live run goes to the adapter's close(), under the call deadline, as `check`
+    closes each run it makes. A close() that raises or does not return fails the example, unless
+    the example failed already: its own failure is the one shown (as in `check`)."""
+    if not runner.live:
+        return
+    try:
+        _user("running the adapter's close()", runner.close, concrete)
+    except usercode.FAILURES as exc:
+        if not failing:
+            steps.append(ConformStep("(close)", {}, {}, None, None, None, None, _raised("the adapter's close()", exc)))
+            raise _Mismatch("close() failed") from None
+    except OutOfTime:
+        if not failing:
+            raise
+
+
 def _strategies(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, Any]) -> dict[str, Any]:
     """The adapter's strategy for each choice `action` made, by choice name."""
     return {name: adapter.strategy(action, name, label) for name, label in labels.items()}
+
+
+def _draw_values(adapter: Adapter | LiveAdapter, action: str, labels: dict[str, Any], state: dict[str, Any],
+                 data: st.DataObject, step: ConformStep) -> dict[str, Any]:
+    """A concrete value of each choice, drawn from the adapter's strategy for its class. strategy()
+    and each draw are calls into the user's code, under the call deadline; a failure of either
+    fails the example (`step.error`), never the command."""
+    def failed(error: str) -> _Mismatch:
+        step.error = error
+        return _Mismatch(error)
+    try:
+        strategies = _user(running(f"the adapter's strategy() for action {action}", labels, state),
+                           _strategies, adapter, action, labels)
+    except usercode.FAILURES as exc:
+        raise failed(_raised("the adapter's strategy()", exc)) from None
+    values = {}
+    for name, strategy in strategies.items():
+        said = f"the adapter's strategy for {name} of action {action}"
+        if not isinstance(strategy, st.SearchStrategy):
+            raise failed(f"{said} must be a Hypothesis strategy, got {type(strategy).__name__}")
+        try:
+            values[name] = _user(running(f"a draw of {said}", labels, state),
+                                 data.draw, strategy, f"{name}={labels[name]}")
+        except usercode.FAILURES as exc:
+            if isinstance(exc, HypothesisException) and not isinstance(exc, InvalidArgument):
+                raise           # Hypothesis's own flow: an assumption not met, a filter that gave up
+            raise failed(_raised(said, exc)) from None
+    return values
 
 
 def _user(doing: str, fn: Any, *args: Any) -> Any:
@@ -214,7 +280,7 @@ def _outside(m: Machine, checkers: list[Callable[[Any], bool]], state: dict[str,
 
 
 def _raised(who: str, exc: BaseException) -> str:
-    return f"{who} raised {exception_text(exc)}\n{user_traceback(exc)}"
+    return f"{who} raised {exception_text(exc)}\n{user_traceback(exc, _HYPOTHESIS)}"
 
 
 def _show_code(step: ConformStep, var: str) -> str:

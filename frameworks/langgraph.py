@@ -73,16 +73,7 @@ class GraphRun:
     def pull(self) -> None:
         """Run LangGraph up to its next checkpoint: one superstep (or the end, or its limit error)."""
         if self.subgraphs:
-            try:
-                self.pull_nested()
-            except BaseException:
-                # the check's explorer closes a run whose step raised, but `conform` closes none:
-                # its graph, paused in another thread, is let go here, or that thread waits for
-                # ever (and the process at exit); closing the stream twice is harmless
-                close = getattr(self.events, "close", None)
-                if callable(close):
-                    close()
-                raise
+            self.pull_nested()      # a run whose pull raised is closed by the caller (check and conform)
             return
         event = next(self.events, None)
         self.took(event)

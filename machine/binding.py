@@ -44,7 +44,7 @@ from typing import Any, TypeAlias, TypeVar
 from . import usercode
 from .compiled import EVAL_ERRORS, AbsentChoice, CompiledAction, EvalError, Machine, spec_line
 from .errors import Located, Problem, SpecError
-from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, is_live
+from .live import STATE, Driver, LiveAdapter, LiveRuns, Origin, close_run, is_live
 from .outcomes import outcome_of, resolve
 from .usercode import running
 from .spec import Spec, present
@@ -212,10 +212,11 @@ _LAYERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OWN_DIRS = tuple(os.path.join(_LAYERS, layer) + os.sep for layer in ("machine", "properties", "explorer"))
 
 
-def user_traceback(exc: BaseException) -> str:
-    """The traceback without haltproof's own frames: the part the user can act on."""
+def user_traceback(exc: BaseException, library: tuple[str, ...] = ()) -> str:
+    """The traceback without haltproof's own frames (nor those under the `library` folders, a
+    library that called the user's code): the part the user can act on."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not os.path.abspath(f.filename).startswith(_OWN_DIRS)]
+              if not os.path.abspath(f.filename).startswith(_OWN_DIRS + library)]
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc)
     return "".join(lines).rstrip()
 
@@ -255,6 +256,12 @@ class Runner:
         got = (self.driver.call(self.adapter.abstract, holder[0]) if self.live
                else self.driver.call(self.adapter.abstract, holder[0], self.params))
         return holder[0], _with(got, sets), rule, sets
+
+    def close(self, concrete: Any) -> None:
+        """The run is done with: a live one goes to the adapter's close(), if it has one (a
+        concretized state is the adapter's plain value: nothing to release)."""
+        if self.live:
+            close_run(self.adapter, self.driver, concrete)
 
     def _step(self, holder: list[Any], action: str, choices: dict[str, Any]) -> Any:
         if self.live:            # the live run advances in place

@@ -90,6 +90,13 @@ def is_live(adapter: object) -> bool:
     return callable(getattr(adapter, "start", None))
 
 
+def close_run(adapter: object, driver: Driver, live: Any) -> None:
+    """`live` goes to the adapter's `close`, if it has one (on the run's loop when it is async)."""
+    close = getattr(adapter, "close", None)
+    if callable(close):
+        driver.call(close, live)
+
+
 class Driver:
     """Makes the user's calls; awaits what they return on one event loop kept for the run."""
 
@@ -241,9 +248,7 @@ class LiveRuns:
             if run is live:
                 del self.open[k]
                 break
-        close = getattr(self.adapter, "close", None)
-        if callable(close):
-            self.driver.call(close, live)
+        close_run(self.adapter, self.driver, live)
 
     def keep(self, parent: tuple[Any, ...], action: str, choices: dict[str, Any],
              s: tuple[Any, ...], live: Any, way: Any = None, sets: dict[str, Any] | None = None) -> None:

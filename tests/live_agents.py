@@ -355,6 +355,39 @@ class ClosingAdapter(ReplayedAdapter):
         type(self).closed.append(live)
 
 
+class CrashesOnOk(ReplayedMutant):
+    """Fails conform two ways: its step raises on tool ok, and its limit check is one step late."""
+
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        if choices["tool"] == "ok":
+            raise RuntimeError("the ok tool is gone")
+        return super().step(live, action, choices)
+
+
+class ClosingMutant(ClosingAdapter):
+    """ClosingAdapter over the agent that checks its limit one step late: conform fails it."""
+
+    agent = SkipsLimit
+
+
+class CloseRaises(ClosingAdapter):
+    """A run it cannot release: its close() raises."""
+
+    def close(self, live: Agent) -> None:
+        super().close(live)
+        raise RuntimeError("the run's pool is shut down already")
+
+
+class CloseRaisesMutant(ClosingMutant):
+    """The late limit check, and a close() that raises on a run still running: only a run on which
+    the code and the spec disagree ends so (the spec's ends are done and limit)."""
+
+    def close(self, live: Agent) -> None:
+        super().close(live)
+        if live.status == "running":
+            raise RuntimeError("the run's pool is shut down already")
+
+
 class NotANumber(AgentAdapter):
     """Reads a step count it keeps as a float, and NaN once the first step is taken (a
     division 0/0 in the user's own bookkeeping): NaN is not even equal to itself."""

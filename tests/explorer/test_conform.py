@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -258,6 +261,70 @@ def test_conform_where_the_strategy_raises_is_not_an_internal_error(cli, tmp_pat
     assert ran.code in (1, 2), ran.err[-600:]
     assert "internal error" not in ran.err
     assert "no strategy for" in ran.out + ran.err
+
+
+STRATEGY_MISTAKES = """\
+from hypothesis import strategies as st
+from haltproof.harness.loop_binding import LoopDemoAdapter
+
+class NotAStrategy(LoopDemoAdapter):
+    def strategy(self, action, choice, label):
+        return 42
+
+class RefusedStrategy(LoopDemoAdapter):
+    def strategy(self, action, choice, label):
+        return st.integers(5, 1)
+
+class DrawRaises(LoopDemoAdapter):
+    def strategy(self, action, choice, label):
+        return super().strategy(action, choice, label).map(self.spoil)
+
+    def spoil(self, value):
+        raise ValueError("no such card")
+"""
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("adapter,error", [
+    ("NotAStrategy", ["    the adapter's strategy for obs of action read_task_cards must be a Hypothesis strategy, got int"]),
+    ("RefusedStrategy", ["    the adapter's strategy for obs of action read_task_cards raised InvalidArgument: Cannot have "
+                         "max_value=1 < min_value=5",
+                         "    hypothesis.errors.InvalidArgument: Cannot have max_value=1 < min_value=5"]),
+    ("DrawRaises", ["    the adapter's strategy for obs of action read_task_cards raised ValueError: no such card",
+                    '      File "{path}", line 17, in spoil',
+                    '        raise ValueError("no such card")',
+                    "    ValueError: no such card"]),
+])
+def test_a_strategy_that_cannot_draw_fails_its_example_with_the_users_frames_alone(cli, tmp_path, monkeypatch,
+                                                                                   adapter, error):
+    """A non-strategy, one Hypothesis refuses, a draw that raises: each was an internal error
+    (exit 4, a traceback through Hypothesis and haltproof); now a failed example (exit 1) whose
+    traceback has the user's frames and no Hypothesis ones."""
+    (tmp_path / "hp_strategy_mistakes.py").write_text(STRATEGY_MISTAKES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ran = cli("conform", bound_copy(tmp_path, f"hp_strategy_mistakes:{adapter}"), "--examples", "5")
+    assert (ran.code, ran.err) == (1, "")
+    lines = ran.out.splitlines()
+    assert lines[0] == (f"conformance of loop_demo and hp_strategy_mistakes:{adapter} FAILED (seed 0): the minimal "
+                        "run on which the code and the spec disagree:")
+    assert re.fullmatch(r"  step 1: read_task_cards with obs=\w+", lines[3])
+    assert lines[4:4 + len(error)] == [line.format(path=tmp_path / "hp_strategy_mistakes.py") for line in error]
+    # a draw that raised also says which strategy (Hypothesis's note on the exception)
+    assert [line.startswith("    while generating ") for line in lines[4 + len(error):]] == (
+        [True] if adapter == "DrawRaises" else [])
+
+
+def test_hypothesis_first_text_tables_are_built_outside_the_call_deadline(tmp_path):
+    """On a cold Hypothesis cache, the first draw of the shipped adapter's `st.text()` built
+    Unicode tables for a second or more inside the user's call: with `--call-timeout 1` conform
+    said the draw did not return. haltproof builds them before the first draw. A process of its
+    own, with a storage folder of its own, so the cache is cold."""
+    env = {**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(tmp_path / "cold")}
+    ran = subprocess.run([sys.executable, "-m", "haltproof.cli.main", "conform", str(LOOP_DEMO), "--call-timeout", "1",
+                          "--examples", "30"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert (ran.returncode, ran.stderr) == (0, "")
+    assert ran.stdout.startswith("conformance of loop_demo and haltproof.harness.loop_binding:LoopDemoAdapter: 30 "
+                                 "random runs (seed 0), ")
 
 
 def test_conform_from_the_api_agrees_on_the_shipped_adapter():

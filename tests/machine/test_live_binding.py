@@ -18,6 +18,7 @@ import live_agents
 from haltproof.explorer import parallel
 from haltproof.explorer.options import Options
 from haltproof.explorer.check import check_machine, check_spec, prepare
+from haltproof.explorer.conform import conform
 from haltproof.explorer.results import RunResult
 from haltproof.machine import binding as B, live
 from haltproof.machine.compiled import Machine
@@ -479,6 +480,49 @@ def test_every_run_started_is_closed_once_when_the_check_is_done_with_it(tmp_pat
     started, closed = live_agents.ClosingAdapter.started, live_agents.ClosingAdapter.closed
     assert len(started) >= 10
     assert sorted(map(id, closed)) == sorted(map(id, started))
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("adapter,agrees", [("ClosingAdapter", True), ("ClosingMutant", False)])
+def test_conform_closes_every_run_it_starts_once(tmp_path, adapter, agrees):
+    """`haltproof conform` closes each example's run when the example ends, as `check` closes
+    its runs: examples that agree, and those that fail and the shrinking that follows them."""
+    live_agents.ClosingAdapter.started.clear()
+    live_agents.ClosingAdapter.closed.clear()
+    machines = prepare(load_spec(agent_spec(tmp_path, adapter)), Options(model_only=True))
+    result = conform(machines, getattr(live_agents, adapter)(), examples=30)
+    assert result.ok is agrees
+    started, closed = live_agents.ClosingAdapter.started, live_agents.ClosingAdapter.closed
+    assert len(started) >= 10
+    assert sorted(map(id, closed)) == sorted(map(id, started))
+
+
+@pytest.mark.verdict
+def test_a_close_that_raises_fails_conform_unless_its_example_failed_already(tmp_path, cli):
+    """A close() that raises is the example's failure, shown after its steps; on an example that
+    fails already, that failure is the one shown (as `check` reports the transition's own)."""
+    raised = cli("conform", agent_spec(tmp_path, "CloseRaises"), "--examples", "20")
+    assert raised.code == 1
+    lines = raised.out.splitlines()
+    assert lines[:4] == [
+        "conformance of agent and live_agents:CloseRaises FAILED (seed 0): the minimal run on which the code "
+        "and the spec disagree:", "  params: N=2", "  initial state: steps=0 status=running",
+        "  step 1: work with tool=ok  concrete: tool=\"ok\""]
+    assert lines[4:6] == ["  step 2: (close) with no choices",
+                          "    the adapter's close() raised RuntimeError: the run's pool is shut down already"]
+    mutant = cli("conform", agent_spec(tmp_path, "CloseRaisesMutant"), "--examples", "60")
+    assert mutant.code == 1 and "(close)" not in mutant.out and "close()" not in mutant.out
+    assert "    status: spec limit, code running" in mutant.out
+
+
+@pytest.mark.verdict
+def test_code_that_fails_conform_two_ways_is_shown_its_smallest_failure(tmp_path, cli):
+    """The step raises on one example and disagrees with the spec on another: conform shows the
+    smallest of the two (Hypothesis raised both as one ExceptionGroup, an internal error, exit 4)."""
+    ran = cli("conform", agent_spec(tmp_path, "CrashesOnOk"), "--examples", "60")
+    assert ran.code == 1
+    assert ran.out.splitlines()[3:5] == ['  step 1: work with tool=ok  concrete: tool="ok"',
+                                         "    the code raised RuntimeError: the ok tool is gone"]
 
 
 def test_closing_the_driver_lets_a_parked_task_leave_its_async_with() -> None:
