@@ -68,10 +68,16 @@ CHECKOUT_TESTS = ["tests/project/test_layers.py", "tests/project/test_hygiene.py
 # Tests that fail in the staged tree with no mutant applied (each prefix deselects its
 # parametrizations): mutmut's trampoline frames enter the user traceback the first one pins whole;
 # the second bounds a whole check by 1 s of wall time, which the slowed staged tree exceeds on a
-# busy machine. mutmut records no pool while one fails.
+# busy machine; the last three set memory limits around the installed package's size, which the
+# staged modules (every mutant's code in them) exceed tenfold. mutmut records no pool while one fails.
 STAGE_BOUND_TESTS = ["tests/machine/test_live_binding.py::"
                      "test_a_close_that_raises_in_a_worker_shows_the_users_traceback_alone",
-                     "tests/cli/test_supervise.py::test_code_that_ignores_the_timeout_is_stopped_by_the_supervisor["]
+                     "tests/cli/test_supervise.py::test_code_that_ignores_the_timeout_is_stopped_by_the_supervisor[",
+                     "tests/cli/test_cli.py::test_max_memory_stops_a_large_exploration_before_it_is_done[",
+                     "tests/explorer/test_vector_memory.py::"
+                     "test_a_param_pinned_huge_under_an_address_space_limit_explores_to_max_states",
+                     "tests/explorer/test_vector_memory.py::"
+                     "test_past_time_operators_nested_deep_under_an_address_space_limit_run_out_of_memory_cleanly"]
 
 
 def test_each_mutant_runs_every_fast_test_that_reaches_it_whatever_its_marker():
