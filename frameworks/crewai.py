@@ -46,6 +46,7 @@ from haltproof.machine.yamlpos import YMap
 from .declaration import (COMMON_KEYS, Choice, begin, choose_node, fail, give, guard_of, import_target,
                           keep_user_lines, lined, mapping, node, outcome_labels, plain, require_version, scripted_outcome,
                           with_user_properties)
+from .openai_agents import Final, ToolCall     # a scripted model's answers, as there
 from .paused import ModelCalls, PausedRun
 
 LIMIT = "max_iter"
@@ -214,29 +215,15 @@ async def kickoff_in_thread(crew: Any, inputs: dict[str, Any]) -> Any:
     return await done
 
 
+Answer = Final | ToolCall        # a final answer for the task, or a tool call (a delegation calls CrewAI's own tool)
+
+
 def render(answer: Answer) -> str:
     """An answer as the model's text in CrewAI's ReAct format (what its parser reads)."""
     if isinstance(answer, Final):
         return f"Thought: I now know the final answer\nFinal Answer: {answer.text}"
     return f"Thought: I will use {answer.name}\nAction: {answer.name}\nAction Input: {json.dumps(answer.arguments)}"
 
-
-@dataclass(frozen=True)
-class Final:
-    """The agent's final answer for its task."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Action:
-    """A tool call (a delegation is a call of CrewAI's own delegation tool)."""
-
-    name: str
-    arguments: dict[str, Any]
-
-
-Answer = Final | Action
 
 
 def the_run_copy(d: CrewDeclaration, params: dict[str, Any], llm: Callable[[str], Any]) -> Any:
@@ -431,14 +418,14 @@ def _answer(raw: Any, file: str, line: int, what: str, role: str, d_agents: dict
         args = raw.get("args", {})
         if not isinstance(args, dict):
             raise fail(file, line, f"{what}: args must be a mapping of the tool's arguments")
-        return Action(str(raw["tool"]), plain(args))
+        return ToolCall(str(raw["tool"]), plain(args))
     for key, text, tool in (("delegate", "task", DELEGATE), ("ask", "question", ASK)):
         if isinstance(raw, dict) and key in raw and set(raw) <= {key, text, "context"}:
             allowed = coworkers(d_agents, role, hierarchical)
             if raw[key] not in allowed:
                 raise fail(file, line, f"{what} delegates to {raw[key]!r}, but {role} can delegate to "
                                        f"{', '.join(allowed) or 'nobody (allow_delegation is off)'}")
-            return Action(tool, {text: str(raw.get(text, "")), "context": str(raw.get("context", "")),
+            return ToolCall(tool, {text: str(raw.get(text, "")), "context": str(raw.get("context", "")),
                                  "coworker": str(raw[key])})
     raise fail(file, line, f"{what} must be the agent's final answer (text), {{tool: NAME, args: {{...}}}}, "
                            "{delegate: COWORKER, task: TEXT} or {ask: COWORKER, question: TEXT}")
