@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -65,6 +65,32 @@ def _stuck(item: pytest.Item, seconds: float) -> Any:
         sys.stderr.flush()
         os._exit(TIMEOUT_EXIT)      # no cleanup: the mutant's process is forked for this run only
     return on_prof
+
+
+RECORDING = "stats"          # mutmut's MUTANT_UNDER_TEST while it records which tests reach which function
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Spawned processes (`-j`, the vector engine's shared levels) start without mutmut's recording."""
+    from multiprocessing import popen_spawn_posix
+    popen_spawn_posix.Popen._launch = spawn_unrecorded(popen_spawn_posix.Popen._launch)   # type: ignore[method-assign]
+
+
+def spawn_unrecorded(launch: Callable[..., Any]) -> Callable[..., Any]:
+    """`launch` (multiprocessing's start of a spawned process) with MUTANT_UNDER_TEST empty, when
+    mutmut records: a recording trampoline reads mutmut's configuration from the working folder,
+    which in a spawned worker is the test's tmp_path, so the worker died at its first import of
+    haltproof (and what a child records never reaches the parent anyway). Empty, the child runs
+    the unmutated code. When a mutant is under test the child keeps it, as before."""
+    def unrecorded(self: Any, process_obj: Any) -> Any:
+        if os.environ.get("MUTANT_UNDER_TEST") != RECORDING:
+            return launch(self, process_obj)
+        os.environ["MUTANT_UNDER_TEST"] = ""
+        try:
+            return launch(self, process_obj)
+        finally:
+            os.environ["MUTANT_UNDER_TEST"] = RECORDING
+    return unrecorded
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -335,8 +335,8 @@ class LocalPool:
                     each(i, results[i])
                 if done is not None:
                     done(len(results), len(jobs))
-            died, ended = self._round(suspects or pending, 1 if suspects else self.workers, machines, results,
-                                      errors, tick)
+            died, ended, unstarted = self._round(suspects or pending, 1 if suspects else self.workers, machines,
+                                                 results, errors, tick)
             for i, how in ended.items():        # its own code ended the worker: trying again ends it again
                 results[i] = ended_run(machines[i], jobs[i].options, how, "the worker process checking it")
                 tick(i)
@@ -344,9 +344,10 @@ class LocalPool:
                 attempts[i] += 1
             first_error = min(errors, default=len(jobs))    # serial order stops at the first error
             pending = [j for j in pending if j.index not in results and j.index < first_error]
+            why = (f"the worker processes died {MAX_ATTEMPTS} times before taking a run (what they said is on "
+                   "stderr)" if unstarted else f"the worker process checking it died {MAX_ATTEMPTS} times")
             for j in [j for j in pending if attempts[j.index] >= MAX_ATTEMPTS]:
-                results[j.index] = lost_run(machines[j.index], j.options,
-                                            f"the worker process checking it died {MAX_ATTEMPTS} times")
+                results[j.index] = lost_run(machines[j.index], j.options, why)
                 if each is not None:
                     each(j.index, results[j.index])
                 pending.remove(j)
@@ -356,10 +357,12 @@ class LocalPool:
 
     def _round(self, jobs: list[Job], workers: int, machines: list[Machine], results: dict[int, RunResult],
                errors: dict[int, BaseException],
-               tick: Callable[[int], None]) -> tuple[set[int], dict[int, tuple[Any, ...]]]:
+               tick: Callable[[int], None]) -> tuple[set[int], dict[int, tuple[Any, ...]], bool]:
         """Submit `jobs` to a fresh pool of `workers` and collect what comes back; returns the runs
-        a worker had in hand when the pool broke (none when it did not), and those whose own code
-        ended their worker, with how (`ended_run`)."""
+        a worker had in hand when the pool broke (none when it did not), those whose own code
+        ended their worker, with how (`ended_run`), and whether the pool broke before any worker
+        took a run: then the workers die as they start (an import that fails in a new process),
+        so every run not finished is charged, or the same round would be tried for ever."""
         started: SimpleQueue[Note] = self.context.SimpleQueue()
         pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=self.context,
                                    initializer=_worker_setup, initargs=(started,))
@@ -391,10 +394,12 @@ class LocalPool:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if not broken:
-            return set(), {}
+            return set(), {}, False
         _drain(started, in_hand, ended)
-        lost = {i for i in in_hand if i not in results and i not in errors}
-        return lost, {i: how for i, how in ended.items() if i in lost}
+        unstarted = not in_hand
+        held = {j.index for j in jobs} if unstarted else in_hand
+        lost = {i for i in held if i not in results and i not in errors}
+        return lost, {i: how for i, how in ended.items() if i in lost}, unstarted
 
 
 def _drain(line: SimpleQueue[Note], took: set[int], ended: dict[int, tuple[Any, ...]]) -> None:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from concurrent import futures as cf
 from dataclasses import replace
+import json
 import multiprocessing
+import os
 import pickle
 import re
 import shutil
+import subprocess
 from pathlib import Path
 import sys
 import time
@@ -112,6 +115,42 @@ def test_a_run_that_kills_every_worker_is_incomplete_and_the_rest_complete(cli, 
     assert text.out.count("incomplete (stopped at lost workers)") == 3     # the two run lines, their findings once
     assert "the same findings in 1 more run: max_steps=3 max_retries=1" in text.out
     assert text.out.count(f"not checked: the worker process checking it died {MAX_ATTEMPTS} times") == 1
+
+
+# Installed beside a spawned worker (PYTHONPATH): the worker cannot import haltproof's pool code,
+# so it dies as it starts, before it takes a run (as a worker of the mutation pool's recording
+# run did, its mutmut unable to find its configuration from the test's working folder).
+REFUSES_THE_POOL = """\
+import sys
+if "--multiprocessing-fork" in sys.argv:
+    class _Refuse:
+        def find_spec(self, name, path=None, target=None):
+            if name == "haltproof.explorer.parallel":
+                raise ImportError("this worker cannot import haltproof")
+    sys.meta_path.insert(0, _Refuse())
+"""
+
+
+@pytest.mark.verdict
+def test_workers_that_die_as_they_start_leave_the_runs_incomplete_rather_than_retried_for_ever(tmp_path):
+    """A pool that broke before any worker took a run charged no run for it, and the same round
+    was tried again for ever: a hang. Every run is now charged, and after MAX_ATTEMPTS such
+    rounds each is incomplete (exit 3) with why; the workers' own tracebacks are on stderr.
+    In a process of its own: a hang shows as TimeoutExpired, not as a stuck suite."""
+    (tmp_path / "sitecustomize.py").write_text(REFUSES_THE_POOL)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    ran = subprocess.run([sys.executable, "-m", "haltproof.cli.main", "check", str(LOOP_DEMO), "-j", "2",
+                          "-p", "max_steps=2", "--format", "json"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 3, ran.stderr[-2000:]
+    runs = json.loads(ran.stdout)["runs"]
+    assert [(r["params"], r["result"], r["stopped_by"]) for r in runs] == [
+        ({"max_steps": 2, "max_retries": 0}, "incomplete", "workers_lost"),
+        ({"max_steps": 2, "max_retries": 1}, "incomplete", "workers_lost")]
+    assert {r["stop_reason"] for r in runs} == {
+        f"not checked: the worker processes died {MAX_ATTEMPTS} times before taking a run (what they said is on "
+        "stderr)"}
+    assert "ImportError: this worker cannot import haltproof" in ran.stderr
 
 
 def test_a_user_error_met_in_a_worker_exits_2_with_its_message(cli, tmp_path):

@@ -123,3 +123,37 @@ def test_only_the_modules_imported_from_the_temporary_directory_are_forgotten(tm
     import scratch_module_of_a_test  # noqa: F401
     assert mutation_guard.forget_temporary_modules(before, ROOT) == ["scratch_module_of_a_test"]
     assert "scratch_module_of_a_test" not in sys.modules
+
+
+SPAWNS = """\
+import multiprocessing, os
+
+def said(queue):
+    queue.put(os.environ.get("MUTANT_UNDER_TEST"))
+
+def test_spawns(tmp_path):
+    os.chdir(tmp_path)          # as the doc tests do: mutmut's configuration is not found from here
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    child = ctx.Process(target=said, args=(queue,))
+    child.start()
+    child.join(60)
+    print("child saw", repr(queue.get()), "parent has", repr(os.environ["MUTANT_UNDER_TEST"]))
+"""
+
+
+@pytest.mark.parametrize("under_test,child_sees", [("stats", ""), ("haltproof.machine.spec.x_f__mutmut_1",
+                                                                   "haltproof.machine.spec.x_f__mutmut_1")])
+def test_a_process_spawned_while_mutmut_records_runs_unrecorded(tmp_path, under_test, child_sees):
+    """mutmut's recording run (MUTANT_UNDER_TEST=stats) reads its configuration from the working
+    folder at a trampoline's first call: a worker spawned from a test's tmp_path died at its first
+    import of haltproof, and `-j` started its pool again for ever (the recording never finished).
+    The guard spawns such a process with MUTANT_UNDER_TEST empty (the unmutated code); a mutant
+    under test still reaches the process, and the parent's value is put back."""
+    (tmp_path / "test_spawning.py").write_text(SPAWNS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MUTANT_UNDER_TEST": under_test}
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+                          "-p", "bench.mutation_guard", "test_spawning.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout[-2000:]
+    assert f"child saw {child_sees!r} parent has {under_test!r}" in ran.stdout
