@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -71,26 +71,16 @@ RECORDING = "stats"          # mutmut's MUTANT_UNDER_TEST while it records which
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Spawned processes (`-j`, the vector engine's shared levels) start without mutmut's recording."""
-    from multiprocessing import popen_spawn_posix
-    popen_spawn_posix.Popen._launch = spawn_unrecorded(popen_spawn_posix.Popen._launch)   # type: ignore[method-assign]
-
-
-def spawn_unrecorded(launch: Callable[..., Any]) -> Callable[..., Any]:
-    """`launch` (multiprocessing's start of a spawned process) with MUTANT_UNDER_TEST empty, when
-    mutmut records: a recording trampoline reads mutmut's configuration from the working folder,
-    which in a spawned worker is the test's tmp_path, so the worker died at its first import of
-    haltproof (and what a child records never reaches the parent anyway). Empty, the child runs
-    the unmutated code. When a mutant is under test the child keeps it, as before."""
-    def unrecorded(self: Any, process_obj: Any) -> Any:
-        if os.environ.get("MUTANT_UNDER_TEST") != RECORDING:
-            return launch(self, process_obj)
-        os.environ["MUTANT_UNDER_TEST"] = ""
-        try:
-            return launch(self, process_obj)
-        finally:
-            os.environ["MUTANT_UNDER_TEST"] = RECORDING
-    return unrecorded
+    """While mutmut records, the processes the tests start (`-j` workers, `haltproof` run as a
+    command) run the unmutated code without recording. A recording trampoline reads mutmut's
+    configuration from the working folder, which in such a process is often the test's tmp_path:
+    it died at its first import of haltproof (and `-j` then started its pool again for ever).
+    What a child records never reaches this process anyway. So the variable leaves this process's
+    environment, which the children inherit; this process goes on recording through mutmut's own
+    copy of the value (`set_mutant_under_test`, which its trampolines fall back to). A mutant
+    under test is left as it is: the children run it, as before."""
+    if os.environ.get("MUTANT_UNDER_TEST") == RECORDING:
+        del os.environ["MUTANT_UNDER_TEST"]
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -126,7 +126,7 @@ def test_only_the_modules_imported_from_the_temporary_directory_are_forgotten(tm
 
 
 SPAWNS = """\
-import multiprocessing, os
+import multiprocessing, os, subprocess, sys
 
 def said(queue):
     queue.put(os.environ.get("MUTANT_UNDER_TEST"))
@@ -138,22 +138,38 @@ def test_spawns(tmp_path):
     child = ctx.Process(target=said, args=(queue,))
     child.start()
     child.join(60)
-    print("child saw", repr(queue.get()), "parent has", repr(os.environ["MUTANT_UNDER_TEST"]))
+    command = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('MUTANT_UNDER_TEST'))"],
+                             env={**os.environ}, capture_output=True, text=True).stdout.strip()
+    print(f"spawned {queue.get()!r} command {command!r}")
 """
 
 
-@pytest.mark.parametrize("under_test,child_sees", [("stats", ""), ("haltproof.machine.spec.x_f__mutmut_1",
-                                                                   "haltproof.machine.spec.x_f__mutmut_1")])
-def test_a_process_spawned_while_mutmut_records_runs_unrecorded(tmp_path, under_test, child_sees):
+@pytest.mark.parametrize("under_test,children_see", [("stats", "None"), ("haltproof.machine.spec.x_f__mutmut_1",
+                                                                       "'haltproof.machine.spec.x_f__mutmut_1'")])
+def test_the_processes_a_test_starts_while_mutmut_records_run_unrecorded(tmp_path, under_test, children_see):
     """mutmut's recording run (MUTANT_UNDER_TEST=stats) reads its configuration from the working
     folder at a trampoline's first call: a worker spawned from a test's tmp_path died at its first
     import of haltproof, and `-j` started its pool again for ever (the recording never finished).
-    The guard spawns such a process with MUTANT_UNDER_TEST empty (the unmutated code); a mutant
-    under test still reaches the process, and the parent's value is put back."""
+    With the guard, neither a spawned process nor a command sees the variable while mutmut
+    records; a mutant under test still reaches both."""
     (tmp_path / "test_spawning.py").write_text(SPAWNS)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MUTANT_UNDER_TEST": under_test}
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
                           "-p", "bench.mutation_guard", "test_spawning.py"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stdout[-2000:]
-    assert f"child saw {child_sees!r} parent has {under_test!r}" in ran.stdout
+    shown = "'None'" if children_see == "None" else children_see
+    assert f"spawned {children_see} command {shown}" in ran.stdout
+
+
+def test_this_process_goes_on_recording_without_the_variable(monkeypatch):
+    """The recording process keeps recording: mutmut's trampolines fall back to the value mutmut
+    set in the process (`set_mutant_under_test`) when the variable is gone. Needs mutmut (the
+    `mutation` extra)."""
+    trampoline = pytest.importorskip("mutmut.mutation.trampoline")
+    monkeypatch.setattr(trampoline, "_mutant_under_test", None)
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "")
+    trampoline.set_mutant_under_test(mutation_guard.RECORDING)
+    mutation_guard.pytest_configure(None)      # type: ignore[arg-type]
+    assert "MUTANT_UNDER_TEST" not in os.environ
+    assert trampoline.get_mutant_under_test() == mutation_guard.RECORDING
