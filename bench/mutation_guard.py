@@ -10,9 +10,9 @@ for `properties/termination.py` (163 tests, about 6 s) that is about 200 CPU sec
 wall seconds per such mutant, hours for a module. The pool's tests take a second or less but
 for a few (the slowest about 20 CPU seconds installed, three times that in the staged tree,
 whose modules carry every mutant's code), so a test that has used this budget is stuck; ending
-it at once gives the same verdict ("timeout", which counts as killed) in two minutes at most. The budget is CPU time of
-this process (ITIMER_PROF), not wall time, so a busy shared machine does not make a slow
-but finishing mutant look stuck.
+it at once gives the same verdict ("timeout", which counts as killed) in two minutes at most.
+The budget is CPU time of this process (ITIMER_PROF), not wall time, so a busy shared machine
+does not make a slow but finishing mutant look stuck.
 
 It also forgets, after each test, the modules the test imported from the temporary
 directory (a model or adapter it wrote to `tmp_path`). mutmut runs the whole selection

@@ -327,6 +327,7 @@ class LocalPool:
         results: dict[int, RunResult] = {}
         errors: dict[int, BaseException] = {}
         attempts = dict.fromkeys(range(len(jobs)), 0)
+        unstarted_deaths = dict.fromkeys(range(len(jobs)), 0)     # of those, pools that broke before any took a run
         pending = list(jobs)
         while pending:
             suspects = [j for j in pending if attempts[j.index]]
@@ -342,11 +343,13 @@ class LocalPool:
                 tick(i)
             for i in died - set(ended):
                 attempts[i] += 1
+                unstarted_deaths[i] += unstarted
             first_error = min(errors, default=len(jobs))    # serial order stops at the first error
             pending = [j for j in pending if j.index not in results and j.index < first_error]
-            why = (f"the worker processes died {MAX_ATTEMPTS} times before taking a run (what they said is on "
-                   "stderr)" if unstarted else f"the worker process checking it died {MAX_ATTEMPTS} times")
             for j in [j for j in pending if attempts[j.index] >= MAX_ATTEMPTS]:
+                why = (f"the worker processes died {MAX_ATTEMPTS} times before taking a run (what they said is "
+                       "on stderr)" if unstarted_deaths[j.index] == attempts[j.index]
+                       else f"the worker process checking it died {MAX_ATTEMPTS} times")
                 results[j.index] = lost_run(machines[j.index], j.options, why)
                 if each is not None:
                     each(j.index, results[j.index])

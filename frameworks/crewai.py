@@ -225,7 +225,6 @@ def render(answer: Answer) -> str:
     return f"Thought: I will use {answer.name}\nAction: {answer.name}\nAction Input: {json.dumps(answer.arguments)}"
 
 
-
 def the_run_copy(d: CrewDeclaration, params: dict[str, Any], llm: Callable[[str], Any]) -> Any:
     """A fresh copy of the user's crew (`Crew.copy`, CrewAI's own) whose every agent, and the
     manager, asks its own `llm(role)`, with the swept limits set and max_rpm off."""
