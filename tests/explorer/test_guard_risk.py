@@ -37,6 +37,19 @@ def test_the_docs_write_the_examples_guard_as_tested() -> None:
     assert "haltproof guard examples/risk/agent.yaml --allow-violated -o agent_guard.json\n" in doc
 
 
+def test_the_example_declares_its_violation_so_a_check_of_it_passes_and_its_guard_still_needs_allow_violated(
+        cli, tmp_path) -> None:
+    """`expect: {violated: [no_error]}`: a check passes on exactly that violation (exit 0), and the
+    guard is still refused from it without --allow-violated: a known violation is not a proof."""
+    ran = cli("check", AGENT_SPEC, "--format", "json")
+    assert ran.code == 0
+    (run,) = ran.json()["runs"]
+    assert [p["name"] for p in run["properties"] if p["status"] == "violated"] == ["no_error"]
+    refused = cli("guard", AGENT_SPEC, "-o", tmp_path / "guard.json")
+    assert refused.code == 1 and "no_error is violated" in refused.err
+    assert not (tmp_path / "guard.json").exists()
+
+
 @pytest.fixture
 def guard_file(tmp_path):
     spec = tmp_path / "agent.yaml"
