@@ -33,7 +33,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--fit", metavar="FILE", help="write the observed choice frequencies as a probabilities: block")
     t.add_argument("--json", dest="json_out", metavar="FILE", help="also write every run's outcome as JSON")
     t.add_argument("--map", dest="span_map", metavar="FILE",
-                   help="a span map (YAML or JSON): which plain GenAI spans are which events of the spec")
+                   help="a span map (YAML or JSON): which plain GenAI spans are which events of the spec "
+                        "(instead of the spec's spans:)")
     timeout_option(t, "checking and exploring the spec")
 
 
@@ -46,7 +47,8 @@ def check_recorded(spec_path: str, runs_path: str, pins: dict[str, int | str], *
                                   "recorded runs are checked against one param combination")
     if problem is not None:
         raise UsageError(problem)
-    runs = read_runs(runs_path, None if span_map is None else read_span_map(span_map))
+    rules = read_span_map(span_map) if span_map is not None else spec.span_map or None
+    runs = read_runs(runs_path, rules)
     opts = Options(pins=pins, timeout=timeout)
     (m,) = prepare(spec, opts)
     run, ex = guarded_run(m, opts, allow_violated=True)

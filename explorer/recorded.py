@@ -7,7 +7,7 @@ or state the model does not have there), or stops at step i outside a terminal s
 Formats (docs/how-to/traces.md): JSONL, one run per line or one event per line, and OpenTelemetry
 trace exports (OTLP JSON) whose spans carry the events: spans with haltproof's own attributes, or
 plain GenAI semantic-convention spans (`chat`, `execute_tool`, ...) named events by a span map
-(`SpanRule`s, `--map FILE`).
+(machine/spanmap.py: the spec's `spans:` or `--map FILE`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from haltproof.guard import Guard, GuardError
+from haltproof.machine.spanmap import SpanMapError, SpanRule, span_rule
 
 MAX_RUNS_BYTES = 512 * 1024 * 1024
 
@@ -85,7 +86,7 @@ def _no_runs(path: Path, text: str, rules: list[SpanRule] | None) -> str:
         return f"{path}: no runs recorded"
     if rules is None:
         return (f"{path}: no span carries {ACTION_ATTR}: plain GenAI spans are read through a span map "
-                "(--map FILE, docs/how-to/traces.md)")
+                "(the spec's spans: or --map FILE, docs/how-to/traces.md)")
     return f"{path}: no span carries {ACTION_ATTR} or matches a rule of the span map"
 
 
@@ -152,22 +153,9 @@ ERROR = "error"             # a span map's pseudo-attribute: the span failed (st
 STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
 
-@dataclass(frozen=True)
-class SpanRule:
-    """One rule of a span map: a span whose attributes have these values is this event."""
-
-    when: dict[str, Any]
-    action: str
-    choices: dict[str, Any]
-    where: str
-
-    def matches(self, attrs: dict[str, Any]) -> bool:
-        return all(attrs.get(k) == v for k, v in self.when.items())
-
-
 def read_span_map(path: str | Path) -> list[SpanRule]:
-    """A span map (JSON or YAML): a list of rules `{when: {ATTRIBUTE: VALUE, ...}, action: A,
-    choices: {NAME: VALUE}}`, tried in order; a span no rule matches is not an event."""
+    """A span map file (JSON or YAML): a list of rules (machine/spanmap.py), tried in order; a
+    span no rule matches is not an event."""
     import yaml
     name = str(path)
     try:
@@ -178,21 +166,10 @@ def read_span_map(path: str | Path) -> list[SpanRule]:
         raise RecordingError(f"{name}: the span map is not YAML or JSON: {exc}") from None
     if not isinstance(data, list) or not data:
         raise RecordingError(f"{name}: a span map is a list of rules ({{when: {{...}}, action: A, choices: {{...}}}})")
-    return [_span_rule(r, f"{name}: rule {k}") for k, r in enumerate(data, 1)]
-
-
-def _span_rule(r: Any, where: str) -> SpanRule:
-    if not isinstance(r, dict) or not isinstance(r.get("action"), str):
-        raise RecordingError(f"{where}: a rule is a mapping with an action (and when, choices)")
-    unknown = sorted(set(r) - {"when", "action", "choices"})
-    if unknown:
-        raise RecordingError(f"{where}: unknown key {unknown[0]!r} (a rule has when, action, choices)")
-    when, choices = r.get("when", {}), r.get("choices", {})
-    if not isinstance(when, dict) or not when:
-        raise RecordingError(f"{where}: when is a mapping of span attributes to their values")
-    if not isinstance(choices, dict):
-        raise RecordingError(f"{where}: choices is a mapping (choice name: value)")
-    return SpanRule({str(k): v for k, v in when.items()}, r["action"], dict(choices), where)
+    try:
+        return [span_rule(r, f"{name}: rule {k}") for k, r in enumerate(data, 1)]
+    except SpanMapError as exc:
+        raise RecordingError(str(exc)) from None
 
 
 def otlp_runs(docs: list[dict[str, Any]], name: str, rules: list[SpanRule] | None = None) -> list[Recorded]:

@@ -22,6 +22,8 @@ from .inputs import TooLarge, read_bounded, too_large
 from .weights import ChoiceWeights, decimal_allowed, parse_probabilities
 from .declarations import expand, is_declaration, stages_needed
 from .trust import NO_CODE
+from .spanmap import SpanMapError, SpanRule, span_rule
+from .load_base import shortened
 from .yamlpos import YList, YMap, load_yaml
 from .specdata import (DECLARED_BUILTIN, CODE_BUILTINS, ParamValue, Pins,
                        Param, present, Var, Unreachable, ChoiceSet, Assign, SetStage, Rule,
@@ -104,7 +106,7 @@ class _Loader(AgentsLoader):
         top = self.mapping(data, 1, "a spec")
         self.keys(top, "the spec", {"machine", "description", "params", "vars", "sets", "actions",
                                      "terminal", "properties", "scenarios", "expect", "replay", "bind",
-                                     "measures", "probabilities", "fairness", "agents"},
+                                     "measures", "probabilities", "fairness", "agents", "spans"},
                   {"machine", "vars", "actions"})
         name = top["machine"]
         if not isinstance(name, str) or not name.strip():
@@ -216,6 +218,7 @@ class _Loader(AgentsLoader):
             measures = self.attempt(tree_measures, uses, measures, own_actions, self.file) or []
             checks = self.attempt(self.agent_checks, uses, own_vars) or []
             self.attempt(self.tree_choices, uses)
+        span_map = self.attempt(self.span_map, top["spans"], top.line_of("spans"), actions) if "spans" in top else []
         bind = top.get("bind")
         if bind is not None and (not isinstance(bind, str) or ":" not in bind):
             self.add(top.line_of("bind"), "bind must name the adapter as module:Name", bind)
@@ -228,4 +231,44 @@ class _Loader(AgentsLoader):
                     bind=str(bind) if bind else None, bind_line=top.line_of("bind") if bind else None,
                     measures=measures, probabilities=weights, fairness=fairness,
                     expect_line=top.line_of("expect") if expect is not None else None,
-                    agents=[u.name for u in uses], depths=depths, param_checks=checks)
+                    agents=[u.name for u in uses], depths=depths, param_checks=checks, span_map=span_map or [])
+
+    def span_map(self, raw: Any, line: int, actions: list[Action]) -> list[SpanRule]:
+        """`spans:`, the span map `haltproof traces` reads plain GenAI spans through: each rule's
+        action, choices and values checked against the spec here, not first met in a recording."""
+        if not isinstance(raw, YList) or not raw:
+            raise self.at(line).error("spans must be a list of rules ({when: {...}, action: A, choices: {...}})",
+                                      shortened(raw))
+        by_name = {a.name: a for a in actions}
+        rules = []
+        for k, item in enumerate(raw):
+            at, where = raw.line_of(k), f"rule {k + 1} of spans"
+            try:
+                rule = span_rule(item, where)
+            except SpanMapError as exc:
+                self.add(at, str(exc))
+                continue
+            act = by_name.get(rule.action)
+            if act is None:
+                self.add(at, f"{where}: not an action of the spec (its actions: {', '.join(by_name)})", rule.action)
+                continue
+            sets = dict(act.choices)
+            for name, value in rule.choices.items():
+                cs = sets.get(name)
+                if cs is None:
+                    self.add(at, f"{where}: {name} is not a choice of action {act.name}"
+                             f" (its choices: {', '.join(sets) or 'none'})")
+                elif not _takes(cs, value):
+                    self.add(at, f"{where}: not a value of choice {name} of action {act.name}", shortened(value))
+            for name in sorted(act.always_made - set(rule.choices)):
+                self.add(at, f"{where}: action {act.name} always makes choice {name}: the rule must give its value")
+            rules.append(rule)
+        return rules
+
+
+def _takes(cs: ChoiceSet, value: Any) -> bool:
+    """Whether `value` may be a value of the choice set (a range's bounds are over params: any
+    int then; they are checked when a recorded event is followed)."""
+    if cs.kind == "range":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return any(value == label and isinstance(value, bool) == isinstance(label, bool) for label in cs.labels())

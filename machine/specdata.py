@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 from . import expr as E
 from .inputs import shown_value, value_count
 from .outcomes import Outcome
+from .spanmap import SpanRule
 from .text import values_text
 from .weights import Chance, ChoiceWeights
 
@@ -412,6 +413,7 @@ class Spec:
     agents: list[str] = field(default_factory=list)          # the sub-agents it runs (machine/compose.py)
     depths: dict[str, int] = field(default_factory=dict)     # a sub-agent's action -> how deep it is nested
     param_checks: list[ParamCheck] = field(default_factory=list)   # judged per combination of the params
+    span_map: list[SpanRule] = field(default_factory=list)     # `spans:`, for `haltproof traces`
 
     @property
     def builtins(self) -> tuple[str, ...]:

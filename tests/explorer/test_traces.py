@@ -145,7 +145,19 @@ def test_opentelemetry_spans_from_the_real_sdk(tmp_path, capsys):
                    "transition of the model here\n")
 
 
-GENAI_MAP = ROOT / "examples" / "agent_loop" / "genai_map.yaml"
+DRIFTING = {"c-ok": ["tool_ok", "answer"], "c-retry": ["tool_error", "tool_ok", "answer"],
+            "c-drift": ["tool_error", "tool_error", "tool_error"]}
+
+
+def _agent_without_spans(folder: Path) -> Path:
+    """The example agent with its code beside it, its spec cut before its `spans:` section."""
+    folder.mkdir()
+    for name in ("agent.py", "adapter.py"):
+        (folder / name).write_text((AGENT.parent / name).read_text())
+    spec = folder / "agent.yaml"
+    spec.write_text(AGENT.read_text().split("\n# Which plain")[0] + "\n")
+    assert "spans:" not in spec.read_text()
+    return spec
 
 
 def _genai_spans(path: Path, runs: dict[str, list[str]]) -> None:
@@ -182,19 +194,96 @@ def _genai_spans(path: Path, runs: dict[str, list[str]]) -> None:
     path.write_text(MessageToJson(encode_spans(exporter.get_finished_spans())))
 
 
-def test_plain_genai_spans_through_a_span_map(tmp_path, capsys):
-    """No haltproof attribute on any span: the span map names the steps (docs/how-to/traces.md)."""
+def test_plain_genai_spans_through_the_specs_span_map(tmp_path, capsys):
+    """No haltproof attribute on any span: the spec's `spans:` names the steps (docs/how-to/traces.md)."""
     path = tmp_path / "genai.json"
-    _genai_spans(path, {"c-ok": ["tool_ok", "answer"], "c-retry": ["tool_error", "tool_ok", "answer"],
-                        "c-drift": ["tool_error", "tool_error", "tool_error"]})
-    assert main(["traces", str(AGENT), str(path), *PINS, "--map", str(GENAI_MAP)]) == 1
+    _genai_spans(path, DRIFTING)
+    assert main(["traces", str(AGENT), str(path), *PINS]) == 1
     assert capsys.readouterr().out == (
         "3 runs: 2 conforms, 0 violates, 1 leaves model, 0 unfinished\n"
         "  run c-drift: leaves the model at step 3: the run is in a terminal state: step is not a "
         "transition of the model here\n")
-    assert main(["traces", str(AGENT), str(path), *PINS]) == 2       # without the map: never "0 runs, all fine"
+    bare = _agent_without_spans(tmp_path / "bare")
+    assert main(["traces", str(bare), str(path), *PINS]) == 2      # no map at all: never "0 runs, all fine"
     assert capsys.readouterr().err == (f"error: {path}: no span carries haltproof.action: plain GenAI spans are "
-                                       "read through a span map (--map FILE, docs/how-to/traces.md)\n")
+                                       "read through a span map (the spec's spans: or --map FILE, "
+                                       "docs/how-to/traces.md)\n")
+
+
+def test_a_map_file_is_read_instead_of_the_specs_spans(tmp_path, capsys):
+    """`--map FILE` replaces the spec's rules: this one reads every tool span as a success, so the
+    run the spec's map sees failing three times becomes three good searches that stop short."""
+    path = tmp_path / "genai.json"
+    _genai_spans(path, DRIFTING)
+    lenient = tmp_path / "lenient.yaml"
+    lenient.write_text("- {when: {gen_ai.operation.name: execute_tool}, action: step, choices: {move: tool_ok}}\n"
+                       "- {when: {gen_ai.operation.name: chat, gen_ai.response.finish_reasons: [stop]},\n"
+                       "   action: step, choices: {move: answer}}\n")
+    for spec in (AGENT, _agent_without_spans(tmp_path / "bare")):
+        assert main(["traces", str(spec), str(path), *PINS, "--map", str(lenient)]) == 1
+        assert capsys.readouterr().out == (
+            "3 runs: 2 conforms, 0 violates, 0 leaves model, 1 unfinished\n"
+            "  run c-drift: stops outside a terminal state at step 3: the spec does not end in this state: "
+            "it is not terminal\n")
+
+
+def test_a_spec_with_a_span_map_is_checked_as_any_other():
+    """`spans:` is read by `traces` alone: a check of the example folder proves it as before."""
+    assert main(["check", str(AGENT.parent), "--format", "json"]) == 0
+
+
+SPANS_SPEC = """machine: m
+vars:
+  done: {type: bool, init: false}
+actions:
+  go:
+    when: not done
+    choose:
+      move: [a, b]
+      n: {min: 0, max: 2}
+    do:
+      - set: {done: true}
+terminal: done
+"""
+
+
+@pytest.mark.parametrize("spans, line, message", [
+    ("spans: {a: 1}", 13, "spans must be a list of rules ({when: {...}, action: A, choices: {...}}): "
+                          "\"{'a': 1}\""),
+    ("spans: []", 13, "spans must be a list of rules ({when: {...}, action: A, choices: {...}}): '[]'"),
+    ("spans:\n  - {when: {x: 1}}", 14, "rule 1 of spans: a rule is a mapping with an action (and when, choices)"),
+    ("spans:\n  - {when: {x: 1}, action: go, choices: {move: a, n: 0}}\n  - {action: go}", 15,
+     "rule 2 of spans: when is a mapping of span attributes to their values"),
+    ("spans:\n  - {when: {x: 1}, action: go, then: a}", 14,
+     "rule 1 of spans: unknown key 'then' (a rule has when, action, choices)"),
+    ("spans:\n  - {when: {x: 1}, action: stop, choices: {}}", 14,
+     "rule 1 of spans: not an action of the spec (its actions: go): 'stop'"),
+    ("spans:\n  - {when: {x: 1}, action: go, choices: {move: a, n: 0, mov: a}}", 14,
+     "rule 1 of spans: mov is not a choice of action go (its choices: move, n)"),
+    ("spans:\n  - {when: {x: 1}, action: go, choices: {move: c, n: 0}}", 14,
+     "rule 1 of spans: not a value of choice move of action go: 'c'"),
+    ("spans:\n  - {when: {x: 1}, action: go, choices: {move: a, n: '1'}}", 14,
+     "rule 1 of spans: not a value of choice n of action go: '1'"),
+    ("spans:\n  - {when: {x: 1}, action: go, choices: {move: a}}", 14,
+     "rule 1 of spans: action go always makes choice n: the rule must give its value"),
+])
+def test_a_bad_spans_section_is_a_clear_error_of_the_spec(tmp_path, capsys, spans, line, message):
+    spec = tmp_path / "m.yaml"
+    spec.write_text(SPANS_SPEC + spans + "\n")
+    assert main(["check", str(spec)]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert f"{spec}:{line}: {message}" in out.err
+
+
+def test_a_good_spans_section_loads_as_rules(tmp_path):
+    spec = tmp_path / "m.yaml"
+    spec.write_text(SPANS_SPEC + "spans:\n  - {when: {gen_ai.tool.name: t, error: true}, action: go,"
+                    " choices: {move: b, n: 2}}\n")
+    (rule,) = load_spec(spec).span_map
+    assert (rule.when, rule.action, rule.choices) == ({"gen_ai.tool.name": "t", "error": True}, "go",
+                                                      {"move": "b", "n": 2})
+    assert type(rule.choices["move"]) is str
 
 
 def test_a_recording_without_runs_is_an_error_not_a_pass(tmp_path, capsys):
@@ -211,12 +300,11 @@ def test_a_recording_without_runs_is_an_error_not_a_pass(tmp_path, capsys):
                                        "the span map\n")
 
 
-def test_the_docs_check_genai_spans_with_the_shipped_map():
+def test_the_docs_check_genai_spans_with_the_examples_span_map():
     doc = (ROOT / "docs" / "how-to" / "traces.md").read_text()
-    assert ("haltproof traces examples/agent_loop/agent.yaml spans.json -p max_steps=3 -p max_retries=1 "
-            "--map examples/agent_loop/genai_map.yaml\n") in doc
-    rules = GENAI_MAP.read_text().split("\n- ", 1)[1]
-    assert "```yaml\n- " + rules + "```" in doc
+    assert "haltproof traces examples/agent_loop/agent.yaml spans.json -p max_steps=3 -p max_retries=1\n" in doc
+    section = "spans:" + AGENT.read_text().split("\nspans:", 1)[1]
+    assert "```yaml\n" + section + "```" in doc
 
 
 @pytest.mark.parametrize("text, message", [

@@ -185,14 +185,14 @@ def test_unknown_top_level_key(check):
     r = check(BASE + "propertes:\n  p: {always: steps >= 0}\n")
     assert_rejected(r, 21, 'unknown key in the spec (allowed: actions, agents, bind, description, expect, fairness, '
                            'machine, measures, params, probabilities, properties, replay, scenarios, sets, '
-                           "terminal, vars): 'propertes'")
+                           "spans, terminal, vars): 'propertes'")
 
 
 def test_misspelled_required_top_level_key(check):
     r = check(edit("machine: m\n", "name: m\n"))
     assert_rejected(r, 1, 'unknown key in the spec (allowed: actions, agents, bind, description, expect, fairness, machine, '
-                          'measures, params, probabilities, properties, replay, scenarios, sets, terminal, vars): '
-                          "'name'")
+                          'measures, params, probabilities, properties, replay, scenarios, sets, spans, terminal, '
+                          "vars): 'name'")
 
 
 def test_missing_required_top_level_key(check):
