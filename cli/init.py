@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("init", help="write a starter declaration for a framework object (module:attr)")
     p.add_argument("target", metavar="TARGET",
                    help="module:attr of a LangGraph graph (or a function building one), an OpenAI Agents "
-                        "Agent or a Pydantic AI Agent, importable from the working directory")
+                        "Agent, a Pydantic AI Agent or a Google ADK agent, importable from the working directory")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: ATTR.yaml here)")
     p.add_argument("--force", action="store_true", help="overwrite FILE when it exists")
     timeout_option(p, "importing and reading the target")

@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("lint", help="a structural pass over a framework object: no exploration, no declaration")
     p.add_argument("target", metavar="TARGET",
                    help="module:attr of a LangGraph graph (or a function building one), an OpenAI Agents "
-                        "Agent or a Pydantic AI Agent, importable from the working directory")
+                        "Agent, a Pydantic AI Agent or a Google ADK agent, importable from the working directory")
     p.add_argument("--format", choices=list(lint_reports.FORMATS), default="text",
                    help="what goes to stdout (default text)")
     timeout_option(p, "importing and reading the target")

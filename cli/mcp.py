@@ -41,7 +41,8 @@ DEFAULT_TIMEOUT = 60.0  # the budget of tools that only load things (validate, p
 INSTRUCTIONS = (
     "haltproof proves that an AI agent's run loop stops: validate and check YAML specs or framework declarations "
     "(framework: langgraph | openai_agents | pydantic_ai), explain and replay counterexamples, and write a starter "
-    "declaration (init) or lint a LangGraph graph, an OpenAI Agents Agent or a Pydantic AI Agent by module:attr. "
+    "declaration (init) or lint a LangGraph graph, an OpenAI Agents Agent, a Pydantic AI Agent or a Google ADK agent "
+    "by module:attr. "
     "Paths are relative to the server's working directory. A check needs a time and state budget; an "
     "'undecided' answer proves nothing: raise the budget.")
 
@@ -241,7 +242,8 @@ def replay(spec: str, trace_file: str, property: str | None = None, params: dict
 
 def properties(target: str, timeout_seconds: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """The out-of-the-box properties haltproof checks on a framework target (module:attr of a LangGraph graph or
-    function building one, an OpenAI Agents Agent, a Pydantic AI Agent): each with its kind and what it answers."""
+    function building one, an OpenAI Agents Agent, a Pydantic AI Agent, a Google ADK agent): each with its kind and
+    what it answers."""
     timeout = _budget(timeout_seconds)
     ran = _run(["properties", target, str(timeout)], timeout, module=__name__)
     if ran.returncode != 0:

@@ -320,17 +320,23 @@ def first_model_call(root: Any) -> tuple[str, list[str]]:
     return str(agent.name), loops
 
 
-def tool_names(agent: Any) -> list[str]:
-    """The names of an LlmAgent's tools (a function is wrapped as ADK's FunctionTool is: its name)."""
+def agent_tools(agent: Any) -> list[Any]:
+    """An LlmAgent's tools as ADK's `BaseTool`s (a function wrapped as ADK wraps it, in a FunctionTool);
+    a toolset, whose tools are known only once it is asked, is left out."""
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.function_tool import FunctionTool
     out = []
     for tool in agent.tools:
         if isinstance(tool, BaseTool):
-            out.append(tool.name)
+            out.append(tool)
         elif callable(tool):
-            out.append(FunctionTool(tool).name)
+            out.append(FunctionTool(tool))
     return out
+
+
+def tool_names(agent: Any) -> list[str]:
+    """The names of an LlmAgent's tools (a function is wrapped as ADK's FunctionTool is: its name)."""
+    return [tool.name for tool in agent_tools(agent)]
 
 
 def transfer_targets(agent: Any) -> list[str]:

@@ -165,9 +165,10 @@ def shaped_frameworks() -> tuple[str, ...]:
 register_shape("langgraph", "haltproof.frameworks.langgraph_shape")
 register_shape("openai_agents", "haltproof.frameworks.openai_agents_shape")
 register_shape("pydantic_ai", "haltproof.frameworks.pydantic_ai_shape")
+register_shape("adk", "haltproof.frameworks.adk_shape")
 
-SUPPORTED = "a compiled LangGraph graph (or a function building one from its chat models), an OpenAI Agents Agent " \
-            "or a Pydantic AI Agent"
+SUPPORTED = "a compiled LangGraph graph (or a function building one from its chat models), an OpenAI Agents Agent, " \
+            "a Pydantic AI Agent or a Google ADK agent"
 
 
 def target_module(ref: str) -> ModuleType | None:
@@ -307,12 +308,12 @@ def strings(node: ast.AST | None, fn: Any) -> tuple[list[str], bool]:
         a, ok_a = strings(node.body, fn)
         b, ok_b = strings(node.orelse, fn)
         return a + b, ok_a and ok_b
-    if isinstance(node, ast.Call) and _called(node) == "Send" and node.args:
+    if isinstance(node, ast.Call) and called(node) == "Send" and node.args:
         return strings(node.args[0], fn)
     return [], False
 
 
-def _called(call: ast.Call) -> str | None:
+def called(call: ast.Call) -> str | None:
     """The name a call calls: `f(...)` -> f, `x.f(...)` -> f."""
     if isinstance(call.func, ast.Name):
         return call.func.id
@@ -362,7 +363,7 @@ def keyword_calls(fn: Any, callee: str, keyword: str) -> tuple[list[tuple[str, i
     seen = False
     whole = True
     for node in own_nodes(tree):
-        if isinstance(node, ast.Call) and _called(node) == callee:
+        if isinstance(node, ast.Call) and called(node) == callee:
             seen = True
             value = next((k.value for k in node.keywords if k.arg == keyword), None)
             if value is None:
@@ -383,6 +384,22 @@ def calls_in_module(module: ModuleType, methods: set[str]) -> list[tuple[ast.Cal
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods]
 
 
+def name_lines(module: ModuleType | None) -> tuple[dict[str, int], str | None]:
+    """The line of each `Agent(name="...")` call (any call given a literal `name=`) in the module's
+    source, by name, and the module's file as shown: where an agent is made."""
+    parsed = module_ast(module) if module else None
+    if parsed is None:
+        return {}, None
+    tree, file = parsed
+    lines: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = next((k.value for k in node.keywords if k.arg == "name"), None)
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                lines.setdefault(name.value, node.lineno)
+    return lines, file
+
+
 UNBOUNDED_NAMES = {"inf", "maxsize"}
 
 
@@ -395,7 +412,7 @@ def literal_limit(node: ast.AST | None) -> tuple[bool, int | None]:
         return True, None if node.value is None or isinstance(node.value, bool) else node.value
     if isinstance(node, ast.Attribute) and node.attr in UNBOUNDED_NAMES:
         return True, None
-    if isinstance(node, ast.Call) and _called(node) == "float" and node.args and \
+    if isinstance(node, ast.Call) and called(node) == "float" and node.args and \
             isinstance(node.args[0], ast.Constant) and str(node.args[0].value).lower() in ("inf", "infinity"):
         return True, None
     return False, None

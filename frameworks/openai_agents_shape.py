@@ -20,7 +20,7 @@ from typing import Any
 from haltproof.machine.errors import SpecError
 
 from .introspect import (Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, header, keyword, label,
-                         literal_limit, module_ast, placeholder, run_object, target_module)
+                         literal_limit, name_lines, placeholder, run_object, target_module)
 from .openai_agents import agents_of, function_tools, is_agent, require_agents
 
 FRAMEWORK = "openai_agents"
@@ -54,21 +54,6 @@ def _agents(obj: Any, ref: str) -> dict[str, Any]:
         raise TargetError(f"{ref}: {exc.problems[0].message}") from None
 
 
-def _agent_lines(module: Any) -> tuple[dict[str, int], str | None]:
-    """The line of each `Agent(name="...")` call in the module's source, by name."""
-    parsed = module_ast(module) if module else None
-    if parsed is None:
-        return {}, None
-    tree, file = parsed
-    lines: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = next((k.value for k in node.keywords if k.arg == "name"), None)
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                lines.setdefault(name.value, node.lineno)
-    return lines, file
-
-
 def _handoff_names(agent: Any) -> list[str]:
     return [getattr(h, "agent_name", None) or h.name for h in agent.handoffs]
 
@@ -77,7 +62,7 @@ def shape(obj: Any, ref: str) -> Shape:
     """The agents, the turns that end a run, stay with an agent or hand it off, and the max_turns the code shows."""
     agents = _agents(obj, ref)
     module = target_module(ref)
-    lines, file = _agent_lines(module)
+    lines, file = name_lines(module)
     others = _forgotten(module, agents)
 
     def site(name: str) -> Site | None:

@@ -27,6 +27,8 @@ FIRST_CHECKS = [
     ("pydantic_ai", "weather:agent", "2 runs: 2 proved"),
     ("pydantic_ai", "trip:agent", "2 runs: 2 proved"),
     ("pydantic_ai", "orders:agent", "2 runs: 2 proved"),
+    ("adk", "refine:root_agent", "3 runs: 3 proved"),
+    ("adk", "coordinator:root_agent", "3 runs: 3 proved"),
 ]
 
 REACT = """\
@@ -71,6 +73,50 @@ params:
 #     always: runs_agent <= 2
 """
 
+REFINE = """\
+# A starter declaration for refine:root_agent, written by `haltproof init` (docs/how-to/init.md):
+# `haltproof check` on this file explores your Google ADK app as the framework runs it.
+# What init cannot know from the code, and asks you (search for ASK):
+# 1. input: the user's message a run starts with (a request your app really gets).
+# 2. what each LlmAgent's model may answer: init lists a final answer, a call of each of the agent's
+# tools and each transfer ADK allows it; keep the ones its model can really give, and make the
+# tools' arguments ones your tools accept (your tools and callbacks run as written).
+# 3. max_llm_calls: the value your app gives RunConfig (haltproof cannot see it where the runner is
+# called); the sweep below is small so that the first check is quick, ADK's default is 500.
+# 4. properties: what your app must do, beyond the out-of-the-box ones (docs/how-to/adk.md).
+framework: adk
+target: refine:root_agent
+
+# ASK: the user's message a run starts with (Runner.run_async's new_message).
+input: 'ASK: a request your app really gets'
+
+# What each LlmAgent's model may answer, by agent name (the choice SLUG_says). ASK: keep the answers
+# its model can really give.
+models:
+  InitialWriterAgent:
+    answer: 'ASK: a final answer the agent gives'  # a final answer: the agent's turn ends
+  CriticAgent:
+    answer: 'ASK: a final answer the agent gives'  # a final answer: the agent's turn ends
+  RefinerAgent:
+    answer: 'ASK: a final answer the agent gives'  # a final answer: the agent's turn ends
+    call_exit_loop: {tool: exit_loop, args: {}}  # a call of the tool exit_loop (it runs as written)
+
+# ASK: the max_llm_calls your app gives RunConfig; every value swept is one run of the check. ADK's
+# default is 500.
+# Each LoopAgent keeps its own max_iterations (RefinementLoop: 5); to sweep it, add
+# max_iterations_SLUG, e.g. max_iterations_refinementloop: {min: 1, max: 2}.
+params:
+  max_llm_calls: {min: 3, max: 5}
+
+# The out-of-the-box properties are always checked: run_ends, limit_error, most_model_calls,
+# most_tool_runs, most_iterations_refinementloop, silent_stop_refinementloop. ASK: add what your app
+# must do, over the vars agent, status, calls, tool_runs, transfers, escalations, runs_TOOL,
+# iterations_refinementloop, exit_refinementloop, e.g.:
+# properties:
+#   at_most_two_tool_runs:
+#     always: tool_runs <= 2
+"""
+
 
 def _in_example(monkeypatch, folder: str, target: str):
     monkeypatch.chdir(EXAMPLES / folder)
@@ -93,7 +139,7 @@ def test_init_then_check_gives_a_real_answer_for_every_example(cli, tmp_path, mo
 def test_every_example_app_is_initialised():
     apps = {(p.parent.name, p.stem) for p in EXAMPLES.glob("*/*.py")
             if "adapter" not in p.stem and not p.stem.startswith("guarded_")      # guarded_*: an app run under its guard
-            and p.parent.name in shaped_frameworks()}      # ADK, CrewAI: init and lint do not read them yet
+            and p.parent.name in shaped_frameworks()}      # CrewAI: init and lint do not read it yet
     assert apps == {(folder, t.partition(":")[0]) for folder, t, _ in FIRST_CHECKS}
 
 
@@ -102,6 +148,14 @@ def test_the_starter_of_the_react_graph(cli, tmp_path, monkeypatch):
     with _in_example(monkeypatch, "langgraph", "react:build_graph"):
         assert cli("init", "react:build_graph", "-o", out).code == 0
     assert out.read_text() == REACT
+
+
+def test_the_starter_of_an_adk_pipeline(cli, tmp_path, monkeypatch):
+    """ADK's refine pipeline: each LlmAgent's answers, the loop's own max_iterations named, and the
+    out-of-the-box properties and vars of its loop."""
+    with _in_example(monkeypatch, "adk", "refine:root_agent"):
+        assert cli("init", "refine:root_agent", "-o", tmp_path / "refine.yaml").code == 0
+    assert (tmp_path / "refine.yaml").read_text() == REFINE
 
 
 def test_the_starter_lists_structured_answers_and_command_destinations(cli, tmp_path, monkeypatch):
@@ -164,7 +218,7 @@ def test_an_existing_file_is_never_overwritten_without_force(cli, tmp_path, monk
                       "No module named 'nowhere'\n"),
     ("react:missing", "error: react:missing: module react has no 'missing'\n"),
     ("react:tool", "error: react:tool is a function, not a compiled LangGraph graph (or a function building one "
-                   "from its chat models), an OpenAI Agents Agent or a Pydantic AI Agent\n"),
+                   "from its chat models), an OpenAI Agents Agent, a Pydantic AI Agent or a Google ADK agent\n"),
     ("react", "error: react: target must name the object as module:attr\n"),
 ])
 def test_bad_targets_are_exit_2_and_write_nothing(cli, tmp_path, monkeypatch, target, message):

@@ -16,7 +16,7 @@ from conftest import ROOT
 from framework_helpers import fresh_modules
 
 FIXTURES = ROOT / "tests" / "fixtures" / "lint"
-LG, OA, PA = "lint_langgraph_broken", "lint_agents_broken", "lint_pydantic_ai_broken"
+LG, OA, PA, AD = "lint_langgraph_broken", "lint_agents_broken", "lint_pydantic_ai_broken", "lint_adk_broken"
 
 # target -> every finding: (rule, subject, line in the target's module)
 PLANTED = {
@@ -37,19 +37,26 @@ PLANTED = {
                         ("limit-unbounded", "request_limit", 18)],
     f"{PA}:defaulted": [("limit-default", "request_limit", 19)],
     f"{PA}:named": [("cycle-exits-by-model-only", "edge call_tools -> end", 8), ("limit-unbounded", "request_limit", 20)],
+    f"{AD}:forever": [("cycle-without-exit", "cycle Checker -> Drafter -> Checker", 14),
+                      ("end-unreachable", "agent Forever", 14)],
+    f"{AD}:pipeline": [("cycle-without-exit", "cycle Polisher -> Polisher", 19), ("unreachable", "agent Publisher", 20),
+                       ("end-unreachable", "agent Pipeline", 18), ("end-unreachable", "agent Polish", 19)],
+    f"{AD}:desk": [("cycle-exits-by-model-only", "edge Desk -> __end__", 23), ("limit-unbounded", "max_llm_calls", 28)],
+    f"{AD}:greeter": [("limit-default", "max_llm_calls", 40)],
 }
 
 EXAMPLES = [("langgraph", "react:build_graph"), ("langgraph", "supervisor:build_graph"), ("langgraph", "fanout:graph"),
             ("langgraph", "research:graph"), ("openai_agents", "triage:triage_agent"),
             ("openai_agents", "travel:travel_agent"), ("openai_agents", "support:triage_agent"),
-            ("pydantic_ai", "weather:agent"), ("pydantic_ai", "trip:agent"), ("pydantic_ai", "orders:agent")]
+            ("pydantic_ai", "weather:agent"), ("pydantic_ai", "trip:agent"), ("pydantic_ai", "orders:agent"),
+            ("adk", "refine:root_agent"), ("adk", "coordinator:root_agent")]
 
 
 @pytest.fixture
 def fixtures(monkeypatch):
     """Run in tests/fixtures/lint, its modules imported fresh and forgotten after."""
     monkeypatch.chdir(FIXTURES)
-    with fresh_modules(monkeypatch, (LG, OA, PA)):
+    with fresh_modules(monkeypatch, (LG, OA, PA, AD)):
         yield FIXTURES
 
 
@@ -70,13 +77,15 @@ def test_lint_finds_each_planted_shape_bug_at_its_line(cli, fixtures, target):
 
 def test_every_rule_is_planted_once_per_framework_that_can_express_it():
     """LangGraph and the OpenAI Agents SDK can express every shape bug; Pydantic AI's run graph is the
-    same for every agent (request, tools, end), so only its limits can be wrong."""
-    rules = {LG: set(), OA: set(), PA: set()}
+    same for every agent (request, tools, end), so only its limits can be wrong; an ADK tree's routes
+    are its own (transfers ADK allows, its workflow agents' order), so none is unknown."""
+    rules: dict[str, set[str]] = {LG: set(), OA: set(), PA: set(), AD: set()}
     for target, found in PLANTED.items():
         rules[target.partition(":")[0]] |= {rule for rule, _, _ in found}
     every = {"cycle-without-exit", "cycle-exits-by-model-only", "unreachable", "end-unreachable", "unknown-route",
              "limit-default", "limit-unbounded"}
-    assert rules == {LG: every, OA: every, PA: {"cycle-exits-by-model-only", "limit-default", "limit-unbounded"}}
+    assert rules == {LG: every, OA: every, PA: {"cycle-exits-by-model-only", "limit-default", "limit-unbounded"},
+                     AD: every - {"unknown-route"}}
 
 
 @pytest.mark.parametrize("folder,target", EXAMPLES)
@@ -90,7 +99,7 @@ def test_lint_is_silent_on_every_example_app(cli, monkeypatch, folder, target):
 def test_every_example_app_is_linted():
     apps = {(p.parent.name, p.stem) for p in (ROOT / "examples" / "frameworks").glob("*/*.py")
             if "adapter" not in p.stem and not p.stem.startswith("guarded_")      # guarded_*: an app run under its guard
-            and p.parent.name in shaped_frameworks()}      # ADK, CrewAI: init and lint do not read them yet
+            and p.parent.name in shaped_frameworks()}      # CrewAI: init and lint do not read it yet
     assert apps == {(folder, t.partition(":")[0]) for folder, t in EXAMPLES}
 
 
@@ -146,9 +155,13 @@ def test_sarif_of_a_clean_target_is_valid_and_empty(cli, monkeypatch, validator)
                       "No module named 'nowhere'\n"),
     (f"{LG}:missing", f"error: {LG}:missing: module {LG} has no 'missing'\n"),
     ("json:dumps", "error: json:dumps is a function, not a compiled LangGraph graph (or a function building one "
-                   "from its chat models), an OpenAI Agents Agent or a Pydantic AI Agent\n"),
+                   "from its chat models), an OpenAI Agents Agent, a Pydantic AI Agent or a Google ADK agent\n"),
     (f"{LG}:llm", f"error: {LG}:llm is a GenericFakeChatModel, not a compiled LangGraph graph (or a function "
-                  "building one from its chat models), an OpenAI Agents Agent or a Pydantic AI Agent\n"),
+                  "building one from its chat models), an OpenAI Agents Agent, a Pydantic AI Agent or a Google ADK "
+                  "agent\n"),
+    (f"{AD}:config", f"error: {AD}:config is a RunConfig, not a compiled LangGraph graph (or a function "
+                     "building one from its chat models), an OpenAI Agents Agent, a Pydantic AI Agent or a Google "
+                     "ADK agent\n"),
     ("no_colon", "error: no_colon: target must name the object as module:attr\n"),
 ])
 def test_bad_targets_are_exit_2_with_a_clear_message(cli, fixtures, target, message):
@@ -182,6 +195,9 @@ def test_fixtures_are_written_as_the_tests_read_them():
     assert text[31] == 'b.add_edge("plan", "act")'
     assert text[66] == '    return "finish"'
     assert Path(FIXTURES / f"{OA}.py").read_text().splitlines()[23].startswith('booker = Agent(name="Booker"')
+    adk = Path(FIXTURES / f"{AD}.py").read_text().splitlines()
+    assert adk[27].lstrip().startswith("async for _ in desk_runner.run_async(")
+    assert adk[39].lstrip().startswith("return list(greeter_runner.run(")
 
 
 def test_the_docs_example_is_what_lint_prints(cli, fixtures):
