@@ -171,3 +171,21 @@ class SwallowsOnClose(ReplayedAdapter):
         if not SwallowsOnClose.hung:
             SwallowsOnClose.hung = True
             _hold_on()
+
+
+class SwallowsOnCloseAfterARaise(ReplayedAdapter):
+    """A step with tool=fail raises, and the close() of the run it leaves swallows every interrupt:
+    the call haltproof then ends is a close after a raising transition, which names it."""
+
+    hung = False
+
+    def step(self, live: Agent, action: str, choices: dict[str, Any]) -> str:
+        if choices["tool"] == "fail":
+            live.broken = True          # type: ignore[attr-defined]
+            raise RuntimeError("the tool broke the run")
+        return super().step(live, action, choices)
+
+    def close(self, live: Agent) -> None:
+        if getattr(live, "broken", False) and not SwallowsOnCloseAfterARaise.hung:
+            SwallowsOnCloseAfterARaise.hung = True
+            _hold_on()

@@ -216,6 +216,19 @@ def test_a_close_that_ignores_the_call_deadline_is_ended_by_the_supervisor(cli, 
         "violated", "call_timeout", why)
 
 
+def test_a_close_stuck_after_a_raising_transition_says_which_transition_left_it(cli, tmp_path, short_grace):
+    """The close of a run a raising step left is described by that step, as any close is: the
+    message says what the stuck call was doing, never only that some call was stuck."""
+    ran = cli("check", live_spec(tmp_path, "SwallowsOnCloseAfterARaise"), "-p", "N=2", "--call-timeout", "0.2",
+              "--format", "json")
+    why = ("a call into the user's code did not return within --call-timeout 0.2 s while running closing a live "
+           f"run after action work (tool=fail) from state steps=0 status=running; {IGNORED}")
+    assert (ran.code, ran.err) == (1, f"haltproof: bound_code: {why}\n")
+    (run,) = ran.json()["runs"]
+    assert (run["result"], run["stopped_by"], props(run)["bound_code"]["message"]) == (
+        "violated", "call_timeout", why)
+
+
 def test_the_call_deadline_in_replay_and_conform(cli, tmp_path):
     """Conform makes hundreds of calls: a deadline of 1 s, which none of the code's quick calls
     reaches even on a loaded machine (0.2 s did, descheduled, and the wrong call was "stuck")."""
