@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .adk import LIMIT, agent_tools, is_llm_agent, is_loop, require_adk, transfer_targets, walk
-from .introspect import (Decided, Doc, Edge, Limit, Shape, Site, TargetError, called, function_ast, header, keyword,
-                         label, literal_limit, module_ast, name_lines, placeholder, receiver, target_module)
+from .introspect import (Decided, Doc, Edge, Limit, Shape, Site, TargetError, called, function_ast, header,
+                         input_and_models, keyword, label, literal_limit, module_ast, name_lines, placeholder, receiver, target_module)
 from .openai_agents import slug
 
 FRAMEWORK = "adk"
@@ -288,17 +288,8 @@ def starter(obj: Any, ref: str) -> str:
     header(doc, ref, "Google ADK", ASKS)
     doc.key("framework", FRAMEWORK)
     doc.key("target", ref)
-    doc.blank()
-    doc.comment("ASK: the user's message a run starts with (Runner.run_async's new_message).")
-    doc.key("input", "ASK: a request your app really gets")
-    doc.blank()
-    doc.comment("What each LlmAgent's model may answer, by agent name (the choice SLUG_says). ASK: keep the answers "
-                "its model can really give.")
-    doc.key("models", block=True)
-    for name, agent in agents.items():
-        doc.key(name, indent=2, block=True)
-        for key, answer, what in _answers(agent):
-            doc.key(key, answer, 4, note=what)
+    input_and_models(doc, "the user's message a run starts with (Runner.run_async's new_message).", "LlmAgent",
+                     agents, _answers)
     _agent_tools_hint(doc, agents)
     low = _fewest_calls(obj, ref)
     doc.blank()

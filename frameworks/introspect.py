@@ -27,7 +27,7 @@ import re
 import sys
 import textwrap
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, Protocol, cast
@@ -638,6 +638,23 @@ def label(text: str, taken: set[str]) -> str:
         out, n = f"{base}_{n}", n + 1
     taken.add(out)
     return out
+
+
+def input_and_models(doc: Doc, where: str, who: str, agents: dict[str, Any],
+                     answers: Callable[[Any], list[tuple[str, Any, str]]]) -> None:
+    """The starter's `input:` (`where` says where the app passes it) and its `models:` block: per
+    agent (`who` names the kind) the answers its model may give, each with what it is."""
+    doc.blank()
+    doc.comment(f"ASK: {where}")
+    doc.key("input", "ASK: a request your app really gets")
+    doc.blank()
+    doc.comment(f"What each {who}'s model may answer, by agent name (the choice SLUG_says). ASK: keep the answers "
+                "its model can really give.")
+    doc.key("models", block=True)
+    for name, agent in agents.items():
+        doc.key(name, indent=2, block=True)
+        for key, answer, what in answers(agent):
+            doc.key(key, answer, 4, note=what)
 
 
 def header(doc: Doc, ref: str, framework: str, asks: list[str]) -> None:

@@ -19,8 +19,8 @@ from typing import Any
 
 from haltproof.machine.errors import SpecError
 
-from .introspect import (Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, header, keyword, label,
-                         literal_limit, name_lines, placeholder, run_object, target_module)
+from .introspect import (Doc, Edge, Limit, Route, Shape, Site, TargetError, calls_in_module, header,
+                         input_and_models, keyword, label, literal_limit, name_lines, placeholder, run_object, target_module)
 from .openai_agents import agents_of, function_tools, is_agent, require_agents
 
 FRAMEWORK = "openai_agents"
@@ -149,17 +149,7 @@ def starter(obj: Any, ref: str) -> str:
         doc.key("context", context, note="a fresh context object per run (the agent's Agent[...] type)")
     else:
         run_object(doc, "context", _context_type(obj), "the run context your tools read (wrapper.context)")
-    doc.blank()
-    doc.comment("ASK: the run's input, as you pass it to Runner.run.")
-    doc.key("input", "ASK: a request your app really gets")
-    doc.blank()
-    doc.comment("What each agent's model may answer, by agent name (the choice SLUG_says). ASK: keep the answers "
-                "its model can really give.")
-    doc.key("models", block=True)
-    for name, agent in agents.items():
-        doc.key(name, indent=2, block=True)
-        for key, answer, what in _answers(agent):
-            doc.key(key, answer, 4, note=what)
+    input_and_models(doc, "the run's input, as you pass it to Runner.run.", "agent", agents, _answers)
     _tools_hint(doc, agents)
     low = 2 if any(a.handoffs for a in agents.values()) else 1
     doc.blank()
